@@ -1,0 +1,254 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Policy is what a sandboxed command may do. It is plain data, built
+// deterministically from settings (package runtime/settings) and read by every
+// enforcer (linux/, darwin/, netproxy/). Paths are absolute and cleaned by the
+// time a Policy exists; host-dependent choices (kernel features) are made when
+// a platform package applies it, never here.
+type Policy struct {
+	// Cwd is the working directory the command starts in (absolute).
+	Cwd string `json:"cwd"`
+	// Home is the home directory paths such as ~/.ssh were resolved against.
+	Home string `json:"home"`
+
+	FS          FS          `json:"filesystem"`
+	Net         Network     `json:"network"`
+	Env         Env         `json:"env"`
+	Limits      Limits      `json:"limits"`
+	Sandbox     Switches    `json:"sandbox"`
+	Permissions Permissions `json:"permissions"`
+
+	// BestEffort runs with what can be enforced and reports what was skipped,
+	// instead of refusing to run.
+	BestEffort bool `json:"bestEffort"`
+	// Violations enables the file-write violation observer (on by default).
+	Violations bool `json:"violations"`
+
+	// Sources lists the settings files the policy was built from, highest
+	// precedence first.
+	Sources []string `json:"sources"`
+	// Protect lists files moat itself depends on (its binary, the settings
+	// files it read, its state directory) that must never be writable from
+	// inside the sandbox.
+	Protect []string `json:"protect,omitempty"`
+}
+
+// PathRule is one filesystem rule.
+type PathRule struct {
+	// Path is absolute and cleaned. When Glob is set it holds glob
+	// metacharacters (*, **, ?, [...]) to be expanded against the disk.
+	Path string `json:"path"`
+	Glob bool   `json:"glob,omitempty"`
+	// Source names where the rule came from: "FILE: field[i]" or "default".
+	Source string `json:"source,omitempty"`
+}
+
+func (r PathRule) String() string { return r.Path }
+
+// FS holds the filesystem rules. Reads are allowed everywhere except DenyRead
+// (AllowRead re-allows inside a denied region, a more specific DenyRead wins
+// again). Writes are denied everywhere except AllowWrite, minus DenyWrite and
+// the mandatory protections (see MandatoryNames).
+type FS struct {
+	AllowRead  []PathRule `json:"allowRead"`
+	DenyRead   []PathRule `json:"denyRead"`
+	AllowWrite []PathRule `json:"allowWrite"`
+	DenyWrite  []PathRule `json:"denyWrite"`
+
+	// AllowGitConfig lets the command write .git/config (hooks stay denied).
+	AllowGitConfig bool `json:"allowGitConfig"`
+	// Disabled turns all filesystem rules off, mandatory protections included
+	// (the srt "filesystem.disabled" switch).
+	Disabled bool `json:"disabled,omitempty"`
+	// MandatoryDenySearchDepth bounds the search for git repositories and
+	// dangerous files under the writable paths (1..10, default 3).
+	MandatoryDenySearchDepth int `json:"mandatoryDenySearchDepth"`
+	// WeakerNested allows the weaker nested mode (host /proc instead of a new
+	// one) where a new procfs cannot be mounted (unprivileged containers).
+	WeakerNested bool `json:"enableWeakerNestedSandbox,omitempty"`
+}
+
+// DefaultSearchDepth is the default depth of the mandatory-deny search.
+const DefaultSearchDepth = 3
+
+// DomainRule is one network allow or deny entry, validated but uncanonicalised.
+type DomainRule struct {
+	Pattern string `json:"pattern"`
+	Source  string `json:"source,omitempty"`
+	// Reason is shown to the command (403 body, violation line) for denials.
+	Reason string `json:"reason,omitempty"`
+	// Managed marks entries from managed (administrator) settings.
+	Managed bool `json:"managed,omitempty"`
+}
+
+// Network holds the network rules. An empty AllowedDomains means no network.
+type Network struct {
+	AllowedDomains []DomainRule `json:"allowedDomains"`
+	DeniedDomains  []DomainRule `json:"deniedDomains"`
+	// StrictAllowlist never asks about hosts on neither list.
+	StrictAllowlist bool `json:"strictAllowlist,omitempty"`
+	// DeniedResolvedAddresses are CIDRs an allowed name must not resolve to.
+	DeniedResolvedAddresses []string `json:"deniedResolvedAddresses,omitempty"`
+	// AllowUnixSockets lists unix socket paths the command may connect to.
+	AllowUnixSockets []PathRule `json:"allowUnixSockets,omitempty"`
+	// AllowAllUnixSockets lifts the AF_UNIX block entirely.
+	AllowAllUnixSockets bool `json:"allowAllUnixSockets,omitempty"`
+	// AllowLocalBinding lets servers inside the sandbox listen on loopback.
+	AllowLocalBinding bool `json:"allowLocalBinding,omitempty"`
+	// HTTPProxyPort and SOCKSProxyPort name an external filtering proxy.
+	HTTPProxyPort  int `json:"httpProxyPort,omitempty"`
+	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`
+	// ParentProxy is an upstream proxy for moat's own outbound traffic.
+	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
+	// AllowManagedDomainsOnly: only managed AllowedDomains count.
+	AllowManagedDomainsOnly bool `json:"allowManagedDomainsOnly,omitempty"`
+}
+
+// ParentProxy is an upstream proxy.
+type ParentProxy struct {
+	HTTP    string   `json:"http,omitempty"`
+	HTTPS   string   `json:"https,omitempty"`
+	NoProxy []string `json:"noProxy,omitempty"`
+}
+
+// Restricted reports whether the network is limited to a list (always true
+// for moat: there is no "unrestricted" network mode).
+func (n Network) Restricted() bool { return true }
+
+// WantsNetwork reports whether the policy allows any destination at all.
+func (n Network) WantsNetwork() bool {
+	return len(n.AllowedDomains) > 0 || n.HTTPProxyPort != 0 || n.SOCKSProxyPort != 0
+}
+
+// Env controls the command's environment.
+type Env struct {
+	// Allow names credential-looking variables that may pass through.
+	Allow []string `json:"allow,omitempty"`
+	// Set adds or replaces variables.
+	Set map[string]string `json:"set,omitempty"`
+}
+
+// Limits bound the command's resources.
+type Limits struct {
+	// Timeout ends the whole process tree when it runs out (0: none).
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Switches are the agent host's sandbox switches (Claude Code's sandbox.*).
+type Switches struct {
+	// Enabled is nil when no settings file says.
+	Enabled                  *bool    `json:"enabled,omitempty"`
+	AutoAllowBashIfSandboxed bool     `json:"autoAllowBashIfSandboxed,omitempty"`
+	ExcludedCommands         []string `json:"excludedCommands,omitempty"`
+	AllowUnsandboxedCommands *bool    `json:"allowUnsandboxedCommands,omitempty"`
+	FailIfUnavailable        *bool    `json:"failIfUnavailable,omitempty"`
+	AllowManagedReadPathsOnly bool    `json:"allowManagedReadPathsOnly,omitempty"`
+}
+
+// Rule is one permission rule string in the settings syntax, e.g.
+// "Bash(npm run:*)", with where it came from.
+type Rule struct {
+	Rule   string `json:"rule"`
+	Source string `json:"source,omitempty"`
+	// Dir is the directory of the settings file that holds the rule (for
+	// path forms such as Read(/x) that are relative to it).
+	Dir string `json:"-"`
+}
+
+// Permissions are the permission rules (Claude Code's permissions.*).
+type Permissions struct {
+	Allow                 []Rule     `json:"allow,omitempty"`
+	Ask                   []Rule     `json:"ask,omitempty"`
+	Deny                  []Rule     `json:"deny,omitempty"`
+	DefaultMode           string     `json:"defaultMode,omitempty"`
+	AdditionalDirectories []PathRule `json:"additionalDirectories,omitempty"`
+}
+
+// Modes are the permission modes.
+var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// ValidMode reports whether m names a permission mode.
+func ValidMode(m string) bool {
+	for _, x := range Modes {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid policy")
+
+// FieldError is a validation error for one field.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Validate checks the invariants every enforcer relies on.
+func (p *Policy) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, a...)})
+	}
+	if !filepath.IsAbs(p.Cwd) {
+		bad("cwd", "%q is not absolute", p.Cwd)
+	}
+	check := func(name string, rs []PathRule) {
+		for i, r := range rs {
+			f := fmt.Sprintf("%s[%d]", name, i)
+			if r.Source != "" {
+				f = r.Source
+			}
+			if err := CheckPath(r.Path); err != nil {
+				bad(f, "%v", err)
+			}
+		}
+	}
+	check("filesystem.allowRead", p.FS.AllowRead)
+	check("filesystem.denyRead", p.FS.DenyRead)
+	check("filesystem.allowWrite", p.FS.AllowWrite)
+	check("filesystem.denyWrite", p.FS.DenyWrite)
+	check("network.allowUnixSockets", p.Net.AllowUnixSockets)
+	check("permissions.additionalDirectories", p.Permissions.AdditionalDirectories)
+	if d := p.FS.MandatoryDenySearchDepth; d < 1 || d > 10 {
+		bad("mandatoryDenySearchDepth", "%d is outside 1..10", d)
+	}
+	if p.Limits.Timeout < 0 {
+		bad("moat.timeout", "negative duration %v", p.Limits.Timeout)
+	}
+	if m := p.Permissions.DefaultMode; m != "" && !ValidMode(m) {
+		bad("permissions.defaultMode", "unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPath validates one resolved rule path.
+func CheckPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case strings.ContainsRune(p, 0):
+		return errors.New("path contains a NUL byte")
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("path %q is not absolute", p)
+	case filepath.Clean(p) != p:
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// HasGlob reports whether s holds glob metacharacters.
+func HasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
