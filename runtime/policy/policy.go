@@ -145,12 +145,12 @@ type Limits struct {
 // Switches are the agent host's sandbox switches (Claude Code's sandbox.*).
 type Switches struct {
 	// Enabled is nil when no settings file says.
-	Enabled                  *bool    `json:"enabled,omitempty"`
-	AutoAllowBashIfSandboxed bool     `json:"autoAllowBashIfSandboxed,omitempty"`
-	ExcludedCommands         []string `json:"excludedCommands,omitempty"`
-	AllowUnsandboxedCommands *bool    `json:"allowUnsandboxedCommands,omitempty"`
-	FailIfUnavailable        *bool    `json:"failIfUnavailable,omitempty"`
-	AllowManagedReadPathsOnly bool    `json:"allowManagedReadPathsOnly,omitempty"`
+	Enabled                   *bool    `json:"enabled,omitempty"`
+	AutoAllowBashIfSandboxed  bool     `json:"autoAllowBashIfSandboxed,omitempty"`
+	ExcludedCommands          []string `json:"excludedCommands,omitempty"`
+	AllowUnsandboxedCommands  *bool    `json:"allowUnsandboxedCommands,omitempty"`
+	FailIfUnavailable         *bool    `json:"failIfUnavailable,omitempty"`
+	AllowManagedReadPathsOnly bool     `json:"allowManagedReadPathsOnly,omitempty"`
 }
 
 // Rule is one permission rule string in the settings syntax, e.g.
