@@ -31,6 +31,10 @@ type Policy struct {
 	BestEffort bool `json:"bestEffort"`
 	// Violations enables the file-write violation observer (on by default).
 	Violations bool `json:"violations"`
+	// IgnoreViolations suppresses violation lines: the key "*" applies to
+	// every command, any other key to commands containing it; the values
+	// are substrings of the lines to drop (srt's ignoreViolations).
+	IgnoreViolations map[string][]string `json:"ignoreViolations,omitempty"`
 
 	// Sources lists the settings files the policy was built from, highest
 	// precedence first.
@@ -134,6 +138,8 @@ type Env struct {
 	Allow []string `json:"allow,omitempty"`
 	// Set adds or replaces variables.
 	Set map[string]string `json:"set,omitempty"`
+	// GitSafeDirectories are passed to git as safe.directory entries.
+	GitSafeDirectories []string `json:"gitSafeDirectories,omitempty"`
 }
 
 // Limits bound the command's resources.

@@ -1,0 +1,94 @@
+package policy
+
+import "path/filepath"
+
+// SecretPaths are the credential stores that are unreadable by default,
+// relative to the home directory. A settings allowRead entry re-allows one.
+var SecretPaths = []string{
+	".ssh",
+	".gnupg",
+	".aws",
+	".azure",
+	".config/gcloud",
+	".config/gh",
+	".config/hub",
+	".config/op",
+	".kube",
+	".docker/config.json",
+	".netrc",
+	".git-credentials",
+	".npmrc",
+	".yarnrc",
+	".pypirc",
+	".gem/credentials",
+	".cargo/credentials",
+	".cargo/credentials.toml",
+	".terraform.d/credentials.tfrc.json",
+	".vault-token",
+	".password-store",
+	".local/share/keyrings",
+	".pgpass",
+	".my.cnf",
+	".claude/.credentials.json",
+	".config/anthropic",
+	".config/openai",
+}
+
+// SystemSecretPaths are host files that hold secrets. They are unreadable
+// by default too; this matters when moat runs as root, because uid 0 inside
+// the sandbox still owns them.
+var SystemSecretPaths = []string{
+	"/etc/shadow",
+	"/etc/gshadow",
+	"/etc/shadow-",
+	"/etc/gshadow-",
+	"/etc/sudoers",
+	"/etc/sudoers.d",
+	"/etc/ssh/ssh_host_rsa_key",
+	"/etc/ssh/ssh_host_ecdsa_key",
+	"/etc/ssh/ssh_host_ed25519_key",
+	"/etc/ssh/ssh_host_dsa_key",
+	"/root/.ssh",
+}
+
+// DefaultDenyRead returns the default denyRead rules for a home directory.
+func DefaultDenyRead(home string) []PathRule {
+	var out []PathRule
+	if home != "" && filepath.IsAbs(home) {
+		for _, p := range SecretPaths {
+			out = append(out, PathRule{Path: filepath.Join(home, p), Source: "default: secrets"})
+		}
+	}
+	for _, p := range SystemSecretPaths {
+		out = append(out, PathRule{Path: p, Source: "default: secrets"})
+	}
+	return out
+}
+
+// MandatoryFiles are names that are never writable, whether they exist or
+// not, at the top of every writable root, the working directory, the home
+// directory and every git working tree found under the writable paths: files
+// a sandboxed command could use to run code outside the sandbox later.
+var MandatoryFiles = []string{
+	// shell start-up files
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+	".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".inputrc",
+	// git configuration outside .git
+	".gitconfig", ".gitmodules",
+	// tools that run code or change behaviour from a file in the directory
+	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua",
+}
+
+// MandatoryDirs are directory names protected the same way: editor and
+// agent settings folders.
+var MandatoryDirs = []string{
+	".vscode", ".idea", ".zed", ".fleet",
+	".claude", ".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".clinerules",
+	".devcontainer",
+}
+
+// GitProtected are the entries of a git directory that are never writable:
+// hooks run code, config can name programs (core.fsmonitor, core.hooksPath,
+// filters), modules holds the git directories of submodules.
+var GitProtected = []string{"hooks", "config", "modules"}

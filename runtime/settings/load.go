@@ -1,0 +1,458 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Default locations.
+const (
+	ManagedFileLinux  = "/etc/claude-code/managed-settings.json"
+	ManagedFileDarwin = "/Library/Application Support/ClaudeCode/managed-settings.json"
+	SRTUserFile       = ".srt-settings.json" // in the home directory
+)
+
+// Options say where to look.
+type Options struct {
+	// File is --settings FILE, in either format. When set, it replaces the
+	// default user and project files; managed settings still apply on top.
+	File string
+	// Cwd is the working directory. If empty, os.Getwd.
+	Cwd string
+	// Home is the home directory. If empty, os.UserHomeDir.
+	Home string
+	// ManagedFile is the managed settings file. If empty, the platform's
+	// location; "-" reads none.
+	ManagedFile string
+	// NoDefaults reads no default user or project file (only File and the
+	// managed file).
+	NoDefaults bool
+}
+
+// Format of a settings file.
+type Format int
+
+const (
+	FormatClaude Format = iota + 1 // Claude Code settings.json
+	FormatSRT                      // the npm sandbox runtime's settings file
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatClaude:
+		return "claude-settings"
+	case FormatSRT:
+		return "srt-settings"
+	}
+	return "unknown"
+}
+
+// Level is a source's place in the precedence order (lower is stronger).
+type Level int
+
+const (
+	LevelManaged Level = iota
+	LevelCommandLine
+	LevelLocalProject
+	LevelProject
+	LevelUser
+	LevelSRTUser
+)
+
+var levelNames = map[Level]string{
+	LevelManaged:      "managed",
+	LevelCommandLine:  "command line",
+	LevelLocalProject: "local project",
+	LevelProject:      "project",
+	LevelUser:         "user",
+	LevelSRTUser:      "srt user",
+}
+
+func (l Level) String() string { return levelNames[l] }
+
+// Source is one settings file that was read.
+type Source struct {
+	File   string
+	Level  Level
+	Format Format
+}
+
+// Load builds the Policy from the settings files, highest precedence first:
+// managed, --settings FILE (or, without it, .claude/settings.local.json,
+// .claude/settings.json, ~/.claude/settings.json and ~/.srt-settings.json).
+// Lists merge across sources; a scalar comes from the strongest source that
+// sets it. With no file at all, the defaults apply: reads everywhere but the
+// secrets, writes nowhere but the private /tmp, no network.
+func Load(opts Options) (*policy.Policy, []Source, error) {
+	cwd, home, err := dirs(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	type cand struct {
+		file     string
+		level    Level
+		format   Format // 0: by shape
+		explicit bool   // missing is an error
+	}
+	var cands []cand
+	managed := opts.ManagedFile
+	if managed == "" {
+		managed = ManagedFileLinux
+		if isDarwin {
+			managed = ManagedFileDarwin
+		}
+	}
+	if managed != "-" {
+		cands = append(cands, cand{file: managed, level: LevelManaged, format: FormatClaude})
+	}
+	if opts.File != "" {
+		f := opts.File
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cwd, f)
+		}
+		cands = append(cands, cand{file: f, level: LevelCommandLine, explicit: true})
+	} else if !opts.NoDefaults {
+		cands = append(cands,
+			cand{file: filepath.Join(cwd, ".claude", "settings.local.json"), level: LevelLocalProject, format: FormatClaude},
+			cand{file: filepath.Join(cwd, ".claude", "settings.json"), level: LevelProject, format: FormatClaude},
+		)
+		if home != "" {
+			cands = append(cands,
+				cand{file: filepath.Join(home, ".claude", "settings.json"), level: LevelUser, format: FormatClaude},
+				cand{file: filepath.Join(home, SRTUserFile), level: LevelSRTUser, format: FormatSRT},
+			)
+		}
+	}
+
+	var layers []*layer
+	var sources []Source
+	for _, c := range cands {
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && !c.explicit {
+				continue
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, &Error{File: c.file, Reason: "no such file"}
+			}
+			return nil, nil, &Error{File: c.file, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		}
+		o, err := parseObject(c.file, data)
+		if err != nil {
+			return nil, nil, err
+		}
+		format := c.format
+		if format == 0 {
+			if format, err = shape(o); err != nil {
+				return nil, nil, err
+			}
+		}
+		r := resolver{cwd: cwd, home: home, dir: filepath.Dir(c.file), file: c.file}
+		var l *layer
+		if format == FormatSRT {
+			l, err = decodeSRT(o, r)
+		} else {
+			l, err = decodeClaude(o, r)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		l.level, l.format, l.file = c.level, format, c.file
+		layers = append(layers, l)
+		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
+	}
+	p := merge(layers, cwd, home)
+	if err := p.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return p, sources, nil
+}
+
+func dirs(opts Options) (cwd, home string, err error) {
+	cwd = opts.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return "", "", fmt.Errorf("working directory: %w", err)
+		}
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", "", fmt.Errorf("working directory %q is not absolute", cwd)
+	}
+	home = opts.Home
+	if home == "" {
+		home, _ = os.UserHomeDir() // no home: ~ paths are refused where used
+	}
+	return filepath.Clean(cwd), filepath.Clean(home), nil
+}
+
+// shape tells the format of a file given with --settings.
+func shape(o *object) (Format, error) {
+	srt := o.has("filesystem") || o.has("network")
+	cc := o.has("permissions") || o.has("sandbox")
+	switch {
+	case srt && cc:
+		return 0, &Error{File: o.file, Reason: "the file mixes the srt format (top-level filesystem/network) and Claude Code's settings.json (top-level permissions/sandbox); use one"}
+	case srt:
+		return FormatSRT, nil
+	case cc:
+		return FormatClaude, nil
+	}
+	return 0, &Error{File: o.file, Reason: "not a settings file moat knows: expected top-level \"filesystem\" and \"network\" (srt format) or \"permissions\"/\"sandbox\" (Claude Code settings.json)"}
+}
+
+// layer is what one file says.
+type layer struct {
+	level  Level
+	format Format
+	file   string
+
+	allowRead, denyRead, allowWrite, denyWrite []policy.PathRule
+	allowGitConfig, fsDisabled, weakerNested     *bool
+	searchDepth                                  *int
+
+	allowedDomains, deniedDomains []policy.DomainRule
+	deniedReasons                 map[string]string
+	strict, allUnix, localBinding *bool
+	managedDomainsOnly            *bool
+	deniedResolved                []string
+	unixSockets                   []policy.PathRule
+	httpPort, socksPort           *int
+	parent                        *policy.ParentProxy
+
+	allow, ask, deny []policy.Rule
+	defaultMode      *string
+	addDirs          []policy.PathRule
+
+	enabled, autoAllow, allowUnsandboxed, failIfUnavailable, managedReadOnly *bool
+	excluded                                                                 []string
+	ignoreViolations                                                         map[string][]string
+
+	bestEffort, violations *bool
+	timeout                *time.Duration
+	envAllow               []string
+	envSet                 map[string]string
+	safeDirs               []string
+}
+
+// merge combines the layers (strongest first) into a Policy.
+func merge(ls []*layer, cwd, home string) *policy.Policy {
+	p := &policy.Policy{Cwd: cwd, Home: home, Violations: true}
+	p.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	p.FS.DenyRead = policy.DefaultDenyRead(home)
+
+	managedDomainsOnly, managedReadOnly := false, false
+	hasSRT, hasClaude := false, false
+	for _, l := range ls {
+		p.Sources = append(p.Sources, l.file)
+		if l.level == LevelManaged {
+			managedDomainsOnly = deref(l.managedDomainsOnly)
+			managedReadOnly = deref(l.managedReadOnly)
+		}
+		if l.format == FormatSRT {
+			hasSRT = true
+		} else {
+			hasClaude = true
+		}
+	}
+	// The working directory is writable under Claude Code's semantics; the
+	// srt format makes it writable only through allowWrite.
+	if hasClaude && !hasSRT {
+		p.FS.AllowWrite = append(p.FS.AllowWrite, policy.PathRule{Path: cwd, Source: "working directory"})
+	}
+
+	setB := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	// Walk weakest first so stronger layers overwrite scalars, and prepend
+	// nothing: lists keep strongest-first order by walking the other way.
+	for i := len(ls) - 1; i >= 0; i-- {
+		l := ls[i]
+		setB(&p.FS.AllowGitConfig, l.allowGitConfig)
+		setB(&p.FS.Disabled, l.fsDisabled)
+		setB(&p.FS.WeakerNested, l.weakerNested)
+		if l.searchDepth != nil {
+			p.FS.MandatoryDenySearchDepth = *l.searchDepth
+		}
+		setB(&p.Net.StrictAllowlist, l.strict)
+		setB(&p.Net.AllowAllUnixSockets, l.allUnix)
+		setB(&p.Net.AllowLocalBinding, l.localBinding)
+		if l.httpPort != nil {
+			p.Net.HTTPProxyPort = *l.httpPort
+		}
+		if l.socksPort != nil {
+			p.Net.SOCKSProxyPort = *l.socksPort
+		}
+		if l.parent != nil {
+			p.Net.ParentProxy = l.parent
+		}
+		if l.defaultMode != nil {
+			p.Permissions.DefaultMode = *l.defaultMode
+		}
+		if l.enabled != nil {
+			p.Sandbox.Enabled = l.enabled
+		}
+		setB(&p.Sandbox.AutoAllowBashIfSandboxed, l.autoAllow)
+		if l.allowUnsandboxed != nil {
+			p.Sandbox.AllowUnsandboxedCommands = l.allowUnsandboxed
+		}
+		if l.failIfUnavailable != nil {
+			p.Sandbox.FailIfUnavailable = l.failIfUnavailable
+		}
+		setB(&p.BestEffort, l.bestEffort)
+		setB(&p.Violations, l.violations)
+		if l.timeout != nil {
+			p.Limits.Timeout = *l.timeout
+		}
+	}
+	p.Net.AllowManagedDomainsOnly = managedDomainsOnly
+	p.Sandbox.AllowManagedReadPathsOnly = managedReadOnly
+
+	for _, l := range ls {
+		managed := l.level == LevelManaged
+		if !managedReadOnly || managed {
+			p.FS.AllowRead = appendPaths(p.FS.AllowRead, l.allowRead)
+		}
+		p.FS.DenyRead = appendPaths(p.FS.DenyRead, l.denyRead)
+		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, l.allowWrite)
+		p.FS.DenyWrite = appendPaths(p.FS.DenyWrite, l.denyWrite)
+		for _, d := range l.allowedDomains {
+			d.Managed = managed
+			if managedDomainsOnly && !managed {
+				continue
+			}
+			p.Net.AllowedDomains = appendDomain(p.Net.AllowedDomains, d)
+		}
+		for _, d := range l.deniedDomains {
+			d.Managed = managed
+			if r, ok := l.deniedReasons[d.Pattern]; ok {
+				d.Reason = r
+			}
+			p.Net.DeniedDomains = appendDomain(p.Net.DeniedDomains, d)
+		}
+		p.Net.DeniedResolvedAddresses = appendStrings(p.Net.DeniedResolvedAddresses, l.deniedResolved)
+		p.Net.AllowUnixSockets = appendPaths(p.Net.AllowUnixSockets, l.unixSockets)
+		p.Permissions.Allow = append(p.Permissions.Allow, l.allow...)
+		p.Permissions.Ask = append(p.Permissions.Ask, l.ask...)
+		p.Permissions.Deny = append(p.Permissions.Deny, l.deny...)
+		p.Permissions.AdditionalDirectories = appendPaths(p.Permissions.AdditionalDirectories, l.addDirs)
+		p.Sandbox.ExcludedCommands = appendStrings(p.Sandbox.ExcludedCommands, l.excluded)
+		for k, v := range l.ignoreViolations {
+			if p.IgnoreViolations == nil {
+				p.IgnoreViolations = map[string][]string{}
+			}
+			p.IgnoreViolations[k] = appendStrings(p.IgnoreViolations[k], v)
+		}
+		p.Env.Allow = appendStrings(p.Env.Allow, l.envAllow)
+		p.Env.GitSafeDirectories = appendStrings(p.Env.GitSafeDirectories, l.safeDirs)
+	}
+	// Env.Set: weakest first so the strongest wins per key.
+	for i := len(ls) - 1; i >= 0; i-- {
+		for k, v := range ls[i].envSet {
+			if p.Env.Set == nil {
+				p.Env.Set = map[string]string{}
+			}
+			p.Env.Set[k] = v
+		}
+	}
+	// Additional directories are writable working directories.
+	for _, d := range p.Permissions.AdditionalDirectories {
+		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, []policy.PathRule{d})
+	}
+	return p
+}
+
+func deref(b *bool) bool { return b != nil && *b }
+
+func appendPaths(dst, src []policy.PathRule) []policy.PathRule {
+outer:
+	for _, r := range src {
+		for _, d := range dst {
+			if d.Path == r.Path && d.Glob == r.Glob {
+				continue outer
+			}
+		}
+		dst = append(dst, r)
+	}
+	return dst
+}
+
+func appendDomain(dst []policy.DomainRule, r policy.DomainRule) []policy.DomainRule {
+	for i, d := range dst {
+		if d.Pattern == r.Pattern {
+			if d.Reason == "" {
+				dst[i].Reason = r.Reason
+			}
+			return dst
+		}
+	}
+	return append(dst, r)
+}
+
+func appendStrings(dst, src []string) []string {
+outer:
+	for _, s := range src {
+		for _, d := range dst {
+			if d == s {
+				continue outer
+			}
+		}
+		dst = append(dst, s)
+	}
+	return dst
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// decodeMoat reads moat's own section, in either format.
+func decodeMoat(top *object, l *layer) error {
+	m, ok, err := top.obj("moat")
+	if err != nil || !ok {
+		return err
+	}
+	if l.bestEffort, err = m.boolean("bestEffort"); err != nil {
+		return err
+	}
+	if l.violations, err = m.boolean("violations"); err != nil {
+		return err
+	}
+	if l.timeout, err = m.duration("timeout"); err != nil {
+		return err
+	}
+	if e, ok, err := m.obj("env"); err != nil {
+		return err
+	} else if ok {
+		if l.envAllow, _, err = e.strs("allow"); err != nil {
+			return err
+		}
+		for i, n := range l.envAllow {
+			if !envNameRe.MatchString(n) {
+				return e.errf(fmt.Sprintf("allow[%d]", i), "%q is not a variable name", n)
+			}
+		}
+		if l.envSet, err = e.stringMap("set"); err != nil {
+			return err
+		}
+		for k, v := range l.envSet {
+			if !envNameRe.MatchString(k) {
+				return e.errf("set."+k, "%q is not a variable name", k)
+			}
+			if strings.ContainsRune(v, 0) {
+				return e.errf("set."+k, "value contains a NUL byte")
+			}
+		}
+		if err := e.unknown(); err != nil {
+			return err
+		}
+	}
+	return m.unknown()
+}

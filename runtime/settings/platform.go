@@ -1,0 +1,5 @@
+package settings
+
+import "runtime"
+
+var isDarwin = runtime.GOOS == "darwin"

@@ -1,0 +1,282 @@
+package settings
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+type env struct {
+	t         *testing.T
+	cwd, home string
+	managed   string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	e := &env{t: t, cwd: filepath.Join(root, "work"), home: filepath.Join(root, "home"), managed: filepath.Join(root, "managed.json")}
+	for _, d := range []string{e.cwd, e.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *env) write(path, body string) string {
+	e.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+func (e *env) load(file string) (*policy.Policy, error) {
+	p, _, err := Load(Options{File: file, Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	return p, err
+}
+
+func paths(rs []policy.PathRule) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+const minimalSRT = `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`
+
+func TestDefaultsWithoutFiles(t *testing.T) {
+	e := newEnv(t)
+	p, err := e.load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.FS.AllowWrite) != 0 {
+		t.Errorf("no settings must mean no writable paths, got %v", paths(p.FS.AllowWrite))
+	}
+	if !contains(paths(p.FS.DenyRead), filepath.Join(e.home, ".ssh")) {
+		t.Errorf("~/.ssh must be denied by default, got %v", paths(p.FS.DenyRead))
+	}
+	if p.Net.WantsNetwork() {
+		t.Error("no settings must mean no network")
+	}
+	if p.FS.MandatoryDenySearchDepth != policy.DefaultSearchDepth || !p.Violations {
+		t.Errorf("defaults: depth %d violations %v", p.FS.MandatoryDenySearchDepth, p.Violations)
+	}
+}
+
+func TestSRTFormat(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(filepath.Join(e.cwd, "s.json"), `{
+	 "network":{"allowedDomains":["example.com","*.github.com:443"],"deniedDomains":["*"],
+	            "deniedDomainReasons":{"*":"nothing else"}},
+	 "filesystem":{"denyRead":["~/secret","/etc/x"],"allowRead":["~/secret/ok"],
+	   "allowWrite":[".","/tmp/build/**"],"denyWrite":["./keep"],"allowGitConfig":true},
+	 "mandatoryDenySearchDepth": 5,
+	 "moat":{"timeout":"2s","env":{"allow":["GITHUB_TOKEN"]}}}`)
+	p, err := e.load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"allowWrite": {e.cwd, "/tmp/build"},
+		"denyWrite":  {filepath.Join(e.cwd, "keep")},
+		"allowRead":  {filepath.Join(e.home, "secret/ok")},
+	}
+	got := map[string][]string{
+		"allowWrite": paths(p.FS.AllowWrite),
+		"denyWrite":  paths(p.FS.DenyWrite),
+		"allowRead":  paths(p.FS.AllowRead),
+	}
+	for k, w := range want {
+		if strings.Join(got[k], ",") != strings.Join(w, ",") {
+			t.Errorf("%s = %v, want %v", k, got[k], w)
+		}
+	}
+	dr := paths(p.FS.DenyRead)
+	if !contains(dr, filepath.Join(e.home, "secret")) || !contains(dr, "/etc/x") {
+		t.Errorf("denyRead = %v", dr)
+	}
+	if !p.FS.AllowGitConfig || p.FS.MandatoryDenySearchDepth != 5 || p.Limits.Timeout.String() != "2s" {
+		t.Errorf("scalars: %+v %v", p.FS, p.Limits)
+	}
+	if len(p.Net.DeniedDomains) != 1 || p.Net.DeniedDomains[0].Reason != "nothing else" {
+		t.Errorf("denied domains %+v", p.Net.DeniedDomains)
+	}
+	if !contains(p.Env.Allow, "GITHUB_TOKEN") {
+		t.Errorf("env allow %v", p.Env.Allow)
+	}
+}
+
+func TestClaudeFormatAndPrecedence(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.managed, `{"permissions":{"deny":["Read(//etc/managed-secret)"]},
+	  "sandbox":{"network":{"allowManagedDomainsOnly":true,"allowedDomains":["corp.example"]}}}`)
+	e.write(filepath.Join(e.cwd, ".claude/settings.json"), `{"model":"x","env":{"A":"b"},
+	  "permissions":{"allow":["Bash(npm run:*)","Edit(./out/**)","WebFetch(domain:evil.example)"],
+	     "deny":["Read(./.env)","Edit(/pinned)"],"defaultMode":"plan"},
+	  "sandbox":{"enabled":true,"filesystem":{"allowWrite":["~/.kube"]}}}`)
+	e.write(filepath.Join(e.home, ".claude/settings.json"), `{"permissions":{"defaultMode":"acceptEdits","additionalDirectories":["//opt/extra"]}}`)
+	p, err := e.load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw := paths(p.FS.AllowWrite)
+	for _, w := range []string{e.cwd, filepath.Join(e.cwd, "out"), filepath.Join(e.home, ".kube"), "/opt/extra"} {
+		if !contains(aw, w) {
+			t.Errorf("allowWrite %v lacks %s", aw, w)
+		}
+	}
+	if !contains(paths(p.FS.DenyWrite), filepath.Join(e.cwd, ".claude", "pinned")) {
+		t.Errorf("Edit(/pinned) is relative to the settings file's directory: %v", paths(p.FS.DenyWrite))
+	}
+	dr := paths(p.FS.DenyRead)
+	if !contains(dr, "/etc/managed-secret") || !contains(dr, filepath.Join(e.cwd, ".env")) {
+		t.Errorf("denyRead %v", dr)
+	}
+	if p.Permissions.DefaultMode != "plan" {
+		t.Errorf("project beats user for scalars: got %q", p.Permissions.DefaultMode)
+	}
+	if len(p.Net.AllowedDomains) != 1 || p.Net.AllowedDomains[0].Pattern != "corp.example" || !p.Net.AllowedDomains[0].Managed {
+		t.Errorf("managed-only domains: %+v", p.Net.AllowedDomains)
+	}
+	if len(p.Permissions.Allow) != 3 || len(p.Permissions.Deny) != 3 {
+		t.Errorf("rules: %+v / %+v", p.Permissions.Allow, p.Permissions.Deny)
+	}
+}
+
+func TestSettingsFileReplacesDefaults(t *testing.T) {
+	e := newEnv(t)
+	e.write(filepath.Join(e.cwd, ".claude/settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["/from-project"]}}}`)
+	f := e.write(filepath.Join(e.cwd, "x.json"), minimalSRT)
+	p, err := e.load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.FS.AllowWrite) != 0 {
+		t.Errorf("--settings must replace the default chain; got %v", paths(p.FS.AllowWrite))
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	cases := []struct {
+		name, body, field, reason string
+	}{
+		{"empty", "", "", "empty"},
+		{"not json", "{", "", "not valid JSON"},
+		{"array", "[]", "", "JSON object"},
+		{"neither shape", `{"model":"x"}`, "", "not a settings file"},
+		{"mixed", `{"filesystem":{},"permissions":{}}`, "", "mixes"},
+		{"srt missing network", `{"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network", "required"},
+		{"srt missing allowWrite", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"denyWrite":[]}}`, "filesystem.allowWrite", "required"},
+		{"unknown fs field", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[],"alowRead":[]}}`, "filesystem.alowRead", "unknown field"},
+		{"wrong type", `{"network":{"allowedDomains":"x","deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains", "array of strings"},
+		{"wrong item type", `{"network":{"allowedDomains":[1],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", "want a string"},
+		{"bare star allowed", `{"network":{"allowedDomains":["*"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", "only allowed in deniedDomains"},
+		{"url domain", `{"network":{"allowedDomains":["https://x.com"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", ""},
+		{"nul path", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/a\u0000b"],"allowWrite":[],"denyWrite":[]}}`, "filesystem.denyRead[0]", "NUL"},
+		{"empty path", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[""],"allowWrite":[],"denyWrite":[]}}`, "filesystem.denyRead[0]", "empty path"},
+		{"deny glob slash", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/x/*/"],"allowWrite":[],"denyWrite":[]}}`, "filesystem.denyRead[0]", "fail open"},
+		{"credentials", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},"credentials":{}}`, "credentials", "not supported"},
+		{"tls terminate", `{"network":{"allowedDomains":[],"deniedDomains":[],"tlsTerminate":{}},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.tlsTerminate", "not supported"},
+		{"depth range", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},"mandatoryDenySearchDepth":11}`, "mandatoryDenySearchDepth", "outside 1..10"},
+		{"port range", `{"network":{"allowedDomains":[],"deniedDomains":[],"httpProxyPort":70000},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.httpProxyPort", "outside"},
+		{"bad mode", `{"permissions":{"defaultMode":"yolo"}}`, "permissions.defaultMode", "unknown mode"},
+		{"bad rule", `{"permissions":{"allow":["Bash(npm"]}}`, "permissions.allow[0]", "Tool(content)"},
+		{"empty rule parens", `{"permissions":{"deny":["Bash()"]}}`, "permissions.deny[0]", "empty parentheses"},
+		{"unknown sandbox key", `{"sandbox":{"enabeld":true}}`, "sandbox.enabeld", "unknown field"},
+		{"unknown permissions key", `{"permissions":{"alow":[]}}`, "permissions.alow", "unknown field"},
+		{"bool type", `{"sandbox":{"enabled":"yes"}}`, "sandbox.enabled", "boolean"},
+		{"moat unknown", `{"sandbox":{},"moat":{"bestEfort":true}}`, "moat.bestEfort", "unknown field"},
+		{"moat timeout", `{"sandbox":{},"moat":{"timeout":"soon"}}`, "moat.timeout", "invalid duration"},
+		{"moat env name", `{"sandbox":{},"moat":{"env":{"allow":["A-B"]}}}`, "moat.env.allow[0]", "not a variable name"},
+		{"tilde user", `{"sandbox":{"filesystem":{"denyRead":["~root/x"]}}}`, "sandbox.filesystem.denyRead[0]", "~user"},
+		{"reason names nothing", `{"network":{"allowedDomains":[],"deniedDomains":[],"deniedDomainReasons":{"x.com":"r"}},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.deniedDomainReasons.x.com", "names no entry"},
+		{"parent proxy url", `{"network":{"allowedDomains":[],"deniedDomains":[],"parentProxy":{"http":"corp:3128"}},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.parentProxy.http", "http://"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			f := e.write(filepath.Join(e.cwd, "bad.json"), tc.body)
+			_, err := e.load(f)
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("want a *settings.Error, got %v", err)
+			}
+			if se.File != f {
+				t.Errorf("file = %q, want %q", se.File, f)
+			}
+			if se.Field != tc.field {
+				t.Errorf("field = %q, want %q (%v)", se.Field, tc.field, err)
+			}
+			if !strings.Contains(se.Reason, tc.reason) {
+				t.Errorf("reason %q does not mention %q", se.Reason, tc.reason)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Error("errors.Is(err, ErrInvalid) is false")
+			}
+		})
+	}
+}
+
+func TestMissingExplicitFile(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.load(filepath.Join(e.cwd, "nope.json"))
+	var se *Error
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "no such file") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestUnreadableDefaultFileIsAnError(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file")
+	}
+	e := newEnv(t)
+	f := e.write(filepath.Join(e.home, ".srt-settings.json"), minimalSRT)
+	if err := os.Chmod(f, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.load(""); err == nil {
+		t.Fatal("an unreadable settings file must be refused, not skipped")
+	}
+}
+
+func TestParseRule(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		tool, content string
+		has, ok       bool
+	}{
+		{"Bash", "Bash", "", false, true},
+		{"Bash(git status)", "Bash", "git status", true, true},
+		{"Bash(echo (x))", "Bash", "echo (x)", true, true},
+		{"mcp__srv__tool", "mcp__srv__tool", "", false, true},
+		{"Bash(", "", "", false, false},
+		{" Bash", "", "", false, false},
+		{"(x)", "", "", false, false},
+	} {
+		tool, content, has, err := ParseRule(tc.in)
+		if (err == nil) != tc.ok || tool != tc.tool || content != tc.content || has != tc.has {
+			t.Errorf("ParseRule(%q) = %q %q %v %v", tc.in, tool, content, has, err)
+		}
+	}
+}
