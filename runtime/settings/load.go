@@ -215,8 +215,8 @@ type layer struct {
 	file   string
 
 	allowRead, denyRead, allowWrite, denyWrite []policy.PathRule
-	allowGitConfig, fsDisabled, weakerNested     *bool
-	searchDepth                                  *int
+	allowGitConfig, fsDisabled, weakerNested   *bool
+	searchDepth                                *int
 
 	allowedDomains, deniedDomains []policy.DomainRule
 	deniedReasons                 map[string]string
