@@ -1,0 +1,32 @@
+//go:build linux && cgo
+
+package nsinit
+
+/*
+#cgo CFLAGS: -O2 -Wall -Wno-unused-parameter -fstack-protector-strong
+#include "plan.h"
+*/
+import "C"
+
+// Linked reports whether stage 2 is part of this binary.
+const Linked = true
+
+// cConstants exposes plan.h to plan_test.go.
+func cConstants() map[string]int {
+	return map[string]int{
+		"MOAT_PLAN_VERSION": C.MOAT_PLAN_VERSION,
+		"MOAT_FD_PLAN":      C.MOAT_FD_PLAN, "MOAT_FD_SYNC": C.MOAT_FD_SYNC, "MOAT_FD_LOCK": C.MOAT_FD_LOCK,
+		"R_HOSTNAME": C.R_HOSTNAME, "R_LO_UP": C.R_LO_UP, "R_MOUNT": C.R_MOUNT, "R_LL_RULESET": C.R_LL_RULESET,
+		"R_LL_PATH": C.R_LL_PATH, "R_SECCOMP": C.R_SECCOMP, "R_EXEC": C.R_EXEC, "R_PTY": C.R_PTY,
+		"R_SYSCTL": C.R_SYSCTL, "R_CWD": C.R_CWD, "R_KEYRING": C.R_KEYRING, "R_RLIMIT": C.R_RLIMIT,
+		"R_CLEANUP": C.R_CLEANUP, "R_LL_STDIO": C.R_LL_STDIO, "R_LISTEN": C.R_LISTEN,
+		"M_PRIVATE": C.M_PRIVATE, "M_CLONE": C.M_CLONE, "M_ATTACH_ROOT": C.M_ATTACH_ROOT, "M_ATTACH": C.M_ATTACH,
+		"M_TMPFS": C.M_TMPFS, "M_PROC": C.M_PROC, "M_DEVPTS": C.M_DEVPTS, "M_MKDIR": C.M_MKDIR,
+		"M_MKFILE": C.M_MKFILE, "M_SYMLINK": C.M_SYMLINK, "M_SETATTR": C.M_SETATTR,
+		"MC_RECURSIVE": C.MC_RECURSIVE, "MC_OPTIONAL": C.MC_OPTIONAL, "LLP_OPTIONAL": C.LLP_OPTIONAL,
+		"SC_LISTENER": C.SC_LISTENER, "EX_SEARCH": C.EX_SEARCH,
+		"MSG_ERROR": C.MSG_ERROR, "MSG_EXECFAIL": C.MSG_EXECFAIL, "MSG_PTY": C.MSG_PTY, "MSG_NOTIFY": C.MSG_NOTIFY,
+		"MSG_EXIT": C.MSG_EXIT, "MSG_LISTEN": C.MSG_LISTEN, "MSG_CHILD": C.MSG_CHILD,
+		"MOAT_MSG_TEXT": C.MOAT_MSG_TEXT, "sizeof(struct moat_msg)": C.sizeof_struct_moat_msg,
+	}
+}

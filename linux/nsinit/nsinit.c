@@ -1,0 +1,1109 @@
+//go:build linux && cgo
+
+/* Stage 2 of moat's launch path, in C, before the Go runtime starts (the
+ * runc nsexec pattern): a second Go runtime start would cost ~2 ms of the
+ * ~5 ms budget, and Go cannot fork without exec.
+ *
+ * The supervisor execs /proc/self/exe with _MOAT_NSINIT=1 in new user, pid,
+ * net, ipc and uts namespaces. This constructor then runs as pid 1 (init):
+ * it brings up lo, makes itself non-dumpable and forks the command. The
+ * command's process unshares a mount namespace, builds the sandbox's
+ * filesystem by following the plan's mount operations, drops every
+ * capability, sets no_new_privs, applies Landlock, loads seccomp last and
+ * execs. Init reaps, forwards signals, reports the exit status, and when the
+ * supervisor dies (its socket closes) kills the whole namespace and execs
+ * the supervisor's clean-up.
+ *
+ * Stage 2 never decides anything: every path, flag and rule comes from the
+ * plan the supervisor computed. It only performs syscalls in order and
+ * reports the first failure. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+
+#include "plan.h"
+
+/* ---- syscalls glibc 2.36 does not wrap ------------------------------- */
+
+#ifndef __NR_open_tree
+#define __NR_open_tree 428
+#endif
+#ifndef __NR_move_mount
+#define __NR_move_mount 429
+#endif
+#ifndef __NR_fsopen
+#define __NR_fsopen 430
+#endif
+#ifndef __NR_fsconfig
+#define __NR_fsconfig 431
+#endif
+#ifndef __NR_fsmount
+#define __NR_fsmount 432
+#endif
+#ifndef __NR_close_range
+#define __NR_close_range 436
+#endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+#ifndef __NR_mount_setattr
+#define __NR_mount_setattr 442
+#endif
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#endif
+#ifndef __NR_landlock_add_rule
+#define __NR_landlock_add_rule 445
+#endif
+#ifndef __NR_landlock_restrict_self
+#define __NR_landlock_restrict_self 446
+#endif
+#ifndef __NR_seccomp
+#define __NR_seccomp 317
+#endif
+
+#define X_OPEN_TREE_CLONE 1u
+#define X_OPEN_TREE_CLOEXEC O_CLOEXEC
+#define X_AT_RECURSIVE 0x8000
+#define X_MOVE_MOUNT_F_EMPTY_PATH 0x04
+#define X_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define X_FSCONFIG_SET_FLAG 0
+#define X_FSCONFIG_SET_STRING 1
+#define X_FSCONFIG_CMD_CREATE 6
+#define X_FSOPEN_CLOEXEC 1u
+#define X_FSMOUNT_CLOEXEC 1u
+#define X_CLOSE_RANGE_CLOEXEC (1u << 2)
+#define X_RESOLVE_NO_MAGICLINKS 0x02
+#define X_RESOLVE_NO_SYMLINKS 0x04
+#define X_LANDLOCK_RULE_PATH_BENEATH 1
+#define X_TIOCGPTPEER _IO('T', 0x41)
+#define X_KEYCTL_JOIN_SESSION_KEYRING 1
+#ifndef __NR_keyctl
+#define __NR_keyctl 250
+#endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+
+struct x_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+struct x_open_how {
+	uint64_t flags, mode, resolve;
+};
+struct x_ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+struct __attribute__((packed)) x_ll_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+};
+
+/* ---- plan reader ----------------------------------------------------- */
+
+struct rd {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static uint32_t rd_u32(struct rd *r)
+{
+	uint32_t v = 0;
+	if (r->end - r->p < 4) {
+		r->bad = 1;
+		return 0;
+	}
+	memcpy(&v, r->p, 4);
+	r->p += 4;
+	return v;
+}
+
+static uint64_t rd_u64(struct rd *r)
+{
+	uint64_t v = 0;
+	if (r->end - r->p < 8) {
+		r->bad = 1;
+		return 0;
+	}
+	memcpy(&v, r->p, 8);
+	r->p += 8;
+	return v;
+}
+
+/* rd_str returns a NUL-terminated copy (never freed: stage 2 is short-lived). */
+static char *rd_str(struct rd *r)
+{
+	uint32_t n = rd_u32(r);
+	if (r->bad || (uint64_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return (char *)"";
+	}
+	char *s = malloc(n + 1);
+	if (!s) {
+		r->bad = 1;
+		return (char *)"";
+	}
+	memcpy(s, r->p, n);
+	s[n] = 0;
+	r->p += n;
+	return s;
+}
+
+struct rec {
+	uint32_t type;
+	struct rd body;
+};
+
+static unsigned char *plan;
+static size_t plan_len;
+static struct rec *recs;
+static uint32_t nrecs;
+
+/* ---- reporting -------------------------------------------------------- */
+
+static int cur_rec = -1; /* index of the record being applied */
+
+static void send_msg(int type, int a, int b, const char *text, const int *fds, int nfds)
+{
+	struct moat_msg m;
+	memset(&m, 0, sizeof m);
+	m.type = type;
+	m.a = a;
+	m.b = b;
+	if (text)
+		snprintf(m.text, sizeof m.text, "%s", text);
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+	char cbuf[CMSG_SPACE(sizeof(int) * 16)];
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > 0) {
+		memset(cbuf, 0, sizeof cbuf);
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	while (sendmsg(MOAT_FD_SYNC, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+/* die reports the failing record and errno to the supervisor and exits. */
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+	int e = errno;
+	char buf[MOAT_MSG_TEXT];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	send_msg(MSG_ERROR, cur_rec, e, buf, NULL, 0);
+	_exit(125);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int xopenat2(int dirfd, const char *path, int flags)
+{
+	struct x_open_how how = {.flags = (uint64_t)flags | O_CLOEXEC,
+				 .resolve = X_RESOLVE_NO_SYMLINKS | X_RESOLVE_NO_MAGICLINKS};
+	int fd;
+	do
+		fd = (int)syscall(__NR_openat2, dirfd, path, &how, sizeof how);
+	while (fd < 0 && errno == EINTR);
+	return fd;
+}
+
+/* open_path opens an absolute path as O_PATH without following any symlink:
+ * the supervisor resolved every path already, so a symlink here means the
+ * tree changed under us, and stage 2 refuses rather than follow it. */
+static int open_path(const char *path)
+{
+	return xopenat2(AT_FDCWD, path, O_PATH | O_NOFOLLOW);
+}
+
+static int mount_setattr_fd(int fd, int recursive, uint64_t set, uint64_t clr)
+{
+	struct x_mount_attr a = {.attr_set = set, .attr_clr = clr};
+	return (int)syscall(__NR_mount_setattr, fd, "", AT_EMPTY_PATH | (recursive ? X_AT_RECURSIVE : 0), &a, sizeof a);
+}
+
+static int move_mount_to(int from, const char *target)
+{
+	int t = open_path(target);
+	if (t < 0)
+		return -1;
+	int rc = (int)syscall(__NR_move_mount, from, "", t, "", X_MOVE_MOUNT_F_EMPTY_PATH | X_MOVE_MOUNT_T_EMPTY_PATH);
+	int e = errno;
+	close(t);
+	errno = e;
+	return rc;
+}
+
+/* new_fs creates a detached filesystem of the given type with options. */
+static int new_fs(const char *type, const char **kv, uint64_t attr)
+{
+	int fs = (int)syscall(__NR_fsopen, type, X_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	for (; kv && kv[0]; kv += 2) {
+		int cmd = kv[1] ? X_FSCONFIG_SET_STRING : X_FSCONFIG_SET_FLAG;
+		if (syscall(__NR_fsconfig, fs, cmd, kv[0], kv[1], 0) < 0) {
+			int e = errno;
+			close(fs);
+			errno = e;
+			return -1;
+		}
+	}
+	if (syscall(__NR_fsconfig, fs, X_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		int e = errno;
+		close(fs);
+		errno = e;
+		return -1;
+	}
+	int m = (int)syscall(__NR_fsmount, fs, X_FSMOUNT_CLOEXEC, (unsigned int)attr);
+	int e = errno;
+	close(fs);
+	errno = e;
+	return m;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int write_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(data);
+	ssize_t w = write(fd, data, n);
+	int e = errno;
+	close(fd);
+	if (w != (ssize_t)n) {
+		errno = w < 0 ? e : EIO;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the mount interpreter (the command's process) --------------------- */
+
+#define MAX_SLOTS 4096
+static int slots[MAX_SLOTS];
+
+static int slot_take(uint32_t s)
+{
+	if (s >= MAX_SLOTS)
+		die("mount slot %u out of range", s);
+	int fd = slots[s];
+	slots[s] = -1;
+	return fd;
+}
+
+static void do_mount_op(struct rd *r)
+{
+	uint32_t op = rd_u32(r);
+	switch (op) {
+	case M_PRIVATE:
+		if (mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			die("make / private");
+		break;
+	case M_CLONE: {
+		uint32_t s = rd_u32(r), fl = rd_u32(r);
+		uint64_t set = rd_u64(r), clr = rd_u64(r);
+		char *path = rd_str(r);
+		if (r->bad)
+			break;
+		if (s >= MAX_SLOTS)
+			die("mount slot %u out of range", s);
+		int src = open_path(path);
+		if (src < 0) {
+			if ((fl & MC_OPTIONAL) && errno == ENOENT) {
+				slots[s] = -1;
+				break;
+			}
+			die("open %s", path);
+		}
+		int fd = (int)syscall(__NR_open_tree, src, "",
+				      AT_EMPTY_PATH | X_OPEN_TREE_CLONE | X_OPEN_TREE_CLOEXEC |
+					      ((fl & MC_RECURSIVE) ? X_AT_RECURSIVE : 0));
+		if (fd < 0)
+			die("clone the mount tree at %s", path);
+		close(src);
+		if ((set || clr) && mount_setattr_fd(fd, fl & MC_RECURSIVE, set, clr) < 0)
+			die("set mount attributes of %s", path);
+		slots[s] = fd;
+		break;
+	}
+	case M_ATTACH_ROOT: {
+		uint32_t s = rd_u32(r);
+		char *staging = rd_str(r);
+		if (r->bad)
+			break;
+		int fd = slot_take(s);
+		if (fd < 0)
+			die("no root tree");
+		if (syscall(__NR_move_mount, fd, "", AT_FDCWD, staging, X_MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			die("attach the new root at %s", staging);
+		if (fchdir(fd) < 0)
+			die("enter the new root");
+		if (syscall(SYS_pivot_root, ".", ".") < 0)
+			die("pivot_root");
+		if (umount2(".", MNT_DETACH) < 0)
+			die("detach the old root");
+		if (chdir("/") < 0)
+			die("chdir /");
+		close(fd);
+		break;
+	}
+	case M_ATTACH: {
+		uint32_t s = rd_u32(r);
+		char *target = rd_str(r);
+		if (r->bad)
+			break;
+		int fd = slot_take(s);
+		if (fd < 0)
+			break; /* an optional source that did not exist */
+		if (move_mount_to(fd, target) < 0)
+			die("mount over %s", target);
+		close(fd);
+		break;
+	}
+	case M_TMPFS: {
+		uint32_t mode = rd_u32(r), uid = rd_u32(r), gid = rd_u32(r);
+		uint64_t attr = rd_u64(r);
+		char *target = rd_str(r);
+		if (r->bad)
+			break;
+		char m[16], u[16], g[16];
+		snprintf(m, sizeof m, "%o", mode);
+		snprintf(u, sizeof u, "%u", uid);
+		snprintf(g, sizeof g, "%u", gid);
+		const char *kv[] = {"mode", m, "uid", u, "gid", g, NULL};
+		int fd = new_fs("tmpfs", kv, attr);
+		if (fd < 0)
+			die("create a tmpfs for %s", target);
+		if (move_mount_to(fd, target) < 0)
+			die("mount a tmpfs over %s", target);
+		close(fd);
+		break;
+	}
+	case M_PROC: {
+		uint64_t attr = rd_u64(r);
+		char *target = rd_str(r);
+		if (r->bad)
+			break;
+		int fd = new_fs("proc", NULL, attr);
+		if (fd < 0)
+			die("mount a new procfs (a container that masks /proc refuses this; see enableWeakerNestedSandbox)");
+		if (move_mount_to(fd, target) < 0)
+			die("mount procfs over %s", target);
+		close(fd);
+		break;
+	}
+	case M_DEVPTS: {
+		char *target = rd_str(r);
+		if (r->bad)
+			break;
+		const char *kv[] = {"newinstance", NULL, "ptmxmode", "0666", "mode", "0620", NULL};
+		int fd = new_fs("devpts", kv, 0x2 | 0x8); /* MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC */
+		if (fd < 0)
+			die("create a devpts instance");
+		if (move_mount_to(fd, target) < 0)
+			die("mount devpts over %s", target);
+		close(fd);
+		break;
+	}
+	case M_MKDIR: {
+		uint32_t mode = rd_u32(r);
+		char *path = rd_str(r);
+		if (!r->bad && mkdir_p(path, mode) < 0)
+			die("mkdir %s", path);
+		break;
+	}
+	case M_MKFILE: {
+		uint32_t mode = rd_u32(r);
+		char *path = rd_str(r);
+		if (r->bad)
+			break;
+		int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
+		if (fd < 0)
+			die("create %s", path);
+		close(fd);
+		break;
+	}
+	case M_SYMLINK: {
+		char *target = rd_str(r);
+		char *path = rd_str(r);
+		if (!r->bad && symlink(target, path) < 0)
+			die("symlink %s -> %s", path, target);
+		break;
+	}
+	case M_SETATTR: {
+		uint32_t rec = rd_u32(r);
+		uint64_t set = rd_u64(r), clr = rd_u64(r);
+		char *path = rd_str(r);
+		if (r->bad)
+			break;
+		int fd = open_path(path);
+		if (fd < 0)
+			die("open %s", path);
+		if (mount_setattr_fd(fd, (int)rec, set, clr) < 0)
+			die("set mount attributes of %s", path);
+		close(fd);
+		break;
+	}
+	default:
+		errno = EINVAL;
+		die("unknown mount operation %u", op);
+	}
+	if (r->bad) {
+		errno = EINVAL;
+		die("truncated mount record");
+	}
+}
+
+/* ---- capabilities, Landlock, seccomp ----------------------------------- */
+
+static void drop_capabilities(void)
+{
+	int last = CAP_LAST_CAP;
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1)
+			last = CAP_LAST_CAP;
+		fclose(f);
+	}
+	if (last < CAP_LAST_CAP)
+		last = CAP_LAST_CAP;
+	for (int c = 0; c <= last + 8; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			die("drop capability %d from the bounding set", c);
+	}
+	/* uid 0 inside the sandbox must never regain capabilities on exec. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+					     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+					     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+		  0, 0, 0) < 0)
+		die("set securebits");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		die("clear ambient capabilities");
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("drop all capabilities");
+}
+
+static int ll_fd = -1;
+
+static void landlock_ruleset(struct rd *r)
+{
+	uint32_t abi = rd_u32(r);
+	struct x_ll_ruleset_attr a = {0};
+	a.handled_access_fs = rd_u64(r);
+	a.handled_access_net = rd_u64(r);
+	a.scoped = rd_u64(r);
+	if (r->bad)
+		return;
+	size_t sz = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
+	ll_fd = (int)syscall(__NR_landlock_create_ruleset, &a, sz, 0);
+	if (ll_fd < 0)
+		die("create a Landlock ruleset (ABI %u)", abi);
+}
+
+static void landlock_add(int fd, uint64_t access, const char *what)
+{
+	struct x_ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
+	if (syscall(__NR_landlock_add_rule, ll_fd, X_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		die("add a Landlock rule for %s", what);
+}
+
+static void landlock_path(struct rd *r)
+{
+	uint64_t access = rd_u64(r);
+	uint32_t fl = rd_u32(r);
+	char *path = rd_str(r);
+	if (r->bad || ll_fd < 0)
+		return;
+	int fd = open_path(path);
+	if (fd < 0) {
+		if ((fl & LLP_OPTIONAL) && errno == ENOENT)
+			return;
+		die("open %s for Landlock", path);
+	}
+	struct stat st;
+	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+		access &= 0x1 | 0x2 | 0x4 | (1ull << 14) | (1ull << 15); /* file rights only */
+	landlock_add(fd, access, path);
+	close(fd);
+}
+
+/* landlock_stdio lets the command reopen what fds 0-2 already are (say
+ * `echo x > /dev/stderr` when stderr is a file or terminal outside the
+ * writable paths): the fd was granted by the caller, reopening it through
+ * /proc/self/fd grants nothing new. */
+static void landlock_stdio(struct rd *r)
+{
+	uint64_t access = rd_u64(r);
+	if (r->bad || ll_fd < 0)
+		return;
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		if (fstat(i, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+			continue;
+		char p[32];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", i);
+		int fd = open(p, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		int fl = fcntl(i, F_GETFL);
+		uint64_t a = access;
+		if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY)
+			a &= ~(uint64_t)0x2; /* WRITE_FILE */
+		landlock_add(fd, a & (0x1 | 0x2 | 0x4 | (1ull << 14)), p);
+		close(fd);
+	}
+}
+
+static void landlock_restrict(void)
+{
+	if (ll_fd < 0)
+		return;
+	if (syscall(__NR_landlock_restrict_self, ll_fd, 0) < 0)
+		die("enforce the Landlock ruleset");
+	close(ll_fd);
+	ll_fd = -1;
+}
+
+static void load_seccomp(uint32_t flags, const unsigned char *prog, uint32_t len)
+{
+	if (len == 0 || len % sizeof(struct sock_filter) != 0) {
+		errno = EINVAL;
+		die("malformed seccomp program (%u bytes)", len);
+	}
+	struct sock_filter *f = malloc(len);
+	if (!f)
+		die("allocate the seccomp program");
+	memcpy(f, prog, len);
+	struct sock_fprog fp = {.len = (unsigned short)(len / sizeof(struct sock_filter)), .filter = f};
+	unsigned long fl = (flags & SC_LISTENER) ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+	int fd = (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, fl, &fp);
+	if (fd < 0)
+		die("load the seccomp filter");
+	if (flags & SC_LISTENER) {
+		/* Nothing between here and execve may be a notified syscall:
+		 * sendmsg, close and execve are not. */
+		send_msg(MSG_NOTIFY, 0, 0, NULL, &fd, 1);
+		close(fd);
+	}
+}
+
+/* ---- exec --------------------------------------------------------------- */
+
+static void __attribute__((noreturn)) do_exec(uint32_t flags, char *path, char **argv, char **envp)
+{
+	int err = ENOENT;
+	if (!(flags & EX_SEARCH) || strchr(path, '/')) {
+		execve(path, argv, envp);
+		err = errno;
+	} else {
+		const char *pathenv = "/usr/local/bin:/usr/bin:/bin";
+		for (char **e = envp; *e; e++)
+			if (strncmp(*e, "PATH=", 5) == 0)
+				pathenv = *e + 5;
+		int saw_eacces = 0;
+		const char *p = pathenv;
+		for (;;) {
+			const char *c = strchr(p, ':');
+			size_t n = c ? (size_t)(c - p) : strlen(p);
+			char buf[PATH_MAX];
+			if (n == 0)
+				snprintf(buf, sizeof buf, "./%s", path);
+			else
+				snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, path);
+			execve(buf, argv, envp);
+			if (errno == EACCES)
+				saw_eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ELOOP &&
+				 errno != ENAMETOOLONG) {
+				err = errno;
+				break;
+			}
+			if (!c)
+				break;
+			p = c + 1;
+		}
+		if (err == ENOENT && saw_eacces)
+			err = EACCES;
+	}
+	send_msg(MSG_EXECFAIL, 0, err, path, NULL, 0);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* ---- the command's process ---------------------------------------------- */
+
+static void __attribute__((noreturn)) run_command(void)
+{
+	uint32_t ex_flags = 0;
+	char *ex_path = NULL, **ex_argv = NULL, **ex_envp = NULL;
+	uint32_t sc_flags = 0, sc_len = 0;
+	const unsigned char *sc_prog = NULL;
+	uint32_t pty_mask = 0, pty_rows = 0, pty_cols = 0;
+	int want_pty = 0;
+
+	/* Default signal dispositions and an empty mask for the command. */
+	sigset_t all;
+	sigemptyset(&all);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+
+	if (unshare(CLONE_NEWNS) < 0)
+		die("create a mount namespace");
+
+	for (uint32_t i = 0; i < nrecs; i++) {
+		struct rd r = recs[i].body;
+		cur_rec = (int)i;
+		switch (recs[i].type) {
+		case R_MOUNT:
+			do_mount_op(&r);
+			break;
+		case R_SYSCTL: {
+			char *path = rd_str(&r), *val = rd_str(&r);
+			if (!r.bad && write_file(path, val) < 0)
+				die("write %s to %s", val, path);
+			break;
+		}
+		case R_CWD: {
+			char *path = rd_str(&r);
+			if (r.bad)
+				break;
+			int fd = xopenat2(AT_FDCWD, path, O_PATH | O_DIRECTORY);
+			if (fd < 0 || fchdir(fd) < 0)
+				die("enter the working directory %s", path);
+			close(fd);
+			break;
+		}
+		case R_KEYRING:
+			if (syscall(__NR_keyctl, X_KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+				die("join a new session keyring");
+			break;
+		case R_RLIMIT: {
+			uint32_t res = rd_u32(&r);
+			struct rlimit rl = {.rlim_cur = rd_u64(&r), .rlim_max = rd_u64(&r)};
+			if (!r.bad && setrlimit((int)res, &rl) < 0)
+				die("set resource limit %u", res);
+			break;
+		}
+		case R_PTY:
+			pty_mask = rd_u32(&r);
+			pty_rows = rd_u32(&r);
+			pty_cols = rd_u32(&r);
+			want_pty = !r.bad;
+			break;
+		case R_SECCOMP:
+			sc_flags = rd_u32(&r);
+			sc_len = rd_u32(&r);
+			if ((uint64_t)(r.end - r.p) < sc_len)
+				r.bad = 1;
+			sc_prog = r.p;
+			break;
+		case R_EXEC: {
+			ex_flags = rd_u32(&r);
+			ex_path = rd_str(&r);
+			uint32_t argc = rd_u32(&r);
+			if (argc > 1 << 20)
+				r.bad = 1;
+			ex_argv = calloc(r.bad ? 1 : argc + 1, sizeof(char *));
+			for (uint32_t k = 0; !r.bad && k < argc; k++)
+				ex_argv[k] = rd_str(&r);
+			uint32_t envc = rd_u32(&r);
+			if (envc > 1 << 20)
+				r.bad = 1;
+			ex_envp = calloc(r.bad ? 1 : envc + 1, sizeof(char *));
+			for (uint32_t k = 0; !r.bad && k < envc; k++)
+				ex_envp[k] = rd_str(&r);
+			break;
+		}
+		case R_LL_RULESET:
+			landlock_ruleset(&r);
+			break;
+		case R_LL_PATH:
+		case R_LL_STDIO:
+			break; /* applied below, after the capabilities are gone */
+		default:
+			break; /* init's records */
+		}
+		if (r.bad) {
+			errno = EINVAL;
+			die("malformed plan record %u (type %u)", i, recs[i].type);
+		}
+	}
+	cur_rec = -1;
+	if (!ex_path || !ex_argv || !ex_envp) {
+		errno = EINVAL;
+		die("the plan has no command");
+	}
+
+	/* The terminal: a new pty from the sandbox's own devpts, so nothing
+	 * inside can reach the caller's terminal; the supervisor relays. */
+	if (want_pty) {
+		int master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (master < 0)
+			die("open /dev/pts/ptmx");
+		int unlock = 0;
+		if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+			die("unlock the pty");
+		int slave = ioctl(master, X_TIOCGPTPEER, O_RDWR | O_NOCTTY);
+		if (slave < 0)
+			die("open the pty peer");
+		struct winsize ws = {.ws_row = (unsigned short)pty_rows, .ws_col = (unsigned short)pty_cols};
+		if (pty_rows && pty_cols)
+			ioctl(slave, TIOCSWINSZ, &ws);
+		send_msg(MSG_PTY, 0, 0, NULL, &master, 1);
+		close(master);
+		if (setsid() < 0)
+			die("setsid");
+		if (ioctl(slave, TIOCSCTTY, 0) < 0)
+			die("make the pty the controlling terminal");
+		for (int fd = 0; fd < 3; fd++)
+			if ((pty_mask & (1u << fd)) && dup2(slave, fd) < 0)
+				die("dup the pty to fd %d", fd);
+		if (slave > 2)
+			close(slave);
+	} else if (setsid() < 0) {
+		die("setsid");
+	}
+
+	/* Capabilities go first (the bounding set needs CAP_SETPCAP), then
+	 * no_new_privs, Landlock (it needs no_new_privs), and seccomp last. */
+	drop_capabilities();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die("set no_new_privs");
+	for (uint32_t i = 0; i < nrecs; i++) {
+		struct rd r = recs[i].body;
+		cur_rec = (int)i;
+		if (recs[i].type == R_LL_PATH)
+			landlock_path(&r);
+		else if (recs[i].type == R_LL_STDIO)
+			landlock_stdio(&r);
+	}
+	cur_rec = -1;
+	landlock_restrict();
+
+	/* No descriptor but stdio reaches the command. */
+	if (syscall(__NR_close_range, 3, ~0U, X_CLOSE_RANGE_CLOEXEC) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (sc_prog)
+		load_seccomp(sc_flags, sc_prog, sc_len);
+	do_exec(ex_flags, ex_path, ex_argv, ex_envp);
+}
+
+/* ---- init (pid 1) --------------------------------------------------------- */
+
+static void lo_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		die("socket for lo");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	snprintf(ifr.ifr_name, IFNAMSIZ, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		die("read the flags of lo");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		die("bring lo up");
+	close(s);
+}
+
+static int listen_tcp(uint32_t family, uint32_t port, const char *addr)
+{
+	int s = socket((int)family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	int one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	int rc;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+		if (inet_pton(AF_INET6, addr, &sa.sin6_addr) != 1) {
+			errno = EINVAL;
+			return -1;
+		}
+		rc = bind(s, (struct sockaddr *)&sa, sizeof sa);
+	} else {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+			errno = EINVAL;
+			return -1;
+		}
+		rc = bind(s, (struct sockaddr *)&sa, sizeof sa);
+	}
+	if (rc < 0 || listen(s, 4096) < 0) {
+		int e = errno;
+		close(s);
+		errno = e;
+		return -1;
+	}
+	return s;
+}
+
+static pid_t child;
+
+static void forward(int sig)
+{
+	if (child <= 0)
+		return;
+	/* What a terminal sends to the foreground process group goes to the
+	 * command's group; the rest to the command itself. */
+	if (sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT)
+		kill(-child, sig);
+	kill(child, sig);
+}
+
+static void __attribute__((noreturn)) supervisor_gone(char **cleanup)
+{
+	/* The supervisor died: end everything in the namespace, then run the
+	 * clean-up it asked for (removing the mount points it created). */
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
+		;
+	if (cleanup && cleanup[0]) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		unsetenv("_MOAT_NSINIT");
+		execv("/proc/self/exe", cleanup);
+	}
+	_exit(137);
+}
+
+static void __attribute__((noreturn)) run_init(void)
+{
+	char **cleanup = NULL;
+	int lfds[16];
+	int nl = 0;
+
+	for (uint32_t i = 0; i < nrecs; i++) {
+		struct rd r = recs[i].body;
+		cur_rec = (int)i;
+		switch (recs[i].type) {
+		case R_HOSTNAME: {
+			char *h = rd_str(&r);
+			if (!r.bad && sethostname(h, strlen(h)) < 0)
+				die("set the hostname");
+			break;
+		}
+		case R_LO_UP:
+			lo_up();
+			break;
+		case R_LISTEN: {
+			uint32_t fam = rd_u32(&r), port = rd_u32(&r);
+			char *addr = rd_str(&r);
+			if (r.bad)
+				break;
+			if (nl >= 16) {
+				errno = E2BIG;
+				die("too many listeners");
+			}
+			lfds[nl] = listen_tcp(fam, port, addr);
+			if (lfds[nl] < 0)
+				die("listen on %s port %u inside the sandbox", addr, port);
+			nl++;
+			break;
+		}
+		case R_CLEANUP: {
+			uint32_t argc = rd_u32(&r);
+			if (argc > 64) {
+				r.bad = 1;
+				break;
+			}
+			cleanup = calloc(argc + 1, sizeof(char *));
+			for (uint32_t k = 0; k < argc && !r.bad; k++)
+				cleanup[k] = rd_str(&r);
+			break;
+		}
+		default:
+			break;
+		}
+		if (r.bad) {
+			errno = EINVAL;
+			die("malformed plan record %u", i);
+		}
+	}
+	cur_rec = -1;
+	if (nl > 0) {
+		send_msg(MSG_LISTEN, nl, 0, NULL, lfds, nl);
+		for (int k = 0; k < nl; k++)
+			close(lfds[k]);
+	}
+
+	/* Nothing in the sandbox may ptrace init or open its /proc entries
+	 * (/proc/1/root would be the host's root). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die("make init non-dumpable");
+
+	sigset_t mask;
+	sigfillset(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("signalfd");
+
+	child = fork();
+	if (child < 0)
+		die("fork the command");
+	if (child == 0) {
+		close(sfd);
+		close(MOAT_FD_LOCK);
+		run_command();
+	}
+	send_msg(MSG_CHILD, child, 0, NULL, NULL, 0);
+	close(MOAT_FD_PLAN);
+
+	/* Init keeps no capabilities it does not need to reap and signal. */
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	syscall(SYS_capset, &h, d);
+
+	struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = MOAT_FD_SYNC, .events = POLLIN}};
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			supervisor_gone(cleanup);
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char b[64];
+			ssize_t n = recv(MOAT_FD_SYNC, b, sizeof b, MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				supervisor_gone(cleanup);
+		}
+		if (!(pfd[0].revents & POLLIN))
+			continue;
+		struct signalfd_siginfo si;
+		while (read(sfd, &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo != SIGCHLD) {
+				forward((int)si.ssi_signo);
+				continue;
+			}
+			int status;
+			pid_t p;
+			while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+				if (p != child)
+					continue;
+				send_msg(MSG_EXIT, status, 0, NULL, NULL, 0);
+				/* Leaving kills everything else in the namespace. */
+				_exit(0);
+			}
+		}
+	}
+}
+
+/* ---- entry --------------------------------------------------------------- */
+
+static void load_plan(void)
+{
+	struct stat st;
+	if (fstat(MOAT_FD_PLAN, &st) < 0 || st.st_size < 12 || st.st_size > (64 << 20)) {
+		errno = EINVAL;
+		die("no plan");
+	}
+	plan_len = (size_t)st.st_size;
+	plan = mmap(NULL, plan_len, PROT_READ, MAP_PRIVATE, MOAT_FD_PLAN, 0);
+	if (plan == MAP_FAILED)
+		die("map the plan");
+	struct rd r = {.p = plan, .end = plan + plan_len};
+	if (memcmp(plan, MOAT_PLAN_MAGIC, 4) != 0) {
+		errno = EINVAL;
+		die("bad plan magic");
+	}
+	r.p += 4;
+	if (rd_u32(&r) != MOAT_PLAN_VERSION) {
+		errno = EINVAL;
+		die("plan version mismatch (moat binary changed while running?)");
+	}
+	nrecs = rd_u32(&r);
+	if (nrecs > 1 << 20) {
+		errno = EINVAL;
+		die("too many plan records");
+	}
+	recs = calloc(nrecs ? nrecs : 1, sizeof *recs);
+	for (uint32_t i = 0; i < nrecs; i++) {
+		recs[i].type = rd_u32(&r);
+		uint32_t len = rd_u32(&r);
+		if (r.bad || (uint64_t)(r.end - r.p) < len) {
+			errno = EINVAL;
+			die("truncated plan");
+		}
+		recs[i].body.p = r.p;
+		recs[i].body.end = r.p + len;
+		r.p += len;
+	}
+}
+
+__attribute__((constructor)) static void moat_nsinit(void)
+{
+	const char *v = getenv("_MOAT_NSINIT");
+	if (!v || strcmp(v, "1") != 0)
+		return;
+	for (int i = 0; i < MAX_SLOTS; i++)
+		slots[i] = -1;
+	load_plan();
+	run_init();
+}

@@ -1,0 +1,265 @@
+//go:build linux
+
+package nsinit
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Mirrors of plan.h (plan_test.go checks them against the C header).
+const (
+	Magic   = "MOAT"
+	Version = 1
+
+	FdPlan = 3
+	FdSync = 4
+	FdLock = 5
+
+	// EnvVar, set to "1", makes the binary run stage 2 instead of main.
+	EnvVar = "_MOAT_NSINIT"
+)
+
+// Record types.
+const (
+	rHostname  = 1
+	rLoUp      = 2
+	rMount     = 3
+	rLLRuleset = 4
+	rLLPath    = 5
+	rSeccomp   = 6
+	rExec      = 7
+	rPTY       = 8
+	rSysctl    = 9
+	rCwd       = 10
+	rKeyring   = 11
+	rRlimit    = 12
+	rCleanup   = 13
+	rLLStdio   = 14
+	rListen    = 15
+)
+
+// Mount operations.
+const (
+	mPrivate    = 1
+	mClone      = 2
+	mAttachRoot = 3
+	mAttach     = 4
+	mTmpfs      = 5
+	mProc       = 6
+	mDevpts     = 7
+	mMkdir      = 8
+	mMkfile     = 9
+	mSymlink    = 10
+	mSetattr    = 11
+)
+
+// Flags.
+const (
+	CloneRecursive = 1 // MC_RECURSIVE
+	CloneOptional  = 2 // MC_OPTIONAL
+	LLOptional     = 1 // LLP_OPTIONAL
+	SeccompListen  = 1 // SC_LISTENER
+	ExecSearch     = 1 // EX_SEARCH
+)
+
+// Mount attributes (MOUNT_ATTR_*).
+const (
+	AttrRdonly = 0x1
+	AttrNosuid = 0x2
+	AttrNodev  = 0x4
+	AttrNoexec = 0x8
+)
+
+// Messages from stage 2.
+const (
+	MsgError    = 1
+	MsgExecFail = 2
+	MsgPTY      = 3
+	MsgNotify   = 4
+	MsgExit     = 5
+	MsgListen   = 6
+	MsgChild    = 7
+
+	MsgTextSize = 480
+	MsgSize     = 12 + MsgTextSize
+)
+
+// Plan is an encoded stage-2 plan. Records are applied in the order they are
+// added; init applies its own records (hostname, lo, listeners, clean-up)
+// and the command's process applies the rest.
+type Plan struct {
+	buf   []byte
+	n     uint32
+	slots uint32
+	// Desc describes each record, for error messages (index = record).
+	Desc []string
+}
+
+// New returns an empty plan.
+func New() *Plan {
+	p := &Plan{buf: make([]byte, 12, 4096)}
+	copy(p.buf, Magic)
+	binary.NativeEndian.PutUint32(p.buf[4:], Version)
+	return p
+}
+
+// Bytes returns the encoded plan.
+func (p *Plan) Bytes() []byte {
+	binary.NativeEndian.PutUint32(p.buf[8:], p.n)
+	return p.buf
+}
+
+// Len is the number of records.
+func (p *Plan) Len() int { return int(p.n) }
+
+type rec struct{ b []byte }
+
+func (r *rec) u32(v uint32) *rec { r.b = binary.NativeEndian.AppendUint32(r.b, v); return r }
+func (r *rec) u64(v uint64) *rec { r.b = binary.NativeEndian.AppendUint64(r.b, v); return r }
+func (r *rec) str(s string) *rec {
+	r.u32(uint32(len(s)))
+	r.b = append(r.b, s...)
+	return r
+}
+
+func (p *Plan) add(typ uint32, desc string, r *rec) {
+	p.buf = binary.NativeEndian.AppendUint32(p.buf, typ)
+	p.buf = binary.NativeEndian.AppendUint32(p.buf, uint32(len(r.b)))
+	p.buf = append(p.buf, r.b...)
+	p.n++
+	p.Desc = append(p.Desc, desc)
+}
+
+// Hostname sets the sandbox's host name (init).
+func (p *Plan) Hostname(name string) { p.add(rHostname, "hostname", (&rec{}).str(name)) }
+
+// LoUp brings the loopback interface up (init).
+func (p *Plan) LoUp() { p.add(rLoUp, "loopback", &rec{}) }
+
+// Listen makes init listen on addr:port inside the sandbox's network
+// namespace and send the socket to the supervisor (family: 2 or 10).
+func (p *Plan) Listen(family int, addr string, port int) {
+	p.add(rListen, fmt.Sprintf("listen %s:%d", addr, port), (&rec{}).u32(uint32(family)).u32(uint32(port)).str(addr))
+}
+
+// Cleanup is the argv init execs (as /proc/self/exe) after the supervisor
+// died and the sandbox was killed.
+func (p *Plan) Cleanup(argv []string) {
+	r := (&rec{}).u32(uint32(len(argv)))
+	for _, a := range argv {
+		r.str(a)
+	}
+	p.add(rCleanup, "clean-up", r)
+}
+
+// Private makes the command's mount namespace private.
+func (p *Plan) Private() { p.add(rMount, "make / private", (&rec{}).u32(mPrivate)) }
+
+// Clone takes a detached copy of the mount tree at path (host view) and
+// returns its slot.
+func (p *Plan) Clone(path string, flags uint32, set, clr uint64) uint32 {
+	s := p.slots
+	p.slots++
+	p.add(rMount, "clone "+path, (&rec{}).u32(mClone).u32(s).u32(flags).u64(set).u64(clr).str(path))
+	return s
+}
+
+// AttachRoot makes the tree in slot the root, staging it on dir first.
+func (p *Plan) AttachRoot(slot uint32, staging string) {
+	p.add(rMount, "pivot to the new root", (&rec{}).u32(mAttachRoot).u32(slot).str(staging))
+}
+
+// Attach mounts the tree in slot over target (in the new root).
+func (p *Plan) Attach(slot uint32, target string) {
+	p.add(rMount, "mount over "+target, (&rec{}).u32(mAttach).u32(slot).str(target))
+}
+
+// Tmpfs mounts a new tmpfs over target.
+func (p *Plan) Tmpfs(target string, mode, uid, gid uint32, attr uint64) {
+	p.add(rMount, "tmpfs on "+target, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u64(attr).str(target))
+}
+
+// Proc mounts a new procfs over target.
+func (p *Plan) Proc(target string, attr uint64) {
+	p.add(rMount, "procfs on "+target, (&rec{}).u32(mProc).u64(attr).str(target))
+}
+
+// Devpts mounts a new devpts instance over target.
+func (p *Plan) Devpts(target string) { p.add(rMount, "devpts on "+target, (&rec{}).u32(mDevpts).str(target)) }
+
+// Mkdir creates a directory (and parents) inside a tmpfs moat mounted.
+func (p *Plan) Mkdir(path string, mode uint32) {
+	p.add(rMount, "mkdir "+path, (&rec{}).u32(mMkdir).u32(mode).str(path))
+}
+
+// Mkfile creates an empty file inside a tmpfs moat mounted.
+func (p *Plan) Mkfile(path string, mode uint32) {
+	p.add(rMount, "create "+path, (&rec{}).u32(mMkfile).u32(mode).str(path))
+}
+
+// Symlink creates linkpath -> target inside a tmpfs moat mounted.
+func (p *Plan) Symlink(target, linkpath string) {
+	p.add(rMount, "symlink "+linkpath, (&rec{}).u32(mSymlink).str(target).str(linkpath))
+}
+
+// Setattr changes the mount attributes at path.
+func (p *Plan) Setattr(path string, recursive bool, set, clr uint64) {
+	rb := uint32(0)
+	if recursive {
+		rb = 1
+	}
+	p.add(rMount, "set attributes of "+path, (&rec{}).u32(mSetattr).u32(rb).u64(set).u64(clr).str(path))
+}
+
+// Sysctl writes value to a /proc/sys file (after /proc is mounted).
+func (p *Plan) Sysctl(path, value string) { p.add(rSysctl, "write "+path, (&rec{}).str(path).str(value)) }
+
+// Cwd sets the working directory (after the mounts).
+func (p *Plan) Cwd(path string) { p.add(rCwd, "working directory "+path, (&rec{}).str(path)) }
+
+// NewKeyring joins a new anonymous session keyring.
+func (p *Plan) NewKeyring() { p.add(rKeyring, "new session keyring", &rec{}) }
+
+// Rlimit sets a resource limit.
+func (p *Plan) Rlimit(resource int, soft, hard uint64) {
+	p.add(rRlimit, fmt.Sprintf("rlimit %d", resource), (&rec{}).u32(uint32(resource)).u64(soft).u64(hard))
+}
+
+// PTY gives the command a new pseudo-terminal on the fds in mask.
+func (p *Plan) PTY(mask uint32, rows, cols uint16) {
+	p.add(rPTY, "pty", (&rec{}).u32(mask).u32(uint32(rows)).u32(uint32(cols)))
+}
+
+// LandlockRuleset creates the ruleset (ABI-sized attributes).
+func (p *Plan) LandlockRuleset(abi int, fs, net, scoped uint64) {
+	p.add(rLLRuleset, "Landlock ruleset", (&rec{}).u32(uint32(abi)).u64(fs).u64(net).u64(scoped))
+}
+
+// LandlockPath allows access beneath path.
+func (p *Plan) LandlockPath(path string, access uint64, flags uint32) {
+	p.add(rLLPath, "Landlock rule "+path, (&rec{}).u64(access).u32(flags).str(path))
+}
+
+// LandlockStdio allows reopening the files behind fds 0-2.
+func (p *Plan) LandlockStdio(access uint64) { p.add(rLLStdio, "Landlock stdio", (&rec{}).u64(access)) }
+
+// Seccomp loads a BPF program (struct sock_filter array) last.
+func (p *Plan) Seccomp(prog []byte, flags uint32) {
+	p.add(rSeccomp, "seccomp", (&rec{}).u32(flags).u32(uint32(len(prog))).bytes(prog))
+}
+
+func (r *rec) bytes(b []byte) *rec { r.b = append(r.b, b...); return r }
+
+// Exec is the command.
+func (p *Plan) Exec(path string, argv, env []string, flags uint32) {
+	r := (&rec{}).u32(flags).str(path).u32(uint32(len(argv)))
+	for _, a := range argv {
+		r.str(a)
+	}
+	r.u32(uint32(len(env)))
+	for _, e := range env {
+		r.str(e)
+	}
+	p.add(rExec, "exec "+path, r)
+}

@@ -1,0 +1,84 @@
+/* The plan moat's supervisor hands to stage 2, and the messages stage 2
+ * sends back. Mirrored in plan.go; plan_test.go checks that both agree.
+ *
+ * A plan is "MOAT" + u32 version + u32 record count, then records:
+ * u32 type, u32 payload length, payload. Integers are native-endian;
+ * a string is u32 length + bytes (no NUL). */
+#ifndef MOAT_PLAN_H
+#define MOAT_PLAN_H
+
+#define MOAT_PLAN_MAGIC "MOAT"
+#define MOAT_PLAN_VERSION 1
+
+/* Fixed file descriptors of stage 2 (os/exec ExtraFiles start at 3). */
+#define MOAT_FD_PLAN 3
+#define MOAT_FD_SYNC 4 /* SOCK_SEQPACKET to the supervisor */
+#define MOAT_FD_LOCK 5 /* journal lock, held by init until it is done */
+
+/* Record types. */
+enum {
+	R_HOSTNAME = 1,   /* str name */
+	R_LO_UP = 2,      /* - */
+	R_MOUNT = 3,      /* u32 op, then op fields (M_*) */
+	R_LL_RULESET = 4, /* u32 abi, u64 handled_fs, u64 handled_net, u64 scoped */
+	R_LL_PATH = 5,    /* u64 access, u32 flags (LLP_*), str path */
+	R_SECCOMP = 6,    /* u32 flags (SC_*), u32 len, bytes (struct sock_filter[]) */
+	R_EXEC = 7,       /* u32 flags (EX_*), str path, u32 argc, str*, u32 envc, str* */
+	R_PTY = 8,        /* u32 fdmask (bit i: fd i is the terminal), u32 rows, u32 cols */
+	R_SYSCTL = 9,     /* str path, str value */
+	R_CWD = 10,       /* str path */
+	R_KEYRING = 11,   /* - : join a new anonymous session keyring */
+	R_RLIMIT = 12,    /* u32 resource, u64 soft, u64 hard */
+	R_CLEANUP = 13,   /* u32 argc, str*: argv init execs after the supervisor died */
+	R_LL_STDIO = 14,  /* u64 access: rules for the files behind fds 0-2 */
+	R_LISTEN = 15,    /* u32 family, u32 port, str addr: a TCP listener for the supervisor */
+};
+
+/* Mount operations (R_MOUNT). */
+enum {
+	M_PRIVATE = 1,     /* - : make / rprivate */
+	M_CLONE = 2,       /* u32 slot, u32 flags (MC_*), u64 set, u64 clr, str path */
+	M_ATTACH_ROOT = 3, /* u32 slot, str staging dir */
+	M_ATTACH = 4,      /* u32 slot, str target */
+	M_TMPFS = 5,       /* u32 mode, u32 uid, u32 gid, u64 attr, str target */
+	M_PROC = 6,        /* u64 attr, str target */
+	M_DEVPTS = 7,      /* str target */
+	M_MKDIR = 8,       /* u32 mode, str path (parents created too) */
+	M_MKFILE = 9,      /* u32 mode, str path */
+	M_SYMLINK = 10,    /* str target, str linkpath */
+	M_SETATTR = 11,    /* u32 recursive, u64 set, u64 clr, str path */
+};
+
+/* M_CLONE flags. */
+#define MC_RECURSIVE 1u
+#define MC_OPTIONAL 2u /* a missing source leaves the slot empty */
+
+/* R_LL_PATH flags. */
+#define LLP_OPTIONAL 1u /* skip a path that does not exist */
+
+/* R_SECCOMP flags. */
+#define SC_LISTENER 1u /* ask for a user-notification fd and send it */
+
+/* R_EXEC flags. */
+#define EX_SEARCH 1u /* look the command up in PATH (from the new environment) */
+
+/* Messages to the supervisor: a struct moat_msg, maybe with fds. */
+enum {
+	MSG_ERROR = 1,    /* a: record index, b: errno, text: what failed */
+	MSG_EXECFAIL = 2, /* b: errno, text: the command */
+	MSG_PTY = 3,      /* fd: the pty master */
+	MSG_NOTIFY = 4,   /* fd: the seccomp user-notification listener */
+	MSG_EXIT = 5,     /* a: wait status of the command */
+	MSG_LISTEN = 6,   /* fds: the listeners of R_LISTEN, in order */
+	MSG_CHILD = 7,    /* a: pid of the command in the sandbox's pid namespace */
+};
+
+#define MOAT_MSG_TEXT 480
+struct moat_msg {
+	unsigned int type;
+	int a;
+	int b;
+	char text[MOAT_MSG_TEXT];
+};
+
+#endif

@@ -1,0 +1,41 @@
+//go:build linux
+
+package nsinit
+
+import "testing"
+
+func TestConstantsMatchHeader(t *testing.T) {
+	c := cConstants()
+	if c == nil {
+		t.Skip("built without cgo")
+	}
+	goSide := map[string]int{
+		"MOAT_PLAN_VERSION": Version,
+		"MOAT_FD_PLAN":      FdPlan, "MOAT_FD_SYNC": FdSync, "MOAT_FD_LOCK": FdLock,
+		"R_HOSTNAME": rHostname, "R_LO_UP": rLoUp, "R_MOUNT": rMount, "R_LL_RULESET": rLLRuleset,
+		"R_LL_PATH": rLLPath, "R_SECCOMP": rSeccomp, "R_EXEC": rExec, "R_PTY": rPTY,
+		"R_SYSCTL": rSysctl, "R_CWD": rCwd, "R_KEYRING": rKeyring, "R_RLIMIT": rRlimit,
+		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen,
+		"M_PRIVATE": mPrivate, "M_CLONE": mClone, "M_ATTACH_ROOT": mAttachRoot, "M_ATTACH": mAttach,
+		"M_TMPFS": mTmpfs, "M_PROC": mProc, "M_DEVPTS": mDevpts, "M_MKDIR": mMkdir,
+		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr,
+		"MC_RECURSIVE": CloneRecursive, "MC_OPTIONAL": CloneOptional, "LLP_OPTIONAL": LLOptional,
+		"SC_LISTENER": SeccompListen, "EX_SEARCH": ExecSearch,
+		"MSG_ERROR": MsgError, "MSG_EXECFAIL": MsgExecFail, "MSG_PTY": MsgPTY, "MSG_NOTIFY": MsgNotify,
+		"MSG_EXIT": MsgExit, "MSG_LISTEN": MsgListen, "MSG_CHILD": MsgChild,
+		"MOAT_MSG_TEXT": MsgTextSize, "sizeof(struct moat_msg)": MsgSize,
+	}
+	for k, v := range c {
+		g, ok := goSide[k]
+		if !ok {
+			t.Errorf("%s has no Go mirror", k)
+			continue
+		}
+		if g != v {
+			t.Errorf("%s: C %d, Go %d", k, v, g)
+		}
+	}
+	if len(goSide) != len(c) {
+		t.Errorf("Go has %d constants, C %d", len(goSide), len(c))
+	}
+}

@@ -1,0 +1,203 @@
+//go:build linux && cgo
+
+// Package seccomp compiles moat's seccomp filter with libseccomp and exports
+// it as a raw BPF program; stage 2 loads it as the last step before exec, on
+// the command's own thread (no TSYNC: nothing else in the sandbox shares it).
+//
+// # What it must not import
+//
+// linux/nsinit or anything that launches processes; it only compiles.
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	lsc "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// Options select the variable parts of the filter.
+type Options struct {
+	// AllowUnix leaves socket(AF_UNIX) alone (allowAllUnixSockets).
+	AllowUnix bool
+	// Notify turns refusals into user notifications, so the supervisor can
+	// report each one as a violation before answering EPERM, and asks for a
+	// notification on every syscall that writes to the filesystem (the
+	// supervisor records the ones the policy refuses and lets the kernel
+	// decide). Without a supervisor reading, notified syscalls fail (ENOSYS).
+	Notify bool
+}
+
+// Denied syscalls answer EPERM: they would let the command leave the
+// sandbox or reach the kernel's most attacked surfaces.
+var Denied = []string{
+	// other processes
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	// kernel keyrings (the caller's session keyring)
+	"keyctl", "add_key", "request_key",
+	// attack surface no sandboxed build needs
+	"bpf", "perf_event_open", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	// mounts, old and new API, and namespaces
+	"mount", "umount", "umount2", "pivot_root", "chroot",
+	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	"setns", "open_by_handle_at",
+	// the machine itself
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"reboot", "swapon", "swapoff", "acct", "syslog", "iopl", "ioperm",
+	"quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "uselib",
+	"nfsservctl", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+}
+
+// rawDenied are syscalls libseccomp 2.5 does not know by name (amd64 and
+// arm64 share these numbers): open_tree_attr (6.15).
+var rawDenied = []lsc.ScmpSyscall{467}
+
+// nsFlags are the clone/unshare flags that create namespaces.
+var nsFlags = []uint64{
+	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
+	unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
+}
+
+// Terminal ioctls that inject input or reach the console.
+var deniedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX}
+
+// WriteSyscalls are the filesystem syscalls the observer is told about.
+// Each entry names the syscall and, for open-like calls, the argument that
+// holds the flags (-1: always).
+var WriteSyscalls = []struct {
+	Name    string
+	FlagArg int
+}{
+	{"open", 1}, {"openat", 2}, {"openat2", -1}, {"creat", -1},
+	{"truncate", -1},
+	{"mkdir", -1}, {"mkdirat", -1}, {"mknod", -1}, {"mknodat", -1},
+	{"rmdir", -1}, {"unlink", -1}, {"unlinkat", -1},
+	{"rename", -1}, {"renameat", -1}, {"renameat2", -1},
+	{"link", -1}, {"linkat", -1}, {"symlink", -1}, {"symlinkat", -1},
+	{"chmod", -1}, {"fchmodat", -1}, {"fchmodat2", -1},
+	{"chown", -1}, {"lchown", -1}, {"fchownat", -1},
+	{"utime", -1}, {"utimes", -1}, {"futimesat", -1},
+	{"setxattr", -1}, {"lsetxattr", -1}, {"removexattr", -1}, {"lremovexattr", -1},
+}
+
+// writeOpenFlags are the open flags that make an open a write.
+var writeOpenFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC, unix.O_APPEND}
+
+// Build compiles the filter and returns the BPF program (an array of
+// struct sock_filter, native byte order).
+func Build(o Options) ([]byte, error) {
+	f, err := lsc.NewFilter(lsc.ActAllow)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: new filter: %w", err)
+	}
+	defer f.Release()
+	if err := f.SetBadArchAction(lsc.ActKillProcess); err != nil {
+		return nil, fmt.Errorf("seccomp: bad-arch action: %w", err)
+	}
+	if err := f.SetNoNewPrivsBit(false); err != nil { // stage 2 sets it itself
+		return nil, fmt.Errorf("seccomp: nnp attribute: %w", err)
+	}
+	eperm := lsc.ActErrno.SetReturnCode(int16(unix.EPERM))
+	deny := eperm
+	if o.Notify {
+		deny = lsc.ActNotify
+	}
+	add := func(name string, act lsc.ScmpAction, conds ...lsc.ScmpCondition) error {
+		sc, err := lsc.GetSyscallFromName(name)
+		if err != nil {
+			return nil // not a syscall of this architecture
+		}
+		if len(conds) == 0 {
+			err = f.AddRule(sc, act)
+		} else {
+			err = f.AddRuleConditional(sc, act, conds)
+		}
+		if err != nil {
+			return fmt.Errorf("seccomp: rule for %s: %w", name, err)
+		}
+		return nil
+	}
+	masked := func(arg uint, mask, value uint64) lsc.ScmpCondition {
+		c, err := lsc.MakeCondition(arg, lsc.CompareMaskedEqual, mask, value)
+		if err != nil {
+			panic(err) // only with an invalid operator or argument index
+		}
+		return c
+	}
+	for _, name := range Denied {
+		if err := add(name, deny); err != nil {
+			return nil, err
+		}
+	}
+	for _, sc := range rawDenied {
+		if err := f.AddRule(sc, deny); err != nil {
+			return nil, fmt.Errorf("seccomp: rule for syscall %d: %w", sc, err)
+		}
+	}
+	// clone3 keeps its flags in memory, out of seccomp's sight: ENOSYS
+	// makes libc fall back to clone, whose flags are checked below.
+	if err := add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+		return nil, err
+	}
+	for _, fl := range nsFlags {
+		if err := add("unshare", deny, masked(0, fl, fl)); err != nil {
+			return nil, err
+		}
+		if err := add("clone", deny, masked(0, fl, fl)); err != nil {
+			return nil, err
+		}
+	}
+	for _, req := range deniedIoctls {
+		if err := add("ioctl", deny, masked(1, 0xffffffff, req)); err != nil {
+			return nil, err
+		}
+	}
+	if !o.AllowUnix {
+		if err := add("socket", deny, masked(0, 0xffffffff, unix.AF_UNIX)); err != nil {
+			return nil, err
+		}
+	}
+	if o.Notify {
+		for _, w := range WriteSyscalls {
+			if w.FlagArg < 0 {
+				if err := add(w.Name, lsc.ActNotify); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			for _, fl := range writeOpenFlags {
+				if err := add(w.Name, lsc.ActNotify, masked(uint(w.FlagArg), fl, fl)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return export(f)
+}
+
+func export(f *lsc.ScmpFilter) ([]byte, error) {
+	fd, err := unix.MemfdCreate("moat-seccomp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: memfd: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), "moat-seccomp")
+	defer file.Close()
+	if err := f.ExportBPF(file); err != nil {
+		return nil, fmt.Errorf("seccomp: export: %w", err)
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seccomp: rewind: %w", err)
+	}
+	prog, err := io.ReadAll(file)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: read program: %w", err)
+	}
+	if len(prog) == 0 || len(prog)%8 != 0 {
+		return nil, errors.New("seccomp: exported program is empty or misaligned")
+	}
+	return prog, nil
+}

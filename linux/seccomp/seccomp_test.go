@@ -1,0 +1,147 @@
+//go:build linux && cgo
+
+package seccomp
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Seccomp return values.
+const (
+	retKill   = 0x80000000
+	retErrno  = 0x00050000
+	retNotify = 0x7fc00000
+	retAllow  = 0x7fff0000
+	auditArch = 0xc000003e // AUDIT_ARCH_X86_64
+)
+
+// vm runs a filter on a seccomp_data in the x/net/bpf VM. The VM loads
+// words big-endian, so each 32-bit word is written big-endian at the offset
+// the native (little-endian) layout gives it.
+type vm struct{ m *bpf.VM }
+
+func newVM(t *testing.T, o Options) vm {
+	t.Helper()
+	prog, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]bpf.RawInstruction, len(prog)/8)
+	for i := range raw {
+		b := prog[i*8:]
+		raw[i] = bpf.RawInstruction{
+			Op: binary.NativeEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	ins, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("cannot disassemble the filter")
+	}
+	m, err := bpf.NewVM(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm{m}
+}
+
+func (v vm) run(t *testing.T, arch uint32, nr int, args ...uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.BigEndian.PutUint32(data[0:], uint32(nr))
+	binary.BigEndian.PutUint32(data[4:], arch)
+	for i, a := range args {
+		binary.BigEndian.PutUint32(data[16+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(data[16+8*i+4:], uint32(a>>32))
+	}
+	out, err := v.m.Run(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(out)
+}
+
+func TestFilterVerdicts(t *testing.T) {
+	if unix.SYS_OPENAT != 257 {
+		t.Skip("table written for amd64")
+	}
+	eperm := uint32(retErrno | unix.EPERM)
+	enosys := uint32(retErrno | unix.ENOSYS)
+	cases := []struct {
+		name string
+		o    Options
+		nr   int
+		args []uint64
+		want uint32
+	}{
+		{"read allowed", Options{}, unix.SYS_READ, nil, retAllow},
+		{"ptrace", Options{}, unix.SYS_PTRACE, nil, eperm},
+		{"process_vm_readv", Options{}, unix.SYS_PROCESS_VM_READV, nil, eperm},
+		{"keyctl", Options{}, unix.SYS_KEYCTL, nil, eperm},
+		{"bpf", Options{}, unix.SYS_BPF, nil, eperm},
+		{"io_uring_setup", Options{}, unix.SYS_IO_URING_SETUP, nil, eperm},
+		{"mount", Options{}, unix.SYS_MOUNT, nil, eperm},
+		{"open_tree", Options{}, unix.SYS_OPEN_TREE, nil, eperm},
+		{"fsopen", Options{}, unix.SYS_FSOPEN, nil, eperm},
+		{"mount_setattr", Options{}, unix.SYS_MOUNT_SETATTR, nil, eperm},
+		{"open_tree_attr", Options{}, 467, nil, eperm},
+		{"setns", Options{}, unix.SYS_SETNS, nil, eperm},
+		{"clone3", Options{}, unix.SYS_CLONE3, nil, enosys},
+		{"clone plain fork", Options{}, unix.SYS_CLONE, []uint64{uint64(unix.SIGCHLD)}, retAllow},
+		{"clone thread", Options{}, unix.SYS_CLONE, []uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, retAllow},
+		{"clone newuser", Options{}, unix.SYS_CLONE, []uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, eperm},
+		{"unshare newuser high bits", Options{}, unix.SYS_UNSHARE, []uint64{unix.CLONE_NEWUSER | 1<<40}, eperm},
+		{"unshare newns", Options{}, unix.SYS_UNSHARE, []uint64{unix.CLONE_NEWNS}, eperm},
+		{"unshare files", Options{}, unix.SYS_UNSHARE, []uint64{unix.CLONE_FILES}, retAllow},
+		{"TIOCSTI", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCSTI}, eperm},
+		{"TIOCSTI high bits", Options{}, unix.SYS_IOCTL, []uint64{0, 1<<32 | unix.TIOCSTI}, eperm},
+		{"TIOCLINUX", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCLINUX}, eperm},
+		{"TCGETS", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TCGETS}, retAllow},
+		{"socket unix", Options{}, unix.SYS_SOCKET, []uint64{unix.AF_UNIX, unix.SOCK_STREAM}, eperm},
+		{"socket unix allowed", Options{AllowUnix: true}, unix.SYS_SOCKET, []uint64{unix.AF_UNIX}, retAllow},
+		{"socket inet", Options{}, unix.SYS_SOCKET, []uint64{unix.AF_INET, unix.SOCK_STREAM}, retAllow},
+		{"socketpair unix", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
+		{"notify: ptrace", Options{Notify: true}, unix.SYS_PTRACE, nil, retNotify},
+		{"notify: openat read", Options{Notify: true}, unix.SYS_OPENAT, []uint64{0, 0, unix.O_RDONLY | unix.O_CLOEXEC}, retAllow},
+		{"notify: openat write", Options{Notify: true}, unix.SYS_OPENAT, []uint64{0, 0, unix.O_WRONLY}, retNotify},
+		{"notify: openat creat", Options{Notify: true}, unix.SYS_OPENAT, []uint64{0, 0, unix.O_CREAT | unix.O_RDONLY}, retNotify},
+		{"notify: openat trunc", Options{Notify: true}, unix.SYS_OPENAT, []uint64{0, 0, unix.O_TRUNC}, retNotify},
+		{"notify: unlinkat", Options{Notify: true}, unix.SYS_UNLINKAT, nil, retNotify},
+		{"notify: clone3 still ENOSYS", Options{Notify: true}, unix.SYS_CLONE3, nil, enosys},
+		{"no notify: unlinkat", Options{}, unix.SYS_UNLINKAT, nil, retAllow},
+		{"i386 ABI", Options{}, 0, nil, retKill},
+		{"x32 ABI", Options{}, 0x40000000 | unix.SYS_READ, nil, retKill},
+	}
+	vms := map[Options]vm{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, ok := vms[tc.o]
+			if !ok {
+				v = newVM(t, tc.o)
+				vms[tc.o] = v
+			}
+			arch := uint32(auditArch)
+			if tc.name == "i386 ABI" {
+				arch = 0x40000003
+			}
+			got := v.run(t, arch, tc.nr, tc.args...)
+			if got&0xffff0000 == retKill || got == retKill {
+				got = retKill
+			}
+			if got != tc.want {
+				t.Errorf("got %#x, want %#x", got, tc.want)
+			}
+		})
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	for b.Loop() {
+		if _, err := Build(Options{Notify: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
