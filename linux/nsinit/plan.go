@@ -186,7 +186,9 @@ func (p *Plan) Proc(target string, attr uint64) {
 }
 
 // Devpts mounts a new devpts instance over target.
-func (p *Plan) Devpts(target string) { p.add(rMount, "devpts on "+target, (&rec{}).u32(mDevpts).str(target)) }
+func (p *Plan) Devpts(target string) {
+	p.add(rMount, "devpts on "+target, (&rec{}).u32(mDevpts).str(target))
+}
 
 // Mkdir creates a directory (and parents) inside a tmpfs moat mounted.
 func (p *Plan) Mkdir(path string, mode uint32) {
@@ -213,7 +215,9 @@ func (p *Plan) Setattr(path string, recursive bool, set, clr uint64) {
 }
 
 // Sysctl writes value to a /proc/sys file (after /proc is mounted).
-func (p *Plan) Sysctl(path, value string) { p.add(rSysctl, "write "+path, (&rec{}).str(path).str(value)) }
+func (p *Plan) Sysctl(path, value string) {
+	p.add(rSysctl, "write "+path, (&rec{}).str(path).str(value))
+}
 
 // Cwd sets the working directory (after the mounts).
 func (p *Plan) Cwd(path string) { p.add(rCwd, "working directory "+path, (&rec{}).str(path)) }
