@@ -1,0 +1,268 @@
+package netproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// denial is a refused destination (403, SOCKS 0x02, a violation).
+type denial struct{ reason string }
+
+func (d *denial) Error() string { return d.reason }
+
+// upstreamError is a failure to reach an allowed destination (502, SOCKS
+// host unreachable / refused).
+type upstreamError struct {
+	op  string
+	err error
+}
+
+func (e *upstreamError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// target is an authorised destination: the canonical host and port and
+// either the checked addresses to dial or the parent proxy to go through.
+type target struct {
+	host  string
+	port  int
+	addrs []netip.Addr
+	via   *parentServer
+}
+
+func (t *target) String() string { return hostPort(t.host, t.port) }
+
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// authorize runs the whole decision for host:port, in srt's order:
+// malformed host, canonical form, deny list, allow list, ask; then name
+// resolution and the address checks. A *denial has been reported as a
+// violation; other errors are upstream failures.
+//
+// plainHTTP selects the parent proxy for forwarded http:// requests
+// (ParentProxy.HTTP first) rather than for tunnels (ParentProxy.HTTPS
+// first).
+func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainHTTP bool) (*target, error) {
+	host, err := policy.CanonicalHost(rawHost)
+	if err != nil || port < 1 || port > 65535 {
+		d := &denial{"malformed host"}
+		s.violation(hostPort(truncate(rawHost, 255), port), d.reason)
+		return nil, d
+	}
+	dest := hostPort(host, port)
+	rules := s.CurrentRules()
+	v, ru := rules.check(host, port)
+	switch v {
+	case listDenied:
+		d := &denial{ru.denyReason()}
+		s.violation(dest, d.reason)
+		return nil, d
+	case unlisted:
+		if reason, ok := s.ask(ctx, rules, host, port); !ok {
+			d := &denial{reason}
+			s.violation(dest, d.reason)
+			return nil, d
+		}
+	}
+	s.logger().Debug("allowed", "verdict", "allow", "host", dest)
+
+	t := &target{host: host, port: port}
+	if p := s.parent.forTarget(host, port, plainHTTP); p != nil {
+		t.via = p
+	}
+	localhost := ru != nil && !ru.pat.Wildcard && ru.pat.Host == "localhost"
+	var addrs []netip.Addr
+	switch a, err := netip.ParseAddr(host); {
+	case err == nil:
+		addrs = []netip.Addr{a}
+	case host == "localhost":
+		// Never asked of DNS: localhost is loopback.
+		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
+	default:
+		rctx, cancel := context.WithTimeout(ctx, orDefault(s.DialTimeout, DefaultDialTimeout))
+		addrs, err = s.resolver().LookupNetIP(rctx, "ip", host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			if t.via != nil {
+				// The parent proxy resolves names in its own network;
+				// the host may have no resolver for them at all.
+				return t, nil
+			}
+			if err == nil {
+				err = errors.New("no addresses")
+			}
+			return nil, &upstreamError{"resolve " + host, err}
+		}
+	}
+
+	var keep []netip.Addr
+	var refused []string
+	for _, a := range addrs {
+		a = a.Unmap().WithZone("")
+		if why := s.refuseAddr(rules, a, port, localhost); why != "" {
+			refused = append(refused, a.String()+": "+why)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	if len(keep) == 0 || (t.via != nil && len(refused) > 0) {
+		reason := fmt.Sprintf("%s resolves to refused addresses (%s)", host, strings.Join(refused, "; "))
+		if _, err := netip.ParseAddr(host); err == nil || host == "localhost" {
+			reason = fmt.Sprintf("address refused (%s)", strings.Join(refused, "; "))
+		}
+		d := &denial{reason}
+		s.violation(dest, d.reason)
+		return nil, d
+	}
+	t.addrs = keep
+	return t, nil
+}
+
+// refuseAddr says why a resolved address may not be dialled, or "".
+func (s *Server) refuseAddr(rules *Rules, a netip.Addr, port int, localhost bool) string {
+	if why, ok := rules.addrDenied(a, port); ok {
+		return why
+	}
+	if rules.addrExempt(a, port) || (localhost && a.IsLoopback()) {
+		return ""
+	}
+	if what := specialKind(a); what != "" {
+		return what
+	}
+	if s.isLocalAddr(a) {
+		return "an address of this host"
+	}
+	return ""
+}
+
+// ask consults the Ask callback for a host on neither list.
+func (s *Server) ask(ctx context.Context, rules *Rules, host string, port int) (string, bool) {
+	if rules.Strict() || s.Ask == nil {
+		return ReasonNotAllowed, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(s.AskTimeout, DefaultAskTimeout))
+	defer cancel()
+	type answer struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		ok, err := s.Ask(ctx, host, port)
+		ch <- answer{ok, err}
+	}()
+	select {
+	case a := <-ch:
+		switch {
+		case a.err != nil:
+			return ReasonNotAllowed + " (ask failed: " + a.err.Error() + ")", false
+		case !a.ok:
+			return ReasonNotAllowed + " (not approved)", false
+		}
+		return "", true
+	case <-ctx.Done():
+		return ReasonNotAllowed + " (no answer in time)", false
+	}
+}
+
+func (s *Server) resolver() Resolver {
+	if s.Resolver != nil {
+		return s.Resolver
+	}
+	return net.DefaultResolver
+}
+
+func (s *Server) dialRaw(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, orDefault(s.DialTimeout, DefaultDialTimeout))
+	defer cancel()
+	if s.Dial != nil {
+		return s.Dial(ctx, "tcp", addr)
+	}
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// upstream is an open outbound connection; pending holds bytes a parent
+// proxy sent after its CONNECT answer.
+type upstream struct {
+	conn    net.Conn
+	pending []byte
+}
+
+// dial connects to an authorised target: the checked addresses in order
+// (never a second lookup), or through the parent proxy.
+func (s *Server) dial(ctx context.Context, t *target) (*upstream, error) {
+	if t.via != nil {
+		return t.via.connect(ctx, s, t)
+	}
+	var errs []error
+	for _, a := range t.addrs {
+		c, err := s.dialRaw(ctx, netip.AddrPortFrom(a, uint16(t.port)).String())
+		if err == nil {
+			return &upstream{conn: c}, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, &upstreamError{"connect " + t.String(), errors.Join(errs...)}
+}
+
+// localCache caches the host's interface addresses.
+type localCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	addrs map[netip.Addr]bool
+}
+
+const localCacheTTL = 5 * time.Second
+
+func (s *Server) isLocalAddr(a netip.Addr) bool {
+	if s.LocalAddrs != nil {
+		as, err := s.LocalAddrs()
+		if err != nil {
+			return false
+		}
+		for _, x := range as {
+			if x.Unmap().WithZone("") == a {
+				return true
+			}
+		}
+		return false
+	}
+	c := &s.local
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addrs == nil || time.Since(c.at) > localCacheTTL {
+		c.addrs = make(map[netip.Addr]bool)
+		c.at = time.Now()
+		if ifas, err := net.InterfaceAddrs(); err == nil {
+			for _, ifa := range ifas {
+				if pn, ok := ifa.(*net.IPNet); ok {
+					if x, ok := netip.AddrFromSlice(pn.IP); ok {
+						c.addrs[x.Unmap()] = true
+					}
+				}
+			}
+		}
+	}
+	return c.addrs[a]
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,373 @@
+package netproxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("netproxy: server closed")
+
+// Resolver resolves host names on the host side. *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Defaults of the Server's optional limits.
+const (
+	DefaultMaxHeaderBytes = 64 << 10
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultIdleTimeout    = 120 * time.Second
+	DefaultDialTimeout    = 15 * time.Second
+	DefaultAskTimeout     = 60 * time.Second
+)
+
+// Server is moat's filtering proxy: HTTP (CONNECT and absolute-URI
+// forwarding, HTTP/1.1 keep-alive) and SOCKS5 (CONNECT, with names or IP
+// literals) on the same listener, told apart by the first byte.
+//
+// The zero value works and allows nothing: every destination is refused
+// until rules are set (the Rules field or SetRules). Fields must not be
+// changed after the first call to Serve; use SetRules to change the rules.
+type Server struct {
+	// Rules is the initial rule set. If nil (and SetRules was not called),
+	// nothing is allowed.
+	Rules *Rules
+	// Resolver resolves host names. If nil, net.DefaultResolver is used.
+	Resolver Resolver
+	// Dial opens outbound connections (to checked IP addresses, or to the
+	// parent proxy). If nil, a net.Dialer with DialTimeout is used.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Ask is consulted for hosts on neither list, unless the allow list is
+	// strict. It must honour ctx: it is abandoned (and the host refused)
+	// after AskTimeout. If nil, such hosts are refused.
+	Ask func(ctx context.Context, host string, port int) (bool, error)
+	// AskTimeout bounds Ask. If zero, DefaultAskTimeout.
+	AskTimeout time.Duration
+	// OnViolation is called (synchronously, keep it short) for every
+	// refused destination. If nil, violations are only logged.
+	OnViolation func(policy.Violation)
+	// Credential, if set, is required from every client: "user:password"
+	// (Proxy-Authorization: Basic for HTTP, RFC 1929 for SOCKS5). Without
+	// a colon it is the password and any user name is accepted.
+	Credential string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+	// ParentProxy, if set, carries the proxy's own outbound traffic.
+	ParentProxy *policy.ParentProxy
+	// LocalAddrs lists the host's own interface addresses, which an
+	// allowed name must not resolve to. If nil, net.InterfaceAddrs is read
+	// (cached for a few seconds).
+	LocalAddrs func() ([]netip.Addr, error)
+
+	// MaxHeaderBytes bounds a request's header (and a SOCKS handshake).
+	// If zero, DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+	// HeaderTimeout bounds the time to read a request's header. If zero,
+	// DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive
+	// connection. If zero, DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// DialTimeout bounds name resolution and each outbound dial. If zero,
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+
+	rules    atomic.Pointer[Rules]
+	rulesSet atomic.Bool
+
+	initOnce sync.Once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	parent   *parentConfig
+	parErr   error
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+
+	local localCache
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		s.listeners = make(map[net.Listener]struct{})
+		s.conns = make(map[net.Conn]struct{})
+		if s.ParentProxy != nil {
+			s.parent, s.parErr = newParentConfig(s.ParentProxy)
+		}
+	})
+}
+
+// SetRules replaces the rule set; connections opened afterwards (and
+// later requests on kept-alive connections) use it. Established tunnels
+// are not cut. A nil r allows nothing.
+func (s *Server) SetRules(r *Rules) {
+	s.rules.Store(r)
+	s.rulesSet.Store(true)
+}
+
+// CurrentRules returns the rule set in force.
+func (s *Server) CurrentRules() *Rules {
+	if s.rulesSet.Load() {
+		return s.rules.Load()
+	}
+	return s.Rules
+}
+
+// Serve accepts connections on l until Close, and serves each one; it
+// closes l when it returns. It never assumes it created l (the sandbox launcher passes sockets made in
+// the sandbox's network namespace). It returns ErrServerClosed after
+// Close, or the listener's error. Serve may be called for several
+// listeners at once.
+func (s *Server) Serve(l net.Listener) error {
+	s.init()
+	if s.parErr != nil {
+		return s.parErr
+	}
+	defer l.Close()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			if !temporaryAcceptError(err) {
+				return err
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger().Warn("accept failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		if !s.track(c) {
+			c.Close()
+			return ErrServerClosed
+		}
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			s.serveConn(c)
+		}()
+	}
+}
+
+func temporaryAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops every listener, ends all active connections and waits for
+// their goroutines to finish. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.init()
+	s.mu.Lock()
+	s.closed = true
+	s.cancel()
+	var err error
+	for l := range s.listeners {
+		if e := l.Close(); e != nil && !errors.Is(e, net.ErrClosed) {
+			err = e
+		}
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return discardLogger
+}
+
+func (s *Server) maxHeader() int64 {
+	if s.MaxHeaderBytes > 0 {
+		return int64(s.MaxHeaderBytes)
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// limitReader bounds how much of a client connection may be read while a
+// header is being parsed; serve loops raise the limit afterwards.
+type limitReader struct {
+	r   io.Reader
+	n   int64
+	hit bool
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		l.hit = true
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+const noLimit = 1 << 62
+
+// clientConn is one accepted connection and its bounded reader.
+type clientConn struct {
+	s   *Server
+	c   net.Conn
+	lr  *limitReader
+	br  *bufio.Reader
+	ctx context.Context
+}
+
+// serveConn reads the first byte and hands the connection to SOCKS5 or
+// HTTP.
+func (s *Server) serveConn(c net.Conn) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	cc := &clientConn{s: s, c: c, ctx: ctx}
+	cc.lr = &limitReader{r: c, n: s.maxHeader()}
+	cc.br = bufio.NewReaderSize(cc.lr, 4096)
+	c.SetReadDeadline(time.Now().Add(orDefault(s.HeaderTimeout, DefaultHeaderTimeout)))
+	b, err := cc.br.Peek(1)
+	if err != nil {
+		return
+	}
+	if b[0] == socksVersion5 {
+		cc.serveSOCKS()
+		return
+	}
+	cc.serveHTTP()
+}
+
+// pending returns (a copy of) what the client sent beyond what was
+// parsed: early data sent before the verdict, bounded by the buffer size.
+func (cc *clientConn) pending() []byte {
+	n := cc.br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b, _ := cc.br.Peek(n)
+	return append([]byte(nil), b...)
+}
+
+// checkCredential compares a presented user and password with the
+// required credential in constant time.
+func (s *Server) checkCredential(user, pass string) bool {
+	if s.Credential == "" {
+		return true
+	}
+	wantUser, wantPass, hasUser := strings.Cut(s.Credential, ":")
+	if !hasUser {
+		return subtle.ConstantTimeCompare([]byte(pass), []byte(s.Credential)) == 1
+	}
+	u := subtle.ConstantTimeCompare([]byte(user), []byte(wantUser))
+	p := subtle.ConstantTimeCompare([]byte(pass), []byte(wantPass))
+	return u&p == 1
+}
+
+// violation reports a refused destination.
+func (s *Server) violation(target, reason string) {
+	s.logger().Info("denied", "verdict", "deny", "host", target, "rule", reason)
+	if s.OnViolation != nil {
+		s.OnViolation(policy.Violation{
+			Kind:   policy.NetworkViolation,
+			Op:     "connect",
+			Target: target,
+			Rule:   reason,
+			Time:   time.Now(),
+		})
+	}
+}
+
+// lingerClose ends a connection after an error reply without losing the
+// reply to a reset: stop writing, read and drop what the client still
+// sends (bounded in bytes and time), then close.
+func lingerClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	io.CopyN(io.Discard, c, 256<<10)
+	c.Close()
+}
