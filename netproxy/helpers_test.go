@@ -180,6 +180,7 @@ type testEnv struct {
 	srv     *Server
 	addr    string
 	res     *fakeResolver
+	routeMu sync.Mutex
 	routes  map[netip.Addr]string
 	allowed *origin
 	denied  *origin
@@ -259,13 +260,26 @@ func (e *testEnv) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, fmt.Errorf("test dialer: %q is not an IP address: a second lookup?", addr)
 	}
 	var d net.Dialer
-	if to, ok := e.routes[ap.Addr()]; ok {
+	e.routeMu.Lock()
+	to, ok := e.routes[ap.Addr()]
+	e.routeMu.Unlock()
+	if ok {
+		if to == "" {
+			return nil, fmt.Errorf("test dialer: no route to %s", addr)
+		}
 		return d.DialContext(ctx, network, to)
 	}
 	if ap.Addr().IsLoopback() {
 		return d.DialContext(ctx, network, addr)
 	}
 	return nil, fmt.Errorf("test dialer: no route to %s", addr)
+}
+
+// setRoute maps a documentation address to a test server ("" = no route).
+func (e *testEnv) setRoute(addr, to string) {
+	e.routeMu.Lock()
+	defer e.routeMu.Unlock()
+	e.routes[netip.MustParseAddr(addr)] = to
 }
 
 func (e *testEnv) violations() []policy.Violation {
@@ -284,7 +298,7 @@ func (e *testEnv) lastViolation() policy.Violation {
 
 // result is what a client saw.
 type result struct {
-	status int    // HTTP status of the proxy's or origin's answer
+	status int // HTTP status of the proxy's or origin's answer
 	header http.Header
 	body   string
 	socks  byte // SOCKS reply code

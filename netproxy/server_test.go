@@ -188,9 +188,9 @@ func TestDenyThenAllow(t *testing.T) {
 		for _, kind := range kinds {
 			t.Run(c.name+"/"+kind, func(t *testing.T) {
 				e := newEnv(t, nil)
-				e.routes[netip.MustParseAddr("169.254.169.254")] = e.allowed.addr()
-				e.routes[netip.MustParseAddr("10.1.2.3")] = e.allowed.addr()
-				e.routes[netip.MustParseAddr("64:ff9b::7f00:1")] = e.allowed.addr()
+				e.setRoute("169.254.169.254", e.allowed.addr())
+				e.setRoute("10.1.2.3", e.allowed.addr())
+				e.setRoute("64:ff9b::7f00:1", e.allowed.addr())
 				if c.setup != nil {
 					c.setup(e)
 				}
@@ -445,9 +445,9 @@ func TestBadGateway(t *testing.T) {
 	closedAddr := l.Addr().String()
 	l.Close()
 	e.res.set("closed.test", "203.0.113.40")
-	e.routes[netip.MustParseAddr("203.0.113.40")] = closedAddr
+	e.setRoute("203.0.113.40", closedAddr)
 	e.res.set("garbage.test", addrGarbage)
-	e.routes[netip.MustParseAddr(addrGarbage)] = garbageServer(t)
+	e.setRoute(addrGarbage, garbageServer(t))
 
 	for _, kind := range []string{"forward", "connect"} {
 		for _, host := range []string{"nowhere.test:80", "closed.test:80"} {
