@@ -201,3 +201,12 @@ func export(f *lsc.ScmpFilter) ([]byte, error) {
 	}
 	return prog, nil
 }
+
+// Number returns the native number of a syscall, if this architecture has it.
+func Number(name string) (int, bool) {
+	sc, err := lsc.GetSyscallFromName(name)
+	if err != nil || sc < 0 {
+		return 0, false
+	}
+	return int(sc), true
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/runtime/settings"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd) }
+
+type runFlags struct {
+	settings   string
+	command    string
+	timeout    time.Duration
+	bestEffort bool
+	write      []string
+	debug      bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run [flags] (-c 'STRING' | -- CMD [ARGS...])",
+		Short: "Run a command inside the sandbox",
+		Long: `Run a command inside a kernel-enforced sandbox.
+
+  moat run -- CMD [ARGS...]     exec CMD directly (looked up in PATH)
+  moat run -c 'STRING'          run STRING with /bin/bash -c (/bin/sh without bash)
+
+The policy comes from --settings FILE (the npm sandbox runtime's format or
+Claude Code's settings.json) or from the default settings locations, with
+managed settings on top. Exit status: the command's own; 128+N when signal N
+ended it; 124 when --timeout ended it; 125 for moat's own errors; 126/127
+when the command cannot be executed / is not found.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, f, args)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.settings, "settings", "", "settings `FILE` (srt format or Claude Code settings.json)")
+	fl.StringVarP(&f.command, "command", "c", "", "run `STRING` with /bin/bash -c")
+	fl.DurationVar(&f.timeout, "timeout", 0, "end the whole process tree after `DURATION` (e.g. 30s)")
+	fl.BoolVar(&f.bestEffort, "best-effort", false, "run with what can be enforced and report what was skipped, instead of refusing")
+	fl.StringArrayVarP(&f.write, "write", "w", nil, "also make `PATH` writable (repeatable)")
+	fl.BoolVar(&f.debug, "debug", false, "log what moat does on stderr")
+	fl.SetInterspersed(false)
+	return c
+}
+
+// shellPath is the shell for -c.
+func shellPath() string {
+	for _, s := range []string{"/bin/bash", "/usr/bin/bash", "/bin/sh"} {
+		if fi, err := os.Stat(s); err == nil && fi.Mode().IsRegular() {
+			return s
+		}
+	}
+	return "/bin/sh"
+}
+
+func runRun(cmd *cobra.Command, f runFlags, args []string) error {
+	var argv []string
+	switch {
+	case f.command != "" && len(args) > 0:
+		return usageError("give either -c 'STRING' or -- CMD [ARGS...], not both")
+	case cmd.Flags().Changed("command"):
+		if f.command == "" {
+			return usageError("-c needs a non-empty command string")
+		}
+		argv = []string{shellPath(), "-c", f.command}
+	case len(args) > 0:
+		argv = args
+	default:
+		return usageError("no command: use moat run -- CMD [ARGS...] or moat run -c 'STRING'")
+	}
+	if f.timeout < 0 {
+		return usageError("--timeout must not be negative")
+	}
+	pol, err := loadPolicy(f.settings)
+	if err != nil {
+		return err
+	}
+	if f.timeout > 0 {
+		pol.Limits.Timeout = f.timeout
+	}
+	if f.bestEffort {
+		pol.BestEffort = true
+	}
+	for _, w := range f.write {
+		if w == "" || strings.ContainsRune(w, 0) {
+			return usageError("--write needs a path")
+		}
+		pr := policy.PathRule{Path: absPath(pol.Cwd, w), Source: "--write " + w}
+		pol.FS.AllowWrite = append(pol.FS.AllowWrite, pr)
+	}
+	if err := pol.Validate(); err != nil {
+		return &exitError{code: exitMoatError, err: err}
+	}
+	stderr := cmd.ErrOrStderr()
+	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr)
+	if err != nil {
+		return runError(err)
+	}
+	printViolations(stderr, pol, argv, res.Violations)
+	if res.TimedOut {
+		fmt.Fprintf(stderr, "moat: timed out after %v: the process tree was killed\n", pol.Limits.Timeout)
+	}
+	if res.ExitCode != 0 {
+		return &exitError{code: res.ExitCode}
+	}
+	return nil
+}
+
+// loadPolicy reads the settings; errors exit 125.
+func loadPolicy(file string) (*policy.Policy, error) {
+	pol, _, err := settings.Load(settings.Options{File: file})
+	if err != nil {
+		return nil, &exitError{code: exitMoatError, err: err}
+	}
+	return pol, nil
+}
+
+func absPath(cwd, p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return h + p[1:]
+		}
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = cwd + "/" + p
+	}
+	return cleanPath(p)
+}
+
+// printViolations appends the <sandbox_violations> block, minus what the
+// policy's ignoreViolations suppresses.
+func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy.Violation) {
+	cmdline := strings.Join(argv, " ")
+	var keep []policy.Violation
+	for _, v := range vs {
+		line := v.Line()
+		drop := false
+		for pat, subs := range pol.IgnoreViolations {
+			if pat != "*" && !strings.Contains(cmdline, pat) {
+				continue
+			}
+			for _, s := range subs {
+				if strings.Contains(line, s) {
+					drop = true
+				}
+			}
+		}
+		if !drop {
+			keep = append(keep, v)
+		}
+	}
+	fmt.Fprint(w, policy.Annotate(keep))
+}
+
+var errNoSandbox = errors.New("no sandbox on this platform")

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+type runResult struct {
+	ExitCode   int
+	TimedOut   bool
+	Violations []policy.Violation
+}
+
+func sandboxRun(context.Context, *policy.Policy, []string, bool, io.Writer) (*runResult, error) {
+	return nil, errNoSandbox
+}
+
+func runError(err error) error { return &exitError{code: exitMoatError, err: err} }
+
+func cleanPath(p string) string { return filepath.Clean(p) }

@@ -1,0 +1,199 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// access is what the sandbox lets the command do at a path.
+type access uint8
+
+const (
+	accRO   access = iota // visible, read-only (the default for the host)
+	accRW                 // visible and writable
+	accMask               // hidden: an empty read-only directory, or an unreadable file
+)
+
+func (a access) String() string {
+	switch a {
+	case accRW:
+		return "read-write"
+	case accMask:
+		return "hidden"
+	}
+	return "read-only"
+}
+
+// rule is one resolved filesystem rule.
+type rule struct {
+	path   string // canonical (symlinks resolved)
+	source string // where it came from, for messages
+}
+
+// view is the resolved filesystem policy: canonical paths and the question
+// "what may the command do at path P, and which rule says so". The
+// supervisor's violation observer asks it too.
+type view struct {
+	allowRead, denyRead   []rule
+	allowWrite, denyWrite []rule
+	// protect are paths that are never writable (mandatory protections,
+	// moat's own files), with the reason.
+	protect []rule
+	// tmp is true when /tmp is the run's private tmpfs.
+	privateTmp bool
+}
+
+// within reports whether p is base or below it.
+func within(p, base string) bool {
+	if base == "/" {
+		return true
+	}
+	return p == base || strings.HasPrefix(p, base+"/")
+}
+
+// closest returns the longest rule that contains p, if any.
+func closest(p string, rs []rule) (rule, bool) {
+	var best rule
+	found := false
+	for _, r := range rs {
+		if within(p, r.path) && (!found || len(r.path) > len(best.path)) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// readable reports whether p is readable: the most specific of denyRead and
+// allowRead decides, allowRead winning a tie.
+func (v *view) readable(p string) (bool, string) {
+	d, dok := closest(p, v.denyRead)
+	if !dok {
+		return true, ""
+	}
+	a, aok := closest(p, v.allowRead)
+	if aok && len(a.path) >= len(d.path) {
+		return true, a.source
+	}
+	return false, d.source
+}
+
+// writable reports whether p is writable, and if not, why.
+func (v *view) writable(p string) (bool, string) {
+	if ok, why := v.readable(p); !ok {
+		return false, "hidden by " + why
+	}
+	if r, ok := closest(p, v.protect); ok {
+		return false, r.source
+	}
+	if r, ok := closest(p, v.denyWrite); ok {
+		return false, "denyWrite " + r.source
+	}
+	if v.privateTmp && within(p, "/tmp") {
+		if _, ok := closest(p, v.allowWrite); !ok {
+			return true, "private /tmp"
+		}
+	}
+	if _, ok := closest(p, v.allowWrite); ok {
+		return true, ""
+	}
+	return false, "not in allowWrite"
+}
+
+// access is the final state at p.
+func (v *view) access(p string) access {
+	if ok, _ := v.readable(p); !ok {
+		return accMask
+	}
+	if ok, _ := v.writable(p); ok {
+		return accRW
+	}
+	return accRO
+}
+
+// canonical resolves symlinks in p. For a path that does not exist, the
+// longest existing prefix is resolved and the rest appended, so a rule for
+// a file that appears later still names the right place.
+func canonical(p string) (string, bool, error) {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r, true, nil
+	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscallENOTDIR) {
+		return "", false, err
+	}
+	dir, base := filepath.Split(p)
+	if dir == "" || dir == p {
+		return p, false, nil
+	}
+	d, _, err := canonical(filepath.Clean(dir))
+	if err != nil {
+		return "", false, err
+	}
+	return filepath.Join(d, base), false, nil
+}
+
+// expand resolves a rule to canonical paths, expanding globs against the
+// disk. A glob that matches nothing yields nothing; a literal path that
+// does not exist yet is kept (it may appear).
+func expand(r policy.PathRule, limit *globBudget) ([]rule, error) {
+	paths := []string{r.Path}
+	if r.Glob {
+		var err error
+		if paths, err = glob(r.Path, limit); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]rule, 0, len(paths))
+	for _, p := range paths {
+		c, _, err := canonical(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rule{path: c, source: r.Source})
+	}
+	return out, nil
+}
+
+func expandAll(rs []policy.PathRule, limit *globBudget) ([]rule, error) {
+	var out []rule
+	for _, r := range rs {
+		e, err := expand(r, limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e...)
+	}
+	return out, nil
+}
+
+// dedupe sorts rules by path and drops duplicates.
+func dedupe(rs []rule) []rule {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].path < rs[j].path })
+	out := rs[:0]
+	for i, r := range rs {
+		if i > 0 && r.path == rs[i-1].path {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// lstatKind says what is at p: 'd' directory, 'f' anything else, 0 nothing.
+func lstatKind(p string) byte {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return 0
+	}
+	if fi.IsDir() {
+		return 'd'
+	}
+	return 'f'
+}

@@ -1,0 +1,528 @@
+//go:build linux
+
+// Package journal records the mount points moat had to create on the host
+// (placeholders: a name must exist before something can be mounted over it)
+// and removes them when no live run uses them any more.
+//
+// # Protocol
+//
+// The journal is a directory (in moat's state directory, which is never
+// writable from a sandbox). Each live run owns one record file and holds an
+// exclusive flock on it for as long as it, or its sandbox's init, lives: a
+// record whose lock can be taken belongs to a dead run. A global lock file
+// serialises creation and removal, so that a placeholder two concurrent runs
+// share is removed by the last one only (removing a mount point that another
+// sandbox still uses would lazily detach that sandbox's protection).
+//
+// A record lists lines "I <path>" (intent, written before the placeholder is
+// created) and "P <dev> <ino> <size> <type> <path>" (created or adopted). A
+// placeholder is removed only if it is still the same inode, still empty (or
+// still holds exactly the content moat wrote) and no live run lists it.
+//
+// # What it must not import
+//
+// linux/nsinit or anything that launches processes.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind of placeholder.
+type Kind byte
+
+const (
+	Dir  Kind = 'd'
+	File Kind = 'f'
+)
+
+// Placeholder is one mount point on the host.
+type Placeholder struct {
+	Path    string
+	Kind    Kind
+	Content string // files only: what moat wrote into it
+	dev     uint64
+	ino     uint64
+}
+
+// Journal is one run's view of the journal directory.
+type Journal struct {
+	dir    string
+	id     string
+	rec    *os.File // this run's record, flock'ed exclusively
+	global *os.File // the global lock, while held
+	ps     []Placeholder
+}
+
+// Open creates this run's record in dir (created mode 0700 if needed) and
+// sweeps records of dead runs.
+func Open(dir string) (*Journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := checkOwned(dir); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	id := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(filepath.Join(dir, id+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: lock own record: %w", err)
+	}
+	return &Journal{dir: dir, id: id, rec: f}, nil
+}
+
+// checkOwned refuses a journal directory someone else could write to.
+func checkOwned(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("journal: %s is not a directory", dir)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return fmt.Errorf("journal: %s must be owned by uid %d and not writable by others", dir, os.Geteuid())
+	}
+	return nil
+}
+
+// ID names this run's record.
+func (j *Journal) ID() string { return j.id }
+
+// LockFile is this run's record: a sandbox init that must outlive the
+// supervisor keeps it open, so the run counts as live until it is done.
+func (j *Journal) LockFile() *os.File { return j.rec }
+
+// Lock takes the global lock (blocking). Create and Release need it.
+func (j *Journal) Lock() error {
+	f, err := os.OpenFile(filepath.Join(j.dir, "journal.lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("journal: global lock: %w", err)
+	}
+	j.global = f
+	return nil
+}
+
+// Unlock releases the global lock.
+func (j *Journal) Unlock() {
+	if j.global != nil {
+		j.global.Close()
+		j.global = nil
+	}
+}
+
+func (j *Journal) append(line string) error {
+	if _, err := j.rec.Seek(0, 2); err != nil {
+		return err
+	}
+	_, err := j.rec.WriteString(line + "\n")
+	return err
+}
+
+// Create makes a placeholder at path (which must not exist) and records it.
+// If another live run's placeholder is already there (same inode, still
+// pristine), it is adopted instead. The caller holds the global lock.
+func (j *Journal) Create(path string, kind Kind, content string) error {
+	if j.global == nil {
+		return errors.New("journal: Create without the global lock")
+	}
+	if p, ok := j.liveOwner(path); ok {
+		if err := j.append(p.line()); err != nil {
+			return err
+		}
+		j.ps = append(j.ps, p)
+		return nil
+	}
+	if err := j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + path); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	var err error
+	switch kind {
+	case Dir:
+		err = unix.Mkdirat(unix.AT_FDCWD, path, 0o755)
+	case File:
+		var fd int
+		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			if content != "" {
+				_, err = unix.Write(fd, []byte(content))
+			}
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create the mount point %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	p := Placeholder{Path: path, Kind: kind, Content: content, dev: st.Dev, ino: st.Ino}
+	if err := j.append(p.line()); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.ps = append(j.ps, p)
+	return nil
+}
+
+func (p Placeholder) line() string {
+	c := "-"
+	if p.Content != "" {
+		c = hex.EncodeToString([]byte(p.Content))
+	}
+	return fmt.Sprintf("P %d %d %s %c %s", p.dev, p.ino, c, p.Kind, p.Path)
+}
+
+// Placeholders lists what this run created or adopted.
+func (j *Journal) Placeholders() []Placeholder { return j.ps }
+
+// liveOwner finds path among the placeholders of other live runs.
+func (j *Journal) liveOwner(path string) (Placeholder, bool) {
+	for _, r := range j.records() {
+		if r.id == j.id || !r.live {
+			continue
+		}
+		for _, p := range r.ps {
+			if p.Path == path && p.pristine() {
+				return p, true
+			}
+		}
+	}
+	return Placeholder{}, false
+}
+
+// Close removes this run's placeholders that no other live run uses, then
+// its record. It takes the global lock itself.
+func (j *Journal) Close() error {
+	if j.rec == nil {
+		return nil
+	}
+	held := j.global != nil
+	if !held {
+		if err := j.Lock(); err != nil {
+			return err
+		}
+		defer j.Unlock()
+	}
+	var errs []error
+	inUse := j.inUseByOthers()
+	// Deepest first: a placeholder can sit inside another one's parent.
+	for i := len(j.ps) - 1; i >= 0; i-- {
+		p := j.ps[i]
+		if inUse[key(p)] {
+			continue
+		}
+		if err := p.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	name := j.rec.Name()
+	j.rec.Close()
+	j.rec = nil
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func key(p Placeholder) string { return fmt.Sprintf("%d:%d:%s", p.dev, p.ino, p.Path) }
+
+func (j *Journal) inUseByOthers() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range j.records() {
+		if r.id == j.id || !r.live {
+			continue
+		}
+		for _, p := range r.ps {
+			m[key(p)] = true
+		}
+	}
+	return m
+}
+
+// pristine reports whether the placeholder is still what moat made.
+func (p Placeholder) pristine() bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(p.Path, &st); err != nil || st.Dev != p.dev || st.Ino != p.ino {
+		return false
+	}
+	switch p.Kind {
+	case Dir:
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false
+		}
+		f, err := os.Open(p.Path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		names, _ := f.Readdirnames(1)
+		return len(names) == 0
+	case File:
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(p.Content)) {
+			return false
+		}
+		b, err := os.ReadFile(p.Path)
+		return err == nil && string(b) == p.Content
+	}
+	return false
+}
+
+func (p Placeholder) remove() error {
+	if !p.pristine() {
+		return nil // gone, replaced or used: not ours to remove any more
+	}
+	var err error
+	if p.Kind == Dir {
+		err = unix.Rmdir(p.Path)
+	} else {
+		err = unix.Unlink(p.Path)
+	}
+	if err != nil && err != unix.ENOENT {
+		return fmt.Errorf("remove the mount point %s: %w", p.Path, err)
+	}
+	return nil
+}
+
+type record struct {
+	id   string
+	live bool
+	file string
+	ps   []Placeholder
+	// intents are paths whose creation may not have been recorded.
+	intents []intent
+}
+
+type intent struct {
+	path    string
+	kind    Kind
+	at      int64
+	content string
+}
+
+func hexOrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return hex.EncodeToString([]byte(s))
+}
+
+// records reads every run record.
+func (j *Journal) records() []record {
+	es, _ := os.ReadDir(j.dir)
+	var out []record
+	for _, e := range es {
+		id, ok := strings.CutSuffix(e.Name(), ".run")
+		if !ok {
+			continue
+		}
+		r := record{id: id, file: filepath.Join(j.dir, e.Name())}
+		if id == j.id {
+			r.live = true
+		} else {
+			r.live = isLive(r.file)
+		}
+		r.ps, r.intents = parseRecord(r.file)
+		out = append(out, r)
+	}
+	return out
+}
+
+// isLive reports whether a record's owner still holds its lock.
+func isLive(file string) bool {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}
+
+func parseRecord(file string) ([]Placeholder, []intent) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil
+	}
+	var ps []Placeholder
+	var is []intent
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), " ", 6)
+		switch {
+		case len(f) == 6 && f[0] == "P" && len(f[4]) == 1:
+			dev, e1 := strconv.ParseUint(f[1], 10, 64)
+			ino, e2 := strconv.ParseUint(f[2], 10, 64)
+			var content []byte
+			var e3 error
+			if f[3] != "-" {
+				content, e3 = hex.DecodeString(f[3])
+			}
+			if e1 != nil || e2 != nil || e3 != nil {
+				continue
+			}
+			ps = append(ps, Placeholder{Path: f[5], Kind: Kind(f[4][0]), Content: string(content), dev: dev, ino: ino})
+		case len(f) >= 5 && f[0] == "I":
+			at, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil || len(f[2]) != 1 {
+				continue
+			}
+			var content []byte
+			if f[3] != "-" {
+				if content, err = hex.DecodeString(f[3]); err != nil {
+					continue
+				}
+			}
+			is = append(is, intent{path: strings.Join(f[4:], " "), kind: Kind(f[2][0]), at: at, content: string(content)})
+		}
+	}
+	return ps, is
+}
+
+// CommondirContent is what a placeholder .git/commondir holds: "." keeps git
+// working while the placeholder exists (an empty file makes git fail).
+const CommondirContent = ".\n"
+
+// Sweep removes what dead runs left behind: their placeholders that no live
+// run uses, then their records. The caller holds the global lock.
+func (j *Journal) Sweep() error {
+	recs := j.records()
+	inUse := map[string]bool{}
+	for _, r := range recs {
+		if r.live {
+			for _, p := range r.ps {
+				inUse[key(p)] = true
+			}
+		}
+	}
+	var errs []error
+	for _, r := range recs {
+		if r.live {
+			continue
+		}
+		recorded := map[string]bool{}
+		for i := len(r.ps) - 1; i >= 0; i-- {
+			p := r.ps[i]
+			recorded[p.Path] = true
+			if inUse[key(p)] {
+				continue
+			}
+			if err := p.remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		// A creation that was never recorded (the run died between the
+		// two): remove an empty directory or file made after the intent.
+		for _, in := range r.intents {
+			if recorded[in.path] {
+				continue
+			}
+			removeUnrecorded(in)
+		}
+		if err := os.Remove(r.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeUnrecorded(in intent) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, in.path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_TYPE|unix.STATX_SIZE, &st); err != nil {
+		return
+	}
+	born := st.Btime.Sec
+	if st.Mask&unix.STATX_BTIME == 0 {
+		born = st.Ctime.Sec
+	}
+	if born < in.at-1 {
+		return // older than the intent: not made by that run
+	}
+	p := Placeholder{Path: in.path, Kind: in.kind, Content: in.content, dev: uint64(unix.Mkdev(st.Dev_major, st.Dev_minor)), ino: st.Ino}
+	_ = p.remove()
+}
+
+// Recover is what a sandbox's init runs (through the supervisor's binary)
+// after the supervisor died: it removes the run's placeholders like Close
+// would. lock is the record file init kept open.
+func Recover(dir, id string) error {
+	j := &Journal{dir: dir, id: id}
+	rec, err := os.OpenFile(filepath.Join(dir, id+".run"), os.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	j.rec = rec
+	j.ps, _ = parseRecord(rec.Name())
+	return j.Close()
+}
+
+// SweepDir removes what dead runs left in the journal directory dir. It is
+// cheap when there is nothing to do (one directory read) and takes the
+// global lock only when some record exists.
+func SweepDir(dir string) error {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	any := false
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".run") {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return nil
+	}
+	if err := checkOwned(dir); err != nil {
+		return err
+	}
+	j := &Journal{dir: dir}
+	if err := j.Lock(); err != nil {
+		return err
+	}
+	defer j.Unlock()
+	return j.Sweep()
+}

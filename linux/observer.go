@@ -1,0 +1,287 @@
+//go:build linux
+
+package linux
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/linux/seccomp"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// observer serves the seccomp user-notification fd of one sandbox.
+//
+// Refused syscalls (ptrace, mount, a new user namespace, AF_UNIX sockets,
+// TIOCSTI...) arrive here instead of failing in the kernel, so each one is
+// recorded as a violation before the observer answers EPERM: the refusal
+// never depends on the observer (without it the kernel answers ENOSYS).
+//
+// Filesystem writes arrive too. The observer reads the path, records a
+// violation when the policy refuses writing there, and lets the kernel run
+// the syscall (SECCOMP_USER_NOTIF_FLAG_CONTINUE). That is a hint, never a
+// decision: the mounts and Landlock decide. Reading the path races with the
+// command's other threads, so a hostile command can make the report wrong,
+// never the enforcement.
+type observer struct {
+	fd     int
+	view   *view
+	report func(policy.Violation)
+}
+
+// seccomp_notif and seccomp_notif_resp.
+type notif struct {
+	id    uint64
+	pid   uint32
+	flags uint32
+	nr    int32
+	arch  uint32
+	ip    uint64
+	args  [6]uint64
+}
+
+type notifResp struct {
+	id    uint64
+	val   int64
+	error int32
+	flags uint32
+}
+
+func (o *observer) serve() {
+	defer unix.Close(o.fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&unix.POLLIN == 0 {
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return // no process uses the filter any more
+			}
+			continue
+		}
+		var n notif
+		if err := ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+			if err == unix.EINTR || err == unix.ENOENT {
+				continue
+			}
+			return
+		}
+		errno, cont := o.handle(&n)
+		resp := notifResp{id: n.id}
+		if cont {
+			resp.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		} else {
+			resp.error = -int32(errno)
+		}
+		_ = ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+	}
+}
+
+func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// idValid reports whether the notification is still pending (the process
+// did not die and its pid was not reused while we read its memory).
+func (o *observer) idValid(id uint64) bool {
+	return ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+}
+
+// handle decides the answer: (errno, false) refuses, (0, true) continues.
+func (o *observer) handle(n *notif) (unix.Errno, bool) {
+	name := syscallName(int(n.nr))
+	switch name {
+	case "socket":
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socket(AF_UNIX)",
+			Rule: "unix sockets are blocked (network.allowUnixSockets / allowAllUnixSockets)", Pid: int(n.pid)})
+		return unix.EPERM, false
+	case "clone", "unshare":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: nsFlagNames(n.args[0]),
+			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
+		return unix.EPERM, false
+	case "ioctl":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
+			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
+		return unix.EPERM, false
+	}
+	if isDenied(name) {
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Rule: "blocked by moat's seccomp filter", Pid: int(n.pid)})
+		return unix.EPERM, false
+	}
+	o.observeWrite(n, name)
+	return 0, true
+}
+
+func isDenied(name string) bool {
+	for _, d := range seccomp.Denied {
+		if d == name {
+			return true
+		}
+	}
+	return name == "open_tree_attr"
+}
+
+// pathArgs says where the paths of a filesystem syscall are: pairs of
+// (dirfd argument, path argument); a dirfd of -1 means AT_FDCWD.
+var pathArgs = map[string][][2]int{
+	"open": {{-1, 0}}, "creat": {{-1, 0}}, "openat": {{0, 1}}, "openat2": {{0, 1}},
+	"truncate": {{-1, 0}},
+	"mkdir":    {{-1, 0}}, "mkdirat": {{0, 1}}, "mknod": {{-1, 0}}, "mknodat": {{0, 1}},
+	"rmdir": {{-1, 0}}, "unlink": {{-1, 0}}, "unlinkat": {{0, 1}},
+	"rename": {{-1, 0}, {-1, 1}}, "renameat": {{0, 1}, {2, 3}}, "renameat2": {{0, 1}, {2, 3}},
+	"link": {{-1, 1}}, "linkat": {{2, 3}}, "symlink": {{-1, 1}}, "symlinkat": {{1, 2}},
+	"chmod": {{-1, 0}}, "fchmodat": {{0, 1}}, "fchmodat2": {{0, 1}},
+	"chown": {{-1, 0}}, "lchown": {{-1, 0}}, "fchownat": {{0, 1}},
+	"utime": {{-1, 0}}, "utimes": {{-1, 0}}, "futimesat": {{0, 1}},
+	"setxattr": {{-1, 0}}, "lsetxattr": {{-1, 0}}, "removexattr": {{-1, 0}}, "lremovexattr": {{-1, 0}},
+}
+
+func (o *observer) observeWrite(n *notif, name string) {
+	for _, pa := range pathArgs[name] {
+		raw, ok := readString(int(n.pid), n.args[pa[1]])
+		if !ok || raw == "" {
+			continue
+		}
+		dirfd := unix.AT_FDCWD
+		if pa[0] >= 0 {
+			dirfd = int(int32(n.args[pa[0]]))
+		}
+		p := o.resolve(int(n.pid), dirfd, raw)
+		if !o.idValid(n.id) {
+			return // the process moved on; what we read may be stale
+		}
+		if p == "" || within(p, "/proc") || within(p, "/dev") {
+			continue
+		}
+		if ok, why := o.view.writable(p); !ok {
+			o.report(policy.Violation{Kind: policy.FileViolation, Op: "write", Target: p, Rule: why, Pid: int(n.pid)})
+		}
+	}
+}
+
+// resolve makes a syscall's path absolute as the sandbox sees it.
+func (o *observer) resolve(pid, dirfd int, p string) string {
+	if !filepath.IsAbs(p) {
+		var base string
+		var err error
+		if dirfd == unix.AT_FDCWD {
+			base, err = os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		} else {
+			base, err = os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, dirfd))
+		}
+		if err != nil || !filepath.IsAbs(base) {
+			return ""
+		}
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	// Resolve symlinks in the parent as the host sees it (the sandbox's
+	// tree mirrors the host's paths); keep the last component as written.
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && !within(p, "/tmp") {
+		p = filepath.Join(d, filepath.Base(p))
+	}
+	return p
+}
+
+// readString reads a NUL-terminated string from another process.
+func readString(pid int, addr uint64) (string, bool) {
+	if addr == 0 {
+		return "", false
+	}
+	buf := make([]byte, 4096)
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil || n <= 0 {
+		// Fall back to /proc/pid/mem (a read that crosses into an unmapped
+		// page fails as a whole with process_vm_readv).
+		f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+		if err != nil {
+			return "", false
+		}
+		defer f.Close()
+		n, _ = f.ReadAt(buf, int64(addr))
+		if n <= 0 {
+			return "", false
+		}
+	}
+	if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+		return string(buf[:i]), true
+	}
+	return "", false
+}
+
+var syscallNames = func() map[int]string {
+	m := map[int]string{}
+	add := func(name string) {
+		if nr, ok := seccomp.Number(name); ok {
+			m[nr] = name
+		}
+	}
+	for _, w := range seccomp.WriteSyscalls {
+		add(w.Name)
+	}
+	for _, d := range seccomp.Denied {
+		add(d)
+	}
+	for _, s := range []string{"socket", "clone", "unshare", "ioctl"} {
+		add(s)
+	}
+	m[467] = "open_tree_attr"
+	return m
+}()
+
+func syscallName(nr int) string {
+	if s, ok := syscallNames[nr]; ok {
+		return s
+	}
+	return "syscall " + strconv.Itoa(nr)
+}
+
+func nsFlagNames(flags uint64) string {
+	names := []struct {
+		f uint64
+		n string
+	}{
+		{unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
+		{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"}, {unix.CLONE_NEWIPC, "CLONE_NEWIPC"},
+		{unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"},
+	}
+	var out []string
+	for _, x := range names {
+		if flags&x.f != 0 {
+			out = append(out, x.n)
+		}
+	}
+	return strings.Join(out, "|")
+}
+
+func ioctlName(req uint64) string {
+	switch uint32(req) {
+	case unix.TIOCSTI:
+		return "TIOCSTI"
+	case unix.TIOCLINUX:
+		return "TIOCLINUX"
+	}
+	return fmt.Sprintf("%#x", uint32(req))
+}

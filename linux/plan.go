@@ -1,0 +1,451 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/moat-sandbox/moat/linux/journal"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// fsPlan is the filesystem part of a launch: the resolved view, the mount
+// operations, the Landlock rules, and the placeholders to create first.
+type fsPlan struct {
+	view *view
+	// placeholders are absent protected paths that need a mount point on
+	// the host before the sandbox starts.
+	placeholders []placeholder
+	// landlock lists writable trees (full write rights) and writable files.
+	llTrees, llFiles []string
+	// notes explain what the plan left out (for moat policy).
+	notes []string
+	// protected lists the protected paths that are writable otherwise
+	// (what the mounts make read-only), for moat policy and the tests.
+	protected []string
+	// ops are applied after the plan's sources are cloned.
+	build func(p *nsinit.Plan)
+}
+
+type placeholder struct {
+	path    string
+	kind    journal.Kind
+	content string
+}
+
+// planInput is what the filesystem plan needs besides the policy.
+type planInput struct {
+	pol      *policy.Policy
+	uid, gid int
+	// exposeRO are paths that must stay visible (read-only at least) even
+	// inside a hidden region: the working directory, the command.
+	exposeRO []string
+	// cacheDir holds the scan cache ("" disables it).
+	cacheDir string
+}
+
+// node is one path the mount plan must consider.
+type node struct {
+	path  string
+	kind  byte // 'd', 'f' or 0 (absent)
+	pin   bool // make it a mount point (rename/rmdir then fail with EBUSY)
+	prot  bool // a protected path (mandatory or denyWrite): placeholder if absent
+	synth string
+}
+
+// state of the tree at a node, as the mounts so far made it.
+type state uint8
+
+const (
+	stRO   state = iota // the host, read-only
+	stRW                // the host, writable
+	stMask              // an empty read-only tmpfs moat mounted (host hidden)
+	stTmp               // the private /tmp tmpfs (host hidden, writable)
+	stDev               // moat's /dev
+	stProc              // the new procfs
+)
+
+func (s state) hostHidden() bool { return s != stRO && s != stRW }
+
+// makeFSPlan resolves the policy's filesystem rules and plans the mounts.
+func makeFSPlan(in planInput) (*fsPlan, error) {
+	pol := in.pol
+	budget := &globBudget{entries: DefaultGlobBudget}
+	v := &view{}
+	var err error
+	if v.allowRead, err = expandAll(pol.FS.AllowRead, budget); err != nil {
+		return nil, err
+	}
+	if v.denyRead, err = expandAll(pol.FS.DenyRead, budget); err != nil {
+		return nil, err
+	}
+	if v.allowWrite, err = expandAll(pol.FS.AllowWrite, budget); err != nil {
+		return nil, err
+	}
+	if v.denyWrite, err = expandAll(pol.FS.DenyWrite, budget); err != nil {
+		return nil, err
+	}
+	fp := &fsPlan{view: v}
+	if pol.FS.Disabled {
+		// srt's filesystem.disabled: no filesystem rules at all; moat still
+		// keeps the host read-only except what allowWrite names... which is
+		// nothing in that case. Refuse instead of pretending.
+		return nil, fmt.Errorf("filesystem.disabled turns every filesystem protection off; moat does not run commands without one")
+	}
+	// Is /tmp private? Not when the policy makes /tmp itself (or /) writable.
+	v.privateTmp = true
+	for _, r := range v.allowWrite {
+		if within("/tmp", r.path) {
+			v.privateTmp = false
+			fp.notes = append(fp.notes, "/tmp is the host's: "+r.source+" makes it writable")
+		}
+	}
+
+	// The bounded search for git repositories and dangerous names under the
+	// writable roots, and the protections it yields.
+	var prot []rule
+	protect := func(p, why string) { prot = append(prot, rule{path: p, source: why}) }
+	depth := pol.FS.MandatoryDenySearchDepth
+	if depth == 0 {
+		depth = policy.DefaultSearchDepth
+	}
+	var anchors []string
+	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
+		if lstatKind(r.path) != 'd' {
+			continue
+		}
+		anchors = append(anchors, r.path)
+		res, err := scanCache(r.path, depth, in.cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		anchors = append(anchors, res.workTrees...)
+		for _, g := range res.gitDirs {
+			for _, n := range policy.GitProtected {
+				if n == "config" && pol.FS.AllowGitConfig {
+					continue
+				}
+				protect(filepath.Join(g, n), "git: "+n+" is never writable")
+			}
+			protect(filepath.Join(g, "commondir"), "git: commondir is never writable")
+			if lstatKind(filepath.Join(g, "config.worktree")) != 0 && !pol.FS.AllowGitConfig {
+				protect(filepath.Join(g, "config.worktree"), "git: config.worktree is never writable")
+			}
+		}
+		for _, f := range res.gitFiles {
+			protect(f, "git: a .git pointer is never writable")
+		}
+		for _, n := range res.named {
+			protect(n, "mandatory: "+filepath.Base(n)+" is never writable")
+		}
+	}
+	for _, extra := range []string{pol.Cwd, pol.Home} {
+		if extra == "" {
+			continue
+		}
+		if c, _, err := canonical(extra); err == nil {
+			anchors = append(anchors, c)
+		}
+	}
+	for _, a := range anchors {
+		for _, n := range policy.MandatoryFiles {
+			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable")
+		}
+		for _, n := range policy.MandatoryDirs {
+			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable")
+		}
+	}
+	for _, p := range pol.Protect {
+		if c, _, err := canonical(p); err == nil {
+			protect(c, "moat: its own files are never writable")
+		}
+	}
+	// Keep the protections that matter: those the rules would let the
+	// command write.
+	pre := &view{allowRead: v.allowRead, denyRead: v.denyRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp}
+	for _, r := range dedupe(prot) {
+		if ok, _ := pre.writable(r.path); ok {
+			v.protect = append(v.protect, r)
+			fp.protected = append(fp.protected, r.path)
+		}
+	}
+
+	// Gather the nodes.
+	nodes := map[string]*node{}
+	add := func(p string) *node {
+		n, ok := nodes[p]
+		if !ok {
+			n = &node{path: p, kind: lstatKind(p)}
+			nodes[p] = n
+		}
+		return n
+	}
+	for _, list := range [][]rule{v.allowRead, v.denyRead, v.allowWrite, v.denyWrite} {
+		for _, r := range list {
+			add(r.path)
+		}
+	}
+	for _, r := range v.denyWrite {
+		add(r.path).prot = true
+	}
+	for _, r := range v.protect {
+		n := add(r.path)
+		n.prot = true
+		// Pin every ancestor between the writable root and the protected
+		// path, so nothing above it can be renamed or removed.
+		if root, ok := closest(r.path, v.allowWrite); ok {
+			for d := filepath.Dir(r.path); d != root.path && within(d, root.path); d = filepath.Dir(d) {
+				add(d).pin = true
+			}
+		}
+	}
+	for _, p := range in.exposeRO {
+		if c, _, err := canonical(p); err == nil {
+			add(c)
+		}
+	}
+	synth := map[string]string{"/dev": "dev", "/proc": "proc"}
+	if v.privateTmp {
+		synth["/tmp"] = "tmp"
+	}
+	for p, s := range synth {
+		add(p).synth = s
+	}
+	list := make([]*node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.path == "/" {
+			continue // the root is the read-only host
+		}
+		list = append(list, n)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		di, dj := strings.Count(list[i].path, "/"), strings.Count(list[j].path, "/")
+		if di != dj {
+			return di < dj
+		}
+		return list[i].path < list[j].path
+	})
+
+	// Plan the mounts: walk shallow to deep; each node compares what the
+	// policy wants there with what its closest planned ancestor left.
+	states := map[string]state{}
+	stateAt := func(p string) state {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if s, ok := states[d]; ok {
+				return s
+			}
+			if d == "/" {
+				return stRO
+			}
+		}
+	}
+	var clones []string // host paths to clone before the pivot, in order
+	cloneFlags := map[string][2]uint64{}
+	var steps []step
+	var roAtEnd []string
+	mountpoint := func(n *node, parent state) step {
+		// A mount point inside a tmpfs moat made: create it there.
+		if parent == stMask || parent == stTmp {
+			if n.kind == 'd' {
+				return func(p *nsinit.Plan, _ map[string]uint32) { p.Mkdir(n.path, 0o755) }
+			}
+			return func(p *nsinit.Plan, _ map[string]uint32) { p.Mkfile(n.path, 0o644) }
+		}
+		return nil
+	}
+	bind := func(n *node, set uint64) {
+		clones = append(clones, n.path)
+		cloneFlags[n.path] = [2]uint64{set, 0}
+		path := n.path
+		steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[path], path) })
+	}
+	for _, n := range list {
+		parent := stateAt(n.path)
+		if parent == stDev || parent == stProc {
+			if n.synth == "" {
+				fp.notes = append(fp.notes, "ignored: "+n.path+" is inside moat's own /dev or /proc")
+			}
+			continue
+		}
+		switch n.synth {
+		case "tmp":
+			steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
+				p.Tmpfs("/tmp", 0o700, uint32(in.uid), uint32(in.gid), nsinit.AttrNosuid|nsinit.AttrNodev)
+			})
+			states[n.path] = stTmp
+			fp.llTrees = append(fp.llTrees, "/tmp")
+			continue
+		case "dev":
+			steps = append(steps, devSteps(in.uid, in.gid)...)
+			states[n.path] = stDev
+			roAtEnd = append(roAtEnd, "/dev")
+			continue
+		case "proc":
+			if pol.FS.WeakerNested {
+				clones = append(clones, "/proc")
+				cloneFlags["/proc"] = [2]uint64{nsinit.AttrNosuid | nsinit.AttrNodev | nsinit.AttrNoexec, 0}
+				steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots["/proc"], "/proc") })
+				fp.notes = append(fp.notes, "weaker nested mode: the host's /proc is visible (enableWeakerNestedSandbox)")
+			} else {
+				steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
+					p.Proc("/proc", nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+				})
+			}
+			states[n.path] = stProc
+			continue
+		}
+		want := v.access(n.path)
+		switch want {
+		case accMask:
+			if parent.hostHidden() || n.kind == 0 {
+				continue
+			}
+			if mp := mountpoint(n, parent); mp != nil {
+				steps = append(steps, mp)
+			}
+			if n.kind == 'd' {
+				path := n.path
+				steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
+					p.Tmpfs(path, 0o555, uint32(in.uid), uint32(in.gid), nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+				})
+				roAtEnd = append(roAtEnd, path)
+			} else {
+				// An unreadable file: /dev/null on a nodev mount (open: EACCES).
+				key := "/dev/null#" + n.path
+				clones = append(clones, key)
+				cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
+				path := n.path
+				steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+			}
+			states[n.path] = stMask
+		case accRW:
+			if n.kind == 0 || (parent == stRW && !n.pin) {
+				if parent == stRW {
+					states[n.path] = stRW
+				}
+				continue
+			}
+			if parent == stTmp && n.kind == 0 {
+				continue
+			}
+			if mp := mountpoint(n, parent); mp != nil {
+				steps = append(steps, mp)
+			}
+			bind(n, nsinit.AttrNosuid|nsinit.AttrNodev)
+			states[n.path] = stRW
+			if n.kind == 'd' {
+				fp.llTrees = append(fp.llTrees, n.path)
+			} else {
+				fp.llFiles = append(fp.llFiles, n.path)
+			}
+		case accRO:
+			if parent == stRO && !n.pin {
+				continue
+			}
+			if n.kind == 0 {
+				if parent != stRW || !n.prot {
+					continue
+				}
+				// A protected name that does not exist in a writable
+				// directory: it needs a mount point on the host.
+				ph := placeholderFor(n.path)
+				fp.placeholders = append(fp.placeholders, ph)
+				n.kind = 'd'
+				if ph.kind == journal.File {
+					n.kind = 'f'
+				}
+			}
+			if mp := mountpoint(n, parent); mp != nil {
+				steps = append(steps, mp)
+			}
+			bind(n, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev)
+			states[n.path] = stRO
+		}
+	}
+
+	fp.build = func(p *nsinit.Plan) {
+		p.Private()
+		root := p.Clone("/", nsinit.CloneRecursive, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev, 0)
+		slots := map[string]uint32{}
+		for _, c := range clones {
+			src, flags := c, uint32(nsinit.CloneRecursive)
+			if strings.HasPrefix(c, "/dev/null#") {
+				src, flags = "/dev/null", 0
+			}
+			f := cloneFlags[c]
+			slots[c] = p.Clone(src, flags, f[0], f[1])
+		}
+		for _, d := range devNodes {
+			slots["dev:"+d] = p.Clone("/dev/"+d, 0, nsinit.AttrNosuid|nsinit.AttrNoexec, 0)
+		}
+		p.AttachRoot(root, "/tmp")
+		for _, s := range steps {
+			s(p, slots)
+		}
+		for i := len(roAtEnd) - 1; i >= 0; i-- {
+			p.Setattr(roAtEnd[i], false, nsinit.AttrRdonly, 0)
+		}
+	}
+	return fp, nil
+}
+
+// step is one deferred plan operation; slots maps clone sources to slots.
+type step func(p *nsinit.Plan, slots map[string]uint32)
+
+// placeholderFor picks the kind of mount point for an absent protected
+// path: a directory (git status does not show empty directories, and a
+// directory blocks creating a file of the same name too), except inside a
+// git directory, where git itself reads config and commondir as files.
+func placeholderFor(p string) placeholder {
+	base := filepath.Base(p)
+	inGit := strings.Contains(p, "/.git/") || isGitDir(filepath.Dir(p))
+	switch {
+	case inGit && base == "config":
+		return placeholder{path: p, kind: journal.File}
+	case inGit && base == "commondir":
+		return placeholder{path: p, kind: journal.File, content: journal.CommondirContent}
+	}
+	return placeholder{path: p, kind: journal.Dir}
+}
+
+func isGitDir(d string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(d, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// devNodes are the host devices bound into moat's /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// devSteps build a minimal /dev: a tmpfs with the harmless devices bound in
+// from the host (a user namespace cannot mknod), a new devpts instance,
+// a private /dev/shm and the usual symlinks.
+func devSteps(uid, gid int) []step {
+	return []step{
+		func(p *nsinit.Plan, slots map[string]uint32) {
+			p.Tmpfs("/dev", 0o755, uint32(uid), uint32(gid), nsinit.AttrNosuid|nsinit.AttrNoexec)
+			for _, d := range devNodes {
+				p.Mkfile("/dev/"+d, 0o666)
+				p.Attach(slots["dev:"+d], "/dev/"+d)
+			}
+			p.Mkdir("/dev/pts", 0o755)
+			p.Devpts("/dev/pts")
+			p.Symlink("pts/ptmx", "/dev/ptmx")
+			p.Mkdir("/dev/shm", 0o755)
+			p.Tmpfs("/dev/shm", 0o1777, uint32(uid), uint32(gid), nsinit.AttrNosuid|nsinit.AttrNodev)
+			p.Symlink("/proc/self/fd", "/dev/fd")
+			p.Symlink("/proc/self/fd/0", "/dev/stdin")
+			p.Symlink("/proc/self/fd/1", "/dev/stdout")
+			p.Symlink("/proc/self/fd/2", "/dev/stderr")
+			p.Symlink("/proc/kcore", "/dev/core")
+		},
+	}
+}

@@ -1,0 +1,668 @@
+//go:build linux
+
+package linux
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/linux/journal"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/linux/seccomp"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Spec is one command to run sandboxed.
+type Spec struct {
+	// Policy says what the command may do. Required.
+	Policy *policy.Policy
+	// Argv is the command; Argv[0] is looked up in the command's PATH when
+	// it holds no slash. Required.
+	Argv []string
+	// Env is the command's environment before filtering. If nil, the
+	// caller's environment.
+	Env []string
+	// Stdin, Stdout and Stderr are passed to the command as they are (no
+	// copying), except that terminals are replaced by a new pseudo-terminal
+	// moat relays. If nil, /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// StateDir is moat's state directory (journal, caches). If empty,
+	// DefaultStateDir().
+	StateDir string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+	// OnViolation, if set, is called for every violation as it happens.
+	OnViolation func(policy.Violation)
+	// NoSignals leaves the caller's signals alone (library use); otherwise
+	// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1 and SIGUSR2 are
+	// forwarded to the command.
+	NoSignals bool
+}
+
+// Result is how the command ended.
+type Result struct {
+	// ExitCode is the command's exit status, or 128+N when signal N ended
+	// it, or 124 when the timeout ended it.
+	ExitCode int
+	// Signal ended the command, if not 0.
+	Signal syscall.Signal
+	// TimedOut is set when the policy's timeout ended the process tree.
+	TimedOut bool
+	// Violations are the refusals seen during the run.
+	Violations []policy.Violation
+	// Skipped lists protections best-effort mode could not provide.
+	Skipped []string
+}
+
+// SetupError is a failure to build the sandbox: nothing ran.
+type SetupError struct {
+	Step  string // what stage 2 was doing
+	Errno syscall.Errno
+	Msg   string
+}
+
+func (e *SetupError) Error() string {
+	s := "sandbox setup failed: " + e.Msg
+	if e.Step != "" && !strings.Contains(e.Msg, e.Step) {
+		s += " (" + e.Step + ")"
+	}
+	if e.Errno != 0 {
+		s += ": " + e.Errno.Error()
+	}
+	return s
+}
+
+func (e *SetupError) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
+
+// ExecError is a command that could not be executed inside the sandbox.
+type ExecError struct {
+	Path  string
+	Errno syscall.Errno
+}
+
+func (e *ExecError) Error() string {
+	if e.Errno == unix.ENOENT {
+		return e.Path + ": command not found"
+	}
+	return e.Path + ": cannot execute: " + e.Errno.Error()
+}
+
+// ExitCode is 127 for not found, 126 otherwise (as shells do).
+func (e *ExecError) ExitCode() int {
+	if e.Errno == unix.ENOENT {
+		return 127
+	}
+	return 126
+}
+
+// ErrUnsupported is returned where moat cannot build a sandbox at all.
+var ErrUnsupported = errors.New("unsupported")
+
+// DefaultStateDir is $XDG_STATE_HOME/moat, or ~/.local/state/moat, or
+// /tmp/moat-<uid> when there is no usable home.
+func DefaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "moat")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() && unix.Access(h, unix.W_OK) == nil {
+			return filepath.Join(h, ".local", "state", "moat")
+		}
+	}
+	return fmt.Sprintf("/tmp/moat-%d", os.Geteuid())
+}
+
+// Run runs the command in a new sandbox and waits for it. Setup failures are
+// *SetupError (nothing ran); a command that cannot be executed is
+// *ExecError. Otherwise the Result says how the command ended.
+func Run(ctx context.Context, s Spec) (*Result, error) {
+	if !nsinit.Linked {
+		return nil, fmt.Errorf("%w: this moat was built without cgo, so it has no sandbox stage 2", ErrUnsupported)
+	}
+	if s.Policy == nil || len(s.Argv) == 0 || s.Argv[0] == "" {
+		return nil, errors.New("no policy or no command")
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	for _, a := range s.Argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, errors.New("the command line contains a NUL byte")
+		}
+	}
+	if s.Policy.Net.WantsNetwork() {
+		return nil, fmt.Errorf("%w: the policy allows network destinations (%s), but this moat gives the sandbox no network at all yet; remove allowedDomains and the proxy ports", ErrUnsupported, describeNet(s.Policy.Net))
+	}
+	if s.StateDir == "" {
+		s.StateDir = DefaultStateDir()
+	}
+	l := &launch{spec: s, log: s.Logger}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	return l.run(ctx)
+}
+
+func describeNet(n policy.Network) string {
+	var parts []string
+	for _, d := range n.AllowedDomains {
+		parts = append(parts, d.Pattern)
+	}
+	if n.HTTPProxyPort != 0 {
+		parts = append(parts, fmt.Sprintf("httpProxyPort %d", n.HTTPProxyPort))
+	}
+	if n.SOCKSProxyPort != 0 {
+		parts = append(parts, fmt.Sprintf("socksProxyPort %d", n.SOCKSProxyPort))
+	}
+	return strings.Join(parts, ", ")
+}
+
+type launch struct {
+	spec Spec
+	log  *slog.Logger
+
+	fp      *fsPlan
+	jr      *journal.Journal
+	plan    *nsinit.Plan
+	cmd     *exec.Cmd
+	sync    *os.File // supervisor's end of the SEQPACKET socket
+	ptyMask uint32
+
+	mu         sync.Mutex
+	violations []policy.Violation
+	seen       map[string]bool
+	exitStatus *unix.WaitStatus
+	setupErr   error
+	ptyMaster  *os.File
+	notifyFD   int
+	childPid   int
+}
+
+func (l *launch) run(ctx context.Context) (res *Result, err error) {
+	s := l.spec
+	pol := s.Policy
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	journalDir := filepath.Join(s.StateDir, "journal")
+	if err := journal.SweepDir(journalDir); err != nil {
+		l.log.Debug("sweep", "err", err)
+	}
+
+	stdio := [3]*os.File{s.Stdin, s.Stdout, s.Stderr}
+	for i, f := range stdio {
+		if f == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer null.Close()
+			stdio[i] = null
+		}
+	}
+	var term *terminal
+	for i, f := range stdio {
+		if isTerminal(f) {
+			l.ptyMask |= 1 << i
+		}
+	}
+	if l.ptyMask&1 == 0 {
+		l.ptyMask = 0 // a pty only when stdin is a terminal
+	}
+
+	exe, _ := os.Executable()
+	expose := []string{pol.Cwd}
+	if !strings.ContainsRune(s.Argv[0], '/') {
+		// Found in PATH inside; nothing to expose.
+	} else if filepath.IsAbs(s.Argv[0]) {
+		expose = append(expose, s.Argv[0])
+	}
+	pol2 := *pol
+	pol2.Protect = append(append([]string(nil), pol.Protect...), s.StateDir)
+	if exe != "" {
+		pol2.Protect = append(pol2.Protect, exe)
+	}
+	pol2.Protect = append(pol2.Protect, pol.Sources...)
+	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose, cacheDir: filepath.Join(s.StateDir, "cache")})
+	if err != nil {
+		return nil, err
+	}
+	l.fp = fp
+
+	if len(fp.placeholders) > 0 {
+		if l.jr, err = journal.Open(journalDir); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := l.jr.Close(); cerr != nil && err == nil {
+				l.log.Debug("journal close", "err", cerr)
+			}
+		}()
+		if err := l.jr.Lock(); err != nil {
+			return nil, err
+		}
+		for _, ph := range fp.placeholders {
+			if err := l.jr.Create(ph.path, ph.kind, ph.content); err != nil {
+				l.jr.Unlock()
+				return nil, err
+			}
+		}
+		l.jr.Unlock()
+	}
+
+	prog, err := seccomp.Build(seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, Notify: pol.Violations})
+	if err != nil {
+		return nil, err
+	}
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env, removed := policy.FilterEnv(env, pol.Env.Allow, pol.Env.Set)
+	if len(removed) > 0 {
+		l.log.Debug("environment", "removed", strings.Join(removed, ","))
+	}
+	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
+	env = fixTmpdir(env, fp.view)
+
+	l.plan = l.buildPlan(prog, env, term)
+
+	// Start stage 2.
+	planFile, err := memfile("moat-plan", l.plan.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	defer planFile.Close()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	l.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+	childSync := os.NewFile(uintptr(fds[1]), "moat-sync-child")
+	defer l.sync.Close()
+
+	extra := []*os.File{planFile, childSync, nil}
+	if l.jr != nil {
+		extra[2] = l.jr.LockFile()
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"moat-init"},
+		Env:        []string{nsinit.EnvVar + "=1"},
+		Stdin:      stdio[0],
+		Stdout:     stdio[1],
+		Stderr:     stdio[2],
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
+			Setsid:                     true,
+		},
+	}
+	l.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		childSync.Close()
+		return nil, fmt.Errorf("start the sandbox: %w (are unprivileged user namespaces disabled? see docs/SECURITY.md)", err)
+	}
+	childSync.Close()
+	planFile.Close()
+
+	// The terminal goes raw only once the sandbox exists.
+	if l.ptyMask != 0 {
+		term = newTerminal(stdio[0], stdio[1])
+	}
+
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); l.readMessages(term) }()
+	if !s.NoSignals {
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
+		defer signal.Stop(sigs)
+		go l.forwardSignals(sigs, done, term)
+	}
+	timedOut := false
+	var timer <-chan time.Time
+	if pol.Limits.Timeout > 0 {
+		t := time.NewTimer(pol.Limits.Timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err = <-waitErr:
+	case <-timer:
+		timedOut = true
+		_ = cmd.Process.Signal(unix.SIGKILL) // init dies: the kernel kills the whole pid namespace
+		err = <-waitErr
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(unix.SIGKILL)
+		err = <-waitErr
+	}
+	close(done)
+	l.sync.Close()
+	wg.Wait()
+	if term != nil {
+		term.finish()
+	}
+
+	res = &Result{}
+	l.mu.Lock()
+	setupErr := l.setupErr
+	st := l.exitStatus
+	l.mu.Unlock()
+	if setupErr != nil && st == nil {
+		return nil, setupErr
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return nil, fmt.Errorf("wait for the sandbox: %w", err)
+	}
+	switch {
+	case timedOut:
+		res.ExitCode, res.TimedOut, res.Signal = 124, true, unix.SIGKILL
+		l.violation(policy.Violation{Kind: policy.ResourceViolation, Op: "timeout", Target: pol.Limits.Timeout.String(), Rule: "moat.timeout: the whole process tree was killed"})
+	case st != nil && st.Signaled():
+		res.Signal = st.Signal()
+		res.ExitCode = 128 + int(res.Signal)
+	case st != nil:
+		res.ExitCode = st.ExitStatus()
+	default:
+		// init ended without reporting the command: it was killed.
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			res.Signal = ws.Signal()
+			res.ExitCode = 128 + int(ws.Signal())
+		} else {
+			return nil, &SetupError{Msg: "the sandbox's init exited without running the command", Errno: 0}
+		}
+	}
+	if setupErr != nil {
+		var xe *ExecError
+		if errors.As(setupErr, &xe) {
+			return nil, setupErr
+		}
+		if st != nil && st.Exited() && st.ExitStatus() == 125 {
+			return nil, setupErr
+		}
+	}
+	l.mu.Lock()
+	res.Violations = append([]policy.Violation(nil), l.violations...)
+	l.mu.Unlock()
+	return res, nil
+}
+
+// buildPlan encodes everything stage 2 does, in order.
+func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan {
+	s := l.spec
+	p := nsinit.New()
+	p.Hostname("moat")
+	p.LoUp()
+	if l.jr != nil {
+		exe := "/proc/self/exe"
+		p.Cleanup([]string{exe, cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
+	}
+	l.fp.build(p)
+	// No new user namespaces, as a second layer behind seccomp.
+	p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+	p.NewKeyring()
+	p.Cwd(s.Policy.Cwd)
+	if l.ptyMask != 0 {
+		rows, cols := termSize(s.Stdin)
+		p.PTY(l.ptyMask, rows, cols)
+	}
+	if abi := landlockABI(); abi > 0 {
+		fsMask := landlockWriteRights(abi)
+		var scoped uint64
+		if abi >= 6 {
+			scoped = llScopeAbstractUnix | llScopeSignal
+		}
+		p.LandlockRuleset(abi, fsMask, 0, scoped)
+		for _, t := range l.fp.llTrees {
+			p.LandlockPath(t, fsMask, nsinit.LLOptional)
+		}
+		for _, f := range l.fp.llFiles {
+			p.LandlockPath(f, fsMask, nsinit.LLOptional)
+		}
+		devFile := uint64(llWriteFile)
+		if abi >= 3 {
+			devFile |= llTruncate
+		}
+		p.LandlockPath("/dev/null", devFile, 0)
+		p.LandlockPath("/dev/zero", devFile, 0)
+		p.LandlockPath("/dev/full", devFile, 0)
+		p.LandlockPath("/dev/tty", devFile, 0)
+		p.LandlockPath("/dev/pts", devFile, 0)
+		p.LandlockPath("/dev/shm", fsMask, 0)
+		p.LandlockPath("/proc", devFile, 0)
+		p.LandlockStdio(devFile)
+	}
+	flags := uint32(0)
+	if s.Policy.Violations {
+		flags |= nsinit.SeccompListen
+	}
+	p.Seccomp(prog, flags)
+	exflags := uint32(0)
+	if !strings.ContainsRune(s.Argv[0], '/') {
+		exflags |= nsinit.ExecSearch
+	}
+	p.Exec(s.Argv[0], s.Argv, env, exflags)
+	return p
+}
+
+// readMessages handles what stage 2 sends until the socket closes.
+func (l *launch) readMessages(term *terminal) {
+	buf := make([]byte, nsinit.MsgSize)
+	oob := make([]byte, unix.CmsgSpace(4*16))
+	fd := int(l.sync.Fd())
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return
+		}
+		var fds []int
+		if oobn > 0 {
+			if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, cm := range cms {
+					if r, err := unix.ParseUnixRights(&cm); err == nil {
+						fds = append(fds, r...)
+					}
+				}
+			}
+		}
+		if n < 12 {
+			closeAll(fds)
+			continue
+		}
+		typ := binary.NativeEndian.Uint32(buf[0:])
+		a := int32(binary.NativeEndian.Uint32(buf[4:]))
+		b := int32(binary.NativeEndian.Uint32(buf[8:]))
+		text := string(buf[12:n])
+		if i := strings.IndexByte(text, 0); i >= 0 {
+			text = text[:i]
+		}
+		switch typ {
+		case nsinit.MsgError:
+			step := ""
+			if a >= 0 && int(a) < len(l.plan.Desc) {
+				step = l.plan.Desc[a]
+			}
+			l.setErr(&SetupError{Step: step, Errno: syscall.Errno(b), Msg: text})
+			closeAll(fds)
+		case nsinit.MsgExecFail:
+			l.setErr(&ExecError{Path: text, Errno: syscall.Errno(b)})
+			closeAll(fds)
+		case nsinit.MsgExit:
+			ws := unix.WaitStatus(a)
+			l.mu.Lock()
+			l.exitStatus = &ws
+			l.mu.Unlock()
+			closeAll(fds)
+		case nsinit.MsgChild:
+			l.mu.Lock()
+			l.childPid = int(a)
+			l.mu.Unlock()
+			closeAll(fds)
+		case nsinit.MsgPTY:
+			if len(fds) != 1 || term == nil {
+				closeAll(fds)
+				continue
+			}
+			master := os.NewFile(uintptr(fds[0]), "pty-master")
+			l.mu.Lock()
+			l.ptyMaster = master
+			l.mu.Unlock()
+			term.attach(master)
+		case nsinit.MsgNotify:
+			if len(fds) != 1 {
+				closeAll(fds)
+				continue
+			}
+			o := &observer{fd: fds[0], view: l.fp.view, report: l.violation}
+			go o.serve()
+		default:
+			closeAll(fds)
+		}
+	}
+}
+
+func (l *launch) setErr(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.setupErr == nil {
+		l.setupErr = err
+	}
+}
+
+// violation records one refusal (each distinct one once).
+func (l *launch) violation(v policy.Violation) {
+	if v.Time.IsZero() {
+		v.Time = time.Now()
+	}
+	key := string(v.Kind) + "\x00" + v.Op + "\x00" + v.Target
+	l.mu.Lock()
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	if l.seen[key] || len(l.violations) >= maxViolations {
+		l.mu.Unlock()
+		return
+	}
+	l.seen[key] = true
+	l.violations = append(l.violations, v)
+	cb := l.spec.OnViolation
+	l.mu.Unlock()
+	if cb != nil {
+		cb(v)
+	}
+}
+
+const maxViolations = 1000
+
+func (l *launch) forwardSignals(sigs <-chan os.Signal, done <-chan struct{}, term *terminal) {
+	for {
+		select {
+		case <-done:
+			return
+		case sig := <-sigs:
+			if sig == unix.SIGWINCH && term != nil {
+				term.resize()
+				continue
+			}
+			if l.cmd.Process != nil {
+				_ = l.cmd.Process.Signal(sig)
+			}
+		}
+	}
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// memfile returns a sealed in-memory file holding data.
+func memfile(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
+	return f, nil
+}
+
+// withGitSafeDirs passes safe.directory entries to git through the
+// environment (GIT_CONFIG_COUNT/KEY_n/VALUE_n), after any the caller set.
+func withGitSafeDirs(env []string, dirs []string) []string {
+	if len(dirs) == 0 {
+		return env
+	}
+	n := 0
+	idx := -1
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			fmt.Sscanf(v, "%d", &n)
+			idx = i
+		}
+	}
+	for _, d := range dirs {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=safe.directory", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, d))
+		n++
+	}
+	c := fmt.Sprintf("GIT_CONFIG_COUNT=%d", n)
+	if idx >= 0 {
+		env[idx] = c
+	} else {
+		env = append(env, c)
+	}
+	return env
+}
+
+// fixTmpdir points TMPDIR at /tmp when the inherited one is not writable
+// inside the sandbox.
+func fixTmpdir(env []string, v *view) []string {
+	for i, kv := range env {
+		if d, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			if ok, _ := v.writable(filepath.Clean(d)); !ok && filepath.IsAbs(d) {
+				env[i] = "TMPDIR=/tmp"
+			}
+			return env
+		}
+	}
+	return env
+}
+
+var _ io.Reader = (*os.File)(nil)

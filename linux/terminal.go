@@ -1,0 +1,154 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func isTerminal(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func termSize(f *os.File) (rows, cols uint16) {
+	if f == nil {
+		return 0, 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0, 0
+	}
+	return ws.Row, ws.Col
+}
+
+// terminal relays between the caller's terminal and the sandbox's pty (as
+// docker run -t does): the caller's terminal goes raw, bytes flow both ways,
+// and the command never holds a descriptor of the caller's terminal.
+type terminal struct {
+	in, out *os.File
+	saved   *unix.Termios
+
+	mu     sync.Mutex
+	master *os.File
+	stop   [2]int // pipe: closing stop[1] ends the input copy
+	outEnd chan struct{}
+}
+
+func newTerminal(in, out *os.File) *terminal {
+	if !isTerminal(out) {
+		out = in
+	}
+	t := &terminal{in: in, out: out, stop: [2]int{-1, -1}}
+	if st, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err == nil {
+		t.saved = st
+		raw := *st
+		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+		raw.Oflag &^= unix.OPOST
+		raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+		raw.Cflag &^= unix.CSIZE | unix.PARENB
+		raw.Cflag |= unix.CS8
+		raw.Cc[unix.VMIN] = 1
+		raw.Cc[unix.VTIME] = 0
+		_ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, &raw)
+	}
+	return t
+}
+
+// attach starts relaying to and from the pty master.
+func (t *terminal) attach(master *os.File) {
+	t.mu.Lock()
+	t.master = master
+	t.outEnd = make(chan struct{})
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err == nil {
+		t.stop = p
+	}
+	t.mu.Unlock()
+	t.resize()
+	go func() {
+		defer close(t.outEnd)
+		_, _ = io.Copy(t.out, master) // ends with EIO once every slave fd is closed
+	}()
+	go t.copyInput()
+}
+
+// copyInput copies the caller's terminal to the pty until stopped, polling
+// so that it never steals a keystroke after the command has ended.
+func (t *terminal) copyInput() {
+	buf := make([]byte, 32*1024)
+	in := int(t.in.Fd())
+	for {
+		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(t.stop[0]), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
+			continue
+		}
+		n, err := unix.Read(in, buf)
+		if n <= 0 || err != nil {
+			if err == unix.EINTR || err == unix.EAGAIN {
+				continue
+			}
+			return
+		}
+		if _, err := t.master.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// resize copies the caller's window size to the pty (the kernel then sends
+// SIGWINCH to the command's foreground process group).
+func (t *terminal) resize() {
+	t.mu.Lock()
+	m := t.master
+	t.mu.Unlock()
+	if m == nil {
+		return
+	}
+	if ws, err := unix.IoctlGetWinsize(int(t.in.Fd()), unix.TIOCGWINSZ); err == nil {
+		_ = unix.IoctlSetWinsize(int(m.Fd()), unix.TIOCSWINSZ, ws)
+	}
+}
+
+// finish drains the command's output, stops the relay and restores the
+// caller's terminal.
+func (t *terminal) finish() {
+	t.mu.Lock()
+	m, end := t.master, t.outEnd
+	t.mu.Unlock()
+	if end != nil {
+		select {
+		case <-end:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if t.stop[1] >= 0 {
+		unix.Close(t.stop[1])
+	}
+	if m != nil {
+		m.Close()
+	}
+	if t.saved != nil {
+		_ = unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, t.saved)
+	}
+}
+
+var errNoTerminal = errors.New("not a terminal")
