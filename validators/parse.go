@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -13,13 +15,14 @@ import (
 type ParseKind uint8
 
 const (
-	// Unavailable: the parser could not run or the input is not valid shell.
+	// Unavailable: the parser could not run or the input is not valid shell
+	// (or not shell that mvdan.cc/sh and bash read the same way).
 	Unavailable ParseKind = iota
 	// TooComplex: valid shell, but with constructs moat does not analyse
-	// (functions, loops, nesting beyond the limits, and so on).
+	// (functions, loops, subshells, nesting beyond the limits, and so on).
 	TooComplex
-	// Simple: a list of simple commands joined by ;, &&, ||, | and &, each
-	// with its own redirections.
+	// Simple: a list of simple commands joined by ;, newline, &&, ||, |, |&
+	// and &, each with its own redirections.
 	Simple
 )
 
@@ -43,7 +46,9 @@ type Word struct {
 	Value string
 	// Static means the word expands to exactly Value, whatever the
 	// environment or the filesystem (no parameter, command, arithmetic,
-	// tilde, glob or brace expansion).
+	// tilde, glob or brace expansion). The one substitution a static word
+	// may hold is "$(cat <<'EOF' ... EOF)" inside double quotes, whose
+	// output is the literal heredoc body.
 	Static bool
 }
 
@@ -55,16 +60,23 @@ type Assign struct {
 
 // Redirect is one redirection of a simple command.
 type Redirect struct {
-	// Op is the operator as written: ">", ">>", "<", "<<", "<<<", ">&", ...
+	// Op is the operator as written: ">", ">>", "<", "<<", "<<-", "<<<",
+	// ">&", "<&", "<>", ">|", "&>", "&>>".
 	Op string
 	// Fd is the explicit file descriptor ("2" in 2>x), or "".
 	Fd string
 	// Target is the file (or fd, or heredoc delimiter) word.
 	Target Word
-	// Heredoc is the body of a here-document ("<<" and "<<-").
+	// Heredoc is the body of a here-document ("<<" and "<<-") as written.
 	Heredoc string
 	// HeredocQuoted is set when the delimiter was quoted (body is literal).
 	HeredocQuoted bool
+	// Body is what a here-document or here-string feeds to the command's
+	// standard input: for "<<-" with leading tabs removed, for a quoted
+	// delimiter verbatim, for "<<<" the word plus a newline. Body.Static
+	// reports whether Body.Value is exact (an unquoted heredoc with
+	// expansions is not). It is the zero Word for other operators.
+	Body Word
 }
 
 // SimpleCommand is one command with its arguments and redirections.
@@ -73,12 +85,16 @@ type SimpleCommand struct {
 	Args      []Word
 	Redirects []Redirect
 	// Op is the operator that follows this command: ";", "&&", "||", "|",
-	// "&" or "" for the last one.
+	// "|&", "&" or "" for the last one. A newline separator is ";".
 	Op string
 	// Negated is set for "! cmd".
 	Negated bool
 	// Source is the command's source text.
 	Source string
+	// Decl is set when the command is a declaration builtin (export,
+	// declare, local, readonly, typeset, nameref); Args[0] is the builtin
+	// and each further word is an argument as bash sees it.
+	Decl bool
 }
 
 // Argv returns the argument values (exact only when Static reports true).
@@ -90,8 +106,8 @@ func (c SimpleCommand) Argv() []string {
 	return out
 }
 
-// Static reports whether every word of the command (assignments, arguments
-// and redirect targets) is static.
+// Static reports whether every word of the command (assignments,
+// arguments, redirect targets and here-document bodies) is static.
 func (c SimpleCommand) Static() bool {
 	for _, a := range c.Assigns {
 		if !a.Value.Static {
@@ -107,6 +123,9 @@ func (c SimpleCommand) Static() bool {
 		if !r.Target.Static {
 			return false
 		}
+		if isHeredocOp(r.Op) && !r.Body.Static {
+			return false
+		}
 	}
 	return true
 }
@@ -119,198 +138,327 @@ type ParseResult struct {
 	Reason string
 }
 
-// MaxSubcommands is the largest number of simple commands analysed; more
-// parts make the command TooComplex (the seed's 50-part cap).
-const MaxSubcommands = 50
+// Limits of the analysis. Anything beyond them is TooComplex (ask).
+const (
+	// MaxSubcommands is the largest number of simple commands analysed;
+	// more parts make the command TooComplex (the seed's 50-part cap).
+	MaxSubcommands = 50
+	// MaxCommandBytes is the longest command analysed. Linux refuses a
+	// single argv string longer than MAX_ARG_STRLEN (32 pages, 128 KiB),
+	// so a longer command cannot be handed to "bash -c" anyway.
+	MaxCommandBytes = 128 << 10
+	// MaxNesting bounds how deeply brackets ((, {, [) and AST nodes may
+	// nest. The parser's cost grows faster than linearly with nesting, so
+	// this is checked on the raw bytes before parsing.
+	MaxNesting = 64
+)
 
 // ParseForSecurity parses cmd as bash and flattens it into simple commands.
 func ParseForSecurity(cmd string) ParseResult {
-	if strings.ContainsRune(cmd, 0) {
-		return ParseResult{Kind: Unavailable, Reason: "command contains a NUL byte"}
+	return parse(cmd).result
+}
+
+// parsed is the outcome of one parse: the public result plus what the
+// validators need from the AST. It is computed once per command.
+type parsed struct {
+	result ParseResult
+	src    string
+	file   *syntax.File // nil unless the parser ran and succeeded
+	// calls[i] holds the AST of result.Commands[i] (only when Simple).
+	calls []callAST
+	facts facts
+	// collected is set when the walk over the whole tree completed.
+	collected bool
+}
+
+// callAST keeps the syntax nodes of one flattened simple command.
+type callAST struct {
+	stmt    *syntax.Stmt
+	args    []*syntax.Word // nil entries for declaration-builtin names
+	assigns []*syntax.Assign
+	redirs  []*syntax.Redirect
+}
+
+var parserPool = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+}}
+
+func parse(cmd string) *parsed {
+	p := &parsed{src: cmd}
+	if kind, reason := precheck(cmd); reason != "" {
+		p.result = ParseResult{Kind: kind, Reason: reason}
+		return p
 	}
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
-	f, err := p.Parse(strings.NewReader(cmd), "")
+	parser := parserPool.Get().(*syntax.Parser)
+	f, err := parser.Parse(strings.NewReader(cmd), "")
+	parserPool.Put(parser)
 	if err != nil {
-		return ParseResult{Kind: Unavailable, Reason: "parse error: " + err.Error()}
+		p.result = ParseResult{Kind: Unavailable, Reason: "parse error: " + err.Error()}
+		return p
 	}
-	fl := flattener{src: cmd}
+	p.file = f
+	if err := p.collect(); err != nil {
+		kind := TooComplex
+		var m misreadError
+		if errors.As(err, &m) {
+			kind = Unavailable
+		}
+		p.result = ParseResult{Kind: kind, Reason: err.Error()}
+		return p
+	}
+	p.collected = true
+	fl := flattener{p: p}
 	for _, st := range f.Stmts {
-		if err := fl.stmt(st, ";"); err != nil {
-			return ParseResult{Kind: TooComplex, Reason: err.Error()}
+		if err := fl.stmt(st, ";", false); err != nil {
+			p.result = ParseResult{Kind: TooComplex, Reason: err.Error()}
+			p.calls = nil
+			return p
 		}
 	}
 	if len(fl.out) > 0 {
 		fl.out[len(fl.out)-1].Op = ""
 	}
-	return ParseResult{Kind: Simple, Commands: fl.out}
+	p.result = ParseResult{Kind: Simple, Commands: fl.out}
+	return p
+}
+
+// precheck rejects, before parsing, input that the parser would read
+// differently from bash or that would make it slow.
+func precheck(cmd string) (ParseKind, string) {
+	if len(cmd) > MaxCommandBytes {
+		return TooComplex, fmt.Sprintf("command longer than %d bytes", MaxCommandBytes)
+	}
+	depth, maxDepth := 0, 0
+	for i := 0; i < len(cmd); i++ {
+		switch cmd[i] {
+		case 0:
+			// bash -c cannot even receive a NUL; mvdan.cc/sh drops it.
+			return Unavailable, "command contains a NUL byte"
+		case '\r':
+			// mvdan.cc/sh reads \r as a blank and \r\n as \n; bash reads
+			// \r as an ordinary word character.
+			return Unavailable, "command contains a carriage return"
+		case '(', '{', '[':
+			depth++
+			if depth > maxDepth {
+				maxDepth = depth
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	if maxDepth > MaxNesting {
+		return TooComplex, fmt.Sprintf("brackets nest deeper than %d", MaxNesting)
+	}
+	if !utf8.ValidString(cmd) {
+		// bash works on bytes, mvdan.cc/sh on runes: they may not agree.
+		return Unavailable, "command is not valid UTF-8"
+	}
+	return Simple, ""
 }
 
 type flattener struct {
-	src string
+	p   *parsed
 	out []SimpleCommand
 }
 
 var errTooMany = fmt.Errorf("more than %d subcommands", MaxSubcommands)
 
-func (fl *flattener) stmt(st *syntax.Stmt, op string) error {
+// stmt flattens one statement. op is the operator that follows it; inPipe
+// is set for the operands of a pipeline.
+func (fl *flattener) stmt(st *syntax.Stmt, op string, inPipe bool) error {
 	if st.Background {
 		op = "&"
 	}
-	if st.Coprocess {
-		return errors.New("coprocess")
+	if st.Coprocess || st.Disown {
+		return errors.New("coprocess or disown")
 	}
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		if len(fl.out) >= MaxSubcommands {
-			return errTooMany
+		if st.Negated && inPipe {
+			return errors.New("negation inside a pipeline")
 		}
-		sc := SimpleCommand{Op: op, Negated: st.Negated, Source: fl.text(st)}
-		for _, a := range c.Assigns {
-			if a.Append || a.Naked || a.Index != nil || a.Array != nil {
-				return fmt.Errorf("unsupported assignment %q", fl.text(a))
-			}
-			var w Word
-			if a.Value != nil {
-				w = fl.word(a.Value)
-			} else {
-				w = Word{Static: true}
-			}
-			sc.Assigns = append(sc.Assigns, Assign{Name: a.Name.Value, Value: w})
+		return fl.call(st, c, op)
+	case *syntax.DeclClause:
+		if st.Negated && inPipe {
+			return errors.New("negation inside a pipeline")
 		}
-		for _, a := range c.Args {
-			sc.Args = append(sc.Args, fl.word(a))
+		return fl.decl(st, c, op)
+	case *syntax.TimeClause:
+		// "time" only reports timings; it runs its pipeline unchanged.
+		if len(st.Redirs) > 0 || st.Negated || st.Background || c.Stmt == nil || inPipe {
+			return errors.New("unsupported use of time")
 		}
-		for _, r := range st.Redirs {
-			rd := Redirect{Op: r.Op.String()}
-			if r.N != nil {
-				rd.Fd = r.N.Value
-			}
-			if r.Word != nil {
-				rd.Target = fl.word(r.Word)
-			}
-			if r.Hdoc != nil {
-				rd.Heredoc = fl.text(r.Hdoc)
-				rd.HeredocQuoted = quotedDelim(r.Word)
-			}
-			sc.Redirects = append(sc.Redirects, rd)
-		}
-		fl.out = append(fl.out, sc)
-		return nil
+		return fl.stmt(c.Stmt, op, inPipe)
 	case *syntax.BinaryCmd:
 		if len(st.Redirs) > 0 || st.Negated {
 			return errors.New("redirection or negation of a compound command")
 		}
-		if err := fl.stmt(c.X, c.Op.String()); err != nil {
+		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
+		if err := fl.stmt(c.X, c.Op.String(), pipe); err != nil {
 			return err
 		}
-		return fl.stmt(c.Y, op)
+		return fl.stmt(c.Y, op, pipe || inPipe)
 	case nil:
-		if len(st.Redirs) > 0 {
+		if len(st.Redirs) > 0 || st.Negated {
 			return errors.New("redirection without a command")
 		}
 		return nil
 	default:
-		return fmt.Errorf("unsupported construct %T", c)
+		return fmt.Errorf("unsupported construct %s", nodeName(c))
 	}
 }
 
-func (fl *flattener) text(n syntax.Node) string {
-	s, e := n.Pos().Offset(), n.End().Offset()
-	if int(e) > len(fl.src) || s > e {
+func (fl *flattener) push(sc SimpleCommand, ast callAST) error {
+	if len(fl.out) >= MaxSubcommands {
+		return errTooMany
+	}
+	fl.out = append(fl.out, sc)
+	fl.p.calls = append(fl.p.calls, ast)
+	return nil
+}
+
+func (fl *flattener) call(st *syntax.Stmt, c *syntax.CallExpr, op string) error {
+	p := fl.p
+	sc := SimpleCommand{Op: op, Negated: st.Negated, Source: p.text(st)}
+	for _, a := range c.Assigns {
+		if a.Append || a.Naked || a.Index != nil || a.Array != nil || a.Name == nil {
+			return fmt.Errorf("unsupported assignment %q", p.text(a))
+		}
+		w := Word{Static: true}
+		if a.Value != nil {
+			w = p.word(a.Value)
+		}
+		sc.Assigns = append(sc.Assigns, Assign{Name: a.Name.Value, Value: w})
+	}
+	for _, a := range c.Args {
+		sc.Args = append(sc.Args, p.word(a))
+	}
+	var err error
+	if sc.Redirects, err = p.redirects(st.Redirs); err != nil {
+		return err
+	}
+	return fl.push(sc, callAST{stmt: st, args: c.Args, assigns: c.Assigns, redirs: st.Redirs})
+}
+
+// decl flattens export/declare/local/readonly/typeset/nameref into a
+// simple command whose words are the builtin's arguments.
+func (fl *flattener) decl(st *syntax.Stmt, c *syntax.DeclClause, op string) error {
+	p := fl.p
+	sc := SimpleCommand{Op: op, Negated: st.Negated, Source: p.text(st), Decl: true}
+	ast := callAST{stmt: st, redirs: st.Redirs}
+	sc.Args = append(sc.Args, Word{Raw: c.Variant.Value, Value: c.Variant.Value, Static: true})
+	ast.args = append(ast.args, nil)
+	for _, a := range c.Args {
+		if a.Append || a.Index != nil || a.Array != nil {
+			return fmt.Errorf("unsupported declaration %q", p.text(a))
+		}
+		var w Word
+		switch {
+		case a.Naked && a.Name == nil: // an option or an expanded word
+			w = p.word(a.Value)
+			ast.args = append(ast.args, a.Value)
+		case a.Naked: // a bare name
+			w = Word{Raw: a.Name.Value, Value: a.Name.Value, Static: true}
+			ast.args = append(ast.args, nil)
+		default: // name=value
+			raw := p.text(a)
+			w = Word{Raw: raw, Value: raw, Static: true}
+			if a.Value != nil {
+				v := p.word(a.Value)
+				w.Static = v.Static
+				if v.Static {
+					w.Value = a.Name.Value + "=" + v.Value
+				}
+				ast.args = append(ast.args, nil)
+			} else {
+				w.Value = a.Name.Value + "="
+				ast.args = append(ast.args, nil)
+			}
+		}
+		sc.Args = append(sc.Args, w)
+		ast.assigns = append(ast.assigns, a)
+	}
+	var err error
+	if sc.Redirects, err = p.redirects(st.Redirs); err != nil {
+		return err
+	}
+	return fl.push(sc, ast)
+}
+
+func (p *parsed) redirects(rs []*syntax.Redirect) ([]Redirect, error) {
+	var out []Redirect
+	for _, r := range rs {
+		rd := Redirect{Op: r.Op.String()}
+		if r.N != nil {
+			if !allDigits(r.N.Value) {
+				return nil, fmt.Errorf("unsupported redirection %q", p.text(r))
+			}
+			rd.Fd = r.N.Value
+		}
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			delim := p.word(r.Word)
+			if !delim.Static || strings.ContainsAny(delim.Value, "\n") {
+				return nil, fmt.Errorf("unsupported here-document delimiter %q", delim.Raw)
+			}
+			rd.Target = delim
+			rd.HeredocQuoted = quotedDelim(r.Word)
+			body, err := p.heredocBody(r, rd.HeredocQuoted)
+			if err != nil {
+				return nil, err
+			}
+			rd.Body = body
+			rd.Heredoc = body.Raw
+		case syntax.WordHdoc:
+			rd.Target = p.word(r.Word)
+			rd.Body = Word{Raw: rd.Target.Raw, Value: rd.Target.Value + "\n", Static: rd.Target.Static}
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.RdrInOut, syntax.DplIn,
+			syntax.DplOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
+			rd.Target = p.word(r.Word)
+		default:
+			return nil, fmt.Errorf("unsupported redirection %q", p.text(r))
+		}
+		out = append(out, rd)
+	}
+	return out, nil
+}
+
+func isHeredocOp(op string) bool { return op == "<<" || op == "<<-" || op == "<<<" }
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// text returns the source text of a node.
+func (p *parsed) text(n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if e > len(p.src) || s > e || s < 0 {
 		return ""
 	}
-	return fl.src[s:e]
-}
-
-// word computes the value of a word after quote removal, when it is static.
-func (fl *flattener) word(w *syntax.Word) Word {
-	raw := fl.text(w)
-	var b strings.Builder
-	static := true
-	for i, part := range w.Parts {
-		switch p := part.(type) {
-		case *syntax.Lit:
-			v := p.Value
-			if strings.ContainsAny(v, "*?[") || (i == 0 && strings.HasPrefix(v, "~")) || strings.Contains(v, "{") {
-				static = false
-			}
-			b.WriteString(unescapeLit(v))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				static = false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				static = false
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					static = false
-					continue
-				}
-				b.WriteString(unescapeDbl(l.Value))
-			}
-		default:
-			static = false
-		}
-	}
-	if !static {
-		return Word{Raw: raw, Value: raw}
-	}
-	return Word{Raw: raw, Value: b.String(), Static: true}
-}
-
-// unescapeLit removes backslash quoting from an unquoted literal.
-func unescapeLit(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' { // line continuation
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unescapeDbl removes the backslashes bash removes inside double quotes.
-func unescapeDbl(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				i++
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return p.src[s:e]
 }
 
 func quotedDelim(w *syntax.Word) bool {
 	if w == nil {
 		return false
 	}
-	for _, p := range w.Parts {
-		switch p.(type) {
+	for _, part := range w.Parts {
+		switch part := part.(type) {
 		case *syntax.SglQuoted, *syntax.DblQuoted:
 			return true
 		case *syntax.Lit:
-			if strings.Contains(p.(*syntax.Lit).Value, `\`) {
+			if strings.Contains(part.Value, `\`) {
 				return true
 			}
 		}

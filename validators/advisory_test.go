@@ -1,0 +1,8 @@
+package validators
+
+type advisoryCase struct {
+	name string
+	cmd  string
+}
+
+var advisoryCases = []advisoryCase{}

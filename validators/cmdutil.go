@@ -1,0 +1,164 @@
+package validators
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// cmdRef is one flattened command with its syntax nodes.
+type cmdRef struct {
+	sc  *SimpleCommand
+	ast *callAST
+}
+
+// commands returns the flattened commands (only for a Simple parse).
+func (ctx *Context) commands() []cmdRef {
+	cmds := ctx.p.result.Commands
+	out := make([]cmdRef, len(cmds))
+	for i := range cmds {
+		out[i] = cmdRef{&cmds[i], &ctx.p.calls[i]}
+	}
+	return out
+}
+
+func baseName(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// wrapper describes a command that runs another command given as its
+// arguments: which of its options take a value, and how many positional
+// arguments come before the command.
+type wrapper struct {
+	valueOpts  string // space-separated options that take a separate value
+	positional int    // positional arguments before the command (timeout's duration)
+	assigns    bool   // NAME=value arguments may come first (env)
+}
+
+var wrappers = map[string]wrapper{
+	"env":       {valueOpts: "-u --unset -C --chdir -S --split-string", assigns: true},
+	"timeout":   {valueOpts: "-k --kill-after -s --signal", positional: 1},
+	"nice":      {valueOpts: "-n --adjustment"},
+	"nohup":     {},
+	"time":      {valueOpts: "-o --output -f --format"},
+	"stdbuf":    {valueOpts: "-i -o -e --input --output --error"},
+	"sudo":      {valueOpts: "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type -T --command-timeout -U --other-user", assigns: true},
+	"doas":      {valueOpts: "-u -C"},
+	"command":   {},
+	"builtin":   {},
+	"exec":      {valueOpts: "-a"},
+	"xargs":     {valueOpts: "-a --arg-file -d --delimiter -E -e -I -i -L -l -n --max-args -P --max-procs -s --max-chars"},
+	"ionice":    {valueOpts: "-c --class -n --classdata -p --pid -P --pgid -u --uid"},
+	"nocorrect": {},
+	"noglob":    {},
+	"chronic":   {},
+	"unbuffer":  {},
+}
+
+// execArgs strips wrappers (env, timeout, nice, nohup, sudo, xargs, ...)
+// and returns the words of the command that finally runs. It is a best
+// effort used to find the real program (jq, a shell); it never hides a
+// word from the checks that look at every word.
+func execArgs(args []Word) []Word {
+	for len(args) > 0 {
+		w, ok := wrappers[baseName(args[0].Value)]
+		if !ok {
+			return args
+		}
+		i := 1
+		for i < len(args) {
+			a := args[i].Value
+			if a == "--" {
+				i++
+				break
+			}
+			if len(a) < 2 || a[0] != '-' {
+				break
+			}
+			if !strings.Contains(a, "=") && containsField(w.valueOpts, a) {
+				i += 2
+			} else {
+				i++
+			}
+		}
+		if w.assigns {
+			for i < len(args) && isAssignWord(args[i].Value) {
+				i++
+			}
+		}
+		i += w.positional
+		if i >= len(args) {
+			return nil
+		}
+		args = args[i:]
+	}
+	return args
+}
+
+// containsField reports whether the space-separated list holds s.
+func containsField(list, s string) bool {
+	for len(list) > 0 {
+		f := list
+		if i := strings.IndexByte(list, ' '); i >= 0 {
+			f, list = list[:i], list[i+1:]
+		} else {
+			list = ""
+		}
+		if f == s {
+			return true
+		}
+	}
+	return false
+}
+
+// shellNames are programs that run their argument as shell code.
+var shellNames = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
+	"ash": true, "fish": true, "csh": true, "tcsh": true, "yash": true, "busybox": true,
+}
+
+// litParts calls fn for each unquoted literal part of w, with the offset of
+// the part within the word's source (0 for the first part).
+func litParts(w *syntax.Word, fn func(l *syntax.Lit, first bool)) {
+	for i, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			fn(l, i == 0)
+		}
+	}
+}
+
+// wordShape is the word's text with quoted and escaped characters that
+// matter to brace expansion neutralised, and expansions as 'v'.
+func wordShape(w *syntax.Word) []byte {
+	var shape []byte
+	for _, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			v := x.Value
+			for j := 0; j < len(v); j++ {
+				if v[j] == '\\' && j+1 < len(v) {
+					j++
+					shape = append(shape, quotedShape(v[j]))
+					continue
+				}
+				shape = append(shape, v[j])
+			}
+		case *syntax.SglQuoted:
+			shape = appendQuotedShape(shape, x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					shape = appendQuotedShape(shape, l.Value)
+				} else {
+					shape = append(shape, 'v')
+				}
+			}
+		default:
+			shape = append(shape, 'v')
+		}
+	}
+	return shape
+}

@@ -1,0 +1,1201 @@
+package validators
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// 1 INCOMPLETE_COMMANDS: a fragment rather than a command (it starts with
+// a tab, a flag or an operator, or ends with a line continuation), which
+// suggests the command was cut or spliced.
+func validateIncomplete(ctx *Context) policy.Decision {
+	s := ctx.Command
+	if strings.HasPrefix(s, "\t") {
+		return ask("command starts with a tab: it looks like an incomplete fragment")
+	}
+	t := strings.TrimLeft(s, " \t\n")
+	if strings.HasPrefix(t, "-") {
+		return ask("command starts with a flag: it looks like an incomplete fragment")
+	}
+	for _, op := range []string{"&&", "||", "|", ";", "&", ">", "<", ")"} {
+		if strings.HasPrefix(t, op) {
+			return ask(fmt.Sprintf("command starts with the operator %q: it looks like an incomplete fragment", op))
+		}
+	}
+	if strings.HasSuffix(strings.TrimRight(s, " \t\n"), `\`) {
+		return ask("command ends with a line continuation: it looks like an incomplete fragment")
+	}
+	return pass()
+}
+
+// jqCommands returns the argument lists of the jq invocations.
+func (ctx *Context) jqCommands() [][]Word {
+	var out [][]Word
+	for _, c := range ctx.commands() {
+		args := execArgs(c.sc.Args)
+		if len(args) > 0 && baseName(args[0].Value) == "jq" {
+			out = append(out, args)
+		}
+	}
+	return out
+}
+
+// jqFilter returns the filter argument of a jq command line, and false
+// when the filter comes from a file (-f, --from-file) or is missing.
+func jqFilter(args []Word) (Word, bool) {
+	for i := 1; i < len(args); i++ {
+		v := args[i].Value
+		switch {
+		case v == "--":
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return Word{}, false
+		case v == "--arg" || v == "--argjson" || v == "--slurpfile" || v == "--rawfile":
+			i += 2
+		case v == "--indent" || v == "-L" || v == "--library-path":
+			i++
+		case v == "-f" || v == "--from-file" || strings.HasPrefix(v, "--from-file="):
+			return Word{}, false
+		case strings.HasPrefix(v, "--"):
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			if strings.ContainsRune(v, 'f') {
+				return Word{}, false
+			}
+		default:
+			return args[i], true
+		}
+	}
+	return Word{}, false
+}
+
+// jqDangerous are jq builtins that reach outside the JSON input: the
+// environment (env, $ENV), the search path and modules (import, include,
+// get_search_list, modulemeta), file names (input_filename), the process
+// (halt_error writes raw to stderr, debug/stderr too), and "system", which
+// some jq implementations and forks provide. Pure functions such as path
+// and getpath are not listed: they only read the input.
+var jqDangerous = map[string]bool{
+	"env": true, "$ENV": true, "system": true, "builtins": true, "input_filename": true,
+	"debug": true, "stderr": true, "import": true, "include": true, "modulemeta": true,
+	"get_search_list": true, "$__loc__": true, "$__prog_args": true, "halt_error": true,
+	"getpath_env": true, "input_line_number": true,
+}
+
+// jqScan finds the first dangerous identifier in a jq program, outside
+// string literals (but inside string interpolations \(...)), and not as a
+// field name (.env).
+func jqScan(prog string) string {
+	type frame struct{ depth int } // paren depth at which an interpolation started
+	var interp []frame
+	depth := 0
+	inString := false
+	for i := 0; i < len(prog); i++ {
+		c := prog[i]
+		if inString {
+			switch c {
+			case '\\':
+				if i+1 < len(prog) && prog[i+1] == '(' {
+					interp = append(interp, frame{depth})
+					depth++
+					inString = false
+					i++
+				} else {
+					i++
+				}
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if n := len(interp); n > 0 && depth == interp[n-1].depth {
+				interp = interp[:n-1]
+				inString = true
+			}
+		case c == '$' || c == '_' || isLetter(c):
+			j := i + 1
+			for j < len(prog) && (prog[j] == '_' || isLetter(prog[j]) || (prog[j] >= '0' && prog[j] <= '9')) {
+				j++
+			}
+			id := prog[i:j]
+			field := i > 0 && (prog[i-1] == '.' || (prog[i-1] == '?' && i > 1 && prog[i-2] == '.'))
+			if !field && jqDangerous[id] {
+				return id
+			}
+			i = j - 1
+		}
+	}
+	return ""
+}
+
+func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+// 2 JQ_SYSTEM_FUNCTION: jq builtins that read the environment or files,
+// or run code, in the filter.
+func validateJqFunctions(ctx *Context) policy.Decision {
+	for _, args := range ctx.jqCommands() {
+		f, ok := jqFilter(args)
+		if !ok {
+			continue // jq_file_arguments asks about -f
+		}
+		if !f.Static {
+			return ask("jq filter is not a literal: it cannot be checked")
+		}
+		if id := jqScan(f.Value); id != "" {
+			return ask(fmt.Sprintf("jq filter uses %s, which reaches outside the JSON input", id))
+		}
+	}
+	return pass()
+}
+
+// 3 JQ_FILE_ARGUMENTS: jq options that read a program or data from
+// files, or change how positional arguments are read.
+func validateJqFiles(ctx *Context) policy.Decision {
+	for _, args := range ctx.jqCommands() {
+		for _, a := range args[1:] {
+			v := a.Value
+			if !a.Static && strings.HasPrefix(strings.TrimLeft(a.Raw, `"'`), "-") {
+				return ask("jq option is not a literal: it cannot be checked")
+			}
+			if v == "--" {
+				break
+			}
+			name, _, _ := strings.Cut(v, "=")
+			switch name {
+			case "-f", "--from-file", "--rawfile", "--slurpfile", "-L", "--library-path", "--args", "--jsonargs":
+				return ask(fmt.Sprintf("jq option %s reads files or changes how arguments are used", name))
+			}
+			if len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v, "fL") {
+				return ask(fmt.Sprintf("jq option %s reads a program or modules from files", v))
+			}
+		}
+	}
+	return pass()
+}
+
+// 4 OBFUSCATED_FLAGS: flags (and command names) whose spelling differs
+// from what the program receives: quoted or escaped dashes, empty quotes
+// spliced into a word, ANSI-C and locale quoting.
+func validateObfuscatedFlags(ctx *Context) policy.Decision {
+	if len(ctx.p.facts.ansiQuotes) > 0 {
+		return ask("ANSI-C ($'...') or locale ($\"...\") quoting can hide the characters of a word")
+	}
+	for _, c := range ctx.commands() {
+		for i, w := range c.ast.args {
+			if w == nil {
+				continue
+			}
+			if d := obfuscatedWord(w, c.sc.Args[i], i == 0); d.Verdict != policy.Passthrough {
+				return d
+			}
+		}
+	}
+	return pass()
+}
+
+func obfuscatedWord(w *syntax.Word, val Word, isName bool) policy.Decision {
+	parts := w.Parts
+	if len(parts) == 0 {
+		return pass()
+	}
+	// Empty quotes are only needed as a whole word or as an empty value
+	// after '='.
+	for i, part := range parts {
+		if !emptyQuote(part) || len(parts) == 1 {
+			continue
+		}
+		if i == len(parts)-1 {
+			if l, ok := parts[i-1].(*syntax.Lit); ok && strings.HasSuffix(l.Value, "=") {
+				continue
+			}
+		}
+		return ask(fmt.Sprintf("empty quotes inside the word %q can disguise it", val.Raw))
+	}
+	first, lit := parts[0].(*syntax.Lit)
+	if !val.Static {
+		if !lit && strings.HasPrefix(quotedText(parts[0]), "-") {
+			return ask(fmt.Sprintf("the flag in %q is quoted", val.Raw))
+		}
+		return pass()
+	}
+	if isName {
+		if val.Raw != val.Value && isPlainName(val.Value) {
+			return ask(fmt.Sprintf("the command name %q is quoted or escaped", val.Raw))
+		}
+		return pass()
+	}
+	if !strings.HasPrefix(val.Value, "-") {
+		return pass()
+	}
+	if !lit || !strings.HasPrefix(first.Value, "-") {
+		return ask(fmt.Sprintf("the dash of the flag %q is quoted or escaped", val.Raw))
+	}
+	name, _, _ := strings.Cut(first.Value, "=")
+	if strings.Contains(name, `\`) {
+		return ask(fmt.Sprintf("the flag %q contains escaped characters", val.Raw))
+	}
+	if strings.TrimLeft(name, "-") == "" && len(parts) > 1 {
+		return ask(fmt.Sprintf("the name of the flag %q is quoted", val.Raw))
+	}
+	return pass()
+}
+
+func emptyQuote(part syntax.WordPart) bool {
+	switch x := part.(type) {
+	case *syntax.SglQuoted:
+		return x.Value == ""
+	case *syntax.DblQuoted:
+		return len(x.Parts) == 0
+	}
+	return false
+}
+
+// quotedText is the literal start of a quoted part ("" for expansions).
+func quotedText(part syntax.WordPart) string {
+	switch x := part.(type) {
+	case *syntax.SglQuoted:
+		return x.Value
+	case *syntax.DblQuoted:
+		if len(x.Parts) > 0 {
+			if l, ok := x.Parts[0].(*syntax.Lit); ok {
+				return l.Value
+			}
+		}
+	}
+	return ""
+}
+
+func isPlainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isLetter(c) || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' || c == '/' || c == '+') {
+			return false
+		}
+	}
+	return true
+}
+
+// 5 SHELL_METACHARACTERS: shell code handed as an argument to something
+// that runs it through a shell (bash -c, eval, ssh, watch, su -c, a shell
+// reading its stdin, find -exec sh -c, xargs sh -c). The permission rules
+// see one command there; the nested script is analysed here and any
+// metacharacter (;, &&, ||, |, &, redirections, newlines) in it asks.
+// Also the seed's own case: find name patterns holding ;, | or &.
+func validateShellMetacharacters(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		for _, sc := range nestedScripts(c) {
+			if d := ctx.nested(sc); d.Verdict != policy.Passthrough {
+				return d
+			}
+		}
+		args := execArgs(c.sc.Args)
+		if len(args) > 0 && baseName(args[0].Value) == "find" {
+			for i := 1; i+1 < len(args); i++ {
+				switch args[i].Value {
+				case "-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename", "-lname", "-ilname":
+					if strings.ContainsAny(args[i+1].Value, ";|&") {
+						return ask(fmt.Sprintf("find pattern %q contains shell metacharacters", args[i+1].Raw))
+					}
+				}
+			}
+		}
+	}
+	return pass()
+}
+
+// script is shell code found in a command's arguments.
+type script struct {
+	word Word
+	what string // who runs it, for the reason
+}
+
+// nestedScripts finds the shell code a command hands to a shell.
+func nestedScripts(c cmdRef) []script {
+	var out []script
+	all := c.sc.Args
+	args := execArgs(all)
+	if len(args) == 0 {
+		return nil
+	}
+	name := baseName(args[0].Value)
+	switch {
+	case shellNames[name]:
+		if s, ok, dash := shellScriptArg(args); ok {
+			out = append(out, script{s, name + " -c"})
+		} else if dash {
+			out = append(out, script{Word{Raw: "-c"}, name + " -c without a literal script"})
+		} else if !hasOperand(args) {
+			// The shell reads its commands from stdin.
+			if body, ok := stdinBody(c.sc); ok {
+				out = append(out, script{body, name + " reading a here-document"})
+			} else {
+				out = append(out, script{Word{Raw: "stdin"}, name + " reading commands from its input"})
+			}
+		}
+	case name == "eval":
+		out = append(out, script{joinWords(args[1:]), "eval"})
+	case name == "watch":
+		exec := false
+		var rest []Word
+		for i := 1; i < len(args); i++ {
+			v := args[i].Value
+			if len(rest) == 0 && strings.HasPrefix(v, "-") {
+				if v == "-x" || v == "--exec" {
+					exec = true
+				}
+				if v == "-n" || v == "--interval" || v == "-d" || v == "-q" {
+					i++
+				}
+				continue
+			}
+			rest = append(rest, args[i])
+		}
+		if !exec && len(rest) > 0 {
+			out = append(out, script{joinWords(rest), "watch"})
+		}
+	case name == "ssh":
+		if rest := sshCommand(args); len(rest) > 0 {
+			out = append(out, script{joinWords(rest), "ssh (remote shell)"})
+		}
+	case name == "su" || name == "runuser" || name == "script" || name == "flock":
+		for i := 1; i+1 < len(args); i++ {
+			if v := args[i].Value; v == "-c" || v == "--command" {
+				out = append(out, script{args[i+1], name + " -c"})
+			}
+		}
+	}
+	// A shell anywhere later in the arguments: find -exec sh -c,
+	// xargs bash -c, parallel, and so on.
+	for i := len(all) - len(args) + 1; i < len(all); i++ {
+		if !shellNames[baseName(all[i].Value)] {
+			continue
+		}
+		if s, ok, dash := shellScriptArg(all[i:]); ok {
+			out = append(out, script{s, baseName(all[i].Value) + " -c"})
+		} else if dash {
+			out = append(out, script{Word{Raw: "-c"}, baseName(all[i].Value) + " -c without a literal script"})
+		}
+	}
+	return out
+}
+
+// shellScriptArg finds the -c script of a shell command line (args[0] is
+// the shell). dash reports a -c option without a script found.
+func shellScriptArg(args []Word) (w Word, ok, dash bool) {
+	for i := 1; i < len(args); i++ {
+		v := args[i].Value
+		if !args[i].Static {
+			if dash {
+				return args[i], true, true
+			}
+			return Word{}, false, false
+		}
+		switch {
+		case v == "--" || v == "-":
+			if dash && i+1 < len(args) {
+				return args[i+1], true, true
+			}
+			return Word{}, false, dash
+		case v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file":
+			i++
+		case strings.HasPrefix(v, "--"):
+		case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
+			if strings.ContainsRune(v[1:], 'c') {
+				dash = true
+			}
+		default:
+			if dash {
+				return args[i], true, true
+			}
+			return Word{}, false, false
+		}
+	}
+	return Word{}, false, dash
+}
+
+// hasOperand reports whether a shell command line names a script file.
+func hasOperand(args []Word) bool {
+	for i := 1; i < len(args); i++ {
+		v := args[i].Value
+		if v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file" {
+			i++
+			continue
+		}
+		if v == "-s" {
+			return false // commands from stdin, the rest are arguments
+		}
+		if !strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "+") {
+			return true
+		}
+	}
+	return false
+}
+
+// stdinBody returns the here-document or here-string a command reads.
+func stdinBody(sc *SimpleCommand) (Word, bool) {
+	var body Word
+	found := false
+	for _, r := range sc.Redirects {
+		if (r.Fd == "" || r.Fd == "0") && isHeredocOp(r.Op) {
+			body, found = r.Body, true
+		}
+	}
+	return body, found
+}
+
+func joinWords(ws []Word) Word {
+	out := Word{Static: true}
+	for i, w := range ws {
+		if i > 0 {
+			out.Raw += " "
+			out.Value += " "
+		}
+		out.Raw += w.Raw
+		out.Value += w.Value
+		out.Static = out.Static && w.Static
+	}
+	return out
+}
+
+// sshCommand returns the remote command words of an ssh command line.
+func sshCommand(args []Word) []Word {
+	const valueOpts = "-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w"
+	i := 1
+	for i < len(args) {
+		v := args[i].Value
+		if v == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(v, "-") || len(v) < 2 {
+			break
+		}
+		if containsField(valueOpts, v) {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) { // no host
+		return nil
+	}
+	return args[i+1:]
+}
+
+// nested analyses a script handed to a shell and objects when it cannot
+// be seen, holds more than one command or a redirection, or is itself
+// objectionable.
+func (ctx *Context) nested(s script) policy.Decision {
+	if !s.word.Static {
+		return ask(fmt.Sprintf("%s runs a script that is not a literal: %q", s.what, s.word.Raw))
+	}
+	if ctx.depth >= maxNestedDepth {
+		return ask(fmt.Sprintf("%s nests shells too deeply to analyse", s.what))
+	}
+	res := ctx.recurse(s.word.Value, ctx.depth+1)
+	if res.Decision.Verdict == policy.Ask {
+		return ask(fmt.Sprintf("%s runs a script that needs a check: %s", s.what, res.Decision.Reason))
+	}
+	if n := len(res.Parse.Commands); n > 1 {
+		return ask(fmt.Sprintf("%s runs a script with shell metacharacters (%d commands): its commands cannot be matched one by one", s.what, n))
+	}
+	if n := len(res.Parse.Commands); n == 1 && len(res.Parse.Commands[0].Redirects) > 0 {
+		return ask(fmt.Sprintf("%s runs a script with a redirection", s.what))
+	}
+	return pass()
+}
+
+// dangerousAssign reports whether assigning name (to value, when static)
+// changes what programs run or how the shell reads code.
+func dangerousAssign(name string, value Word) bool {
+	switch name {
+	case "IFS":
+		return false // ifs_injection
+	case "BASH_ENV", "ENV", "CDPATH", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND",
+		"SHELLOPTS", "BASHOPTS", "GLOBIGNORE", "HISTFILE", "INPUTRC", "PATH", "FPATH", "ZDOTDIR",
+		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB",
+		"RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+		"JDK_JAVA_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF",
+		"GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+		"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "GIT_TEMPLATE_DIR",
+		"MAKEFLAGS", "NPM_CONFIG_SCRIPT_SHELL", "npm_config_script_shell", "PROMPT", "RPROMPT":
+		return true
+	case "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "BROWSER", "GIT_SEQUENCE_EDITOR":
+		// These name a program to run; a few plain values are harmless.
+		if value.Static {
+			switch value.Value {
+			case "", "cat", "less", "more", "true", "head", "tail":
+				return false
+			}
+		}
+		return true
+	}
+	return strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") ||
+		strings.HasPrefix(name, "BASH_") || strings.HasPrefix(name, "GIT_CONFIG_KEY_") ||
+		strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
+}
+
+// dangerousRead are the variables whose mere expansion the seed flags.
+func dangerousRead(name string) bool {
+	return name == "BASH_ENV" || name == "ENV" || name == "CDPATH"
+}
+
+// assignments calls fn for every variable a command line sets: prefix
+// assignments, declaration builtins, NAME=value arguments (env, sudo,
+// make...) and the names given to read, mapfile, printf -v and getopts.
+func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
+	for _, a := range ctx.p.facts.assigns {
+		if a.Name == nil {
+			continue
+		}
+		v := Word{Static: true}
+		if a.Value != nil {
+			v = ctx.p.word(a.Value)
+		}
+		if fn(a.Name.Value, v) {
+			return true
+		}
+	}
+	for _, c := range ctx.commands() {
+		args := c.sc.Args
+		for _, a := range args {
+			if a.Static && isAssignWord(a.Value) {
+				name, val, _ := strings.Cut(a.Value, "=")
+				if fn(name, Word{Raw: val, Value: val, Static: true}) {
+					return true
+				}
+			} else if !a.Static {
+				if name, _, ok := strings.Cut(a.Raw, "="); ok && isName(name) {
+					if fn(name, Word{Raw: a.Raw, Value: a.Raw}) {
+						return true
+					}
+				}
+			}
+		}
+		if len(args) == 0 {
+			continue
+		}
+		switch baseName(args[0].Value) {
+		case "read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "readonly":
+			for _, a := range args[1:] {
+				if isName(a.Value) && fn(a.Value, Word{}) {
+					return true
+				}
+			}
+		case "printf":
+			for i := 1; i+1 < len(args); i++ {
+				if args[i].Value == "-v" && fn(args[i+1].Value, Word{}) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// 6 DANGEROUS_VARIABLES: setting variables that make the shell or other
+// programs run code (BASH_ENV, ENV, PATH, LD_PRELOAD, PS4, PROMPT_COMMAND,
+// GIT_SSH_COMMAND, ...), and expanding $BASH_ENV, $ENV or $CDPATH.
+func validateDangerousVariables(ctx *Context) policy.Decision {
+	var found string
+	if ctx.assignments(func(name string, v Word) bool {
+		if dangerousAssign(name, v) {
+			found = name
+			return true
+		}
+		return false
+	}) {
+		return ask(fmt.Sprintf("the command sets %s, which changes what programs run or how code is read", found))
+	}
+	for _, pe := range ctx.p.facts.params {
+		if pe.Param != nil && dangerousRead(pe.Param.Value) {
+			return ask(fmt.Sprintf("the command expands $%s", pe.Param.Value))
+		}
+	}
+	return pass()
+}
+
+// 7 NEWLINES: an unquoted newline that separates commands (a second
+// command on another line is easy to miss in a prompt). Newlines inside
+// quotes, here-documents and after &&, || or | are not separators.
+func validateNewlines(ctx *Context) policy.Decision {
+	if len(ctx.p.facts.newlineSeps) > 0 {
+		return ask("an unquoted newline separates commands")
+	}
+	return pass()
+}
+
+// 8 DANGEROUS_PATTERNS (substitution): command substitution ($(...) and
+// backquotes), process substitution (<(...), >(...)), arithmetic (which
+// evaluates array subscripts, and so can run substitutions stored in
+// variables) and parameter expansions that evaluate or assign (${!x},
+// ${a[i]}, ${x:o:l}, ${x:=v}, ${x@P}). Unquoted here-document bodies are
+// included; the literal $(cat <<'EOF' ... EOF) idiom is not.
+func validateSubstitution(ctx *Context) policy.Decision {
+	f := &ctx.p.facts
+	for _, n := range f.substs {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			if n.Backquotes {
+				return ask("backquote command substitution runs a hidden command")
+			}
+			return ask("command substitution $(...) runs a hidden command")
+		case *syntax.ProcSubst:
+			return ask("process substitution runs a hidden command")
+		}
+	}
+	if len(f.ariths) > 0 {
+		return ask("arithmetic evaluation can run commands through array subscripts")
+	}
+	for _, pe := range f.params {
+		if reason := complexParam(pe); reason != "" {
+			return ask(reason)
+		}
+	}
+	return pass()
+}
+
+func complexParam(pe *syntax.ParamExp) string {
+	switch {
+	case pe.Excl || pe.Names != 0:
+		return "indirect parameter expansion ${!...}"
+	case pe.Index != nil:
+		return "array subscript in a parameter expansion is evaluated as arithmetic"
+	case pe.Slice != nil:
+		return "substring expansion ${x:offset} evaluates arithmetic"
+	case pe.Flags != nil || pe.NestedParam != nil || pe.Width || pe.IsSet || len(pe.Modifiers) > 0:
+		return "parameter expansion the analysis does not support"
+	case pe.Exp != nil:
+		switch pe.Exp.Op {
+		case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			return "parameter expansion ${x=...} assigns a variable"
+		case syntax.OtherParamOps:
+			return "parameter transformation ${x@...} (prompt expansion can run commands)"
+		}
+	}
+	return ""
+}
+
+// 9 DANGEROUS_PATTERNS (input redirection): reading a file through <, <>
+// or a /dev/tcp path. Here-documents, here-strings, </dev/null and fd
+// duplication are fine.
+func validateInputRedirection(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		for _, r := range c.sc.Redirects {
+			t := r.Target
+			if isNetDevice(t) {
+				return ask(fmt.Sprintf("redirection %s%s %s opens a network connection", r.Fd, r.Op, t.Raw))
+			}
+			switch r.Op {
+			case "<":
+				if t.Static && t.Value == "/dev/null" {
+					continue
+				}
+				return ask(fmt.Sprintf("input redirection reads %s", t.Raw))
+			case "<>":
+				return ask(fmt.Sprintf("redirection <> opens %s for reading and writing", t.Raw))
+			case "<&":
+				if !isFdTarget(t) {
+					return ask(fmt.Sprintf("input redirection reads %s", t.Raw))
+				}
+			}
+		}
+	}
+	return pass()
+}
+
+// 10 DANGEROUS_PATTERNS (output redirection): writing to a file. Writing
+// to /dev/null, /dev/stdout, /dev/stderr and fd duplication (2>&1) are
+// fine.
+func validateOutputRedirection(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		for _, r := range c.sc.Redirects {
+			t := r.Target
+			switch r.Op {
+			case ">", ">>", ">|", "&>", "&>>":
+				if t.Static && (t.Value == "/dev/null" || t.Value == "/dev/stdout" || t.Value == "/dev/stderr") {
+					continue
+				}
+				return ask(fmt.Sprintf("output redirection writes to %s", t.Raw))
+			case ">&":
+				if !isFdTarget(t) {
+					return ask(fmt.Sprintf("output redirection writes to %s", t.Raw))
+				}
+			}
+		}
+	}
+	return pass()
+}
+
+func isFdTarget(t Word) bool {
+	return t.Static && (t.Value == "-" || allDigits(t.Value) || (strings.HasSuffix(t.Value, "-") && allDigits(t.Value[:len(t.Value)-1])))
+}
+
+func isNetDevice(t Word) bool {
+	return strings.Contains(t.Value, "/dev/tcp/") || strings.Contains(t.Value, "/dev/udp/")
+}
+
+// 11 IFS_INJECTION: setting IFS (in any form) or expanding it. IFS
+// changes how every later unquoted expansion splits into words.
+func validateIFS(ctx *Context) policy.Decision {
+	if ctx.assignments(func(name string, _ Word) bool { return name == "IFS" }) {
+		return ask("the command sets IFS, which changes how words are split")
+	}
+	for _, pe := range ctx.p.facts.params {
+		if pe.Param != nil && pe.Param.Value == "IFS" {
+			return ask("the command expands $IFS, which can stand in for spaces")
+		}
+	}
+	return pass()
+}
+
+// gitCommitFlags are the git commit options the early allow accepts.
+var gitCommitFlags = map[string]bool{
+	"-a": true, "--all": true, "-s": true, "--signoff": true, "-q": true, "--quiet": true,
+	"-v": true, "--verbose": true, "--allow-empty": true, "--allow-empty-message": true,
+	"--no-verify": true, "-n": true, "--amend": true, "--no-edit": true, "--no-gpg-sign": true,
+	"--dry-run": true, "--status": true, "--no-status": true, "--short": true, "--branch": true,
+	"--porcelain": true, "--long": true,
+}
+
+// 12 GIT_COMMIT_SUBSTITUTION: the early allow for "git commit -m <literal
+// message>". The whole command must be that one git commit, every word
+// static (the message may come from "$(cat <<'EOF' ... EOF)"), the flags
+// from a short list (no -c, no --template, no -F, no gpg), no pathspecs,
+// no redirection, no comment, and the text free of control and invisible
+// characters. Unquoted message text is limited to characters no shell
+// (bash or zsh) expands.
+func validateGitCommit(ctx *Context) policy.Decision {
+	f := &ctx.p.facts
+	cmds := ctx.commands()
+	if len(cmds) != 1 || len(f.comments) > 0 || len(f.substs) > 0 || len(f.ariths) > 0 ||
+		len(f.params) > 0 || len(f.ansiQuotes) > 0 || len(f.newlineSeps) > 0 {
+		return pass()
+	}
+	c := cmds[0]
+	sc := c.sc
+	if sc.Negated || sc.Decl || len(sc.Assigns) > 0 || len(sc.Redirects) > 0 || !sc.Static() {
+		return pass()
+	}
+	if unusualChar(ctx.Command) != "" {
+		return pass()
+	}
+	args := sc.Args
+	if len(args) < 3 || args[0].Raw != "git" || args[1].Raw != "commit" {
+		return pass()
+	}
+	msg := false
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		v := a.Value
+		switch {
+		case (v == "-m" || v == "--message") && a.Raw == v:
+			i++
+			if i >= len(args) || !commitMessageOK(c.ast.args[i], args[i]) {
+				return pass()
+			}
+			msg = true
+		case gitCommitFlags[v] && a.Raw == v:
+		case isCommitCluster(v) && a.Raw == v:
+			if strings.HasSuffix(v, "m") {
+				i++
+				if i >= len(args) || !commitMessageOK(c.ast.args[i], args[i]) {
+					return pass()
+				}
+				msg = true
+			}
+		default:
+			return pass()
+		}
+	}
+	if !msg {
+		return pass()
+	}
+	return allow("git commit with a literal message")
+}
+
+func isCommitCluster(v string) bool {
+	if len(v) < 3 || v[0] != '-' || v[1] == '-' {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if !strings.ContainsRune("asqvn", rune(v[i])) && !(v[i] == 'm' && i == len(v)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// commitMessageOK accepts a static message whose unquoted text holds only
+// characters that neither bash nor zsh expands, and which does not start
+// with a dash or '='.
+func commitMessageOK(w *syntax.Word, val Word) bool {
+	if w == nil || !val.Static || strings.HasPrefix(val.Value, "-") {
+		return false
+	}
+	ok := true
+	litParts(w, func(l *syntax.Lit, first bool) {
+		for i := 0; i < len(l.Value); i++ {
+			c := l.Value[i]
+			if !(isLetter(c) || (c >= '0' && c <= '9') || strings.IndexByte("._,:/@%+-", c) >= 0 || (c == '=' && !(first && i == 0))) {
+				ok = false
+			}
+		}
+	})
+	return ok
+}
+
+// 13 PROC_ENVIRON_ACCESS: /proc/<pid>/environ holds the environment of a
+// process (tokens, keys). Any mention of "environ" together with "proc",
+// and any /proc path that is not a literal (globs, variables), asks.
+func validateProcEnviron(ctx *Context) policy.Decision {
+	v := ctx.Views
+	if strings.Contains(v.Original, "environ") && strings.Contains(v.Original, "proc") {
+		return ask("the command mentions a /proc/*/environ file, which holds a process's secrets")
+	}
+	for _, c := range ctx.commands() {
+		for _, a := range c.sc.Args {
+			if !a.Static && (strings.Contains(a.Raw, "/proc/") || strings.Contains(a.Raw, "proc/")) {
+				return ask(fmt.Sprintf("the /proc path %q is not a literal", a.Raw))
+			}
+		}
+		for _, r := range c.sc.Redirects {
+			if !r.Target.Static && strings.Contains(r.Target.Raw, "proc/") {
+				return ask(fmt.Sprintf("the /proc path %q is not a literal", r.Target.Raw))
+			}
+		}
+	}
+	return pass()
+}
+
+// 14 TOKEN (malformed tokens): unbalanced braces in unquoted text and
+// backslash-escaped quotes outside quotes, which make naive tokenizers
+// (and readers) pair quotes and braces differently from bash.
+func validateMalformedTokens(ctx *Context) policy.Decision {
+	for _, w := range ctx.p.facts.words {
+		depth, bad, escQuote := 0, false, false
+		litParts(w, func(l *syntax.Lit, _ bool) {
+			v := l.Value
+			for i := 0; i < len(v); i++ {
+				switch v[i] {
+				case '\\':
+					if i+1 < len(v) && (v[i+1] == '\'' || v[i+1] == '"') {
+						escQuote = true
+					}
+					i++
+				case '{':
+					depth++
+				case '}':
+					depth--
+					if depth < 0 {
+						bad = true
+					}
+				}
+			}
+		})
+		if escQuote {
+			return ask(fmt.Sprintf("the word %q holds a backslash-escaped quote outside quotes", ctx.p.text(w)))
+		}
+		if bad || depth != 0 {
+			return ask(fmt.Sprintf("the word %q has unbalanced braces", ctx.p.text(w)))
+		}
+	}
+	return pass()
+}
+
+// 15 BACKSLASH (escaped whitespace): "\ " or "\<tab>" outside quotes
+// joins what looks like two words into one; a line continuation inside a
+// word joins two lines into one word.
+func validateBackslashWhitespace(ctx *Context) policy.Decision {
+	for _, w := range ctx.p.facts.words {
+		found := false
+		litParts(w, func(l *syntax.Lit, _ bool) {
+			v := l.Value
+			for i := 0; i+1 < len(v); i++ {
+				if v[i] == '\\' {
+					if v[i+1] == ' ' || v[i+1] == '\t' {
+						found = true
+					}
+					i++
+				}
+			}
+		})
+		if found {
+			return ask(fmt.Sprintf("the word %q holds backslash-escaped whitespace", ctx.p.text(w)))
+		}
+		if strings.Contains(ctx.p.text(w), "\\\n") {
+			return ask(fmt.Sprintf("a line continuation splits the word %q", ctx.p.text(w)))
+		}
+	}
+	return pass()
+}
+
+// 16 BRACE (brace expansion): {a,b} and {1..9} turn one word into
+// several (or into flags) that the prompt does not show.
+func validateBraceExpansion(ctx *Context) policy.Decision {
+	for _, w := range ctx.p.facts.words {
+		if braceExpands(wordShape(w)) {
+			return ask(fmt.Sprintf("brace expansion in %q produces words that are not shown", ctx.p.text(w)))
+		}
+	}
+	return pass()
+}
+
+// 17 CONTROL (control characters): C0 and C1 control characters other
+// than tab and newline (NUL and CR are refused by the parse already).
+// They can rewrite what a terminal shows.
+func validateControlCharacters(ctx *Context) policy.Decision {
+	s := ctx.Command
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+			return ask(fmt.Sprintf("the command contains the control character %#02x", c))
+		}
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r >= 0x80 && r <= 0x9f {
+				return ask(fmt.Sprintf("the command contains the control character U+%04X", r))
+			}
+			i += n - 1
+		}
+	}
+	return pass()
+}
+
+// unusualChar returns a description of the first control, invisible or
+// non-ASCII whitespace character of s, or "".
+func unusualChar(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f {
+			return fmt.Sprintf("%#02x", c)
+		}
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if invisibleRune(r) || (r >= 0x80 && r <= 0x9f) {
+				return fmt.Sprintf("U+%04X", r)
+			}
+			i += n - 1
+		}
+	}
+	return ""
+}
+
+// invisibleRune covers non-ASCII whitespace, format characters (zero
+// width, bidi controls, soft hyphen, BOM) and blank-looking letters.
+func invisibleRune(r rune) bool {
+	if r < 0x80 {
+		return false
+	}
+	if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+		return true
+	}
+	switch r {
+	case 0x180E, 0x2800, 0x3164, 0x115F, 0x1160, 0xFFA0, 0x034F, 0x17B4, 0x17B5:
+		return true
+	}
+	return false
+}
+
+// 18 UNICODE (non-ASCII whitespace): characters that look like a space or
+// like nothing (NBSP, zero-width, bidi overrides): what the user reads is
+// not what runs.
+func validateUnicodeWhitespace(ctx *Context) policy.Decision {
+	s := ctx.Command
+	for i := 0; i < len(s); i++ {
+		if s[i] < utf8.RuneSelf {
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if invisibleRune(r) {
+			return ask(fmt.Sprintf("the command contains the invisible or non-ASCII whitespace character U+%04X", r))
+		}
+		i += n - 1
+	}
+	return pass()
+}
+
+// 19 HASH (mid-word #): a '#' inside a word is literal for bash but
+// starts a comment for some tokenizers (and readers).
+func validateMidWordHash(ctx *Context) policy.Decision {
+	assignVals := map[*syntax.Word]bool{}
+	for _, a := range ctx.p.facts.assigns {
+		if a.Value != nil && a.Name != nil {
+			assignVals[a.Value] = true
+		}
+	}
+	for _, w := range ctx.p.facts.words {
+		found := false
+		midWord := assignVals[w]
+		for i, part := range w.Parts {
+			l, ok := part.(*syntax.Lit)
+			if !ok {
+				continue
+			}
+			v := l.Value
+			for j := 0; j < len(v); j++ {
+				if v[j] == '\\' {
+					j++
+					continue
+				}
+				if v[j] == '#' && (midWord || i > 0 || j > 0) {
+					found = true
+				}
+			}
+		}
+		if found {
+			return ask(fmt.Sprintf("the word %q has a '#' inside it", ctx.p.text(w)))
+		}
+	}
+	return pass()
+}
+
+// zshDangerous are zsh builtins (and module commands) that load code,
+// open files or sockets, or run commands later; plus bash's enable, which
+// loads builtins from shared objects.
+var zshDangerous = map[string]bool{
+	"zmodload": true, "emulate": true, "sysopen": true, "sysread": true, "syswrite": true,
+	"sysseek": true, "zpty": true, "ztcp": true, "zsocket": true, "zselect": true, "zsystem": true,
+	"sched": true, "fc": true, "autoload": true, "zcompile": true, "zle": true, "zstyle": true,
+	"enable": true, "disable": true, "functions": true, "zcurses": true,
+}
+
+// 20 ZSH (dangerous builtins, =cmd): zsh builtins that reach files,
+// sockets or modules; zsh's "=cmd" expansion (a word starting with '=' is
+// replaced by the path of cmd, so "=curl" runs curl under another name);
+// and a literal '$' that zsh may expand where bash does not.
+func validateZsh(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		args := c.sc.Args
+		for len(args) > 0 {
+			n := baseName(args[0].Value)
+			if n != "builtin" && n != "command" && n != "exec" && n != "noglob" && n != "nocorrect" && n != "-" {
+				break
+			}
+			args = args[1:]
+			for len(args) > 0 && strings.HasPrefix(args[0].Value, "-") && args[0].Value != "-" {
+				args = args[1:]
+			}
+		}
+		if len(args) == 0 {
+			continue
+		}
+		n := args[0].Value
+		if zshDangerous[n] || strings.HasPrefix(n, "zf_") {
+			return ask(fmt.Sprintf("%s is a shell builtin that can load code or open files and sockets", n))
+		}
+	}
+	for _, w := range ctx.p.facts.words {
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "=") {
+			if raw := ctx.p.text(w); len(raw) > 1 && raw != "==" {
+				return ask(fmt.Sprintf("zsh expands the word %q (=cmd) to a program's path", raw))
+			}
+		}
+		dollar := false
+		litParts(w, func(l *syntax.Lit, _ bool) {
+			v := l.Value
+			for i := 0; i < len(v); i++ {
+				if v[i] == '\\' {
+					i++
+				} else if v[i] == '$' {
+					dollar = true
+				}
+			}
+		})
+		if dollar {
+			return ask(fmt.Sprintf("the word %q holds a literal '$' that zsh may expand", ctx.p.text(w)))
+		}
+	}
+	return pass()
+}
+
+// 21 BACKSLASH (escaped operators): \; \| \& \< \> outside quotes look
+// like operators to a reader (and to naive splitters) but are literal.
+// find's "-exec ... \;" terminator is the one accepted use.
+func validateBackslashOperators(ctx *Context) policy.Decision {
+	ok := map[*syntax.Word]bool{}
+	for _, c := range ctx.commands() {
+		exec := false
+		for i, a := range c.sc.Args {
+			switch a.Value {
+			case "-exec", "-execdir", "-ok", "-okdir":
+				exec = true
+			case ";":
+				if exec && a.Raw == `\;` && c.ast.args[i] != nil {
+					ok[c.ast.args[i]] = true
+					exec = false
+				}
+			}
+		}
+	}
+	for _, w := range ctx.p.facts.words {
+		if ok[w] {
+			continue
+		}
+		found := byte(0)
+		litParts(w, func(l *syntax.Lit, _ bool) {
+			v := l.Value
+			for i := 0; i+1 < len(v); i++ {
+				if v[i] == '\\' {
+					if strings.IndexByte(";|&<>", v[i+1]) >= 0 && found == 0 {
+						found = v[i+1]
+					}
+					i++
+				}
+			}
+		})
+		if found != 0 {
+			return ask(fmt.Sprintf("the word %q holds an escaped operator \\%c", ctx.p.text(w), found))
+		}
+	}
+	return pass()
+}
+
+// 22 COMMENT (comment/quote desync): a comment holding a quote character
+// or ending with a backslash. A reader (or a tokenizer) that misses the
+// comment pairs the quote with a later one and misreads what follows.
+func validateCommentQuoteDesync(ctx *Context) policy.Decision {
+	for _, c := range ctx.p.facts.comments {
+		if strings.ContainsAny(c.Text, "'\"`") {
+			return ask("a comment holds a quote character, which can desynchronise quote tracking")
+		}
+		if strings.HasSuffix(c.Text, `\`) {
+			return ask("a comment ends with a backslash, which some readers take as a line continuation")
+		}
+	}
+	return pass()
+}
+
+// 23 QUOTED (quoted newline): a quoted string with a line that starts
+// with '#'. Line-based readers take that line for a comment and skip it,
+// while it is part of an argument.
+func validateQuotedNewline(ctx *Context) policy.Decision {
+	for _, q := range ctx.p.facts.quoted {
+		for rest := q; ; {
+			i := strings.IndexByte(rest, '\n')
+			if i < 0 {
+				break
+			}
+			rest = rest[i+1:]
+			if strings.HasPrefix(strings.TrimLeft(rest, " \t"), "#") {
+				return ask("a quoted string has a line starting with '#', which line-based readers skip as a comment")
+			}
+		}
+	}
+	return pass()
+}

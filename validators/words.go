@@ -1,0 +1,291 @@
+package validators
+
+import (
+	"errors"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// word computes the value of a word after quote removal, when it is
+// static. The rules follow bash's order of expansions: brace, tilde,
+// parameter/command/arithmetic, word splitting, pathname expansion and
+// quote removal. Where bash's exact rule is fiddly (brace expansion,
+// tilde after '=' or ':'), the check here is deliberately broader: a word
+// wrongly called dynamic costs a prompt, a word wrongly called static is a
+// disagreement with bash.
+func (p *parsed) word(w *syntax.Word) Word {
+	raw := p.text(w)
+	var b strings.Builder
+	// shape is the word with quoted and escaped characters that could
+	// matter to brace and tilde expansion replaced by 'q'.
+	var shape []byte
+	static := true
+parts:
+	for i, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			v := x.Value
+			for j := 0; j < len(v); j++ {
+				c := v[j]
+				if c == '\\' {
+					if j+1 == len(v) {
+						// A lone trailing backslash: bash's handling
+						// depends on what follows; do not guess.
+						static = false
+						break parts
+					}
+					j++
+					if v[j] == '\n' { // line continuation
+						continue
+					}
+					b.WriteByte(v[j])
+					shape = append(shape, quotedShape(v[j]))
+					continue
+				}
+				switch c {
+				case '*', '?', '[':
+					static = false // pathname expansion
+					break parts
+				case '~':
+					if (i == 0 && j == 0) || (len(shape) > 0 && (shape[len(shape)-1] == '=' || shape[len(shape)-1] == ':')) {
+						static = false // tilde expansion
+						break parts
+					}
+				}
+				b.WriteByte(c)
+				shape = append(shape, c)
+			}
+		case *syntax.SglQuoted:
+			if x.Dollar { // $'...' ANSI-C quoting
+				static = false
+				break parts
+			}
+			b.WriteString(x.Value)
+			shape = appendQuotedShape(shape, x.Value)
+		case *syntax.DblQuoted:
+			if x.Dollar { // $"..." locale translation
+				static = false
+				break parts
+			}
+			for _, q := range x.Parts {
+				switch q := q.(type) {
+				case *syntax.Lit:
+					s := unescapeDbl(q.Value)
+					b.WriteString(s)
+					shape = appendQuotedShape(shape, s)
+				case *syntax.CmdSubst:
+					s, ok := p.heredocSubst(q)
+					if !ok {
+						static = false
+						break parts
+					}
+					b.WriteString(s)
+					shape = appendQuotedShape(shape, s)
+				default:
+					static = false
+					break parts
+				}
+			}
+		default:
+			static = false
+			break parts
+		}
+	}
+	if static && braceExpands(shape) {
+		static = false
+	}
+	if !static {
+		return Word{Raw: raw, Value: raw}
+	}
+	return Word{Raw: raw, Value: b.String(), Static: true}
+}
+
+// quotedShape maps a quoted or escaped character for the shape string:
+// characters that only matter to expansions when unquoted become 'q'.
+func quotedShape(c byte) byte {
+	switch c {
+	case '{', '}', '~', '*', '?', '[':
+		return 'q'
+	}
+	return c
+}
+
+func appendQuotedShape(shape []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		shape = append(shape, quotedShape(s[i]))
+	}
+	return shape
+}
+
+// braceExpands over-approximates bash brace expansion: an unquoted '{'
+// with a later unquoted '}' and a ',' or ".." (quoted or not) in between.
+func braceExpands(shape []byte) bool {
+	open := -1
+	for i, c := range shape {
+		if c == '{' {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return false
+	}
+	close := -1
+	for i := len(shape) - 1; i > open; i-- {
+		if shape[i] == '}' {
+			close = i
+			break
+		}
+	}
+	if close < 0 {
+		return false
+	}
+	mid := shape[open+1 : close]
+	for i, c := range mid {
+		if c == ',' || (c == '.' && i+1 < len(mid) && mid[i+1] == '.') {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeDbl removes the backslashes bash removes inside double quotes.
+func unescapeDbl(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				i++
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeHeredoc removes the backslashes bash removes in the body of a
+// here-document with an unquoted delimiter: before $, ` and \ (a
+// backslash-newline is rejected before this is called).
+func unescapeHeredoc(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '\\':
+				i++
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// stripTabs removes the leading tabs of every line, as "<<-" does.
+func stripTabs(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	atStart := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if atStart && c == '\t' {
+			continue
+		}
+		atStart = c == '\n'
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+var errHeredocContinuation = errors.New("backslash-newline in an unquoted here-document body " +
+	"(bash joins the lines before it looks for the delimiter)")
+
+// heredocBody computes what a here-document feeds to its command.
+//
+// Which line closes the here-document is decided by the parser; the
+// differential test checks that it agrees with bash. One known
+// disagreement is handled here: for an unquoted delimiter bash removes
+// backslash-newline pairs before comparing a line with the delimiter, so
+// "E\<newline>OF" closes a here-document for bash and not for the parser.
+// Such bodies are refused.
+func (p *parsed) heredocBody(r *syntax.Redirect, quoted bool) (Word, error) {
+	if r.Hdoc == nil {
+		return Word{Static: true}, nil
+	}
+	raw := p.text(r.Hdoc)
+	if !quoted && strings.Contains(raw, "\\\n") {
+		return Word{}, errHeredocContinuation
+	}
+	var b strings.Builder
+	static := true
+	for _, part := range r.Hdoc.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			if quoted {
+				b.WriteString(x.Value)
+			} else {
+				b.WriteString(unescapeHeredoc(x.Value))
+			}
+		default:
+			if quoted {
+				return Word{}, errors.New("unexpected expansion in a quoted here-document")
+			}
+			static = false
+		}
+	}
+	if !static {
+		return Word{Raw: raw, Value: raw}, nil
+	}
+	v := b.String()
+	if r.Op == syntax.DashHdoc {
+		v = stripTabs(v)
+	}
+	if v != "" && !strings.HasSuffix(v, "\n") {
+		return Word{}, errors.New("here-document body does not end with a newline")
+	}
+	return Word{Raw: raw, Value: v, Static: true}, nil
+}
+
+// heredocSubst recognises $(cat <<'EOF' ... EOF), the idiom agents use to
+// pass a multi-line literal (a commit message, say), and returns its
+// output: the literal body without its trailing newlines. Anything else
+// (an unquoted delimiter, more commands, other redirections, arguments to
+// cat, comments) is not recognised.
+func (p *parsed) heredocSubst(cs *syntax.CmdSubst) (string, bool) {
+	if cs.Backquotes || cs.TempFile || cs.ReplyVar || len(cs.Stmts) != 1 || len(cs.Last) != 0 {
+		return "", false
+	}
+	st := cs.Stmts[0]
+	if st.Negated || st.Background || st.Coprocess || st.Disown || len(st.Comments) != 0 || len(st.Redirs) != 1 {
+		return "", false
+	}
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) != 0 || len(call.Args) != 1 || len(call.Args[0].Parts) != 1 {
+		return "", false
+	}
+	if lit, ok := call.Args[0].Parts[0].(*syntax.Lit); !ok || lit.Value != "cat" {
+		return "", false
+	}
+	r := st.Redirs[0]
+	if r.N != nil || (r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc) || !quotedDelim(r.Word) {
+		return "", false
+	}
+	if d := p.word(r.Word); !d.Static {
+		return "", false
+	}
+	body, err := p.heredocBody(r, true)
+	if err != nil || !body.Static {
+		return "", false
+	}
+	return strings.TrimRight(body.Value, "\n"), true
+}
