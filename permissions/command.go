@@ -1,0 +1,199 @@
+package permissions
+
+import (
+	"strings"
+
+	"github.com/moat-sandbox/moat/validators"
+)
+
+// part is one simple command of a parsed command line, in the form the
+// decision steps use.
+type part struct {
+	argv    []string // word values; for non-static words, the raw text
+	glob    []bool   // glob[i]: argv[i] is a safe glob pattern (nil: none)
+	assigns []assign
+	redirs  []redir
+	op      string // operator after this part: ; && || | & or ""
+	source  string
+	// static: every word is static or a safe glob, every redirect target is
+	// static and every here-document is literal. Only static parts can be
+	// allowed.
+	static bool
+	// plain: no word can hide a command or change the argument count
+	// (no $, `, ( or { in a non-static word), so the words are all there is
+	// to see for deny and ask rules.
+	plain bool
+	why   string // why the part is not static
+	// riskyGlob: a glob pattern starts with a metacharacter and may expand
+	// to an option; only commands whose every flag is harmless may take it.
+	riskyGlob bool
+}
+
+type assign struct {
+	name, value string
+	static      bool
+}
+
+type redir struct {
+	op     string // as written: > >> < <> >| &> &>> >& <& << <<- <<<
+	fd     string
+	target string
+	static bool
+	// heredoc: body of << and <<- (target is the delimiter)
+	heredoc       string
+	heredocQuoted bool
+}
+
+// isHeredoc reports whether the redirect is a here-document or here-string.
+func (r redir) isHeredoc() bool { return strings.HasPrefix(r.op, "<<") }
+
+// fromSimple converts a validators.SimpleCommand.
+func fromSimple(sc *validators.SimpleCommand) part {
+	p := part{op: sc.Op, source: sc.Source, static: true, plain: true}
+	if sc.Negated {
+		p.static, p.why = false, "negated command"
+	}
+	for _, a := range sc.Assigns {
+		p.assigns = append(p.assigns, assign{name: a.Name, value: a.Value.Value, static: a.Value.Static})
+		if !a.Value.Static {
+			p.notStatic("assignment " + a.Name + " is not a literal value")
+			p.notPlain(a.Value.Raw)
+		}
+	}
+	p.argv = make([]string, len(sc.Args))
+	for i, w := range sc.Args {
+		p.argv[i] = w.Value
+		if w.Static {
+			continue
+		}
+		if w.Raw == "[" || w.Raw == "]" || w.Raw == "]]" {
+			p.argv[i] = w.Raw // test's brackets: no pattern to match
+			continue
+		}
+		switch globKind(w.Raw) {
+		case globSafe, globRisky:
+			if p.glob == nil {
+				p.glob = make([]bool, len(sc.Args))
+			}
+			p.glob[i] = true
+			if globKind(w.Raw) == globRisky {
+				p.riskyGlob = true
+			}
+			continue
+		}
+		if literalBraces(w.Raw) {
+			p.argv[i] = w.Raw // HEAD@{1}: braces that do not expand
+			continue
+		}
+		p.notStatic("word " + quoteWord(w.Raw) + " is not a literal")
+		p.notPlain(w.Raw)
+	}
+	for _, r := range sc.Redirects {
+		rd := redir{op: r.Op, fd: r.Fd, target: r.Target.Value, static: r.Target.Static,
+			heredoc: r.Heredoc, heredocQuoted: r.HeredocQuoted}
+		switch {
+		case r.Op == "<<" || r.Op == "<<-":
+			if !r.HeredocQuoted && strings.ContainsAny(r.Heredoc, "$`") {
+				p.notStatic("here-document expands $ or `")
+				p.plain = false
+			}
+		case !r.Target.Static:
+			p.notStatic("redirect target " + quoteWord(r.Target.Raw) + " is not a literal")
+			p.notPlain(r.Target.Raw)
+		}
+		p.redirs = append(p.redirs, rd)
+	}
+	return p
+}
+
+func (p *part) notStatic(why string) {
+	if p.static {
+		p.static, p.why = false, why
+	}
+}
+
+func (p *part) notPlain(raw string) {
+	if strings.ContainsAny(raw, "$`({") {
+		p.plain = false
+	}
+}
+
+type globClass uint8
+
+const (
+	globNone  globClass = iota // not a plain glob pattern
+	globSafe                   // src/*.go: cannot expand to an option
+	globRisky                  // *.go: may expand to "-rf" or "--pre=sh"
+)
+
+// globKind classifies a non-static word: a plain glob pattern has only
+// literal characters and * ? [ ], no quotes or expansions. It is safe when
+// its first character is a literal other than '-', so that no file name
+// can turn it into an option ("*" could expand to a file named "-rf").
+func globKind(raw string) globClass {
+	if raw == "" || raw[0] == '-' {
+		return globNone
+	}
+	glob := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '*' || c == '?' || c == '[' || c == ']':
+			glob = true
+		case !safeUnquoted(c):
+			return globNone
+		}
+	}
+	switch {
+	case !glob:
+		return globNone
+	case safeUnquoted(raw[0]):
+		return globSafe
+	}
+	return globRisky
+}
+
+// literalBraces reports whether a word is literal but for braces that
+// bash does not expand (HEAD@{1}, stash@{0}: no comma and no "..").
+func literalBraces(raw string) bool {
+	if !strings.Contains(raw, "{") {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '{' && c != '}' && !safeUnquoted(c) {
+			return false
+		}
+	}
+	return !strings.Contains(raw, ",") && !strings.Contains(raw, "..")
+}
+
+// isGlob reports whether argv[i] is a glob pattern.
+func (p *part) isGlob(i int) bool { return p.glob != nil && i < len(p.glob) && p.glob[i] }
+
+// strictArgv is the argument vector allow rules and the read-only tables
+// see: safe assignments and safe wrappers stripped. When an assignment is
+// not safe, it stays in front as a NAME=value word.
+func (p *part) strictArgv() (argv []string, offset int) {
+	rest, clean := stripStrict(p.assigns, p.argv)
+	if !clean {
+		out := make([]string, 0, len(p.assigns)+len(p.argv))
+		for _, a := range p.assigns {
+			out = append(out, a.name+"="+a.value)
+		}
+		return append(out, p.argv...), -len(p.assigns)
+	}
+	return rest, len(p.argv) - len(rest)
+}
+
+// fullArgv is the command as written, assignments first.
+func (p *part) fullArgv() []string {
+	if len(p.assigns) == 0 {
+		return p.argv
+	}
+	out := make([]string, 0, len(p.assigns)+len(p.argv))
+	for _, a := range p.assigns {
+		out = append(out, a.name+"="+a.value)
+	}
+	return append(out, p.argv...)
+}

@@ -1,0 +1,61 @@
+// Package permissions decides whether an agent's shell command may run:
+// allow, ask (show the user a prompt) or deny. It reads the permission
+// rules of the settings (Bash(git status), Bash(npm run:*),
+// Bash(git * --force) in allow, ask and deny lists), the permission mode
+// and the working directories, and answers with a policy.Decision plus
+// what a host shows with the prompt: warnings for destructive commands, a
+// rule to suggest, the read-only flag, the display kind and, for
+// "sed -i 's/a/b/' FILE", the edit as data.
+//
+// # What it owns
+//
+//   - Rule syntax and matching (rule.go): exact, prefix (":*") and
+//     wildcard ('*') rules. Allow rules match narrowly, on the words after
+//     safe assignments and safe wrappers are stripped; deny and ask rules
+//     match broadly, on every command the line can run (extract.go).
+//   - Wrapper stripping (strip.go): a fixed-point loop removing assignments
+//     of SafeEnvVars and timeout, time, nice and nohup with strict flag
+//     parsing, for allow rules and the read-only tables. Deny and ask rules
+//     see through every assignment and every wrapper (env, command, sudo,
+//     xargs, stdbuf, ionice, setsid, sh -c, eval, find -exec, ...).
+//   - Read-only classification (readonly.go, tables.go, git.go, sed.go):
+//     per-command tables of safe flags; an unknown flag, an abbreviated long
+//     option or a bundle hiding a write or exec flag is not read-only.
+//   - Path constraints (paths.go), sed constraints, destructive-command
+//     warnings (warnings.go), rule suggestions (suggest.go) and the
+//     classifier hook (classifier.go).
+//
+// # The order of the decision
+//
+// Engine.Decide runs these steps; the first that decides wins.
+//
+//  1. Deny rules, on every command of the line: a deny on any part denies
+//     the whole line, whatever the mode.
+//  2. The mode: plan denies what is not read-only; bypassPermissions
+//     allows the rest (but asks when a deny rule exists and some command of
+//     the line cannot be seen).
+//  3. Ask rules, on every command of the line. When deny or ask rules
+//     exist and some command cannot be seen (its name is not literal, a
+//     shell reads a script from a pipe, ...), ask.
+//  4. The security validators (validators.Check): an Ask there asks even
+//     when an allow rule matches. A command that does not parse to simple
+//     commands asks.
+//  5. Path constraints: reads and writes outside the working directory and
+//     the additional directories ask, and so do redirections there,
+//     /dev/tcp and /dev/udp, /proc/*/environ, and writes to files that can
+//     run code later (.bashrc, .git/hooks, .vscode, ...).
+//  6. Sed constraints: a sed script that runs commands (e, s///e) or that
+//     cannot be analysed asks.
+//  7. Allow rules, 8. the read-only tables and 9. (acceptEdits) file
+//     edits inside the working directories: the line is allowed when every
+//     part is allowed by one of them. A part with a word that is not a
+//     literal (an expansion, a substitution) is never allowed.
+//  10. The classifier, if any: above ConfidenceThreshold it decides.
+//  11. Otherwise ask, with a suggested rule.
+//
+// # What it must not import
+//
+// Pure Go: never linux/, darwin/, bpf/ or golang.org/x/sys/unix
+// (deps_test.go keeps it so). It imports runtime/policy for the Decision
+// type and validators for the parser and the validator chain.
+package permissions

@@ -1,0 +1,565 @@
+package permissions
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/validators"
+)
+
+// Request is one command to decide.
+type Request struct {
+	// Command is the shell command line as the agent wrote it.
+	Command string
+	// Cwd is the absolute working directory. If empty or relative, no
+	// relative path can be checked, and commands that name one ask.
+	Cwd string
+	// Mode is the permission mode. If empty, the settings' default mode,
+	// else "default".
+	Mode string
+	// AdditionalDirs are more directories commands may use, on top of the
+	// settings' additionalDirectories. Relative ones are taken from Cwd.
+	AdditionalDirs []string
+}
+
+// Result is the decision with what a host shows along with it.
+type Result struct {
+	Decision policy.Decision
+	// ReadOnly: every part of the command only reads, searches or lists.
+	ReadOnly bool
+	// Warnings are notes for the prompt (destructive commands). Never nil.
+	Warnings []string
+	// Suggestion is a rule the host may offer ("Bash(npm run:*)"), or "".
+	Suggestion string
+	// SedEdit is set for "sed -i 's/old/new/' FILE".
+	SedEdit *SedEdit
+	// Kind is the display kind: search, read, list, silent or none.
+	Kind string
+}
+
+// Options configure an Engine. The zero value works.
+type Options struct {
+	// Classifier is consulted when no rule decides. If nil, there is none.
+	Classifier Classifier
+	// Validate is the security validator chain. If nil, the validators
+	// package's chain.
+	Validate func(cmd string) policy.Decision
+}
+
+// Engine decides commands against one set of rules. It is safe for
+// concurrent use.
+type Engine struct {
+	rules    ruleSet
+	mode     string
+	addDirs  []string
+	opts     Options
+	validate func(string) policy.Decision
+}
+
+// New compiles the permission rules. A malformed rule is an error naming
+// it; rules for other tools are checked and otherwise ignored.
+func New(perms policy.Permissions, opts Options) (*Engine, error) {
+	e := &Engine{opts: opts, validate: opts.Validate}
+	if e.validate == nil {
+		e.validate = defaultValidate
+	}
+	if err := e.add(perms); err != nil {
+		return nil, err
+	}
+	if perms.DefaultMode != "" {
+		if !policy.ValidMode(perms.DefaultMode) {
+			return nil, fmt.Errorf("unknown permission mode %q (want one of %s)", perms.DefaultMode, strings.Join(policy.Modes, ", "))
+		}
+		e.mode = perms.DefaultMode
+	}
+	return e, nil
+}
+
+func (e *Engine) add(perms policy.Permissions) error {
+	for _, l := range []struct {
+		name  string
+		rules []policy.Rule
+	}{{listDeny, perms.Deny}, {listAsk, perms.Ask}, {listAllow, perms.Allow}} {
+		for _, r := range l.rules {
+			if err := e.rules.add(l.name, r); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range perms.AdditionalDirectories {
+		e.addDirs = append(e.addDirs, d.Path)
+	}
+	return nil
+}
+
+// With returns an engine with more rules on top of e's (for a request that
+// brings its own). e is not changed.
+func (e *Engine) With(extra policy.Permissions) (*Engine, error) {
+	n := *e
+	n.rules.allow = append([]*Rule(nil), e.rules.allow...)
+	n.rules.ask = append([]*Rule(nil), e.rules.ask...)
+	n.rules.deny = append([]*Rule(nil), e.rules.deny...)
+	n.addDirs = append([]string(nil), e.addDirs...)
+	if err := n.add(extra); err != nil {
+		return nil, err
+	}
+	if extra.DefaultMode != "" {
+		if !policy.ValidMode(extra.DefaultMode) {
+			return nil, fmt.Errorf("unknown permission mode %q", extra.DefaultMode)
+		}
+		n.mode = extra.DefaultMode
+	}
+	return &n, nil
+}
+
+// Limits on what is analysed.
+const (
+	// MaxAnalysedBytes: longer command lines are never allowed by rules or
+	// tables (deny rules are still checked).
+	MaxAnalysedBytes = 256 << 10
+	// MaxParsedBytes: longer command lines are not even parsed; they ask.
+	MaxParsedBytes = 8 << 20
+)
+
+// Decide decides one command. See the package documentation for the order
+// of the steps.
+func (e *Engine) Decide(req Request) Result {
+	return e.DecideContext(context.Background(), req)
+}
+
+// step is the state of one decision.
+type step struct {
+	e     *Engine
+	req   Request
+	mode  string
+	cwd   string
+	dirs  dirSet
+	parts []part
+	an    []analysis // per part, on the strictly stripped words
+	pr    validators.ParseResult
+	x     extraction
+	res   Result
+}
+
+func ask(reason string) policy.Decision {
+	return policy.Decision{Verdict: policy.Ask, Reason: reason}
+}
+
+// DecideContext is Decide with a context for the classifier.
+func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
+	s := &step{e: e, req: req, res: Result{Kind: KindNone, Warnings: []string{}}}
+	s.res.Decision = s.decide(ctx)
+	if s.res.Decision.Verdict != policy.Ask {
+		s.res.Suggestion = ""
+	}
+	return s.res
+}
+
+func (s *step) decide(ctx context.Context) policy.Decision {
+	e, req := s.e, s.req
+	s.mode = req.Mode
+	if s.mode == "" {
+		s.mode = e.mode
+	}
+	if s.mode == "" {
+		s.mode = "default"
+	}
+	if !policy.ValidMode(s.mode) {
+		return ask(fmt.Sprintf("unknown permission mode %q", s.mode))
+	}
+	s.setDirs()
+	cmd := req.Command
+	if len(cmd) > MaxParsedBytes {
+		if len(e.rules.deny) > 0 || s.mode != "bypassPermissions" {
+			return ask(fmt.Sprintf("the command is too long to check (%d bytes)", len(cmd)))
+		}
+		return policy.Decision{Verdict: policy.Allow, Reason: "bypassPermissions mode"}
+	}
+	analysed := len(cmd) <= MaxAnalysedBytes
+	needX := len(e.rules.deny) > 0 || len(e.rules.ask) > 0
+	if analysed {
+		s.pr = validators.ParseForSecurity(cmd)
+		if s.pr.Kind == validators.Simple {
+			s.parts = make([]part, len(s.pr.Commands))
+			for i := range s.pr.Commands {
+				s.parts[i] = fromSimple(&s.pr.Commands[i])
+			}
+		}
+	}
+	// 0. What can the command run? (deny and ask rules, warnings)
+	if s.pr.Kind == validators.Simple && s.allPlain() {
+		s.x.extractParts(s.parts)
+	} else if needX || analysed {
+		s.x.extractSource(cmd, 0)
+	}
+	s.res.Warnings = warnings(s.x.cands, cmd)
+	s.analyzeParts()
+
+	// 1. Deny rules: any candidate of any part.
+	if d, ok := s.matchRules(e.rules.deny, policy.Deny); ok {
+		return d
+	}
+	// 2. Modes.
+	switch s.mode {
+	case "plan":
+		if !s.res.ReadOnly {
+			why := s.notReadOnlyReason()
+			return policy.Decision{Verdict: policy.Deny, Reason: "plan mode allows only read-only commands: " + why}
+		}
+	case "bypassPermissions":
+		if len(e.rules.deny) > 0 && s.x.incomplete != "" {
+			return ask("bypassPermissions mode, but the deny rules cannot be checked: " + s.x.incomplete)
+		}
+		return policy.Decision{Verdict: policy.Allow, Reason: "bypassPermissions mode"}
+	}
+	// 3. Ask rules.
+	if d, ok := s.matchRules(e.rules.ask, policy.Ask); ok {
+		return d
+	}
+	if s.x.incomplete != "" && needX {
+		return ask("the deny and ask rules cannot be checked: " + s.x.incomplete)
+	}
+	if !analysed {
+		return ask(fmt.Sprintf("the command is too long to analyse (%d bytes)", len(cmd)))
+	}
+	// 4. Security validators: an Ask here asks whatever the allow rules say.
+	if v := s.e.validate(cmd); v.Verdict == policy.Ask || v.Verdict == policy.Deny {
+		if v.Reason == "" {
+			v.Reason = "a security check objects to the command"
+		}
+		return v
+	}
+	if s.pr.Kind != validators.Simple {
+		return ask("the command is too complex to analyse: " + s.pr.Reason)
+	}
+	if len(s.parts) == 0 {
+		return policy.Decision{Verdict: policy.Allow, Reason: "the command runs nothing"}
+	}
+	// 5. Path constraints and 6. sed constraints.
+	if d, ok := s.constraints(); ok {
+		return d
+	}
+	// 7-9. Allow rules, read-only allow, acceptEdits allow: every part.
+	if d, ok := s.allowEveryPart(); ok {
+		return d
+	}
+	// 10. Classifier.
+	if e.opts.Classifier != nil {
+		if d, ok := s.classify(ctx); ok {
+			return d
+		}
+	}
+	s.res.Suggestion = s.suggest()
+	return policy.Decision{}.Final()
+}
+
+func (s *step) setDirs() {
+	if c := s.req.Cwd; c != "" && filepath.IsAbs(c) {
+		s.cwd = filepath.Clean(c)
+		s.dirs = append(s.dirs, s.cwd)
+	}
+	add := func(d string) {
+		if !filepath.IsAbs(d) {
+			if s.cwd == "" {
+				return
+			}
+			d = filepath.Join(s.cwd, d)
+		}
+		s.dirs = append(s.dirs, filepath.Clean(d))
+	}
+	for _, d := range s.e.addDirs {
+		add(d)
+	}
+	for _, d := range s.req.AdditionalDirs {
+		add(d)
+	}
+}
+
+func (s *step) allPlain() bool {
+	for i := range s.parts {
+		if !s.parts[i].plain {
+			return false
+		}
+	}
+	return true
+}
+
+// matchRules looks for a rule matching any candidate.
+func (s *step) matchRules(rules []*Rule, v policy.Verdict) (policy.Decision, bool) {
+	if len(rules) == 0 {
+		return policy.Decision{}, false
+	}
+	for _, c := range s.x.cands {
+		for _, r := range rules {
+			if r.matchBroad(c) {
+				verb := "denied"
+				if v == policy.Ask {
+					verb = "needs approval"
+				}
+				return policy.Decision{Verdict: v, Reason: fmt.Sprintf("%s by rule %s (matches %s)", verb, r.Text, joinArgv(c)), Rule: r.Text}, true
+			}
+		}
+	}
+	return policy.Decision{}, false
+}
+
+// analyzeParts classifies every part and computes ReadOnly and Kind.
+func (s *step) analyzeParts() {
+	if s.pr.Kind != validators.Simple {
+		return
+	}
+	s.an = make([]analysis, len(s.parts))
+	ro := true
+	sawCd := false
+	for i := range s.parts {
+		p := &s.parts[i]
+		argv, clean := stripStrict(p.assigns, p.argv)
+		a := analysis{readOnly: true, kind: kindNeutral}
+		if !clean {
+			a.readOnly = false
+			a.why = "assignment of " + firstUnsafe(p.assigns) + " can change what runs"
+			a.kind = displayKind(nameOf(argv))
+		} else if len(argv) > 0 {
+			a = analyze(argv)
+		}
+		if !p.static {
+			a.notReadOnly(p.why)
+		}
+		if p.riskyGlob && !globOK[a.name] {
+			a.notReadOnly("a glob pattern may expand to an option of " + a.name)
+		}
+		if a.git && sawCd {
+			a.notReadOnly("git after cd may run code from another repository's configuration")
+		}
+		if a.cd {
+			sawCd = true
+		}
+		a.roButRedirect = a.readOnly
+		for _, r := range p.redirs {
+			if w, _ := redirPath(r); w != "" && !specialOK[w] {
+				a.notReadOnly("output redirected to " + w)
+			}
+		}
+		s.an[i] = a
+		if !a.readOnly {
+			ro = false
+		}
+	}
+	s.res.ReadOnly = ro
+	s.res.Kind = overallKind(s.an)
+	if len(s.parts) == 1 && s.an[0].sed != nil {
+		s.res.SedEdit = s.an[0].sed
+	}
+}
+
+func nameOf(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	return filepath.Base(argv[0])
+}
+
+func firstUnsafe(as []assign) string {
+	for _, a := range as {
+		if !safeAssign(a) {
+			return a.name
+		}
+	}
+	return ""
+}
+
+func (s *step) notReadOnlyReason() string {
+	if s.pr.Kind != validators.Simple {
+		if s.pr.Reason != "" {
+			return "the command is too complex to analyse (" + s.pr.Reason + ")"
+		}
+		return "the command is too complex to analyse"
+	}
+	for _, a := range s.an {
+		if !a.readOnly {
+			return a.why
+		}
+	}
+	return "not read-only"
+}
+
+// redirPath returns the file a redirect writes (write) or reads (read).
+func redirPath(r redir) (write, read string) {
+	switch r.op {
+	case ">", ">>", ">|", "&>", "&>>", "<>":
+		return r.target, ""
+	case ">&":
+		if isDigits(r.target) || r.target == "-" {
+			return "", ""
+		}
+		return r.target, ""
+	case "<":
+		return "", r.target
+	case "<&":
+		if isDigits(r.target) || r.target == "-" {
+			return "", ""
+		}
+		return "", r.target
+	}
+	return "", ""
+}
+
+// overallKind folds the parts' kinds: all search/read/list -> the most
+// specific of them; all silent -> silent; anything else -> none.
+func overallKind(an []analysis) string {
+	var search, read, list, silent, other bool
+	for _, a := range an {
+		switch a.kind {
+		case kindNeutral:
+		case KindSearch:
+			search = true
+		case KindRead:
+			read = true
+		case KindList:
+			list = true
+		case KindSilent:
+			silent = true
+		default:
+			other = true
+		}
+	}
+	switch {
+	case other:
+		return KindNone
+	case silent && !search && !read && !list:
+		return KindSilent
+	case silent:
+		return KindNone
+	case search:
+		return KindSearch
+	case read:
+		return KindRead
+	case list:
+		return KindList
+	}
+	return KindNone
+}
+
+// constraints runs the path and sed constraints over every part.
+func (s *step) constraints() (policy.Decision, bool) {
+	cwds := cwdSet{s.cwd}
+	for i := range s.parts {
+		p, a := &s.parts[i], &s.an[i]
+		// Dangerous paths anywhere in the words.
+		for _, w := range p.argv {
+			if why := dangerousPath(w); why != "" {
+				return ask("the command uses " + why), true
+			}
+		}
+		for _, as := range p.assigns {
+			if why := dangerousPath(as.value); why != "" {
+				return ask("the command uses " + why), true
+			}
+		}
+		for _, r := range p.redirs {
+			if r.isHeredoc() {
+				continue
+			}
+			if strings.HasPrefix(r.target, "!") || strings.HasPrefix(r.target, "=") || strings.HasPrefix(r.target, "|") {
+				return ask("redirect target " + quoteWord(r.target) + " means something else in zsh"), true
+			}
+			w, rd := redirPath(r)
+			if w != "" {
+				if why := checkPath(w, true, cwds, s.dirs); why != "" {
+					return ask("redirect: " + why), true
+				}
+			}
+			if rd != "" {
+				if why := checkPath(rd, false, cwds, s.dirs); why != "" {
+					return ask("redirect: " + why), true
+				}
+			}
+		}
+		if a.ask != "" {
+			return ask(a.ask), true
+		}
+		if p.static {
+			for _, r := range a.reads {
+				if why := checkPath(r, false, cwds, s.dirs); why != "" {
+					return ask(why), true
+				}
+			}
+			for _, w := range a.writes {
+				if why := checkPath(w, true, cwds, s.dirs); why != "" {
+					return ask(why), true
+				}
+			}
+		}
+		if a.cd {
+			if a.cdTarget == "" || !p.static {
+				return ask("cd to a directory that cannot be checked"), true
+			}
+			abs, ok := cwds.resolve(a.cdTarget)
+			if !ok {
+				return ask("cd to a directory that cannot be checked"), true
+			}
+			for _, d := range abs {
+				cwds = cwds.with(d)
+			}
+			if len(cwds) > 8 {
+				return ask("too many cd commands to follow"), true
+			}
+		}
+	}
+	return policy.Decision{}, false
+}
+
+// allowEveryPart allows the command when every part is allowed by an allow
+// rule, by the read-only tables, or (acceptEdits) as a file edit.
+func (s *step) allowEveryPart() (policy.Decision, bool) {
+	var rule, reason string
+	for i := range s.parts {
+		p, a := &s.parts[i], &s.an[i]
+		if !p.static {
+			return policy.Decision{}, false
+		}
+		if r := s.allowRule(p); r != nil && !p.riskyGlob {
+			if rule == "" {
+				rule = r.Text
+			}
+			continue
+		}
+		switch {
+		case a.readOnly:
+			if reason == "" {
+				reason = "read-only"
+			}
+		case s.mode == "acceptEdits" && (a.edit || a.roButRedirect):
+			reason = "acceptEdits mode: file edits inside the working directories"
+		default:
+			return policy.Decision{}, false
+		}
+	}
+	switch {
+	case rule != "" && reason == "":
+		return policy.Decision{Verdict: policy.Allow, Reason: "allowed by rule " + rule, Rule: rule}, true
+	case rule != "":
+		return policy.Decision{Verdict: policy.Allow, Reason: "allowed by rule " + rule + " and " + reason, Rule: rule}, true
+	case reason == "read-only":
+		return policy.Decision{Verdict: policy.Allow, Reason: "read-only command"}, true
+	}
+	return policy.Decision{Verdict: policy.Allow, Reason: reason}, true
+}
+
+// allowRule returns the allow rule matching a part, if any.
+func (s *step) allowRule(p *part) *Rule {
+	if len(s.e.rules.allow) == 0 {
+		return nil
+	}
+	stripped, _ := p.strictArgv()
+	full := p.fullArgv()
+	for _, r := range s.e.rules.allow {
+		if r.matchArgv(stripped) || r.matchArgv(full) {
+			return r
+		}
+	}
+	return nil
+}

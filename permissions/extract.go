@@ -1,0 +1,794 @@
+package permissions
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// This file finds every command a command line can run, for deny and ask
+// rules and for the destructive-command warnings: the simple commands
+// themselves, the commands inside substitutions, functions, loops and
+// conditionals, the command strings handed to sh -c, eval, watch, su -c,
+// trap and alias, the commands behind wrappers (env, command, sudo, xargs,
+// timeout, nice, nohup, stdbuf, ionice, setsid, ...), the commands of
+// find -exec, and git with its global options removed. Each is reduced to
+// argument vectors ("candidates"); a deny rule that matches any candidate
+// denies the whole command line.
+//
+// When some command cannot be seen (its name is not a literal, a shell reads
+// a script from a pipe, a limit is reached), the extraction is incomplete:
+// the command line then cannot be allowed while deny or ask rules exist.
+
+// Limits that keep hostile input linear.
+const (
+	maxCandidates   = 4096    // argument vectors per command line
+	maxPerCommand   = 64      // candidates per simple command
+	maxNesting      = 4       // sh -c inside sh -c inside ...
+	maxNestedBytes  = 1 << 20 // bytes re-parsed for nested command strings
+	maxBraceResults = 64      // words one brace expansion may produce
+)
+
+type extraction struct {
+	cands      [][]string
+	seen       map[string]bool // candidates already in cands
+	incomplete string          // why some command could not be seen ("" if none)
+	nested     int             // bytes parsed for nested strings
+}
+
+func (x *extraction) fail(why string) {
+	if x.incomplete == "" {
+		x.incomplete = why
+	}
+}
+
+// extractParts works from already flattened parts whose words are plain.
+func (x *extraction) extractParts(parts []part) {
+	for i := range parts {
+		p := &parts[i]
+		stdin, have := "", true
+		if i > 0 && (parts[i-1].op == "|" || parts[i-1].op == "|&") {
+			if s, ok := echoOutput(parts[i-1].argv); ok {
+				stdin = s
+			} else {
+				have = false
+			}
+		}
+		for _, r := range p.redirs {
+			switch {
+			case r.isHeredoc():
+				stdin, have = heredocText(r), true
+			case r.op == "<" && (r.fd == "" || r.fd == "0"):
+				stdin, have = "", true // a script file: not on the command line
+			}
+		}
+		x.command(p.argv, 0, stdin, have)
+	}
+}
+
+// extractSource parses src and walks the whole syntax tree.
+func (x *extraction) extractSource(src string, depth int) {
+	if depth > maxNesting {
+		x.fail("command strings nested too deeply")
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		x.fail("the command does not parse: " + err.Error())
+		return
+	}
+	x.walk(f, depth)
+}
+
+func (x *extraction) walk(root syntax.Node, depth int) {
+	syntax.Walk(root, func(n syntax.Node) bool {
+		if len(x.cands) >= maxCandidates {
+			x.fail("too many commands to check")
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			call, ok := n.Cmd.(*syntax.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			argv, ok := x.words(call.Args)
+			if !ok {
+				return true // x.fail already called
+			}
+			// A shell on the right of a pipe is handled by pipeIntoShell;
+			// here stdin is a here-document or what the agent host gives
+			// (not a script).
+			stdin := ""
+			for _, r := range n.Redirs {
+				if r.Hdoc != nil {
+					stdin = x.hdocText(r)
+				} else if r.Op == syntax.WordHdoc && r.Word != nil {
+					stdin, _ = wordValue(r.Word)
+				}
+			}
+			x.command(argv, depth, stdin, true)
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				x.pipeIntoShell(n, depth)
+			}
+		}
+		return true
+	})
+}
+
+// pipeIntoShell handles "producer | sh": the producer's output is a script.
+func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
+	right, ok := b.Y.Cmd.(*syntax.CallExpr)
+	if !ok || len(right.Args) == 0 {
+		return
+	}
+	rargv, ok := x.words(right.Args)
+	if !ok || !readsScriptFromStdin(rargv) {
+		return
+	}
+	for _, r := range b.Y.Redirs {
+		if r.Hdoc != nil || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn {
+			return // stdin comes from elsewhere; handled by command()
+		}
+	}
+	left := b.X
+	for {
+		if lb, ok := left.Cmd.(*syntax.BinaryCmd); ok && (lb.Op == syntax.Pipe || lb.Op == syntax.PipeAll) {
+			left = lb.Y
+			continue
+		}
+		break
+	}
+	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+		if largv, ok := x.words(call.Args); ok {
+			if s, ok := echoOutput(largv); ok {
+				x.nestedSource(s, depth+1)
+				return
+			}
+		}
+	}
+	x.fail("a shell reads its script from a pipe")
+}
+
+// words evaluates call arguments for matching: quotes removed, $'...'
+// decoded, brace expansions expanded; other expansions keep their source
+// text. A command name that is not a literal makes the extraction
+// incomplete (ok false).
+func (x *extraction) words(ws []*syntax.Word) ([]string, bool) {
+	var argv []string
+	for i, w := range ws {
+		vals, static := x.expandWord(w)
+		if i == 0 && (!static || len(vals) == 0) {
+			x.fail("the command name " + quoteWord(wordSource(w)) + " is not a literal")
+			return nil, false
+		}
+		argv = append(argv, vals...)
+	}
+	return argv, true
+}
+
+// expandWord returns the word's possible values: more than one with brace
+// expansion. static is false when some part of it is only known at run time.
+func (x *extraction) expandWord(w *syntax.Word) ([]string, bool) {
+	hasBrace := false
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "{") {
+			hasBrace = true
+		}
+	}
+	if !hasBrace {
+		v, st := wordValue(w)
+		return []string{v}, st
+	}
+	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+	if !syntax.SplitBraces(cp) {
+		v, st := wordValue(w)
+		return []string{v}, st
+	}
+	var out []string
+	static := true
+	for ew, err := range expand.BracesSeq(nil, cp) {
+		if err != nil || len(out) >= maxBraceResults {
+			x.fail("brace expansion too large")
+			break
+		}
+		v, st := wordValue(ew)
+		static = static && st
+		out = append(out, v)
+	}
+	return out, static
+}
+
+// wordValue computes a word's value after quote removal. static is false
+// when an expansion is involved; the value then holds the source text of
+// the expansions.
+func wordValue(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	static := true
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[") {
+				static = false
+			}
+			b.WriteString(unescapeLit(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				b.WriteString(decodeANSIC(p.Value))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescapeDbl(l.Value))
+				} else {
+					static = false
+					b.WriteString(nodeSource(q))
+				}
+			}
+		default:
+			static = false
+			b.WriteString(nodeSource(part))
+		}
+	}
+	if len(w.Parts) > 0 {
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "~") {
+			static = false
+		}
+	}
+	return b.String(), static
+}
+
+func nodeSource(n syntax.Node) string {
+	var b strings.Builder
+	_ = syntax.NewPrinter().Print(&b, n)
+	return b.String()
+}
+
+func wordSource(w *syntax.Word) string { return nodeSource(w) }
+
+func (x *extraction) hdocText(r *syntax.Redirect) string {
+	if r.Hdoc == nil {
+		return ""
+	}
+	v, _ := wordValue(r.Hdoc)
+	return v
+}
+
+func heredocText(r redir) string {
+	if r.op == "<<<" {
+		return r.target
+	}
+	return r.heredoc
+}
+
+// unescapeLit removes backslash quoting from an unquoted literal.
+func unescapeLit(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeDbl removes the backslashes bash removes inside double quotes.
+func unescapeDbl(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSIC decodes the body of a $'...' string.
+func decodeANSIC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte(11)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x', 'u', 'U':
+			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			v, n := 0, 0
+			for n < max && i+1 < len(s) && isHex(s[i+1]) {
+				i++
+				v = v*16 + hexVal(s[i])
+				n++
+			}
+			if n == 0 {
+				b.WriteByte('\\')
+				b.WriteByte(e)
+			} else if e == 'x' {
+				b.WriteByte(byte(v))
+			} else {
+				b.WriteRune(rune(v))
+			}
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v, n := int(e-'0'), 1
+			for n < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7' {
+				i++
+				v = v*8 + int(s[i]-'0')
+				n++
+			}
+			b.WriteByte(byte(v))
+		default: // \\ \' \" \? and unknown escapes
+			if e != '\\' && e != '\'' && e != '"' && e != '?' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(e)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c <= '9':
+		return int(c - '0')
+	case c >= 'a':
+		return int(c-'a') + 10
+	}
+	return int(c-'A') + 10
+}
+
+// echoOutput returns what echo or printf with these arguments prints, when
+// that is known.
+func echoOutput(argv []string) (string, bool) {
+	if len(argv) == 0 {
+		return "", false
+	}
+	switch path.Base(argv[0]) {
+	case "echo":
+		args := argv[1:]
+		for len(args) > 0 && (args[0] == "-n" || args[0] == "-e" || args[0] == "-E" || args[0] == "-ne" || args[0] == "-en") {
+			args = args[1:]
+		}
+		return strings.ReplaceAll(strings.Join(args, " "), `\n`, "\n"), true
+	case "printf":
+		if len(argv) < 2 {
+			return "", false
+		}
+		return strings.ReplaceAll(strings.Join(argv[1:], " "), `\n`, "\n"), true
+	}
+	return "", false
+}
+
+// nestedSource parses a command string found inside another command.
+func (x *extraction) nestedSource(src string, depth int) {
+	x.nested += len(src)
+	if x.nested > maxNestedBytes {
+		x.fail("nested command strings too large")
+		return
+	}
+	x.extractSource(src, depth)
+}
+
+// command records the candidates of one command and looks through it.
+// stdin is the script a shell would read from its standard input, when
+// known (haveStdin).
+func (x *extraction) command(argv []string, depth int, stdin string, haveStdin bool) {
+	budget := maxPerCommand
+	x.look(argv, depth, stdin, haveStdin, &budget)
+}
+
+func (x *extraction) add(argv []string) {
+	if len(x.cands) < 8 { // small lines: a scan is cheaper than a map
+		for _, c := range x.cands {
+			if equalWords(c, argv) {
+				return
+			}
+		}
+		x.cands = append(x.cands, argv)
+		return
+	}
+	if x.seen == nil {
+		x.seen = make(map[string]bool, 2*len(x.cands))
+		for _, c := range x.cands {
+			x.seen[strings.Join(c, "\x00")] = true
+		}
+	}
+	k := strings.Join(argv, "\x00")
+	if x.seen[k] {
+		return
+	}
+	x.seen[k] = true
+	x.cands = append(x.cands, argv)
+}
+
+func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	if len(argv) == 0 {
+		return
+	}
+	if *budget <= 0 {
+		x.fail("too many ways to read one command")
+		return
+	}
+	*budget--
+	x.add(argv)
+	name := argv[0]
+	if strings.Contains(name, "/") {
+		name = path.Base(name)
+		if name == "" || name == "." || name == "/" {
+			return
+		}
+		nv := append([]string{name}, argv[1:]...)
+		x.add(nv)
+		argv = nv
+	}
+	if shellNames[name] {
+		x.shell(argv, depth, stdin, haveStdin)
+		return
+	}
+	switch name {
+	case "eval":
+		x.nestedSource(strings.Join(argv[1:], " "), depth+1)
+		return
+	case "trap":
+		if len(argv) > 1 && !strings.HasPrefix(argv[1], "-") {
+			x.nestedSource(argv[1], depth+1)
+		}
+		return
+	case "alias":
+		for _, a := range argv[1:] {
+			if _, v, ok := strings.Cut(a, "="); ok {
+				x.nestedSource(v, depth+1)
+			}
+		}
+		return
+	case "watch":
+		rests := wrapperRests(argv, wrappers["watch"])
+		for _, r := range rests {
+			x.nestedSource(strings.Join(r, " "), depth+1)
+		}
+		return
+	case "find":
+		x.findExec(argv, depth, budget)
+		return
+	case "git":
+		if sub := gitStripGlobals(argv); sub != nil {
+			x.look(sub, depth, "", false, budget)
+		}
+		return
+	case "xargs", "parallel":
+		x.fail(name + " builds its command from its input")
+	}
+	spec, ok := wrappers[name]
+	if !ok {
+		return
+	}
+	if spec.shellFlag != "" {
+		for i := 1; i < len(argv)-1; i++ {
+			if argv[i] == spec.shellFlag || (spec.shellLong != "" && argv[i] == spec.shellLong) {
+				x.nestedSource(argv[i+1], depth+1)
+			} else if spec.shellLong != "" && strings.HasPrefix(argv[i], spec.shellLong+"=") {
+				x.nestedSource(argv[i][len(spec.shellLong)+1:], depth+1)
+			}
+		}
+	}
+	for _, rest := range wrapperRests(argv, spec) {
+		x.look(rest, depth, stdin, haveStdin, budget)
+	}
+}
+
+// findExec looks at the commands of find's -exec, -execdir, -ok and -okdir.
+func (x *extraction) findExec(argv []string, depth int, budget *int) {
+	for i := 1; i < len(argv); i++ {
+		switch argv[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
+				j++
+			}
+			x.look(argv[i+1:j], depth, "", false, budget)
+			i = j
+		}
+	}
+}
+
+var shellNames = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "posh": true, "fish": true, "rbash": true, "tcsh": true, "csh": true,
+}
+
+// readsScriptFromStdin reports whether a shell invocation reads its script
+// from standard input (no -c and no script file).
+func readsScriptFromStdin(argv []string) bool {
+	if len(argv) == 0 || !shellNames[path.Base(argv[0])] {
+		return false
+	}
+	cmd, script, _ := shellArgs(argv)
+	return cmd < 0 && script < 0
+}
+
+// shellArgs finds, in a shell's arguments, the index of the -c command
+// string and of the script file (-1 when absent).
+func shellArgs(argv []string) (cmdIdx, scriptIdx int, stdinFlag bool) {
+	hasC := false
+	i := 1
+	for ; i < len(argv); i++ {
+		w := argv[i]
+		if w == "--" || w == "-" {
+			i++
+			break
+		}
+		if len(w) < 2 || (w[0] != '-' && w[0] != '+') {
+			break
+		}
+		if strings.HasPrefix(w, "--") {
+			if w == "--rcfile" || w == "--init-file" {
+				i++
+			}
+			continue
+		}
+		for _, c := range w[1:] {
+			switch c {
+			case 'c':
+				hasC = true
+			case 's':
+				stdinFlag = true
+			case 'o', 'O':
+				i++ // takes a value
+			}
+		}
+	}
+	if i >= len(argv) {
+		return -1, -1, stdinFlag
+	}
+	if hasC {
+		return i, -1, stdinFlag
+	}
+	if stdinFlag {
+		return -1, -1, true
+	}
+	return -1, i, false
+}
+
+func (x *extraction) shell(argv []string, depth int, stdin string, haveStdin bool) {
+	cmd, script, _ := shellArgs(argv)
+	switch {
+	case cmd >= 0:
+		x.nestedSource(argv[cmd], depth+1)
+	case script >= 0:
+		// a script file: its contents are not on the command line
+	case haveStdin && stdin != "":
+		x.nestedSource(stdin, depth+1)
+	case haveStdin:
+		// nothing on stdin that we know of is a script: an interactive
+		// shell with no input, or input from a file
+	default:
+		x.fail("a shell reads its script from a pipe")
+	}
+}
+
+// wrapperSpec describes a command that runs another command.
+type wrapperSpec struct {
+	valueFlags  map[string]bool // flags that take a value ("-n", "--adjustment")
+	plainFlags  map[string]bool // flags known to take none
+	positionals int             // words between the flags and the command
+	assignments bool            // NAME=value words before the command (env, sudo)
+	split       string          // flag whose value is split into words (env -S)
+	shellFlag   string          // flag whose value is a shell command (su -c)
+	shellLong   string
+}
+
+func set(s ...string) map[string]bool {
+	m := make(map[string]bool, len(s))
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
+}
+
+// wrappers are the commands deny and ask rules look through. Unknown flags
+// are read both ways (with and without a value), so no spelling hides the
+// command.
+var wrappers = map[string]wrapperSpec{
+	"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
+		plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
+	"command":      {plainFlags: set("-p", "-v", "-V")},
+	"builtin":      {},
+	"exec":         {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
+	"nohup":        {},
+	"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability")},
+	"timeout":      {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
+	"nice":         {valueFlags: set("-n", "--adjustment")},
+	"ionice":       {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
+	"stdbuf":       {valueFlags: set("-i", "--input", "-o", "--output", "-e", "--error")},
+	"setsid":       {plainFlags: set("-c", "--ctty", "-f", "--fork", "-w", "--wait")},
+	"sudo":         {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
+	"doas":         {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
+	"pkexec":       {valueFlags: set("--user")},
+	"su":           {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+	"runuser":      {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
+	"script":       {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
+	"flock":        {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+	"chroot":       {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
+	"chrt":         {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
+	"taskset":      {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
+	"unshare":      {},
+	"nsenter":      {},
+	"firejail":     {},
+	"busybox":      {},
+	"toybox":       {},
+	"caffeinate":   {valueFlags: set("-t", "-w"), plainFlags: set("-d", "-i", "-m", "-s", "-u")},
+	"unbuffer":     {plainFlags: set("-p")},
+	"proxychains":  {valueFlags: set("-f"), plainFlags: set("-q")},
+	"proxychains4": {valueFlags: set("-f"), plainFlags: set("-q")},
+	"torsocks":     {},
+	"strace":       {valueFlags: set("-o", "-e", "-p", "-s", "-E", "-u", "-a", "-b", "-I", "-O", "-S", "-P", "-X")},
+	"ltrace":       {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
+	"xargs":        {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
+	"parallel":     {},
+	"watch":        {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
+	"sg":           {positionals: 1},
+}
+
+// wrapperRests returns the possible commands a wrapper runs: argv with the
+// wrapper, its flags, its positionals and (for env and sudo) its
+// assignments removed. An unknown flag is read both with and without a
+// value, so more than one answer can come back.
+func wrapperRests(argv []string, spec wrapperSpec) [][]string {
+	var out [][]string
+	seen := map[int]bool{}
+	var prefixWords []string // from env -S
+	var walk func(i int, depth int)
+	walk = func(i int, depth int) {
+		if depth > 8 || len(out) >= 8 {
+			return
+		}
+		for i < len(argv) {
+			w := argv[i]
+			if w == "--" {
+				i++
+				break
+			}
+			if len(w) < 2 || w[0] != '-' {
+				break
+			}
+			name, _, hasEq := strings.Cut(w, "=")
+			switch {
+			case spec.split != "" && (name == spec.split || name == "--split-string"):
+				v := ""
+				if hasEq {
+					v = w[len(name)+1:]
+				} else if i+1 < len(argv) {
+					v = argv[i+1]
+					i++
+				}
+				if toks, err := tokenizeRule(v); err == nil {
+					for _, t := range toks {
+						s, _ := t.literal()
+						prefixWords = append(prefixWords, s)
+					}
+				}
+				i++
+				continue
+			case spec.plainFlags[w]:
+				i++
+			case spec.valueFlags[name] && hasEq:
+				i++
+			case spec.valueFlags[w]:
+				i += 2
+			case !strings.HasPrefix(w, "--") && len(w) > 2 && spec.valueFlags[w[:2]]:
+				i++ // -n10: value attached
+			default:
+				// unknown: try it as taking a value too
+				walk(i+2, depth+1)
+				i++
+			}
+		}
+		for spec.assignments && i < len(argv) && isAssignmentWord(argv[i]) {
+			i++
+		}
+		i += spec.positionals
+		if i < len(argv) && !seen[i] {
+			seen[i] = true
+			rest := argv[i:]
+			if len(prefixWords) > 0 {
+				rest = append(append([]string(nil), prefixWords...), rest...)
+			}
+			out = append(out, rest)
+		} else if i >= len(argv) && len(prefixWords) > 0 && !seen[-1] {
+			seen[-1] = true
+			out = append(out, append([]string(nil), prefixWords...))
+		}
+	}
+	walk(1, 0)
+	return out
+}
+
+func isAssignmentWord(w string) bool {
+	i := strings.IndexByte(w, '=')
+	if i <= 0 {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		c := w[j]
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || j > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// gitGlobalValue are git's global options that take a value.
+var gitGlobalValue = set("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path", "--list-cmds", "--attr-source")
+
+// gitStripGlobals returns "git SUBCOMMAND ARGS..." with the global options
+// between git and the subcommand removed, or nil when there are none.
+func gitStripGlobals(argv []string) []string {
+	i := 1
+	for i < len(argv) {
+		w := argv[i]
+		if len(w) < 2 || w[0] != '-' {
+			break
+		}
+		name, _, hasEq := strings.Cut(w, "=")
+		switch {
+		case gitGlobalValue[name] && !hasEq && name != "--exec-path":
+			i += 2
+		case len(w) > 2 && (strings.HasPrefix(w, "-C") || strings.HasPrefix(w, "-c")) && w[1] != '-':
+			i++
+		default:
+			i++
+		}
+	}
+	if i == 1 || i >= len(argv) {
+		return nil
+	}
+	return append([]string{"git"}, argv[i:]...)
+}

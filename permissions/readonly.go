@@ -1,0 +1,363 @@
+package permissions
+
+import (
+	"path"
+	"strings"
+)
+
+// Display kinds of a command (Result.Kind).
+const (
+	KindSearch  = "search"
+	KindRead    = "read"
+	KindList    = "list"
+	KindSilent  = "silent"
+	KindNone    = "none"
+	kindNeutral = "neutral" // echo, true, cd: no effect on the kind
+)
+
+// posKind says what a command's positional arguments are.
+type posKind uint8
+
+const (
+	posPaths   posKind = iota // files the command reads
+	posNone                   // not files (echo, tr, basename)
+	posPattern                // a pattern or program, then files (grep, awk, jq)
+)
+
+// cmdSpec is one row of the read-only table.
+type cmdSpec struct {
+	kind  string
+	flags flagTable
+	opts  flagOpts
+	pos   posKind
+	// maxPos bounds the positionals (uniq IN OUT writes OUT); 0: no bound,
+	// -1: none at all.
+	maxPos int
+	// implied: with no file operand the command reads "." (ls, find, rg -r).
+	implied bool
+	// patternFlags: when one of these is given, the first positional is a
+	// file, not the pattern (grep -e PAT FILE).
+	patternFlags []string
+	// anyArgs: the arguments are data, never flags (true, echo).
+	anyArgs bool
+	// check runs after the flags were parsed, for what a table cannot say.
+	check func(a *analysis, args []string, pa *parsedArgs)
+}
+
+// analysis is what one simple command does, as far as the tables know.
+type analysis struct {
+	name     string // the command name (base name of argv[0])
+	kind     string
+	readOnly bool
+	why      string // why it is not read-only
+	edit     bool   // a file-creating or -editing command (acceptEdits)
+	reads    []string
+	writes   []string
+	// ask: a constraint that asks whatever the rules say (a sed script that
+	// runs commands, a path that cannot be checked).
+	ask string
+	// cd: the command changes the working directory.
+	cd       bool
+	cdTarget string // "" when unknown (cd, cd -, cd ~)
+	sed      *SedEdit
+	git      bool // a git command (refused after a cd)
+	// roButRedirect: read-only except for output redirections (echo x >
+	// file), which the path constraints check; acceptEdits allows it.
+	roButRedirect bool
+}
+
+func (a *analysis) notReadOnly(why string) {
+	if a.readOnly {
+		a.readOnly = false
+		a.why = why
+	}
+}
+
+func (a *analysis) mustAsk(why string) {
+	if a.ask == "" {
+		a.ask = why
+	}
+}
+
+// analyze classifies one command (argv already stripped of safe
+// assignments and wrappers).
+func analyze(argv []string) analysis {
+	a := analysis{readOnly: true}
+	if len(argv) == 0 {
+		a.kind = kindNeutral
+		return a
+	}
+	name := argv[0]
+	a.name = path.Base(name)
+	a.kind = displayKind(a.name)
+	if strings.Contains(name, "/") {
+		// /bin/cat is cat only if it really is; a path may name anything.
+		a.notReadOnly("the command is named by a path")
+		return a
+	}
+	args := argv[1:]
+	switch name {
+	case "git":
+		analyzeGit(&a, args)
+		return a
+	case "sed":
+		analyzeSed(&a, args)
+		return a
+	case "find":
+		analyzeFind(&a, args)
+		return a
+	case "cd", "pushd":
+		analyzeCd(&a, args)
+		return a
+	}
+	if spec, ok := editSpecs[name]; ok {
+		analyzeEdit(&a, spec, args)
+		return a
+	}
+	spec, ok := readOnlySpecs[name]
+	if !ok {
+		a.notReadOnly(name + " is not a known read-only command")
+		return a
+	}
+	if spec.anyArgs {
+		return a
+	}
+	pa, bad, ok := parseFlags(args, spec.flags, spec.opts)
+	if !ok {
+		a.notReadOnly(name + ": flag " + quoteWord(bad) + " is not known to be read-only")
+		return a
+	}
+	for _, f := range pa.flags {
+		switch f.kind {
+		case argPath:
+			a.reads = append(a.reads, f.value)
+		case argWrite:
+			a.writes = append(a.writes, f.value)
+			a.notReadOnly(name + " " + f.name + " writes a file")
+		}
+	}
+	pos := pa.pos
+	if (spec.maxPos < 0 && len(pos) > 0) || (spec.maxPos > 0 && len(pos) > spec.maxPos) {
+		a.notReadOnly(name + ": too many operands (the last one may be written)")
+		return a
+	}
+	switch spec.pos {
+	case posPaths:
+		for _, i := range pos {
+			a.reads = append(a.reads, args[i])
+		}
+	case posPattern:
+		start := 1
+		if pa.has(spec.patternFlags...) {
+			start = 0
+		}
+		for k, i := range pos {
+			if k >= start {
+				a.reads = append(a.reads, args[i])
+			}
+		}
+		if len(pos) <= start && spec.implied {
+			a.reads = append(a.reads, ".")
+		}
+	}
+	if spec.pos == posPaths && len(pos) == 0 && spec.implied {
+		a.reads = append(a.reads, ".")
+	}
+	if spec.check != nil {
+		spec.check(&a, args, &pa)
+	}
+	return a
+}
+
+// displayKind is the kind shown for a command name, whatever its flags.
+func displayKind(name string) string {
+	if k, ok := kindOf[name]; ok {
+		return k
+	}
+	if s, ok := readOnlySpecs[name]; ok {
+		return s.kind
+	}
+	return KindNone
+}
+
+var kindOf = map[string]string{
+	"find": KindSearch, "grep": KindSearch, "egrep": KindSearch, "fgrep": KindSearch,
+	"rg": KindSearch, "ag": KindSearch, "ack": KindSearch, "fd": KindSearch, "fdfind": KindSearch,
+	"locate": KindSearch, "which": KindSearch, "whereis": KindSearch,
+	"cat": KindRead, "head": KindRead, "tail": KindRead, "less": KindRead, "more": KindRead,
+	"jq": KindRead, "awk": KindRead, "gawk": KindRead, "mawk": KindRead, "nawk": KindRead,
+	"wc": KindRead, "stat": KindRead, "file": KindRead, "sed": KindRead,
+	"ls": KindList, "tree": KindList, "du": KindList,
+	"mv": KindSilent, "cp": KindSilent, "rm": KindSilent, "mkdir": KindSilent,
+	"rmdir": KindSilent, "touch": KindSilent, "ln": KindSilent, "chmod": KindSilent,
+	"chown": KindSilent, "chgrp": KindSilent,
+	"cd": kindNeutral, "pushd": kindNeutral, "popd": kindNeutral, "git": KindNone,
+}
+
+// analyzeCd handles cd and pushd: no effect but on the working directory.
+func analyzeCd(a *analysis, args []string) {
+	a.kind, a.cd = kindNeutral, true
+	var pos []string
+	for i, w := range args {
+		if w == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if w == "-L" || w == "-P" || w == "-e" || w == "-@" {
+			continue
+		}
+		if strings.HasPrefix(w, "-") && w != "-" {
+			a.notReadOnly("cd: unknown flag " + quoteWord(w))
+			return
+		}
+		pos = append(pos, w)
+	}
+	switch {
+	case len(pos) > 1:
+		a.notReadOnly("cd: too many arguments")
+	case len(pos) == 1 && pos[0] != "-":
+		a.cdTarget = pos[0]
+		a.reads = append(a.reads, pos[0])
+	}
+}
+
+// analyzeFind handles find's expression language: tests and actions are
+// read one by one; -exec, -execdir, -ok, -okdir, -delete, -fprint,
+// -fprint0, -fprintf and -fls are not read-only, and so is anything unknown.
+func analyzeFind(a *analysis, args []string) {
+	i := 0
+	// global options before the starting points
+	for i < len(args) {
+		w := args[i]
+		if w == "-H" || w == "-L" || w == "-P" || (strings.HasPrefix(w, "-O") && isDigits(w[2:])) {
+			i++
+			continue
+		}
+		if w == "-D" {
+			i += 2
+			continue
+		}
+		break
+	}
+	paths := 0
+	for i < len(args) {
+		w := args[i]
+		if strings.HasPrefix(w, "-") || w == "(" || w == ")" || w == "!" || w == "," {
+			break
+		}
+		a.reads = append(a.reads, w)
+		paths++
+		i++
+	}
+	if paths == 0 {
+		a.reads = append(a.reads, ".")
+	}
+	for ; i < len(args); i++ {
+		w := args[i]
+		n, ok := findPrimaries[w]
+		if !ok {
+			if findWrites[w] {
+				a.notReadOnly("find " + w + " runs a command or writes")
+			} else {
+				a.notReadOnly("find: " + quoteWord(w) + " is not known to be read-only")
+			}
+			return
+		}
+		if i+n >= len(args) {
+			a.notReadOnly("find " + w + ": missing argument")
+			return
+		}
+		switch w {
+		case "-newer", "-anewer", "-cnewer", "-samefile":
+			a.reads = append(a.reads, args[i+1])
+		}
+		if strings.HasPrefix(w, "-newer") && len(w) == 8 {
+			a.reads = append(a.reads, args[i+1])
+		}
+		i += n
+	}
+}
+
+// findPrimaries are find's read-only tests, options and actions, with the
+// number of arguments each takes.
+var findPrimaries = func() map[string]int {
+	m := map[string]int{}
+	for _, w := range strings.Fields("( ) ! , -not -a -and -o -or -true -false -empty -executable -readable -writable " +
+		"-nouser -nogroup -prune -print -print0 -ls -quit -depth -d -mount -xdev -follow -noleaf -daystart " +
+		"-ignore_readdir_race -noignore_readdir_race -help --help -version --version -nowarn -warn") {
+		m[w] = 0
+	}
+	for _, w := range strings.Fields("-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype " +
+		"-type -xtype -size -mtime -mmin -atime -amin -ctime -cmin -Bmin -Btime -perm -user -group -uid -gid -links " +
+		"-inum -samefile -maxdepth -mindepth -newer -anewer -cnewer -used -lname -ilname -fstype -printf -context") {
+		m[w] = 1
+	}
+	for _, x := range "aBcmt" {
+		for _, y := range "aBcmt" {
+			m["-newer"+string(x)+string(y)] = 1
+		}
+	}
+	return m
+}()
+
+var findWrites = map[string]bool{
+	"-exec": true, "-execdir": true, "-ok": true, "-okdir": true, "-delete": true,
+	"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
+}
+
+// editSpec is one row of the acceptEdits table: commands that only create,
+// copy, move or edit files.
+type editSpec struct {
+	flags flagTable
+	// lastIsTarget: the last operand is written, the others read (cp).
+	// Otherwise every operand is written (mkdir, touch, mv, tee).
+	lastIsTarget bool
+	// targetFlags: with one of these (cp -t DIR), every operand is read.
+	targetFlags []string
+}
+
+var editSpecs = map[string]editSpec{
+	"mkdir": {flags: flags("-p -v --parents --verbose")},
+	"touch": {flags: flags("-a -c -h -m -d= -t= -r@ --no-create --no-dereference --date= --reference@ --time=")},
+	"cp": {flags: flags("-a -b -d -f -H -i -L -n -P -p -R -r -T -u -v -x -t> -S= --archive --backup? --force --interactive " +
+		"--dereference --no-clobber --no-dereference --preserve? --no-preserve= --parents --recursive --remove-destination " +
+		"--strip-trailing-slashes --suffix= --target-directory> --no-target-directory --update? --verbose --one-file-system " +
+		"--sparse= --reflink? --attributes-only"), lastIsTarget: true, targetFlags: []string{"-t", "--target-directory"}},
+	"mv": {flags: flags("-b -f -i -n -T -u -v -t> -S= --backup? --force --interactive --no-clobber --no-target-directory " +
+		"--update? --verbose --target-directory> --strip-trailing-slashes --suffix= --no-copy")},
+	"tee": {flags: flags("-a -i -p --append --ignore-interrupts --output-error?")},
+}
+
+// analyzeEdit handles the file-editing commands: never read-only, allowed
+// in acceptEdits when every path stays inside the allowed directories.
+func analyzeEdit(a *analysis, spec editSpec, args []string) {
+	a.notReadOnly(a.name + " changes files")
+	pa, bad, ok := parseFlags(args, spec.flags, flagOpts{})
+	if !ok {
+		a.why = a.name + ": flag " + quoteWord(bad) + " is not a known file-editing flag"
+		return
+	}
+	for _, f := range pa.flags {
+		switch f.kind {
+		case argPath:
+			a.reads = append(a.reads, f.value)
+		case argWrite:
+			a.writes = append(a.writes, f.value)
+		}
+	}
+	if len(pa.pos) == 0 && a.name != "tee" {
+		return
+	}
+	target := spec.lastIsTarget && !pa.has(spec.targetFlags...)
+	for k, i := range pa.pos {
+		if !spec.lastIsTarget || (target && k == len(pa.pos)-1) {
+			a.writes = append(a.writes, args[i])
+		} else {
+			a.reads = append(a.reads, args[i])
+		}
+	}
+	if a.name == "cp" && target && len(pa.pos) < 2 {
+		return
+	}
+	a.edit = true
+}

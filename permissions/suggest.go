@@ -1,0 +1,99 @@
+package permissions
+
+import (
+	"regexp"
+	"strings"
+)
+
+// subcommandRe is what a second word must look like to be a subcommand
+// worth a prefix rule ("commit", "run", "pr-create").
+var subcommandRe = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+
+// noPrefix are commands a prefix rule must never cover: a rule for them
+// would allow any command at all (shells, wrappers, interpreters, sudo).
+var noPrefix = map[string]bool{
+	"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "exec": true, "eval": true,
+	"command": true, "builtin": true, "nohup": true, "time": true, "timeout": true, "nice": true,
+	"ionice": true, "stdbuf": true, "setsid": true, "watch": true, "find": true, "parallel": true,
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "busybox": true,
+	"python": true, "python3": true, "node": true, "perl": true, "ruby": true, "php": true, "deno": true,
+	"bun": true, "osascript": true, "ssh": true, "script": true, "flock": true, "chroot": true,
+	"source": true, ".": true, "awk": true, "gawk": true, "sed": true,
+}
+
+// CommandPrefix returns the stable prefix of a simple command, for a
+// prefix rule: "git commit -m x" -> "git commit". Safe assignments and
+// wrappers are skipped first ("NODE_ENV=prod npm run build" -> "npm run").
+// It returns "" when the command has no such prefix (one word, an unsafe
+// assignment, a second word that is not a subcommand, a shell or wrapper).
+func CommandPrefix(argv []string, assigns map[string]string) string {
+	as := make([]assign, 0, len(assigns))
+	for k, v := range assigns {
+		as = append(as, assign{name: k, value: v, static: true})
+	}
+	rest, clean := stripStrict(as, argv)
+	if !clean {
+		return ""
+	}
+	return prefixOf(rest)
+}
+
+func prefixOf(argv []string) string {
+	if len(argv) < 2 || noPrefix[argv[0]] || strings.ContainsAny(argv[0], "=") {
+		return ""
+	}
+	if !subcommandRe.MatchString(argv[1]) {
+		return ""
+	}
+	for _, w := range argv[:2] {
+		for i := 0; i < len(w); i++ {
+			if !safeUnquoted(w[i]) {
+				return ""
+			}
+		}
+	}
+	return argv[0] + " " + argv[1]
+}
+
+// suggest returns a rule to offer for the first part no rule or table
+// allowed: a prefix rule when the command has a stable prefix, else an
+// exact rule. It is "" when the command cannot be matched by a rule (a
+// part that is not static).
+func (s *step) suggest() string {
+	for i := range s.parts {
+		p, a := &s.parts[i], &s.an[i]
+		if !p.static {
+			return ""
+		}
+		if s.allowRule(p) != nil || a.readOnly {
+			continue
+		}
+		argv, _ := p.strictArgv()
+		if len(argv) == 0 {
+			continue
+		}
+		if pre := prefixOf(argv); pre != "" {
+			return "Bash(" + pre + ":*)"
+		}
+		return "Bash(" + escapeRuleContent(joinArgv(argv)) + ")"
+	}
+	return ""
+}
+
+// escapeRuleContent makes a canonical command safe as exact rule content:
+// a star outside quotes would be a wildcard, and a trailing ":*" a prefix.
+func escapeRuleContent(s string) string {
+	var b strings.Builder
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'':
+			inQuote = !inQuote
+		case c == '*' && !inQuote:
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
