@@ -90,11 +90,11 @@ func fromSimple(sc *validators.SimpleCommand) part {
 	}
 	for _, r := range sc.Redirects {
 		rd := redir{op: r.Op, fd: r.Fd, target: r.Target.Value, static: r.Target.Static,
-			heredoc: r.Heredoc, heredocQuoted: r.HeredocQuoted}
+			heredoc: r.Body.Value, heredocQuoted: r.HeredocQuoted}
 		switch {
-		case r.Op == "<<" || r.Op == "<<-":
-			if !r.HeredocQuoted && strings.ContainsAny(r.Heredoc, "$`") {
-				p.notStatic("here-document expands $ or `")
+		case r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<":
+			if !r.Body.Static || !r.Target.Static {
+				p.notStatic("here-document or here-string expands $ or `")
 				p.plain = false
 			}
 		case !r.Target.Static:

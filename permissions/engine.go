@@ -44,28 +44,24 @@ type Result struct {
 type Options struct {
 	// Classifier is consulted when no rule decides. If nil, there is none.
 	Classifier Classifier
-	// Validate is the security validator chain. If nil, the validators
-	// package's chain.
+	// Validate replaces the security validator chain (for tests). If nil,
+	// validators.Analyze.
 	Validate func(cmd string) policy.Decision
 }
 
 // Engine decides commands against one set of rules. It is safe for
 // concurrent use.
 type Engine struct {
-	rules    ruleSet
-	mode     string
-	addDirs  []string
-	opts     Options
-	validate func(string) policy.Decision
+	rules   ruleSet
+	mode    string
+	addDirs []string
+	opts    Options
 }
 
 // New compiles the permission rules. A malformed rule is an error naming
 // it; rules for other tools are checked and otherwise ignored.
 func New(perms policy.Permissions, opts Options) (*Engine, error) {
-	e := &Engine{opts: opts, validate: opts.Validate}
-	if e.validate == nil {
-		e.validate = defaultValidate
-	}
+	e := &Engine{opts: opts}
 	if err := e.add(perms); err != nil {
 		return nil, err
 	}
@@ -118,10 +114,12 @@ func (e *Engine) With(extra policy.Permissions) (*Engine, error) {
 // Limits on what is analysed.
 const (
 	// MaxAnalysedBytes: longer command lines are never allowed by rules or
-	// tables (deny rules are still checked).
-	MaxAnalysedBytes = 256 << 10
-	// MaxParsedBytes: longer command lines are not even parsed; they ask.
-	MaxParsedBytes = 8 << 20
+	// tables (deny rules are still checked). It is the validators' limit:
+	// bash -c cannot receive a longer argument anyway.
+	MaxAnalysedBytes = validators.MaxCommandBytes
+	// MaxParsedBytes: longer command lines are not even parsed for deny
+	// rules; they ask (in bypassPermissions too, when deny rules exist).
+	MaxParsedBytes = 1 << 20
 )
 
 // Decide decides one command. See the package documentation for the order
@@ -180,8 +178,14 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	}
 	analysed := len(cmd) <= MaxAnalysedBytes
 	needX := len(e.rules.deny) > 0 || len(e.rules.ask) > 0
+	var verdict policy.Decision // the validators' answer
 	if analysed {
-		s.pr = validators.ParseForSecurity(cmd)
+		// One parse and one run of the validator chain.
+		va := validators.Analyze(cmd)
+		s.pr, verdict = va.Parse, va.Decision
+		if e.opts.Validate != nil {
+			verdict = e.opts.Validate(cmd)
+		}
 		if s.pr.Kind == validators.Simple {
 			s.parts = make([]part, len(s.pr.Commands))
 			for i := range s.pr.Commands {
@@ -190,9 +194,17 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 		}
 	}
 	// 0. What can the command run? (deny and ask rules, warnings)
-	if s.pr.Kind == validators.Simple && s.allPlain() {
+	switch {
+	case s.pr.Kind == validators.Simple && s.allPlain():
 		s.x.extractParts(s.parts)
-	} else if needX || analysed {
+	case analysed && s.pr.Kind == validators.Unavailable:
+		// The parser and bash may not read this alike: what it finds is
+		// no proof of what bash would run.
+		s.x.fail("the command cannot be read the way bash reads it (" + s.pr.Reason + ")")
+		if needX {
+			s.x.extractSource(cmd, 0) // still deny what can be seen
+		}
+	case needX || analysed:
 		s.x.extractSource(cmd, 0)
 	}
 	s.res.Warnings = warnings(s.x.cands, cmd)
@@ -226,7 +238,9 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 		return ask(fmt.Sprintf("the command is too long to analyse (%d bytes)", len(cmd)))
 	}
 	// 4. Security validators: an Ask here asks whatever the allow rules say.
-	if v := s.e.validate(cmd); v.Verdict == policy.Ask || v.Verdict == policy.Deny {
+	// An Allow from the validators is an early "no objection" (a literal
+	// git commit message), never a permission: the rules still decide.
+	if v := verdict; v.Verdict == policy.Ask || v.Verdict == policy.Deny {
 		if v.Reason == "" {
 			v.Reason = "a security check objects to the command"
 		}

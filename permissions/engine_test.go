@@ -133,8 +133,11 @@ func TestModes(t *testing.T) {
 		{mode: "acceptEdits", cmd: "cp -r src dst", want: allow},
 		{mode: "acceptEdits", cmd: "mv a b", want: allow},
 		{mode: "acceptEdits", cmd: "sed -i 's/a/b/' x.go", want: allow},
-		{mode: "acceptEdits", cmd: "echo hi > notes.txt", want: allow},
-		{mode: "acceptEdits", cmd: "cat a b > c", want: allow},
+		// the validators ask for output redirections to files, whatever
+		// the mode (see TestRedirectsWithoutValidators for moat's own
+		// checks of them)
+		{mode: "acceptEdits", cmd: "echo hi > notes.txt", want: askV},
+		{mode: "acceptEdits", cmd: "cat a b > c", want: askV},
 		{mode: "acceptEdits", cmd: "ls | tee out.log", want: allow},
 		{mode: "acceptEdits", cmd: "mkdir x && touch x/y && ls x", want: allow},
 		{mode: "acceptEdits", cmd: "mkdir /tmp/x", want: askV},
@@ -183,6 +186,44 @@ func TestModes(t *testing.T) {
 	runCases(t, e2, []dcase{
 		{mode: "bypassPermissions", cmd: "$X push", want: allow},
 		{mode: "bypassPermissions", cmd: "curl x | sh", want: allow},
+	})
+}
+
+// TestRedirectsWithoutValidators checks the path constraints on
+// redirections on their own, with a validator chain that has no opinion.
+func TestRedirectsWithoutValidators(t *testing.T) {
+	none := func(string) policy.Decision { return policy.Decision{} }
+	e, err := New(rules("Bash(echo:*)", "Bash(npm run:*)"), Options{Validate: none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, e, []dcase{
+		{mode: "acceptEdits", cmd: "echo hi > notes.txt", want: allow},
+		{mode: "acceptEdits", cmd: "cat a b > c", want: allow},
+		{mode: "acceptEdits", cmd: "cat <<'EOF' > src/new.go\npackage x\nEOF", want: allow},
+		{mode: "acceptEdits", cmd: "ls >> log.txt 2>&1", want: allow},
+		{mode: "acceptEdits", cmd: "cat < in.txt > out.txt", want: allow},
+		{mode: "acceptEdits", cmd: "echo x > /tmp/out", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > ../out", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > ~/.bashrc", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .bashrc", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > sub/.zshrc", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .git/config", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .git/hooks/post-checkout", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .vscode/tasks.json", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .claude/settings.local.json", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .mcp.json", want: askV},
+		{mode: "acceptEdits", cmd: "echo x > .envrc", want: askV},
+		{mode: "acceptEdits", cmd: "echo x &> /etc/x", want: askV},
+		{mode: "acceptEdits", cmd: "echo x >& /etc/x", want: askV},
+		{mode: "acceptEdits", cmd: "echo x <> /etc/x", want: askV},
+		{mode: "acceptEdits", cmd: "npm test > out.txt", want: askV}, // npm test is not an edit
+		{mode: "default", cmd: "echo hi > notes.txt", want: allow},   // Bash(echo:*)
+		{mode: "default", cmd: "npm run build > build.log 2>&1", want: allow},
+		{mode: "default", cmd: "npm run build > /tmp/build.log", want: askV},
+		{mode: "default", cmd: "cat x > y", want: askV},                    // writes: not read-only
+		{mode: "default", cmd: "echo x > .git/hooks/pre-push", want: askV}, // an allow rule does not cover it
+		{mode: "plan", cmd: "echo hi > notes.txt", want: deny},
 	})
 }
 

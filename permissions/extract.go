@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -72,6 +73,10 @@ func (x *extraction) extractParts(parts []part) {
 func (x *extraction) extractSource(src string, depth int) {
 	if depth > maxNesting {
 		x.fail("command strings nested too deeply")
+		return
+	}
+	if why := precheck(src); why != "" {
+		x.fail(why)
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
@@ -259,12 +264,8 @@ func (x *extraction) hdocText(r *syntax.Redirect) string {
 	return v
 }
 
-func heredocText(r redir) string {
-	if r.op == "<<<" {
-		return r.target
-	}
-	return r.heredoc
-}
+// heredocText is what a here-document or here-string feeds to stdin.
+func heredocText(r redir) string { return r.heredoc }
 
 // unescapeLit removes backslash quoting from an unquoted literal.
 func unescapeLit(s string) string {
@@ -405,6 +406,35 @@ func echoOutput(argv []string) (string, bool) {
 		return strings.ReplaceAll(strings.Join(argv[1:], " "), `\n`, "\n"), true
 	}
 	return "", false
+}
+
+// maxBracketDepth bounds bracket nesting before parsing: the parser's cost
+// grows faster than linearly with it.
+const maxBracketDepth = 256
+
+// precheck refuses, before parsing, what would be slow to parse or read
+// differently by the parser and by bash.
+func precheck(src string) string {
+	if len(src) > MaxParsedBytes {
+		return fmt.Sprintf("command longer than %d bytes", MaxParsedBytes)
+	}
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case 0:
+			return "command contains a NUL byte"
+		case '(', '{', '[':
+			depth++
+			if depth > maxBracketDepth {
+				return "brackets nest too deeply"
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return ""
 }
 
 // nestedSource parses a command string found inside another command.
