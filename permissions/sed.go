@@ -345,6 +345,7 @@ func analyzeSed(a *analysis, args []string) {
 		}
 	}
 	if inPlace {
+		a.kind = KindNone // an edit, not a read
 		a.notReadOnly("sed -i edits files in place")
 		a.edit = !sc.exec && len(files) > 0
 		if a.edit && len(files) == 1 && len(sc.subs) == 1 && !sc.other && !sc.addr && len(sc.reads) == 0 &&

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// checkSetup makes a hermetic environment: a home with no settings, a
+// working directory and a settings file.
+func checkSetup(t *testing.T, settingsJSON string) (cwd, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	cwd = filepath.Join(dir, "proj")
+	for _, d := range []string{home, cwd} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	file = filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(file, []byte(settingsJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cwd, file
+}
+
+func runMoat(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const checkSettings = `{"permissions": {
+  "allow": ["Bash(npm run:*)", "Bash(git status)", "Read(./src/**)"],
+  "ask":   ["Bash(git commit:*)"],
+  "deny":  ["Bash(git push:*)", "Bash(rm -rf:*)"]
+}}`
+
+func TestCheckJSONShape(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	for _, tc := range []struct {
+		cmd  string
+		want map[string]any
+	}{
+		{"npm run build", map[string]any{
+			"decision": "allow", "rule": "Bash(npm run:*)", "readonly": false, "warnings": []any{},
+			"suggestion": nil, "sed_edit": nil, "kind": "none"}},
+		{"ls -la", map[string]any{
+			"decision": "allow", "rule": nil, "readonly": true, "warnings": []any{},
+			"suggestion": nil, "sed_edit": nil, "kind": "list"}},
+		{"FOO=1 timeout 5 git push --force", map[string]any{
+			"decision": "deny", "rule": "Bash(git push:*)", "readonly": false,
+			"warnings": []any{"Note: may overwrite remote history"}, "suggestion": nil, "sed_edit": nil, "kind": "none"}},
+		{"cargo test --all", map[string]any{
+			"decision": "ask", "rule": nil, "readonly": false, "warnings": []any{},
+			"suggestion": "Bash(cargo test:*)", "sed_edit": nil, "kind": "none"}},
+		{"sed -i 's/old/new/g' src/a.go", map[string]any{
+			"decision": "ask", "rule": nil, "readonly": false, "warnings": []any{},
+			"suggestion": "Bash(sed -i s/old/new/g src/a.go)",
+			"sed_edit":   map[string]any{"file": "src/a.go", "pattern": "old", "replacement": "new", "flags": "g", "extended": false},
+			"kind":       "none"}},
+		{"grep -rn TODO src", map[string]any{
+			"decision": "allow", "rule": nil, "readonly": true, "warnings": []any{},
+			"suggestion": nil, "sed_edit": nil, "kind": "search"}},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			code, out, errOut := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--json", "--", tc.cmd)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr %s", code, errOut)
+			}
+			if strings.Count(out, "\n") != 1 {
+				t.Errorf("want exactly one line, got %q", out)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("output is not JSON: %v: %q", err, out)
+			}
+			keys := make([]string, 0, len(got))
+			for k := range got {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			wantKeys := []string{"decision", "kind", "readonly", "reason", "rule", "sed_edit", "suggestion", "warnings"}
+			if !reflect.DeepEqual(keys, wantKeys) {
+				t.Errorf("keys %v; want %v", keys, wantKeys)
+			}
+			if r, _ := got["reason"].(string); r == "" {
+				t.Errorf("empty reason")
+			}
+			for k, v := range tc.want {
+				if !reflect.DeepEqual(got[k], v) {
+					t.Errorf("%s = %#v; want %#v", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	dir := filepath.Dir(file)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badJSON := write("bad.json", `{"permissions": {"allow": [`)
+	badRule := write("badrule.json", `{"permissions": {"deny": ["bash(rm:*)"]}}`)
+	badRule2 := write("badrule2.json", `{"permissions": {"allow": ["Bash(npm:* x)"]}}`)
+	badMode := write("badmode.json", `{"permissions": {"defaultMode": "yolo"}}`)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // substring
+	}{
+		{"allow", []string{"check", "--settings", file, "--cwd", cwd, "--", "git status"}, 0, ""},
+		{"ask", []string{"check", "--settings", file, "--cwd", cwd, "--", "make"}, 0, ""},
+		{"deny", []string{"check", "--settings", file, "--cwd", cwd, "--", "git push"}, 0, ""},
+		{"deny json", []string{"check", "--settings", file, "--cwd", cwd, "--json", "--", "git push"}, 0, ""},
+		{"no command", []string{"check", "--settings", file}, 125, "missing COMMAND"},
+		{"two words", []string{"check", "--settings", file, "--", "git", "status"}, 125, "one argument"},
+		{"unknown mode", []string{"check", "--settings", file, "--mode", "yolo", "--", "ls"}, 125, "yolo"},
+		{"unknown flag", []string{"check", "--bogus", "--", "ls"}, 125, "bogus"},
+		{"missing settings", []string{"check", "--settings", filepath.Join(dir, "nope.json"), "--", "ls"}, 125, "nope.json"},
+		{"malformed settings", []string{"check", "--settings", badJSON, "--", "ls"}, 125, "bad.json"},
+		{"malformed rule", []string{"check", "--settings", badRule, "--", "ls"}, 125, "bash(rm:*)"},
+		{"malformed rule 2", []string{"check", "--settings", badRule2, "--", "ls"}, 125, "Bash(npm:* x)"},
+		{"bad default mode", []string{"check", "--settings", badMode, "--", "ls"}, 125, "yolo"},
+		{"jsonl with command", []string{"check", "--jsonl", "--", "ls"}, 125, "stdin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runMoat(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d; want %d (stdout %q, stderr %q)", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tc.stderr)
+			}
+			if tc.code != 0 && out != "" {
+				t.Errorf("a failed check printed a decision: %q", out)
+			}
+		})
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	code, out, _ := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--", "git push --force")
+	if code != 0 || !strings.HasPrefix(out, "deny: ") || !strings.Contains(out, "rule: Bash(git push:*)") ||
+		!strings.Contains(out, "warning: Note: may overwrite remote history") {
+		t.Errorf("text output (exit %d):\n%s", code, out)
+	}
+	code, out, _ = runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--mode", "plan", "--", "make")
+	if code != 0 || !strings.HasPrefix(out, "deny: plan mode") {
+		t.Errorf("plan mode (exit %d):\n%s", code, out)
+	}
+}
+
+func TestCheckJSONL(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	in := strings.Join([]string{
+		`{"id": 1, "cmd": "git status"}`,
+		`{"id": "two", "cmd": "git push"}`,
+		`not json at all`,
+		`{"id": 4, "cmd": "make", "rules": ["Bash(make)"]}`,
+		`{"id": 5, "cmd": "make"}`,
+		`{"id": 6, "cmd": "npm run x", "rules": ["deny: Bash(npm run:*)"]}`,
+		`{"id": 7, "cmd": "ls", "mode": "yolo"}`,
+		`{"id": 8, "command": "ls"}`,
+		`{"id": 9}`,
+		``,
+		`{"id": 11, "cmd": "ls", "rules": ["bash(ls)"]}`,
+		`{"id": 12, "cmd": "mkdir x", "mode": "acceptEdits"}`,
+		`{"id": 13, "cmd": "cat /etc/passwd"}`,
+		`{"id": 14, "cmd": "cat /etc/passwd", "cwd": "/etc"}`,
+		`{"id": {"nested": [1]}, "cmd": "npm run x && git commit -m y", "rules": ["ask: Bash(npm run:*)"]}`,
+		`{"cmd": "ls"}`,
+		`{"id": 17, "cmd": 42}`,
+		`{"id": 18, "cmd": "ls"} {"id": 19}`,
+		`[1, 2]`,
+		`{"id": 20, "cmd": "echo x | sh", "rules": ["deny: Bash(curl:*)"], "mode": "bypassPermissions"}`,
+	}, "\n") + "\n"
+	code, out, errOut := runMoat(t, in, "check", "--settings", file, "--cwd", cwd, "--jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []struct {
+		id       string // JSON of the id
+		decision string // "" for an error line
+		errPart  string
+	}{
+		{`1`, "allow", ""},
+		{`"two"`, "deny", ""},
+		{`null`, "", "not a valid JSON"},
+		{`4`, "allow", ""},
+		{`5`, "ask", ""},
+		{`6`, "deny", ""},
+		{`7`, "", "yolo"},
+		{`8`, "", "command"},
+		{`9`, "", `missing "cmd"`},
+		{`null`, "", "empty request"},
+		{`11`, "", "bash(ls)"},
+		{`12`, "allow", ""},
+		{`13`, "ask", ""},
+		{`14`, "allow", ""},
+		{`{"nested":[1]}`, "ask", ""},
+		{``, "allow", ""},
+		{`17`, "", "cmd"},
+		{`18`, "", "more than one"},
+		{`null`, "", "not a valid JSON"},
+		{`20`, "allow", ""},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d result lines for %d requests:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Errorf("line %d is not JSON: %q", i+1, lines[i])
+			continue
+		}
+		id := string(got["id"])
+		if id != w.id {
+			t.Errorf("line %d: id %s; want %s (%s)", i+1, id, w.id, lines[i])
+		}
+		if w.decision == "" {
+			var e string
+			json.Unmarshal(got["error"], &e)
+			if !strings.Contains(e, w.errPart) || got["decision"] != nil {
+				t.Errorf("line %d: %s; want an error containing %q", i+1, lines[i], w.errPart)
+			}
+			continue
+		}
+		var d string
+		json.Unmarshal(got["decision"], &d)
+		if d != w.decision || got["error"] != nil {
+			t.Errorf("line %d: %s; want decision %q", i+1, lines[i], w.decision)
+		}
+	}
+}
+
+func TestCheckJSONLLongLine(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	long := `{"id": 1, "cmd": "echo ` + strings.Repeat("a", maxRequestLine) + `"}`
+	in := long + "\n" + `{"id": 2, "cmd": "ls"}` + "\n" + `{"id": 3, "cmd": "ls"}` // no final newline
+	code, out, _ := runMoat(t, in, "check", "--settings", file, "--cwd", cwd, "--jsonl")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "longer than") ||
+		!strings.Contains(lines[1], `"id":2`) || !strings.Contains(lines[2], `"id":3`) {
+		t.Errorf("exit %d, output:\n%.300s", code, out)
+	}
+}
+
+func TestCheckClassifier(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	dir := filepath.Dir(file)
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sure := script("sure.sh", `cat > /dev/null; echo '{"behavior": "allow", "confidence": 0.97}'`)
+	unsure := script("unsure.sh", `cat > /dev/null; echo '{"behavior": "allow", "confidence": 0.6}'`)
+	broken := script("broken.sh", `echo 'not json'`)
+	slow := script("slow.sh", `sleep 5`)
+	for _, tc := range []struct {
+		prog, cmd, want string
+		extra           []string
+	}{
+		{sure, "make", "allow", nil},
+		{sure, "git push", "deny", nil},       // rules win
+		{sure, "git commit -m x", "ask", nil}, // rules win
+		{unsure, "make", "ask", nil},
+		{broken, "make", "ask", nil},
+		{slow, "make", "ask", []string{"--classifier-timeout", "200ms"}},
+	} {
+		args := append([]string{"check", "--settings", file, "--cwd", cwd, "--json", "--classifier", tc.prog}, tc.extra...)
+		code, out, errOut := runMoat(t, "", append(args, "--", tc.cmd)...)
+		var got struct{ Decision, Reason string }
+		json.Unmarshal([]byte(out), &got)
+		if code != 0 || got.Decision != tc.want {
+			t.Errorf("%s %q: exit %d, %+v; want %s (%s)", filepath.Base(tc.prog), tc.cmd, code, got, tc.want, errOut)
+		}
+	}
+}
