@@ -345,13 +345,6 @@ func predict(p *parsed) (prediction, string) {
 		default:
 			r.status = 127
 		}
-		if sc.Negated {
-			if r.status == 0 {
-				r.status = 1
-			} else {
-				r.status = 0
-			}
-		}
 		runs[i] = r
 	}
 	// Pipelines: stdin from the previous command's output.
@@ -372,7 +365,7 @@ func predict(p *parsed) (prediction, string) {
 		}
 		redirOut := false
 		for _, rd := range cmds[i-1].Redirects {
-			if !isHeredocOp(rd.Op) && rd.Fd != "2" {
+			if !isHeredocOp(rd.Op) {
 				redirOut = true
 			}
 		}
@@ -404,6 +397,13 @@ func predict(p *parsed) (prediction, string) {
 				}
 			}
 			status = runs[j].status
+			if cmds[i].Negated { // "!" negates the whole pipeline
+				if status == 0 {
+					status = 1
+				} else {
+					status = 0
+				}
+			}
 			if cmds[j].Op == "&" {
 				status = 0
 			}

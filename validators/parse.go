@@ -87,7 +87,8 @@ type SimpleCommand struct {
 	// Op is the operator that follows this command: ";", "&&", "||", "|",
 	// "|&", "&" or "" for the last one. A newline separator is ";".
 	Op string
-	// Negated is set for "! cmd".
+	// Negated is set for "! cmd"; for "! a | b" it is set on a, the first
+	// command of the negated pipeline.
 	Negated bool
 	// Source is the command's source text.
 	Source string
@@ -288,17 +289,25 @@ func (fl *flattener) stmt(st *syntax.Stmt, op string, inPipe bool) error {
 		return fl.decl(st, c, op)
 	case *syntax.TimeClause:
 		// "time" only reports timings; it runs its pipeline unchanged.
-		if len(st.Redirs) > 0 || st.Negated || st.Background || c.Stmt == nil || inPipe {
+		if len(st.Redirs) > 0 || st.Negated || c.Stmt == nil || inPipe {
 			return errors.New("unsupported use of time")
 		}
-		return fl.stmt(c.Stmt, op, inPipe)
+		inner := *c.Stmt
+		inner.Background = inner.Background || st.Background
+		return fl.stmt(&inner, op, inPipe)
 	case *syntax.BinaryCmd:
-		if len(st.Redirs) > 0 || st.Negated {
+		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
+		if len(st.Redirs) > 0 || (st.Negated && (!pipe || inPipe)) {
 			return errors.New("redirection or negation of a compound command")
 		}
-		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
+		first := len(fl.out)
 		if err := fl.stmt(c.X, c.Op.String(), pipe); err != nil {
 			return err
+		}
+		if st.Negated && first < len(fl.out) {
+			// "! a | b" negates the pipeline's status; the mark goes on
+			// the pipeline's first command, where the "!" is written.
+			fl.out[first].Negated = true
 		}
 		return fl.stmt(c.Y, op, pipe || inPipe)
 	case nil:

@@ -76,11 +76,13 @@ func (p *parsed) collect() (err error) {
 		}
 		if n == nil {
 			c.depth--
+			c.stack = c.stack[:len(c.stack)-1]
 			return true
 		}
 		if err = c.visit(n); err != nil {
 			return false
 		}
+		c.stack = append(c.stack, n)
 		c.depth++
 		if c.depth > maxASTDepth {
 			err = fmt.Errorf("syntax tree deeper than %d", maxASTDepth)
@@ -98,6 +100,58 @@ type collector struct {
 	hdocs []*syntax.Word
 	// track records node types in p.facts.seen (tests only).
 	track bool
+	// stack holds the ancestors of the node being visited.
+	stack []syntax.Node
+}
+
+// substEnd returns the token that ends the innermost substitution the
+// current node is in: ')' for $(...), <(...) and >(...), '`' for
+// backquotes, 0 outside substitutions.
+func (c *collector) substEnd() byte {
+	for i := len(c.stack) - 1; i >= 0; i-- {
+		switch n := c.stack[i].(type) {
+		case *syntax.CmdSubst:
+			if n.Backquotes {
+				return '`'
+			}
+			return ')'
+		case *syntax.ProcSubst:
+			return ')'
+		}
+	}
+	return 0
+}
+
+// checkHeredocInSubst refuses a here-document inside a substitution when
+// one of its lines starts with the delimiter and holds the token that ends
+// the substitution later on. bash (5.2) ends the here-document at such a
+// line ("delimited by end-of-file") and reads the rest of the line as
+// shell code; the parser only ends it at an exact delimiter line. Without
+// this, "$(cat <<'EOF'" + "\nEOF) $(evil) ..." reads as a literal to the
+// parser and runs evil in bash.
+func (c *collector) checkHeredocInSubst(r *syntax.Redirect) error {
+	end := c.substEnd()
+	if end == 0 {
+		return nil
+	}
+	delim := c.p.word(r.Word)
+	if !delim.Static {
+		return nil // refused by the flattener
+	}
+	body := c.p.text(r.Hdoc)
+	for len(body) > 0 {
+		line := body
+		if i := strings.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = ""
+		}
+		line = strings.TrimLeft(line, "\t")
+		if strings.HasPrefix(line, delim.Value) && strings.IndexByte(line[len(delim.Value):], end) >= 0 {
+			return misread(fmt.Sprintf("here-document line %q inside a substitution: bash ends the here-document there", line))
+		}
+	}
+	return nil
 }
 
 func (c *collector) visit(n syntax.Node) error {
@@ -117,6 +171,11 @@ func (c *collector) visit(n syntax.Node) error {
 		// parser takes the backslash-newline as a continuation and reads
 		// the next line as part of the commented line.
 		start := int(n.Hash.Offset())
+		if start > 0 && start <= len(c.p.src) && strings.IndexByte(" \t\n;&|()<>", c.p.src[start-1]) < 0 {
+			// bash starts a comment only at the start of a word; the
+			// parser also after a closing quote ('EOF'#x).
+			return misread(fmt.Sprintf("'#' after %q starts a comment for the parser, not for bash", c.p.src[start-1]))
+		}
 		if start >= 0 && start < len(c.p.src) {
 			line := c.p.src[start:]
 			if i := strings.IndexByte(line, '\n'); i >= 0 {
@@ -134,6 +193,9 @@ func (c *collector) visit(n syntax.Node) error {
 		f.assigns = append(f.assigns, n)
 	case *syntax.Redirect:
 		if n.Hdoc != nil {
+			if err := c.checkHeredocInSubst(n); err != nil {
+				return err
+			}
 			f.heredocs = append(f.heredocs, n)
 			c.hdocs = append(c.hdocs, n.Hdoc)
 			kind := paintHeredoc
