@@ -270,6 +270,14 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	return policy.Decision{}.Final()
 }
 
+// shorten cuts s to at most n bytes for a message.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
 func (s *step) setDirs() {
 	if c := s.req.Cwd; c != "" && filepath.IsAbs(c) {
 		s.cwd = filepath.Clean(c)
@@ -306,14 +314,15 @@ func (s *step) matchRules(rules []*Rule, v policy.Verdict) (policy.Decision, boo
 	if len(rules) == 0 {
 		return policy.Decision{}, false
 	}
-	for _, c := range s.x.cands {
+	for _, argv := range s.x.cands {
+		c := cand{argv: argv}
 		for _, r := range rules {
-			if r.matchBroad(c) {
+			if r.matchCand(&c, true) {
 				verb := "denied"
 				if v == policy.Ask {
 					verb = "needs approval"
 				}
-				return policy.Decision{Verdict: v, Reason: fmt.Sprintf("%s by rule %s (matches %s)", verb, r.Text, joinArgv(c)), Rule: r.Text}, true
+				return policy.Decision{Verdict: v, Reason: fmt.Sprintf("%s by rule %s (matches %s)", verb, r.Text, shorten(c.canonical(), 200)), Rule: r.Text}, true
 			}
 		}
 	}
@@ -569,9 +578,9 @@ func (s *step) allowRule(p *part) *Rule {
 		return nil
 	}
 	stripped, _ := p.strictArgv()
-	full := p.fullArgv()
+	a, b := cand{argv: stripped}, cand{argv: p.fullArgv()}
 	for _, r := range s.e.rules.allow {
-		if r.matchArgv(stripped) || r.matchArgv(full) {
+		if r.matchCand(&a, false) || r.matchCand(&b, false) {
 			return r
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -79,12 +80,29 @@ func (x *extraction) extractSource(src string, depth int) {
 		x.fail(why)
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
-		x.fail("the command does not parse: " + err.Error())
-		return
+	// Statements are walked as they are parsed, so the syntax tree of a
+	// long script is never held whole (and what precedes a syntax error,
+	// which bash runs line by line, is still seen).
+	// (The loop never breaks: mvdan.cc/sh's Parser.Stmts panics when its
+	// sequence yields after an error and the callback stopped.)
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	var perr error
+	for st, err := range p.StmtsSeq(strings.NewReader(src)) {
+		switch {
+		case err != nil:
+			if perr == nil {
+				perr = err
+			}
+		case perr == nil:
+			x.walk(st, depth)
+		}
 	}
-	x.walk(f, depth)
+	if perr != nil {
+		x.fail("the command does not parse: " + perr.Error())
+	}
+	if !utf8.ValidString(src) {
+		x.fail("the command is not valid UTF-8 (bash and the parser may read it differently)")
+	}
 }
 
 func (x *extraction) walk(root syntax.Node, depth int) {
@@ -163,7 +181,7 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 // text. A command name that is not a literal makes the extraction
 // incomplete (ok false).
 func (x *extraction) words(ws []*syntax.Word) ([]string, bool) {
-	var argv []string
+	argv := make([]string, 0, len(ws))
 	for i, w := range ws {
 		vals, static := x.expandWord(w)
 		if i == 0 && (!static || len(vals) == 0) {
@@ -211,6 +229,18 @@ func (x *extraction) expandWord(w *syntax.Word) ([]string, bool) {
 // when an expansion is involved; the value then holds the source text of
 // the expansions.
 func wordValue(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 1 { // the common case, without allocating
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, "\\*?[~") {
+				return p.Value, true
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return p.Value, true
+			}
+		}
+	}
 	var b strings.Builder
 	static := true
 	for _, part := range w.Parts {

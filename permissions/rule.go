@@ -53,6 +53,9 @@ type Rule struct {
 	// optTail: the pattern ends in " *", which also matches nothing at all
 	// ("Bash(ls *)" matches "ls").
 	optTail []globSeg
+	// first: the command name a wildcard rule starts with, when it is a
+	// plain word ("git" for "git * --force"); a quick reject.
+	first string
 }
 
 func (r *Rule) String() string { return r.Text }
@@ -197,6 +200,9 @@ func (r *Rule) compileBash(content string) error {
 	}
 	r.Kind = RuleWildcard
 	r.pattern = compilePattern(toks)
+	if w, ok := toks[0].literal(); ok && len(toks) > 1 && quoteWord(w) == w {
+		r.first = w
+	}
 	if n := len(toks); n > 1 && toks[n-1].loneStar() {
 		r.optTail = compilePattern(toks[:n-1])
 	}
@@ -242,18 +248,7 @@ func compilePattern(toks []ruleToken) []globSeg {
 // matchArgv reports whether the rule matches an argument vector exactly as
 // it is (the narrow match used for allow rules).
 func (r *Rule) matchArgv(argv []string) bool {
-	switch r.Kind {
-	case RuleAny:
-		return len(argv) > 0
-	case RuleExact:
-		return equalWords(argv, r.words)
-	case RulePrefix:
-		return len(argv) >= len(r.words) && equalWords(argv[:len(r.words)], r.words)
-	case RuleWildcard:
-		s := joinArgv(argv)
-		return globMatch(r.pattern, s) || (r.optTail != nil && globMatch(r.optTail, s))
-	}
-	return false
+	return r.matchCand(&cand{argv: argv}, false)
 }
 
 // matchBroad is the wide match used for deny and ask rules: the narrow
@@ -261,17 +256,60 @@ func (r *Rule) matchArgv(argv []string) bool {
 // exact and prefix rules ("git -C x push" meets "git push:*"), plus wildcard
 // patterns tried against the plain space-joined words as well.
 func (r *Rule) matchBroad(argv []string) bool {
-	if r.matchArgv(argv) {
-		return true
+	return r.matchCand(&cand{argv: argv}, true)
+}
+
+// cand is an argument vector with its renderings, computed once for all
+// the rules it is matched against.
+type cand struct {
+	argv         []string
+	canon, plain string
+	haveCanon    bool
+	havePlain    bool
+}
+
+func (c *cand) canonical() string {
+	if !c.haveCanon {
+		c.canon, c.haveCanon = joinArgv(c.argv), true
 	}
+	return c.canon
+}
+
+func (c *cand) spaced() string {
+	if !c.havePlain {
+		c.plain, c.havePlain = strings.Join(c.argv, " "), true
+	}
+	return c.plain
+}
+
+func (r *Rule) matchCand(c *cand, broad bool) bool {
+	argv := c.argv
 	switch r.Kind {
+	case RuleAny:
+		return len(argv) > 0
 	case RuleExact, RulePrefix:
-		return len(r.words) > 1 && matchSkippingFlags(argv, r.words, r.Kind == RulePrefix)
+		if len(argv) == 0 || argv[0] != r.words[0] {
+			return false
+		}
+		if r.Kind == RuleExact && equalWords(argv, r.words) ||
+			r.Kind == RulePrefix && len(argv) >= len(r.words) && equalWords(argv[:len(r.words)], r.words) {
+			return true
+		}
+		return broad && len(r.words) > 1 && matchSkippingFlags(argv, r.words, r.Kind == RulePrefix)
 	case RuleWildcard:
-		s := strings.Join(argv, " ")
-		return globMatch(r.pattern, s) || (r.optTail != nil && globMatch(r.optTail, s))
+		if r.first != "" && (len(argv) == 0 || argv[0] != r.first) {
+			return false
+		}
+		if r.globAny(c.canonical()) {
+			return true
+		}
+		return broad && r.globAny(c.spaced())
 	}
 	return false
+}
+
+func (r *Rule) globAny(s string) bool {
+	return globMatch(r.pattern, s) || (r.optTail != nil && globMatch(r.optTail, s))
 }
 
 // matchSkippingFlags matches words against argv, where argv may hold extra

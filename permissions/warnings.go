@@ -46,10 +46,28 @@ func warnings(cands [][]string, src string) []string {
 			add(w)
 		}
 	}
-	if len(src) < MaxAnalysedBytes && sqlDropRe.MatchString(src) {
+	if len(src) < MaxAnalysedBytes && (containsFold(src, "drop") || containsFold(src, "truncate")) && sqlDropRe.MatchString(src) {
 		add(warnSQL)
 	}
 	return out
+}
+
+// containsFold reports whether s contains the lower-case ASCII word w in
+// any case, without allocating.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		if s[i]|0x20 != w[0] {
+			continue
+		}
+		j := 1
+		for j < len(w) && s[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasShort reports whether args hold the short flag c, alone or bundled.
