@@ -7,6 +7,9 @@ package validators
 //
 // Only git_commit can allow; it sits at the seed's position 12, after the
 // checks 1-11, and its own conditions cover what checks 13-23 look for.
+// Redirections (9-10) are split: sensitive or unknown paths first (not
+// overridable by an allow rule), then plain reads and writes below the
+// working directory (overridable).
 var chain = [...]Validator{
 	{Name: "incomplete_commands", Seed: "1 INCOMPLETE_COMMANDS", Fn: validateIncomplete},
 	{Name: "jq_system_functions", Seed: "2 JQ_SYSTEM_FUNCTION", Overridable: true, Fn: validateJqFunctions},
@@ -16,6 +19,7 @@ var chain = [...]Validator{
 	{Name: "dangerous_variables", Seed: "6 DANGEROUS_VARIABLES", Fn: validateDangerousVariables},
 	{Name: "newlines", Seed: "7 NEWLINES", Fn: validateNewlines},
 	{Name: "command_substitution", Seed: "8 DANGEROUS_PATTERNS (substitution)", Fn: validateSubstitution},
+	{Name: "sensitive_redirection", Seed: "9-10 DANGEROUS_PATTERNS (redirection to a sensitive or unknown path)", Fn: validateSensitiveRedirection},
 	{Name: "input_redirection", Seed: "9 DANGEROUS_PATTERNS (input redirection)", Overridable: true, Fn: validateInputRedirection},
 	{Name: "output_redirection", Seed: "10 DANGEROUS_PATTERNS (output redirection)", Overridable: true, Fn: validateOutputRedirection},
 	{Name: "ifs_injection", Seed: "11 IFS_INJECTION", Fn: validateIFS},

@@ -133,7 +133,11 @@ func (c SimpleCommand) Static() bool {
 
 // ParseResult is the outcome of ParseForSecurity.
 type ParseResult struct {
-	Kind     ParseKind
+	Kind ParseKind
+	// Commands are the flattened commands of a Simple parse. A parse that
+	// is TooComplex only because it has more than MaxSubcommands commands
+	// keeps them all, so that deny rules can still be applied to each;
+	// it must still never be allowed. Otherwise non-Simple parses have none.
 	Commands []SimpleCommand
 	// Reason explains TooComplex and Unavailable.
 	Reason string
@@ -220,6 +224,13 @@ func parse(cmd string) *parsed {
 		fl.out[len(fl.out)-1].Op = ""
 	}
 	p.result = ParseResult{Kind: Simple, Commands: fl.out}
+	if len(fl.out) > MaxSubcommands {
+		// Still TooComplex (never allowed), but the commands are kept so
+		// that deny rules apply to every one of them: a deny rule must not
+		// be escaped by padding a command with 50 no-ops.
+		p.result.Kind = TooComplex
+		p.result.Reason = errTooMany.Error()
+	}
 	return p
 }
 
@@ -321,9 +332,6 @@ func (fl *flattener) stmt(st *syntax.Stmt, op string, inPipe bool) error {
 }
 
 func (fl *flattener) push(sc SimpleCommand, ast callAST) error {
-	if len(fl.out) >= MaxSubcommands {
-		return errTooMany
-	}
 	fl.out = append(fl.out, sc)
 	fl.p.calls = append(fl.p.calls, ast)
 	return nil

@@ -188,7 +188,8 @@ func validateJqFiles(ctx *Context) policy.Decision {
 
 // 4 OBFUSCATED_FLAGS: flags (and command names) whose spelling differs
 // from what the program receives: quoted or escaped dashes, empty quotes
-// spliced into a word, ANSI-C and locale quoting.
+// spliced into a word, ANSI-C and locale quoting, and command names that
+// are quoted, escaped or not literal at all ("${X:-rm}" -rf /).
 func validateObfuscatedFlags(ctx *Context) policy.Decision {
 	if len(ctx.p.facts.ansiQuotes) > 0 {
 		return ask("ANSI-C ($'...') or locale ($\"...\") quoting can hide the characters of a word")
@@ -225,6 +226,9 @@ func obfuscatedWord(w *syntax.Word, val Word, isName bool) policy.Decision {
 		return ask(fmt.Sprintf("empty quotes inside the word %q can disguise it", val.Raw))
 	}
 	first, lit := parts[0].(*syntax.Lit)
+	if !val.Static && isName {
+		return ask(fmt.Sprintf("the command name %q is not a literal: what runs cannot be seen", val.Raw))
+	}
 	if !val.Static {
 		if !lit && strings.HasPrefix(quotedText(parts[0]), "-") {
 			return ask(fmt.Sprintf("the flag in %q is quoted", val.Raw))
@@ -292,11 +296,13 @@ func isPlainName(s string) bool {
 }
 
 // 5 SHELL_METACHARACTERS: shell code handed as an argument to something
-// that runs it through a shell (bash -c, eval, ssh, watch, su -c, a shell
-// reading its stdin, find -exec sh -c, xargs sh -c). The permission rules
-// see one command there; the nested script is analysed here and any
-// metacharacter (;, &&, ||, |, &, redirections, newlines) in it asks.
-// Also the seed's own case: find name patterns holding ;, | or &.
+// that runs it through a shell. A local shell (bash -c, eval, su -c, a
+// shell reading its stdin, find -exec sh -c, xargs sh -c) always asks: the
+// permission rules would match "bash", not the commands inside, which is
+// how deny lists were bypassed. For remote or periodic runners (ssh,
+// watch) the script is analysed and any metacharacter (;, &&, ||, |, &,
+// redirections, newlines) or objection in it asks. Also the seed's own
+// case: find name patterns holding ;, | or &.
 func validateShellMetacharacters(ctx *Context) policy.Decision {
 	for _, c := range ctx.commands() {
 		for _, sc := range nestedScripts(c) {
@@ -323,6 +329,8 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 type script struct {
 	word Word
 	what string // who runs it, for the reason
+	// local: a shell on this machine runs it (always an objection).
+	local bool
 }
 
 // nestedScripts finds the shell code a command hands to a shell.
@@ -337,19 +345,19 @@ func nestedScripts(c cmdRef) []script {
 	switch {
 	case shellNames[name]:
 		if s, ok, dash := shellScriptArg(args); ok {
-			out = append(out, script{s, name + " -c"})
+			out = append(out, script{s, name + " -c", true})
 		} else if dash {
-			out = append(out, script{Word{Raw: "-c"}, name + " -c without a literal script"})
+			out = append(out, script{Word{Raw: "-c"}, name + " -c without a literal script", true})
 		} else if !hasOperand(args) {
 			// The shell reads its commands from stdin.
 			if body, ok := stdinBody(c.sc); ok {
-				out = append(out, script{body, name + " reading a here-document"})
+				out = append(out, script{body, name + " reading a here-document", true})
 			} else {
-				out = append(out, script{Word{Raw: "stdin"}, name + " reading commands from its input"})
+				out = append(out, script{Word{Raw: "stdin"}, name + " reading commands from its input", true})
 			}
 		}
 	case name == "eval":
-		out = append(out, script{joinWords(args[1:]), "eval"})
+		out = append(out, script{joinWords(args[1:]), "eval", true})
 	case name == "watch":
 		exec := false
 		var rest []Word
@@ -367,16 +375,16 @@ func nestedScripts(c cmdRef) []script {
 			rest = append(rest, args[i])
 		}
 		if !exec && len(rest) > 0 {
-			out = append(out, script{joinWords(rest), "watch"})
+			out = append(out, script{joinWords(rest), "watch", false})
 		}
 	case name == "ssh":
 		if rest := sshCommand(args); len(rest) > 0 {
-			out = append(out, script{joinWords(rest), "ssh (remote shell)"})
+			out = append(out, script{joinWords(rest), "ssh (remote shell)", false})
 		}
 	case name == "su" || name == "runuser" || name == "script" || name == "flock":
 		for i := 1; i+1 < len(args); i++ {
 			if v := args[i].Value; v == "-c" || v == "--command" {
-				out = append(out, script{args[i+1], name + " -c"})
+				out = append(out, script{args[i+1], name + " -c", true})
 			}
 		}
 	}
@@ -387,9 +395,9 @@ func nestedScripts(c cmdRef) []script {
 			continue
 		}
 		if s, ok, dash := shellScriptArg(all[i:]); ok {
-			out = append(out, script{s, baseName(all[i].Value) + " -c"})
+			out = append(out, script{s, baseName(all[i].Value) + " -c", true})
 		} else if dash {
-			out = append(out, script{Word{Raw: "-c"}, baseName(all[i].Value) + " -c without a literal script"})
+			out = append(out, script{Word{Raw: "-c"}, baseName(all[i].Value) + " -c without a literal script", true})
 		}
 	}
 	return out
@@ -501,6 +509,9 @@ func sshCommand(args []Word) []Word {
 // be seen, holds more than one command or a redirection, or is itself
 // objectionable.
 func (ctx *Context) nested(s script) policy.Decision {
+	if s.local {
+		return ask(fmt.Sprintf("%s runs a nested shell script %q: its commands are not matched against the rules one by one", s.what, s.word.Raw))
+	}
 	if !s.word.Static {
 		return ask(fmt.Sprintf("%s runs a script that is not a literal: %q", s.what, s.word.Raw))
 	}
@@ -691,16 +702,66 @@ func complexParam(pe *syntax.ParamExp) string {
 	return ""
 }
 
-// 9 DANGEROUS_PATTERNS (input redirection): reading a file through <, <>
-// or a /dev/tcp path. Here-documents, here-strings, </dev/null and fd
-// duplication are fine.
-func validateInputRedirection(ctx *Context) policy.Decision {
+// 9-10 DANGEROUS_PATTERNS (redirection to a sensitive or unknown path):
+// a redirection whose file is not a literal, is absolute or under ~, goes
+// up with "..", names a dot-file or dot-directory (.bashrc, .git/hooks,
+// .claude/settings.json, .env) or a /dev/tcp socket. Unlike the plain
+// redirections below, no allow rule for the command answers this: a rule
+// for "echo" is not a licence to write ~/.bashrc.
+func validateSensitiveRedirection(ctx *Context) policy.Decision {
 	for _, c := range ctx.commands() {
 		for _, r := range c.sc.Redirects {
+			if isHeredocOp(r.Op) || ((r.Op == ">&" || r.Op == "<&") && isFdTarget(r.Target)) {
+				continue
+			}
 			t := r.Target
 			if isNetDevice(t) {
 				return ask(fmt.Sprintf("redirection %s%s %s opens a network connection", r.Fd, r.Op, t.Raw))
 			}
+			if reason := sensitivePath(t); reason != "" {
+				return ask(fmt.Sprintf("redirection %s%s %s: %s", r.Fd, r.Op, t.Raw, reason))
+			}
+		}
+	}
+	return pass()
+}
+
+// sensitivePath explains why a redirection target is not a plain path
+// below the working directory, or returns "".
+func sensitivePath(t Word) string {
+	if !t.Static {
+		return "the path is not a literal"
+	}
+	v := t.Value
+	switch v {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin":
+		return ""
+	}
+	switch {
+	case v == "":
+		return "the path is empty"
+	case strings.HasPrefix(v, "/"):
+		return "the path is absolute"
+	case strings.HasPrefix(v, "~"):
+		return "the path is in the home directory"
+	}
+	for _, part := range strings.Split(v, "/") {
+		if part == ".." {
+			return "the path leaves the working directory"
+		}
+		if strings.HasPrefix(part, ".") && part != "." {
+			return "the path names a hidden file or directory"
+		}
+	}
+	return ""
+}
+
+// 9 DANGEROUS_PATTERNS (input redirection): reading a file through < or
+// <>. Here-documents, here-strings, </dev/null and fd duplication are fine.
+func validateInputRedirection(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		for _, r := range c.sc.Redirects {
+			t := r.Target
 			switch r.Op {
 			case "<":
 				if t.Static && t.Value == "/dev/null" {
