@@ -135,3 +135,24 @@ func TestHostile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecideResolve is BenchmarkDecide with symbolic links followed
+// on disk (as moat check does): the working directory is this package's
+// directory, so the paths of the corpus partly exist.
+func BenchmarkDecideResolve(b *testing.B) {
+	e, err := New(rules(benchRules...), Options{FollowSymlinks: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	corpus := loadCorpus(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Decide(Request{Command: corpus[i%len(corpus)], Cwd: wd})
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}

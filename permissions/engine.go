@@ -47,6 +47,12 @@ type Options struct {
 	// Validate replaces the security validator chain (for tests). If nil,
 	// validators.Analyze.
 	Validate func(cmd string) policy.Decision
+	// FollowSymlinks makes the path constraints follow symbolic links on
+	// disk (ResolveOnDisk) and hold for both the path as written and the
+	// path it leads to, so a link inside the working directory cannot lead
+	// a read or a write outside it. If false, the checks are lexical only
+	// (the sandbox still enforces the real paths).
+	FollowSymlinks bool
 }
 
 // Engine decides commands against one set of rules. It is safe for
@@ -135,6 +141,7 @@ type step struct {
 	mode  string
 	cwd   string
 	dirs  dirSet
+	links *resolver // nil: lexical path checks only
 	parts []part
 	an    []analysis // per part, on the strictly stripped words
 	pr    validators.ParseResult
@@ -297,6 +304,9 @@ func (s *step) setDirs() {
 	}
 	for _, d := range s.req.AdditionalDirs {
 		add(d)
+	}
+	if s.e.opts.FollowSymlinks {
+		s.links = newResolver(s.dirs)
 	}
 }
 
@@ -491,12 +501,12 @@ func (s *step) constraints() (policy.Decision, bool) {
 			}
 			w, rd := redirPath(r)
 			if w != "" {
-				if why := checkPath(w, true, cwds, s.dirs); why != "" {
+				if why := checkPath(w, true, cwds, s.dirs, s.links); why != "" {
 					return ask("redirect: " + why), true
 				}
 			}
 			if rd != "" {
-				if why := checkPath(rd, false, cwds, s.dirs); why != "" {
+				if why := checkPath(rd, false, cwds, s.dirs, s.links); why != "" {
 					return ask("redirect: " + why), true
 				}
 			}
@@ -506,12 +516,12 @@ func (s *step) constraints() (policy.Decision, bool) {
 		}
 		if p.static {
 			for _, r := range a.reads {
-				if why := checkPath(r, false, cwds, s.dirs); why != "" {
+				if why := checkPath(r, false, cwds, s.dirs, s.links); why != "" {
 					return ask(why), true
 				}
 			}
 			for _, w := range a.writes {
-				if why := checkPath(w, true, cwds, s.dirs); why != "" {
+				if why := checkPath(w, true, cwds, s.dirs, s.links); why != "" {
 					return ask(why), true
 				}
 			}

@@ -3,6 +3,8 @@ package permissions
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -324,6 +326,8 @@ func TestPathConstraints(t *testing.T) {
 		{cmd: "diff --from-file=/etc/passwd x", want: askV},
 		{cmd: "grep -f /etc/passwd x", want: askV},
 		{cmd: "echo x >! /etc/passwd", want: askV}, // zsh clobber
+		{cmd: "man /etc/shadow", want: askV},
+		{cmd: "man ../x.1", want: askV},
 	})
 	// additional directories
 	p := rules("Bash(cat:*)")
@@ -452,7 +456,8 @@ func TestSuggestion(t *testing.T) {
 		{"make", "Bash(make)"},
 		{"./build.sh --fast", "Bash(./build.sh --fast)"},
 		{"python script.py", "Bash(python script.py)"},
-		{"bash -c 'echo hi'", "Bash(bash -c 'echo hi')"},
+		{"docker compose up -d", "Bash(docker compose:*)"},
+		{"./gradlew 'build*'", "Bash(./gradlew 'build*')"},
 		{"sudo apt install x", "Bash(sudo apt install x)"},
 		{"MY_VAR=1 npm install", "Bash(MY_VAR=1 npm install)"},
 		{"echo '*' | xargs touch", ""}, // the deny rules cannot see what xargs runs
@@ -644,6 +649,77 @@ func TestKind(t *testing.T) {
 	} {
 		if r := e.Decide(Request{Command: tc.cmd, Cwd: testCwd}); r.Kind != tc.want {
 			t.Errorf("%q: kind %q; want %q", tc.cmd, r.Kind, tc.want)
+		}
+	}
+}
+
+// TestSymlinks: with Resolve set, a link inside the working directory
+// cannot lead a read or a write outside it (CVE-2025-59829, deny rules
+// bypassed through symbolic links, is the same idea for Read rules).
+func TestSymlinks(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	outside := filepath.Join(root, "secret")
+	for _, d := range []string{filepath.Join(proj, "src"), filepath.Join(proj, ".git", "hooks"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(outside, "key"), []byte("k"), 0o600))
+	must(os.WriteFile(filepath.Join(proj, "src", "a.go"), []byte("package a"), 0o644))
+	must(os.Symlink(filepath.Join(outside, "key"), filepath.Join(proj, "key-link")))
+	must(os.Symlink(outside, filepath.Join(proj, "dir-link")))
+	must(os.Symlink(filepath.Join(proj, "src"), filepath.Join(proj, "src-link")))
+	must(os.Symlink("/proc/self/environ", filepath.Join(proj, "env-link")))
+	must(os.Symlink(filepath.Join(proj, ".git"), filepath.Join(proj, "g")))
+	must(os.Symlink(filepath.Join(root, "home", ".bashrc"), filepath.Join(proj, "dangling")))
+	// the working directory reached through a link
+	alias := filepath.Join(root, "alias")
+	must(os.Symlink(proj, alias))
+
+	none := func(string) policy.Decision { return policy.Decision{} }
+	e, err := New(policy.Permissions{}, Options{FollowSymlinks: true, Validate: none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lexical, err := New(policy.Permissions{}, Options{Validate: none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cwd, mode, cmd string
+		want, lex      policy.Verdict
+	}{
+		{proj, "", "cat src/a.go", allow, allow},
+		{proj, "", "cat src-link/a.go", allow, allow},
+		{proj, "", "cat key-link", askV, allow},
+		{proj, "", "cat dir-link/key", askV, allow},
+		{proj, "", "cat env-link", askV, allow},
+		{proj, "", "cd dir-link && cat key", askV, allow},
+		{proj, "acceptEdits", "touch dir-link/new", askV, allow},
+		{proj, "acceptEdits", "echo x > key-link", askV, allow},
+		{proj, "acceptEdits", "echo x > g/config", askV, allow},
+		{proj, "acceptEdits", "touch g/hooks/pre-commit", askV, allow},
+		{proj, "acceptEdits", "echo x > dangling", askV, allow},
+		{proj, "acceptEdits", "mkdir -p src-link/new", allow, allow},
+		{alias, "", "cat src/a.go", allow, allow},
+		{alias, "", "cat " + filepath.Join(proj, "src/a.go"), allow, askV},
+		{alias, "", "cat key-link", askV, allow},
+	} {
+		for _, eng := range []struct {
+			e    *Engine
+			want policy.Verdict
+			name string
+		}{{e, tc.want, "resolved"}, {lexical, tc.lex, "lexical"}} {
+			r := eng.e.Decide(Request{Command: tc.cmd, Cwd: tc.cwd, Mode: tc.mode})
+			if r.Decision.Verdict != eng.want {
+				t.Errorf("%s, cwd %s: %q = %v; want %v", eng.name, filepath.Base(tc.cwd), tc.cmd, r.Decision, eng.want)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -122,8 +123,103 @@ func (c cwdSet) resolve(p string) ([]string, bool) {
 	return out, true
 }
 
+// ResolveOnDisk returns the path an absolute, clean path names on disk:
+// every symbolic link on the way is followed, dangling ones included (a
+// write through a dangling link creates its target), and components that
+// do not exist are kept as written.
+func ResolveOnDisk(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	return resolveFrom("/", p, "/")
+}
+
+// resolveFrom resolves the components of p after prefix (a directory that
+// resolves to base) on disk, starting from base.
+func resolveFrom(base, p, prefix string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, prefix), "/")
+	if rest == "" {
+		return base
+	}
+	todo := strings.Split(rest, "/")
+	done := base
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			done = next
+			if err != nil { // does not exist: the rest is as written
+				return filepath.Join(append([]string{done}, todo...)...)
+			}
+			continue
+		}
+		if hops++; hops > 40 {
+			return p // a loop: keep the lexical path (the lexical check still applies)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return p
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return done
+}
+
+// resolver follows symbolic links for the path constraints of one
+// decision: the allowed directories are resolved once, and a path inside
+// one of them is resolved from there.
+type resolver struct {
+	lex   dirSet // the allowed directories as given
+	dirs  dirSet // the same, resolved
+	cache map[string]string
+}
+
+func newResolver(dirs dirSet) *resolver {
+	r := &resolver{lex: dirs}
+	for _, d := range dirs {
+		r.dirs = append(r.dirs, ResolveOnDisk(d))
+	}
+	return r
+}
+
+func (r *resolver) resolve(p string) string {
+	if r == nil {
+		return p
+	}
+	if v, ok := r.cache[p]; ok {
+		return v
+	}
+	if r.cache == nil {
+		r.cache = map[string]string{}
+	}
+	v := ""
+	for i, d := range r.lex {
+		if p == d || strings.HasPrefix(p, d) && p[len(d)] == '/' {
+			v = resolveFrom(r.dirs[i], p, d)
+			break
+		}
+	}
+	if v == "" {
+		v = ResolveOnDisk(p)
+	}
+	r.cache[p] = v
+	return v
+}
+
 // checkPath returns why a read or write of p needs a prompt, or "".
-func checkPath(p string, write bool, cwds cwdSet, dirs dirSet) string {
+func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) string {
 	if specialOK[p] {
 		return ""
 	}
@@ -141,7 +237,8 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet) string {
 		if why := dangerousPath(a); why != "" {
 			return why
 		}
-		if !dirs.contains(a) {
+		real := res.resolve(a)
+		if !dirs.contains(a) && (res == nil || !res.dirs.contains(real)) {
 			verb := "reads"
 			if write {
 				verb = "writes"
@@ -151,6 +248,20 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet) string {
 		if write {
 			if why := protectedWrite(a); why != "" {
 				return why
+			}
+		}
+		// The same checks on the path symbolic links lead to.
+		if real != a {
+			if why := dangerousPath(real); why != "" {
+				return quoteWord(p) + " leads to " + why
+			}
+			if !dirs.contains(real) && (res == nil || !res.dirs.contains(real)) {
+				return quoteWord(p) + " is a symbolic link to " + real + ", outside the working directory and the additional directories"
+			}
+			if write {
+				if why := protectedWrite(real); why != "" {
+					return quoteWord(p) + " leads to " + real + ": " + why
+				}
 			}
 		}
 	}

@@ -10,14 +10,16 @@ import (
 // code) is not read-only. Deliberately absent: less and more (they run
 // commands), xargs, env with arguments, ping, dig, nslookup, host, curl and
 // wget (they reach the network: data can leave through a DNS name),
-// ps (other processes' arguments), python, node and every interpreter.
+// ps (other processes' arguments), env and printenv (they print the
+// environment's secrets), python, node and every interpreter.
 //
 // Flags deliberately absent (an unknown flag makes the command not
 // read-only): sort -o/--output/--compress-program/-T, rg --pre/--pre-glob/
 // -z/--search-zip/--hostname-bin, fd -x/-X/--exec/--exec-batch/-l,
 // tree -o/-R, date -s/--set, hostname NAME, file -C, man -P/-H/--pager/
 // --html/-l, jq -f/--rawfile/--slurpfile/-L, awk -f/-e/-i/-l/-o/-p/-d,
-// printf -v, xxd with an output file, uniq with an output file.
+// printf -v, xxd with an output file, uniq with an output file,
+// --files0-from (it names the files to read inside another file).
 var readOnlySpecs = func() map[string]*cmdSpec {
 	m := map[string]*cmdSpec{}
 	add := func(names string, s cmdSpec) {
@@ -47,7 +49,6 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("nproc", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("--all --ignore=")})
 	add("uptime", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-p -s --pretty --since")})
 	add("locale", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-a -m -c -k -v --all-locales --charmaps --category-name --keyword-name --verbose")})
-	add("printenv", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-0 --null")})
 	add("date", cmdSpec{kind: kindNeutral, pos: posNone,
 		flags: flags("-d= -f@ -I? -R -r@ -u --date= --file@ --iso-8601? --rfc-3339= --rfc-email --reference@ --utc --universal --debug"),
 		check: func(a *analysis, args []string, pa *parsedArgs) {
@@ -57,7 +58,6 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 				}
 			}
 		}})
-	add("env", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-0 --null")})
 	add("command", cmdSpec{kind: KindSearch, pos: posNone, flags: flags("-v -V -p"),
 		check: func(a *analysis, args []string, pa *parsedArgs) {
 			if !pa.has("-v", "-V") {
@@ -70,7 +70,14 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("tr", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1")})
 	add("help", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-d -m -s")})
 	add("man", cmdSpec{kind: KindRead, pos: posNone, flags: flags("-k -f -a -w -W -s= -S= -L= -m= -K -E= -7 --apropos --whatis " +
-		"--all --where --path --location --sections= --locale= --encoding= --ascii --no-hyphenation --no-justification --regex --wildcard --names-only")})
+		"--all --where --path --location --sections= --locale= --encoding= --ascii --no-hyphenation --no-justification --regex --wildcard --names-only"),
+		check: func(a *analysis, args []string, pa *parsedArgs) {
+			for _, i := range pa.pos {
+				if strings.Contains(args[i], "/") { // man formats a file named by a path
+					a.reads = append(a.reads, args[i])
+				}
+			}
+		}})
 
 	// read
 	add("cat", cmdSpec{kind: KindRead, flags: flags("-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank --show-ends " +
@@ -79,7 +86,7 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("head", cmdSpec{kind: KindRead, flags: headFlags, opts: flagOpts{numeric: true}})
 	add("tail", cmdSpec{kind: KindRead, opts: flagOpts{numeric: true},
 		flags: merge(headFlags, flags("-f -F -s= --follow? --retry --sleep-interval= --pid= --max-unchanged-stats="))})
-	add("wc", cmdSpec{kind: KindRead, flags: flags("-c -m -l -L -w --bytes --chars --lines --words --max-line-length --total= --files0-from@")})
+	add("wc", cmdSpec{kind: KindRead, flags: flags("-c -m -l -L -w --bytes --chars --lines --words --max-line-length --total=")})
 	add("nl", cmdSpec{kind: KindRead, flags: flags("-b= -d= -f= -h= -i= -l= -n= -p -s= -v= -w= --body-numbering= --section-delimiter= " +
 		"--footer-numbering= --header-numbering= --line-increment= --join-blank-lines= --number-format= --no-renumber " +
 		"--number-separator= --starting-line-number= --number-width=")})
@@ -107,7 +114,7 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("sort", cmdSpec{kind: KindRead, flags: flags("-b -c -C -d -f -g -h -i -k= -m -M -n -r -R -s -t= -u -V -z -S= " +
 		"--ignore-leading-blanks --check? --dictionary-order --ignore-case --general-numeric-sort --human-numeric-sort " +
 		"--ignore-nonprinting --key= --merge --month-sort --numeric-sort --reverse --random-sort --random-source@ --stable " +
-		"--field-separator= --unique --version-sort --zero-terminated --buffer-size= --parallel= --files0-from@ --sort= --debug")})
+		"--field-separator= --unique --version-sort --zero-terminated --buffer-size= --parallel= --sort= --debug")})
 	add("uniq", cmdSpec{kind: KindRead, maxPos: 1, flags: flags("-c -d -D -f= -i -s= -u -w= -z --count --repeated " +
 		"--all-repeated? --skip-fields= --ignore-case --skip-chars= --unique --zero-terminated --check-chars= --group?")})
 	add("column", cmdSpec{kind: KindRead, flags: flags("-t -s= -o= -c= -x -n -e -N= -R= -T= -l= -J -r= -W= -H= -O= -E= -d -L -i= -p= " +
@@ -152,7 +159,7 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("du", cmdSpec{kind: KindList, implied: true, flags: flags("-0 -a -b -B= -c -D -d= -H -h -k -L -l -m -P -S -s -t= -x -X@ " +
 		"--all --apparent-size --block-size= --bytes --total --dereference-args --max-depth= --human-readable --inodes " +
 		"--si --summarize --threshold= --time? --time-style= --exclude= --exclude-from@ --one-file-system --count-links " +
-		"--dereference --no-dereference --separate-dirs --null --files0-from@")})
+		"--dereference --no-dereference --separate-dirs --null")})
 	add("df", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-a -B= -h -H -i -k -l -P -t= -T -x= --all --block-size= " +
 		"--human-readable --si --inodes --local --output? --portability --print-type --total --type= --exclude-type= --no-sync")})
 

@@ -153,7 +153,8 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if err != nil {
 		return &exitError{code: exitMoatError, err: err}
 	}
-	var opts permissions.Options
+	// Path constraints follow symbolic links on this machine.
+	opts := permissions.Options{FollowSymlinks: true}
 	if f.classifier != "" {
 		opts.Classifier = &permissions.CommandClassifier{Path: f.classifier, Timeout: f.classifierTimeout}
 	}
