@@ -10,7 +10,6 @@ import (
 // decision steps use.
 type part struct {
 	argv    []string // word values; for non-static words, the raw text
-	glob    []bool   // glob[i]: argv[i] is a safe glob pattern (nil: none)
 	assigns []assign
 	redirs  []redir
 	op      string // operator after this part: ; && || | & or ""
@@ -38,10 +37,8 @@ type redir struct {
 	op     string // as written: > >> < <> >| &> &>> >& <& << <<- <<<
 	fd     string
 	target string
-	static bool
-	// heredoc: body of << and <<- (target is the delimiter)
-	heredoc       string
-	heredocQuoted bool
+	// heredoc: what a here-document or here-string feeds to stdin
+	heredoc string
 }
 
 // isHeredoc reports whether the redirect is a here-document or here-string.
@@ -50,9 +47,6 @@ func (r redir) isHeredoc() bool { return strings.HasPrefix(r.op, "<<") }
 // fromSimple converts a validators.SimpleCommand.
 func fromSimple(sc *validators.SimpleCommand) part {
 	p := part{op: sc.Op, source: sc.Source, static: true, plain: true}
-	if sc.Negated {
-		p.static, p.why = false, "negated command"
-	}
 	for _, a := range sc.Assigns {
 		p.assigns = append(p.assigns, assign{name: a.Name, value: a.Value.Value, static: a.Value.Static})
 		if !a.Value.Static {
@@ -72,10 +66,6 @@ func fromSimple(sc *validators.SimpleCommand) part {
 		}
 		switch globKind(w.Raw) {
 		case globSafe, globRisky:
-			if p.glob == nil {
-				p.glob = make([]bool, len(sc.Args))
-			}
-			p.glob[i] = true
 			if globKind(w.Raw) == globRisky {
 				p.riskyGlob = true
 			}
@@ -89,8 +79,7 @@ func fromSimple(sc *validators.SimpleCommand) part {
 		p.notPlain(w.Raw)
 	}
 	for _, r := range sc.Redirects {
-		rd := redir{op: r.Op, fd: r.Fd, target: r.Target.Value, static: r.Target.Static,
-			heredoc: r.Body.Value, heredocQuoted: r.HeredocQuoted}
+		rd := redir{op: r.Op, fd: r.Fd, target: r.Target.Value, heredoc: r.Body.Value}
 		switch {
 		case r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<":
 			if !r.Body.Static || !r.Target.Static {
@@ -168,22 +157,15 @@ func literalBraces(raw string) bool {
 	return !strings.Contains(raw, ",") && !strings.Contains(raw, "..")
 }
 
-// isGlob reports whether argv[i] is a glob pattern.
-func (p *part) isGlob(i int) bool { return p.glob != nil && i < len(p.glob) && p.glob[i] }
-
 // strictArgv is the argument vector allow rules and the read-only tables
 // see: safe assignments and safe wrappers stripped. When an assignment is
 // not safe, it stays in front as a NAME=value word.
-func (p *part) strictArgv() (argv []string, offset int) {
+func (p *part) strictArgv() []string {
 	rest, clean := stripStrict(p.assigns, p.argv)
 	if !clean {
-		out := make([]string, 0, len(p.assigns)+len(p.argv))
-		for _, a := range p.assigns {
-			out = append(out, a.name+"="+a.value)
-		}
-		return append(out, p.argv...), -len(p.assigns)
+		return p.fullArgv()
 	}
-	return rest, len(p.argv) - len(rest)
+	return rest
 }
 
 // fullArgv is the command as written, assignments first.

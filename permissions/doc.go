@@ -14,7 +14,7 @@
 //     safe assignments and safe wrappers are stripped; deny and ask rules
 //     match broadly, on every command the line can run (extract.go).
 //   - Wrapper stripping (strip.go): a fixed-point loop removing assignments
-//     of SafeEnvVars and timeout, time, nice and nohup with strict flag
+//     of the safe variables (SafeEnvVar) and timeout, time, nice and nohup with strict flag
 //     parsing, for allow rules and the read-only tables. Deny and ask rules
 //     see through every assignment and every wrapper (env, command, sudo,
 //     xargs, stdbuf, ionice, setsid, sh -c, eval, find -exec, ...).
@@ -27,30 +27,39 @@
 //
 // # The order of the decision
 //
-// Engine.Decide runs these steps; the first that decides wins.
+// Engine.Decide runs these steps; the first that decides wins. The command
+// is parsed once, by validators.Analyze, which also runs the validator chain.
 //
-//  1. Deny rules, on every command of the line: a deny on any part denies
-//     the whole line, whatever the mode.
+//  1. Deny rules, on every command of the line (see extract.go): a deny on
+//     any part denies the whole line, whatever the mode. The brief lists the
+//     mode first; deny rules come before it so that no mode undoes a deny.
 //  2. The mode: plan denies what is not read-only; bypassPermissions
 //     allows the rest (but asks when a deny rule exists and some command of
 //     the line cannot be seen).
 //  3. Ask rules, on every command of the line. When deny or ask rules
-//     exist and some command cannot be seen (its name is not literal, a
-//     shell reads a script from a pipe, ...), ask.
-//  4. The security validators (validators.Check): an Ask there asks even
-//     when an allow rule matches. A command that does not parse to simple
-//     commands asks.
+//     exist and some command cannot be seen (its name is not a literal, a
+//     shell reads a script from a pipe, xargs builds it, a limit is
+//     reached), ask.
+//  4. The security validators (validators.Check's answer): an Ask there
+//     asks even when an allow rule matches. Their Allow (a literal git
+//     commit message) is "no objection", not a permission. A command that
+//     does not parse to simple commands asks.
 //  5. Path constraints: reads and writes outside the working directory and
 //     the additional directories ask, and so do redirections there,
-//     /dev/tcp and /dev/udp, /proc/*/environ, and writes to files that can
-//     run code later (.bashrc, .git/hooks, .vscode, ...).
-//  6. Sed constraints: a sed script that runs commands (e, s///e) or that
-//     cannot be analysed asks.
-//  7. Allow rules, 8. the read-only tables and 9. (acceptEdits) file
-//     edits inside the working directories: the line is allowed when every
-//     part is allowed by one of them. A part with a word that is not a
-//     literal (an expansion, a substitution) is never allowed.
-//  10. The classifier, if any: above ConfidenceThreshold it decides.
+//     /dev/tcp and /dev/udp, /proc/*/environ and /proc/*/mem, and writes to
+//     files that can run code later (.bashrc, .git/hooks, .git/config,
+//     .vscode, .claude, ...). With Options.FollowSymlinks the checks hold
+//     for the path symbolic links lead to as well; otherwise they are
+//     lexical.
+//  6. Sed constraints: a sed script that runs commands (e, s///e), reads
+//     its script from a file, or cannot be analysed asks.
+//  7. Allow rules, 8. the read-only tables and 9. (acceptEdits) file edits
+//     inside the working directories: the line is allowed when every part
+//     is allowed by one of them. A part with a word that is not a literal
+//     (an expansion, a substitution, a glob that may expand to an option)
+//     is never allowed.
+//  10. The classifier, if any: strictly above ConfidenceThreshold (0.9) it
+//     decides; otherwise, or on error, ask.
 //  11. Otherwise ask, with a suggested rule.
 //
 // # What it must not import

@@ -587,7 +587,7 @@ func (s *step) allowRule(p *part) *Rule {
 	if len(s.e.rules.allow) == 0 {
 		return nil
 	}
-	stripped, _ := p.strictArgv()
+	stripped := p.strictArgv()
 	a, b := cand{argv: stripped}, cand{argv: p.fullArgv()}
 	for _, r := range s.e.rules.allow {
 		if r.matchCand(&a, false) || r.matchCand(&b, false) {

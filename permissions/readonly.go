@@ -359,5 +359,32 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 	if a.name == "cp" && target && len(pa.pos) < 2 {
 		return
 	}
+	if a.name == "cp" || a.name == "mv" {
+		// What lands in the destination is named after the sources:
+		// "cp -r x/.git ." writes ./.git. Check dest/base(source) too, and
+		// refuse what cannot be named: globs, and "x/." (the contents of x).
+		var dests, srcs []string
+		if t, ok := pa.value(spec.targetFlags...); ok {
+			dests = append(dests, t)
+			for _, i := range pa.pos {
+				srcs = append(srcs, args[i])
+			}
+		} else if len(pa.pos) > 0 {
+			dests = append(dests, args[pa.pos[len(pa.pos)-1]])
+			for _, i := range pa.pos[:len(pa.pos)-1] {
+				srcs = append(srcs, args[i])
+			}
+		}
+		for _, src := range srcs {
+			base := path.Base(src)
+			if strings.ContainsAny(src, "*?[") || base == "." || base == ".." || base == "/" {
+				a.why = a.name + " " + src + ": what it copies cannot be named"
+				return
+			}
+			for _, d := range dests {
+				a.writes = append(a.writes, path.Join(d, base))
+			}
+		}
+	}
 	a.edit = true
 }

@@ -377,7 +377,6 @@ func equalWords(a, b []string) bool {
 // ruleSet is the compiled allow, ask and deny lists.
 type ruleSet struct {
 	allow, ask, deny []*Rule // Bash rules only
-	others           int     // rules for other tools, kept for the count
 }
 
 // Kind of list a rule is in.
@@ -397,8 +396,7 @@ func (rs *ruleSet) add(list string, pr policy.Rule) error {
 	}
 	r.Source = pr.Source
 	if r.Kind == RuleOtherTool {
-		rs.others++
-		return nil
+		return nil // it feeds the sandbox (runtime/settings), not commands
 	}
 	switch list {
 	case listAllow:

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// SafeEnvVars are the variables whose leading assignments are stripped
+// safeEnvVars are the variables whose leading assignments are stripped
 // before allow rules and the read-only tables are consulted: locale,
 // terminal and build-mode switches that cannot make a program load or run
 // other code. Everything else is kept, so "PATH=/tmp/x git status" never
@@ -13,7 +13,7 @@ import (
 // PYTHONSTARTUP, PERL5LIB, PERL5OPT, RUBYOPT, NODE_OPTIONS, NODE_PATH,
 // BASH_ENV, ENV, CDPATH, IFS, PS4, PROMPT_COMMAND, SHELLOPTS, GIT_*, PAGER,
 // EDITOR, VISUAL, LESSOPEN, GOFLAGS, RUSTFLAGS, JAVA_TOOL_OPTIONS, HOME.
-var SafeEnvVars = map[string]bool{
+var safeEnvVars = map[string]bool{
 	// locale
 	"LANG": true, "LANGUAGE": true, "LC_ALL": true, "LC_CTYPE": true,
 	"LC_COLLATE": true, "LC_MESSAGES": true, "LC_NUMERIC": true,
@@ -30,8 +30,13 @@ var SafeEnvVars = map[string]bool{
 	"PYTHONIOENCODING": true, "NODE_NO_WARNINGS": true,
 }
 
+// SafeEnvVar reports whether a leading assignment of name is stripped
+// before allow rules and the read-only tables are consulted (see
+// safeEnvVars for the list).
+func SafeEnvVar(name string) bool { return safeEnvVars[name] }
+
 // safeAssign reports whether a leading assignment may be stripped.
-func safeAssign(a assign) bool { return a.static && SafeEnvVars[a.name] }
+func safeAssign(a assign) bool { return a.static && safeEnvVars[a.name] }
 
 // stripStrict removes, in a fixed-point loop, the safe leading assignments
 // and the wrappers timeout, time, nice and nohup, parsing each wrapper's

@@ -68,7 +68,7 @@ func (s *step) suggest() string {
 		if s.allowRule(p) != nil || a.readOnly {
 			continue
 		}
-		argv, _ := p.strictArgv()
+		argv := p.strictArgv()
 		if len(argv) == 0 {
 			continue
 		}
