@@ -47,8 +47,11 @@ type view struct {
 	// protect are paths that are never writable (mandatory protections,
 	// moat's own files), with the reason.
 	protect []rule
-	// tmp is true when /tmp is the run's private tmpfs.
+	// privateTmp is true when /tmp is the run's private tmpfs.
 	privateTmp bool
+	// exposed are host paths shown read-only inside hidden regions (the
+	// working directory under the private /tmp, say).
+	exposed []rule
 }
 
 // within reports whether p is base or below it.
@@ -98,6 +101,9 @@ func (v *view) writable(p string) (bool, string) {
 	}
 	if v.privateTmp && within(p, "/tmp") {
 		if _, ok := closest(p, v.allowWrite); !ok {
+			if r, ok := closest(p, v.exposed); ok {
+				return false, "read-only: " + r.source + " is the host's, shown read-only in the private /tmp"
+			}
 			return true, "private /tmp"
 		}
 	}

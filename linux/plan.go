@@ -47,6 +47,12 @@ type planInput struct {
 	exposeRO []string
 	// cacheDir holds the scan cache ("" disables it).
 	cacheDir string
+	// mountPoint is called for every protected path the plan mounts over
+	// inside a writable tree, before the plan is final: ph is set when the
+	// path does not exist and needs a placeholder; otherwise the path exists
+	// and may be another run's placeholder. If nil, placeholders are only
+	// listed in fsPlan.placeholders.
+	mountPoint func(path string, ph *placeholder) error
 }
 
 // node is one path the mount plan must consider.
@@ -54,7 +60,7 @@ type node struct {
 	path  string
 	kind  byte // 'd', 'f' or 0 (absent)
 	pin   bool // make it a mount point (rename/rmdir then fail with EBUSY)
-	prot  bool // a protected path (mandatory or denyWrite): placeholder if absent
+	prot  bool // reserved even where it does not exist: placeholder if absent
 	synth string
 }
 
@@ -106,68 +112,97 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		}
 	}
 
+	for _, p := range in.exposeRO {
+		if c, _, err := canonical(p); err == nil {
+			v.exposed = append(v.exposed, rule{path: c, source: c})
+		}
+	}
+
 	// The bounded search for git repositories and dangerous names under the
 	// writable roots, and the protections it yields.
 	var prot []rule
-	protect := func(p, why string) { prot = append(prot, rule{path: p, source: why}) }
+	reserved := map[string]bool{}
+	protect := func(p, why string, reserve bool) {
+		if !reserve && lstatKind(p) == 0 {
+			return
+		}
+		prot = append(prot, rule{path: p, source: why})
+		if reserve {
+			reserved[p] = true
+		}
+	}
+	gitEntries := func(g string, reserve bool) {
+		for _, n := range policy.GitProtected {
+			if (n == "config" || n == "config.worktree") && pol.FS.AllowGitConfig {
+				continue
+			}
+			r := reserve && contains(policy.GitReserved, n)
+			protect(filepath.Join(g, n), "git: "+n+" is never writable", r)
+		}
+	}
+	names := func(a string, reserve []string) {
+		for _, n := range policy.MandatoryFiles {
+			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", contains(reserve, n))
+		}
+		for _, n := range policy.MandatoryDirs {
+			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", contains(reserve, n))
+		}
+		for _, n := range reserve {
+			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", true)
+		}
+	}
 	depth := pol.FS.MandatoryDenySearchDepth
 	if depth == 0 {
 		depth = policy.DefaultSearchDepth
 	}
-	var anchors []string
 	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
 		if lstatKind(r.path) != 'd' {
 			continue
 		}
-		anchors = append(anchors, r.path)
+		names(r.path, policy.ReservedNames)
 		res, err := scanCache(r.path, depth, in.cacheDir)
 		if err != nil {
 			return nil, err
 		}
-		anchors = append(anchors, res.workTrees...)
+		for _, w := range res.workTrees {
+			names(w, nil)
+		}
 		for _, g := range res.gitDirs {
-			for _, n := range policy.GitProtected {
-				if n == "config" && pol.FS.AllowGitConfig {
-					continue
-				}
-				protect(filepath.Join(g, n), "git: "+n+" is never writable")
-			}
-			protect(filepath.Join(g, "commondir"), "git: commondir is never writable")
-			if lstatKind(filepath.Join(g, "config.worktree")) != 0 && !pol.FS.AllowGitConfig {
-				protect(filepath.Join(g, "config.worktree"), "git: config.worktree is never writable")
-			}
+			gitEntries(g, false)
 		}
 		for _, f := range res.gitFiles {
-			protect(f, "git: a .git pointer is never writable")
+			protect(f, "git: a .git pointer is never writable", false)
 		}
 		for _, n := range res.named {
-			protect(n, "mandatory: "+filepath.Base(n)+" is never writable")
+			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
 	}
-	for _, extra := range []string{pol.Cwd, pol.Home} {
-		if extra == "" {
-			continue
-		}
-		if c, _, err := canonical(extra); err == nil {
-			anchors = append(anchors, c)
+	if c, _, err := canonical(pol.Cwd); err == nil {
+		names(c, policy.ReservedNames)
+		// The repository the command works in: reserve its git entries.
+		if gitDir, gitFile := enclosingGitDir(c); gitDir != "" {
+			gitEntries(gitDir, true)
+			if gitFile != "" {
+				protect(gitFile, "git: a .git pointer is never writable", false)
+			}
+			if cd, ok := readCommondir(gitDir); ok {
+				gitEntries(cd, true)
+			}
 		}
 	}
-	for _, a := range anchors {
-		for _, n := range policy.MandatoryFiles {
-			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable")
-		}
-		for _, n := range policy.MandatoryDirs {
-			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable")
+	if pol.Home != "" {
+		if c, _, err := canonical(pol.Home); err == nil {
+			names(c, policy.HomeReservedNames)
 		}
 	}
 	for _, p := range pol.Protect {
 		if c, _, err := canonical(p); err == nil {
-			protect(c, "moat: its own files are never writable")
+			protect(c, "moat: its own files are never writable", false)
 		}
 	}
 	// Keep the protections that matter: those the rules would let the
 	// command write.
-	pre := &view{allowRead: v.allowRead, denyRead: v.denyRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp}
+	pre := &view{allowRead: v.allowRead, denyRead: v.denyRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp, exposed: v.exposed}
 	for _, r := range dedupe(prot) {
 		if ok, _ := pre.writable(r.path); ok {
 			v.protect = append(v.protect, r)
@@ -195,7 +230,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	for _, r := range v.protect {
 		n := add(r.path)
-		n.prot = true
+		n.prot = reserved[r.path]
 		// Pin every ancestor between the writable root and the protected
 		// path, so nothing above it can be renamed or removed.
 		if root, ok := closest(r.path, v.allowWrite); ok {
@@ -355,9 +390,18 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 				// directory: it needs a mount point on the host.
 				ph := placeholderFor(n.path)
 				fp.placeholders = append(fp.placeholders, ph)
+				if in.mountPoint != nil {
+					if err := in.mountPoint(n.path, &ph); err != nil {
+						return nil, err
+					}
+				}
 				n.kind = 'd'
 				if ph.kind == journal.File {
 					n.kind = 'f'
+				}
+			} else if parent == stRW && in.mountPoint != nil {
+				if err := in.mountPoint(n.path, nil); err != nil {
+					return nil, err
 				}
 			}
 			if mp := mountpoint(n, parent); mp != nil {
@@ -447,5 +491,38 @@ func devSteps(uid, gid int) []step {
 			p.Symlink("/proc/self/fd/2", "/dev/stderr")
 			p.Symlink("/proc/kcore", "/dev/core")
 		},
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// enclosingGitDir finds the git directory of the repository containing dir,
+// as git's discovery does: dir/.git (a directory, or a file pointing to one)
+// in dir or an ancestor, or dir itself being a bare repository.
+func enclosingGitDir(dir string) (gitDir, gitFile string) {
+	for d := dir; ; d = filepath.Dir(d) {
+		g := filepath.Join(d, ".git")
+		switch lstatKind(g) {
+		case 'd':
+			return g, ""
+		case 'f':
+			if t, ok := readGitPointer(g); ok {
+				return t, g
+			}
+			return "", ""
+		}
+		if isGitDir(d) {
+			return d, ""
+		}
+		if d == "/" {
+			return "", ""
+		}
 	}
 }

@@ -242,32 +242,36 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		pol2.Protect = append(pol2.Protect, exe)
 	}
 	pol2.Protect = append(pol2.Protect, pol.Sources...)
-	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose, cacheDir: filepath.Join(s.StateDir, "cache")})
+	// Mount points on the host go through the journal, under its global
+	// lock, which is held until the sandbox's mounts are in place: a run
+	// that ends meanwhile cannot remove a placeholder this one mounts over.
+	mountPoint := func(path string, ph *placeholder) error {
+		if l.jr == nil {
+			jr, err := journal.Begin(journalDir)
+			if err != nil {
+				return err
+			}
+			l.jr = jr
+		}
+		if ph == nil {
+			_, err := l.jr.Adopt(path)
+			return err
+		}
+		return l.jr.Create(ph.path, ph.kind, ph.content)
+	}
+	defer func() {
+		if l.jr != nil {
+			if cerr := l.jr.Close(); cerr != nil {
+				l.log.Debug("journal close", "err", cerr)
+			}
+		}
+	}()
+	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
+		cacheDir: filepath.Join(s.StateDir, "cache"), mountPoint: mountPoint})
 	if err != nil {
 		return nil, err
 	}
 	l.fp = fp
-
-	if len(fp.placeholders) > 0 {
-		if l.jr, err = journal.Open(journalDir); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if cerr := l.jr.Close(); cerr != nil && err == nil {
-				l.log.Debug("journal close", "err", cerr)
-			}
-		}()
-		if err := l.jr.Lock(); err != nil {
-			return nil, err
-		}
-		for _, ph := range fp.placeholders {
-			if err := l.jr.Create(ph.path, ph.kind, ph.content); err != nil {
-				l.jr.Unlock()
-				return nil, err
-			}
-		}
-		l.jr.Unlock()
-	}
 
 	prog, err := seccomp.Build(seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, Notify: pol.Violations})
 	if err != nil {
@@ -301,7 +305,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	defer l.sync.Close()
 
 	extra := []*os.File{planFile, childSync, nil}
-	if l.jr != nil {
+	if l.jr != nil && l.jr.LockFile() != nil {
 		extra[2] = l.jr.LockFile()
 	}
 	cmd := &exec.Cmd{
@@ -366,6 +370,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	close(done)
 	l.sync.Close()
 	wg.Wait()
+	if l.jr != nil {
+		l.jr.Unlock() // the sandbox failed before its mounts were in place
+	}
 	if term != nil {
 		term.finish()
 	}
@@ -422,9 +429,8 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 	p := nsinit.New()
 	p.Hostname("moat")
 	p.LoUp()
-	if l.jr != nil {
-		exe := "/proc/self/exe"
-		p.Cleanup([]string{exe, cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
+	if l.jr != nil && l.jr.LockFile() != nil {
+		p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
 	}
 	l.fp.build(p)
 	// No new user namespaces, as a second layer behind seccomp.
@@ -524,6 +530,11 @@ func (l *launch) readMessages(term *terminal) {
 			l.mu.Lock()
 			l.exitStatus = &ws
 			l.mu.Unlock()
+			closeAll(fds)
+		case nsinit.MsgMounted:
+			if l.jr != nil {
+				l.jr.Unlock()
+			}
 			closeAll(fds)
 		case nsinit.MsgChild:
 			l.mu.Lock()

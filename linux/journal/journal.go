@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -63,14 +64,17 @@ type Placeholder struct {
 type Journal struct {
 	dir    string
 	id     string
-	rec    *os.File // this run's record, flock'ed exclusively
+	rec    *os.File // this run's record, flock'ed exclusively (created lazily)
 	global *os.File // the global lock, while held
 	ps     []Placeholder
+	others []record // live runs' records, read when the global lock was taken
+	mu     sync.Mutex // guards global (Unlock may come from another goroutine)
 }
 
-// Open creates this run's record in dir (created mode 0700 if needed) and
-// sweeps records of dead runs.
-func Open(dir string) (*Journal, error) {
+// Begin prepares this run's use of the journal in dir (created mode 0700 if
+// needed), takes the global lock and reads the other runs' records. This
+// run's own record is created only when it records something.
+func Begin(dir string) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -81,16 +85,28 @@ func Open(dir string) (*Journal, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	id := hex.EncodeToString(b[:])
-	f, err := os.OpenFile(filepath.Join(dir, id+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	j := &Journal{dir: dir, id: hex.EncodeToString(b[:])}
+	if err := j.Lock(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// ensureRecord creates this run's record file and locks it.
+func (j *Journal) ensureRecord() error {
+	if j.rec != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(j.dir, j.id+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return fmt.Errorf("journal: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("journal: lock own record: %w", err)
+		return fmt.Errorf("journal: lock own record: %w", err)
 	}
-	return &Journal{dir: dir, id: id, rec: f}, nil
+	j.rec = f
+	return nil
 }
 
 // checkOwned refuses a journal directory someone else could write to.
@@ -111,8 +127,9 @@ func checkOwned(dir string) error {
 // ID names this run's record.
 func (j *Journal) ID() string { return j.id }
 
-// LockFile is this run's record: a sandbox init that must outlive the
-// supervisor keeps it open, so the run counts as live until it is done.
+// LockFile is this run's record (nil when nothing was recorded): a sandbox
+// init that must outlive the supervisor keeps it open, so the run counts as
+// live until it is done.
 func (j *Journal) LockFile() *os.File { return j.rec }
 
 // Lock takes the global lock (blocking). Create and Release need it.
@@ -131,19 +148,38 @@ func (j *Journal) Lock() error {
 		f.Close()
 		return fmt.Errorf("journal: global lock: %w", err)
 	}
+	j.mu.Lock()
 	j.global = f
+	j.mu.Unlock()
+	j.others = nil
+	for _, r := range j.records() {
+		if r.id != j.id && r.live {
+			j.others = append(j.others, r)
+		}
+	}
 	return nil
 }
 
-// Unlock releases the global lock.
+// Unlock releases the global lock (idempotent, safe from any goroutine).
 func (j *Journal) Unlock() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.global != nil {
 		j.global.Close()
 		j.global = nil
 	}
 }
 
+func (j *Journal) locked() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.global != nil
+}
+
 func (j *Journal) append(line string) error {
+	if err := j.ensureRecord(); err != nil {
+		return err
+	}
 	if _, err := j.rec.Seek(0, 2); err != nil {
 		return err
 	}
@@ -155,7 +191,7 @@ func (j *Journal) append(line string) error {
 // If another live run's placeholder is already there (same inode, still
 // pristine), it is adopted instead. The caller holds the global lock.
 func (j *Journal) Create(path string, kind Kind, content string) error {
-	if j.global == nil {
+	if !j.locked() {
 		return errors.New("journal: Create without the global lock")
 	}
 	if p, ok := j.liveOwner(path); ok {
@@ -208,12 +244,27 @@ func (p Placeholder) line() string {
 // Placeholders lists what this run created or adopted.
 func (j *Journal) Placeholders() []Placeholder { return j.ps }
 
+// Adopt records path as used by this run too when it is another live
+// run's placeholder, so that run's clean-up leaves it in place while this
+// run's sandbox has it as a mount point. The caller holds the global lock.
+func (j *Journal) Adopt(path string) (bool, error) {
+	if !j.locked() {
+		return false, errors.New("journal: Adopt without the global lock")
+	}
+	p, ok := j.liveOwner(path)
+	if !ok {
+		return false, nil
+	}
+	if err := j.append(p.line()); err != nil {
+		return false, err
+	}
+	j.ps = append(j.ps, p)
+	return true, nil
+}
+
 // liveOwner finds path among the placeholders of other live runs.
 func (j *Journal) liveOwner(path string) (Placeholder, bool) {
-	for _, r := range j.records() {
-		if r.id == j.id || !r.live {
-			continue
-		}
+	for _, r := range j.others {
 		for _, p := range r.ps {
 			if p.Path == path && p.pristine() {
 				return p, true
@@ -227,10 +278,10 @@ func (j *Journal) liveOwner(path string) (Placeholder, bool) {
 // its record. It takes the global lock itself.
 func (j *Journal) Close() error {
 	if j.rec == nil {
+		j.Unlock()
 		return nil
 	}
-	held := j.global != nil
-	if !held {
+	if !j.locked() {
 		if err := j.Lock(); err != nil {
 			return err
 		}

@@ -476,6 +476,14 @@ static void do_mount_op(struct rd *r)
 		char *path = rd_str(r);
 		if (r->bad)
 			break;
+		char *slash = strrchr(path, '/');
+		if (slash && slash != path) {
+			*slash = 0;
+			int rc = mkdir_p(path, 0755);
+			*slash = '/';
+			if (rc < 0)
+				die("mkdir the parents of %s", path);
+		}
 		int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
 		if (fd < 0)
 			die("create %s", path);
@@ -791,6 +799,7 @@ static void __attribute__((noreturn)) run_command(void)
 		}
 	}
 	cur_rec = -1;
+	send_msg(MSG_MOUNTED, 0, 0, NULL, NULL, 0);
 	if (!ex_path || !ex_argv || !ex_envp) {
 		errno = EINVAL;
 		die("the plan has no command");

@@ -80,6 +80,7 @@ const (
 	MsgExit     = 5
 	MsgListen   = 6
 	MsgChild    = 7
+	MsgMounted  = 8
 
 	MsgTextSize = 480
 	MsgSize     = 12 + MsgTextSize

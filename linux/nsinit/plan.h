@@ -71,6 +71,7 @@ enum {
 	MSG_EXIT = 5,     /* a: wait status of the command */
 	MSG_LISTEN = 6,   /* fds: the listeners of R_LISTEN, in order */
 	MSG_CHILD = 7,    /* a: pid of the command in the sandbox's pid namespace */
+	MSG_MOUNTED = 8,  /* the command's filesystem is in place */
 };
 
 #define MOAT_MSG_TEXT 480

@@ -22,7 +22,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"MC_RECURSIVE": CloneRecursive, "MC_OPTIONAL": CloneOptional, "LLP_OPTIONAL": LLOptional,
 		"SC_LISTENER": SeccompListen, "EX_SEARCH": ExecSearch,
 		"MSG_ERROR": MsgError, "MSG_EXECFAIL": MsgExecFail, "MSG_PTY": MsgPTY, "MSG_NOTIFY": MsgNotify,
-		"MSG_EXIT": MsgExit, "MSG_LISTEN": MsgListen, "MSG_CHILD": MsgChild,
+		"MSG_EXIT": MsgExit, "MSG_LISTEN": MsgListen, "MSG_CHILD": MsgChild, "MSG_MOUNTED": MsgMounted,
 		"MOAT_MSG_TEXT": MsgTextSize, "sizeof(struct moat_msg)": MsgSize,
 	}
 	for k, v := range c {

@@ -65,10 +65,11 @@ func DefaultDenyRead(home string) []PathRule {
 	return out
 }
 
-// MandatoryFiles are names that are never writable, whether they exist or
-// not, at the top of every writable root, the working directory, the home
-// directory and every git working tree found under the writable paths: files
-// a sandboxed command could use to run code outside the sandbox later.
+// MandatoryFiles are names that are never writable where they exist: at
+// the top of every writable root, the working directory, the home directory
+// and every git working tree found under the writable paths, and anywhere
+// within the search depth. They let a sandboxed command run code outside the
+// sandbox later (a shell start-up file, an editor's or agent's settings).
 var MandatoryFiles = []string{
 	// shell start-up files
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
@@ -77,7 +78,7 @@ var MandatoryFiles = []string{
 	// git configuration outside .git
 	".gitconfig", ".gitmodules",
 	// tools that run code or change behaviour from a file in the directory
-	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua",
+	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
 }
 
 // MandatoryDirs are directory names protected the same way: editor and
@@ -88,7 +89,29 @@ var MandatoryDirs = []string{
 	".devcontainer",
 }
 
+// ReservedNames are the mandatory names moat also protects where they do
+// NOT exist yet, at the top of the working directory and of every writable
+// root: a mount needs a mount point, so moat creates an empty directory
+// there for the run (a placeholder, removed afterwards; git status does not
+// show empty directories). Each costs a directory creation on the host, so
+// the list is kept to the names that give code execution most directly.
+var ReservedNames = []string{".claude", ".mcp.json", ".vscode"}
+
+// HomeReservedNames are reserved in the home directory when it is writable.
+var HomeReservedNames = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".vimrc",
+	".claude", ".mcp.json",
+}
+
 // GitProtected are the entries of a git directory that are never writable:
-// hooks run code, config can name programs (core.fsmonitor, core.hooksPath,
-// filters), modules holds the git directories of submodules.
-var GitProtected = []string{"hooks", "config", "modules"}
+// hooks run code; config (and config.worktree) can name programs
+// (core.fsmonitor, core.hooksPath, filters); modules holds the git
+// directories of submodules; commondir redirects git to another directory's
+// config and hooks.
+var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.worktree"}
+
+// GitReserved are the GitProtected entries reserved where they do not exist,
+// in the git directory of the working directory's repository (config.worktree
+// only matters when config enables it, and config is protected).
+var GitReserved = []string{"hooks", "config", "modules", "commondir"}

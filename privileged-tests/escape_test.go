@@ -1,0 +1,438 @@
+//go:build linux
+
+package privtests
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// Reading a denied file, by every route.
+func TestReadDenied(t *testing.T) {
+	cases := []struct {
+		name string
+		args func(f *fixture) []string
+	}{
+		{"direct", func(f *fixture) []string { return []string{"read", f.secret} }},
+		{"default secret ~/.ssh", func(f *fixture) []string { return []string{"read", f.home + "/.ssh/id_ed25519"} }},
+		{"denied directory", func(f *fixture) []string { return []string{"read", f.outside + "/secretdir/key"} }},
+		{"denied directory listing", func(f *fixture) []string { return []string{"list", f.outside + "/secretdir"} }},
+		{"symlink", func(f *fixture) []string { return []string{"symlink-read", f.secret, f.work + "/link"} }},
+		{"hardlink", func(f *fixture) []string { return []string{"hardlink-read", f.secret, f.outside + "/hl"} }},
+		{"dotdot", func(f *fixture) []string { return []string{"read", f.work + "/../outside/./secret.txt"} }},
+		{"/proc/self/root", func(f *fixture) []string { return []string{"read", "/proc/self/root" + f.secret} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			args := tc.args(f)
+			f.attack(args, func() {
+				os.Remove(f.work + "/link")
+				os.Remove(f.outside + "/hl")
+			})
+		})
+	}
+}
+
+// /proc/1/root: in the sandbox pid 1 is moat's init, whose root is the
+// host's. Without moat the same attack reads a same-user process's root.
+func TestReadThroughInitRoot(t *testing.T) {
+	f := newFixture(t)
+	got := f.sandboxed("read", "/proc/1/root"+f.secret)
+	if got.escaped() {
+		t.Fatalf("ESCAPE: read the secret through /proc/1/root:\n%s", got.out)
+	}
+	got = f.sandboxed("read", "/proc/1/root/etc/hostname")
+	if got.escaped() {
+		t.Fatalf("ESCAPE: init's root is reachable:\n%s", got.out)
+	}
+	sleeper := exec.Command("sleep", "30")
+	must(t, sleeper.Start())
+	defer sleeper.Process.Kill()
+	if base := f.direct("read", "/proc/"+strconv.Itoa(sleeper.Process.Pid)+"/root"+f.secret); !base.escaped() {
+		t.Fatalf("a same-user process's root must be readable without moat:\n%s", base.out)
+	}
+}
+
+// Writing outside the writable paths.
+func TestWriteOutside(t *testing.T) {
+	cases := []struct {
+		name string
+		args func(f *fixture) []string
+	}{
+		{"direct", func(f *fixture) []string { return []string{"write", f.target, "pwned"} }},
+		{"planted symlink", func(f *fixture) []string { return []string{"symlink-write", f.target, f.work + "/out", "pwned"} }},
+		{"rename over", func(f *fixture) []string { return []string{"rename-over", f.work + "/evil", f.target} }},
+		{"hard link over", func(f *fixture) []string { return []string{"link-over", f.work + "/evil", f.outside + "/new"} }},
+		{"/proc magic link", func(f *fixture) []string { return []string{"magic-write", f.target, "pwned"} }},
+		{"new file next to target", func(f *fixture) []string { return []string{"write", f.outside + "/new", "pwned"} }},
+		{"dotdot", func(f *fixture) []string { return []string{"write", f.work + "/../outside/target.txt", "pwned"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			reset := func() {
+				must(t, os.WriteFile(f.target, []byte(targetText+"\n"), 0o644))
+				os.Remove(f.work + "/out")
+				os.Remove(f.work + "/evil")
+				os.Remove(f.outside + "/new")
+			}
+			f.attack(tc.args(f), func() {
+				if got := readFile(t, f.target); got != targetText+"\n" {
+					// Only the direct run may change it.
+					if strings.Contains(got, "pwned") || strings.Contains(got, "evil") {
+						t.Logf("target after a run: %q", got)
+					}
+				}
+				reset()
+			})
+		})
+	}
+}
+
+// The sandbox can write its own writable paths (so the tests above are not
+// passing because nothing is writable).
+func TestWriteAllowed(t *testing.T) {
+	f := newFixture(t)
+	got := f.sandboxed("write", f.work+"/ok.txt", "fine")
+	if !got.escaped() {
+		t.Fatalf("writing the working directory must work:\n%s", got.out)
+	}
+	if readFile(t, f.work+"/ok.txt") != "fine" {
+		t.Fatal("the write did not reach the host")
+	}
+}
+
+// Files that would let the command escape later are never writable,
+// whether they exist or not.
+func TestMandatoryProtections(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  func(f *fixture) []string
+		check string // path that must not change under moat
+	}{
+		{".bashrc (absent, in home)", func(f *fixture) []string { return []string{"write", f.home + "/.bashrc", "evil"} }, ".bashrc"},
+		{".git/hooks/pre-commit", func(f *fixture) []string { return []string{"write", f.work + "/.git/hooks/pre-commit", "#!/bin/sh\nevil"} }, ""},
+		{".git/config", func(f *fixture) []string { return []string{"write", f.work + "/.git/config", "[core]\nfsmonitor=evil"} }, ""},
+		{".git/config rename over", func(f *fixture) []string { return []string{"rename-over", f.work + "/cfg", f.work + "/.git/config"} }, ""},
+		{".git/config hard link", func(f *fixture) []string {
+			return []string{"hardlink-write", f.work + "/.git/config", f.work + "/cfg-link", "\n[core]\nfsmonitor=evil\n"}
+		}, ""},
+		{".git/hooks hard link", func(f *fixture) []string {
+			return []string{"hardlink-write", f.work + "/.git/hooks/pre-commit.sample", f.work + "/cfg-link", "\nevil\n"}
+		}, ""},
+		{".git/commondir (absent)", func(f *fixture) []string { return []string{"write", f.work + "/.git/commondir", f.work + "/evil"} }, ""},
+		{".git/modules (absent)", func(f *fixture) []string {
+			return []string{"mkdir-write", f.work + "/.git/modules/sub/hooks", "post-checkout", "evil"}
+		}, ""},
+		{".vscode (absent)", func(f *fixture) []string { return []string{"mkdir-write", f.work + "/.vscode", "tasks.json", "{}"} }, ""},
+		{".claude (absent)", func(f *fixture) []string {
+			return []string{"mkdir-write", f.work + "/.claude", "settings.json", `{"hooks":{}}`}
+		}, ""},
+		{".mcp.json (absent)", func(f *fixture) []string { return []string{"write", f.work + "/.mcp.json", "{}"} }, ""},
+		{"move .git aside", func(f *fixture) []string {
+			return []string{"move-dir", f.work + "/.git", f.work + "/.git-aside", "hooks/pre-commit", "evil"}
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			// Home writable for the .bashrc case.
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+			snapshot := snapshotTree(t, f.work)
+			got := f.sandboxedWith(settings, tc.args(f)...)
+			if got.escaped() {
+				t.Fatalf("ESCAPE under moat: %s", got.out)
+			}
+			if !strings.Contains(got.out, "blocked:") {
+				t.Fatalf("the attack did not run under moat:\n%s", got.out)
+			}
+			if after := snapshotTree(t, f.work); after != snapshot {
+				t.Fatalf("the working tree changed under moat (or a placeholder was left):\nbefore:\n%s\nafter:\n%s", snapshot, after)
+			}
+			if _, err := os.Lstat(f.home + "/.bashrc"); err == nil {
+				t.Fatalf("a placeholder .bashrc was left in the home directory")
+			}
+			base := f.direct(tc.args(f)...)
+			if !base.escaped() {
+				t.Fatalf("the attack must work without moat:\n%s", base.out)
+			}
+		})
+	}
+}
+
+// scratch are files the attacks make for themselves in the working
+// directory (which is writable): not a change to protect against.
+var scratch = map[string]bool{"cfg": true, "cfg-link": true, "evil": true}
+
+// snapshotTree lists a tree's entries and file hashes (not .git/objects).
+func snapshotTree(t testing.TB, root string) string {
+	var b strings.Builder
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.HasPrefix(rel, ".git/objects") || strings.HasPrefix(rel, ".git/logs") {
+			return nil
+		}
+		if scratch[rel] {
+			return nil
+		}
+		b.WriteString(rel + " " + fi.Mode().String())
+		if fi.Mode().IsRegular() {
+			c, _ := os.ReadFile(p)
+			b.WriteString(fmt.Sprintf(" %x", sha256.Sum256(c)))
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	return b.String()
+}
+
+// The nested user namespace + pivot_root + detach trick against a
+// protected .git/config (srt 0.0.78 was vulnerable).
+func TestNestedUserNamespaceReplace(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.work + "/.git/config"
+	orig := readFile(t, cfg)
+	f.attack([]string{"userns-replace", f.work + "/.git"}, func() {
+		if got := readFile(t, cfg); got != orig && !strings.Contains(got, "pwned") {
+			t.Logf("config: %q", got)
+		}
+		os.Remove(f.work + "/.git/config.aside")
+		must(t, os.WriteFile(cfg, []byte(orig), 0o644))
+	})
+	if readFile(t, cfg) != orig {
+		t.Fatal("config not restored")
+	}
+}
+
+func TestNoNewUserNamespace(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"unshare-user"}, nil)
+}
+
+// Other processes of the same user: invisible and unreachable.
+func TestHostProcesses(t *testing.T) {
+	for _, attack := range []string{"ptrace", "kill", "environ"} {
+		t.Run(attack, func(t *testing.T) {
+			f := newFixture(t)
+			start := func() *exec.Cmd {
+				c := exec.Command("sleep", "60")
+				c.Env = []string{"MOAT_MARKER=target-env-7c6b"}
+				must(t, c.Start())
+				t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+				return c
+			}
+			target := start()
+			args := []string{attack, strconv.Itoa(target.Process.Pid), "MOAT_MARKER"}
+			if got := f.sandboxed(args...); got.escaped() {
+				t.Fatalf("ESCAPE under moat: %s", got.out)
+			}
+			if err := target.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Fatalf("the target died under moat's attack: %v", err)
+			}
+			if attack == "ptrace" && ptraceScope() > 0 && os.Geteuid() != 0 {
+				testutil.Unavailable(t, "yama ptrace_scope > 0: the direct attack cannot work here")
+			}
+			if base := f.direct(args...); !base.escaped() {
+				t.Fatalf("the attack must work without moat: %s", base.out)
+			}
+		})
+	}
+}
+
+func ptraceScope() int {
+	b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// TIOCSTI: a command must not type into the caller's terminal, whether its
+// stdin is that terminal (moat gives it a pty of its own) or only its stdout.
+func TestTIOCSTI(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdin bool // the terminal is stdin too
+		fd    string
+	}{{"stdin is the terminal", true, "0"}, {"stdout is the terminal", false, "1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			run := func(bin string, args ...string) result {
+				master, slave := openPTY(t)
+				defer master.Close()
+				cmd := exec.Command(bin, args...)
+				cmd.Dir, cmd.Env = f.work, f.env()
+				cmd.Stdout, cmd.Stderr = slave, slave
+				cmd.Stdin = slave
+				if !tc.stdin {
+					cmd.Stdin = nil
+				}
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+				got := make(chan string, 1)
+				go func() {
+					var all []byte
+					buf := make([]byte, 4096)
+					for {
+						n, err := master.Read(buf)
+						all = append(all, buf[:n]...)
+						if err != nil {
+							break
+						}
+					}
+					got <- string(all)
+				}()
+				err := cmd.Run()
+				slave.Close()
+				// Whatever the command injected is now queued as input on
+				// the terminal: read it back through the slave's side.
+				time.AfterFunc(2*time.Second, func() { master.Close() })
+				out := <-got
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				}
+				return result{code: code, out: out}
+			}
+			attack := "tiocsti"
+			if tc.fd == "1" {
+				attack = "tiocsti-ctty-out"
+			}
+			if got := run(moatBin, "run", "--settings", f.settings, "--", self, attack, tc.fd); got.escaped() {
+				t.Fatalf("ESCAPE under moat: %s", got.out)
+			} else if !strings.Contains(got.out, "blocked:") {
+				t.Fatalf("the attack did not run under moat (exit %d): %q", got.code, got.out)
+			}
+			if base := run(self, attack, tc.fd); !base.escaped() {
+				if strings.Contains(base.out, "input/output error") {
+					testutil.Unavailable(t, "TIOCSTI is disabled on this kernel (dev.tty.legacy_tiocsti=0): %s", base.out)
+				}
+				t.Fatalf("the attack must work without moat: %q", base.out)
+			}
+		})
+	}
+}
+
+func TestIOURing(t *testing.T) {
+	if b, _ := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); strings.TrimSpace(string(b)) == "2" {
+		testutil.Unavailable(t, "io_uring is disabled on this kernel")
+	}
+	f := newFixture(t)
+	f.attack([]string{"io_uring"}, nil)
+}
+
+// A daemon left behind with setsid and a double fork dies with the command.
+func TestNoDaemonOutlivesTheCommand(t *testing.T) {
+	f := newFixture(t)
+	pidfile := f.work + "/daemon.pid"
+	got := f.sandboxed("daemon", pidfile)
+	if !got.escaped() {
+		t.Fatalf("the daemon must start inside the sandbox:\n%s", got.out)
+	}
+	// The pid written inside is the sandbox's; find the daemon by its
+	// command line instead.
+	if pids := findProcs(t, "sleep 300"); len(pids) > 0 {
+		t.Fatalf("ESCAPE: a process started under moat outlived it: %v", pids)
+	}
+	os.Remove(pidfile)
+	base := f.direct("daemon", pidfile)
+	if !base.escaped() {
+		t.Fatalf("the attack must work without moat: %s", base.out)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("without moat the daemon must survive (pid %d)", pid)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func findProcs(t testing.TB, cmdline string) []int {
+	var out []int
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
+			st, err := os.Stat("/proc/" + e.Name())
+			if err == nil && int(st.Sys().(*syscall.Stat_t).Uid) == os.Getuid() {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// No capabilities inside, also as root, also after exec.
+func TestNoCapabilities(t *testing.T) {
+	f := newFixture(t)
+	if got := f.sandboxed("caps"); got.escaped() {
+		t.Fatalf("ESCAPE: capabilities inside the sandbox: %s", got.out)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("without moat an unprivileged user has no capabilities to compare with")
+	}
+	if base := f.direct("caps"); !base.escaped() {
+		t.Fatalf("root without moat must have capabilities: %s", base.out)
+	}
+}
+
+// No descriptor beyond stdio reaches the command.
+func TestNoInheritedDescriptors(t *testing.T) {
+	f := newFixture(t)
+	leak, err := os.Open(f.target)
+	must(t, err)
+	defer leak.Close()
+	run := func(bin string, args ...string) result {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = f.work, f.env()
+		cmd.ExtraFiles = []*os.File{leak}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{code: code, out: string(out)}
+	}
+	if got := run(moatBin, "run", "--settings", f.settings, "--", self, "fds"); got.escaped() {
+		t.Fatalf("ESCAPE: the command inherited descriptors: %s", got.out)
+	}
+	if base := run(self, "fds"); !base.escaped() {
+		t.Fatalf("without moat the descriptor must be inherited: %s", base.out)
+	}
+}
+
+// Nothing moat made is left in the tree, and git sees nothing during a run.
+func TestNoGhostFiles(t *testing.T) {
+	f := newFixture(t)
+	before := snapshotTree(t, f.work)
+	got := f.exec(moatBin, "run", "--settings", f.settings, "--", "git", "status", "--porcelain", "--untracked-files=all")
+	if got.code != 0 {
+		t.Fatalf("git status inside: %d\n%s", got.code, got.out)
+	}
+	if strings.TrimSpace(strings.Split(got.out, "<sandbox_violations>")[0]) != "" {
+		t.Fatalf("git status inside the sandbox shows what moat made:\n%s", got.out)
+	}
+	if after := snapshotTree(t, f.work); after != before {
+		t.Fatalf("moat left files behind:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

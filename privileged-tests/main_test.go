@@ -1,0 +1,234 @@
+//go:build linux
+
+// Package privtests holds moat's attack tests: each attack runs once without
+// moat, as the same user, against a target that user can reach (it must
+// escape), and once under `moat run` (it must be blocked). They run as root
+// and as an unprivileged user in CI (.ci/run).
+//
+// The moat binary under test is $MOAT_BIN, or one built from this checkout.
+// Test directories live under $MOAT_TEST_DIR (default /var/tmp): not under
+// /tmp, which is private inside the sandbox.
+package privtests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+var (
+	moatBin string // the moat CLI under test
+	self    string // this test binary (the attack helper)
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("MOAT_ATTACK") == "1" {
+		os.Exit(attackMain(os.Args[1:]))
+	}
+	var err error
+	if self, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	moatBin = os.Getenv("MOAT_BIN")
+	cleanup := func() {}
+	if moatBin == "" {
+		dir, err := os.MkdirTemp(testRoot(), "moat-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Chmod(dir, 0o755)
+		moatBin = filepath.Join(dir, "moat")
+		_, file, _, _ := runtime.Caller(0)
+		build := exec.Command("go", "build", "-o", moatBin, "./cmd/moat")
+		build.Dir = filepath.Dir(filepath.Dir(file))
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build moat:", err)
+			os.Exit(2)
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func testRoot() string {
+	if d := os.Getenv("MOAT_TEST_DIR"); d != "" {
+		return d
+	}
+	return "/var/tmp"
+}
+
+// fixture is a test tree outside /tmp:
+//
+//	root/home      HOME, with .ssh/id_ed25519 (a default secret)
+//	root/work      the working directory, a git repository, writable
+//	root/outside   readable, not writable: target.txt, secret.txt (denied)
+type fixture struct {
+	t                         *testing.T
+	root, home, work, outside string
+	secret, target            string
+	settings                  string
+	state                     string
+}
+
+const (
+	secretText = "SECRET-9f8e7d"
+	targetText = "ORIGINAL-1a2b3c"
+)
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testutil.RequireUserns(t)
+	root, err := os.MkdirTemp(testRoot(), "moat-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	f := &fixture{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"),
+		outside: filepath.Join(root, "outside"), state: filepath.Join(root, "state")}
+	f.secret = filepath.Join(f.outside, "secret.txt")
+	f.target = filepath.Join(f.outside, "target.txt")
+	for _, d := range []string{f.home + "/.ssh", f.work, f.outside + "/secretdir", f.state} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(f.home+"/.ssh/id_ed25519", []byte(secretText+"\n"), 0o600))
+	must(t, os.WriteFile(f.secret, []byte(secretText+"\n"), 0o644))
+	must(t, os.WriteFile(f.outside+"/secretdir/key", []byte(secretText+"\n"), 0o644))
+	must(t, os.WriteFile(f.target, []byte(targetText+"\n"), 0o644))
+	git(t, f.work, "init", "-q")
+	f.settings = f.writeSettings(nil)
+	return f
+}
+
+// writeSettings writes an srt settings file; extra fields are merged into
+// "filesystem".
+func (f *fixture) writeSettings(extra map[string]any) string {
+	fs := map[string]any{
+		"denyRead":   []string{f.secret, f.outside + "/secretdir"},
+		"allowWrite": []string{f.work},
+		"denyWrite":  []string{},
+	}
+	for k, v := range extra {
+		fs[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": fs,
+	})
+	p := filepath.Join(f.root, fmt.Sprintf("settings-%d.json", time.Now().UnixNano()))
+	must(f.t, os.WriteFile(p, b, 0o644))
+	return p
+}
+
+type result struct {
+	code int
+	out  string
+}
+
+func (r result) escaped() bool { return r.code == 0 && strings.Contains(r.out, "ESCAPED") }
+
+func (f *fixture) env() []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + f.home,
+		"XDG_STATE_HOME=" + f.state,
+		"MOAT_ATTACK=1",
+		"LANG=C",
+	}
+}
+
+// direct runs an attack without moat.
+func (f *fixture) direct(args ...string) result {
+	f.t.Helper()
+	return f.exec(self, args...)
+}
+
+// sandboxed runs an attack under moat with the fixture's settings.
+func (f *fixture) sandboxed(args ...string) result {
+	f.t.Helper()
+	return f.sandboxedWith(f.settings, args...)
+}
+
+func (f *fixture) sandboxedWith(settings string, args ...string) result {
+	f.t.Helper()
+	return f.exec(moatBin, append([]string{"run", "--settings", settings, "--", self}, args...)...)
+}
+
+func (f *fixture) exec(bin string, args ...string) result {
+	f.t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = f.work
+	cmd.Env = f.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		f.t.Fatalf("run %s: %v", bin, err)
+	}
+	return result{code: code, out: out.String()}
+}
+
+// attack runs one attack both ways: it must escape without moat and be
+// blocked under moat. reset restores the target between the two runs.
+func (f *fixture) attack(args []string, reset func()) {
+	f.t.Helper()
+	got := f.sandboxed(args...)
+	if got.escaped() {
+		f.t.Errorf("ESCAPE under moat: %v\n%s", args, got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		f.t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	if reset != nil {
+		reset()
+	}
+	base := f.direct(args...)
+	if !base.escaped() {
+		f.t.Errorf("the attack must work without moat (or this test cannot detect an escape): %v\n%s", args, base.out)
+	}
+	if reset != nil {
+		reset()
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func git(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func readFile(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
