@@ -122,7 +122,9 @@ func TestMandatoryProtections(t *testing.T) {
 		check string // path that must not change under moat
 	}{
 		{".bashrc (absent, in home)", func(f *fixture) []string { return []string{"write", f.home + "/.bashrc", "evil"} }, ".bashrc"},
-		{".git/hooks/pre-commit", func(f *fixture) []string { return []string{"write", f.work + "/.git/hooks/pre-commit", "#!/bin/sh\nevil"} }, ""},
+		{".git/hooks/pre-commit", func(f *fixture) []string {
+			return []string{"write", f.work + "/.git/hooks/pre-commit", "#!/bin/sh\nevil"}
+		}, ""},
 		{".git/config", func(f *fixture) []string { return []string{"write", f.work + "/.git/config", "[core]\nfsmonitor=evil"} }, ""},
 		{".git/config rename over", func(f *fixture) []string { return []string{"rename-over", f.work + "/cfg", f.work + "/.git/config"} }, ""},
 		{".git/config hard link", func(f *fixture) []string {

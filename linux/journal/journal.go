@@ -67,7 +67,7 @@ type Journal struct {
 	rec    *os.File // this run's record, flock'ed exclusively (created lazily)
 	global *os.File // the global lock, while held
 	ps     []Placeholder
-	others []record // live runs' records, read when the global lock was taken
+	others []record   // live runs' records, read when the global lock was taken
 	mu     sync.Mutex // guards global (Unlock may come from another goroutine)
 }
 
