@@ -219,7 +219,8 @@ func obfuscatedWord(w *syntax.Word, val Word, isName bool) policy.Decision {
 			continue
 		}
 		if i == len(parts)-1 {
-			if l, ok := parts[i-1].(*syntax.Lit); ok && strings.HasSuffix(l.Value, "=") {
+			// "--opt=''" and "-i''" (sed's portable in-place idiom).
+			if l, ok := parts[i-1].(*syntax.Lit); ok && (strings.HasSuffix(l.Value, "=") || (i == 1 && strings.HasPrefix(l.Value, "-"))) {
 				continue
 			}
 		}
@@ -585,6 +586,13 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 	for _, c := range ctx.commands() {
 		args := c.sc.Args
 		for _, a := range args {
+			if strings.HasPrefix(a.Value, "BASH_FUNC_") {
+				// An exported function (env 'BASH_FUNC_ls%%=() { ...; }').
+				if fn("BASH_FUNC_", Word{Raw: a.Raw, Value: a.Raw}) {
+					return true
+				}
+				continue
+			}
 			if a.Static && isAssignWord(a.Value) {
 				name, val, _ := strings.Cut(a.Value, "=")
 				if fn(name, Word{Raw: val, Value: val, Static: true}) {

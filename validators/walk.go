@@ -138,7 +138,7 @@ func (c *collector) checkHeredocInSubst(r *syntax.Redirect) error {
 	if !delim.Static {
 		return nil // refused by the flattener
 	}
-	body := c.p.text(r.Hdoc)
+	body := c.p.text(r.Hdoc) // the whole node: its last line may matter
 	for len(body) > 0 {
 		line := body
 		if i := strings.IndexByte(body, '\n'); i >= 0 {
@@ -202,7 +202,9 @@ func (c *collector) visit(n syntax.Node) error {
 			if quotedDelim(n.Word) {
 				kind = paintSingle
 			}
-			c.span(n.Hdoc, kind)
+			if s, e := c.p.hdocRange(n); s < e {
+				c.p.facts.spans = append(c.p.facts.spans, span{s, e, kind})
+			}
 		} else if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
 			f.heredocs = append(f.heredocs, n)
 		}

@@ -222,7 +222,8 @@ func (p *parsed) heredocBody(r *syntax.Redirect, quoted bool) (Word, error) {
 	if r.Hdoc == nil {
 		return Word{Static: true}, nil
 	}
-	raw := p.text(r.Hdoc)
+	s, e := p.hdocRange(r)
+	raw := p.src[s:e]
 	if !quoted && strings.Contains(raw, "\\\n") {
 		return Word{}, errHeredocContinuation
 	}
@@ -254,6 +255,28 @@ func (p *parsed) heredocBody(r *syntax.Redirect, quoted bool) (Word, error) {
 		return Word{}, errors.New("here-document body does not end with a newline")
 	}
 	return Word{Raw: raw, Value: v, Static: true}, nil
+}
+
+// hdocRange is the byte range of a here-document body in the source. The
+// parser's node sometimes spans the closing delimiter line too; it is
+// left out here.
+func (p *parsed) hdocRange(r *syntax.Redirect) (int, int) {
+	s, e := int(r.Hdoc.Pos().Offset()), int(r.Hdoc.End().Offset())
+	if s < 0 || e > len(p.src) || s > e {
+		return 0, 0
+	}
+	delim := ""
+	if r.Word != nil {
+		if d := p.word(r.Word); d.Static {
+			delim = d.Value
+		}
+	}
+	body := strings.TrimSuffix(p.src[s:e], "\n")
+	nl := strings.LastIndexByte(body, '\n')
+	if strings.TrimLeft(body[nl+1:], "\t") == delim {
+		e = s + nl + 1
+	}
+	return s, e
 }
 
 // heredocSubst recognises $(cat <<'EOF' ... EOF), the idiom agents use to
