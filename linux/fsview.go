@@ -131,6 +131,10 @@ func canonical(p string) (string, bool, error) {
 	p = filepath.Clean(p)
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r, true, nil
+	} else if errors.Is(err, fs.ErrPermission) {
+		// This user cannot look there, so neither can the sandbox (the
+		// same user, with no capabilities): keep the path as written.
+		return p, false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscallENOTDIR) {
 		return "", false, err
 	}

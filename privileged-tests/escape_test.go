@@ -415,10 +415,10 @@ func TestNoInheritedDescriptors(t *testing.T) {
 		}
 		return result{code: code, out: string(out)}
 	}
-	if got := run(moatBin, "run", "--settings", f.settings, "--", self, "fds"); got.escaped() {
+	if got := run(moatBin, "run", "--settings", f.settings, "--", self, "fds", f.target); got.escaped() {
 		t.Fatalf("ESCAPE: the command inherited descriptors: %s", got.out)
 	}
-	if base := run(self, "fds"); !base.escaped() {
+	if base := run(self, "fds", f.target); !base.escaped() {
 		t.Fatalf("without moat the descriptor must be inherited: %s", base.out)
 	}
 }
