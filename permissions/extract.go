@@ -58,6 +58,9 @@ func (x *extraction) extractParts(parts []part) {
 				have = false
 			}
 		}
+		for _, a := range p.assigns {
+			x.assignedCode(a.value, 0)
+		}
 		for _, r := range p.redirs {
 			switch {
 			case r.isHeredoc():
@@ -137,9 +140,27 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 				x.pipeIntoShell(n, depth)
 			}
+		case *syntax.Assign:
+			// GIT_SSH_COMMAND='git push' git fetch, PAGER=..., export X=...
+			if n.Value != nil {
+				if v, ok := wordValue(n.Value); ok {
+					x.assignedCode(v, depth)
+				}
+			}
 		}
 		return true
 	})
+}
+
+// assignedCode looks at a value assigned to a variable: programs read many
+// variables as commands to run (GIT_SSH_COMMAND, PAGER, EDITOR,
+// PROMPT_COMMAND, ...), so a value that looks like a command line is read
+// as one, for deny and ask rules.
+func (x *extraction) assignedCode(v string, depth int) {
+	v = strings.TrimPrefix(v, "!")
+	if strings.ContainsAny(v, " \t;|&`$()<>") {
+		x.nestedSource(v, depth+1)
+	}
 }
 
 // pipeIntoShell handles "producer | sh": the producer's output is a script.
@@ -559,8 +580,32 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		x.findExec(argv, depth, budget)
 		return
 	case "git":
+		// git -c alias.p='!git push' p, -c core.pager=..., -c core.sshCommand=...
+		for i := 1; i < len(argv); i++ {
+			w := argv[i]
+			switch {
+			case w == "-c" && i+1 < len(argv):
+				i++
+				if _, v, ok := strings.Cut(argv[i], "="); ok {
+					x.assignedCode(v, depth)
+				}
+			case strings.HasPrefix(w, "-c") && len(w) > 2:
+				if _, v, ok := strings.Cut(w[2:], "="); ok {
+					x.assignedCode(v, depth)
+				}
+			case w == "--config-env" || strings.HasPrefix(w, "--config-env="):
+				x.fail("git takes configuration from the environment (--config-env)")
+			}
+		}
 		if sub := gitStripGlobals(argv); sub != nil {
 			x.look(sub, depth, "", false, budget)
+		}
+		return
+	case "export", "declare", "typeset", "local", "readonly":
+		for _, a := range argv[1:] {
+			if _, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
+				x.assignedCode(v, depth)
+			}
 		}
 		return
 	case "xargs", "parallel":
@@ -569,6 +614,13 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	spec, ok := wrappers[name]
 	if !ok {
 		return
+	}
+	if spec.assignments {
+		for _, a := range argv[1:] {
+			if _, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
+				x.assignedCode(v, depth)
+			}
+		}
 	}
 	if spec.shellFlag != "" {
 		for i := 1; i < len(argv)-1; i++ {

@@ -120,6 +120,14 @@ func TestCandidates(t *testing.T) {
 		{"busybox sh -c 'git push'", "git push"},
 		{"chroot / git push", "git push"},
 		{"script -q -c 'git push' /dev/null", "git push"},
+		{"git -c alias.p='!git push' p", "git push"},
+		{"git -c core.sshCommand='git push' fetch", "git push"},
+		{"git -ccore.pager='sh -c \"git push\"' log", "git push"},
+		{"GIT_SSH_COMMAND='git push' git fetch", "git push"},
+		{"PAGER='git push; true' git log", "git push"},
+		{"env GIT_EDITOR='git push' git commit", "git push"},
+		{"export PROMPT_COMMAND='git push'", "git push"},
+		{"X='git push'; $X", "git push"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			var x extraction
@@ -147,6 +155,7 @@ func TestIncomplete(t *testing.T) {
 		"echo push | xargs git",
 		"eval \"$X\"",
 		"git push 'unterminated",
+		"git --config-env=core.pager=P log",
 	} {
 		var x extraction
 		x.extractSource(cmd, 0)
