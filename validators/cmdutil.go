@@ -63,12 +63,26 @@ var wrappers = map[string]wrapper{
 // effort used to find the real program (jq, a shell); it never hides a
 // word from the checks that look at every word.
 func execArgs(args []Word) []Word {
-	for len(args) > 0 {
-		w, ok := wrappers[baseName(args[0].Value)]
+	starts := programStarts(args)
+	last := starts[len(starts)-1]
+	if last >= len(args) {
+		return nil
+	}
+	return args[last:]
+}
+
+// programStarts returns the index of every program along a chain of
+// wrappers: 0, then what each wrapper runs. The last index may be
+// len(args) when a wrapper has no command.
+func programStarts(args []Word) []int {
+	starts := []int{0}
+	pos := 0
+	for pos < len(args) {
+		w, ok := wrappers[baseName(args[pos].Value)]
 		if !ok {
-			return args
+			break
 		}
-		i := 1
+		i := pos + 1
 		for i < len(args) {
 			a := args[i].Value
 			if a == "--" {
@@ -90,12 +104,13 @@ func execArgs(args []Word) []Word {
 			}
 		}
 		i += w.positional
-		if i >= len(args) {
-			return nil
+		if i > len(args) {
+			i = len(args)
 		}
-		args = args[i:]
+		pos = i
+		starts = append(starts, pos)
 	}
-	return args
+	return starts
 }
 
 // containsField reports whether the space-separated list holds s.

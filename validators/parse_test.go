@@ -315,5 +315,8 @@ func hostileInputs() map[string]string {
 		"long word":          "echo " + strings.Repeat("a", 120000),
 		"many braces":        "echo " + strings.Repeat("{a,b}", 20000),
 		"backquote nesting":  "echo " + strings.Repeat("`", 4000),
+		"wrapper chain":      strings.Repeat("env ", 30000) + "-S x",
+		"many args":          "rg " + strings.Repeat("--pre ", 20000),
+		"many shells":        strings.Repeat("sh ", 40000) + "-c x",
 	}
 }

@@ -302,14 +302,19 @@ func isPlainName(s string) bool {
 // permission rules would match "bash", not the commands inside, which is
 // how deny lists were bypassed. For remote or periodic runners (ssh,
 // watch) the script is analysed and any metacharacter (;, &&, ||, |, &,
-// redirections, newlines) or objection in it asks. Also the seed's own
-// case: find name patterns holding ;, | or &.
+// redirections, newlines) or objection in it asks. Options that make a
+// program run a command (rg --pre, git -c alias.x=!..., ssh -o
+// ProxyCommand, ...) ask too. Also the seed's own case: find name patterns
+// holding ;, | or &.
 func validateShellMetacharacters(ctx *Context) policy.Decision {
 	for _, c := range ctx.commands() {
 		for _, sc := range nestedScripts(c) {
 			if d := ctx.nested(sc); d.Verdict != policy.Passthrough {
 				return d
 			}
+		}
+		if opt := execOption(c.sc.Args); opt != "" {
+			return ask(fmt.Sprintf("the option %s makes the program run another command", opt))
 		}
 		args := execArgs(c.sc.Args)
 		if len(args) > 0 && baseName(args[0].Value) == "find" {
@@ -324,6 +329,106 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 		}
 	}
 	return pass()
+}
+
+// execOption finds an option that makes a program run a command of the
+// caller's choosing (the published bypasses: rg --pre, sort
+// --compress-program, man --html, git --upload-pack and -c alias=!..., ssh
+// -o ProxyCommand, tar --to-command, env -S). It returns the option, or "".
+func execOption(all []Word) string {
+	// The program is argv[0], or what the wrappers (timeout, env, sudo,
+	// ...) run; only those positions are looked at, so the scan is linear.
+	starts := programStarts(all)
+	for k, start := range starts {
+		if start >= len(all) {
+			continue
+		}
+		// A wrapper's options end where the program it runs starts.
+		end := len(all)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		name := baseName(all[start].Value)
+		args := all[start+1 : end]
+		for i, a := range args {
+			v := a.Value
+			opt, val, hasVal := strings.Cut(v, "=")
+			next := func() string {
+				if hasVal {
+					return val
+				}
+				if i+1 < len(args) {
+					return args[i+1].Value
+				}
+				return ""
+			}
+			switch name {
+			case "rg":
+				if opt == "--pre" {
+					return v
+				}
+			case "sort":
+				if opt == "--compress-program" {
+					return v
+				}
+			case "man":
+				if opt == "--html" || opt == "-H" || opt == "--pager" || opt == "-P" || strings.HasPrefix(v, "-H") && len(v) > 2 {
+					return v
+				}
+			case "git":
+				switch opt {
+				case "--upload-pack", "--receive-pack", "--exec", "--config-env":
+					return v
+				case "-c":
+					if key, cval, _ := strings.Cut(next(), "="); gitExecKey(key) || strings.HasPrefix(cval, "!") {
+						return "git -c " + key
+					}
+				}
+				if strings.HasPrefix(opt, "--upload-pa") || strings.HasPrefix(opt, "--receive-pa") {
+					return v // git accepts unambiguous abbreviations
+				}
+			case "ssh", "scp", "sftp":
+				if o := strings.ToLower(strings.TrimPrefix(v, "-o")); strings.HasPrefix(v, "-o") {
+					if o == "" {
+						o = strings.ToLower(next())
+					}
+					if strings.HasPrefix(o, "proxycommand") || strings.HasPrefix(o, "localcommand") || strings.HasPrefix(o, "permitlocalcommand") {
+						return v
+					}
+				}
+			case "tar":
+				switch opt {
+				case "--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script", "--new-volume-script", "-F":
+					return v
+				}
+			case "zip":
+				if opt == "-TT" || opt == "--unzip-command" {
+					return v
+				}
+			case "env":
+				if opt == "-S" || opt == "--split-string" || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")) {
+					return v
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// gitExecKey reports whether a git configuration key names a program or
+// shell command that git runs.
+func gitExecKey(key string) bool {
+	k := strings.ToLower(key)
+	switch k {
+	case "core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.hookspath",
+		"core.askpass", "core.gitproxy", "diff.external", "credential.helper", "gpg.program",
+		"sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow", "init.templatedir",
+		"include.path", "ssh.variant", "gpg.ssh.program", "gpg.x509.program", "merge.tool", "diff.tool":
+		return true
+	}
+	return strings.HasPrefix(k, "alias.") || strings.HasPrefix(k, "filter.") || strings.HasSuffix(k, ".textconv") ||
+		strings.HasSuffix(k, ".command") || strings.HasSuffix(k, ".cmd") || strings.HasPrefix(k, "pager.") ||
+		strings.HasPrefix(k, "includeif.") || strings.HasSuffix(k, ".helper") || strings.HasSuffix(k, ".driver")
 }
 
 // script is shell code found in a command's arguments.
