@@ -120,8 +120,22 @@ const (
 // its first character is a literal other than '-', so that no file name
 // can turn it into an option ("*" could expand to a file named "-rf").
 func globKind(raw string) globClass {
-	if raw == "" || raw[0] == '-' {
+	if raw == "" {
 		return globNone
+	}
+	if raw[0] == '-' {
+		// --include=*.ts: whatever it expands to starts with "--include=",
+		// so it stays that flag; only its value is a pattern.
+		name, val, ok := strings.Cut(raw, "=")
+		if !ok || strings.ContainsAny(name, "*?[]") || val == "" {
+			return globNone
+		}
+		for i := 0; i < len(raw); i++ {
+			if c := raw[i]; !safeUnquoted(c) && c != '*' && c != '?' && c != '[' && c != ']' {
+				return globNone
+			}
+		}
+		return globSafe
 	}
 	glob := false
 	for i := 0; i < len(raw); i++ {

@@ -265,6 +265,8 @@ func TestWrappers(t *testing.T) {
 		{cmd: "nice -n 10 npm test", want: allow},
 		{cmd: "nohup npm test", want: allow},
 		{cmd: "timeout 5 nohup npm test", want: allow},
+		{cmd: "time -p npm test", want: allow}, // the time keyword
+		{cmd: "time git push", want: deny},
 		{cmd: "NODE_ENV=test timeout 60 nice nohup npm test", want: allow},
 		// ... but not unsafe ones
 		{cmd: "PATH=/tmp npm test", want: askV},

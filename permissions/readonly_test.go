@@ -60,6 +60,7 @@ func TestReadOnlyTables(t *testing.T) {
 		"git log --oneline | head -5", "cat x | grep foo | sort | uniq -c", "ls && pwd", "ls; echo done",
 		"grep -c foo x || true", "cat x 2>/dev/null", "ls > /dev/null 2>&1", "LANG=C sort x", "timeout 5 cat x",
 		"nice -n 5 grep foo x", "ls *.go", "cat src/*.go", "grep foo *", "NO_COLOR=1 git diff",
+		"grep -rn foo --include=*.ts src", "rg -g=*.go foo",
 	}
 	notReadOnly := []string{
 		// writes, exec, unknown
@@ -104,7 +105,7 @@ func TestReadOnlyTables(t *testing.T) {
 		"/bin/ls", "./ls", "bin/cat x",
 		// expansions
 		"cat $(echo x)", "echo `id`", "ls $HOME", "cat ~/.ssh/id_rsa", "ls {a,b}", "cat <(ls)", "rg foo *; rg --pre=sh x",
-		"rg foo *", "find *", "sort *",
+		"rg foo *", "find *", "sort *", "rg --pre=* foo", "grep -*=x y",
 		// complex constructs
 		"for f in *; do cat $f; done", "if true; then ls; fi", "(ls)", "{ ls; }", "f() { ls; }",
 	}
