@@ -54,6 +54,10 @@ type view struct {
 	exposed []rule
 }
 
+// privateTmpReason marks a path that is writable because it is in the
+// run's own /tmp (the host's file at that path is not visible).
+const privateTmpReason = "private /tmp"
+
 // within reports whether p is base or below it.
 func within(p, base string) bool {
 	if base == "/" {
@@ -104,7 +108,7 @@ func (v *view) writable(p string) (bool, string) {
 			if r, ok := closest(p, v.exposed); ok {
 				return false, "read-only: " + r.source + " is the host's, shown read-only in the private /tmp"
 			}
-			return true, "private /tmp"
+			return true, privateTmpReason
 		}
 	}
 	if _, ok := closest(p, v.allowWrite); ok {

@@ -204,7 +204,8 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	// command write.
 	pre := &view{allowRead: v.allowRead, denyRead: v.denyRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp, exposed: v.exposed}
 	for _, r := range dedupe(prot) {
-		if ok, _ := pre.writable(r.path); ok {
+		// Writable in the private /tmp means invisible on the host side.
+		if ok, why := pre.writable(r.path); ok && why != privateTmpReason {
 			v.protect = append(v.protect, r)
 			fp.protected = append(fp.protected, r.path)
 		}

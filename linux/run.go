@@ -149,8 +149,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return nil, errors.New("the command line contains a NUL byte")
 		}
 	}
+	var skipped []string
 	if s.Policy.Net.WantsNetwork() {
-		return nil, fmt.Errorf("%w: the policy allows network destinations (%s), but this moat gives the sandbox no network at all yet; remove allowedDomains and the proxy ports", ErrUnsupported, describeNet(s.Policy.Net))
+		if !s.Policy.BestEffort {
+			return nil, fmt.Errorf("%w: the policy allows network destinations (%s), but this moat gives the sandbox no network at all yet; remove allowedDomains and the proxy ports, or run with best effort", ErrUnsupported, describeNet(s.Policy.Net))
+		}
+		skipped = append(skipped, "network access to "+describeNet(s.Policy.Net)+": the sandbox has no network at all")
 	}
 	if s.StateDir == "" {
 		s.StateDir = DefaultStateDir()
@@ -159,7 +163,22 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	return l.run(ctx)
+	res, err := l.run(ctx)
+	// A container that masks /proc refuses a new procfs: with best effort,
+	// show the host's /proc instead (the weaker nested mode) and say so.
+	var se *SetupError
+	if err != nil && errors.As(err, &se) && strings.HasPrefix(se.Step, "procfs on") && s.Policy.BestEffort && !s.Policy.FS.WeakerNested {
+		pol := *s.Policy
+		pol.FS.WeakerNested = true
+		s.Policy = &pol
+		l = &launch{spec: s, log: l.log}
+		res, err = l.run(ctx)
+		skipped = append(skipped, "a new /proc for the sandbox (the container refuses it): the host's /proc is visible")
+	}
+	if res != nil {
+		res.Skipped = append(skipped, res.Skipped...)
+	}
+	return res, err
 }
 
 func describeNet(n policy.Network) string {
@@ -310,7 +329,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{"moat-init"},
+		Args:       []string{nsinit.Argv0},
 		Env:        []string{nsinit.EnvVar + "=1"},
 		Stdin:      stdio[0],
 		Stdout:     stdio[1],

@@ -304,21 +304,18 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "unmounted " + a[0], nil
 	},
-	// keyring: read the session keyring.
+	// keyring DESC: find a key in the caller's session keyring and read it.
 	"keyring": func(a []string) (string, error) {
-		id, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0)
+		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)
 		if err != nil {
-			return "", fmt.Errorf("keyctl: %w", err)
+			return "", fmt.Errorf("keyctl search %s: %w", a[0], err)
 		}
-		buf := make([]byte, 1024)
+		buf := make([]byte, 256)
 		n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
 		if err != nil {
 			return "", fmt.Errorf("keyctl read: %w", err)
 		}
-		if !bytes.Contains(buf[:n], []byte(a[0])) && !hasKey(id, a[0]) {
-			return "", fmt.Errorf("session keyring %d does not hold %s", id, a[0])
-		}
-		return "reached the caller's session keyring", nil
+		return "read the key: " + string(buf[:n]), nil
 	},
 	// fds PATH: look for an inherited descriptor of PATH.
 	"fds": func(a []string) (string, error) {
@@ -333,11 +330,6 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "", fmt.Errorf("no descriptor of %s", a[0])
 	},
-}
-
-func hasKey(keyring int, desc string) bool {
-	id, err := unix.KeyctlSearch(keyring, "user", desc, 0)
-	return err == nil && id > 0
 }
 
 func firstLine(b []byte) string {

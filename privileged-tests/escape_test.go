@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 )
@@ -436,5 +439,61 @@ func TestNoGhostFiles(t *testing.T) {
 	}
 	if after := snapshotTree(t, f.work); after != before {
 		t.Fatalf("moat left files behind:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// The caller's kernel keyrings are not reachable.
+func TestKeyrings(t *testing.T) {
+	f := newFixture(t)
+	// Keyrings hang off a thread's credentials: add the key and start the
+	// attacks from one OS thread, so the children inherit it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	desc := fmt.Sprintf("moat-test-%d", os.Getpid())
+	id, err := unix.AddKey("user", desc, []byte(secretText), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		testutil.Unavailable(t, "cannot add a key to the session keyring: %v", err)
+	}
+	defer unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0)
+	f.attack([]string{"keyring", desc}, nil)
+}
+
+// The command gets a terminal of its own when stdin is a terminal, with a
+// name that exists inside, and cannot see the caller's.
+func TestPTY(t *testing.T) {
+	f := newFixture(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	outer, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", slave.Fd()))
+	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "-c", "tty; test -t 0 && test -t 1 && echo both-tty; stty size; ls /dev/pts")
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 111})
+	got := make(chan string, 1)
+	go func() {
+		var all []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		got <- string(all)
+	}()
+	err := cmd.Run()
+	slave.Close()
+	time.AfterFunc(2*time.Second, func() { master.Close() })
+	out := <-got
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	if !strings.Contains(out, "/dev/pts/0") || !strings.Contains(out, "both-tty") || !strings.Contains(out, "33 111") {
+		t.Fatalf("the command's terminal: %q", out)
+	}
+	if strings.Contains(out, outer+"\r\n") && outer != "/dev/pts/0" {
+		t.Fatalf("the caller's terminal %s is visible: %q", outer, out)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -39,25 +38,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	moatBin = os.Getenv("MOAT_BIN")
-	cleanup := func() {}
-	if moatBin == "" {
-		dir, err := os.MkdirTemp(testRoot(), "moat-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		os.Chmod(dir, 0o755)
-		moatBin = filepath.Join(dir, "moat")
-		_, file, _, _ := runtime.Caller(0)
-		build := exec.Command("go", "build", "-o", moatBin, "./cmd/moat")
-		build.Dir = filepath.Dir(filepath.Dir(file))
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build moat:", err)
-			os.Exit(2)
-		}
-		cleanup = func() { os.RemoveAll(dir) }
+	dir, err := os.MkdirTemp(testRoot(), "moat-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Chmod(dir, 0o755)
+	cleanup := func() { os.RemoveAll(dir) }
+	if moatBin, err = testutil.MoatBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	code := m.Run()
 	cleanup()

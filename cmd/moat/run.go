@@ -110,6 +110,9 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	if err != nil {
 		return runError(err)
 	}
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
+	}
 	printViolations(stderr, pol, argv, res.Violations)
 	if res.TimedOut {
 		fmt.Fprintf(stderr, "moat: timed out after %v: the process tree was killed\n", pol.Limits.Timeout)

@@ -5,10 +5,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/moat-sandbox/moat/linux"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -39,3 +41,32 @@ func runError(err error) error {
 }
 
 func cleanPath(p string) string { return filepath.Clean(p) }
+
+func describe(pol *policy.Policy) (*linux.Description, error) { return linux.Describe(pol, "") }
+
+func printDescription(w io.Writer, d *linux.Description) {
+	fmt.Fprintf(w, "\nenforcement on this machine (tier: %s):\n", d.Tier)
+	for _, m := range d.Mechanisms {
+		mark := "yes"
+		if !m.Enforced {
+			mark = "NO "
+		}
+		note := ""
+		if m.Note != "" {
+			note = " (" + m.Note + ")"
+		}
+		fmt.Fprintf(w, "  [%s] %s: %s%s\n", mark, m.Part, m.By, note)
+	}
+	if len(d.Protected) > 0 {
+		fmt.Fprintf(w, "protected inside writable paths:\n")
+		for _, p := range d.Protected {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(d.Placeholders) > 0 {
+		fmt.Fprintf(w, "mount points a run creates (and removes): %s\n", strings.Join(d.Placeholders, ", "))
+	}
+	for _, n := range d.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 )
 
 type runResult struct {
+	Skipped    []string
 	ExitCode   int
 	TimedOut   bool
 	Violations []policy.Violation
@@ -23,3 +24,7 @@ func sandboxRun(context.Context, *policy.Policy, []string, bool, io.Writer) (*ru
 func runError(err error) error { return &exitError{code: exitMoatError, err: err} }
 
 func cleanPath(p string) string { return filepath.Clean(p) }
+
+func describe(*policy.Policy) (any, error) { return nil, errNoSandbox }
+
+func printDescription(io.Writer, any) {}

@@ -3,7 +3,12 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -36,3 +41,30 @@ func RequireUnprivileged(t testing.TB) {
 		t.Skip("unprivileged-only test")
 	}
 }
+
+// MoatBinary returns the moat CLI under test: $MOAT_BIN, or one built from
+// this checkout (once per test binary) into dir.
+func MoatBinary(dir string) (string, error) {
+	if b := os.Getenv("MOAT_BIN"); b != "" {
+		return b, nil
+	}
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+		out := filepath.Join(dir, "moat")
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/moat")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build moat: %v\n%s", err, b)
+			return
+		}
+		built = out
+	})
+	return built, buildErr
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)

@@ -1106,10 +1106,14 @@ static void load_plan(void)
 	}
 }
 
-__attribute__((constructor)) static void moat_nsinit(void)
+/* glibc passes argc, argv and envp to constructors. Stage 2 runs only when
+ * the supervisor started this binary as "moat-init" with _MOAT_NSINIT=1, so
+ * a stray variable in a user's environment cannot divert moat itself. */
+__attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char **envp)
 {
+	(void)envp;
 	const char *v = getenv("_MOAT_NSINIT");
-	if (!v || strcmp(v, "1") != 0)
+	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
 		return;
 	for (int i = 0; i < MAX_SLOTS; i++)
 		slots[i] = -1;

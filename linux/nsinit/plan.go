@@ -16,8 +16,10 @@ const (
 	FdSync = 4
 	FdLock = 5
 
-	// EnvVar, set to "1", makes the binary run stage 2 instead of main.
+	// EnvVar, set to "1", with Argv0 as argv[0] and no other argument,
+	// makes the binary run stage 2 instead of main.
 	EnvVar = "_MOAT_NSINIT"
+	Argv0  = "moat-init"
 )
 
 // Record types.

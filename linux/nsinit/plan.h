@@ -10,6 +10,9 @@
 #define MOAT_PLAN_MAGIC "MOAT"
 #define MOAT_PLAN_VERSION 1
 
+/* argv[0] of stage 2 (with _MOAT_NSINIT=1 in its environment). */
+#define MOAT_INIT_ARGV0 "moat-init"
+
 /* Fixed file descriptors of stage 2 (os/exec ExtraFiles start at 3). */
 #define MOAT_FD_PLAN 3
 #define MOAT_FD_SYNC 4 /* SOCK_SEQPACKET to the supervisor */

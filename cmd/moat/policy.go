@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+func init() { subcommands = append(subcommands, newPolicyCmd) }
+
+func newPolicyCmd() *cobra.Command {
+	var file string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "policy [--settings FILE] [--json]",
+		Short: "Print the resolved policy and what enforces each part on this machine",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pol, err := loadPolicy(file)
+			if err != nil {
+				return err
+			}
+			desc, err := describe(pol)
+			if err != nil {
+				return &exitError{code: exitMoatError, err: err}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Policy      *policy.Policy `json:"policy"`
+					Enforcement any            `json:"enforcement"`
+				}{pol, desc})
+			}
+			printPolicy(out, pol)
+			printDescription(out, desc)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&file, "settings", "", "settings `FILE` (srt format or Claude Code settings.json)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func printPolicy(w io.Writer, p *policy.Policy) {
+	fmt.Fprintf(w, "working directory: %s\n", p.Cwd)
+	if len(p.Sources) == 0 {
+		fmt.Fprintln(w, "settings: none (defaults)")
+	}
+	for _, s := range p.Sources {
+		fmt.Fprintf(w, "settings: %s\n", s)
+	}
+	rules := func(name string, rs []policy.PathRule) {
+		fmt.Fprintf(w, "%s:\n", name)
+		if len(rs) == 0 {
+			fmt.Fprintln(w, "  (none)")
+		}
+		for _, r := range rs {
+			g := ""
+			if r.Glob {
+				g = " (glob)"
+			}
+			fmt.Fprintf(w, "  %s%s  [%s]\n", r.Path, g, r.Source)
+		}
+	}
+	rules("allowWrite", p.FS.AllowWrite)
+	rules("denyWrite", p.FS.DenyWrite)
+	rules("denyRead", p.FS.DenyRead)
+	rules("allowRead", p.FS.AllowRead)
+	fmt.Fprintf(w, "allowGitConfig: %v\nmandatoryDenySearchDepth: %d\n", p.FS.AllowGitConfig, p.FS.MandatoryDenySearchDepth)
+	var doms []string
+	for _, d := range p.Net.AllowedDomains {
+		doms = append(doms, d.Pattern)
+	}
+	fmt.Fprintf(w, "network allowedDomains: [%s]\n", strings.Join(doms, ", "))
+	doms = doms[:0]
+	for _, d := range p.Net.DeniedDomains {
+		doms = append(doms, d.Pattern)
+	}
+	fmt.Fprintf(w, "network deniedDomains: [%s]\n", strings.Join(doms, ", "))
+	if p.Limits.Timeout > 0 {
+		fmt.Fprintf(w, "timeout: %v\n", p.Limits.Timeout)
+	}
+	if len(p.Env.Allow) > 0 {
+		fmt.Fprintf(w, "env allow: %s\n", strings.Join(p.Env.Allow, ", "))
+	}
+	fmt.Fprintf(w, "bestEffort: %v\nviolations: %v\n", p.BestEffort, p.Violations)
+}

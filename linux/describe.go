@@ -1,0 +1,115 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Mechanism is one part of the sandbox and what enforces it on this machine.
+type Mechanism struct {
+	Part     string `json:"part"`
+	Enforced bool   `json:"enforced"`
+	By       string `json:"by"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Description is what `moat policy` shows: the resolved filesystem view and
+// the mechanism behind each part of the policy on this machine.
+type Description struct {
+	Tier       string      `json:"tier"`
+	Mechanisms []Mechanism `json:"mechanisms"`
+	// Protected are the paths the mounts make read-only inside writable
+	// trees (mandatory protections found on disk, and placeholders).
+	Protected []string `json:"protected"`
+	// Placeholders are mount points a run would create (and remove).
+	Placeholders []string `json:"placeholders"`
+	Notes        []string `json:"notes,omitempty"`
+}
+
+// Describe resolves the policy as Run would, without running anything or
+// creating any placeholder, and probes the kernel features it needs.
+func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	exe, _ := os.Executable()
+	pol2 := *pol
+	pol2.Protect = append(append(append([]string(nil), pol.Protect...), stateDir, exe), pol.Sources...)
+	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: []string{pol.Cwd}})
+	if err != nil {
+		return nil, err
+	}
+	d := &Description{Protected: fp.protected, Notes: fp.notes}
+	for _, ph := range fp.placeholders {
+		d.Placeholders = append(d.Placeholders, ph.path)
+	}
+	userns := usernsWorks()
+	abi := landlockABI()
+	d.Tier = "full"
+	if os.Geteuid() != 0 {
+		d.Tier = "rootless"
+	}
+	if !userns || !nsinit.Linked {
+		d.Tier = "unavailable"
+	}
+	add := func(part string, ok bool, by, note string) {
+		d.Mechanisms = append(d.Mechanisms, Mechanism{Part: part, Enforced: ok, By: by, Note: note})
+	}
+	nsNote := ""
+	if !userns {
+		nsNote = "this user cannot create a user namespace here: moat refuses to run"
+	}
+	if !nsinit.Linked {
+		nsNote = "built without cgo: no stage 2"
+	}
+	add("namespaces", userns && nsinit.Linked, "user, mount, pid, net, ipc, uts namespaces (clone + stage 2)", nsNote)
+	add("filesystem: read-only host, writable paths, hidden paths", userns, "mount namespace: open_tree clones, mount_setattr(RDONLY, recursive), tmpfs masks", "")
+	add("filesystem: mandatory protections", userns, "read-only bind mounts (+ placeholders, journal)", strconv.Itoa(len(fp.protected))+" paths")
+	llNote := "ABI " + strconv.Itoa(abi)
+	if abi == 0 {
+		llNote = "not available on this kernel: the mounts alone enforce writes"
+	}
+	add("filesystem: writes only in writable trees (second layer)", abi > 0, "Landlock", llNote)
+	add("private /tmp, /proc, /dev", userns, "tmpfs, procfs of the new pid namespace, minimal /dev with a new devpts", "")
+	add("no capabilities, no_new_privs", true, "bounding set emptied, securebits locked, capset(0), PR_SET_NO_NEW_PRIVS", "")
+	add("syscalls (userns, mount, ptrace, keyrings, bpf, io_uring, AF_UNIX, TIOCSTI)", nsinit.Linked, "seccomp (libseccomp-compiled BPF, loaded last)", "")
+	netNote := "no network at all (lo only)"
+	if pol.Net.WantsNetwork() {
+		netNote = "the policy allows destinations, which this moat cannot give yet: refused"
+	}
+	add("network", userns, "network namespace with only lo", netNote)
+	add("process tree", userns, "pid namespace: init kills everything when the command exits or moat dies", "")
+	add("environment", true, "credential variables removed", "")
+	if pol.Limits.Timeout > 0 {
+		add("timeout", true, "supervisor kills the pid namespace", pol.Limits.Timeout.String())
+	}
+	add("violations", pol.Violations, "seccomp user notifications observed by the supervisor", "")
+	return d, nil
+}
+
+// usernsWorks reports whether this process can create a user namespace.
+func usernsWorks() bool {
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" && os.Geteuid() != 0 {
+		return false
+	}
+	t := "/bin/true"
+	if _, err := os.Stat(t); err != nil {
+		t = filepath.Join("/usr/bin", "true")
+	}
+	cmd := exec.Command(t)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+	}
+	return cmd.Run() == nil
+}
