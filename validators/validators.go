@@ -667,6 +667,26 @@ func dangerousAssign(name string, value Word) bool {
 		strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
 }
 
+// isNameref reports a declaration builtin with -n (a nameref), or nameref.
+func isNameref(sc *SimpleCommand) bool {
+	if !sc.Decl || len(sc.Args) == 0 {
+		return false
+	}
+	if sc.Args[0].Value == "nameref" {
+		return true
+	}
+	if sc.Args[0].Value == "export" {
+		return false // export -n un-exports
+	}
+	for _, a := range sc.Args[1:] {
+		v := a.Value
+		if len(v) > 1 && (v[0] == '-' || v[0] == '+') && !strings.HasPrefix(v, "--") && strings.ContainsRune(v, 'n') {
+			return true
+		}
+	}
+	return false
+}
+
 // dangerousRead are the variables whose mere expansion the seed flags.
 func dangerousRead(name string) bool {
 	return name == "BASH_ENV" || name == "ENV" || name == "CDPATH"
@@ -736,6 +756,11 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 // programs run code (BASH_ENV, ENV, PATH, LD_PRELOAD, PS4, PROMPT_COMMAND,
 // GIT_SSH_COMMAND, ...), and expanding $BASH_ENV, $ENV or $CDPATH.
 func validateDangerousVariables(ctx *Context) policy.Decision {
+	for _, c := range ctx.commands() {
+		if isNameref(c.sc) {
+			return ask("a nameref (declare -n) makes an assignment to one variable set another")
+		}
+	}
 	var found string
 	if ctx.assignments(func(name string, v Word) bool {
 		if dangerousAssign(name, v) {
@@ -830,6 +855,11 @@ func validateSensitiveRedirection(ctx *Context) policy.Decision {
 			t := r.Target
 			if isNetDevice(t) {
 				return ask(fmt.Sprintf("redirection %s%s %s opens a network connection", r.Fd, r.Op, t.Raw))
+			}
+			if strings.HasPrefix(t.Raw, "!") || strings.HasPrefix(t.Raw, "|") {
+				// zsh reads ">!" and ">|" ... as a clobbering redirection to
+				// the next word; bash writes a file named "!".
+				return ask(fmt.Sprintf("redirection %s%s %s: zsh reads it as an overwriting redirection to the next word", r.Fd, r.Op, t.Raw))
 			}
 			if reason := sensitivePath(t); reason != "" {
 				return ask(fmt.Sprintf("redirection %s%s %s: %s", r.Fd, r.Op, t.Raw, reason))
@@ -1252,9 +1282,14 @@ var zshDangerous = map[string]bool{
 // 20 ZSH (dangerous builtins, =cmd): zsh builtins that reach files,
 // sockets or modules; zsh's "=cmd" expansion (a word starting with '=' is
 // replaced by the path of cmd, so "=curl" runs curl under another name);
-// and a literal '$' that zsh may expand where bash does not.
+// precommand modifiers (command, builtin, exec, noglob, repeat N ...) that
+// hide the program from rule matching; and a literal '$' that zsh may
+// expand where bash does not.
 func validateZsh(ctx *Context) policy.Decision {
 	for _, c := range ctx.commands() {
+		if m := precommandModifier(c.sc.Args); m != "" {
+			return ask(fmt.Sprintf("%s runs another command: rules match %q, not the command it runs", m, m))
+		}
 		args := c.sc.Args
 		for len(args) > 0 {
 			n := baseName(args[0].Value)
@@ -1296,6 +1331,30 @@ func validateZsh(ctx *Context) policy.Decision {
 		}
 	}
 	return pass()
+}
+
+// precommandModifier returns the modifier (bash's command, builtin and
+// exec; zsh's noglob, nocorrect, repeat and "-") when a command runs
+// another one through it, or "". "command -v x" only looks x up.
+func precommandModifier(args []Word) string {
+	if len(args) < 2 {
+		return ""
+	}
+	switch m := args[0].Value; m {
+	case "command":
+		for _, a := range args[1:] {
+			if a.Value == "-v" || a.Value == "-V" {
+				return ""
+			}
+			if !strings.HasPrefix(a.Value, "-") {
+				break
+			}
+		}
+		return m
+	case "builtin", "exec", "noglob", "nocorrect", "repeat", "-":
+		return m
+	}
+	return ""
 }
 
 // 21 BACKSLASH (escaped operators): \; \| \& \< \> outside quotes look
