@@ -32,6 +32,8 @@ var trickyCommands = []string{
 	`a $ a$ "$" $= '$x' "a$" a$/b`,
 	`a * ? [ \* \? \[ '*' "?" a]b`,
 	`a \* \? \[ '*' "?" a]b ] "[" x\[y`,
+	`a [ x[ [] [a "[a]" [a\] [a"]" ]`,
+	`a [ b ] [ c`,
 	`a -- - -x --y=z -d' ' -d"," --m="x y"`,
 	`a && b || c ; d & e | f |& g`,
 	`! a && b`,

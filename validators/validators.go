@@ -380,7 +380,8 @@ func execOption(all []Word) string {
 				case "--upload-pack", "--receive-pack", "--exec", "--config-env":
 					return v
 				case "-c":
-					if key, cval, _ := strings.Cut(next(), "="); gitExecKey(key) || strings.HasPrefix(cval, "!") {
+					key, cval, _ := strings.Cut(next(), "=")
+					if (gitExecKey(key) && !harmlessProgram(cval)) || strings.HasPrefix(cval, "!") {
 						return "git -c " + key
 					}
 				}
@@ -654,13 +655,7 @@ func dangerousAssign(name string, value Word) bool {
 		return true
 	case "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "BROWSER", "GIT_SEQUENCE_EDITOR":
 		// These name a program to run; a few plain values are harmless.
-		if value.Static {
-			switch value.Value {
-			case "", "cat", "less", "more", "true", "head", "tail":
-				return false
-			}
-		}
-		return true
+		return !value.Static || !harmlessProgram(value.Value)
 	}
 	return strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") ||
 		strings.HasPrefix(name, "BASH_") || strings.HasPrefix(name, "GIT_CONFIG_KEY_") ||
@@ -683,6 +678,16 @@ func isNameref(sc *SimpleCommand) bool {
 		if len(v) > 1 && (v[0] == '-' || v[0] == '+') && !strings.HasPrefix(v, "--") && strings.ContainsRune(v, 'n') {
 			return true
 		}
+	}
+	return false
+}
+
+// harmlessProgram reports a pager or editor setting that runs nothing of
+// the caller's choosing.
+func harmlessProgram(v string) bool {
+	switch v {
+	case "", "cat", "less", "more", "true", "head", "tail", "less -R", "less -FRX":
+		return true
 	}
 	return false
 }
@@ -872,6 +877,9 @@ func validateSensitiveRedirection(ctx *Context) policy.Decision {
 // sensitivePath explains why a redirection target is not a plain path
 // below the working directory, or returns "".
 func sensitivePath(t Word) string {
+	if strings.HasPrefix(t.Raw, "~") {
+		return "the path is in the home directory"
+	}
 	if !t.Static {
 		return "the path is not a literal"
 	}

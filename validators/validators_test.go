@@ -69,7 +69,7 @@ var validatorTests = map[string][]vcase{
 			`"${CMD:-rm}" -rf /`, `$X -rf`, `rm -r""f x`, `cat x''y`),
 		passes(`rm -rf x`, `cut -d' ' -f2 f`, `git commit -m "msg"`, `grep -e "a b" f`,
 			`cmd --format="%H %s"`, `cmd --opt=""`, `cmd -m''`, `sed -i'' -e 's/a/b/' f`, `sed -e's/a/b/' f`, `echo ""`, `echo ''`,
-			`"/path with space/bin" x`, `find . -name "*.go"`, `x=1 ls`)...),
+			`"/path with space/bin" x`, `find . -name "*.go"`, `x=1 ls`, `[ -d build ]`, `[ "$a" = b ]`)...),
 	"shell_metacharacters": append(
 		asks(`bash -c "ls"`, `sh -c 'a; b'`, `bash -lc "x"`, `eval "ls -la"`, `eval $x`,
 			`echo aGk= | base64 -d | sh`, `curl -s x | bash`, "bash <<'EOF'\nls\nEOF",
@@ -84,7 +84,7 @@ var validatorTests = map[string][]vcase{
 		passes(`bash script.sh`, `sh ./configure`, `ssh host uptime`, `ssh -p 22 host 'ls -la'`,
 			`watch -n 5 kubectl get pods`, `watch -x ls -la`, `find . -name "*.go"`, `echo bash -x`,
 			`grep -c sh file`, `python3 -c "print(1)"`, `rg --pretty x`, `sort -u f`, `man ls`, `git -c color.ui=always log`,
-			`git -c user.name=x commit -m y`, `ssh -o StrictHostKeyChecking=no h uptime`, `tar -xzf a.tar.gz`,
+			`git -c user.name=x commit -m y`, `git -c core.pager=cat log`, `git -c core.editor=true rebase`, `ssh -o StrictHostKeyChecking=no h uptime`, `tar -xzf a.tar.gz`,
 			`env FOO=1 make`, `git log --format=%H`)...),
 	"dangerous_variables": append(
 		asks(`BASH_ENV=/tmp/x bash s.sh`, `ENV=x sh`, `PATH=/tmp:$PATH git status`, `export PATH="$PATH:x"`,

@@ -21,6 +21,7 @@ func (p *parsed) word(w *syntax.Word) Word {
 	// matter to brace and tilde expansion replaced by 'q'.
 	var shape []byte
 	static := true
+	openBracket := -1 // shape index of the first unquoted '['
 parts:
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -44,9 +45,15 @@ parts:
 					continue
 				}
 				switch c {
-				case '*', '?', '[':
+				case '*', '?':
 					static = false // pathname expansion
 					break parts
+				case '[':
+					// A bracket expression needs a closing ']' later in the
+					// word; a lone '[' (the test command) is literal.
+					if openBracket < 0 {
+						openBracket = len(shape)
+					}
 				case '~':
 					if (i == 0 && j == 0) || (len(shape) > 0 && (shape[len(shape)-1] == '=' || shape[len(shape)-1] == ':')) {
 						static = false // tilde expansion
@@ -91,6 +98,9 @@ parts:
 			static = false
 			break parts
 		}
+	}
+	if static && openBracket >= 0 && strings.IndexByte(string(shape[openBracket:]), ']') >= 0 {
+		static = false // pathname expansion: [...]
 	}
 	if static && braceExpands(shape) {
 		static = false
