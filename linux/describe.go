@@ -3,6 +3,7 @@
 package linux
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,11 +83,32 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 	add("private /tmp, /proc, /dev", userns, "tmpfs, procfs of the new pid namespace, minimal /dev with a new devpts", "")
 	add("no capabilities, no_new_privs", true, "bounding set emptied, securebits locked, capset(0), PR_SET_NO_NEW_PRIVS", "")
 	add("syscalls (userns, mount, ptrace, keyrings, bpf, io_uring, AF_UNIX, TIOCSTI)", nsinit.Linked, "seccomp (libseccomp-compiled BPF, loaded last)", "")
-	netNote := "no network at all (lo only)"
+	netNote := "no destination allowed: every request is refused (and reported)"
 	if pol.Net.WantsNetwork() {
-		netNote = "the policy allows destinations, which this moat cannot give yet: refused"
+		netNote = fmt.Sprintf("%d allowed, %d denied entries", len(pol.Net.AllowedDomains), len(pol.Net.DeniedDomains))
 	}
-	add("network", userns, "network namespace with only lo", netNote)
+	if pol.Net.HTTPProxyPort != 0 || pol.Net.SOCKSProxyPort != 0 {
+		netNote = "relayed as is to the external proxy on the host's loopback (httpProxyPort/socksProxyPort): that proxy filters"
+	}
+	add("network", userns, "network namespace with only lo; moat's HTTP+SOCKS5 proxy listening inside it, served from the host", netNote)
+	unixNote := "AF_UNIX sockets refused"
+	switch {
+	case pol.Net.AllowAllUnixSockets:
+		unixNote = "all AF_UNIX sockets allowed (allowAllUnixSockets)"
+	case len(pol.Net.AllowUnixSockets) > 0:
+		unixNote = fmt.Sprintf("%d paths, connected by the supervisor on the command's behalf", len(pol.Net.AllowUnixSockets))
+	}
+	add("unix sockets", nsinit.Linked, "seccomp (+ user-notification broker for allowUnixSockets)", unixNote)
+	bindNote := "allowed (allowLocalBinding)"
+	bindOK := true
+	if !pol.Net.AllowLocalBinding {
+		bindNote = "servers cannot listen"
+		if abi < 4 {
+			bindNote = "not enforced: Landlock ABI < 4 (binding inside the sandbox's own network namespace exposes nothing to the host)"
+			bindOK = false
+		}
+	}
+	add("local binding", bindOK, "Landlock TCP bind rights", bindNote)
 	add("process tree", userns, "pid namespace: init kills everything when the command exits or moat dies", "")
 	add("environment", true, "credential variables removed", "")
 	if pol.Limits.Timeout > 0 {

@@ -26,6 +26,9 @@ const (
 	llRefer      = 1 << 13 // ABI 2
 	llTruncate   = 1 << 14 // ABI 3
 
+	llBindTCP    = 1 << 0 // net, ABI 4
+	llConnectTCP = 1 << 1 // net, ABI 4
+
 	llScopeAbstractUnix = 1 << 0 // ABI 6
 	llScopeSignal       = 1 << 1 // ABI 6
 )

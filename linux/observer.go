@@ -34,6 +34,9 @@ type observer struct {
 	fd     int
 	view   *view
 	report func(policy.Violation)
+	// unixAllow are the unix socket paths the command may connect to
+	// (canonical); connect(2) comes here only when the broker is on.
+	unixAllow []string
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -111,6 +114,8 @@ func (o *observer) idValid(id uint64) bool {
 func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	name := syscallName(int(n.nr))
 	switch name {
+	case "connect":
+		return o.brokerConnect(n)
 	case "socket":
 		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socket(AF_UNIX)",
 			Rule: "unix sockets are blocked (network.allowUnixSockets / allowAllUnixSockets)", Pid: int(n.pid)})
@@ -244,7 +249,7 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
-	for _, s := range []string{"socket", "clone", "unshare", "ioctl"} {
+	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect"} {
 		add(s)
 	}
 	m[467] = "open_tree_attr"
@@ -284,4 +289,103 @@ func ioctlName(req uint64) string {
 		return "TIOCLINUX"
 	}
 	return fmt.Sprintf("%#x", uint32(req))
+}
+
+// brokerConnect handles connect(2) when unix sockets are allowed by path.
+// The decision rests on the socket the command holds (fetched with
+// pidfd_getfd) and on a path the supervisor read once: an allowed
+// connection is made by the supervisor itself, on that socket, to that
+// path, so the command cannot change the address after the check. Sockets
+// of other families continue in the kernel (the network namespace and the
+// proxy confine them).
+func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
+	pidfd, err := unix.PidfdOpen(int(n.pid), 0)
+	if err != nil {
+		return unix.EPERM, false
+	}
+	defer unix.Close(pidfd)
+	sock, err := unix.PidfdGetfd(pidfd, int(int32(n.args[0])), 0)
+	if err != nil {
+		if err == unix.EBADF {
+			return unix.EBADF, false
+		}
+		return unix.EPERM, false
+	}
+	defer unix.Close(sock)
+	dom, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return unix.ENOTSOCK, false
+	}
+	if dom != unix.AF_UNIX {
+		return 0, true
+	}
+	path, abstract, ok := readSockaddrUnix(int(n.pid), n.args[1], n.args[2])
+	if !ok {
+		return unix.EINVAL, false
+	}
+	if abstract {
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-connect", Target: "@" + path,
+			Rule: "abstract unix sockets are not allowed", Pid: int(n.pid)})
+		return unix.ECONNREFUSED, false
+	}
+	if !filepath.IsAbs(path) {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", n.pid))
+		if err != nil {
+			return unix.EPERM, false
+		}
+		path = filepath.Join(cwd, path)
+	}
+	resolved := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		resolved = r
+	}
+	allowed := false
+	for _, a := range o.unixAllow {
+		if resolved == a || filepath.Clean(path) == a {
+			allowed = true
+		}
+	}
+	if !o.idValid(n.id) {
+		return unix.EPERM, false
+	}
+	if !allowed {
+		if _, err := os.Lstat(resolved); err != nil {
+			return unix.ENOENT, false // nothing there: connect would fail anyway
+		}
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-connect", Target: path,
+			Rule: "not in network.allowUnixSockets", Pid: int(n.pid)})
+		return unix.EACCES, false
+	}
+	if err := unix.Connect(sock, &unix.SockaddrUnix{Name: resolved}); err != nil {
+		if e, ok := err.(unix.Errno); ok {
+			return e, false
+		}
+		return unix.ECONNREFUSED, false
+	}
+	return 0, false
+}
+
+// readSockaddrUnix reads a struct sockaddr_un of length addrlen from the
+// command's memory.
+func readSockaddrUnix(pid int, addr, addrlen uint64) (path string, abstract, ok bool) {
+	if addr == 0 || addrlen < 2 || addrlen > 110 {
+		return "", false, false
+	}
+	buf := make([]byte, addrlen)
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	if n, err := unix.ProcessVMReadv(pid, local, remote, 0); err != nil || n != len(buf) {
+		return "", false, false
+	}
+	if int(buf[0])|int(buf[1])<<8 != unix.AF_UNIX {
+		return "", false, false
+	}
+	p := buf[2:]
+	if len(p) > 0 && p[0] == 0 {
+		return string(bytes.TrimRight(p[1:], "\x00")), true, true
+	}
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	return string(p), false, len(p) > 0
 }

@@ -47,6 +47,17 @@ type Spec struct {
 	Logger *slog.Logger
 	// OnViolation, if set, is called for every violation as it happens.
 	OnViolation func(policy.Violation)
+	// Ask, if set, is consulted by the proxy for destinations on neither
+	// network list (unless the allow list is strict); it must honour its
+	// context, which times out (then the destination is refused). If nil,
+	// such destinations are refused.
+	Ask func(ctx context.Context, host string, port int) (bool, error)
+	// Control, if set, carries network-list updates while the command runs:
+	// one complete settings document (srt format) per line. They never widen
+	// the lists past what managed settings allow. ControlName names it in
+	// messages ("control fd 3").
+	Control     io.Reader
+	ControlName string
 	// NoSignals leaves the caller's signals alone (library use); otherwise
 	// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1 and SIGUSR2 are
 	// forwarded to the command.
@@ -150,12 +161,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 	}
 	var skipped []string
-	if s.Policy.Net.WantsNetwork() {
-		if !s.Policy.BestEffort {
-			return nil, fmt.Errorf("%w: the policy allows network destinations (%s), but this moat gives the sandbox no network at all yet; remove allowedDomains and the proxy ports, or run with best effort", ErrUnsupported, describeNet(s.Policy.Net))
-		}
-		skipped = append(skipped, "network access to "+describeNet(s.Policy.Net)+": the sandbox has no network at all")
-	}
 	if s.StateDir == "" {
 		s.StateDir = DefaultStateDir()
 	}
@@ -214,6 +219,7 @@ type launch struct {
 	ptyMaster  *os.File
 	notifyFD   int
 	childPid   int
+	net        *network
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
@@ -250,6 +256,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 
 	exe, _ := os.Executable()
 	expose := []string{pol.Cwd}
+	if exe != "" {
+		expose = append(expose, exe) // "moat ssh-proxy" runs inside
+	}
 	if !strings.ContainsRune(s.Argv[0], '/') {
 		// Found in PATH inside; nothing to expose.
 	} else if filepath.IsAbs(s.Argv[0]) {
@@ -292,7 +301,8 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}
 	l.fp = fp
 
-	prog, err := seccomp.Build(seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, Notify: pol.Violations})
+	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
+	prog, err := seccomp.Build(seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations})
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +316,11 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}
 	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
 	env = fixTmpdir(env, fp.view)
+	if l.net, err = newNetwork(s, l.violation); err != nil {
+		return nil, err
+	}
+	defer l.net.close()
+	env = mergeEnv(env, l.net.env(exe))
 
 	l.plan = l.buildPlan(prog, env, term)
 
@@ -361,6 +376,19 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); l.readMessages(term) }()
+	ctlCtx, ctlCancel := context.WithCancel(ctx)
+	defer ctlCancel()
+	if s.Control != nil {
+		name := s.ControlName
+		if name == "" {
+			name = "the control channel"
+		}
+		stderr := io.Writer(os.Stderr)
+		if s.Stderr != nil {
+			stderr = s.Stderr
+		}
+		go l.net.readControl(ctlCtx, s.Control, name, pol, stderr)
+	}
 	if !s.NoSignals {
 		sigs := make(chan os.Signal, 16)
 		signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2)
@@ -448,6 +476,9 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 	p := nsinit.New()
 	p.Hostname("moat")
 	p.LoUp()
+	for _, a := range listenAddrs {
+		p.Listen(a.family, a.addr, a.port)
+	}
 	if l.jr != nil && l.jr.LockFile() != nil {
 		p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
 	}
@@ -466,7 +497,11 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		if abi >= 6 {
 			scoped = llScopeAbstractUnix | llScopeSignal
 		}
-		p.LandlockRuleset(abi, fsMask, 0, scoped)
+		var netMask uint64
+		if abi >= 4 && !s.Policy.Net.AllowLocalBinding {
+			netMask = llBindTCP // no rule: servers cannot listen (allowLocalBinding)
+		}
+		p.LandlockRuleset(abi, fsMask, netMask, scoped)
 		for _, t := range l.fp.llTrees {
 			p.LandlockPath(t, fsMask, nsinit.LLOptional)
 		}
@@ -487,7 +522,7 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		p.LandlockStdio(devFile)
 	}
 	flags := uint32(0)
-	if s.Policy.Violations {
+	if s.Policy.Violations || (len(s.Policy.Net.AllowUnixSockets) > 0 && !s.Policy.Net.AllowAllUnixSockets) {
 		flags |= nsinit.SeccompListen
 	}
 	p.Seccomp(prog, flags)
@@ -550,6 +585,10 @@ func (l *launch) readMessages(term *terminal) {
 			l.exitStatus = &ws
 			l.mu.Unlock()
 			closeAll(fds)
+		case nsinit.MsgListen:
+			if err := l.net.serve(fds); err != nil {
+				l.setErr(&SetupError{Msg: err.Error()})
+			}
 		case nsinit.MsgMounted:
 			if l.jr != nil {
 				l.jr.Unlock()
@@ -575,7 +614,7 @@ func (l *launch) readMessages(term *terminal) {
 				closeAll(fds)
 				continue
 			}
-			o := &observer{fd: fds[0], view: l.fp.view, report: l.violation}
+			o := &observer{fd: fds[0], view: l.fp.view, report: l.violation, unixAllow: l.unixAllow()}
 			go o.serve()
 		default:
 			closeAll(fds)
@@ -696,3 +735,35 @@ func fixTmpdir(env []string, v *view) []string {
 }
 
 var _ io.Reader = (*os.File)(nil)
+
+// mergeEnv sets each "K=V" of add in env, replacing what env had.
+func mergeEnv(env, add []string) []string {
+	idx := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		idx[k] = i
+	}
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			env[i] = kv
+			continue
+		}
+		idx[k] = len(env)
+		env = append(env, kv)
+	}
+	return env
+}
+
+// unixAllow resolves allowUnixSockets to canonical paths.
+func (l *launch) unixAllow() []string {
+	var out []string
+	for _, r := range l.spec.Policy.Net.AllowUnixSockets {
+		p := r.Path
+		if c, err := filepath.EvalSymlinks(p); err == nil {
+			p = c
+		}
+		out = append(out, p)
+	}
+	return out
+}

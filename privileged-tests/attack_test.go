@@ -11,6 +11,7 @@ package privtests
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,6 +317,89 @@ var attacks = map[string]func([]string) (string, error){
 			return "", fmt.Errorf("keyctl read: %w", err)
 		}
 		return "read the key: " + string(buf[:n]), nil
+	},
+	// curl ARGS...: run curl; escaped when it got a 2xx answer. Under moat
+	// the proxy variables are set; without moat they are not.
+	"curl": func(a []string) (string, error) {
+		args := append([]string{"-sS", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"}, a...)
+		out, err := exec.Command("curl", args...).CombinedOutput()
+		code := strings.TrimSpace(string(out))
+		if err != nil || !strings.HasPrefix(code, "2") {
+			return "", fmt.Errorf("curl %v: %s %v", a, code, err)
+		}
+		return "HTTP " + code, nil
+	},
+	// listen ADDR: start a TCP server.
+	"listen": func(a []string) (string, error) {
+		l, err := net.Listen("tcp", a[0])
+		if err != nil {
+			return "", err
+		}
+		l.Close()
+		return "listening on " + a[0], nil
+	},
+	// tcp ADDR: connect directly (no proxy).
+	"tcp": func(a []string) (string, error) {
+		c, err := net.DialTimeout("tcp", a[0], 3*time.Second)
+		if err != nil {
+			return "", err
+		}
+		c.Close()
+		return "connected to " + a[0], nil
+	},
+	// udp ADDR: send a datagram and wait for the echo.
+	"udp": func(a []string) (string, error) {
+		c, err := net.Dial("udp", a[0])
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		if err != nil {
+			return "", err
+		}
+		return "udp answer " + string(buf[:n]), nil
+	},
+	// icmp ADDR: a raw ICMP echo request.
+	"icmp": func(a []string) (string, error) {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
+		if err != nil {
+			return "", fmt.Errorf("raw socket: %w", err)
+		}
+		defer unix.Close(fd)
+		ip := net.ParseIP(a[0]).To4()
+		sa := &unix.SockaddrInet4{}
+		copy(sa.Addr[:], ip)
+		pkt := []byte{8, 0, 0xf7, 0xfe, 0, 1, 0, 0} // echo request, checksum precomputed
+		if err := unix.Sendto(fd, pkt, 0, sa); err != nil {
+			return "", fmt.Errorf("sendto: %w", err)
+		}
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2})
+		buf := make([]byte, 128)
+		if _, _, err := unix.Recvfrom(fd, buf, 0); err != nil {
+			return "", fmt.Errorf("no echo reply: %w", err)
+		}
+		return "ICMP echo reply", nil
+	},
+	// unix PATH: connect to a pathname unix socket ("@name": abstract).
+	"unix": func(a []string) (string, error) {
+		c, err := net.DialTimeout("unix", a[0], 3*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		if err != nil {
+			return "", err
+		}
+		return "unix socket said " + string(buf[:n]), nil
 	},
 	// fds PATH: look for an inherited descriptor of PATH.
 	"fds": func(a []string) (string, error) {

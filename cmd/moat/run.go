@@ -24,6 +24,7 @@ type runFlags struct {
 	bestEffort bool
 	write      []string
 	debug      bool
+	controlFD  int
 }
 
 func newRunCmd() *cobra.Command {
@@ -53,6 +54,7 @@ when the command cannot be executed / is not found.`,
 	fl.BoolVar(&f.bestEffort, "best-effort", false, "run with what can be enforced and report what was skipped, instead of refusing")
 	fl.StringArrayVarP(&f.write, "write", "w", nil, "also make `PATH` writable (repeatable)")
 	fl.BoolVar(&f.debug, "debug", false, "log what moat does on stderr")
+	fl.IntVar(&f.controlFD, "control-fd", -1, "read network-list updates from descriptor `N` while the command runs (one srt settings document per line)")
 	fl.SetInterspersed(false)
 	return c
 }
@@ -105,8 +107,15 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	if err := pol.Validate(); err != nil {
 		return &exitError{code: exitMoatError, err: err}
 	}
+	var control *os.File
+	if cmd.Flags().Changed("control-fd") {
+		if control, err = controlFile(f.controlFD); err != nil {
+			return err
+		}
+		defer control.Close()
+	}
 	stderr := cmd.ErrOrStderr()
-	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr)
+	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr, control)
 	if err != nil {
 		return runError(err)
 	}

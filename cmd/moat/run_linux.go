@@ -10,25 +10,33 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/linux"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bool, stderr io.Writer) (*linux.Result, error) {
+func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bool, stderr io.Writer, control *os.File) (*linux.Result, error) {
 	var log *slog.Logger
 	if debug {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return linux.Run(ctx, linux.Spec{
+	spec := linux.Spec{
 		Policy: pol,
 		Argv:   argv,
 		Stdin:  os.Stdin,
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		Logger: log,
-	})
+	}
+	if control != nil {
+		spec.Control = control
+		spec.ControlName = "control fd " + strconv.Itoa(int(control.Fd()))
+	}
+	return linux.Run(ctx, spec)
 }
 
 // runError maps a launch failure to moat's exit codes.
@@ -69,4 +77,20 @@ func printDescription(w io.Writer, d *linux.Description) {
 	for _, n := range d.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+}
+
+// controlFile checks --control-fd: a descriptor (3 or more) open for reading.
+func controlFile(fd int) (*os.File, error) {
+	if fd < 3 {
+		return nil, usageError("--control-fd must be 3 or more (0-2 are the command's stdio), got %d", fd)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, usageError("--control-fd %d is not an open descriptor: %v", fd, err)
+	}
+	if fl&unix.O_ACCMODE == unix.O_WRONLY {
+		return nil, usageError("--control-fd %d is not open for reading", fd)
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "control fd "+strconv.Itoa(fd)), nil
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -17,7 +18,7 @@ type runResult struct {
 	Violations []policy.Violation
 }
 
-func sandboxRun(context.Context, *policy.Policy, []string, bool, io.Writer) (*runResult, error) {
+func sandboxRun(context.Context, *policy.Policy, []string, bool, io.Writer, *os.File) (*runResult, error) {
 	return nil, errNoSandbox
 }
 
@@ -28,3 +29,5 @@ func cleanPath(p string) string { return filepath.Clean(p) }
 func describe(*policy.Policy) (any, error) { return nil, errNoSandbox }
 
 func printDescription(io.Writer, any) {}
+
+func controlFile(int) (*os.File, error) { return nil, errNoSandbox }

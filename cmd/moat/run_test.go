@@ -330,20 +330,24 @@ func TestRunEnvironment(t *testing.T) {
 	}
 }
 
-func TestRunNetworkRefusedUntilSupported(t *testing.T) {
+func TestRunNetworkEnvironment(t *testing.T) {
 	tr := newTree(t)
 	s := filepath.Join(tr.dir, "..", "net.json")
 	writeJSON(t, s, map[string]any{
 		"network":    map[string]any{"allowedDomains": []string{"example.com"}, "deniedDomains": []string{}},
 		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{}, "denyWrite": []string{}},
 	})
-	r := tr.moat(t, "", nil, "run", "--settings", s, "--", "true")
-	if r.code != 125 || !strings.Contains(r.stderr, "example.com") {
+	r := tr.moat(t, "", tr.env("HTTP_PROXY=http://leak:1", "NO_PROXY=*"), "run", "--settings", s, "--", "env")
+	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	r = tr.moat(t, "", nil, "run", "--settings", s, "--best-effort", "--", "true")
-	if r.code != 0 || !strings.Contains(r.stderr, "best effort: not enforced: network access to example.com") {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	for _, want := range []string{"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128", "ALL_PROXY=socks5h://127.0.0.1:1080", "NO_PROXY=\n", "GIT_SSH_COMMAND="} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("environment lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "leak") {
+		t.Errorf("the caller's proxy settings reached the command:\n%s", r.stdout)
 	}
 }
 

@@ -23,6 +23,11 @@ import (
 type Options struct {
 	// AllowUnix leaves socket(AF_UNIX) alone (allowAllUnixSockets).
 	AllowUnix bool
+	// UnixBroker allows AF_UNIX stream sockets but sends every connect(2)
+	// to the supervisor, which connects allowed paths itself
+	// (allowUnixSockets); datagram and seqpacket AF_UNIX sockets stay
+	// refused. It needs a supervisor reading notifications.
+	UnixBroker bool
 	// Notify turns refusals into user notifications, so the supervisor can
 	// report each one as a violation before answering EPERM, and asks for a
 	// notification on every syscall that writes to the filesystem (the
@@ -143,6 +148,12 @@ func Build(o Options) ([]byte, error) {
 	if err := add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
 		return nil, err
 	}
+	// MPTCP sockets escape Landlock's TCP rights (which check for
+	// IPPROTO_TCP): answer "protocol not supported", so programs (Go's
+	// listeners among them) fall back to plain TCP.
+	if err := add("socket", lsc.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT)), masked(2, 0xffffffff, unix.IPPROTO_MPTCP)); err != nil {
+		return nil, err
+	}
 	for _, fl := range nsFlags {
 		if err := add("unshare", deny, masked(0, fl, fl)); err != nil {
 			return nil, err
@@ -156,7 +167,23 @@ func Build(o Options) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if !o.AllowUnix {
+	switch {
+	case o.AllowUnix:
+	case o.UnixBroker:
+		// Anything but SOCK_STREAM (the low 4 bits of the type) is refused.
+		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM, unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET} {
+			c0 := masked(0, 0xffffffff, unix.AF_UNIX)
+			c1 := masked(1, 0xf, typ)
+			if sc, err := lsc.GetSyscallFromName("socket"); err == nil {
+				if err := f.AddRuleConditional(sc, deny, []lsc.ScmpCondition{c0, c1}); err != nil {
+					return nil, fmt.Errorf("seccomp: rule for socket: %w", err)
+				}
+			}
+		}
+		if err := add("connect", lsc.ActNotify); err != nil {
+			return nil, err
+		}
+	default:
 		if err := add("socket", deny, masked(0, 0xffffffff, unix.AF_UNIX)); err != nil {
 			return nil, err
 		}

@@ -137,7 +137,7 @@ func sandboxRule(tool, content, kind, field string, r resolver, l *layer) error 
 			return nil // URL rules are the fetch tool's business, not the sandbox's
 		}
 		if err := validateDomain(d, kind == "deny"); err != nil {
-			return &Error{File: r.file, Field: field, Reason: fmt.Sprintf("%q: %v", d, err)}
+			return &Error{File: r.file, Field: field, Reason: err.Error()}
 		}
 		dr := policy.DomainRule{Pattern: d, Source: r.file + ": " + field}
 		if kind == "deny" {

@@ -190,7 +190,7 @@ func TestBadSettings(t *testing.T) {
 		{"unknown fs field", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[],"alowRead":[]}}`, "filesystem.alowRead", "unknown field"},
 		{"wrong type", `{"network":{"allowedDomains":"x","deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains", "array of strings"},
 		{"wrong item type", `{"network":{"allowedDomains":[1],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", "want a string"},
-		{"bare star allowed", `{"network":{"allowedDomains":["*"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", "only allowed in deniedDomains"},
+		{"bare star allowed", `{"network":{"allowedDomains":["*"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", "allowed only in deniedDomains"},
 		{"url domain", `{"network":{"allowedDomains":["https://x.com"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.allowedDomains[0]", ""},
 		{"nul path", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/a\u0000b"],"allowWrite":[],"denyWrite":[]}}`, "filesystem.denyRead[0]", "NUL"},
 		{"empty path", `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[""],"allowWrite":[],"denyWrite":[]}}`, "filesystem.denyRead[0]", "empty path"},

@@ -243,9 +243,37 @@ func domains(o *object, key string, list []string, deny bool) ([]policy.DomainRu
 	for i, d := range list {
 		f := fmt.Sprintf("%s[%d]", key, i)
 		if err := validateDomain(d, deny); err != nil {
-			return nil, o.errf(f, "%q: %v", d, err)
+			return nil, o.errf(f, "%v", err)
 		}
 		out = append(out, policy.DomainRule{Pattern: d, Source: fmt.Sprintf("%s: %s", o.file, o.field(f))})
 	}
 	return out, nil
+}
+
+// ParseNetworkUpdate reads one network-list update (a complete settings
+// document in the srt format, as srt's --control-fd takes) and returns its
+// network section. name says where it came from, for errors.
+func ParseNetworkUpdate(name string, data []byte, cwd, home string) (policy.Network, error) {
+	o, err := parseObject(name, data)
+	if err != nil {
+		return policy.Network{}, err
+	}
+	l, err := decodeSRT(o, resolver{cwd: cwd, home: home, dir: cwd, file: name})
+	if err != nil {
+		return policy.Network{}, err
+	}
+	n := policy.Network{
+		AllowedDomains:          l.allowedDomains,
+		DeniedDomains:           l.deniedDomains,
+		DeniedResolvedAddresses: l.deniedResolved,
+	}
+	for i, d := range n.DeniedDomains {
+		if r, ok := l.deniedReasons[d.Pattern]; ok {
+			n.DeniedDomains[i].Reason = r
+		}
+	}
+	if l.strict != nil {
+		n.StrictAllowlist = *l.strict
+	}
+	return n, nil
 }

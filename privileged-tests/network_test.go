@@ -1,0 +1,351 @@
+//go:build linux
+
+package privtests
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// servers on the host's loopback stand in for allowed and denied hosts.
+type servers struct {
+	allowed, denied int // HTTP ports on 127.0.0.1
+	v6              int // HTTP port on [::1] (0: no IPv6 loopback)
+	udp             string
+	unixPath        string
+	abstract        string
+}
+
+func startServers(t *testing.T, dir string) servers {
+	t.Helper()
+	var s servers
+	httpOn := func(network, addr string) int {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			return 0
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	s.allowed = httpOn("tcp4", "127.0.0.1:0")
+	s.denied = httpOn("tcp4", "127.0.0.1:0")
+	s.v6 = httpOn("tcp6", "[::1]:0")
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, a, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], a)
+		}
+	}()
+	s.udp = pc.LocalAddr().String()
+	unixOn := func(name string) {
+		l, err := net.Listen("unix", name)
+		must(t, err)
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				io.WriteString(c, "hi")
+				c.Close()
+			}
+		}()
+	}
+	s.unixPath = filepath.Join(dir, "agent.sock")
+	unixOn(s.unixPath)
+	s.abstract = fmt.Sprintf("@moat-test-%d", time.Now().UnixNano())
+	unixOn(s.abstract)
+	return s
+}
+
+// netSettings writes srt settings with these network fields.
+func (f *fixture) netSettings(network map[string]any) string {
+	if _, ok := network["deniedDomains"]; !ok {
+		network["deniedDomains"] = []string{}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"network":    network,
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+	})
+	p := filepath.Join(f.root, fmt.Sprintf("net-%d.json", time.Now().UnixNano()))
+	must(f.t, os.WriteFile(p, b, 0o644))
+	return p
+}
+
+func requireCurl(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		testutil.Unavailable(t, "curl is not installed (make deps installs it)")
+	}
+}
+
+// Every route to a destination the policy does not allow fails under moat
+// and works without it; the allowed destination works under moat.
+func TestNetworkEscapes(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	settings := f.netSettings(map[string]any{
+		"allowedDomains": []string{allowed, "allowed.example"},
+		"deniedDomains":  []string{"denied.example"},
+	})
+	// Positive control: the allowed destination through the proxy.
+	if got := f.sandboxedWith(settings, "curl", "http://"+allowed+"/"); !got.escaped() {
+		t.Fatalf("the allowed destination must work under moat:\n%s", got.out)
+	}
+	denied := strconv.Itoa(s.denied)
+	cases := []struct {
+		name    string
+		inside  []string // the attack under moat
+		outside []string // the same destination without moat
+	}{
+		{"denied IP literal", []string{"curl", "http://127.0.0.1:" + denied + "/"}, nil},
+		{"decimal IPv4", []string{"curl", "http://2130706433:" + denied + "/"}, nil},
+		{"short IPv4", []string{"curl", "http://127.1:" + denied + "/"}, nil},
+		{"octal IPv4", []string{"curl", "http://0177.0.0.1:" + denied + "/"}, nil},
+		{"hex IPv4", []string{"curl", "http://0x7f.0.0.1:" + denied + "/"}, nil},
+		{"hex dword IPv4", []string{"curl", "http://0x7f000001:" + denied + "/"}, nil},
+		{"CONNECT to a denied host", []string{"curl", "-p", "http://127.0.0.1:" + denied + "/"}, nil},
+		{"SOCKS5 with an IP literal", []string{"curl", "--socks5", "127.0.0.1:1080", "http://127.0.0.1:" + denied + "/"},
+			[]string{"curl", "http://127.0.0.1:" + denied + "/"}},
+		{"localhost name of a denied port", []string{"curl", "http://localhost:" + denied + "/"},
+			[]string{"curl", "http://127.0.0.1:" + denied + "/"}},
+		{"host loopback reached directly", []string{"curl", "--noproxy", "*", "http://" + allowed + "/"}, []string{"curl", "http://" + allowed + "/"}},
+		{"direct TCP, no proxy", []string{"tcp", allowed}, nil},
+		{"UDP to a resolver", []string{"udp", s.udp}, nil},
+		{"pathname unix socket outside", []string{"unix", s.unixPath}, nil},
+		{"abstract unix socket of the host", []string{"unix", s.abstract}, nil},
+	}
+	if s.v6 != 0 {
+		cases = append(cases, struct {
+			name            string
+			inside, outside []string
+		}{"IPv6 ::1", []string{"curl", "http://[::1]:" + strconv.Itoa(s.v6) + "/"}, nil})
+	}
+	if h, err := os.Hostname(); err == nil {
+		if addrs, err := net.LookupHost(h); err == nil && len(addrs) > 0 && net.ParseIP(addrs[0]).IsLoopback() {
+			// An allowed name that resolves to a loopback address.
+			rebind := f.netSettings(map[string]any{"allowedDomains": []string{h}})
+			t.Run("allowed name resolving to loopback", func(t *testing.T) {
+				got := f.sandboxedWith(rebind, "curl", "http://"+h+":"+denied+"/")
+				if got.escaped() {
+					t.Fatalf("ESCAPE: %s", got.out)
+				}
+				if base := f.direct("curl", "http://"+h+":"+denied+"/"); !base.escaped() {
+					t.Fatalf("without moat the name must reach the server: %s", base.out)
+				}
+			})
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := f.sandboxedWith(settings, tc.inside...)
+			if got.escaped() {
+				t.Fatalf("ESCAPE under moat: %v\n%s", tc.inside, got.out)
+			}
+			if !strings.Contains(got.out, "blocked:") {
+				t.Fatalf("the attack did not run under moat:\n%s", got.out)
+			}
+			outside := tc.outside
+			if outside == nil {
+				outside = tc.inside
+			}
+			if base := f.direct(outside...); !base.escaped() {
+				t.Fatalf("the destination must be reachable without moat: %v\n%s", outside, base.out)
+			}
+		})
+	}
+}
+
+// A denied request gets 403 with X-Proxy-Error and the reason, and is
+// reported after the command's output.
+func TestNetworkDenialShape(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	settings := f.netSettings(map[string]any{
+		"allowedDomains":      []string{},
+		"deniedDomains":       []string{"127.0.0.1:" + strconv.Itoa(s.denied)},
+		"deniedDomainReasons": map[string]string{"127.0.0.1:" + strconv.Itoa(s.denied): "exfil host; use the mirror"},
+	})
+	got := f.exec(moatBin, "run", "--settings", settings, "--", "curl", "-sS", "-i", "http://127.0.0.1:"+strconv.Itoa(s.denied)+"/")
+	for _, want := range []string{"403", "X-Proxy-Error: blocked-by-allowlist", "exfil host; use the mirror",
+		"<sandbox_violations>", "deny network-connect 127.0.0.1:" + strconv.Itoa(s.denied) + " (exfil host; use the mirror)"} {
+		if !strings.Contains(got.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, got.out)
+		}
+	}
+}
+
+func TestRawICMP(t *testing.T) {
+	testutil.RequireRoot(t) // an unprivileged user has no raw sockets to compare with
+	f := newFixture(t)
+	f.attack([]string{"icmp", "127.0.0.1"}, nil)
+}
+
+// allowUnixSockets: a listed socket is usable, an unlisted one (a docker.sock
+// stand-in) is not, nor are abstract sockets.
+func TestUnixSocketAllowList(t *testing.T) {
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	other := filepath.Join(f.root, "docker.sock")
+	l, err := net.Listen("unix", other)
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "docker")
+			c.Close()
+		}
+	}()
+	settings := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{s.unixPath}})
+	if got := f.sandboxedWith(settings, "unix", s.unixPath); !got.escaped() {
+		t.Fatalf("the allowed socket must work under moat:\n%s", got.out)
+	}
+	for _, target := range []string{other, s.abstract} {
+		got := f.sandboxedWith(settings, "unix", target)
+		if got.escaped() {
+			t.Fatalf("ESCAPE: reached %s:\n%s", target, got.out)
+		}
+		if !strings.Contains(got.out, "blocked:") {
+			t.Fatalf("the attack did not run:\n%s", got.out)
+		}
+		if base := f.direct("unix", target); !base.escaped() {
+			t.Fatalf("without moat %s must be reachable:\n%s", target, base.out)
+		}
+	}
+	// TCP still goes through the proxy with the broker on.
+	got := f.sandboxedWith(settings, "tcp", "127.0.0.1:"+strconv.Itoa(s.denied))
+	if got.escaped() {
+		t.Fatalf("ESCAPE: direct TCP with the unix broker on:\n%s", got.out)
+	}
+}
+
+// Network lists change while the command runs, through --control-fd.
+func TestControlFD(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	target := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	settings := f.netSettings(map[string]any{"allowedDomains": []string{}})
+	r, w, err := os.Pipe()
+	must(t, err)
+	script := fmt.Sprintf(`first=$(curl -s -o /dev/null -w '%%{http_code}' http://%[1]s/); echo first=$first; touch %[2]s/asked
+for i in $(seq 100); do c=$(curl -s -o /dev/null -w '%%{http_code}' http://%[1]s/); [ "$c" = 200 ] && { echo later=200; exit 0; }; sleep 0.1; done; echo later=$c; exit 1`, target, f.work)
+	cmd := exec.Command(moatBin, "run", "--settings", settings, "--control-fd", "3", "-c", script)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.ExtraFiles = []*os.File{r}
+	out, err2 := startAndFeed(t, cmd, w, f.work+"/asked", []string{
+		`{"not json`,
+		fmt.Sprintf(`{"network":{"allowedDomains":["%s"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, target),
+	})
+	r.Close()
+	if err2 != nil || !strings.Contains(out, "first=403") || !strings.Contains(out, "later=200") {
+		t.Fatalf("exit %v:\n%s", err2, out)
+	}
+	if !strings.Contains(out, "invalid settings on control fd 3") || strings.Contains(out, "not json") {
+		t.Errorf("a bad line must be reported without its content:\n%s", out)
+	}
+}
+
+func startAndFeed(t *testing.T, cmd *exec.Cmd, w *os.File, wait string, lines []string) (string, error) {
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	must(t, cmd.Start())
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(wait); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, l := range lines {
+		io.WriteString(w, l+"\n")
+	}
+	w.Close()
+	err := cmd.Wait()
+	return buf.String(), err
+}
+
+// Without moat the route dies with it: the proxy is served by the moat
+// process only (a killed moat leaves no relay behind).
+func TestNoNetworkWithoutSupervisor(t *testing.T) {
+	f := newFixture(t)
+	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "-c", "sleep 30")
+	cmd.Dir, cmd.Env = f.work, f.env()
+	must(t, cmd.Start())
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	time.Sleep(200 * time.Millisecond)
+	if pids := findProcs(t, "sleep 30"); len(pids) > 0 {
+		t.Fatalf("the command outlived moat: %v", pids)
+	}
+}
+
+// allowLocalBinding: servers inside the sandbox may listen only when the
+// policy says so.
+func TestLocalBinding(t *testing.T) {
+	f := newFixture(t)
+	off := f.netSettings(map[string]any{"allowedDomains": []string{}})
+	on := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowLocalBinding": true})
+	got := f.sandboxedWith(off, "listen", "127.0.0.1:8123")
+	if got.escaped() {
+		if !landlockNet() {
+			testutil.Unavailable(t, "Landlock ABI < 4: TCP binding cannot be refused here")
+		}
+		t.Fatalf("a server listened without allowLocalBinding:\n%s", got.out)
+	}
+	if got := f.sandboxedWith(on, "listen", "127.0.0.1:8123"); !got.escaped() {
+		t.Fatalf("allowLocalBinding must let a server listen:\n%s", got.out)
+	}
+	if base := f.direct("listen", "127.0.0.1:0"); !base.escaped() {
+		t.Fatalf("without moat a server can listen:\n%s", base.out)
+	}
+}
+
+func landlockNet() bool {
+	out, err := exec.Command(moatBin, "policy").Output()
+	return err == nil && strings.Contains(string(out), "servers cannot listen") && !strings.Contains(string(out), "not enforced: Landlock ABI < 4")
+}
+
+// A dev server on the host's loopback is reachable when its localhost:PORT
+// is allowed, and only then.
+func TestHostDevServer(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	port := strconv.Itoa(s.allowed)
+	allow := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port}})
+	if got := f.sandboxedWith(allow, "curl", "http://localhost:"+port+"/"); !got.escaped() {
+		t.Fatalf("localhost:%s is allowed and must work:\n%s", port, got.out)
+	}
+	if got := f.sandboxedWith(allow, "curl", "http://localhost:"+strconv.Itoa(s.denied)+"/"); got.escaped() {
+		t.Fatalf("ESCAPE: another host port:\n%s", got.out)
+	}
+}
