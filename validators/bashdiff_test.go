@@ -557,16 +557,23 @@ func sameRecords(want, got []record) bool {
 	slices.SortFunc(w, cmp)
 	slices.SortFunc(g, cmp)
 	used := make([]bool, len(g))
-outer:
-	for _, a := range w {
-		for i, b := range g {
-			if used[i] || a.key() != b.key() || (!a.anyStdin && a.stdin != b.stdin) {
+	// Exact records first, then those whose stdin is not predicted, so a
+	// wildcard never takes the record an exact one needs.
+	for _, wild := range []bool{false, true} {
+	outer:
+		for _, a := range w {
+			if a.anyStdin != wild {
 				continue
 			}
-			used[i] = true
-			continue outer
+			for i, b := range g {
+				if used[i] || a.key() != b.key() || (!a.anyStdin && a.stdin != b.stdin) {
+					continue
+				}
+				used[i] = true
+				continue outer
+			}
+			return false
 		}
-		return false
 	}
 	return true
 }
