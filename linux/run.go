@@ -415,8 +415,16 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		err = <-waitErr
 	}
 	close(done)
-	l.sync.Close()
-	wg.Wait()
+	// Every process of the sandbox is gone once init is reaped, so the
+	// socket reaches EOF after the last message: read them all first.
+	readerDone := make(chan struct{})
+	go func() { wg.Wait(); close(readerDone) }()
+	select {
+	case <-readerDone:
+	case <-time.After(2 * time.Second):
+		l.sync.Close()
+		<-readerDone
+	}
 	if l.jr != nil {
 		l.jr.Unlock() // the sandbox failed before its mounts were in place
 	}
