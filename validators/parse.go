@@ -215,7 +215,12 @@ func parse(cmd string) *parsed {
 	fl := flattener{p: p}
 	for _, st := range f.Stmts {
 		if err := fl.stmt(st, ";", false); err != nil {
-			p.result = ParseResult{Kind: TooComplex, Reason: err.Error()}
+			kind := TooComplex
+			var m misreadError
+			if errors.As(err, &m) {
+				kind = Unavailable
+			}
+			p.result = ParseResult{Kind: kind, Reason: err.Error()}
 			p.calls = nil
 			return p
 		}
@@ -408,6 +413,15 @@ func (fl *flattener) decl(st *syntax.Stmt, c *syntax.DeclClause, op string) erro
 func (p *parsed) redirects(rs []*syntax.Redirect) ([]Redirect, error) {
 	var out []Redirect
 	for _, r := range rs {
+		if r.Word != nil {
+			// Digits right before '<' or '>' are a file descriptor number
+			// for bash ("a >2>x" is a syntax error there), a target for
+			// the parser.
+			end := int(r.Word.End().Offset())
+			if end < len(p.src) && (p.src[end] == '<' || p.src[end] == '>') && allDigits(p.text(r.Word)) {
+				return nil, misread(fmt.Sprintf("redirection target %q is read as a file descriptor by bash", p.text(r.Word)))
+			}
+		}
 		rd := Redirect{Op: r.Op.String()}
 		if r.N != nil {
 			if !allDigits(r.N.Value) {

@@ -53,6 +53,9 @@ func TestParseKinds(t *testing.T) {
 		{"a \xff", Unavailable},
 		{"a # b \\\nc", Unavailable},
 		{"a <<'E'#x\nE#x\n", Unavailable},
+		{"a 1>0>00", Unavailable},
+		{"a >2<x", Unavailable},
+		{"a >x2>y", Simple},
 		{"a \"$(cat <<'E'\nE)\"\nE\n)\"", Unavailable},
 	}
 	for _, tc := range tests {
