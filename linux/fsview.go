@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -133,6 +134,11 @@ func (v *view) access(p string) access {
 // a file that appears later still names the right place.
 func canonical(p string) (string, bool, error) {
 	p = filepath.Clean(p)
+	// Most rule paths (the default secrets, say) do not exist: one lstat
+	// tells, and a path that does not exist needs no mount.
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !mayHideSymlink(p) {
+		return p, false, nil
+	}
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r, true, nil
 	} else if errors.Is(err, fs.ErrPermission) {
@@ -210,4 +216,28 @@ func lstatKind(p string) byte {
 		return 'd'
 	}
 	return 'f'
+}
+
+// mayHideSymlink reports whether a missing path's parent might be reached
+// through a symlink, so that its canonical form differs from it. The
+// parents of the paths moat resolves most (home, the working directory)
+// are checked once.
+func mayHideSymlink(p string) bool {
+	d := filepath.Dir(p)
+	r, err := evalDirCached(d)
+	return err != nil || r != d
+}
+
+var dirCache sync.Map // string -> string (canonical), per process
+
+func evalDirCached(d string) (string, error) {
+	if v, ok := dirCache.Load(d); ok {
+		return v.(string), nil
+	}
+	r, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return "", err
+	}
+	dirCache.Store(d, r)
+	return r, nil
 }

@@ -169,6 +169,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		l.log = slog.New(slog.DiscardHandler)
 	}
 	res, err := l.run(ctx)
+	trace("done")
+	defer traceFlush()
 	// A container that masks /proc refuses a new procfs: with best effort,
 	// show the host's /proc instead (the weaker nested mode) and say so.
 	var se *SetupError
@@ -223,6 +225,7 @@ type launch struct {
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
+	trace("run")
 	s := l.spec
 	pol := s.Policy
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
@@ -254,82 +257,14 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		l.ptyMask = 0 // a pty only when stdin is a terminal
 	}
 
-	exe, _ := os.Executable()
-	expose := []string{pol.Cwd}
-	if exe != "" {
-		expose = append(expose, exe) // "moat ssh-proxy" runs inside
-	}
-	if !strings.ContainsRune(s.Argv[0], '/') {
-		// Found in PATH inside; nothing to expose.
-	} else if filepath.IsAbs(s.Argv[0]) {
-		expose = append(expose, s.Argv[0])
-	}
-	pol2 := *pol
-	pol2.Protect = append(append([]string(nil), pol.Protect...), s.StateDir)
-	if exe != "" {
-		pol2.Protect = append(pol2.Protect, exe)
-	}
-	pol2.Protect = append(pol2.Protect, pol.Sources...)
-	// Mount points on the host go through the journal, under its global
-	// lock, which is held until the sandbox's mounts are in place: a run
-	// that ends meanwhile cannot remove a placeholder this one mounts over.
-	mountPoint := func(path string, ph *placeholder) error {
-		if l.jr == nil {
-			jr, err := journal.Begin(journalDir)
-			if err != nil {
-				return err
-			}
-			l.jr = jr
-		}
-		if ph == nil {
-			_, err := l.jr.Adopt(path)
-			return err
-		}
-		return l.jr.Create(ph.path, ph.kind, ph.content)
-	}
-	defer func() {
-		if l.jr != nil {
-			if cerr := l.jr.Close(); cerr != nil {
-				l.log.Debug("journal close", "err", cerr)
-			}
-		}
-	}()
-	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
-		cacheDir: filepath.Join(s.StateDir, "cache"), mountPoint: mountPoint})
+	// Stage 2 starts first and waits for its plan on a pipe: creating the
+	// namespaces and exec'ing (about a millisecond) overlaps with planning.
+	planR, planW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pipe: %w", err)
 	}
-	l.fp = fp
-
-	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
-	prog, err := seccomp.Build(seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations})
-	if err != nil {
-		return nil, err
-	}
-	env := s.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	env, removed := policy.FilterEnv(env, pol.Env.Allow, pol.Env.Set)
-	if len(removed) > 0 {
-		l.log.Debug("environment", "removed", strings.Join(removed, ","))
-	}
-	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
-	env = fixTmpdir(env, fp.view)
-	if l.net, err = newNetwork(s, l.violation); err != nil {
-		return nil, err
-	}
-	defer l.net.close()
-	env = mergeEnv(env, l.net.env(exe))
-
-	l.plan = l.buildPlan(prog, env, term)
-
-	// Start stage 2.
-	planFile, err := memfile("moat-plan", l.plan.Bytes())
-	if err != nil {
-		return nil, err
-	}
-	defer planFile.Close()
+	defer planR.Close()
+	defer planW.Close()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -338,10 +273,23 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	childSync := os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	defer l.sync.Close()
 
-	extra := []*os.File{planFile, childSync, nil}
-	if l.jr != nil && l.jr.LockFile() != nil {
-		extra[2] = l.jr.LockFile()
+	type planned struct {
+		plan []byte
+		err  error
 	}
+	planc := make(chan planned, 1)
+	defer func() {
+		if l.jr != nil {
+			if cerr := l.jr.Close(); cerr != nil {
+				l.log.Debug("journal close", "err", cerr)
+			}
+		}
+	}()
+	go func() {
+		b, err := l.makePlan(journalDir)
+		planc <- planned{b, err}
+	}()
+
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{nsinit.Argv0},
@@ -349,7 +297,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		Stdin:      stdio[0],
 		Stdout:     stdio[1],
 		Stderr:     stdio[2],
-		ExtraFiles: extra,
+		ExtraFiles: []*os.File{planR, childSync},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
@@ -360,12 +308,33 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		},
 	}
 	l.cmd = cmd
-	if err := cmd.Start(); err != nil {
-		childSync.Close()
-		return nil, fmt.Errorf("start the sandbox: %w (are unprivileged user namespaces disabled? see docs/SECURITY.md)", err)
-	}
+	startErr := cmd.Start()
 	childSync.Close()
-	planFile.Close()
+	planR.Close()
+	trace("stage 2 started")
+	pl := <-planc
+	trace("plan ready")
+	if l.net != nil {
+		defer l.net.close()
+	}
+	if startErr != nil {
+		if pl.err != nil {
+			return nil, pl.err
+		}
+		return nil, fmt.Errorf("start the sandbox: %w (are unprivileged user namespaces disabled? see docs/SECURITY.md)", startErr)
+	}
+	if pl.err != nil {
+		planW.Close() // stage 2 reads an empty plan and exits
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, pl.err
+	}
+	if _, err := planW.Write(pl.plan); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("send the plan to stage 2: %w", err)
+	}
+	planW.Close()
 
 	// The terminal goes raw only once the sandbox exists.
 	if l.ptyMask != 0 {
@@ -406,6 +375,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	go func() { waitErr <- cmd.Wait() }()
 	select {
 	case err = <-waitErr:
+		trace("init reaped")
 	case <-timer:
 		timedOut = true
 		_ = cmd.Process.Signal(unix.SIGKILL) // init dies: the kernel kills the whole pid namespace
@@ -478,6 +448,73 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	return res, nil
 }
 
+// makePlan resolves the policy (filesystem, placeholders, seccomp,
+// environment, network) and encodes the plan. It runs while stage 2 starts.
+func (l *launch) makePlan(journalDir string) ([]byte, error) {
+	s := l.spec
+	pol := s.Policy
+	exe, _ := os.Executable()
+	expose := []string{pol.Cwd}
+	if exe != "" {
+		expose = append(expose, exe) // "moat ssh-proxy" runs inside
+	}
+	if filepath.IsAbs(s.Argv[0]) {
+		expose = append(expose, s.Argv[0])
+	}
+	pol2 := *pol
+	pol2.Protect = append(append([]string(nil), pol.Protect...), s.StateDir)
+	if exe != "" {
+		pol2.Protect = append(pol2.Protect, exe)
+	}
+	pol2.Protect = append(pol2.Protect, pol.Sources...)
+	// Mount points on the host go through the journal, under its global
+	// lock, which is held until the sandbox's mounts are in place: a run
+	// that ends meanwhile cannot remove a placeholder this one mounts over.
+	mountPoint := func(path string, ph *placeholder) error {
+		if l.jr == nil {
+			jr, err := journal.Begin(journalDir)
+			if err != nil {
+				return err
+			}
+			l.jr = jr
+		}
+		if ph == nil {
+			_, err := l.jr.Adopt(path)
+			return err
+		}
+		return l.jr.Create(ph.path, ph.kind, ph.content)
+	}
+	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
+		cacheDir: filepath.Join(s.StateDir, "cache"), mountPoint: mountPoint})
+	if err != nil {
+		return nil, err
+	}
+	l.fp = fp
+	trace("filesystem planned")
+	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
+	prog, err := seccompProgram(filepath.Join(s.StateDir, "cache"), seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations})
+	if err != nil {
+		return nil, err
+	}
+	trace("seccomp ready")
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env, removed := policy.FilterEnv(env, pol.Env.Allow, pol.Env.Set)
+	if len(removed) > 0 {
+		l.log.Debug("environment", "removed", strings.Join(removed, ","))
+	}
+	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
+	env = fixTmpdir(env, fp.view)
+	if l.net, err = newNetwork(s, l.violation); err != nil {
+		return nil, err
+	}
+	env = mergeEnv(env, l.net.env(exe))
+	l.plan = l.buildPlan(prog, env, nil)
+	return l.plan.Bytes(), nil
+}
+
 // buildPlan encodes everything stage 2 does, in order.
 func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan {
 	s := l.spec
@@ -487,7 +524,7 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 	for _, a := range listenAddrs {
 		p.Listen(a.family, a.addr, a.port)
 	}
-	if l.jr != nil && l.jr.LockFile() != nil {
+	if l.jr != nil && len(l.jr.Placeholders()) > 0 {
 		p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
 	}
 	l.fp.build(p)
@@ -588,6 +625,7 @@ func (l *launch) readMessages(term *terminal) {
 			l.setErr(&ExecError{Path: text, Errno: syscall.Errno(b)})
 			closeAll(fds)
 		case nsinit.MsgExit:
+			trace("command exited")
 			ws := unix.WaitStatus(a)
 			l.mu.Lock()
 			l.exitStatus = &ws
@@ -598,11 +636,13 @@ func (l *launch) readMessages(term *terminal) {
 				l.setErr(&SetupError{Msg: err.Error()})
 			}
 		case nsinit.MsgMounted:
+			trace("mounts done")
 			if l.jr != nil {
 				l.jr.Unlock()
 			}
 			closeAll(fds)
 		case nsinit.MsgChild:
+			trace("init running, command forked")
 			l.mu.Lock()
 			l.childPid = int(a)
 			l.mu.Unlock()
@@ -618,6 +658,7 @@ func (l *launch) readMessages(term *terminal) {
 			l.mu.Unlock()
 			term.attach(master)
 		case nsinit.MsgNotify:
+			trace("seccomp loaded, exec")
 			if len(fds) != 1 {
 				closeAll(fds)
 				continue
@@ -684,21 +725,6 @@ func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
-}
-
-// memfile returns a sealed in-memory file holding data.
-func memfile(name string, data []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, fmt.Errorf("memfd: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd: %w", err)
-	}
-	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE)
-	return f, nil
 }
 
 // withGitSafeDirs passes safe.directory entries to git through the

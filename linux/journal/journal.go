@@ -218,6 +218,22 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 			unix.Close(fd)
 		}
 	}
+	if err == unix.EEXIST {
+		// It appeared since the plan was made: another run's placeholder
+		// (a run that just died and whose clean-up has not run yet, or one
+		// that started meanwhile) is shared; anything else is refused.
+		for _, r := range j.records() {
+			for _, p := range r.ps {
+				if p.Path == path && p.pristine() {
+					if err := j.append(p.line()); err != nil {
+						return err
+					}
+					j.ps = append(j.ps, p)
+					return nil
+				}
+			}
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("create the mount point %s: %w", path, err)
 	}

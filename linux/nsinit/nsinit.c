@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -1018,11 +1017,9 @@ static void __attribute__((noreturn)) run_init(void)
 		die("fork the command");
 	if (child == 0) {
 		close(sfd);
-		close(MOAT_FD_LOCK);
 		run_command();
 	}
 	send_msg(MSG_CHILD, child, 0, NULL, NULL, 0);
-	close(MOAT_FD_PLAN);
 
 	/* Init keeps no capabilities it does not need to reap and signal. */
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -1068,15 +1065,41 @@ static void __attribute__((noreturn)) run_init(void)
 
 static void load_plan(void)
 {
-	struct stat st;
-	if (fstat(MOAT_FD_PLAN, &st) < 0 || st.st_size < 12 || st.st_size > (64 << 20)) {
-		errno = EINVAL;
-		die("no plan");
+	/* The supervisor writes the plan into a pipe after this process has
+	 * started (planning overlaps with namespace creation and exec), and
+	 * closes it: read to EOF. An empty plan means the supervisor gave up. */
+	size_t cap = 16384;
+	plan = malloc(cap);
+	if (!plan)
+		die("allocate the plan");
+	for (;;) {
+		if (plan_len == cap) {
+			if (cap >= (64u << 20)) {
+				errno = E2BIG;
+				die("plan too large");
+			}
+			cap *= 2;
+			unsigned char *p = realloc(plan, cap);
+			if (!p)
+				die("allocate the plan");
+			plan = p;
+		}
+		ssize_t n = read(MOAT_FD_PLAN, plan + plan_len, cap - plan_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("read the plan");
+		if (n == 0)
+			break;
+		plan_len += (size_t)n;
 	}
-	plan_len = (size_t)st.st_size;
-	plan = mmap(NULL, plan_len, PROT_READ, MAP_PRIVATE, MOAT_FD_PLAN, 0);
-	if (plan == MAP_FAILED)
-		die("map the plan");
+	close(MOAT_FD_PLAN);
+	if (plan_len == 0)
+		_exit(125); /* the supervisor failed before sending a plan: it reports */
+	if (plan_len < 12) {
+		errno = EINVAL;
+		die("truncated plan");
+	}
 	struct rd r = {.p = plan, .end = plan + plan_len};
 	if (memcmp(plan, MOAT_PLAN_MAGIC, 4) != 0) {
 		errno = EINVAL;

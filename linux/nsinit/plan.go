@@ -14,7 +14,6 @@ const (
 
 	FdPlan = 3
 	FdSync = 4
-	FdLock = 5
 
 	// EnvVar, set to "1", with Argv0 as argv[0] and no other argument,
 	// makes the binary run stage 2 instead of main.

@@ -14,9 +14,8 @@
 #define MOAT_INIT_ARGV0 "moat-init"
 
 /* Fixed file descriptors of stage 2 (os/exec ExtraFiles start at 3). */
-#define MOAT_FD_PLAN 3
+#define MOAT_FD_PLAN 3 /* a pipe: the plan, then EOF */
 #define MOAT_FD_SYNC 4 /* SOCK_SEQPACKET to the supervisor */
-#define MOAT_FD_LOCK 5 /* journal lock, held by init until it is done */
 
 /* Record types. */
 enum {

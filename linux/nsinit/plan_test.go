@@ -11,7 +11,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 	}
 	goSide := map[string]int{
 		"MOAT_PLAN_VERSION": Version,
-		"MOAT_FD_PLAN":      FdPlan, "MOAT_FD_SYNC": FdSync, "MOAT_FD_LOCK": FdLock,
+		"MOAT_FD_PLAN":      FdPlan, "MOAT_FD_SYNC": FdSync,
 		"R_HOSTNAME": rHostname, "R_LO_UP": rLoUp, "R_MOUNT": rMount, "R_LL_RULESET": rLLRuleset,
 		"R_LL_PATH": rLLPath, "R_SECCOMP": rSeccomp, "R_EXEC": rExec, "R_PTY": rPTY,
 		"R_SYSCTL": rSysctl, "R_CWD": rCwd, "R_KEYRING": rKeyring, "R_RLIMIT": rRlimit,

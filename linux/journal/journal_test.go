@@ -1,0 +1,157 @@
+//go:build linux
+
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func setup(t *testing.T) (dir, tree string) {
+	root := t.TempDir()
+	dir = filepath.Join(root, "journal")
+	tree = filepath.Join(root, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tree
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+func TestCreateAndClose(t *testing.T) {
+	dir, tree := setup(t)
+	j, err := Begin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, f := filepath.Join(tree, ".vscode"), filepath.Join(tree, "commondir")
+	if err := j.Create(d, Dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Create(f, File, CommondirContent); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f); string(b) != CommondirContent {
+		t.Fatalf("content %q", b)
+	}
+	j.Unlock()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(d) || exists(f) {
+		t.Fatal("placeholders left behind")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("journal directory: %v", es)
+	}
+}
+
+// A placeholder two runs share is removed by the last one only.
+func TestSharedPlaceholder(t *testing.T) {
+	dir, tree := setup(t)
+	p := filepath.Join(tree, ".claude")
+	a, _ := Begin(dir)
+	if err := a.Create(p, Dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	a.Unlock()
+	b, _ := Begin(dir)
+	if ok, err := b.Adopt(p); !ok || err != nil {
+		t.Fatalf("adopt: %v %v", ok, err)
+	}
+	b.Unlock()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(p) {
+		t.Fatal("removed while another live run uses it")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("the last user did not remove it")
+	}
+}
+
+// A placeholder that was used (files put in it, replaced) is not removed.
+func TestNeverRemovesUsedPlaceholder(t *testing.T) {
+	dir, tree := setup(t)
+	d := filepath.Join(tree, ".vscode")
+	j, _ := Begin(dir)
+	j.Create(d, Dir, "")
+	j.Unlock()
+	os.WriteFile(filepath.Join(d, "settings.json"), []byte("{}"), 0o644) // the user's, meanwhile
+	j.Close()
+	if !exists(filepath.Join(d, "settings.json")) {
+		t.Fatal("removed a directory someone put files in")
+	}
+}
+
+// Records of dead runs are swept: their placeholders go, their records go.
+func TestSweepDeadRun(t *testing.T) {
+	dir, tree := setup(t)
+	d := filepath.Join(tree, ".mcp.json")
+	j, _ := Begin(dir)
+	j.Create(d, Dir, "")
+	j.Unlock()
+	// Simulate death: drop the record lock without closing the journal.
+	j.rec.Close()
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists(d) {
+		t.Fatal("a dead run's placeholder survived the sweep")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("journal directory: %v", es)
+	}
+}
+
+// A creation whose record line was never written (death in between) is
+// still removed, from its intent line.
+func TestSweepIntentOnly(t *testing.T) {
+	dir, tree := setup(t)
+	d := filepath.Join(tree, ".vscode")
+	j, _ := Begin(dir)
+	j.append("I 0 d - " + d)
+	os.Mkdir(d, 0o755)
+	j.Unlock()
+	j.rec.Close()
+	SweepDir(dir)
+	if exists(d) {
+		t.Fatal("an unrecorded placeholder survived")
+	}
+}
+
+// A user's directory is never taken for a placeholder.
+func TestSweepKeepsForeignEntries(t *testing.T) {
+	dir, tree := setup(t)
+	d := filepath.Join(tree, ".vscode")
+	os.Mkdir(d, 0o755)
+	j, _ := Begin(dir)
+	if err := j.Create(d, Dir, ""); err == nil {
+		t.Fatal("Create over an existing user directory must fail")
+	}
+	j.Unlock()
+	j.Close()
+	if !exists(d) {
+		t.Fatal("removed the user's directory")
+	}
+}
+
+func TestRecover(t *testing.T) {
+	dir, tree := setup(t)
+	d := filepath.Join(tree, ".claude")
+	j, _ := Begin(dir)
+	j.Create(d, Dir, "")
+	j.Unlock()
+	if err := Recover(dir, j.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if exists(d) {
+		t.Fatal("Recover left the placeholder")
+	}
+}
