@@ -42,7 +42,7 @@ func (g *shellGen) generate() string {
 	g.pending = nil
 	for i, k := 0, 1+g.n(3); i < k; i++ {
 		if i > 0 {
-			sep := g.pick("; ", " && ", " || ", " & ", "\n", " ;\n", " &&\n", " ||\n\n")
+			sep := g.pick("; ", " && ", " || ", " & ", "\n", " ;\n", " &&\n", " ||\n\n", ";", "&&", "||", "&", ";#c\n", "\t;\t")
 			if strings.HasPrefix(sep, "\n") || strings.HasPrefix(sep, " ;\n") {
 				g.flushHeredocs(sep)
 				continue
@@ -86,7 +86,7 @@ func (g *shellGen) pipeline() {
 	}
 	for i, k := 0, 1+g.n(3); i < k; i++ {
 		if i > 0 {
-			g.b.WriteString(g.pick(" | ", " |& ", "|", " |\n"))
+			g.b.WriteString(g.pick(" | ", " |& ", "|", " |\n", "|&", "| "))
 			if len(g.pending) > 0 && strings.HasSuffix(g.b.String(), "\n") {
 				g.flushBodies()
 			}
@@ -98,7 +98,9 @@ func (g *shellGen) pipeline() {
 func (g *shellGen) command() {
 	if g.n(5) == 0 {
 		g.b.WriteString(g.pick("u", "v", "x_1") + "=")
-		g.word()
+		if g.n(3) > 0 {
+			g.word()
+		}
 		g.b.WriteString(" ")
 	}
 	if g.n(12) == 0 {
@@ -180,7 +182,8 @@ func (g *shellGen) redirect() {
 		g.word()
 	case 3:
 		g.b.WriteString(g.pick(" > out", " >> out", " 2>&1", " >/dev/null", " 2> err", " &> all", " >&2",
-			" 2 >out", " x2>out", " >|out", " 1>&2", " >out2", " 2>>err", " &>>all", " >& out"))
+			" 2 >out", " x2>out", " >|out", " 1>&2", " >out2", " 2>>err", " &>>all", " >& out",
+			">out", "2>err", " 3>&1", " 2>&1 >out", " >out 2>&1", " 0<&-", " 1>&-"))
 	default:
 	}
 }
