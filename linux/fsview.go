@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -162,12 +163,17 @@ func canonical(p string) (string, bool, error) {
 // expand resolves a rule to canonical paths, expanding globs against the
 // disk. A glob that matches nothing yields nothing; a literal path that
 // does not exist yet is kept (it may appear).
-func expand(r policy.PathRule, limit *globBudget) ([]rule, error) {
+func expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
 	paths := []string{r.Path}
 	if r.Glob {
 		var err error
-		if paths, err = glob(r.Path, limit); err != nil {
+		if paths, err = globCached(r.Path, limit, cacheDir); err != nil {
 			return nil, err
+		}
+		// A name such as "a[1]" is also a glob ([1] matches "1"): the
+		// literal file, if it exists, is what the rule names too.
+		if _, err := os.Lstat(r.Path); err == nil && !slices.Contains(paths, r.Path) {
+			paths = append(paths, r.Path)
 		}
 	}
 	out := make([]rule, 0, len(paths))
@@ -181,10 +187,10 @@ func expand(r policy.PathRule, limit *globBudget) ([]rule, error) {
 	return out, nil
 }
 
-func expandAll(rs []policy.PathRule, limit *globBudget) ([]rule, error) {
+func expandAll(rs []policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
 	var out []rule
 	for _, r := range rs {
-		e, err := expand(r, limit)
+		e, err := expand(r, limit, cacheDir)
 		if err != nil {
 			return nil, err
 		}

@@ -3,18 +3,34 @@
 package linux
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
-// globBudget bounds the directory entries glob expansion may read in one
-// launch, so a pattern such as /**/x cannot make start-up walk the disk.
-// Patterns expand segment by segment: only the directories a pattern names
-// are read, and ** reads the subtree below it (skipping node_modules and
-// .git), which is what the budget limits.
-type globBudget struct{ entries int }
+// Glob expansion. Patterns in denyRead/allowRead/allowWrite/denyWrite
+// expand segment by segment against the disk: a literal segment costs one
+// stat, a segment with *, ? or [...] one directory read, and ** walks the
+// directories below it, at most globDepth levels deep (not into
+// node_modules or .git). Results are cached in the state directory with the
+// inode and mtime of every directory the expansion read, so a warm start
+// costs one lstat per such directory and never walks the tree: a new match
+// means a new entry in some directory the pattern reads, which changes that
+// directory's mtime.
+
+// globBudget bounds one launch's expansion: directory entries read, and how
+// many directories ** spans (the same bound as the search for git
+// repositories: mandatoryDenySearchDepth).
+type globBudget struct {
+	entries int
+	depth   int
+	stamps  []stamp
+}
 
 // DefaultGlobBudget is the number of directory entries glob expansion may
 // read per launch before moat refuses the policy.
@@ -23,9 +39,13 @@ const DefaultGlobBudget = 200_000
 var errGlobBudget = fmt.Errorf("glob expansion read more than %d directory entries; narrow the pattern (a ** near the top of a large tree)", DefaultGlobBudget)
 
 func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
+	st, ok := stampOf(dir)
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil // unreadable or gone: matches nothing here
+	}
+	if ok {
+		b.stamps = append(b.stamps, st)
 	}
 	b.entries -= len(es)
 	if b.entries < 0 {
@@ -34,15 +54,36 @@ func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
 	return es, nil
 }
 
+// globCached expands pattern, from the cache when nothing it read changed.
+func globCached(pattern string, b *globBudget, cacheDir string) ([]string, error) {
+	file := ""
+	if cacheDir != "" {
+		h := sha256.Sum256(fmt.Appendf(nil, "glob\x00%d\x00%s", b.depth, pattern))
+		file = filepath.Join(cacheDir, "glob-"+hex.EncodeToString(h[:12]))
+		if out, ok := readGlobCache(file, pattern, b.depth); ok {
+			return out, nil
+		}
+	}
+	b.stamps = b.stamps[:0]
+	out, err := glob(pattern, b)
+	if err != nil {
+		return nil, err
+	}
+	if file != "" {
+		writeGlobCache(file, pattern, b.depth, out, b.stamps)
+	}
+	return out, nil
+}
+
 // glob expands an absolute pattern with *, ?, [...] (per path segment) and
-// ** (any number of directories). Symlinked directories are not followed by
+// ** (up to b.depth directories). Symlinked directories are not followed by
 // **. It returns matches in lexical order.
 func glob(pattern string, b *globBudget) ([]string, error) {
 	segs := strings.Split(strings.TrimPrefix(filepath.Clean(pattern), "/"), "/")
 	var out []string
 	seen := map[string]bool{}
-	var walk func(dir string, i int) error
-	walk = func(dir string, i int) error {
+	var walk func(dir string, i, starDepth int) error
+	walk = func(dir string, i, starDepth int) error {
 		if i == len(segs) {
 			if !seen[dir] {
 				seen[dir] = true
@@ -53,8 +94,11 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 		s := segs[i]
 		switch {
 		case s == "**":
-			if err := walk(dir, i+1); err != nil { // zero directories
+			if err := walk(dir, i+1, 0); err != nil { // zero directories
 				return err
+			}
+			if starDepth >= b.depth {
+				return nil
 			}
 			es, err := b.readDir(dir)
 			if err != nil {
@@ -64,12 +108,16 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 				if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
 					continue
 				}
-				if err := walk(filepath.Join(dir, e.Name()), i); err != nil {
+				if err := walk(filepath.Join(dir, e.Name()), i, starDepth+1); err != nil {
 					return err
 				}
 			}
 			return nil
 		case !hasMeta(s):
+			// A match may appear here later: the directory's mtime tells.
+			if st, ok := stampOf(dir); ok {
+				b.stamps = append(b.stamps, st)
+			}
 			next := filepath.Join(dir, s)
 			if i < len(segs)-1 {
 				if fi, err := os.Stat(next); err != nil || !fi.IsDir() {
@@ -78,7 +126,7 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 			} else if _, err := os.Lstat(next); err != nil {
 				return nil
 			}
-			return walk(next, i+1)
+			return walk(next, i+1, 0)
 		default:
 			if _, err := filepath.Match(s, ""); err != nil {
 				return fmt.Errorf("bad glob segment %q in %s: %w", s, pattern, err)
@@ -97,14 +145,14 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 						continue
 					}
 				}
-				if err := walk(next, i+1); err != nil {
+				if err := walk(next, i+1, 0); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 	}
-	if err := walk("/", 0); err != nil {
+	if err := walk("/", 0, 0); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -120,4 +168,79 @@ func hasMeta(s string) bool {
 		return true
 	}
 	return false
+}
+
+const globCacheMagic = "moat-glob 1"
+
+func readGlobCache(file, pattern string, depth int) ([]string, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	if !sc.Scan() || sc.Text() != fmt.Sprintf("%s %d %s", globCacheMagic, depth, pattern) {
+		return nil, false
+	}
+	var out []string
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "end" {
+			return out, sc.Err() == nil
+		}
+		kind, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, false
+		}
+		switch kind {
+		case "s":
+			f := strings.SplitN(rest, " ", 3)
+			if len(f) != 3 {
+				return nil, false
+			}
+			ino, e1 := strconv.ParseUint(f[0], 10, 64)
+			mt, e2 := strconv.ParseInt(f[1], 10, 64)
+			now, ok := stampOf(f[2])
+			if e1 != nil || e2 != nil || !ok || now.ino != ino || now.mtime != mt {
+				return nil, false
+			}
+		case "m":
+			// A literal segment that did not exist is not stamped (its
+			// parent's mtime is, when the pattern read the parent); check
+			// that every match still exists.
+			if _, err := os.Lstat(rest); err != nil {
+				return nil, false
+			}
+			out = append(out, rest)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func writeGlobCache(file, pattern string, depth int, matches []string, stamps []stamp) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d %s\n", globCacheMagic, depth, pattern)
+	for _, s := range stamps {
+		if strings.ContainsAny(s.path, "\n\r") {
+			return
+		}
+		fmt.Fprintf(&b, "s %d %d %s\n", s.ino, s.mtime, s.path)
+	}
+	for _, m := range matches {
+		if strings.ContainsAny(m, "\n\r") {
+			return
+		}
+		fmt.Fprintf(&b, "m %s\n", m)
+	}
+	b.WriteString("end\n")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+	if os.WriteFile(tmp, []byte(b.String()), 0o600) != nil || os.Rename(tmp, file) != nil {
+		os.Remove(tmp)
+	}
 }

@@ -81,19 +81,23 @@ func (s state) hostHidden() bool { return s != stRO && s != stRW }
 // makeFSPlan resolves the policy's filesystem rules and plans the mounts.
 func makeFSPlan(in planInput) (*fsPlan, error) {
 	pol := in.pol
-	budget := &globBudget{entries: DefaultGlobBudget}
+	depth := pol.FS.MandatoryDenySearchDepth
+	if depth == 0 {
+		depth = policy.DefaultSearchDepth
+	}
+	budget := &globBudget{entries: DefaultGlobBudget, depth: depth}
 	v := &view{}
 	var err error
-	if v.allowRead, err = expandAll(pol.FS.AllowRead, budget); err != nil {
+	if v.allowRead, err = expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.denyRead, err = expandAll(pol.FS.DenyRead, budget); err != nil {
+	if v.denyRead, err = expandAll(pol.FS.DenyRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.allowWrite, err = expandAll(pol.FS.AllowWrite, budget); err != nil {
+	if v.allowWrite, err = expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.denyWrite, err = expandAll(pol.FS.DenyWrite, budget); err != nil {
+	if v.denyWrite, err = expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
 	fp := &fsPlan{view: v}
@@ -150,10 +154,6 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		for _, n := range reserve {
 			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", true)
 		}
-	}
-	depth := pol.FS.MandatoryDenySearchDepth
-	if depth == 0 {
-		depth = policy.DefaultSearchDepth
 	}
 	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
 		if lstatKind(r.path) != 'd' {
