@@ -1,0 +1,2 @@
+/* See asm/types.h. */
+#include <asm-generic/posix_types.h>

@@ -1,0 +1,255 @@
+// Cgroup socket filter for a moat sandbox.
+//
+// Attached to the sandbox's cgroup, these programs decide every inet
+// connect(), unconnected UDP sendmsg(), bind() and socket() of the processes
+// in it. A destination is allowed when its (address, port) is in the
+// `allowed` map (moat's proxy listeners and the loopback ports the policy
+// names), or, when allow_loopback is set, when it is a loopback address.
+// A bind() is allowed to the map's ALLOW_BIND entries and as bind_policy says.
+// Everything else is refused with EPERM and reported on the `events` ring
+// buffer. The verdict never depends on the report: when the ring buffer is
+// full, or nobody reads it any more, the attempt is still refused and only
+// counted in `dropped`.
+//
+// Addresses are judged in one form: IPv4 addresses become IPv4-mapped IPv6
+// addresses (::ffff:a.b.c.d), so an AF_INET6 socket that names a mapped
+// address meets exactly the rule of the IPv4 address inside it.
+//
+// Regenerate with `go generate ./bpf/...` (needs clang and libbpf-dev).
+
+//go:build ignore
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IPPROTO_MPTCP 262
+
+// Operations reported in event.op; bpf/filter_linux.go names them.
+enum {
+	OP_CONNECT = 1,
+	OP_SENDMSG = 2,
+	OP_BIND = 3,
+	OP_SOCKET = 4,
+};
+
+// Flags in an `allowed` map value: what the destination may be used for.
+enum {
+	ALLOW_CONNECT = 1, // connect() and sendmsg() to it
+	ALLOW_BIND = 2,    // bind() to it, whatever bind_policy says
+};
+
+// Values of bind_policy; the Go BindPolicy constants match.
+enum {
+	BIND_DENY = 0,     // every bind is refused (except allowed destinations)
+	BIND_LOOPBACK = 1, // binds to loopback addresses are allowed, wildcard is not
+	BIND_ANY = 2,      // bind programs are not attached at all
+};
+
+// dest_key is an allowed destination: the address in network byte order,
+// IPv4 as ::ffff:a.b.c.d, and the port in host byte order.
+struct dest_key {
+	__u32 addr[4];
+	__u16 port;
+	__u16 pad;
+};
+
+// event is one refused attempt.
+struct event {
+	__u32 tgid;     // process id
+	__u32 pid;      // thread id
+	__u32 addr[4];  // as dest_key.addr; zero for OP_SOCKET
+	__u16 port;     // host byte order
+	__u16 protocol; // IPPROTO_* (IPPROTO_MPTCP is 262)
+	__u8 family;    // AF_INET or AF_INET6: the hook (or socket) family
+	__u8 op;        // OP_*
+	__u8 sock_type; // SOCK_*
+	__u8 pad;
+	char comm[16];  // task name, empty when the kernel lacks the helper here
+};
+
+// Set from Go before loading (rewritten in .rodata, frozen by the loader).
+volatile const __u8 allow_loopback = 0;
+volatile const __u8 bind_policy = BIND_DENY;
+volatile const __u8 have_comm = 0;
+
+// Events that could not be reported because the ring buffer was full.
+__u64 dropped = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct dest_key);
+	__type(value, __u8); // ALLOW_* flags
+	__uint(max_entries, 1); // resized from Go to the allow-list's length
+} allowed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} events SEC(".maps");
+
+// Emits BTF for struct event, so bpf2go can generate its Go twin (-type).
+const struct event *event_type __attribute__((unused));
+
+static __always_inline int is_mapped_v4(const struct dest_key *k)
+{
+	return k->addr[0] == 0 && k->addr[1] == 0 && k->addr[2] == bpf_htonl(0x0000ffff);
+}
+
+// is_loopback reports 127.0.0.0/8 and ::1, and when wildcard is set also
+// 0.0.0.0 and ::, which a connect() reaches on the local host.
+static __always_inline int is_loopback(const struct dest_key *k, int wildcard)
+{
+	if (is_mapped_v4(k)) {
+		__u32 a = bpf_ntohl(k->addr[3]);
+		return (a >> 24) == 127 || (wildcard && a == 0);
+	}
+	if (k->addr[0] != 0 || k->addr[1] != 0 || k->addr[2] != 0)
+		return 0;
+	return k->addr[3] == bpf_htonl(1) || (wildcard && k->addr[3] == 0);
+}
+
+static __always_inline void report(__u8 op, __u8 family, __u16 protocol, __u8 type,
+				   const struct dest_key *k)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+	e->tgid = id >> 32;
+	e->pid = (__u32)id;
+	e->addr[0] = k->addr[0];
+	e->addr[1] = k->addr[1];
+	e->addr[2] = k->addr[2];
+	e->addr[3] = k->addr[3];
+	e->port = k->port;
+	e->family = family;
+	e->protocol = protocol;
+	e->op = op;
+	e->sock_type = type;
+	e->pad = 0;
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	if (have_comm)
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void destination(struct bpf_sock_addr *ctx, int v6, struct dest_key *k)
+{
+	k->pad = 0;
+	k->port = bpf_ntohs((__u16)ctx->user_port);
+	if (v6) {
+		k->addr[0] = ctx->user_ip6[0];
+		k->addr[1] = ctx->user_ip6[1];
+		k->addr[2] = ctx->user_ip6[2];
+		k->addr[3] = ctx->user_ip6[3];
+	} else {
+		k->addr[0] = 0;
+		k->addr[1] = 0;
+		k->addr[2] = bpf_htonl(0x0000ffff);
+		k->addr[3] = ctx->user_ip4;
+	}
+}
+
+// judge decides a connect() or sendmsg(): 1 lets it through, 0 makes the
+// system call fail with EPERM.
+static __always_inline int judge(struct bpf_sock_addr *ctx, int v6, __u8 op)
+{
+	struct dest_key k;
+	__u8 *flags;
+
+	destination(ctx, v6, &k);
+	flags = bpf_map_lookup_elem(&allowed, &k);
+	if (flags && (*flags & ALLOW_CONNECT))
+		return 1;
+	if (allow_loopback && is_loopback(&k, 1))
+		return 1;
+	report(op, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
+	return 0;
+}
+
+static __always_inline int judge_bind(struct bpf_sock_addr *ctx, int v6)
+{
+	struct dest_key k;
+	__u8 *flags;
+
+	destination(ctx, v6, &k);
+	flags = bpf_map_lookup_elem(&allowed, &k);
+	if (flags && (*flags & ALLOW_BIND))
+		return 1;
+	if (bind_policy == BIND_ANY)
+		return 1;
+	if (bind_policy == BIND_LOOPBACK && is_loopback(&k, 0))
+		return 1;
+	report(OP_BIND, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
+	return 0;
+}
+
+SEC("cgroup/connect4")
+int moat_connect4(struct bpf_sock_addr *ctx)
+{
+	return judge(ctx, 0, OP_CONNECT);
+}
+
+SEC("cgroup/connect6")
+int moat_connect6(struct bpf_sock_addr *ctx)
+{
+	return judge(ctx, 1, OP_CONNECT);
+}
+
+SEC("cgroup/sendmsg4")
+int moat_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return judge(ctx, 0, OP_SENDMSG);
+}
+
+SEC("cgroup/sendmsg6")
+int moat_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return judge(ctx, 1, OP_SENDMSG);
+}
+
+SEC("cgroup/bind4")
+int moat_bind4(struct bpf_sock_addr *ctx)
+{
+	return judge_bind(ctx, 0);
+}
+
+SEC("cgroup/bind6")
+int moat_bind6(struct bpf_sock_addr *ctx)
+{
+	return judge_bind(ctx, 1);
+}
+
+// moat_sock_create lets the sandbox create TCP, MPTCP and UDP sockets
+// only: those whose every way out passes the connect, sendmsg and bind hooks
+// above. The others either bypass them (ICMP "ping" sockets send to any host
+// without a sendmsg hook; SCTP has paths of its own) or need privileges the
+// sandbox should not have (raw sockets). MPTCP stays allowed because its
+// connect runs the connect hooks (the tests check it) and Go programs open
+// MPTCP listeners by default (they fall back to TCP, but each refusal would
+// be a spurious violation).
+SEC("cgroup/sock_create")
+int moat_sock_create(struct bpf_sock *sk)
+{
+	__u32 type = sk->type;
+	__u32 protocol = sk->protocol;
+
+	if ((type == SOCK_STREAM && (protocol == IPPROTO_TCP || protocol == IPPROTO_MPTCP)) ||
+	    (type == SOCK_DGRAM && protocol == IPPROTO_UDP))
+		return 1;
+
+	struct dest_key none = {};
+	report(OP_SOCKET, sk->family, protocol, type, &none);
+	return 0;
+}
+
+char __license[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,636 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/moat-sandbox/moat/bpf/cgroup"
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// TestSpec checks the committed object without a kernel: every program,
+// map and constant the Go side uses is there, with the expected types.
+func TestSpec(t *testing.T) {
+	spec, err := loadSockfilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs := map[string]ebpf.AttachType{
+		sockfilterProgMoatConnect4:   ebpf.AttachCGroupInet4Connect,
+		sockfilterProgMoatConnect6:   ebpf.AttachCGroupInet6Connect,
+		sockfilterProgMoatSendmsg4:   ebpf.AttachCGroupUDP4Sendmsg,
+		sockfilterProgMoatSendmsg6:   ebpf.AttachCGroupUDP6Sendmsg,
+		sockfilterProgMoatBind4:      ebpf.AttachCGroupInet4Bind,
+		sockfilterProgMoatBind6:      ebpf.AttachCGroupInet6Bind,
+		sockfilterProgMoatSockCreate: ebpf.AttachCGroupInetSockCreate,
+	}
+	if len(spec.Programs) != len(progs) {
+		t.Errorf("object has %d programs, want %d", len(spec.Programs), len(progs))
+	}
+	for name, at := range progs {
+		p := spec.Programs[name]
+		if p == nil {
+			t.Errorf("no program %s", name)
+			continue
+		}
+		if p.AttachType != at {
+			t.Errorf("%s attaches as %v, want %v", name, p.AttachType, at)
+		}
+	}
+	if m := spec.Maps[sockfilterMapAllowed]; m == nil || m.Type != ebpf.Hash || m.KeySize != 20 || m.ValueSize != 1 {
+		t.Errorf("allowed map: %v", m)
+	}
+	if m := spec.Maps[sockfilterMapEvents]; m == nil || m.Type != ebpf.RingBuf {
+		t.Errorf("events map: %v", m)
+	}
+	for _, v := range []string{sockfilterVarAllowLoopback, sockfilterVarBindPolicy, sockfilterVarHaveComm} {
+		if vs := spec.Variables[v]; vs == nil || !vs.Constant() || vs.Size() != 1 {
+			t.Errorf("variable %s: %v", v, vs)
+		}
+	}
+	if err := configure(spec, 3, Options{AllowLoopback: true, Bind: BindLoopback, EventBuffer: 8192}); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Maps[sockfilterMapAllowed].MaxEntries != 3 || spec.Maps[sockfilterMapEvents].MaxEntries != 8192 {
+		t.Errorf("configure did not size the maps")
+	}
+	var b uint8
+	if err := spec.Variables[sockfilterVarBindPolicy].Get(&b); err != nil || BindPolicy(b) != BindLoopback {
+		t.Errorf("bind_policy = %d, %v", b, err)
+	}
+}
+
+func TestAllowEntries(t *testing.T) {
+	p := netip.MustParseAddrPort
+	got, err := allowEntries(
+		[]netip.AddrPort{p("127.0.0.1:3128"), p("[::1]:3128"), p("[::ffff:127.0.0.1]:3128")},
+		[]netip.AddrPort{p("127.0.0.1:3128"), p("127.0.0.1:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v4 := netip.MustParseAddr("127.0.0.1").As16()
+	want := map[destKey]uint8{
+		{addr: v4, port: 3128}:                          allowConnect | allowBind, // IPv4 and mapped are one entry
+		{addr: netip.IPv6Loopback().As16(), port: 3128}: allowConnect,
+		{addr: v4, port: 0}:                             allowBind,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("allowEntries = %v, want %v", got, want)
+	}
+	for _, bad := range []netip.AddrPort{{}, p("127.0.0.1:0"), netip.AddrPortFrom(netip.MustParseAddr("fe80::1%eth0"), 80)} {
+		if _, err := allowEntries([]netip.AddrPort{bad}, nil); err == nil {
+			t.Errorf("allowEntries accepted %v", bad)
+		}
+	}
+}
+
+func TestCheckOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		ok   bool
+	}{
+		{Options{}, true},
+		{Options{Bind: BindAny, EventBuffer: 1 << 20}, true},
+		{Options{Bind: BindAny + 1}, false},
+		{Options{EventBuffer: 1000}, false},
+		{Options{EventBuffer: 3 << 12}, false},
+	} {
+		if err := checkOptions(tc.opts); (err == nil) != tc.ok {
+			t.Errorf("checkOptions(%+v) = %v", tc.opts, err)
+		}
+	}
+}
+
+func TestDecodeEvent(t *testing.T) {
+	b := make([]byte, eventSize)
+	ne := func(off int, v uint32) { copy(b[off:], []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)}) }
+	ne(0, 4242)
+	ne(4, 4243)
+	a := netip.MustParseAddr("::ffff:203.0.113.7").As16()
+	copy(b[8:24], a[:])
+	b[24], b[25] = 0xbb, 0x01 // 443, little-endian
+	b[26] = 6
+	b[28], b[29], b[30] = 10, opConnect, 1
+	copy(b[32:], "curl")
+	ev, ok := decodeEvent(b)
+	if !ok {
+		t.Fatal("not decoded")
+	}
+	want := Event{Pid: 4242, Tid: 4243, Comm: "curl", Op: "connect", Proto: "tcp", Addr: netip.MustParseAddrPort("203.0.113.7:443")}
+	if ev != want {
+		t.Errorf("decodeEvent = %+v, want %+v", ev, want)
+	}
+	if got := ev.String(); got != "connect tcp 203.0.113.7:443 refused (pid 4242 curl)" {
+		t.Errorf("String = %q", got)
+	}
+	if _, ok := decodeEvent(b[:20]); ok {
+		t.Error("decoded a short record")
+	}
+}
+
+// requireFilter skips unless this process can attach filters.
+func requireFilter(t *testing.T) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	if err := Supported(); err != nil {
+		testutil.Unavailable(t, "cgroup socket filter: %v", err)
+	}
+}
+
+func TestSupported(t *testing.T) {
+	err := Supported()
+	t.Logf("Supported() = %v", err)
+	if os.Geteuid() != 0 {
+		if !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("Supported() as uid %d = %v, want ErrUnsupported", os.Geteuid(), err)
+		}
+		return
+	}
+	if err != nil {
+		testutil.Unavailable(t, "Supported: %v", err)
+	}
+	t.Logf("comm helper available: %v", haveComm())
+}
+
+// TestLoad runs the verifier over the programs for each configuration,
+// without attaching them.
+func TestLoad(t *testing.T) {
+	requireFilter(t)
+	for _, opts := range []Options{
+		{},
+		{AllowLoopback: true, Bind: BindLoopback},
+		{Bind: BindAny, EventBuffer: 1 << 20},
+	} {
+		entries, err := allowEntries([]netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f Filter
+		if err := f.load(entries, opts); err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+		if err := f.objs.Allowed.Put(&sockfilterDestKey{}, uint8(1)); err == nil {
+			t.Error("allow-list is writable after load")
+		}
+		if err := f.objs.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// newGroup returns a fresh cgroup under a parent private to this test
+// binary; both go away when the test ends.
+func newGroup(t *testing.T) *cgroup.Group {
+	t.Helper()
+	m, err := cgroup.New(fmt.Sprintf("moat-test-bpf-%d", os.Getpid()))
+	if err != nil {
+		testutil.Unavailable(t, "cgroup2: %v", err)
+	}
+	g, err := m.Create("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Remove(); err != nil {
+			t.Error(err)
+		}
+		_ = os.Remove(m.Dir) // fails while other tests still use it
+	})
+	return g
+}
+
+// listen opens a TCP or UDP socket on addr (port 0 picks one) for the
+// test's duration and returns its address.
+func listen(t *testing.T, network, addr string) netip.AddrPort {
+	t.Helper()
+	var a net.Addr
+	if strings.HasPrefix(network, "udp") {
+		c, err := net.ListenPacket(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		a = c.LocalAddr()
+	} else {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		a = l.Addr()
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
+
+func withPort(addr string, ap netip.AddrPort) string {
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), ap.Port()).String()
+}
+
+func attach(t *testing.T, g *cgroup.Group, allow []netip.AddrPort, opts Options) *Filter {
+	t.Helper()
+	f, err := Attach(g.Path(), allow, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// expect is one operation, its result inside the filtered cgroup, and the
+// event it must produce there (Op "" for none).
+type expect struct {
+	op   op
+	want string
+	ev   Event
+}
+
+func ev(opName, proto, addr string) Event {
+	e := Event{Op: opName, Proto: proto}
+	if addr != "" {
+		e.Addr = netip.MustParseAddrPort(addr)
+	}
+	return e
+}
+
+// check runs the cases in a helper inside g, compares results and events,
+// and returns the helper's run.
+func check(t *testing.T, f *Filter, g *cgroup.Group, cloneflags uintptr, cases []expect) helperRun {
+	t.Helper()
+	var ops []op
+	var want []Event
+	for _, c := range cases {
+		ops = append(ops, c.op)
+		if c.ev.Op != "" {
+			want = append(want, c.ev)
+		}
+	}
+	run := runHelper(t, g.FD(), cloneflags, ops)
+	for _, c := range cases {
+		if got := run.results[c.op.String()]; got != c.want {
+			t.Errorf("in the cgroup: %v = %s, want %s", c.op, got, c.want)
+		}
+	}
+	if f != nil {
+		got := collect(t, f, run.pid, len(want))
+		comm := filepath.Base(os.Args[0])
+		for i := range got {
+			if got[i].Tid == 0 || (got[i].Comm != "" && !strings.HasPrefix(comm, got[i].Comm)) {
+				t.Errorf("event %+v: bad tid or comm (want a prefix of %q)", got[i], comm)
+			}
+			got[i].Pid, got[i].Tid, got[i].Comm = 0, 0, ""
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("events for pid %d:\n got %v\nwant %v", run.pid, got, want)
+		}
+	}
+	return run
+}
+
+// collect reads events of pid until n arrived (and a moment more, to
+// catch extras) or a timeout. Events of other pids fail the test.
+func collect(t *testing.T, f *Filter, pid, n int) []Event {
+	t.Helper()
+	var got []Event
+	timeout := time.After(5 * time.Second)
+	for {
+		grace := time.Duration(0)
+		if len(got) >= n {
+			grace = 100 * time.Millisecond
+		}
+		select {
+		case e, ok := <-f.Events():
+			if !ok {
+				return got
+			}
+			if e.Pid != pid {
+				t.Errorf("event from pid %d (helper is %d): %v", e.Pid, pid, e)
+				continue
+			}
+			got = append(got, e)
+		case <-time.After(grace + 5*time.Millisecond):
+			if len(got) >= n {
+				return got
+			}
+		case <-timeout:
+			t.Errorf("timed out with %d of %d events", len(got), n)
+			return got
+		}
+	}
+}
+
+// TestFilter is the main scenario: a proxy-like allow-list of one IPv4 and
+// one IPv6 listener. Everything else is refused and reported inside the
+// cgroup, and the same operations succeed outside it.
+func TestFilter(t *testing.T) {
+	requireFilter(t)
+	proxy4 := listen(t, "tcp4", "127.0.0.1:0")
+	other4 := listen(t, "tcp4", "127.0.0.1:0")
+	proxy6 := listen(t, "tcp6", "[::1]:0")
+	other6 := listen(t, "tcp6", "[::1]:0")
+	udp4 := listen(t, "udp4", "127.0.0.1:0")
+	udp6 := listen(t, "udp6", "[::1]:0")
+	mapped := func(ap netip.AddrPort) string { return withPort("::ffff:127.0.0.1", ap) }
+
+	g := newGroup(t)
+	f := attach(t, g, []netip.AddrPort{proxy4, proxy6}, Options{})
+	cases := []expect{
+		{op{"tcp4", proxy4.String()}, "ok", Event{}},
+		{op{"tcp4", other4.String()}, "EPERM", ev("connect", "tcp", other4.String())},
+		{op{"tcp4", withPort("127.0.0.2", proxy4)}, "EPERM", ev("connect", "tcp", withPort("127.0.0.2", proxy4))},
+		{op{"tcp4", withPort("0.0.0.0", proxy4)}, "EPERM", ev("connect", "tcp", withPort("0.0.0.0", proxy4))},
+		{op{"tcp6", proxy6.String()}, "ok", Event{}},
+		{op{"tcp6", other6.String()}, "EPERM", ev("connect", "tcp", other6.String())},
+		// IPv4-mapped destinations are judged as the IPv4 address.
+		{op{"tcp6", mapped(proxy4)}, "ok", Event{}},
+		{op{"tcp6", mapped(other4)}, "EPERM", ev("connect", "tcp", other4.String())},
+		{op{"tfo4", other4.String()}, "EPERM", ev("connect", "tcp", other4.String())},
+		{op{"udp4", udp4.String()}, "EPERM", ev("sendmsg", "udp", udp4.String())},
+		{op{"udp6", udp6.String()}, "EPERM", ev("sendmsg", "udp", udp6.String())},
+		{op{"udp6", mapped(udp4)}, "EPERM", ev("sendmsg", "udp", udp4.String())},
+		{op{"udpconn4", udp4.String()}, "EPERM", ev("connect", "udp", udp4.String())},
+		{op{"raw4", "-"}, "EPERM", ev("socket", "raw", "")},
+		// MPTCP connects through a TCP subflow, which meets the hook.
+		{op{"mptcp4", proxy4.String()}, "ok", Event{}},
+		{op{"mptcp4", other4.String()}, "EPERM", ev("connect", "tcp", other4.String())},
+		{op{"mptcp6", mapped(other4)}, "EPERM", ev("connect", "tcp", other4.String())},
+		{op{"bind4", "127.0.0.1:0"}, "EPERM", ev("bind", "tcp", "127.0.0.1:0")},
+	}
+	check(t, f, g, 0, cases)
+
+	// Outside the cgroup nothing is refused, so the results above come from
+	// the filter and not from a broken host. (127.0.0.2 has no listener:
+	// there the host answers ECONNREFUSED.)
+	var ops []op
+	for _, c := range cases {
+		ops = append(ops, c.op)
+	}
+	outside := runHelper(t, -1, 0, ops)
+	for _, o := range ops {
+		want := "ok"
+		if strings.HasPrefix(o.addr, "127.0.0.2:") {
+			want = "ECONNREFUSED"
+		}
+		if got := outside.results[o.String()]; got != want {
+			t.Errorf("outside the cgroup: %v = %s, want %s", o, got, want)
+		}
+	}
+	select {
+	case e := <-f.Events():
+		t.Errorf("event after the runs: %v", e)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := f.Dropped(); n != 0 {
+		t.Errorf("Dropped = %d", n)
+	}
+}
+
+// TestPingSocket: ICMP echo sockets reach any host without a sendmsg hook,
+// so the filter refuses to create them. The helper runs in a network
+// namespace of its own, where it may allow them (ping_group_range).
+func TestPingSocket(t *testing.T) {
+	requireFilter(t)
+	g := newGroup(t)
+	f := attach(t, g, nil, Options{})
+	check(t, f, g, syscall.CLONE_NEWNET, []expect{
+		{op{"ping4", "ownnet"}, "EPERM", ev("socket", "icmp", "")},
+	})
+	outside := runHelper(t, -1, syscall.CLONE_NEWNET, []op{{"ping4", "ownnet"}})
+	if got := outside.results["ping4 ownnet"]; got != "ok" {
+		t.Errorf("ping socket outside the cgroup: %s", got)
+	}
+}
+
+// TestNamespaces: the launch path's shape. The helper starts in the
+// cgroup and in new user, pid and network namespaces at once, unprivileged
+// on the host (uid 65534). The filter applies, and events carry the pid
+// the host sees, not the sandbox's pid 1.
+func TestNamespaces(t *testing.T) {
+	requireFilter(t)
+	testutil.RequireUserns(t)
+	g := newGroup(t)
+	f := attach(t, g, nil, Options{AllowLoopback: true, Bind: BindAny})
+	run := check(t, f, g, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNET, []expect{
+		// Allowed by the filter; the namespace's lo is down.
+		{op: op{"tcp4", "127.0.0.1:9"}, want: "ENETUNREACH"},
+		{op: op{"bind4", "0.0.0.0:8080"}, want: "ok"},
+		{op{"tcp4", "192.0.2.1:443"}, "EPERM", ev("connect", "tcp", "192.0.2.1:443")},
+		{op{"udp6", "[2001:db8::53]:53"}, "EPERM", ev("sendmsg", "udp", "[2001:db8::53]:53")},
+	})
+	if run.selfPid != 1 {
+		t.Errorf("helper saw itself as pid %d, want 1", run.selfPid)
+	}
+}
+
+func TestAllowLoopback(t *testing.T) {
+	requireFilter(t)
+	other4 := listen(t, "tcp4", "127.0.0.1:0")
+	other6 := listen(t, "tcp6", "[::1]:0")
+	udp4 := listen(t, "udp4", "127.0.0.1:0")
+	g := newGroup(t)
+	f := attach(t, g, nil, Options{AllowLoopback: true})
+	check(t, f, g, 0, []expect{
+		{op{"tcp4", other4.String()}, "ok", Event{}},
+		{op{"tcp4", withPort("0.0.0.0", other4)}, "ok", Event{}},
+		{op{"tcp6", other6.String()}, "ok", Event{}},
+		{op{"tcp6", withPort("::ffff:127.0.0.1", other4)}, "ok", Event{}},
+		{op{"udp4", udp4.String()}, "ok", Event{}},
+		// Not loopback: refused at once (192.0.2.0/24 is TEST-NET-1).
+		{op{"tcp4", "192.0.2.1:443"}, "EPERM", ev("connect", "tcp", "192.0.2.1:443")},
+		{op{"tcp6", "[2001:db8::1]:443"}, "EPERM", ev("connect", "tcp", "[2001:db8::1]:443")},
+		{op{"tcp6", "[::ffff:192.0.2.1]:443"}, "EPERM", ev("connect", "tcp", "192.0.2.1:443")},
+		{op{"udp4", "192.0.2.1:53"}, "EPERM", ev("sendmsg", "udp", "192.0.2.1:53")},
+	})
+}
+
+func TestBindPolicy(t *testing.T) {
+	requireFilter(t)
+	// A free port for the Listen entry.
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listenAddr := netip.MustParseAddrPort(l.Addr().String())
+	l.Close()
+	ops := []op{
+		{"bind4", listenAddr.String()},
+		{"bind4", "127.0.0.1:0"},
+		{"bind4", "127.0.0.9:0"},
+		{"bind4", "0.0.0.0:0"},
+		{"bind6", "[::1]:0"},
+		{"bind6", "[::]:0"},
+		{"bind6", "[::ffff:127.0.0.1]:0"},
+	}
+	for _, tc := range []struct {
+		bind BindPolicy
+		want []string // per op
+	}{
+		{BindDeny, []string{"ok", "EPERM", "EPERM", "EPERM", "EPERM", "EPERM", "EPERM"}},
+		{BindLoopback, []string{"ok", "ok", "ok", "EPERM", "ok", "EPERM", "ok"}},
+		{BindAny, []string{"ok", "ok", "ok", "ok", "ok", "ok", "ok"}},
+	} {
+		t.Run(tc.bind.String(), func(t *testing.T) {
+			g := newGroup(t)
+			f := attach(t, g, nil, Options{Bind: tc.bind, Listen: []netip.AddrPort{listenAddr}})
+			var cases []expect
+			for i, o := range ops {
+				e := expect{op: o, want: tc.want[i]}
+				if e.want == "EPERM" {
+					a := netip.MustParseAddrPort(o.addr)
+					e.ev = ev("bind", "tcp", netip.AddrPortFrom(a.Addr().Unmap(), a.Port()).String())
+				}
+				cases = append(cases, e)
+			}
+			check(t, f, g, 0, cases)
+		})
+	}
+}
+
+// TestListenGap documents a known gap (doc.go): listen() without bind()
+// autobinds an ephemeral port, which no bind hook sees.
+func TestListenGap(t *testing.T) {
+	requireFilter(t)
+	g := newGroup(t)
+	f := attach(t, g, nil, Options{Bind: BindDeny})
+	check(t, f, g, 0, []expect{{op: op{"listen4", "-"}, want: "ok"}})
+}
+
+// TestCloseKeepsEnforcing: Close releases moat's handles, and the cgroup
+// stays filtered (fail closed) until it is removed.
+func TestCloseKeepsEnforcing(t *testing.T) {
+	requireFilter(t)
+	proxy := listen(t, "tcp4", "127.0.0.1:0")
+	other := listen(t, "tcp4", "127.0.0.1:0")
+	g := newGroup(t)
+	f := attach(t, g, []netip.AddrPort{proxy}, Options{})
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-f.Events(); ok {
+		t.Error("Events not closed by Close")
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	check(t, nil, g, 0, []expect{
+		{op: op{"tcp4", proxy.String()}, want: "ok"},
+		{op: op{"tcp4", other.String()}, want: "EPERM"},
+		{op: op{"udp4", other.String()}, want: "EPERM"},
+	})
+	if err := f.Detach(); err == nil {
+		t.Error("Detach after Close succeeded")
+	}
+}
+
+// TestAttachSurvivesExit: a process attaches and exits without closing
+// anything (as a crashed moat would); the cgroup stays filtered.
+func TestAttachSurvivesExit(t *testing.T) {
+	requireFilter(t)
+	proxy := listen(t, "tcp4", "127.0.0.1:0")
+	other := listen(t, "tcp4", "127.0.0.1:0")
+	g := newGroup(t)
+	cmd := exec.Command(os.Args[0], proxy.String())
+	cmd.Env = append(os.Environ(), "MOAT_BPF_ATTACH="+g.Path())
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "attached" {
+		t.Fatalf("attaching process: %v: %s", err, out)
+	}
+	check(t, nil, g, 0, []expect{
+		{op: op{"tcp4", proxy.String()}, want: "ok"},
+		{op: op{"tcp4", other.String()}, want: "EPERM"},
+		{op: op{"tcp6", withPort("::ffff:127.0.0.1", other)}, want: "EPERM"},
+		{op: op{"udp4", other.String()}, want: "EPERM"},
+	})
+}
+
+// TestDetachAndReplace: two filters on one cgroup allow only what both
+// allow; detaching one leaves the other in force; detaching the last opens
+// the cgroup.
+func TestDetachAndReplace(t *testing.T) {
+	requireFilter(t)
+	a := listen(t, "tcp4", "127.0.0.1:0")
+	b := listen(t, "tcp4", "127.0.0.1:0")
+	g := newGroup(t)
+	old := attach(t, g, []netip.AddrPort{a}, Options{})
+	repl := attach(t, g, []netip.AddrPort{a, b}, Options{})
+	check(t, nil, g, 0, []expect{
+		{op: op{"tcp4", a.String()}, want: "ok"},
+		{op: op{"tcp4", b.String()}, want: "EPERM"},
+	})
+	if err := old.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, nil, g, 0, []expect{
+		{op: op{"tcp4", a.String()}, want: "ok"},
+		{op: op{"tcp4", b.String()}, want: "ok"},
+		{op: op{"udp4", "127.0.0.1:9"}, want: "EPERM"},
+	})
+	if err := repl.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, nil, g, 0, []expect{
+		{op: op{"udp4", "127.0.0.1:9"}, want: "ok"},
+		{op: op{"raw4", "-"}, want: "ok"},
+	})
+}
+
+// TestDropped: a flood of refused attempts that nobody reads is counted,
+// and every attempt is still refused.
+func TestDropped(t *testing.T) {
+	requireFilter(t)
+	g := newGroup(t)
+	f := attach(t, g, nil, Options{EventBuffer: 4096})
+	n := 1000
+	run := runHelper(t, g.FD(), 0, []op{{"repeat", fmt.Sprintf("%d:tcp4:127.0.0.1:9", n)}})
+	if got := run.results[fmt.Sprintf("repeat %d:tcp4:127.0.0.1:9", n)]; got != "EPERM" {
+		t.Fatalf("last attempt: %s", got)
+	}
+	// Every attempt ends up either queued on Events or counted.
+	deadline := time.Now().Add(5 * time.Second)
+	for f.Dropped()+uint64(len(f.Events())) < uint64(n) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for range f.Events() {
+		got++
+	}
+	dropped := f.Dropped()
+	if got != eventQueue || dropped == 0 || uint64(got)+dropped != uint64(n) {
+		t.Errorf("%d events delivered + %d dropped, want %d + the rest of %d attempts", got, dropped, eventQueue, n)
+	}
+}
+
+func TestAttachErrors(t *testing.T) {
+	requireFilter(t)
+	if _, err := Attach(t.TempDir(), nil, Options{}); err == nil || !strings.Contains(err.Error(), "not a cgroup2") {
+		t.Errorf("Attach to a plain directory: %v", err)
+	}
+	if _, err := Attach("/nonexistent/cgroup", nil, Options{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Attach to a missing directory: %v", err)
+	}
+	g := newGroup(t)
+	if _, err := Attach(g.Path(), []netip.AddrPort{{}}, Options{}); err == nil {
+		t.Error("Attach accepted an invalid destination")
+	}
+}

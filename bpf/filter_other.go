@@ -1,0 +1,34 @@
+//go:build !linux || !(386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package bpf
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+)
+
+var errPlatform = fmt.Errorf("%w on %s/%s (Linux on a little-endian architecture only)", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
+
+// Supported returns an error wrapping [ErrUnsupported].
+func Supported() error { return errPlatform }
+
+// Filter is a set of socket programs attached to one cgroup.
+type Filter struct{}
+
+// Attach returns an error wrapping [ErrUnsupported].
+func Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, error) {
+	return nil, errPlatform
+}
+
+// Events returns nil.
+func (f *Filter) Events() <-chan Event { return nil }
+
+// Dropped returns 0.
+func (f *Filter) Dropped() uint64 { return 0 }
+
+// Close does nothing.
+func (f *Filter) Close() error { return nil }
+
+// Detach does nothing.
+func (f *Filter) Detach() error { return nil }
