@@ -89,6 +89,13 @@
 //
 // # Known gaps
 //
+//   - The hooks judge a socket by the cgroup it was created in, not by the
+//     process using it. A socket created outside the cgroup and handed to
+//     the sandbox (an inherited fd, SCM_RIGHTS) is not filtered: close
+//     every such fd before the sandbox's exec. Conversely, sockets the
+//     sandbox creates stay filtered when it passes them out, so the proxy's
+//     listeners made inside a network namespace cannot be used by moat to
+//     connect anywhere (moat only accepts on them).
 //   - listen() on a socket that was never bound picks an ephemeral port on
 //     the wildcard address without passing the bind hook. In shared-network
 //     mode a sandboxed process can therefore listen on a random port even

@@ -141,6 +141,8 @@ func (o op) run() error {
 			}
 			return unix.Bind(fd, sa)
 		})
+	case "tcpfd": // connect the inherited socket at fd 3
+		return connect(3, fam, o.addr)
 	case "listen": // listen() on a socket that was never bound
 		return withSocket(fam, unix.SOCK_STREAM, 0, func(fd int) error { return unix.Listen(fd, 1) })
 	case "raw":
@@ -203,7 +205,7 @@ type helperRun struct {
 // runHelper runs ops in a fresh helper process. cgroupFD >= 0 starts it
 // inside that cgroup (CLONE_INTO_CGROUP); cloneflags add namespaces (with
 // CLONE_NEWUSER, host root is mapped to uid 0 inside).
-func runHelper(t *testing.T, cgroupFD int, cloneflags uintptr, ops []op) helperRun {
+func runHelper(t *testing.T, cgroupFD int, cloneflags uintptr, ops []op, extra ...*os.File) helperRun {
 	t.Helper()
 	var args []string
 	for _, o := range ops {
@@ -211,6 +213,7 @@ func runHelper(t *testing.T, cgroupFD int, cloneflags uintptr, ops []op) helperR
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MOAT_BPF_HELPER=1")
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: cloneflags}
 	if cloneflags&syscall.CLONE_NEWUSER != 0 {
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}}
