@@ -109,6 +109,12 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 		}
 	}
 	add("local binding", bindOK, "Landlock TCP bind rights", bindNote)
+	kfNote := "second layer behind the network namespace: only moat's proxy and the sandbox's own loopback, every refusal reported"
+	kfErr := kernelFilterSupported(filepath.Join(stateDir, "cache"))
+	if kfErr != nil {
+		kfNote = kfErr.Error()
+	}
+	add("network (eBPF, root)", kfErr == nil, "cgroup connect4/6, sendmsg4/6, sock_create programs on the run's cgroup", kfNote)
 	add("process tree", userns, "pid namespace: init kills everything when the command exits or moat dies", "")
 	add("environment", true, "credential variables removed", "")
 	if pol.Limits.Timeout > 0 {

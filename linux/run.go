@@ -222,6 +222,7 @@ type launch struct {
 	notifyFD   int
 	childPid   int
 	net        *network
+	kf         *kernelFilter
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
@@ -285,10 +286,35 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 			}
 		}
 	}()
+	// As root, the sandbox starts in a cgroup of its own that eBPF filters.
+	var cgroupFD int = -1
+	if kernelFilterSupported(filepath.Join(s.StateDir, "cache")) == nil {
+		if l.kf, err = newKernelFilter(); err != nil {
+			return nil, err
+		}
+		defer l.kf.close()
+		cgroupFD = l.kf.group.FD()
+	}
 	go func() {
 		b, err := l.makePlan(journalDir)
 		planc <- planned{b, err}
 	}()
+	// The eBPF filter loads while stage 2 starts and mounts; the command
+	// waits for it just before exec (fd 5).
+	var goW *os.File
+	attached := make(chan error, 1)
+	extra := []*os.File{planR, childSync}
+	if l.kf != nil {
+		goR, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("pipe: %w", err)
+		}
+		defer goR.Close()
+		defer w.Close()
+		goW = w
+		extra = append(extra, goR)
+		go func() { attached <- l.kf.attach(proxyListenerAddrs(), l.violation) }()
+	}
 
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -297,7 +323,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		Stdin:      stdio[0],
 		Stdout:     stdio[1],
 		Stderr:     stdio[2],
-		ExtraFiles: []*os.File{planR, childSync},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
@@ -305,6 +331,8 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 			GidMappingsEnableSetgroups: false,
 			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
 			Setsid:                     true,
+			UseCgroupFD:                cgroupFD >= 0,
+			CgroupFD:                   cgroupFD,
 		},
 	}
 	l.cmd = cmd
@@ -335,6 +363,21 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		return nil, fmt.Errorf("send the plan to stage 2: %w", err)
 	}
 	planW.Close()
+	if goW != nil {
+		if err := <-attached; err != nil {
+			goW.Close() // the command gives up before exec
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, err
+		}
+		if _, err := goW.Write([]byte{'g'}); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("release the command: %w", err)
+		}
+		goW.Close()
+		trace("eBPF attached")
+	}
 
 	// The terminal goes raw only once the sandbox exists.
 	if l.ptyMask != 0 {
@@ -569,6 +612,9 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 	flags := uint32(0)
 	if s.Policy.Violations || (len(s.Policy.Net.AllowUnixSockets) > 0 && !s.Policy.Net.AllowAllUnixSockets) {
 		flags |= nsinit.SeccompListen
+	}
+	if l.kf != nil {
+		p.WaitGo()
 	}
 	p.Seccomp(prog, flags)
 	exflags := uint32(0)

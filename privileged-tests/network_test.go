@@ -349,3 +349,33 @@ func TestHostDevServer(t *testing.T) {
 		t.Fatalf("ESCAPE: another host port:\n%s", got.out)
 	}
 }
+
+// As root, the eBPF layer reports what the network namespace only makes
+// fail: a direct connection and a DNS query to the world.
+func TestEBPFReportsDirectAttempts(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t)
+	got := f.exec(moatBin, "run", "--settings", f.settings, "--", self, "tcp", "192.0.2.1:80")
+	if got.escaped() {
+		t.Fatalf("ESCAPE: %s", got.out)
+	}
+	if !strings.Contains(got.out, "deny network-connect-tcp 192.0.2.1:80 (eBPF") {
+		out, _ := exec.Command(moatBin, "policy").CombinedOutput()
+		if strings.Contains(string(out), "[NO ] network (eBPF") {
+			testutil.Unavailable(t, "eBPF is not available here: %s", out)
+		}
+		t.Fatalf("no eBPF violation for a direct connect:\n%s", got.out)
+	}
+	got = f.exec(moatBin, "run", "--settings", f.settings, "--", self, "udp", "192.0.2.53:53")
+	if !strings.Contains(got.out, "deny network-sendmsg-udp 192.0.2.53:53") && !strings.Contains(got.out, "deny network-connect-udp 192.0.2.53:53") {
+		t.Fatalf("no eBPF violation for UDP:\n%s", got.out)
+	}
+	// The run's cgroup is gone afterwards.
+	if es, err := os.ReadDir("/sys/fs/cgroup/unified/moat"); err == nil {
+		for _, e := range es {
+			if e.IsDir() {
+				t.Errorf("a run's cgroup was left: %s", e.Name())
+			}
+		}
+	}
+}

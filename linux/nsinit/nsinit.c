@@ -707,7 +707,7 @@ static void __attribute__((noreturn)) run_command(void)
 	uint32_t sc_flags = 0, sc_len = 0;
 	const unsigned char *sc_prog = NULL;
 	uint32_t pty_mask = 0, pty_rows = 0, pty_cols = 0;
-	int want_pty = 0;
+	int want_pty = 0, wait_go = 0;
 
 	/* Default signal dispositions and an empty mask for the command. */
 	sigset_t all;
@@ -786,6 +786,9 @@ static void __attribute__((noreturn)) run_command(void)
 		case R_LL_RULESET:
 			landlock_ruleset(&r);
 			break;
+		case R_WAIT_GO:
+			wait_go = 1;
+			break;
 		case R_LL_PATH:
 		case R_LL_STDIO:
 			break; /* applied below, after the capabilities are gone */
@@ -854,6 +857,17 @@ static void __attribute__((noreturn)) run_command(void)
 	if (syscall(__NR_close_range, 3, ~0U, X_CLOSE_RANGE_CLOEXEC) < 0)
 		for (int fd = 3; fd < 1024; fd++)
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	/* The supervisor may still be arming a layer that must be in place
+	 * before the command runs (the eBPF filter): wait for its go. */
+	if (wait_go) {
+		char go;
+		ssize_t n;
+		do
+			n = read(MOAT_FD_GO, &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(125); /* the supervisor gave up: it reports why */
+	}
 	if (sc_prog)
 		load_seccomp(sc_flags, sc_prog, sc_len);
 	do_exec(ex_flags, ex_path, ex_argv, ex_envp);

@@ -14,6 +14,7 @@ const (
 
 	FdPlan = 3
 	FdSync = 4
+	FdGo   = 5
 
 	// EnvVar, set to "1", with Argv0 as argv[0] and no other argument,
 	// makes the binary run stage 2 instead of main.
@@ -38,6 +39,7 @@ const (
 	rCleanup   = 13
 	rLLStdio   = 14
 	rListen    = 15
+	rWaitGo    = 16
 )
 
 // Mount operations.
@@ -256,6 +258,10 @@ func (p *Plan) Seccomp(prog []byte, flags uint32) {
 }
 
 func (r *rec) bytes(b []byte) *rec { r.b = append(r.b, b...); return r }
+
+// WaitGo makes the command's process wait, just before seccomp and exec,
+// for one byte on fd 5 (the supervisor arming a last layer).
+func (p *Plan) WaitGo() { p.add(rWaitGo, "wait for the supervisor", &rec{}) }
 
 // Exec is the command.
 func (p *Plan) Exec(path string, argv, env []string, flags uint32) {

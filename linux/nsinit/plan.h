@@ -16,6 +16,7 @@
 /* Fixed file descriptors of stage 2 (os/exec ExtraFiles start at 3). */
 #define MOAT_FD_PLAN 3 /* a pipe: the plan, then EOF */
 #define MOAT_FD_SYNC 4 /* SOCK_SEQPACKET to the supervisor */
+#define MOAT_FD_GO 5   /* a pipe: one byte when the command may exec (R_WAIT_GO) */
 
 /* Record types. */
 enum {
@@ -34,6 +35,7 @@ enum {
 	R_CLEANUP = 13,   /* u32 argc, str*: argv init execs after the supervisor died */
 	R_LL_STDIO = 14,  /* u64 access: rules for the files behind fds 0-2 */
 	R_LISTEN = 15,    /* u32 family, u32 port, str addr: a TCP listener for the supervisor */
+	R_WAIT_GO = 16,   /* - : before exec, wait for a byte on MOAT_FD_GO (EOF: give up) */
 };
 
 /* Mount operations (R_MOUNT). */

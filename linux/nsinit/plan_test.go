@@ -11,11 +11,11 @@ func TestConstantsMatchHeader(t *testing.T) {
 	}
 	goSide := map[string]int{
 		"MOAT_PLAN_VERSION": Version,
-		"MOAT_FD_PLAN":      FdPlan, "MOAT_FD_SYNC": FdSync,
+		"MOAT_FD_PLAN":      FdPlan, "MOAT_FD_SYNC": FdSync, "MOAT_FD_GO": FdGo,
 		"R_HOSTNAME": rHostname, "R_LO_UP": rLoUp, "R_MOUNT": rMount, "R_LL_RULESET": rLLRuleset,
 		"R_LL_PATH": rLLPath, "R_SECCOMP": rSeccomp, "R_EXEC": rExec, "R_PTY": rPTY,
 		"R_SYSCTL": rSysctl, "R_CWD": rCwd, "R_KEYRING": rKeyring, "R_RLIMIT": rRlimit,
-		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen,
+		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen, "R_WAIT_GO": rWaitGo,
 		"M_PRIVATE": mPrivate, "M_CLONE": mClone, "M_ATTACH_ROOT": mAttachRoot, "M_ATTACH": mAttach,
 		"M_TMPFS": mTmpfs, "M_PROC": mProc, "M_DEVPTS": mDevpts, "M_MKDIR": mMkdir,
 		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr,

@@ -1,0 +1,105 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/moat-sandbox/moat/bpf"
+	"github.com/moat-sandbox/moat/bpf/cgroup"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// kernelFilter is the eBPF layer when moat runs as root: the sandbox starts
+// inside a cgroup of its own (CLONE_INTO_CGROUP), whose connect, sendmsg,
+// bind and socket hooks let it reach only moat's proxy listeners and its own
+// loopback, and report every refused attempt. It is a second layer behind
+// the network namespace, and the one that reports attempts the namespace
+// only makes fail (a direct connect to 203.0.113.7:443, DNS to 8.8.8.8).
+type kernelFilter struct {
+	group  *cgroup.Group
+	filter *bpf.Filter
+	wg     sync.WaitGroup
+}
+
+// kernelFilterSupported tells whether this run gets the eBPF layer, and
+// why not. Only root can load the programs.
+func kernelFilterSupported(cacheDir string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (moat runs unprivileged: the network namespace is the layer)")
+	}
+	// The probe loads a few test programs (about a millisecond): its
+	// success is remembered until the next boot.
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	mark := ""
+	if len(boot) > 8 && cacheDir != "" {
+		mark = filepath.Join(cacheDir, "bpf-supported-"+strings.TrimSpace(string(boot)))
+		if _, err := os.Stat(mark); err == nil {
+			return nil
+		}
+	}
+	if err := bpf.Supported(); err != nil {
+		return err
+	}
+	if mark != "" && os.MkdirAll(cacheDir, 0o700) == nil {
+		_ = os.WriteFile(mark, nil, 0o600)
+	}
+	return nil
+}
+
+// newKernelFilter creates the run's cgroup (and removes those of dead runs).
+func newKernelFilter() (*kernelFilter, error) {
+	m, err := cgroup.New("moat")
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	_, _ = m.CleanStale()
+	g, err := m.Create("")
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	return &kernelFilter{group: g}, nil
+}
+
+// attach loads the programs onto the (still empty) cgroup.
+func (k *kernelFilter) attach(listeners []netip.AddrPort, report func(policy.Violation)) error {
+	f, err := bpf.Attach(k.group.Path(), listeners, bpf.Options{AllowLoopback: true, Bind: bpf.BindAny, Listen: listeners})
+	if err != nil {
+		return fmt.Errorf("eBPF filter: %w", err)
+	}
+	k.filter = f
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		for e := range f.Events() {
+			report(policy.Violation{Kind: policy.NetworkViolation, Op: e.Op + "-" + e.Proto, Target: e.Addr.String(),
+				Rule: "eBPF: only moat's proxy is reachable", Pid: e.Pid})
+		}
+	}()
+	return nil
+}
+
+// close stops reporting and removes the cgroup (killing what is left in it).
+func (k *kernelFilter) close() {
+	if k.filter != nil {
+		k.filter.Close()
+	}
+	k.wg.Wait()
+	if err := k.group.Remove(); err != nil {
+		k.group.Close() // the next start's CleanStale removes it
+	}
+}
+
+func proxyListenerAddrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, a := range listenAddrs {
+		out = append(out, netip.AddrPortFrom(netip.MustParseAddr(a.addr), uint16(a.port)))
+	}
+	return out
+}
