@@ -67,9 +67,19 @@ func newKernelFilter() (*kernelFilter, error) {
 	return &kernelFilter{group: g}, nil
 }
 
-// attach loads the programs onto the (still empty) cgroup.
-func (k *kernelFilter) attach(listeners []netip.AddrPort, report func(policy.Violation)) error {
-	f, err := bpf.Attach(k.group.Path(), listeners, bpf.Options{AllowLoopback: true, Bind: bpf.BindAny, Listen: listeners})
+// attach loads the programs onto the (still empty) cgroup. With the
+// sandbox's own network namespace, its loopback is its own (allowed, and
+// binding is free: Landlock rules it); sharing the host's network, only the
+// listed destinations are reachable and binding follows allowLocalBinding.
+func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool, report func(policy.Violation)) error {
+	opts := bpf.Options{AllowLoopback: true, Bind: bpf.BindAny, Listen: allow}
+	if shared {
+		opts = bpf.Options{Bind: bpf.BindDeny}
+		if localBinding {
+			opts.Bind = bpf.BindLoopback
+		}
+	}
+	f, err := bpf.Attach(k.group.Path(), allow, opts)
 	if err != nil {
 		return fmt.Errorf("eBPF filter: %w", err)
 	}

@@ -5,10 +5,13 @@ package linux
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -40,6 +43,13 @@ type network struct {
 	external int // httpProxyPort / socksProxyPort relay (0: moat's proxy)
 	extSOCKS int
 	current  policy.Network // the lists in force (updates merge into it)
+
+	// shared: the command runs in the host's network namespace; the proxy
+	// listens on the host's loopback (ports chosen now) and requires the
+	// per-run credential.
+	shared     bool
+	credential string
+	hostAddrs  []netip.AddrPort
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -85,16 +95,76 @@ func newNetwork(s Spec, report func(policy.Violation)) (*network, error) {
 		ParentProxy: parent,
 		Logger:      s.Logger,
 	}
+	if s.Policy.Net.Shared {
+		// Anyone on the host can reach a loopback port: the proxy serves
+		// only clients that present this run's credential.
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		n.shared = true
+		n.credential = "moat:" + hex.EncodeToString(b[:])
+		n.srv.Credential = n.credential
+		var fds []int
+		for range listenAddrs {
+			l, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				n.close()
+				return nil, fmt.Errorf("proxy listener: %w", err)
+			}
+			n.hostAddrs = append(n.hostAddrs, l.Addr().(*net.TCPAddr).AddrPort())
+			f, _ := l.(*net.TCPListener).File()
+			l.Close()
+			fds = append(fds, int(f.Fd()))
+			defer f.Close()
+		}
+		if err := n.serve(dupAll(fds)); err != nil {
+			n.close()
+			return nil, err
+		}
+	}
 	return n, nil
+}
+
+func dupAll(fds []int) []int {
+	out := make([]int, len(fds))
+	for i, fd := range fds {
+		out[i], _ = unix.Dup(fd)
+	}
+	return out
 }
 
 // env is what the command needs to find the proxy.
 func (n *network) env(moatPath string) []string {
+	if n.shared {
+		return netproxy.Env(netproxy.EnvConfig{
+			Addr:       n.hostAddrs[0].String(),
+			SOCKSAddr:  n.hostAddrs[1].String(),
+			Credential: n.credential,
+			MoatPath:   moatPath,
+		})
+	}
 	return netproxy.Env(netproxy.EnvConfig{
 		Addr:      net.JoinHostPort(proxyHost, strconv.Itoa(proxyHTTPPort)),
 		SOCKSAddr: net.JoinHostPort(proxyHost, strconv.Itoa(proxySOCKSPort)),
 		MoatPath:  moatPath,
 	})
+}
+
+// kernelAllow is what the eBPF filter lets the command reach directly: the
+// proxy's listeners, and in shared mode the host loopback ports the policy
+// names as IP literals ("127.0.0.1:3000").
+func (n *network) kernelAllow() []netip.AddrPort {
+	if !n.shared {
+		return proxyListenerAddrs()
+	}
+	out := append([]netip.AddrPort(nil), n.hostAddrs...)
+	for _, d := range n.current.AllowedDomains {
+		if ap, err := netip.ParseAddrPort(d.Pattern); err == nil && ap.Addr().IsLoopback() && ap.Port() != 0 {
+			out = append(out, ap)
+		}
+	}
+	return out
 }
 
 // serve takes the listener fds stage 2 sent (in listenAddrs order).

@@ -278,7 +278,8 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		plan []byte
 		err  error
 	}
-	planc := make(chan planned, 1)
+	var planRes planned
+	planDone := make(chan struct{})
 	defer func() {
 		if l.jr != nil {
 			if cerr := l.jr.Close(); cerr != nil {
@@ -288,7 +289,11 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}()
 	// As root, the sandbox starts in a cgroup of its own that eBPF filters.
 	var cgroupFD int = -1
-	if kernelFilterSupported(filepath.Join(s.StateDir, "cache")) == nil {
+	kfErr := kernelFilterSupported(filepath.Join(s.StateDir, "cache"))
+	if pol.Net.Shared && kfErr != nil {
+		return nil, fmt.Errorf("moat.shareNetwork runs the command in the host's network namespace, which only eBPF can confine, and eBPF is not available: %w", kfErr)
+	}
+	if kfErr == nil {
 		if l.kf, err = newKernelFilter(); err != nil {
 			return nil, err
 		}
@@ -297,7 +302,8 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}
 	go func() {
 		b, err := l.makePlan(journalDir)
-		planc <- planned{b, err}
+		planRes = planned{b, err}
+		close(planDone)
 	}()
 	// The eBPF filter loads while stage 2 starts and mounts; the command
 	// waits for it just before exec (fd 5).
@@ -313,7 +319,14 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		defer w.Close()
 		goW = w
 		extra = append(extra, goR)
-		go func() { attached <- l.kf.attach(proxyListenerAddrs(), l.violation) }()
+		go func() {
+			<-planDone // the network (and its addresses) is part of the plan
+			if planRes.err != nil {
+				attached <- planRes.err
+				return
+			}
+			attached <- l.kf.attach(l.net.kernelAllow(), pol.Net.Shared, pol.Net.AllowLocalBinding, l.violation)
+		}()
 	}
 
 	cmd := &exec.Cmd{
@@ -325,7 +338,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		Stderr:     stdio[2],
 		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+			Cloneflags:                 cloneFlags(pol),
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
 			GidMappingsEnableSetgroups: false,
@@ -340,7 +353,8 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	childSync.Close()
 	planR.Close()
 	trace("stage 2 started")
-	pl := <-planc
+	<-planDone
+	pl := planRes
 	trace("plan ready")
 	if l.net != nil {
 		defer l.net.close()
@@ -563,9 +577,11 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 	s := l.spec
 	p := nsinit.New()
 	p.Hostname("moat")
-	p.LoUp()
-	for _, a := range listenAddrs {
-		p.Listen(a.family, a.addr, a.port)
+	if !s.Policy.Net.Shared {
+		p.LoUp()
+		for _, a := range listenAddrs {
+			p.Listen(a.family, a.addr, a.port)
+		}
 	}
 	if l.jr != nil && len(l.jr.Placeholders()) > 0 {
 		p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
@@ -846,4 +862,14 @@ func (l *launch) unixAllow() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// cloneFlags are the namespaces of stage 2: all but the network's when the
+// command shares the host's network (moat.shareNetwork, eBPF-confined).
+func cloneFlags(pol *policy.Policy) uintptr {
+	f := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !pol.Net.Shared {
+		f |= unix.CLONE_NEWNET
+	}
+	return f
 }

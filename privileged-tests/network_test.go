@@ -379,3 +379,46 @@ func TestEBPFReportsDirectAttempts(t *testing.T) {
 		}
 	}
 }
+
+// moat.shareNetwork (root): the host's network, confined by eBPF; the proxy
+// on the host's loopback needs the run's credential.
+func TestSharedNetwork(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{allowed}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+		"moat":       map[string]any{"shareNetwork": true},
+	})
+	settings := filepath.Join(f.root, "shared.json")
+	must(t, os.WriteFile(settings, b, 0o644))
+	if got := f.sandboxedWith(settings, "curl", "http://"+allowed+"/"); !got.escaped() {
+		t.Fatalf("the allowed destination must work through the proxy:\n%s", got.out)
+	}
+	denied := "127.0.0.1:" + strconv.Itoa(s.denied)
+	for _, attack := range [][]string{
+		{"tcp", denied},
+		{"curl", "http://" + denied + "/"},
+		{"curl", "--noproxy", "*", "http://" + denied + "/"},
+		{"udp", s.udp},
+		{"listen", "127.0.0.1:0"},
+	} {
+		got := f.sandboxedWith(settings, attack...)
+		if got.escaped() {
+			t.Errorf("ESCAPE with a shared network: %v\n%s", attack, got.out)
+		}
+		if base := f.direct(attack...); !base.escaped() {
+			t.Errorf("without moat %v must work:\n%s", attack, base.out)
+		}
+	}
+	// The proxy refuses a client without the credential (another local
+	// user, say).
+	script := `p=${HTTP_PROXY##*@}; curl -s -o /dev/null -w '%{http_code}' -x "http://$p" http://` + allowed + `/`
+	got := f.exec(moatBin, "run", "--settings", settings, "-c", script)
+	if !strings.HasPrefix(got.out, "407") {
+		t.Fatalf("the proxy must require the run's credential: %q", got.out)
+	}
+}

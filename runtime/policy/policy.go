@@ -114,6 +114,10 @@ type Network struct {
 	ParentProxy *ParentProxy `json:"parentProxy,omitempty"`
 	// AllowManagedDomainsOnly: only managed AllowedDomains count.
 	AllowManagedDomainsOnly bool `json:"allowManagedDomainsOnly,omitempty"`
+	// Shared runs the command in the host's network namespace (moat's own
+	// setting, for hosts where a network namespace cannot be used): root
+	// only, enforced by eBPF, with a per-run credential on the proxy.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // ParentProxy is an upstream proxy.

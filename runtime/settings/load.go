@@ -235,7 +235,7 @@ type layer struct {
 	excluded                                                                 []string
 	ignoreViolations                                                         map[string][]string
 
-	bestEffort, violations *bool
+	bestEffort, violations, sharedNet *bool
 	timeout                *time.Duration
 	envAllow               []string
 	envSet                 map[string]string
@@ -310,6 +310,7 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 		}
 		setB(&p.BestEffort, l.bestEffort)
 		setB(&p.Violations, l.violations)
+		setB(&p.Net.Shared, l.sharedNet)
 		if l.timeout != nil {
 			p.Limits.Timeout = *l.timeout
 		}
@@ -423,6 +424,9 @@ func decodeMoat(top *object, l *layer) error {
 		return err
 	}
 	if l.violations, err = m.boolean("violations"); err != nil {
+		return err
+	}
+	if l.sharedNet, err = m.boolean("shareNetwork"); err != nil {
 		return err
 	}
 	if l.timeout, err = m.duration("timeout"); err != nil {
