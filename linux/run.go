@@ -311,6 +311,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	attached := make(chan error, 1)
 	extra := []*os.File{planR, childSync}
 	if l.kf != nil {
+		// fd 6 is the cgroup's lock: init keeps it (and so does the clean-up
+		// it runs if moat dies), so a later moat's stale-cgroup sweep never
+		// kills a sandbox that is still cleaning up.
 		goR, w, err := os.Pipe()
 		if err != nil {
 			return nil, fmt.Errorf("pipe: %w", err)
@@ -318,7 +321,13 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		defer goR.Close()
 		defer w.Close()
 		goW = w
-		extra = append(extra, goR)
+		lockFD, err := unix.FcntlInt(uintptr(l.kf.group.FD()), unix.F_DUPFD_CLOEXEC, 3) // same open file: same lock
+		if err != nil {
+			return nil, fmt.Errorf("dup the cgroup lock: %w", err)
+		}
+		lock := os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
+		defer lock.Close()
+		extra = append(extra, goR, lock)
 		go func() {
 			<-planDone // the network (and its addresses) is part of the plan
 			if planRes.err != nil {
