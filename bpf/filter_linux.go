@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -84,6 +85,8 @@ type Filter struct {
 	events   chan Event
 	done     chan struct{}
 	lost     atomic.Uint64
+	sent     atomic.Uint64 // events delivered on the channel
+	flushed  chan struct{} // the read loop reached a Flush
 
 	mu      sync.Mutex
 	closed  bool
@@ -150,6 +153,7 @@ func Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, er
 	}
 	f.events = make(chan Event, eventQueue)
 	f.done = make(chan struct{})
+	f.flushed = make(chan struct{}, 1)
 	go f.read()
 	return f, nil
 }
@@ -313,6 +317,10 @@ func (f *Filter) read() {
 				return
 			}
 			if errors.Is(err, ringbuf.ErrFlushed) {
+				select {
+				case f.flushed <- struct{}{}:
+				default:
+				}
 				continue
 			}
 			// Unexpected: stop reporting (the programs keep enforcing).
@@ -325,6 +333,7 @@ func (f *Filter) read() {
 		}
 		select {
 		case f.events <- ev:
+			f.sent.Add(1)
 		default:
 			f.lost.Add(1)
 		}
@@ -397,6 +406,28 @@ func (f *Filter) kernelDropped() uint64 {
 		return 0
 	}
 	return n
+}
+
+// Drain makes every event the kernel has recorded so far available on
+// Events, and returns how many events have been delivered on Events since
+// Attach (so a consumer can wait until it has handled that many). Call it
+// when the sandbox is gone and its last events must be reported.
+func (f *Filter) Drain() uint64 {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return f.sent.Load()
+	}
+	err := f.reader.Flush()
+	f.mu.Unlock()
+	if err == nil {
+		select {
+		case <-f.flushed:
+		case <-f.done:
+		case <-time.After(time.Second):
+		}
+	}
+	return f.sent.Load()
 }
 
 // Close stops reporting and releases this process's handles on the

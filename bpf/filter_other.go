@@ -32,3 +32,6 @@ func (f *Filter) Close() error { return nil }
 
 // Detach does nothing.
 func (f *Filter) Detach() error { return nil }
+
+// Drain is a no-op where the filter does not exist.
+func (f *Filter) Drain() uint64 { return 0 }

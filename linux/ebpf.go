@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/moat-sandbox/moat/bpf"
 	"github.com/moat-sandbox/moat/bpf/cgroup"
@@ -23,9 +25,10 @@ import (
 // the network namespace, and the one that reports attempts the namespace
 // only makes fail (a direct connect to 203.0.113.7:443, DNS to 8.8.8.8).
 type kernelFilter struct {
-	group  *cgroup.Group
-	filter *bpf.Filter
-	wg     sync.WaitGroup
+	group   *cgroup.Group
+	filter  *bpf.Filter
+	wg      sync.WaitGroup
+	handled atomic.Uint64
 }
 
 // kernelFilterSupported tells whether this run gets the eBPF layer, and
@@ -90,9 +93,23 @@ func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool,
 		for e := range f.Events() {
 			report(policy.Violation{Kind: policy.NetworkViolation, Op: e.Op + "-" + e.Proto, Target: e.Addr.String(),
 				Rule: "eBPF: only moat's proxy is reachable", Pid: e.Pid})
+			k.handled.Add(1)
 		}
 	}()
 	return nil
+}
+
+// flush reports every refusal the kernel recorded (call it once the
+// sandbox is gone, before reading the violations).
+func (k *kernelFilter) flush() {
+	if k.filter == nil {
+		return
+	}
+	n := k.filter.Drain()
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for k.handled.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // close stops reporting and removes the cgroup (killing what is left in it).

@@ -468,6 +468,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		term.finish()
 	}
 
+	if l.kf != nil {
+		l.kf.flush()
+	}
 	res = &Result{}
 	l.mu.Lock()
 	setupErr := l.setupErr
