@@ -400,7 +400,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 				if ph.kind == journal.File {
 					n.kind = 'f'
 				}
-			} else if parent == stRW && in.mountPoint != nil {
+			} else if parent == stRW && in.mountPoint != nil && mayBePlaceholder(n.path) {
 				if err := in.mountPoint(n.path, nil); err != nil {
 					return nil, err
 				}
@@ -526,4 +526,27 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 			return "", ""
 		}
 	}
+}
+
+// mayBePlaceholder reports whether an existing path could be another run's
+// placeholder (an empty directory, an empty file, or a commondir holding
+// ".\n"): only those need the journal's lock.
+func mayBePlaceholder(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	switch {
+	case fi.IsDir():
+		f, err := os.Open(p)
+		if err != nil {
+			return true
+		}
+		defer f.Close()
+		names, _ := f.Readdirnames(1)
+		return len(names) == 0
+	case fi.Mode().IsRegular():
+		return fi.Size() == 0 || (filepath.Base(p) == "commondir" && fi.Size() == int64(len(journal.CommondirContent)))
+	}
+	return false
 }

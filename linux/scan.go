@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -228,6 +230,7 @@ func readScanCache(file, root string, depth int) (scanResult, bool) {
 		return scanResult{}, false
 	}
 	var r scanResult
+	var stamps []stamp
 	complete := false
 	for sc.Scan() {
 		line := sc.Text()
@@ -250,10 +253,7 @@ func readScanCache(file, root string, depth int) (scanResult, bool) {
 			if e1 != nil || e2 != nil {
 				return scanResult{}, false
 			}
-			now, ok := stampOf(f[2])
-			if !ok || now.ino != ino || now.mtime != mt {
-				return scanResult{}, false
-			}
+			stamps = append(stamps, stamp{path: f[2], ino: ino, mtime: mt})
 		case "g":
 			r.gitDirs = append(r.gitDirs, rest)
 		case "f":
@@ -266,7 +266,46 @@ func readScanCache(file, root string, depth int) (scanResult, bool) {
 			return scanResult{}, false
 		}
 	}
-	return r, complete && sc.Err() == nil
+	if !complete || sc.Err() != nil {
+		return scanResult{}, false
+	}
+	return r, stampsValid(stamps)
+}
+
+// stampsValid checks that every directory is as it was, a few goroutines
+// at a time (one lstat each: the cost of a warm start grows with the
+// directories within the search depth, and the syscalls dominate).
+func stampsValid(stamps []stamp) bool {
+	const workers = 4
+	if len(stamps) < 64 {
+		for _, st := range stamps {
+			if now, ok := stampOf(st.path); !ok || now != st {
+				return false
+			}
+		}
+		return true
+	}
+	var bad atomic.Bool
+	var wg sync.WaitGroup
+	chunk := (len(stamps) + workers - 1) / workers
+	for i := 0; i < len(stamps); i += chunk {
+		part := stamps[i:min(i+chunk, len(stamps))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, st := range part {
+				if bad.Load() {
+					return
+				}
+				if now, ok := stampOf(st.path); !ok || now != st {
+					bad.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return !bad.Load()
 }
 
 func writeScanCache(file, root string, depth int, r scanResult, stamps []stamp) {
