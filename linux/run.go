@@ -188,20 +188,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	return res, err
 }
 
-func describeNet(n policy.Network) string {
-	var parts []string
-	for _, d := range n.AllowedDomains {
-		parts = append(parts, d.Pattern)
-	}
-	if n.HTTPProxyPort != 0 {
-		parts = append(parts, fmt.Sprintf("httpProxyPort %d", n.HTTPProxyPort))
-	}
-	if n.SOCKSProxyPort != 0 {
-		parts = append(parts, fmt.Sprintf("socksProxyPort %d", n.SOCKSProxyPort))
-	}
-	return strings.Join(parts, ", ")
-}
-
 type launch struct {
 	spec Spec
 	log  *slog.Logger

@@ -3,7 +3,6 @@
 package linux
 
 import (
-	"errors"
 	"io"
 	"os"
 	"sync"
@@ -85,6 +84,7 @@ func (t *terminal) attach(master *os.File) {
 // copyInput copies the caller's terminal to the pty until stopped, polling
 // so that it never steals a keystroke after the command has ended.
 func (t *terminal) copyInput() {
+	defer unix.Close(t.stop[0])
 	buf := make([]byte, 32*1024)
 	in := int(t.in.Fd())
 	for {
@@ -150,5 +150,3 @@ func (t *terminal) finish() {
 		_ = unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, t.saved)
 	}
 }
-
-var errNoTerminal = errors.New("not a terminal")
