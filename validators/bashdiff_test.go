@@ -97,6 +97,9 @@ var stubs struct {
 // bashStubs sets the stub directory up once, or skips the test.
 func bashStubs(t testing.TB) {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("bash differential tests are skipped under -race: each stub start is a race-instrumented binary (they test parsing, not concurrency)")
+	}
 	stubs.once.Do(func() {
 		stubs.bash, stubs.err = exec.LookPath("bash")
 		if stubs.err != nil {

@@ -159,13 +159,17 @@ func loadCorpus(t testing.TB, path string) []string {
 // the whole seed corpus.
 func TestBashAgreement(t *testing.T) {
 	bashStubs(t)
+	cmds := seedCommands(t)
+	if testing.Short() {
+		cmds = trickyCommands
+	}
 	ran := 0
-	for _, cmd := range seedCommands(t) {
+	for _, cmd := range cmds {
 		if agree(t, cmd) {
 			ran++
 		}
 	}
-	if ran < 100 {
+	if ran < 60 {
 		t.Errorf("only %d commands were comparable with bash", ran)
 	}
 	t.Logf("%d commands compared with bash", ran)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package validators
+
+const raceEnabled = false
