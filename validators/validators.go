@@ -85,7 +85,7 @@ var jqDangerous = map[string]bool{
 	"env": true, "$ENV": true, "system": true, "builtins": true, "input_filename": true,
 	"debug": true, "stderr": true, "import": true, "include": true, "modulemeta": true,
 	"get_search_list": true, "$__loc__": true, "$__prog_args": true, "halt_error": true,
-	"getpath_env": true, "input_line_number": true,
+	"input_line_number": true,
 }
 
 // jqScan finds the first dangerous identifier in a jq program, outside
