@@ -236,10 +236,10 @@ type layer struct {
 	ignoreViolations                                                         map[string][]string
 
 	bestEffort, violations, sharedNet *bool
-	timeout                *time.Duration
-	envAllow               []string
-	envSet                 map[string]string
-	safeDirs               []string
+	timeout                           *time.Duration
+	envAllow                          []string
+	envSet                            map[string]string
+	safeDirs                          []string
 }
 
 // merge combines the layers (strongest first) into a Policy.
