@@ -3,6 +3,7 @@
 package linux
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,11 +48,12 @@ type planInput struct {
 	exposeRO []string
 	// cacheDir holds the scan cache ("" disables it).
 	cacheDir string
-	// mountPoint is called for every protected path the plan mounts over
-	// inside a writable tree, before the plan is final: ph is set when the
-	// path does not exist and needs a placeholder; otherwise the path exists
-	// and may be another run's placeholder. If nil, placeholders are only
-	// listed in fsPlan.placeholders.
+	// mountPoint is called, before the plan is final, for every protected
+	// path the plan mounts over inside a writable tree that does not exist
+	// (to create ph) or that may be another run's placeholder (to adopt it;
+	// ph is then the placeholder to create if it has vanished meanwhile, or
+	// nil, and errVanished says there is nothing left to mount over). If
+	// nil, placeholders are only listed in fsPlan.placeholders.
 	mountPoint func(path string, ph *placeholder) error
 }
 
@@ -401,7 +403,18 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 					n.kind = 'f'
 				}
 			} else if parent == stRW && in.mountPoint != nil && mayBePlaceholder(n.path) {
-				if err := in.mountPoint(n.path, nil); err != nil {
+				// Maybe another run's placeholder: adopt it under the
+				// journal's lock. If it vanished meanwhile (that run ended),
+				// a reserved name gets a placeholder of its own, anything
+				// else has nothing left to protect.
+				var ph *placeholder
+				if n.prot {
+					p := placeholderFor(n.path)
+					ph = &p
+				}
+				if err := in.mountPoint(n.path, ph); errors.Is(err, errVanished) {
+					continue
+				} else if err != nil {
 					return nil, err
 				}
 			}
@@ -438,6 +451,9 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	return fp, nil
 }
+
+// errVanished: a path the plan found is gone, and needs no mount.
+var errVanished = errors.New("vanished")
 
 // step is one deferred plan operation; slots maps clone sources to slots.
 type step func(p *nsinit.Plan, slots map[string]uint32)

@@ -533,9 +533,12 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 			}
 			l.jr = jr
 		}
-		if ph == nil {
+		if _, err := os.Lstat(path); err == nil {
 			_, err := l.jr.Adopt(path)
 			return err
+		}
+		if ph == nil {
+			return errVanished
 		}
 		return l.jr.Create(ph.path, ph.kind, ph.content)
 	}
