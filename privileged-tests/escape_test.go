@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -288,25 +287,7 @@ func TestTIOCSTI(t *testing.T) {
 					cmd.Stdin = nil
 				}
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
-				got := make(chan string, 1)
-				go func() {
-					var all []byte
-					buf := make([]byte, 4096)
-					for {
-						n, err := master.Read(buf)
-						all = append(all, buf[:n]...)
-						if err != nil {
-							break
-						}
-					}
-					got <- string(all)
-				}()
-				err := cmd.Run()
-				slave.Close()
-				// Whatever the command injected is now queued as input on
-				// the terminal: read it back through the slave's side.
-				time.AfterFunc(2*time.Second, func() { master.Close() })
-				out := <-got
+				out, err := runOnPTY(cmd, master, slave)
 				code := 0
 				if ee, ok := err.(*exec.ExitError); ok {
 					code = ee.ExitCode()
@@ -350,7 +331,7 @@ func TestNoDaemonOutlivesTheCommand(t *testing.T) {
 	}
 	// The pid written inside is the sandbox's; find the daemon by its
 	// command line instead.
-	if pids := findProcs(t, "sleep 300"); len(pids) > 0 {
+	if pids := testutil.Procs("sleep 300", os.Getuid()); len(pids) > 0 {
 		t.Fatalf("ESCAPE: a process started under moat outlived it: %v", pids)
 	}
 	os.Remove(pidfile)
@@ -363,28 +344,6 @@ func TestNoDaemonOutlivesTheCommand(t *testing.T) {
 		t.Fatalf("without moat the daemon must survive (pid %d)", pid)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-}
-
-func findProcs(t testing.TB, cmdline string) []int {
-	var out []int
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		if strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
-			st, err := os.Stat("/proc/" + e.Name())
-			if err == nil && int(st.Sys().(*syscall.Stat_t).Uid) == os.Getuid() {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
 }
 
 // No capabilities inside, also as root, also after exec.
@@ -470,23 +429,7 @@ func TestPTY(t *testing.T) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 111})
-	got := make(chan string, 1)
-	go func() {
-		var all []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			all = append(all, buf[:n]...)
-			if err != nil {
-				break
-			}
-		}
-		got <- string(all)
-	}()
-	err := cmd.Run()
-	slave.Close()
-	time.AfterFunc(2*time.Second, func() { master.Close() })
-	out := <-got
+	out, err := runOnPTY(cmd, master, slave)
 	if err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}

@@ -303,7 +303,7 @@ func TestNoNetworkWithoutSupervisor(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	time.Sleep(200 * time.Millisecond)
-	if pids := findProcs(t, "sleep 30"); len(pids) > 0 {
+	if pids := testutil.Procs("sleep 30", os.Getuid()); len(pids) > 0 {
 		t.Fatalf("the command outlived moat: %v", pids)
 	}
 }

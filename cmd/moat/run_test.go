@@ -206,26 +206,10 @@ func TestRunTimeoutKillsTheTree(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	for _, c := range []string{"sleep 120", "sleep 121", "sleep 122"} {
-		if pids := procsNamed(c); len(pids) > 0 {
+		if pids := testutil.Procs(c, -1); len(pids) > 0 {
 			t.Errorf("%q survived the timeout: %v", c, pids)
 		}
 	}
-}
-
-func procsNamed(cmdline string) []int {
-	var out []int
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == cmdline {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func TestRunSignalsReachTheCommand(t *testing.T) {
@@ -417,7 +401,7 @@ func TestRunSupervisorKilled(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		after := listTree(t, tr.dir)
-		alive := procsNamed("sleep 123")
+		alive := testutil.Procs("sleep 123", -1)
 		if after == before && len(alive) == 0 {
 			return
 		}

@@ -5,6 +5,7 @@ package testutil
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,4 +27,29 @@ func RequireUserns(t testing.TB) {
 	if err := cmd.Run(); err != nil {
 		Unavailable(t, "cannot create a user namespace: %v", err)
 	}
+}
+
+// Procs lists the processes whose command line is cmdline (arguments joined
+// by spaces), of user uid (or of any user when uid < 0).
+func Procs(cmdline string, uid int) []int {
+	var out []int
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") != cmdline {
+			continue
+		}
+		if uid >= 0 {
+			st, err := os.Stat("/proc/" + e.Name())
+			if err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
 }
