@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 MOAT=$PWD/bin/moat
 [ -x "$MOAT" ] || make build
 PEER=${PEER_BENCH:-$PWD/../shared/bench/peer-bench.sh}
-WORK=${WORK:-/tmp/peer-bench}
+WORK=${PEER_WORK:-/tmp/peer-bench}
 mkdir -p "$WORK"
 cat > "$WORK/moat-3dom.json" <<JSON
 {"network":{"allowedDomains":["example.com","*.github.com","registry.npmjs.org"],"deniedDomains":[]},
@@ -25,7 +25,7 @@ else
   echo "== 1. peers: $PEER not found (set PEER_BENCH); skipped"
 fi
 echo "== 2. start-up and tree size"
-bash bench/startup-tree.sh "$MOAT"
+WORK=/var/tmp/moat-bench-tree bash bench/startup-tree.sh "$MOAT"
 echo "== 3. proxy"
 bash bench/proxy-bench.sh
 echo "== 4. decision pipeline"
