@@ -114,7 +114,7 @@ func analyze(argv []string) analysis {
 		analyzeEdit(&a, spec, args)
 		return a
 	}
-	spec, ok := readOnlySpecs[name]
+	spec, ok := readOnlySpecs()[name]
 	if !ok {
 		a.notReadOnly(name + " is not a known read-only command")
 		return a
@@ -174,7 +174,7 @@ func displayKind(name string) string {
 	if k, ok := kindOf[name]; ok {
 		return k
 	}
-	if s, ok := readOnlySpecs[name]; ok {
+	if s, ok := readOnlySpecs()[name]; ok {
 		return s.kind
 	}
 	return KindNone

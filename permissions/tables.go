@@ -2,6 +2,7 @@ package permissions
 
 import (
 	"strings"
+	"sync"
 )
 
 // readOnlySpecs is the read-only table: commands that only search, read or
@@ -20,7 +21,7 @@ import (
 // --html/-l, jq -f/--rawfile/--slurpfile/-L, awk -f/-e/-i/-l/-o/-p/-d,
 // printf -v, xxd with an output file, uniq with an output file,
 // --files0-from (it names the files to read inside another file).
-var readOnlySpecs = func() map[string]*cmdSpec {
+var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	m := map[string]*cmdSpec{}
 	add := func(names string, s cmdSpec) {
 		for _, n := range strings.Fields(names) {
@@ -215,7 +216,7 @@ var readOnlySpecs = func() map[string]*cmdSpec {
 	add("awk gawk mawk nawk", cmdSpec{kind: KindRead, pos: posPattern, flags: flags("-F= -v= --field-separator= --assign="),
 		check: checkAwk})
 	return m
-}()
+})
 
 // globOK are the read-only commands none of whose flags, known or not, can
 // write a file or run a program: a glob such as "*" that expands to a file
