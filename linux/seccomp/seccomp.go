@@ -1,12 +1,5 @@
 //go:build linux && cgo
 
-// Package seccomp compiles moat's seccomp filter with libseccomp and exports
-// it as a raw BPF program; stage 2 loads it as the last step before exec, on
-// the command's own thread (no TSYNC: nothing else in the sandbox shares it).
-//
-// # What it must not import
-//
-// linux/nsinit or anything that launches processes; it only compiles.
 package seccomp
 
 import (
