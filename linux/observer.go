@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -59,6 +60,12 @@ type notifResp struct {
 
 func (o *observer) serve() {
 	defer unix.Close(o.fd)
+	// Each notification is a round trip the command waits on: keep this
+	// loop on one thread, and ask the kernel (6.6+) to wake it
+	// synchronously, on the notifying task's CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	for {
 		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}}
 		if _, err := unix.Poll(fds, -1); err != nil {
@@ -202,8 +209,10 @@ func (o *observer) resolve(pid, dirfd int, p string) string {
 	p = filepath.Clean(p)
 	// Resolve symlinks in the parent as the host sees it (the sandbox's
 	// tree mirrors the host's paths); keep the last component as written.
-	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && !within(p, "/tmp") {
-		p = filepath.Join(d, filepath.Base(p))
+	if !within(p, "/tmp") {
+		if d, err := evalDirCached(filepath.Dir(p)); err == nil {
+			p = filepath.Join(d, filepath.Base(p))
+		}
 	}
 	return p
 }
