@@ -544,13 +544,13 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 	}
 }
 
-// mayBePlaceholder reports whether an existing path could be another run's
-// placeholder (an empty directory, an empty file, or a commondir holding
-// ".\n"): only those need the journal's lock.
+// mayBePlaceholder reports whether a path the plan found could be another
+// run's placeholder (an empty directory, an empty file, or a commondir
+// holding ".\n"), or has vanished since: only those need the journal's lock.
 func mayBePlaceholder(p string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return false
+		return true // gone since the plan looked: the journal decides (adopt, create or skip)
 	}
 	switch {
 	case fi.IsDir():
