@@ -1,26 +1,17 @@
 package bpf
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // TestImports keeps bpf and bpf/cgroup apart from the launcher, the proxy
 // and the policy packages: linux/ calls them, never the reverse.
 func TestImports(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
 	for _, goos := range []string{"linux", "darwin"} {
-		cmd := exec.Command(gobin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".", "./cgroup")
-		cmd.Env = append(cmd.Environ(), "GOOS="+goos)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list (GOOS=%s): %v", goos, err)
-		}
-		for _, p := range strings.Fields(string(out)) {
+		for _, p := range testutil.Deps(t, goos, ".", "./cgroup") {
 			switch {
 			case p == "github.com/moat-sandbox/moat/bpf",
 				p == "github.com/moat-sandbox/moat/bpf/cgroup",

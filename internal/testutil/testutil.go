@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -68,3 +69,37 @@ var (
 	built     string
 	buildErr  error
 )
+
+// Deps lists the non-standard packages that pkgs (import paths or
+// patterns relative to the test's package directory) depend on, for
+// GOOS=goos ("" for the host's). It skips the test without a go command.
+func Deps(t testing.TB, goos string, pkgs ...string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	args := append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, pkgs...)
+	cmd := exec.Command(gobin, args...)
+	if goos != "" {
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %v: %v\n%s", pkgs, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// Forbid fails the test for every dependency of the package in the test's
+// directory that is forbidden or below a forbidden path.
+func Forbid(t testing.TB, forbidden ...string) {
+	t.Helper()
+	for _, dep := range Deps(t, "", ".") {
+		for _, f := range forbidden {
+			if dep == f || strings.HasPrefix(dep, f+"/") {
+				t.Errorf("depends on %s", dep)
+			}
+		}
+	}
+}

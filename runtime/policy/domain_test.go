@@ -2,7 +2,7 @@ package policy
 
 import (
 	"errors"
-	"os/exec"
+	"github.com/moat-sandbox/moat/internal/testutil"
 	"strings"
 	"testing"
 )
@@ -263,15 +263,7 @@ func FuzzDomainPattern(f *testing.F) {
 // TestDomainImports keeps runtime/policy on the standard library plus
 // golang.org/x/net/idna (and the x/text tables idna needs).
 func TestDomainImports(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, p := range strings.Fields(string(out)) {
+	for _, p := range testutil.Deps(t, "", ".") {
 		switch {
 		case p == "github.com/moat-sandbox/moat/runtime/policy",
 			p == "golang.org/x/net/idna",
