@@ -61,6 +61,9 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 	}
 	if !userns || !nsinit.Linked {
 		d.Tier = "unavailable"
+		if nsinit.Linked && abi > 0 {
+			d.Tier = "no-namespace (--best-effort only)"
+		}
 	}
 	add := func(part string, ok bool, by, note string) {
 		d.Mechanisms = append(d.Mechanisms, Mechanism{Part: part, Enforced: ok, By: by, Note: note})
@@ -68,6 +71,9 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 	nsNote := ""
 	if !userns {
 		nsNote = "this user cannot create a user namespace here: moat refuses to run"
+		if abi > 0 {
+			nsNote += "; --best-effort runs it with Landlock, seccomp (and eBPF as root) only, listing what that leaves out"
+		}
 	}
 	if !nsinit.Linked {
 		nsNote = "built without cgo: no stage 2"

@@ -48,6 +48,9 @@ type planInput struct {
 	exposeRO []string
 	// cacheDir holds the scan cache ("" disables it).
 	cacheDir string
+	// noMounts: the no-namespace tier. The view and the protections are
+	// computed (for Landlock and the report); no mount is planned.
+	noMounts bool
 	// mountPoint is called, before the plan is final, for every protected
 	// path the plan mounts over inside a writable tree that does not exist
 	// (to create ph) or that may be another run's placeholder (to adopt it;
@@ -109,8 +112,9 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		// nothing in that case. Refuse instead of pretending.
 		return nil, fmt.Errorf("filesystem.disabled turns every filesystem protection off; moat does not run commands without one")
 	}
-	// Is /tmp private? Not when the policy makes /tmp itself (or /) writable.
-	v.privateTmp = true
+	// Is /tmp private? Not when the policy makes /tmp itself (or /) writable,
+	// nor without a mount namespace.
+	v.privateTmp = !in.noMounts
 	for _, r := range v.allowWrite {
 		if within("/tmp", r.path) {
 			v.privateTmp = false
@@ -213,6 +217,30 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		}
 	}
 
+	if in.noMounts {
+		// Landlock only grants: what lies inside a writable tree cannot be
+		// denied again. Those protections are reported as not enforced,
+		// and the view (the violation report's judge) drops them.
+		kept := v.denyWrite[:0:0]
+		for _, r := range v.denyWrite {
+			if _, ok := closest(r.path, v.allowWrite); ok {
+				fp.protected = append(fp.protected, r.path)
+				continue
+			}
+			kept = append(kept, r)
+		}
+		v.denyWrite, v.protect = kept, nil
+		for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
+			switch lstatKind(r.path) {
+			case 'd':
+				fp.llTrees = append(fp.llTrees, r.path)
+			case 'f':
+				fp.llFiles = append(fp.llFiles, r.path)
+			}
+		}
+		fp.build = func(*nsinit.Plan) {}
+		return fp, nil
+	}
 	// Gather the nodes.
 	nodes := map[string]*node{}
 	add := func(p string) *node {

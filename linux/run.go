@@ -182,6 +182,17 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res, err = l.run(ctx)
 		skipped = append(skipped, "a new /proc for the sandbox (the container refuses it): the host's /proc is visible")
 	}
+	// No user namespace here: with best effort, run with what needs none.
+	if err != nil && errors.Is(err, errNoUserNS) && s.Policy.BestEffort {
+		if landlockABI() == 0 {
+			return nil, fmt.Errorf("%w, and this kernel has no Landlock either: moat has no way to confine the command", err)
+		}
+		l = &launch{spec: s, log: l.log, nons: true}
+		res, err = l.run(ctx)
+		if l.fp != nil {
+			skipped = append(skipped, noNSSkipped(s.Policy, landlockABI(), l.kf != nil, l.fp.protected)...)
+		}
+	}
 	if res != nil {
 		res.Skipped = append(skipped, res.Skipped...)
 	}
@@ -209,6 +220,10 @@ type launch struct {
 	childPid   int
 	net        *network
 	kf         *kernelFilter
+	// nons: the no-namespace tier (best effort where user namespaces are
+	// refused); tmpDir is then the command's own temporary directory.
+	nons   bool
+	tmpDir string
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
@@ -284,7 +299,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 			return nil, err
 		}
 		defer l.kf.close()
-		cgroupFD = l.kf.group.FD()
+		if clone3Works() {
+			cgroupFD = l.kf.group.FD()
+		}
 	}
 	go func() {
 		b, err := l.makePlan(journalDir)
@@ -320,7 +337,7 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 				attached <- planRes.err
 				return
 			}
-			attached <- l.kf.attach(l.net.kernelAllow(), pol.Net.Shared, pol.Net.AllowLocalBinding, l.violation)
+			attached <- l.kf.attach(l.net.kernelAllow(), pol.Net.Shared || l.nons, pol.Net.AllowLocalBinding, l.violation)
 		}()
 	}
 
@@ -343,6 +360,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 			CgroupFD:                   cgroupFD,
 		},
 	}
+	if l.nons {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: cgroupFD >= 0, CgroupFD: cgroupFD}
+	}
 	l.cmd = cmd
 	startErr := cmd.Start()
 	childSync.Close()
@@ -350,6 +370,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	trace("stage 2 started")
 	<-planDone
 	pl := planRes
+	if l.tmpDir != "" {
+		defer os.RemoveAll(l.tmpDir)
+	}
 	trace("plan ready")
 	if l.net != nil {
 		defer l.net.close()
@@ -358,13 +381,27 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		if pl.err != nil {
 			return nil, pl.err
 		}
-		return nil, fmt.Errorf("start the sandbox: %w (are unprivileged user namespaces disabled? see docs/SECURITY.md)", startErr)
+		var errno syscall.Errno
+		if !l.nons && errors.As(startErr, &errno) && (errno == unix.EPERM || errno == unix.EACCES || errno == unix.EINVAL || errno == unix.ENOSPC || errno == unix.EUSERS) {
+			return nil, fmt.Errorf("%w (%v): moat runs nothing unconfined; --best-effort runs the command with Landlock and seccomp only, and says what that leaves out", errNoUserNS, startErr)
+		}
+		return nil, fmt.Errorf("start the sandbox: %w", startErr)
 	}
 	if pl.err != nil {
 		planW.Close() // stage 2 reads an empty plan and exits
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, pl.err
+	}
+	if l.kf != nil && cgroupFD < 0 {
+		// Without clone3 (CLONE_INTO_CGROUP), stage 2 joins the cgroup
+		// here, while it still waits for its plan: nothing runs outside.
+		if err := l.kf.group.Add(cmd.Process.Pid); err != nil {
+			planW.Close()
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("move the sandbox into its cgroup: %w", err)
+		}
 	}
 	if _, err := planW.Write(pl.plan); err != nil {
 		_ = cmd.Process.Kill()
@@ -525,6 +562,13 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 	// Mount points on the host go through the journal, under its global
 	// lock, which is held until the sandbox's mounts are in place: a run
 	// that ends meanwhile cannot remove a placeholder this one mounts over.
+	if l.nons {
+		dir, err := os.MkdirTemp("", "moat-run-")
+		if err != nil {
+			return nil, fmt.Errorf("the command's temporary directory: %w", err)
+		}
+		l.tmpDir = dir
+	}
 	mountPoint := func(path string, ph *placeholder) error {
 		if l.jr == nil {
 			jr, err := journal.Begin(journalDir)
@@ -542,10 +586,19 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 		}
 		return l.jr.Create(ph.path, ph.kind, ph.content)
 	}
-	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
-		cacheDir: filepath.Join(s.StateDir, "cache"), mountPoint: mountPoint})
+	in := planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
+		cacheDir: filepath.Join(s.StateDir, "cache"), mountPoint: mountPoint, noMounts: l.nons}
+	if l.nons {
+		in.mountPoint = nil // nothing is mounted: no placeholders
+	}
+	fp, err := makeFSPlan(in)
 	if err != nil {
 		return nil, err
+	}
+	if l.nons {
+		// The run's TMPDIR is writable (a Landlock rule of its own); the
+		// view knows it for the violation report.
+		fp.view.allowWrite = append(fp.view.allowWrite, rule{path: l.tmpDir, source: "the run's TMPDIR"})
 	}
 	l.fp = fp
 	trace("filesystem planned")
@@ -565,7 +618,16 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 	}
 	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
 	env = fixTmpdir(env, fp.view)
-	if l.net, err = newNetwork(s, l.violation); err != nil {
+	ns := s
+	if l.nons {
+		env = mergeEnv(env, []string{"TMPDIR=" + l.tmpDir})
+		// No network namespace: the proxy listens on the host's loopback
+		// with a per-run credential, and Landlock limits TCP to its ports.
+		p := *s.Policy
+		p.Net.Shared = true
+		ns.Policy = &p
+	}
+	if l.net, err = newNetwork(ns, l.violation); err != nil {
 		return nil, err
 	}
 	env = mergeEnv(env, l.net.env(exe))
@@ -577,19 +639,23 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan {
 	s := l.spec
 	p := nsinit.New()
-	p.Hostname("moat")
-	if !s.Policy.Net.Shared {
-		p.LoUp()
-		for _, a := range listenAddrs {
-			p.Listen(a.family, a.addr, a.port)
+	if l.nons {
+		p.Mode(nsinit.ModeNoNS)
+	} else {
+		p.Hostname("moat")
+		if !s.Policy.Net.Shared {
+			p.LoUp()
+			for _, a := range listenAddrs {
+				p.Listen(a.family, a.addr, a.port)
+			}
 		}
+		if l.jr != nil && len(l.jr.Placeholders()) > 0 {
+			p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
+		}
+		l.fp.build(p)
+		// No new user namespaces, as a second layer behind seccomp.
+		p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
 	}
-	if l.jr != nil && len(l.jr.Placeholders()) > 0 {
-		p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(s.StateDir, "journal"), l.jr.ID()})
-	}
-	l.fp.build(p)
-	// No new user namespaces, as a second layer behind seccomp.
-	p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
 	p.NewKeyring()
 	p.Cwd(s.Policy.Cwd)
 	if l.ptyMask != 0 {
@@ -606,12 +672,42 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		if abi >= 4 && !s.Policy.Net.AllowLocalBinding {
 			netMask = llBindTCP // no rule: servers cannot listen (allowLocalBinding)
 		}
+		var readDirs, readTrees []string
+		if l.nons {
+			// Without a mount namespace Landlock does the hiding (reads)
+			// and the network confinement (TCP to the proxy only).
+			readDirs, readTrees = readRules(l.fp.view)
+			if len(readDirs) > 0 {
+				fsMask |= llReadFile | llReadDir
+			}
+			if abi >= 4 && l.kf == nil {
+				// (With eBPF, the cgroup's programs confine every
+				// protocol and report what they refuse; Landlock would
+				// refuse TCP first, silently.)
+				netMask |= llConnectTCP
+			}
+		}
 		p.LandlockRuleset(abi, fsMask, netMask, scoped)
+		writeMask := fsMask &^ (llReadFile | llReadDir)
 		for _, t := range l.fp.llTrees {
-			p.LandlockPath(t, fsMask, nsinit.LLOptional)
+			p.LandlockPath(t, writeMask, nsinit.LLOptional)
+		}
+		if l.nons {
+			p.LandlockPath(l.tmpDir, writeMask|fsMask&(llReadFile|llReadDir), 0)
+			for _, d := range readDirs {
+				p.LandlockPath(d, llReadDir, nsinit.LLOptional)
+			}
+			for _, t := range readTrees {
+				p.LandlockPath(t, llReadFile|llReadDir, nsinit.LLOptional)
+			}
+			if netMask&llConnectTCP != 0 {
+				for _, a := range l.net.hostAddrs {
+					p.LandlockPort(llConnectTCP, uint64(a.Port()))
+				}
+			}
 		}
 		for _, f := range l.fp.llFiles {
-			p.LandlockPath(f, fsMask, nsinit.LLOptional)
+			p.LandlockPath(f, writeMask, nsinit.LLOptional)
 		}
 		devFile := uint64(llWriteFile)
 		if abi >= 3 {
@@ -622,7 +718,7 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		p.LandlockPath("/dev/full", devFile, 0)
 		p.LandlockPath("/dev/tty", devFile, 0)
 		p.LandlockPath("/dev/pts", devFile, 0)
-		p.LandlockPath("/dev/shm", fsMask, 0)
+		p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
 		p.LandlockPath("/proc", devFile, 0)
 		p.LandlockStdio(devFile)
 	}
@@ -873,4 +969,13 @@ func cloneFlags(pol *policy.Policy) uintptr {
 		f |= unix.CLONE_NEWNET
 	}
 	return f
+}
+
+// clone3Works reports whether clone3 is callable: seccomp filters such as
+// Docker's default answer it with ENOSYS so that callers fall back to
+// clone, and Go's CLONE_INTO_CGROUP start needs it. A NULL, zero-size
+// call is refused by the kernel itself with EINVAL and creates nothing.
+func clone3Works() bool {
+	_, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+	return errno != unix.ENOSYS
 }

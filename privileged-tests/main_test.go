@@ -30,6 +30,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(denyUsernsEnv) == "1" {
+		os.Exit(denyUsernsMain(os.Args[1:]))
+	}
 	if os.Getenv("MOAT_ATTACK") == "1" {
 		os.Exit(attackMain(os.Args[1:]))
 	}
@@ -82,6 +85,12 @@ const (
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	testutil.RequireUserns(t)
+	return makeFixture(t)
+}
+
+// makeFixture is newFixture for tests that need no user namespace.
+func makeFixture(t *testing.T) *fixture {
+	t.Helper()
 	root, err := os.MkdirTemp(testRoot(), "moat-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -160,9 +169,14 @@ func (f *fixture) sandboxedWith(settings string, args ...string) result {
 
 func (f *fixture) exec(bin string, args ...string) result {
 	f.t.Helper()
+	return f.execEnv(f.env(), bin, args...)
+}
+
+func (f *fixture) execEnv(env []string, bin string, args ...string) result {
+	f.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = f.work
-	cmd.Env = f.env()
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -121,6 +121,14 @@ type Group struct {
 	dir  *os.File
 }
 
+// Add moves the process pid into the cgroup (cgroup.procs). Prefer
+// starting a process inside it (FD with CLONE_INTO_CGROUP); Add is for a
+// process that is known not to run anything before it is moved (one
+// blocked reading its instructions), where clone3 is unavailable.
+func (g *Group) Add(pid int) error {
+	return writeFile(filepath.Join(g.path, "cgroup.procs"), strconv.Itoa(pid))
+}
+
 // Path returns the cgroup's directory.
 func (g *Group) Path() string { return g.path }
 

@@ -49,3 +49,6 @@ func (g *Group) Kill() error {
 
 // Remove does nothing.
 func (g *Group) Remove() error { return nil }
+
+// Add is unsupported off Linux.
+func (g *Group) Add(pid int) error { return ErrUnsupported }

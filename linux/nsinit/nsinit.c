@@ -25,6 +25,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -192,6 +193,7 @@ static uint32_t nrecs;
 /* ---- reporting -------------------------------------------------------- */
 
 static int cur_rec = -1; /* index of the record being applied */
+static uint32_t mode;    /* MODE_* from R_MODE */
 
 static void send_msg(int type, int a, int b, const char *text, const int *fds, int nfds)
 {
@@ -522,8 +524,31 @@ static void do_mount_op(struct rd *r)
 
 /* ---- capabilities, Landlock, seccomp ----------------------------------- */
 
+/* has_cap reports whether this process holds capability c (permitted). */
+static int has_cap(int c)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capget, &h, d) < 0)
+		return 0;
+	return (d[c / 32].permitted >> (c % 32)) & 1;
+}
+
 static void drop_capabilities(void)
 {
+	if ((mode & MODE_NONS) && !has_cap(CAP_SETPCAP)) {
+		/* Without a user namespace a process that cannot drop the
+		 * bounding set has no capabilities to drop, unless it is uid 0
+		 * (exec would give it the bounding set back). */
+		if (getuid() == 0 || geteuid() == 0) {
+			errno = EPERM;
+			die("uid 0 without CAP_SETPCAP cannot give up its capabilities");
+		}
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+			die("clear ambient capabilities");
+		return;
+	}
 	int last = CAP_LAST_CAP;
 	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	if (f) {
@@ -623,6 +648,20 @@ static void landlock_stdio(struct rd *r)
 	}
 }
 
+static void landlock_port(struct rd *r)
+{
+	struct __attribute__((packed)) {
+		uint64_t allowed_access;
+		uint64_t port;
+	} np;
+	np.allowed_access = rd_u64(r);
+	np.port = rd_u64(r);
+	if (r->bad || ll_fd < 0)
+		return;
+	if (syscall(__NR_landlock_add_rule, ll_fd, 2 /* LANDLOCK_RULE_NET_PORT */, &np, 0) < 0)
+		die("add a Landlock rule for TCP port %llu", (unsigned long long)np.port);
+}
+
 static void landlock_restrict(void)
 {
 	if (ll_fd < 0)
@@ -716,7 +755,7 @@ static void __attribute__((noreturn)) run_command(void)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 
-	if (unshare(CLONE_NEWNS) < 0)
+	if (!(mode & MODE_NONS) && unshare(CLONE_NEWNS) < 0)
 		die("create a mount namespace");
 
 	for (uint32_t i = 0; i < nrecs; i++) {
@@ -791,6 +830,7 @@ static void __attribute__((noreturn)) run_command(void)
 			break;
 		case R_LL_PATH:
 		case R_LL_STDIO:
+		case R_LL_PORT:
 			break; /* applied below, after the capabilities are gone */
 		default:
 			break; /* init's records */
@@ -810,9 +850,11 @@ static void __attribute__((noreturn)) run_command(void)
 	/* The terminal: a new pty from the sandbox's own devpts, so nothing
 	 * inside can reach the caller's terminal; the supervisor relays. */
 	if (want_pty) {
-		int master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		/* The sandbox's own devpts; without namespaces, the host's. */
+		const char *ptmx = (mode & MODE_NONS) ? "/dev/ptmx" : "/dev/pts/ptmx";
+		int master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
 		if (master < 0)
-			die("open /dev/pts/ptmx");
+			die("open %s", ptmx);
 		int unlock = 0;
 		if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
 			die("unlock the pty");
@@ -849,6 +891,8 @@ static void __attribute__((noreturn)) run_command(void)
 			landlock_path(&r);
 		else if (recs[i].type == R_LL_STDIO)
 			landlock_stdio(&r);
+		else if (recs[i].type == R_LL_PORT)
+			landlock_port(&r);
 	}
 	cur_rec = -1;
 	landlock_restrict();
@@ -937,13 +981,83 @@ static void forward(int sig)
 	kill(child, sig);
 }
 
+/* kill_children_by_scan SIGKILLs every process whose parent is self. */
+static int kill_children_by_scan(pid_t self)
+{
+	int found = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+		long ppid;
+		char st;
+		if (rp && sscanf(rp + 1, " %c %ld", &st, &ppid) == 2 && ppid == self) {
+			kill((pid_t)pid, SIGKILL);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* kill_descendants ends every process below init. With a pid namespace
+ * one kill(-1) does it. Without one, init is a subreaper (orphans of the
+ * tree become its children): kill its children, reap, and repeat until
+ * none is left, since each kill hands the victim's children to init. */
+static void kill_descendants(void)
+{
+	if (!(mode & MODE_NONS)) {
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
+			;
+		return;
+	}
+	pid_t self = getpid();
+	for (int round = 0; round < 10000; round++) {
+		int found = 0;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children", self, self);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			long pid;
+			while (fscanf(f, "%ld", &pid) == 1) {
+				kill((pid_t)pid, SIGKILL);
+				found = 1;
+			}
+			fclose(f);
+		} else {
+			found |= kill_children_by_scan(self); /* no CONFIG_PROC_CHILDREN */
+		}
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			found = 1;
+		if (!found && waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
+			return;
+		if (!found)
+			usleep(1000);
+	}
+}
+
 static void __attribute__((noreturn)) supervisor_gone(char **cleanup)
 {
-	/* The supervisor died: end everything in the namespace, then run the
+	/* The supervisor died: end everything in the sandbox, then run the
 	 * clean-up it asked for (removing the mount points it created). */
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
-		;
+	kill_descendants();
 	if (cleanup && cleanup[0]) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -964,6 +1078,11 @@ static void __attribute__((noreturn)) run_init(void)
 		struct rd r = recs[i].body;
 		cur_rec = (int)i;
 		switch (recs[i].type) {
+		case R_MODE:
+			mode = rd_u32(&r);
+			if (!r.bad && (mode & MODE_NONS) && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+				die("become a subreaper");
+			break;
 		case R_HOSTNAME: {
 			char *h = rd_str(&r);
 			if (!r.bad && sethostname(h, strlen(h)) < 0)
@@ -1067,8 +1186,11 @@ static void __attribute__((noreturn)) run_init(void)
 			while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
 				if (p != child)
 					continue;
+				/* Leaving kills everything else in the pid namespace;
+				 * without one, init does it first. */
+				if (mode & MODE_NONS)
+					kill_descendants();
 				send_msg(MSG_EXIT, status, 0, NULL, NULL, 0);
-				/* Leaving kills everything else in the namespace. */
 				_exit(0);
 			}
 		}

@@ -40,6 +40,8 @@ const (
 	rLLStdio   = 14
 	rListen    = 15
 	rWaitGo    = 16
+	rMode      = 17
+	rLLPort    = 18
 )
 
 // Mount operations.
@@ -64,6 +66,7 @@ const (
 	LLOptional     = 1 // LLP_OPTIONAL
 	SeccompListen  = 1 // SC_LISTENER
 	ExecSearch     = 1 // EX_SEARCH
+	ModeNoNS       = 1 // MODE_NONS
 )
 
 // Mount attributes (MOUNT_ATTR_*).
@@ -133,6 +136,14 @@ func (p *Plan) add(typ uint32, desc string, r *rec) {
 	p.buf = append(p.buf, r.b...)
 	p.n++
 	p.Desc = append(p.Desc, desc)
+}
+
+// Mode sets the launch mode (MODE_*); it must be the first record.
+func (p *Plan) Mode(flags uint32) { p.add(rMode, "mode", (&rec{}).u32(flags)) }
+
+// LandlockPort allows TCP access (connect, bind) to one port.
+func (p *Plan) LandlockPort(access, port uint64) {
+	p.add(rLLPort, fmt.Sprintf("Landlock rule for port %d", port), (&rec{}).u64(access).u64(port))
 }
 
 // Hostname sets the sandbox's host name (init).

@@ -36,6 +36,8 @@ enum {
 	R_LL_STDIO = 14,  /* u64 access: rules for the files behind fds 0-2 */
 	R_LISTEN = 15,    /* u32 family, u32 port, str addr: a TCP listener for the supervisor */
 	R_WAIT_GO = 16,   /* - : before exec, wait for a byte on MOAT_FD_GO (EOF: give up) */
+	R_MODE = 17,      /* u32 flags (MODE_*): must come first */
+	R_LL_PORT = 18,   /* u64 access, u64 port: a Landlock network rule */
 };
 
 /* Mount operations (R_MOUNT). */
@@ -59,6 +61,10 @@ enum {
 
 /* R_LL_PATH flags. */
 #define LLP_OPTIONAL 1u /* skip a path that does not exist */
+
+/* R_MODE flags. */
+#define MODE_NONS 1u /* no namespaces (best effort where user namespaces are refused):
+		       * init is not pid 1 but a subreaper that kills every descendant */
 
 /* R_SECCOMP flags. */
 #define SC_LISTENER 1u /* ask for a user-notification fd and send it */

@@ -15,7 +15,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"R_HOSTNAME": rHostname, "R_LO_UP": rLoUp, "R_MOUNT": rMount, "R_LL_RULESET": rLLRuleset,
 		"R_LL_PATH": rLLPath, "R_SECCOMP": rSeccomp, "R_EXEC": rExec, "R_PTY": rPTY,
 		"R_SYSCTL": rSysctl, "R_CWD": rCwd, "R_KEYRING": rKeyring, "R_RLIMIT": rRlimit,
-		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen, "R_WAIT_GO": rWaitGo,
+		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen, "R_WAIT_GO": rWaitGo, "R_MODE": rMode, "R_LL_PORT": rLLPort, "MODE_NONS": ModeNoNS,
 		"M_PRIVATE": mPrivate, "M_CLONE": mClone, "M_ATTACH_ROOT": mAttachRoot, "M_ATTACH": mAttach,
 		"M_TMPFS": mTmpfs, "M_PROC": mProc, "M_DEVPTS": mDevpts, "M_MKDIR": mMkdir,
 		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr,

@@ -1,0 +1,122 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// The no-namespace tier. Where this user cannot create a user namespace
+// (Docker's default seccomp profile refuses CLONE_NEWUSER, Ubuntu's AppArmor
+// restriction, a sysctl), moat refuses to run, unless best effort is on.
+// Then it runs the command with what needs no namespace: Landlock (writes
+// only in the writable trees and the run's own temporary directory; reads of
+// denyRead refused by granting reads on everything else; TCP only to moat's
+// proxy, ABI 4), seccomp, no_new_privs, no capabilities, and an init that
+// is a subreaper and kills every descendant at the end. What that cannot
+// give is reported as skipped.
+
+// errNoUserNS marks a launch that failed because no user namespace can be
+// created here.
+var errNoUserNS = errors.New("this system refuses to create a user namespace")
+
+// noNSSkipped says what the no-namespace tier does not enforce.
+func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []string {
+	out := []string{
+		"namespaces (this system refuses user namespaces): the command shares the host's mount, pid, network, ipc and uts namespaces",
+		"the private /tmp: the command gets a directory of its own in the host's /tmp (TMPDIR)",
+		"process isolation: the command sees the host's processes in /proc (ptrace and process_vm are still refused by seccomp)",
+	}
+	if len(protected) > 0 {
+		sort.Strings(protected)
+		out = append(out, "mandatory protections and denyWrite inside writable paths (Landlock cannot carve them out): "+strings.Join(protected, ", "))
+	}
+	if len(pol.FS.DenyRead) > 0 && abi > 0 {
+		out = append(out, "hidden directories can still be listed (their files cannot be read); files created later next to a hidden path cannot be read")
+	}
+	switch {
+	case ebpf:
+		// The cgroup's eBPF programs confine every protocol, as usual.
+	case abi < 4:
+		out = append(out, "network confinement (Landlock ABI < 4): the command reaches the network directly")
+	default:
+		out = append(out, "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly")
+	}
+	if abi < 6 {
+		out = append(out, "signals and abstract unix sockets of host processes (Landlock ABI < 6)")
+	}
+	return out
+}
+
+// readRules computes Landlock read rules that hide denyRead without a mount
+// namespace: Landlock only grants, so every entry along the way to a hidden
+// path is granted except the hidden one. Ancestors get READ_DIR (they can be
+// listed), siblings READ_FILE|READ_DIR; allowRead paths inside hidden
+// regions are granted again.
+func readRules(v *view) (dirs []string, trees []string) {
+	var hidden []string
+	for _, r := range v.denyRead {
+		if ok, _ := v.readable(r.path); ok {
+			continue // re-allowed
+		}
+		if lstatKind(r.path) == 0 {
+			continue
+		}
+		hidden = append(hidden, r.path)
+	}
+	if len(hidden) == 0 {
+		return nil, nil
+	}
+	onPath := map[string]bool{} // ancestors of hidden paths
+	isHidden := map[string]bool{}
+	for _, h := range hidden {
+		isHidden[h] = true
+		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
+			onPath[d] = true
+			if d == "/" {
+				break
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for a := range onPath {
+		dirs = append(dirs, a)
+		es, err := os.ReadDir(a)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			p := filepath.Join(a, e.Name())
+			if onPath[p] || isHidden[p] || seen[p] {
+				continue
+			}
+			if r, ok := closest(p, v.denyRead); ok && len(r.path) >= 1 && within(p, r.path) {
+				if ok, _ := v.readable(p); !ok {
+					continue
+				}
+			}
+			seen[p] = true
+			trees = append(trees, p)
+		}
+	}
+	for _, r := range v.allowRead {
+		if lstatKind(r.path) != 0 && !seen[r.path] {
+			for _, h := range hidden {
+				if within(r.path, h) {
+					trees = append(trees, r.path)
+					seen[r.path] = true
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(dirs)
+	sort.Strings(trees)
+	return dirs, trees
+}

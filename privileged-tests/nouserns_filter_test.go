@@ -1,0 +1,70 @@
+//go:build linux && cgo
+
+package privtests
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	lsc "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// denyUsernsMain loads a seccomp filter that refuses user namespaces the
+// way Docker's default profile does (clone/unshare with CLONE_NEWUSER get
+// EPERM, clone3 gets ENOSYS so that callers fall back to clone), then
+// execs args. It stands in for a container that refuses user namespaces.
+func denyUsernsMain(args []string) int {
+	os.Unsetenv(denyUsernsEnv)
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "deny-userns: no command")
+		return 2
+	}
+	f, err := lsc.NewFilter(lsc.ActAllow)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deny-userns:", err)
+		return 2
+	}
+	c, err := lsc.MakeCondition(0, lsc.CompareMaskedEqual, unix.CLONE_NEWUSER, unix.CLONE_NEWUSER)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deny-userns:", err)
+		return 2
+	}
+	for _, name := range []string{"clone", "unshare"} {
+		sc, err := lsc.GetSyscallFromName(name)
+		if err == nil {
+			err = f.AddRuleConditional(sc, lsc.ActErrno.SetReturnCode(int16(unix.EPERM)), []lsc.ScmpCondition{c})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "deny-userns:", name, err)
+			return 2
+		}
+	}
+	sc, err := lsc.GetSyscallFromName("clone3")
+	if err == nil {
+		err = f.AddRule(sc, lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deny-userns: clone3", err)
+		return 2
+	}
+	// Docker sets no_new_privs only when asked; an unprivileged process
+	// needs it to load a filter.
+	if os.Geteuid() != 0 {
+		if err := f.SetNoNewPrivsBit(true); err != nil {
+			fmt.Fprintln(os.Stderr, "deny-userns:", err)
+			return 2
+		}
+	} else if err := f.SetNoNewPrivsBit(false); err != nil {
+		fmt.Fprintln(os.Stderr, "deny-userns:", err)
+		return 2
+	}
+	if err := f.Load(); err != nil {
+		fmt.Fprintln(os.Stderr, "deny-userns: load:", err)
+		return 2
+	}
+	err = syscall.Exec(args[0], args, os.Environ())
+	fmt.Fprintln(os.Stderr, "deny-userns: exec:", err)
+	return 2
+}

@@ -1,0 +1,13 @@
+//go:build linux && !cgo
+
+package privtests
+
+import (
+	"fmt"
+	"os"
+)
+
+func denyUsernsMain([]string) int {
+	fmt.Fprintln(os.Stderr, "deny-userns: this test binary was built without cgo (libseccomp)")
+	return 2
+}

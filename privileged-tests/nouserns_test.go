@@ -1,0 +1,217 @@
+//go:build linux
+
+package privtests
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// The no-namespace tier: where user namespaces are refused (Docker's
+// default seccomp profile, a sysctl, AppArmor), moat refuses to run unless
+// --best-effort is given, and then confines the command with Landlock,
+// seccomp and (as root) eBPF. These tests refuse user namespaces with a
+// seccomp filter of their own, as such a container does.
+
+const denyUsernsEnv = "MOAT_TEST_DENY_USERNS"
+
+// noUserns runs bin args with user namespaces refused.
+func (f *fixture) noUserns(bin string, args ...string) result {
+	f.t.Helper()
+	return f.execEnv(append(f.env(), denyUsernsEnv+"=1"), self, append([]string{bin}, args...)...)
+}
+
+// bestEffort runs an attack under `moat run --best-effort` with user
+// namespaces refused.
+func (f *fixture) bestEffort(args ...string) result {
+	f.t.Helper()
+	return f.noUserns(moatBin, append([]string{"run", "--best-effort", "--settings", f.settings, "--", self}, args...)...)
+}
+
+func landlockABI() int {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// The filter works: without moat, no user namespace can be made.
+func TestNoUsernsFilterWorks(t *testing.T) {
+	f := makeFixture(t)
+	if got := f.noUserns(self, "unshare-user"); got.escaped() || !strings.Contains(got.out, "blocked:") {
+		t.Fatalf("the test's filter must refuse user namespaces:\n%s", got.out)
+	}
+}
+
+// Without --best-effort moat refuses, and the command does not run.
+func TestNoUsernsFailsClosed(t *testing.T) {
+	f := makeFixture(t)
+	ran := f.work + "/ran"
+	got := f.noUserns(moatBin, "run", "--settings", f.settings, "--", self, "write", ran, "x")
+	if got.code == 0 || strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("moat must refuse to run without a user namespace (exit %d):\n%s", got.code, got.out)
+	}
+	if !strings.Contains(got.out, "user namespace") || !strings.Contains(got.out, "--best-effort") {
+		t.Fatalf("the error must name the cause and the way out:\n%s", got.out)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the command ran although moat refused")
+	}
+}
+
+// With --best-effort the command runs, confined, and moat says what it
+// could not enforce.
+func TestNoUsernsBestEffort(t *testing.T) {
+	f := makeFixture(t)
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
+	}
+	got := f.bestEffort("write", f.work+"/ok.txt", "fine")
+	if !got.escaped() || readFile(t, f.work+"/ok.txt") != "fine" {
+		t.Fatalf("the working directory must be writable:\n%s", got.out)
+	}
+	for _, want := range []string{"best effort: not enforced: namespaces", "mandatory protections"} {
+		if !strings.Contains(got.out, want) {
+			t.Errorf("moat must say what it skipped (%q):\n%s", want, got.out)
+		}
+	}
+}
+
+func TestNoUsernsAttacks(t *testing.T) {
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
+	}
+	cases := []struct {
+		name string
+		args func(f *fixture) []string
+	}{
+		{"read denied file", func(f *fixture) []string { return []string{"read", f.secret} }},
+		{"read default secret", func(f *fixture) []string { return []string{"read", f.home + "/.ssh/id_ed25519"} }},
+		{"read denied directory", func(f *fixture) []string { return []string{"read", f.outside + "/secretdir/key"} }},
+		{"read through a symlink", func(f *fixture) []string { return []string{"symlink-read", f.secret, f.work + "/link"} }},
+		{"write outside", func(f *fixture) []string { return []string{"write", f.target, "pwned"} }},
+		{"write through a symlink", func(f *fixture) []string { return []string{"symlink-write", f.target, f.work + "/out", "pwned"} }},
+		{"rename over", func(f *fixture) []string { return []string{"rename-over", f.work + "/evil", f.target} }},
+		{"hard link over", func(f *fixture) []string { return []string{"link-over", f.work + "/evil", f.outside + "/new"} }},
+		{"/proc magic link", func(f *fixture) []string { return []string{"magic-write", f.target, "pwned"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := makeFixture(t)
+			args := tc.args(f)
+			reset := func() {
+				must(t, os.WriteFile(f.target, []byte(targetText+"\n"), 0o644))
+				for _, p := range []string{"/link", "/out", "/evil"} {
+					os.Remove(f.work + p)
+				}
+				os.Remove(f.outside + "/new")
+			}
+			got := f.bestEffort(args...)
+			if got.escaped() {
+				t.Errorf("ESCAPE under moat --best-effort: %v\n%s", args, got.out)
+			} else if !strings.Contains(got.out, "blocked:") {
+				t.Errorf("the attack did not run (exit %d):\n%s", got.code, got.out)
+			}
+			reset()
+			if base := f.direct(args...); !base.escaped() {
+				t.Errorf("the attack must work without moat: %v\n%s", args, base.out)
+			}
+			reset()
+		})
+	}
+}
+
+// Host processes are visible without a pid namespace; they must still be
+// out of reach (seccomp refuses ptrace, Landlock refuses /proc/PID access
+// across domains and, from ABI 6, signals).
+func TestNoUsernsHostProcesses(t *testing.T) {
+	for _, attack := range []string{"ptrace", "environ", "kill"} {
+		t.Run(attack, func(t *testing.T) {
+			if attack == "kill" && landlockABI() < 6 {
+				testutil.Unavailable(t, "Landlock ABI %d < 6: signals cannot be scoped", landlockABI())
+			} else if landlockABI() == 0 {
+				testutil.Unavailable(t, "no Landlock")
+			}
+			f := makeFixture(t)
+			c := exec.Command("sleep", "60")
+			c.Env = []string{"MOAT_MARKER=target-env-7c6b"}
+			must(t, c.Start())
+			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+			args := []string{attack, strconv.Itoa(c.Process.Pid), "MOAT_MARKER"}
+			if got := f.bestEffort(args...); got.escaped() {
+				t.Fatalf("ESCAPE under moat --best-effort: %s", got.out)
+			}
+			if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Fatalf("the target died under moat's attack: %v", err)
+			}
+			if attack == "ptrace" && ptraceScope() > 0 && os.Geteuid() != 0 {
+				testutil.Unavailable(t, "yama ptrace_scope > 0: the direct attack cannot work here")
+			}
+			if base := f.direct(args...); !base.escaped() {
+				t.Fatalf("the attack must work without moat: %s", base.out)
+			}
+		})
+	}
+}
+
+// Direct TCP, to the internet's stand-in and to a host loopback service,
+// is refused: only moat's proxy is reachable.
+func TestNoUsernsNetwork(t *testing.T) {
+	if landlockABI() < 4 && os.Geteuid() != 0 {
+		testutil.Unavailable(t, "Landlock ABI %d < 4 and no eBPF (not root): TCP cannot be confined", landlockABI())
+	}
+	f := makeFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	args := []string{"tcp", l.Addr().String()}
+	got := f.bestEffort(args...)
+	if got.escaped() {
+		t.Fatalf("ESCAPE: direct TCP to a host service under moat --best-effort:\n%s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		t.Fatalf("the attack did not run (exit %d):\n%s", got.code, got.out)
+	}
+	if base := f.direct(args...); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}
+
+// Every process the command starts dies with it (no pid namespace: init
+// is a subreaper and kills what is left).
+func TestNoUsernsNoDaemon(t *testing.T) {
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock")
+	}
+	f := makeFixture(t)
+	pidfile := f.work + "/daemon.pid"
+	got := f.bestEffort("daemon", pidfile)
+	if !got.escaped() {
+		t.Fatalf("the daemon must start inside the sandbox:\n%s", got.out)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile)))
+	if pid <= 0 {
+		t.Fatalf("no daemon pid: %q", readFile(t, pidfile))
+	}
+	if syscall.Kill(pid, 0) == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("ESCAPE: the daemon (pid %d) outlived moat --best-effort", pid)
+	}
+}
