@@ -232,28 +232,31 @@ func TestHostProcesses(t *testing.T) {
 	for _, attack := range []string{"ptrace", "kill", "environ"} {
 		t.Run(attack, func(t *testing.T) {
 			f := newFixture(t)
-			start := func() *exec.Cmd {
-				c := exec.Command("sleep", "60")
-				c.Env = []string{"MOAT_MARKER=target-env-7c6b"}
-				must(t, c.Start())
-				t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-				return c
-			}
-			target := start()
-			args := []string{attack, strconv.Itoa(target.Process.Pid), "MOAT_MARKER"}
-			if got := f.sandboxed(args...); got.escaped() {
-				t.Fatalf("ESCAPE under moat: %s", got.out)
-			}
-			if err := target.Process.Signal(syscall.Signal(0)); err != nil {
-				t.Fatalf("the target died under moat's attack: %v", err)
-			}
-			if attack == "ptrace" && ptraceScope() > 0 && os.Geteuid() != 0 {
-				testutil.Unavailable(t, "yama ptrace_scope > 0: the direct attack cannot work here")
-			}
-			if base := f.direct(args...); !base.escaped() {
-				t.Fatalf("the attack must work without moat: %s", base.out)
-			}
+			hostProcessAttack(t, f, f.sandboxed, attack)
 		})
+	}
+}
+
+// hostProcessAttack starts a same-user process and attacks it with the
+// sandboxed run (which must fail, leaving it alive) and without moat.
+func hostProcessAttack(t *testing.T, f *fixture, sandboxed func(...string) result, attack string) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	c.Env = []string{"MOAT_MARKER=target-env-7c6b"}
+	must(t, c.Start())
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	args := []string{attack, strconv.Itoa(c.Process.Pid), "MOAT_MARKER"}
+	if got := sandboxed(args...); got.escaped() {
+		t.Fatalf("ESCAPE under moat: %s", got.out)
+	}
+	if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the target died under moat's attack: %v", err)
+	}
+	if attack == "ptrace" && ptraceScope() > 0 && os.Geteuid() != 0 {
+		testutil.Unavailable(t, "yama ptrace_scope > 0: the direct attack cannot work here")
+	}
+	if base := f.direct(args...); !base.escaped() {
+		t.Fatalf("the attack must work without moat: %s", base.out)
 	}
 }
 

@@ -193,7 +193,13 @@ func (f *fixture) execEnv(env []string, bin string, args ...string) result {
 // blocked under moat. reset restores the target between the two runs.
 func (f *fixture) attack(args []string, reset func()) {
 	f.t.Helper()
-	got := f.sandboxed(args...)
+	f.attackWith(f.sandboxed, args, reset)
+}
+
+// attackWith is attack with the sandboxed run given (moat's flags differ).
+func (f *fixture) attackWith(sandboxed func(...string) result, args []string, reset func()) {
+	f.t.Helper()
+	got := sandboxed(args...)
 	if got.escaped() {
 		f.t.Errorf("ESCAPE under moat: %v\n%s", args, got.out)
 	} else if !strings.Contains(got.out, "blocked:") {

@@ -5,7 +5,6 @@ package privtests
 import (
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,17 +114,7 @@ func TestNoUsernsAttacks(t *testing.T) {
 				}
 				os.Remove(f.outside + "/new")
 			}
-			got := f.bestEffort(args...)
-			if got.escaped() {
-				t.Errorf("ESCAPE under moat --best-effort: %v\n%s", args, got.out)
-			} else if !strings.Contains(got.out, "blocked:") {
-				t.Errorf("the attack did not run (exit %d):\n%s", got.code, got.out)
-			}
-			reset()
-			if base := f.direct(args...); !base.escaped() {
-				t.Errorf("the attack must work without moat: %v\n%s", args, base.out)
-			}
-			reset()
+			f.attackWith(f.bestEffort, args, reset)
 		})
 	}
 }
@@ -142,23 +131,7 @@ func TestNoUsernsHostProcesses(t *testing.T) {
 				testutil.Unavailable(t, "no Landlock")
 			}
 			f := makeFixture(t)
-			c := exec.Command("sleep", "60")
-			c.Env = []string{"MOAT_MARKER=target-env-7c6b"}
-			must(t, c.Start())
-			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-			args := []string{attack, strconv.Itoa(c.Process.Pid), "MOAT_MARKER"}
-			if got := f.bestEffort(args...); got.escaped() {
-				t.Fatalf("ESCAPE under moat --best-effort: %s", got.out)
-			}
-			if err := c.Process.Signal(syscall.Signal(0)); err != nil {
-				t.Fatalf("the target died under moat's attack: %v", err)
-			}
-			if attack == "ptrace" && ptraceScope() > 0 && os.Geteuid() != 0 {
-				testutil.Unavailable(t, "yama ptrace_scope > 0: the direct attack cannot work here")
-			}
-			if base := f.direct(args...); !base.escaped() {
-				t.Fatalf("the attack must work without moat: %s", base.out)
-			}
+			hostProcessAttack(t, f, f.bestEffort, attack)
 		})
 	}
 }
