@@ -331,13 +331,29 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 		lock := os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
 		defer lock.Close()
 		extra = append(extra, goR, lock)
+		abort := make(chan struct{})
 		go func() {
 			<-planDone // the network (and its addresses) is part of the plan
+			select {
+			case <-abort:
+				attached <- errors.New("launch abandoned")
+				return
+			default:
+			}
 			if planRes.err != nil {
 				attached <- planRes.err
 				return
 			}
 			attached <- l.kf.attach(l.net.kernelAllow(), pol.Net.Shared || l.nons, pol.Net.AllowLocalBinding, l.violation)
+		}()
+		// A launch that fails before it waits for the filter (stage 2 not
+		// started: no user namespace, say) stops the attach, or waits for
+		// it, before the cgroup goes.
+		defer func() {
+			if attached != nil {
+				close(abort)
+				<-attached
+			}
 		}()
 	}
 
@@ -410,7 +426,9 @@ func (l *launch) run(ctx context.Context) (res *Result, err error) {
 	}
 	planW.Close()
 	if goW != nil {
-		if err := <-attached; err != nil {
+		err := <-attached
+		attached = nil
+		if err != nil {
 			goW.Close() // the command gives up before exec
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
