@@ -1,0 +1,603 @@
+package gitguard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const maxTime = math.MaxInt64
+
+// Options configure one audit.
+type Options struct {
+	// Roots are the trees the command could write (canonical, absolute).
+	Roots []string
+	// Since is when the run began: anything whose inode changed at or after
+	// it was changed during the run.
+	Since time.Time
+	// Protected reports paths that were read-only to the command during the
+	// run (moat's mounts): they cannot have been changed by it, and a
+	// repository whose config is protected is the user's own. If nil,
+	// nothing is.
+	Protected func(path string) bool
+	// Home is the user's home directory (for ~/ in include and hooksPath
+	// values, and the global git config).
+	Home string
+	// QuarantineDir receives what the audit takes out of the trees. It must
+	// be outside every root. Required.
+	QuarantineDir string
+	// CacheDir keeps what the walk read, so that the next audit reads only
+	// the directories that changed since. "" disables the cache.
+	CacheDir string
+	// MaxDirs bounds the directories one audit visits (0: DefaultMaxDirs).
+	MaxDirs int
+}
+
+// DefaultMaxDirs is the default bound of one audit.
+const DefaultMaxDirs = 100_000
+
+// Finding is one thing the audit found and what it did about it.
+type Finding struct {
+	// Path is the file as the command left it.
+	Path string
+	// Reason says why it could make the user's git (or moat) do what the
+	// user did not configure.
+	Reason string
+	// Action is what the audit did: "quarantined" (moved out of the tree),
+	// "rewrote" (a config kept without the risky entries), or "failed: ..."
+	// when it could not act.
+	Action string
+	// MovedTo is where the original went, if it was moved.
+	MovedTo string
+}
+
+// Report is an audit's outcome.
+type Report struct {
+	Findings []Finding
+	// Incomplete names roots the audit could not walk whole (the bound was
+	// reached, or a directory could not be read), with the reason.
+	Incomplete []string
+	// Dirs is the number of directories visited; Read the number whose
+	// entries had to be read (the others came from the cache).
+	Dirs, Read int
+}
+
+// Audit looks, after a sandboxed command ended, for what it left in the
+// writable trees that would make the user's own git run a program the user
+// did not configure, or widen a later moat run, and takes it out:
+//
+//   - a git config file changed during the run that sets anything not known
+//     to be harmless (core.fsmonitor, core.hooksPath, filters, aliases that
+//     run a shell, includes, ...) is rewritten without those entries; one
+//     git cannot read is moved out;
+//   - a hook changed during the run (in a repository's hooks directory or an
+//     in-tree core.hooksPath) is moved out;
+//   - a repository made reachable during the run (a new .git file, a
+//     rewritten commondir, a HEAD that turns a directory into a bare
+//     repository) that would run a program from files the user did not
+//     protect loses the file that made it reachable;
+//   - a moat or Claude Code settings file changed during the run is moved
+//     out.
+//
+// What it moved is kept under QuarantineDir. Audit must run when no
+// sandboxed process can write the trees any more.
+func Audit(o Options) (*Report, error) {
+	if o.QuarantineDir == "" {
+		return nil, errors.New("gitguard: no quarantine directory")
+	}
+	if o.MaxDirs <= 0 {
+		o.MaxDirs = DefaultMaxDirs
+	}
+	if o.Protected == nil {
+		o.Protected = func(string) bool { return false }
+	}
+	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}}
+	a.globalHooks = globalHooksPaths(o.Home)
+	for _, root := range o.Roots {
+		if err := a.walkRoot(root); err != nil {
+			return a.rep, err
+		}
+	}
+	return a.rep, nil
+}
+
+type auditor struct {
+	o           Options
+	since       int64
+	rep         *Report
+	seen        map[string]bool // candidate git directories evaluated
+	done        map[string]bool // files already acted on
+	budget      int
+	globalHooks []string
+	qdir        string // this audit's quarantine directory, made on first use
+	n           int
+	cache       *walkCache // what the previous audit saw
+	next        *walkCache // what this one sees
+}
+
+func (a *auditor) changed(id fileID) bool { return id.ctime >= a.since }
+
+// ---- the walk ---------------------------------------------------------
+
+func (a *auditor) walkRoot(root string) error {
+	fi, err := os.Lstat(root)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	a.cache = loadCache(a.o.CacheDir, root)
+	next := newCache(root)
+	a.next = next
+	queue := []string{root}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		if a.budget >= a.o.MaxDirs {
+			a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than %d directories; the rest was not checked", root, a.o.MaxDirs))
+			break
+		}
+		a.budget++
+		a.rep.Dirs++
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		id := idOf(fi)
+		d, ok := a.cache.lookup(dir, id)
+		if !ok {
+			d, err = readDirInfo(dir, id)
+			if err != nil {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v", dir, err))
+				continue
+			}
+			a.rep.Read++
+		}
+		next.put(dir, d)
+		if err := a.visit(dir, d); err != nil {
+			return err
+		}
+		for _, s := range d.subdirs {
+			if s == ".git" || d.flags&flagHEAD != 0 && s == "objects" {
+				continue
+			}
+			queue = append(queue, filepath.Join(dir, s))
+		}
+	}
+	next.save(a.o.CacheDir)
+	return nil
+}
+
+// visit looks at one directory's git-relevant entries.
+func (a *auditor) visit(dir string, d dirInfo) error {
+	if d.flags&flagDotGit != 0 {
+		dotgit := filepath.Join(dir, ".git")
+		a.viaDotGit(dir, dotgit)
+	}
+	if d.flags&flagHEAD != 0 && filepath.Base(dir) != ".git" && !insideGitAdmin(dir) {
+		// HEAD in a directory: git would take it for a bare repository.
+		head := filepath.Join(dir, "HEAD")
+		var res []string
+		if hid, err := lstatID(head); err == nil && a.changed(hid) && !a.knewRepo(dir) {
+			res = append(res, head)
+		}
+		a.repo(dir, "", res)
+	}
+	if d.flags&flagClaude != 0 {
+		for _, n := range []string{"settings.json", "settings.local.json"} {
+			a.settingsFile(filepath.Join(dir, ".claude", n))
+		}
+	}
+	if dir == a.o.Home {
+		a.settingsFile(filepath.Join(dir, ".srt-settings.json"))
+	}
+	return nil
+}
+
+// insideGitAdmin reports a directory inside a .git directory (worktree and
+// submodule administrative directories are evaluated from their
+// repository, not as bare repositories of their own).
+func insideGitAdmin(dir string) bool {
+	return strings.Contains(dir+"/", "/.git/")
+}
+
+func (a *auditor) viaDotGit(worktree, dotgit string) {
+	lfi, err := os.Lstat(dotgit)
+	if err != nil {
+		return
+	}
+	lid := idOf(lfi)
+	var res []string
+	if lfi.Mode()&fs.ModeSymlink != 0 {
+		// git follows a symlinked .git.
+		if a.changed(lid) {
+			res = append(res, dotgit)
+		}
+		fi, err := os.Stat(dotgit)
+		if err != nil {
+			return
+		}
+		if fi.IsDir() {
+			a.repo(mustReal(dotgit), worktree, res)
+			return
+		}
+	} else if lfi.IsDir() {
+		a.repo(dotgit, worktree, nil)
+		return
+	}
+	// A .git file: "gitdir: <path>".
+	target, id, ok := readGitfile(dotgit)
+	if !ok {
+		return
+	}
+	a.next.redirects[dotgit] = target
+	if a.changed(id) && !a.knewRedirect(dotgit, target) {
+		res = append(res, dotgit)
+	}
+	a.repo(target, worktree, res)
+}
+
+// ---- one repository -----------------------------------------------------
+
+// repo evaluates the git directory g (found from worktree, "" for a bare
+// one); resolution lists the files changed during the run that made git
+// find it.
+func (a *auditor) repo(g, worktree string, resolution []string) {
+	key := g + "\x00" + worktree
+	if a.seen[key] && len(resolution) == 0 {
+		return
+	}
+	a.seen[key] = true
+	common := g
+	if c, id, ok := readCommondir(g); ok {
+		common = c
+		if a.next != nil {
+			a.next.redirects[filepath.Join(g, "commondir")] = c
+		}
+		if a.changed(id) && !a.knewRedirect(filepath.Join(g, "commondir"), c) {
+			resolution = append(resolution, filepath.Join(g, "commondir"))
+		}
+	}
+	configs := []string{filepath.Join(common, "config"), filepath.Join(g, "config.worktree")}
+	var entries []Entry
+	for _, c := range configs {
+		entries = append(entries, a.configFile(c, 0)...)
+	}
+	// Hooks: the repository's own directory, and every core.hooksPath that
+	// git could use for it (the repository's and the user's).
+	hookDirs := []string{filepath.Join(common, "hooks")}
+	base := worktree
+	if base == "" {
+		base = g
+	}
+	for _, e := range entries {
+		if e.Name == "core.hookspath" && e.HasValue {
+			hookDirs = append(hookDirs, a.resolve(e.Value, base))
+		}
+	}
+	for _, h := range a.globalHooks {
+		hookDirs = append(hookDirs, a.resolve(h, base))
+	}
+	hooks := false
+	for _, h := range hookDirs {
+		if a.hookDir(h) {
+			hooks = true
+		}
+	}
+	// What remains risky after the changed files were dealt with, and
+	// whether it is the user's (a config moat kept read-only).
+	danger := ""
+	for _, e := range entries {
+		if r := Risk(e); r != "" {
+			danger = r
+			break
+		}
+	}
+	if danger == "" && hooks {
+		danger = "its hooks run on git commands"
+	}
+	if danger != "" && len(resolution) > 0 && !a.o.Protected(filepath.Join(common, "config")) {
+		for _, r := range resolution {
+			if a.o.Protected(r) {
+				continue
+			}
+			a.quarantine(r, "makes git use the repository "+common+", whose configuration the user did not protect: "+danger)
+		}
+	}
+	// Linked worktrees and submodules have git directories of their own.
+	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+		for _, w := range wts {
+			if w.IsDir() {
+				a.repo(filepath.Join(common, "worktrees", w.Name()), "", nil)
+			}
+		}
+	}
+	a.modules(filepath.Join(common, "modules"), 0)
+}
+
+func (a *auditor) modules(dir string, depth int) {
+	if depth > 8 {
+		return
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+			a.repo(p, "", nil)
+			a.modules(filepath.Join(p, "modules"), depth+1)
+		} else {
+			a.modules(p, depth+1) // submodule names may hold slashes
+		}
+	}
+}
+
+// configFile evaluates one config file git would read, following its
+// includes; it returns the entries that remain after any rewrite.
+func (a *auditor) configFile(p string, depth int) []Entry {
+	if depth > 10 {
+		return nil
+	}
+	lfi, err := os.Lstat(p)
+	if err != nil {
+		return nil
+	}
+	data, id, err := readSmall(p, maxConfigSize)
+	lid := idOf(lfi)
+	changed := a.changed(lid) || err == nil && a.changed(id)
+	if changed && !a.o.Protected(p) && a.inRoots(p) {
+		if err != nil {
+			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())
+			return nil
+		}
+		es, perr := ParseConfig(data)
+		if perr != nil {
+			a.quarantine(p, "a git config file moat cannot parse the way git does ("+perr.Error()+")")
+			return nil
+		}
+		var keep []Entry
+		var risks []string
+		for _, e := range es {
+			if r := Risk(e); r != "" {
+				risks = append(risks, e.Name+": "+r)
+				continue
+			}
+			keep = append(keep, e)
+		}
+		if len(risks) > 0 {
+			if lfi.Mode()&fs.ModeSymlink != 0 {
+				a.quarantine(p, "a git config (a symlink) that sets "+strings.Join(risks, "; "))
+				return nil
+			}
+			a.rewrite(p, keep, strings.Join(risks, "; "))
+		}
+		return keep
+	}
+	if err != nil {
+		return nil
+	}
+	es, perr := ParseConfig(data)
+	if perr != nil {
+		return nil // the user's own file; git refuses it, so it runs nothing
+	}
+	out := es
+	for _, e := range es {
+		if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
+			// An include the user wrote pointing into a writable tree:
+			// what the command wrote there is judged like any config.
+			if inc := a.resolve(e.Value, filepath.Dir(p)); inc != "" {
+				out = append(out, a.configFile(inc, depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+// hookDir quarantines hooks changed during the run in dir, and reports
+// whether any hook remains.
+func (a *auditor) hookDir(dir string) bool {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	remain := false
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".sample") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		id, err := lstatID(p)
+		if err != nil {
+			continue
+		}
+		if e.IsDir() {
+			continue // git runs files named after hooks only
+		}
+		if a.changed(id) && !a.o.Protected(p) && a.inRoots(p) {
+			a.quarantine(p, "a git hook written by the sandboxed command")
+			continue
+		}
+		remain = true
+	}
+	return remain
+}
+
+func (a *auditor) settingsFile(p string) {
+	id, err := lstatID(p)
+	if err != nil || !a.changed(id) || a.o.Protected(p) {
+		return
+	}
+	a.quarantine(p, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
+}
+
+// ---- what the cache knew ------------------------------------------------
+
+// knewRepo reports that dir was already a repository (had a HEAD) when the
+// previous audit looked.
+func (a *auditor) knewRepo(dir string) bool {
+	d, ok := a.cache.old(dir)
+	return ok && d.flags&flagHEAD != 0
+}
+
+// knewRedirect reports that the pointer file already led to target when
+// the previous audit looked.
+func (a *auditor) knewRedirect(file, target string) bool {
+	return a.cache.redirect(file) == target && target != ""
+}
+
+// ---- helpers ------------------------------------------------------------
+
+func (a *auditor) inRoots(p string) bool {
+	for _, r := range a.o.Roots {
+		if p == r || strings.HasPrefix(p, r+"/") || r == "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve turns a path value from a git config into an absolute path as
+// git would: ~/ is the home directory, a relative path is relative to base.
+func (a *auditor) resolve(v, base string) string {
+	switch {
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		if a.o.Home == "" {
+			return ""
+		}
+		return filepath.Join(a.o.Home, strings.TrimPrefix(v, "~"))
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	}
+	return filepath.Join(base, v)
+}
+
+func mustReal(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func lstatID(p string) (fileID, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fileID{}, err
+	}
+	return idOf(fi), nil
+}
+
+const maxConfigSize = 1 << 20
+
+// readSmall reads a regular file git would read (following symlinks, as
+// git does), refusing anything else (a FIFO, a device, a directory) and
+// anything larger than max.
+func readSmall(p string, max int64) ([]byte, fileID, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	id := idOf(fi)
+	if !fi.Mode().IsRegular() {
+		return nil, id, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, id, fmt.Errorf("larger than %d bytes", max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, id, err
+	}
+	if int64(len(b)) > max {
+		return nil, id, fmt.Errorf("larger than %d bytes", max)
+	}
+	return b, id, nil
+}
+
+// readGitfile reads a .git file ("gitdir: <path>") the way git does, a
+// little more loosely (any surrounding space is ignored): every directory
+// git could be sent to is evaluated.
+func readGitfile(p string) (string, fileID, bool) {
+	b, id, err := readSmall(p, 64<<10)
+	if err != nil {
+		return "", id, false
+	}
+	s := strings.TrimPrefix(string(b), "\ufeff")
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	t, ok := strings.CutPrefix(s, "gitdir:")
+	t = strings.TrimSpace(t)
+	if !ok || t == "" || strings.ContainsRune(t, 0) {
+		return "", id, false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(p), t)
+	}
+	return mustReal(filepath.Clean(t)), id, true
+}
+
+// readCommondir reads g/commondir: the directory holding the repository's
+// shared config, hooks and objects, relative to g.
+func readCommondir(g string) (string, fileID, bool) {
+	b, id, err := readSmall(filepath.Join(g, "commondir"), 64<<10)
+	if err != nil {
+		return "", id, false
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" || strings.ContainsRune(s, 0) {
+		return "", id, false
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(g, s)
+	}
+	return mustReal(filepath.Clean(s)), id, true
+}
+
+// globalHooksPaths are the core.hooksPath values of the user's and the
+// system's git configuration (read-only to the command, but they name where
+// hooks live, maybe inside a writable tree).
+func globalHooksPaths(home string) []string {
+	files := []string{"/etc/gitconfig"}
+	if home != "" {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		files = append(files, filepath.Join(x, "git", "config"))
+	} else if home != "" {
+		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	}
+	var out []string
+	for _, f := range files {
+		b, _, err := readSmall(f, maxConfigSize)
+		if err != nil {
+			continue
+		}
+		es, err := ParseConfig(b)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if e.Name == "core.hookspath" && e.HasValue {
+				out = append(out, e.Value)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,354 @@
+package gitguard
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scene is a writable tree with a committed repository in it, as moat's
+// working directory usually is:
+//
+//	root/w          the writable tree (a root of the audit)
+//	root/w/repo     a git repository with one commit (the working directory)
+//	root/outside    not writable (a linked worktree may live here)
+//	root/home       HOME
+//	root/pwned      created by the planted program when git runs it
+type scene struct {
+	t                            *testing.T
+	root, w, repo, outside, home string
+	mark, prog                   string
+	since                        time.Time
+	protected                    map[string]bool
+}
+
+func newScene(t *testing.T) *scene {
+	t.Helper()
+	requireGit(t)
+	// A plain directory name: git runs the planted program through a shell.
+	root, err := os.MkdirTemp("", "gitguard-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	s := &scene{t: t, root: root, w: filepath.Join(root, "w"), outside: filepath.Join(root, "outside"),
+		home: filepath.Join(root, "home"), mark: filepath.Join(root, "pwned"), protected: map[string]bool{}}
+	s.repo = filepath.Join(s.w, "repo")
+	for _, d := range []string{s.repo, s.outside, s.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.prog = filepath.Join(root, "pwn.sh")
+	if err := os.WriteFile(s.prog, []byte("#!/bin/sh\ntouch "+s.mark+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.git(s.repo, "init", "-q", "-b", "main")
+	s.write(filepath.Join(s.repo, "a.txt"), "a\n")
+	s.git(s.repo, "add", "a.txt")
+	s.git(s.repo, "commit", "-q", "-m", "one")
+	// What moat's mounts keep read-only for the working directory's repository.
+	for _, n := range []string{"config", "hooks", "modules", "commondir"} {
+		s.protected[filepath.Join(s.repo, ".git", n)] = true
+	}
+	return s
+}
+
+// begin marks the start of the run: what changes from now on, the command did.
+func (s *scene) begin() {
+	time.Sleep(20 * time.Millisecond) // past the coarse clock's tick
+	m := filepath.Join(s.root, "begin")
+	s.write(m, "")
+	fi, err := os.Lstat(m)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.since = time.Unix(0, idOf(fi).ctime)
+}
+
+func (s *scene) write(p, data string) {
+	s.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *scene) env() []string {
+	return []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
+}
+
+func (s *scene) git(dir string, args ...string) string {
+	s.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, s.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+	}
+	return string(out)
+}
+
+// sh runs the attacker's (or the agent's) commands.
+func (s *scene) sh(dir, script string) {
+	s.t.Helper()
+	cmd := exec.Command("bash", "-euc", script)
+	cmd.Dir = dir
+	cmd.Env = append(s.env(), "PROG="+s.prog, "W="+s.w, "REPO="+s.repo, "OUT="+s.outside)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// userGit runs what the user's shell prompt or editor runs, and reports
+// whether the planted program ran.
+func (s *scene) userGit(dir string, args ...string) bool {
+	s.t.Helper()
+	os.Remove(s.mark)
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, s.env()
+	_, _ = cmd.CombinedOutput()
+	_, err := os.Stat(s.mark)
+	os.Remove(s.mark)
+	return err == nil
+}
+
+func (s *scene) audit() *Report {
+	s.t.Helper()
+	rep, err := Audit(Options{
+		Roots: []string{s.w}, Since: s.since, Home: s.home,
+		QuarantineDir: filepath.Join(s.root, "quarantine"),
+		CacheDir:      filepath.Join(s.root, "cache"),
+		Protected: func(p string) bool {
+			for q := range s.protected {
+				if p == q || strings.HasPrefix(p, q+"/") {
+					return true
+				}
+			}
+			return false
+		},
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		s.t.Logf("finding: %s: %s -> %s (%s)", f.Path, f.Reason, f.MovedTo, f.Action)
+		if strings.HasPrefix(f.Action, "failed") {
+			s.t.Errorf("the audit could not act on %s: %s", f.Path, f.Action)
+		}
+	}
+	return rep
+}
+
+// The review's reproductions (issue #15, part 1) and a few more routes: each
+// must run the planted program through the user's git when nothing is done
+// (so the test can fail), and must not after the audit.
+func TestAuditStopsPlantedRepositories(t *testing.T) {
+	fsmon := `printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "%s"\n' "$PROG"`
+	cases := []struct {
+		name   string
+		setup  func(s *scene)                    // before the run (the user's own state)
+		attack string                            // the sandboxed command, run in the repository
+		where  func(s *scene) (string, []string) // where the user's git then runs
+	}{
+		{"a) corrupt HEAD, bare repository at the worktree root", nil,
+			`echo garbage > .git/HEAD; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + fsmon + ` > config`,
+			func(s *scene) (string, []string) { return s.repo, []string{"status"} }},
+		{"b) repository planted in the writable parent", nil,
+			`echo garbage > .git/HEAD; git init -q ..; ` + fsmon + ` > ../.git/config`,
+			func(s *scene) (string, []string) { return s.repo, []string{"status"} }},
+		{"c) bare repository in an existing subdirectory", func(s *scene) { s.write(filepath.Join(s.repo, "src/main.c"), "int main;\n") },
+			`cd src; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + fsmon + ` > config`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "src"), []string{"status"} }},
+		{"d) a linked worktree outside the writable tree, commondir rewritten",
+			func(s *scene) { s.git(s.repo, "worktree", "add", "-q", filepath.Join(s.outside, "wt")) },
+			`git init -q --bare ../planted; ` + fsmon + ` > ../planted/config; echo "$W/planted" > .git/worktrees/wt/commondir`,
+			func(s *scene) (string, []string) { return filepath.Join(s.outside, "wt"), []string{"status"} }},
+		{"e) config.worktree with extensions.worktreeConfig",
+			func(s *scene) { s.git(s.repo, "config", "extensions.worktreeConfig", "true") },
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > .git/config.worktree`,
+			func(s *scene) (string, []string) { return s.repo, []string{"status"} }},
+		{"f) an in-tree core.hooksPath",
+			func(s *scene) { s.git(s.repo, "config", "core.hooksPath", ".husky/_") },
+			`mkdir -p .husky/_; printf '#!/bin/sh\n%s\n' "$PROG" > .husky/_/pre-commit; chmod +x .husky/_/pre-commit`,
+			func(s *scene) (string, []string) { return s.repo, []string{"commit", "-q", "--allow-empty", "-m", "x"} }},
+		{"g) a new repository in a subdirectory", nil,
+			`git init -q sub; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"hooks of a new repository", nil,
+			`git init -q sub; printf '#!/bin/sh\n%s\n' "$PROG" > sub/.git/hooks/pre-commit; chmod +x sub/.git/hooks/pre-commit`,
+			func(s *scene) (string, []string) {
+				return filepath.Join(s.repo, "sub"), []string{"commit", "-q", "--allow-empty", "-m", "x"}
+			}},
+		{".git file pointing at a planted git directory", nil,
+			`git init -q --bare ../evil.git; ` + fsmon + ` > ../evil.git/config; mkdir -p sub; echo "gitdir: $W/evil.git" > sub/.git`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{".git file pointing at a repository that was already there (committed content)",
+			func(s *scene) {
+				s.sh(s.w, `git init -q --bare fixture; `+fsmon+` > fixture/config`)
+			},
+			`mkdir -p sub; echo "gitdir: $W/fixture" > sub/.git`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"HEAD that turns an old directory into a bare repository",
+			func(s *scene) {
+				s.sh(s.repo, `mkdir -p fix/objects fix/refs/heads; `+fsmon+` > fix/config`)
+			},
+			`echo 'ref: refs/heads/main' > fix/HEAD`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "fix"), []string{"status"} }},
+		{".git as a symlink to a planted directory", nil,
+			`git init -q --bare ../evil2.git; ` + fsmon + ` > ../evil2.git/config; mkdir -p sub; ln -s "$W/evil2.git" sub/.git`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"an include the user wrote, pointing into the tree",
+			func(s *scene) {
+				s.protected[filepath.Join(s.repo, ".git", "config")] = true
+				s.git(s.repo, "config", "include.path", "../extra.gitconfig")
+			},
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > extra.gitconfig`,
+			func(s *scene) (string, []string) { return s.repo, []string{"status"} }},
+		{"config through a symlink to an old file", func(s *scene) {
+			s.sh(s.w, `mkdir -p data; `+fsmon+` > data/notes.ini`)
+		},
+			`git init -q sub; rm sub/.git/config; ln -s "$W/data/notes.ini" sub/.git/config`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"an alias that runs a shell", nil,
+			`git init -q sub; printf '[alias]\n\tst = "!%s"\n' "$PROG" >> sub/.git/config`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"st"} }},
+		{"a filter driver", nil,
+			`git init -q sub; cd sub; echo '* filter=x' > .gitattributes; echo hi > f; printf '[filter "x"]\n\tclean = "%s"\n' "$PROG" >> .git/config`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"add", "f"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Without the audit, the attack works: the test can fail.
+			s := newScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			s.begin()
+			s.sh(s.repo, tc.attack)
+			dir, args := tc.where(s)
+			if !s.userGit(dir, args...) {
+				t.Fatalf("the attack does not work without moat: git %v in %s ran nothing", args, dir)
+			}
+			// With it, the same attack on a fresh scene runs nothing.
+			s = newScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			s.begin()
+			s.sh(s.repo, tc.attack)
+			rep := s.audit()
+			if len(rep.Findings) == 0 {
+				t.Errorf("the audit found nothing")
+			}
+			dir, args = tc.where(s)
+			if s.userGit(dir, args...) {
+				t.Fatalf("ESCAPE: after the audit, git %v in %s still ran the planted program", args, dir)
+			}
+			// And everywhere else in the tree.
+			for _, d := range []string{s.w, s.repo, filepath.Join(s.repo, "sub"), filepath.Join(s.repo, "src")} {
+				if _, err := os.Stat(d); err == nil && s.userGit(d, "status") {
+					t.Fatalf("ESCAPE: git status in %s ran the planted program", d)
+				}
+			}
+		})
+	}
+}
+
+// What agents do with git inside the sandbox leaves nothing the audit
+// needs to take out, and the repositories keep working.
+func TestAuditKeepsAgentWorkflows(t *testing.T) {
+	s := newScene(t)
+	s.git(s.repo, "config", "core.hooksPath", ".husky") // the user's own, protected config
+	s.begin()
+	s.sh(s.repo, `
+git checkout -q -b feature
+echo b > b.txt; git add b.txt; git commit -q -m two
+git switch -q main
+git merge -q --no-edit feature
+git checkout -q -b other HEAD~1; echo c > c.txt; git add c.txt; git commit -q -m three
+git rebase -q main
+echo d >> a.txt; git stash -q; git stash pop -q; git checkout -q -- a.txt
+git worktree add -q ../wt2 main 2>/dev/null || git worktree add -q ../wt2 -b wt2
+git clone -q "$REPO" ../clone
+cd ../clone && git checkout -q -b x && echo e > e.txt && git add e.txt && git commit -q -m e
+git init -q ../fresh && cd ../fresh && echo f > f && git add f && git commit -q -m f
+git submodule add -q "$REPO" sub 2>/dev/null || true
+`)
+	rep := s.audit()
+	for _, f := range rep.Findings {
+		t.Errorf("unexpected finding: %+v", f)
+	}
+	for _, d := range []string{s.repo, filepath.Join(s.w, "wt2"), filepath.Join(s.w, "clone"), filepath.Join(s.w, "fresh")} {
+		s.git(d, "status", "--short")
+		s.git(d, "log", "-1", "--format=%s")
+	}
+}
+
+// A settings file moat reads, written by the command, never reaches a
+// later run.
+func TestAuditSettingsFiles(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.repo, `mkdir -p sub/.claude; echo '{"sandbox":{"filesystem":{"allowWrite":["//"]}}}' > sub/.claude/settings.json; echo '{}' > sub/.claude/settings.local.json`)
+	rep := s.audit()
+	if len(rep.Findings) != 2 {
+		t.Fatalf("want 2 findings, got %+v", rep.Findings)
+	}
+	for _, n := range []string{"settings.json", "settings.local.json"} {
+		if _, err := os.Lstat(filepath.Join(s.repo, "sub/.claude", n)); err == nil {
+			t.Errorf("%s is still there", n)
+		}
+	}
+}
+
+// A config the command wrote keeps its harmless entries: a new clone keeps
+// its remote.
+func TestAuditRewritesConfigKeepingTheRest(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.w, `git clone -q "$REPO" c; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> c/.git/config`)
+	rep := s.audit()
+	if len(rep.Findings) != 1 || !strings.HasPrefix(rep.Findings[0].Action, "rewrote") {
+		t.Fatalf("want one rewrite, got %+v", rep.Findings)
+	}
+	if got := strings.TrimSpace(s.git(filepath.Join(s.w, "c"), "config", "remote.origin.url")); got != s.repo {
+		t.Fatalf("remote.origin.url = %q, want %q", got, s.repo)
+	}
+	if b, err := os.ReadFile(rep.Findings[0].MovedTo); err != nil || !strings.Contains(string(b), "fsmonitor") {
+		t.Fatalf("the original is not in the quarantine: %v %q", err, b)
+	}
+}
+
+// The second audit reads only what changed.
+func TestAuditCache(t *testing.T) {
+	s := newScene(t)
+	for i := 0; i < 50; i++ {
+		s.write(filepath.Join(s.repo, fmt.Sprintf("d%d/e/f.txt", i)), "x")
+	}
+	s.begin()
+	first := s.audit()
+	s.begin()
+	s.sh(s.repo, `mkdir -p d7/e/new`)
+	second := s.audit()
+	if second.Dirs != first.Dirs+1 {
+		t.Fatalf("dirs: first %d, second %d", first.Dirs, second.Dirs)
+	}
+	if second.Read > 3 {
+		t.Fatalf("the second audit read %d directories (want the changed ones only)", second.Read)
+	}
+	// A bare repository planted in a directory the cache knew is found.
+	s.begin()
+	s.sh(s.repo, `cd d3/e; mkdir -p objects refs; echo 'ref: refs/heads/main' > HEAD; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > config`)
+	if rep := s.audit(); len(rep.Findings) == 0 {
+		t.Fatal("the planted repository in a cached directory was not found")
+	}
+}

@@ -1,0 +1,240 @@
+package gitguard
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	flagDotGit uint8 = 1 << iota // the directory holds a .git entry
+	flagHEAD                     // ... a HEAD that is not a directory
+	flagClaude                   // ... a .claude entry
+)
+
+// dirInfo is what the audit keeps of one directory.
+type dirInfo struct {
+	id      fileID
+	flags   uint8
+	subdirs []string
+}
+
+func readDirInfo(dir string, id fileID) (dirInfo, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return dirInfo{}, err
+	}
+	d := dirInfo{id: id}
+	for _, e := range es {
+		name := e.Name()
+		switch name {
+		case ".git":
+			d.flags |= flagDotGit
+		case "HEAD":
+			if !e.IsDir() {
+				d.flags |= flagHEAD
+			}
+		case ".claude":
+			d.flags |= flagClaude
+		}
+		if e.IsDir() {
+			d.subdirs = append(d.subdirs, name)
+		}
+	}
+	return d, nil
+}
+
+// walkCache remembers, per directory, its identity and change time and
+// what the audit needs of its entries: a directory whose inode did not
+// change since (same change time) has the same entries, so the next audit
+// reads it no more. It also remembers where pointer files led.
+type walkCache struct {
+	root      string
+	dirs      map[string]dirInfo
+	redirects map[string]string
+}
+
+func newCache(root string) *walkCache {
+	return &walkCache{root: root, dirs: map[string]dirInfo{}, redirects: map[string]string{}}
+}
+
+func (c *walkCache) put(dir string, d dirInfo) { c.dirs[dir] = d }
+
+// lookup returns the cached entries of dir if its inode is unchanged.
+func (c *walkCache) lookup(dir string, id fileID) (dirInfo, bool) {
+	if c == nil {
+		return dirInfo{}, false
+	}
+	d, ok := c.dirs[dir]
+	if !ok || d.id.dev != id.dev || d.id.ino != id.ino || d.id.ctime != id.ctime || id.ctime == maxTime {
+		return dirInfo{}, false
+	}
+	d.id = id
+	return d, true
+}
+
+// old returns what the previous audit saw of dir, changed or not.
+func (c *walkCache) old(dir string) (dirInfo, bool) {
+	if c == nil {
+		return dirInfo{}, false
+	}
+	d, ok := c.dirs[dir]
+	return d, ok
+}
+
+func (c *walkCache) redirect(file string) string {
+	if c == nil {
+		return ""
+	}
+	return c.redirects[file]
+}
+
+const cacheMagic = "moat-gitguard 1\n"
+
+func cacheFile(dir, root string) string {
+	h := sha256.Sum256([]byte(root))
+	return filepath.Join(dir, "gitguard-"+hex.EncodeToString(h[:12]))
+}
+
+// loadCache reads the cache of root; any damage means no cache.
+func loadCache(dir, root string) *walkCache {
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Open(cacheFile(dir, root))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	c, err := decodeCache(bufio.NewReaderSize(f, 64<<10), root)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+func (c *walkCache) save(dir string) {
+	if dir == "" || c == nil {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	file := cacheFile(dir, c.root)
+	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	c.encode(w)
+	if w.Flush() != nil || f.Close() != nil {
+		os.Remove(tmp)
+		return
+	}
+	if os.Rename(tmp, file) != nil {
+		os.Remove(tmp)
+	}
+}
+
+func (c *walkCache) encode(w *bufio.Writer) {
+	var buf [binary.MaxVarintLen64]byte
+	u := func(v uint64) { w.Write(buf[:binary.PutUvarint(buf[:], v)]) }
+	s := func(v string) { u(uint64(len(v))); w.WriteString(v) }
+	w.WriteString(cacheMagic)
+	s(c.root)
+	u(uint64(len(c.dirs)))
+	for p, d := range c.dirs {
+		s(strings.TrimPrefix(p, c.root))
+		u(d.id.dev)
+		u(d.id.ino)
+		u(uint64(d.id.ctime))
+		w.WriteByte(d.flags)
+		u(uint64(len(d.subdirs)))
+		for _, n := range d.subdirs {
+			s(n)
+		}
+	}
+	u(uint64(len(c.redirects)))
+	for k, v := range c.redirects {
+		s(k)
+		s(v)
+	}
+}
+
+var errCache = errors.New("bad cache")
+
+func decodeCache(r *bufio.Reader, root string) (*walkCache, error) {
+	magic := make([]byte, len(cacheMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != cacheMagic {
+		return nil, errCache
+	}
+	u := func() (uint64, error) { return binary.ReadUvarint(r) }
+	s := func() (string, error) {
+		n, err := u()
+		if err != nil || n > 1<<16 {
+			return "", errCache
+		}
+		b := make([]byte, n)
+		_, err = io.ReadFull(r, b)
+		return string(b), err
+	}
+	got, err := s()
+	if err != nil || got != root {
+		return nil, errCache
+	}
+	c := newCache(root)
+	n, err := u()
+	if err != nil || n > 10_000_000 {
+		return nil, errCache
+	}
+	for i := uint64(0); i < n; i++ {
+		rel, err := s()
+		if err != nil {
+			return nil, errCache
+		}
+		var d dirInfo
+		var v [3]uint64
+		for j := range v {
+			if v[j], err = u(); err != nil {
+				return nil, errCache
+			}
+		}
+		d.id = fileID{dev: v[0], ino: v[1], ctime: int64(v[2])}
+		if d.flags, err = r.ReadByte(); err != nil {
+			return nil, errCache
+		}
+		ns, err := u()
+		if err != nil || ns > 1<<20 {
+			return nil, errCache
+		}
+		for k := uint64(0); k < ns; k++ {
+			name, err := s()
+			if err != nil {
+				return nil, errCache
+			}
+			d.subdirs = append(d.subdirs, name)
+		}
+		c.dirs[root+rel] = d
+	}
+	nr, err := u()
+	if err != nil || nr > 1<<20 {
+		return nil, errCache
+	}
+	for i := uint64(0); i < nr; i++ {
+		k, err1 := s()
+		v, err2 := s()
+		if err1 != nil || err2 != nil {
+			return nil, errCache
+		}
+		c.redirects[k] = v
+	}
+	return c, nil
+}

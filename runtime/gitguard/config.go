@@ -1,0 +1,348 @@
+package gitguard
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Entry is one variable of a git config file, as git reads it.
+type Entry struct {
+	// Name is the full variable name as git sees it: the section
+	// (lowercased), the subsection (case kept, for the `[section "sub"]`
+	// form) and the key (lowercased), joined by dots.
+	Name string
+	// Value is the value; HasValue is false for a bare key (`[core] bare`),
+	// which git reads as the boolean true.
+	Value    string
+	HasValue bool
+	// Line is where the entry starts (1-based).
+	Line int
+}
+
+// Section is the part of the name before the first dot (lowercase).
+func (e Entry) Section() string {
+	s, _, _ := strings.Cut(e.Name, ".")
+	return s
+}
+
+// Key is the part after the last dot (lowercase).
+func (e Entry) Key() string { return e.Name[strings.LastIndexByte(e.Name, '.')+1:] }
+
+// Subsection is what lies between the section and the key ("" if none).
+func (e Entry) Subsection() string {
+	i, j := strings.IndexByte(e.Name, '.'), strings.LastIndexByte(e.Name, '.')
+	if i == j {
+		return ""
+	}
+	return e.Name[i+1 : j]
+}
+
+// ErrSyntax is wrapped by every parse error.
+var ErrSyntax = errors.New("not a git config file git would accept")
+
+// ParseConfig reads a git config file the way git's config.c does
+// (git_parse_source and its helpers), so that every variable git would see
+// is seen here under the same name. It is stricter where that cannot hurt:
+// a NUL byte anywhere, or a key outside any section, is an error, and the
+// caller treats an unparsable file written by a sandboxed command as
+// hostile.
+func ParseConfig(data []byte) ([]Entry, error) {
+	p := &cfgParser{data: data, line: 1}
+	return p.parse()
+}
+
+type cfgParser struct {
+	data []byte
+	pos  int
+	line int
+	eof  bool
+}
+
+// Character classes of git's sane_ctype (ASCII only; \v and \f are not
+// spaces for git).
+func gitSpace(c int) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func gitAlpha(c int) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func gitAlnum(c int) bool { return gitAlpha(c) || c >= '0' && c <= '9' }
+func keyChar(c int) bool  { return gitAlnum(c) || c == '-' }
+func lower(c int) byte {
+	if c >= 'A' && c <= 'Z' {
+		return byte(c + 'a' - 'A')
+	}
+	return byte(c)
+}
+
+// next is git's get_next_char: CRLF reads as LF, and the end of the data
+// reads as a final LF with eof set.
+func (p *cfgParser) next() int {
+	if p.pos >= len(p.data) {
+		p.eof = true
+		return '\n'
+	}
+	c := int(p.data[p.pos])
+	p.pos++
+	if c == '\r' && p.pos < len(p.data) && p.data[p.pos] == '\n' {
+		p.pos++
+		c = '\n'
+	}
+	if c == '\n' {
+		p.line++
+	}
+	return c
+}
+
+func (p *cfgParser) fail(what string) error {
+	return fmt.Errorf("%w: line %d: %s", ErrSyntax, p.line, what)
+}
+
+func (p *cfgParser) parse() ([]Entry, error) {
+	for _, b := range p.data {
+		if b == 0 {
+			return nil, fmt.Errorf("%w: a NUL byte", ErrSyntax)
+		}
+	}
+	var out []Entry
+	var section []byte // "core." or "remote.origin." once a header was read
+	comment := false
+	bom := "\xef\xbb\xbf"
+	atStart := true
+	for {
+		c := p.next()
+		if atStart {
+			// A UTF-8 byte order mark at the very start is skipped; a
+			// partial one is an error, as in git.
+			if c == int(bom[0]) && strings.HasPrefix(string(p.data), bom) {
+				p.pos = len(bom)
+				atStart = false
+				continue
+			}
+			atStart = false
+		}
+		if c == '\n' {
+			if p.eof {
+				return out, nil
+			}
+			comment = false
+			continue
+		}
+		if comment || gitSpace(c) {
+			continue
+		}
+		if c == '#' || c == ';' {
+			comment = true
+			continue
+		}
+		if c == '[' {
+			name, err := p.header()
+			if err != nil {
+				return nil, err
+			}
+			section = append(name, '.')
+			continue
+		}
+		if !gitAlpha(c) {
+			return nil, p.fail(fmt.Sprintf("unexpected %q", rune(c)))
+		}
+		if section == nil {
+			return nil, p.fail("a key outside any section")
+		}
+		line := p.line
+		name := append(append([]byte(nil), section...), lower(c))
+		e, err := p.entry(name)
+		if err != nil {
+			return nil, err
+		}
+		e.Line = line
+		out = append(out, e)
+	}
+}
+
+// header reads a section header after '[' (git's get_base_var and
+// get_extended_base_var).
+func (p *cfgParser) header() ([]byte, error) {
+	var name []byte
+	for {
+		c := p.next()
+		if p.eof {
+			return nil, p.fail("unterminated section header")
+		}
+		if c == ']' || gitSpace(c) {
+			// git also accepts "[.x]" or "[a..b]" (an empty part in the
+			// name): nothing legitimate writes them and they cannot be
+			// written back unambiguously, so they are refused here.
+			for _, part := range strings.Split(string(name), ".") {
+				if part == "" {
+					return nil, p.fail("an empty part in the section name")
+				}
+			}
+			if c == ']' {
+				return name, nil
+			}
+			return p.subsection(name, c)
+		}
+		if !keyChar(c) && c != '.' {
+			return nil, p.fail(fmt.Sprintf("%q in a section name", rune(c)))
+		}
+		name = append(name, lower(c))
+	}
+}
+
+func (p *cfgParser) subsection(name []byte, c int) ([]byte, error) {
+	for {
+		if c == '\n' {
+			return nil, p.fail("unterminated section header")
+		}
+		c = p.next()
+		if !gitSpace(c) {
+			break
+		}
+	}
+	if c != '"' {
+		return nil, p.fail(`a subsection must be quoted: [section "sub"]`)
+	}
+	name = append(name, '.')
+	for {
+		c := p.next()
+		if c == '\n' {
+			return nil, p.fail("unterminated subsection")
+		}
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			c = p.next()
+			if c == '\n' {
+				return nil, p.fail("unterminated subsection")
+			}
+		}
+		name = append(name, byte(c))
+	}
+	if p.next() != ']' {
+		return nil, p.fail(`"]" expected after the subsection`)
+	}
+	return name, nil
+}
+
+// entry reads the rest of a key and its value (git's get_value).
+func (p *cfgParser) entry(name []byte) (Entry, error) {
+	var c int
+	for {
+		c = p.next()
+		if p.eof || !keyChar(c) {
+			break
+		}
+		name = append(name, lower(c))
+	}
+	for c == ' ' || c == '\t' {
+		c = p.next()
+	}
+	e := Entry{Name: string(name)}
+	if c == '\n' {
+		return e, nil
+	}
+	if c != '=' {
+		return Entry{}, p.fail(fmt.Sprintf("%q after the key %s", rune(c), name))
+	}
+	v, err := p.value()
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Value, e.HasValue = v, true
+	return e, nil
+}
+
+// value is git's parse_value: quotes toggle, # and ; start a comment
+// outside quotes, runs of spaces inside the value become one space per
+// character, trailing spaces are dropped, \n \t \b \\ \" and a
+// backslash-newline are the only escapes.
+func (p *cfgParser) value() (string, error) {
+	var b []byte
+	quote, comment, space := false, false, 0
+	for {
+		c := p.next()
+		if c == '\n' {
+			if quote {
+				return "", p.fail("unterminated quote")
+			}
+			return string(b), nil
+		}
+		if comment {
+			continue
+		}
+		if gitSpace(c) && !quote {
+			if len(b) > 0 {
+				space++
+			}
+			continue
+		}
+		if !quote && (c == ';' || c == '#') {
+			comment = true
+			continue
+		}
+		for ; space > 0; space-- {
+			b = append(b, ' ')
+		}
+		if c == '\\' {
+			c = p.next()
+			switch c {
+			case '\n':
+				if p.eof {
+					return "", p.fail("backslash at the end of the file")
+				}
+				continue
+			case 't':
+				c = '\t'
+			case 'b':
+				c = '\b'
+			case 'n':
+				c = '\n'
+			case '\\', '"':
+			default:
+				return "", p.fail(fmt.Sprintf("unknown escape \\%c", rune(c)))
+			}
+			b = append(b, byte(c))
+			continue
+		}
+		if c == '"' {
+			quote = !quote
+			continue
+		}
+		b = append(b, byte(c))
+	}
+}
+
+// FormatConfig writes entries back as a config file git reads as exactly
+// these entries (section headers in the quoted form, every value quoted
+// and escaped).
+func FormatConfig(es []Entry) []byte {
+	var b strings.Builder
+	cur := "\x00"
+	for _, e := range es {
+		sec, sub, key := e.Section(), e.Subsection(), e.Key()
+		head := sec + "\x00" + sub
+		if head != cur {
+			cur = head
+			if sub == "" {
+				fmt.Fprintf(&b, "[%s]\n", sec)
+			} else {
+				fmt.Fprintf(&b, "[%s \"%s\"]\n", sec, escapeSub(sub))
+			}
+		}
+		if !e.HasValue {
+			fmt.Fprintf(&b, "\t%s\n", key)
+			continue
+		}
+		fmt.Fprintf(&b, "\t%s = \"%s\"\n", key, escapeValue(e.Value))
+	}
+	return []byte(b.String())
+}
+
+func escapeSub(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return r.Replace(s)
+}
+
+func escapeValue(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`, "\b", `\b`)
+	return r.Replace(s)
+}

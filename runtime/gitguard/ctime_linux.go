@@ -1,0 +1,5 @@
+package gitguard
+
+import "syscall"
+
+func ctimeNS(st *syscall.Stat_t) int64 { return st.Ctim.Nano() }

@@ -1,0 +1,144 @@
+package gitguard
+
+import "strings"
+
+// Risk says why a config entry written by a sandboxed command must not
+// reach the user's git, or "" when it is known to be harmless.
+//
+// The test is an allow-list: a section moat does not know is a risk, so a
+// setting a future git adds that runs a program is refused, not missed.
+// Within known sections, the keys that name a program, a file git would
+// execute or read as configuration, a proxy, or that weaken a protection
+// are risks.
+func Risk(e Entry) string {
+	sec, sub, key := e.Section(), e.Subsection(), e.Key()
+	full := sec + "." + key // without the subsection
+	if r, ok := riskyKeys[full]; ok {
+		if full == "core.fsmonitor" && isBool(e) {
+			return "" // true/false: git's own daemon, no program named
+		}
+		return r
+	}
+	switch sec {
+	case "alias":
+		if e.HasValue && strings.HasPrefix(e.Value, "!") {
+			return "an alias that runs a shell command"
+		}
+		return ""
+	case "submodule":
+		if key == "update" && e.HasValue && strings.HasPrefix(strings.TrimSpace(e.Value), "!") {
+			return "submodule.<name>.update runs a command"
+		}
+	case "diff":
+		if sub != "" && (key == "command" || key == "textconv") {
+			return "a diff driver runs a program"
+		}
+	case "merge":
+		if sub != "" && key == "driver" {
+			return "a merge driver runs a program"
+		}
+	case "remote":
+		switch key {
+		case "uploadpack", "receivepack", "vcs":
+			return "remote.<name>." + key + " runs a program"
+		case "proxy":
+			return "a proxy for the user's git traffic"
+		}
+	case "lfs":
+		if strings.HasPrefix(sub, "customtransfer.") || strings.HasPrefix(sub, "extension.") || key == "standalonetransferagent" {
+			return "git-lfs runs a program named here"
+		}
+	}
+	if !safeSections[sec] {
+		if r, ok := riskySections[sec]; ok {
+			return r
+		}
+		return "a setting moat does not know to be harmless"
+	}
+	return ""
+}
+
+func isBool(e Entry) bool {
+	if !e.HasValue {
+		return true
+	}
+	switch strings.ToLower(e.Value) {
+	case "", "true", "false", "yes", "no", "on", "off", "0", "1":
+		return true
+	}
+	return false
+}
+
+// riskyKeys are section.key pairs (subsection ignored) that run a program,
+// make git read other files as configuration or hooks, or weaken git's own
+// protections.
+var riskyKeys = map[string]string{
+	"core.fsmonitor":             "core.fsmonitor runs a program on every git status",
+	"core.hookspath":             "core.hooksPath points git at other hooks",
+	"core.sshcommand":            "core.sshCommand runs a program",
+	"core.pager":                 "core.pager runs a program",
+	"core.editor":                "core.editor runs a program",
+	"core.askpass":               "core.askPass runs a program",
+	"core.gitproxy":              "core.gitProxy runs a program",
+	"core.alternaterefscommand":  "core.alternateRefsCommand runs a program",
+	"core.attributesfile":        "core.attributesFile makes git read other attributes",
+	"core.protecthfs":            "core.protectHFS turns off a protection against hostile trees",
+	"core.protectntfs":           "core.protectNTFS turns off a protection against hostile trees",
+	"sequence.editor":            "sequence.editor runs a program",
+	"diff.external":              "diff.external runs a program",
+	"diff.tool":                  "diff.tool chooses a program to run",
+	"diff.guitool":               "diff.guitool chooses a program to run",
+	"merge.tool":                 "merge.tool chooses a program to run",
+	"merge.guitool":              "merge.guitool chooses a program to run",
+	"commit.template":            "commit.template makes git read another file",
+	"init.templatedir":           "init.templateDir copies hooks into new repositories",
+	"interactive.difffilter":     "interactive.diffFilter runs a program",
+	"uploadpack.packobjectshook": "uploadpack.packObjectsHook runs a program",
+}
+
+// riskySections name why a whole section is a risk.
+var riskySections = map[string]string{
+	"include":    "include makes git read another file as configuration",
+	"includeif":  "includeIf makes git read another file as configuration",
+	"filter":     "a filter driver runs a program",
+	"credential": "a credential helper runs a program",
+	"gpg":        "gpg.* names the signing program",
+	"hook":       "hook.* runs a program",
+	"pager":      "pager.* runs a program",
+	"difftool":   "difftool.* runs a program",
+	"mergetool":  "mergetool.* runs a program",
+	"sendemail":  "sendemail.* can run programs",
+	"web":        "web.browser runs a program",
+	"browser":    "browser.* runs a program",
+	"man":        "man.* runs a program",
+	"instaweb":   "instaweb.* runs a program",
+	"guitool":    "guitool.* runs a program",
+	"tar":        "tar.<format>.command runs a program",
+	"trace2":     "trace2.* writes to files or sockets",
+	"protocol":   "protocol.* can enable protocols that run programs",
+	"url":        "url.* rewrites where the user's git connects",
+	"http":       "http.* changes how the user's git connects (proxy, TLS checks)",
+	"https":      "https.* changes how the user's git connects",
+	"safe":       "safe.* changes git's ownership checks",
+}
+
+// safeSections are sections whose keys are data, not programs (the
+// exceptions within them are in riskyKeys and Risk's switch).
+var safeSections = map[string]bool{
+	"add": true, "advice": true, "alias": true, "am": true, "apply": true,
+	"blame": true, "branch": true, "bundle": true, "checkout": true,
+	"clean": true, "clone": true, "color": true, "column": true,
+	"commit": true, "commitgraph": true, "core": true, "diff": true,
+	"extensions": true, "fastimport": true, "feature": true, "fetch": true,
+	"format": true, "fsck": true, "fsmonitor": true, "gc": true, "grep": true,
+	"i18n": true, "index": true, "init": true,
+	"interactive": true, "lfs": true, "log": true, "mailmap": true,
+	"maintenance": true, "merge": true, "notes": true, "pack": true,
+	"pull": true, "push": true, "rebase": true, "receive": true,
+	"remote": true, "repack": true, "rerere": true, "reset": true,
+	"revert": true, "sequence": true, "showbranch": true, "sparse": true,
+	"splitindex": true, "ssh": true, "stash": true, "status": true,
+	"submodule": true, "tag": true, "transfer": true, "uploadarchive": true,
+	"uploadpack": true, "user": true, "versionsort": true, "worktree": true,
+	"pretty": true,
+}

@@ -1,0 +1,185 @@
+package gitguard
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxQuarantineCopy bounds what is copied when a file cannot be renamed
+// into the quarantine (another filesystem): hooks and configs are small.
+const maxQuarantineCopy = 64 << 20
+
+func (a *auditor) record(f Finding) { a.rep.Findings = append(a.rep.Findings, f) }
+
+// quarantine moves p out of the tree.
+func (a *auditor) quarantine(p, reason string) {
+	if a.done[p] {
+		return
+	}
+	a.done[p] = true
+	f := Finding{Path: p, Reason: reason, Action: "quarantined"}
+	dest, err := a.moveOut(p)
+	if err != nil {
+		f.Action = "failed: " + err.Error()
+	}
+	f.MovedTo = dest
+	a.record(f)
+}
+
+// rewrite replaces the config at p by the entries kept, the original going
+// to the quarantine.
+func (a *auditor) rewrite(p string, keep []Entry, why string) {
+	if a.done[p] {
+		return
+	}
+	a.done[p] = true
+	f := Finding{Path: p, Reason: "a git config written during the run sets " + why, Action: "rewrote without those settings"}
+	dest, err := a.copyOut(p)
+	if err == nil {
+		err = replaceFile(p, FormatConfig(keep))
+	}
+	if err != nil {
+		// The risky file must not stay: move it out whole.
+		if d, err2 := a.moveOut(p); err2 == nil {
+			f.Action, dest = "quarantined (could not rewrite it: "+err.Error()+")", d
+		} else {
+			f.Action = "failed: " + err.Error() + "; " + err2.Error()
+		}
+	}
+	f.MovedTo = dest
+	a.record(f)
+}
+
+func (a *auditor) dir() (string, error) {
+	if a.qdir != "" {
+		return a.qdir, nil
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	d := filepath.Join(a.o.QuarantineDir, time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(b[:]))
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", err
+	}
+	a.qdir = d
+	return d, nil
+}
+
+func (a *auditor) dest(p string) (string, error) {
+	d, err := a.dir()
+	if err != nil {
+		return "", err
+	}
+	a.n++
+	name := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '/' {
+			return '_'
+		}
+		return r
+	}, filepath.Base(p))
+	dest := filepath.Join(d, fmt.Sprintf("%03d-%s", a.n, name))
+	idx, err := os.OpenFile(filepath.Join(d, "index.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err == nil {
+		fmt.Fprintf(idx, "%s\t%q\n", filepath.Base(dest), p)
+		idx.Close()
+	}
+	return dest, nil
+}
+
+// moveOut takes p (a file or symlink) out of the tree.
+func (a *auditor) moveOut(p string) (string, error) {
+	dest, err := a.dest(p)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(p, dest); err == nil {
+		return dest, nil
+	} else if !errors.Is(err, syscall.EXDEV) {
+		return "", err
+	}
+	if err := copyTo(p, dest); err != nil {
+		return "", err
+	}
+	if err := os.Remove(p); err != nil {
+		return dest, err
+	}
+	return dest, nil
+}
+
+// copyOut keeps a copy of p in the quarantine.
+func (a *auditor) copyOut(p string) (string, error) {
+	dest, err := a.dest(p)
+	if err != nil {
+		return "", err
+	}
+	return dest, copyTo(p, dest)
+}
+
+func copyTo(p, dest string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dest+".symlink", []byte(t+"\n"), 0o600)
+	}
+	if !fi.Mode().IsRegular() {
+		return os.WriteFile(dest+".type", []byte(fi.Mode().Type().String()+"\n"), 0o600)
+	}
+	src, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, io.LimitReader(src, maxQuarantineCopy))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceFile writes data to p atomically (a new file renamed over it),
+// keeping p's permission bits.
+func replaceFile(p string, data []byte) error {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Lstat(p); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	tmp := p + ".moat-" + hex.EncodeToString(b[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
