@@ -423,7 +423,7 @@ func TestRunCleansAfterDeadRun(t *testing.T) {
 	syscall.Lstat(ghost, &st)
 	jdir := filepath.Join(tr.state, "moat", "journal")
 	os.MkdirAll(jdir, 0o700)
-	rec := fmt.Sprintf("P %d %d - d %s\n", st.Dev, st.Ino, ghost)
+	rec := fmt.Sprintf("P %d %d - d %x\n", st.Dev, st.Ino, ghost) // paths are hex in a record
 	if err := os.WriteFile(filepath.Join(jdir, "deadbeefdeadbeef.run"), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -179,7 +179,7 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		j.ps = append(j.ps, p)
 		return nil
 	}
-	if err := j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + path); err != nil {
+	if err := j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + hex.EncodeToString([]byte(path))); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	var err error
@@ -232,7 +232,9 @@ func (p Placeholder) line() string {
 	if p.Content != "" {
 		c = hex.EncodeToString([]byte(p.Content))
 	}
-	return fmt.Sprintf("P %d %d %s %c %s", p.dev, p.ino, c, p.Kind, p.Path)
+	// The path is hex: a name may hold a newline or anything else, and
+	// must never be able to forge a record of its own.
+	return fmt.Sprintf("P %d %d %s %c %s", p.dev, p.ino, c, p.Kind, hex.EncodeToString([]byte(p.Path)))
 }
 
 // Placeholders lists what this run created or adopted.
@@ -377,6 +379,19 @@ type intent struct {
 	content string
 }
 
+func validKind(s string) bool { return s == string(Dir) || s == string(File) }
+
+func dashOrHex(s string) (string, error) {
+	if s == "-" {
+		return "", nil
+	}
+	b, err := hex.DecodeString(s)
+	return string(b), err
+}
+
+// cleanAbs accepts only what moat records: absolute, clean paths.
+func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
 func hexOrDash(s string) string {
 	if s == "" {
 		return "-"
@@ -429,32 +444,27 @@ func parseRecord(file string) ([]Placeholder, []intent) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), " ", 6)
+		// Every field is a number, a one-letter kind or hex: a record is
+		// exactly its fields, and a line that is anything else is skipped.
+		f := strings.Split(sc.Text(), " ")
 		switch {
-		case len(f) == 6 && f[0] == "P" && len(f[4]) == 1:
+		case len(f) == 6 && f[0] == "P" && validKind(f[4]):
 			dev, e1 := strconv.ParseUint(f[1], 10, 64)
 			ino, e2 := strconv.ParseUint(f[2], 10, 64)
-			var content []byte
-			var e3 error
-			if f[3] != "-" {
-				content, e3 = hex.DecodeString(f[3])
-			}
-			if e1 != nil || e2 != nil || e3 != nil {
+			content, e3 := dashOrHex(f[3])
+			path, e4 := hex.DecodeString(f[5])
+			if e1 != nil || e2 != nil || e3 != nil || e4 != nil || !cleanAbs(string(path)) {
 				continue
 			}
-			ps = append(ps, Placeholder{Path: f[5], Kind: Kind(f[4][0]), Content: string(content), dev: dev, ino: ino})
-		case len(f) >= 5 && f[0] == "I":
-			at, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil || len(f[2]) != 1 {
+			ps = append(ps, Placeholder{Path: string(path), Kind: Kind(f[4][0]), Content: content, dev: dev, ino: ino})
+		case len(f) == 5 && f[0] == "I" && validKind(f[2]):
+			at, e1 := strconv.ParseInt(f[1], 10, 64)
+			content, e2 := dashOrHex(f[3])
+			path, e3 := hex.DecodeString(f[4])
+			if e1 != nil || e2 != nil || e3 != nil || !cleanAbs(string(path)) {
 				continue
 			}
-			var content []byte
-			if f[3] != "-" {
-				if content, err = hex.DecodeString(f[3]); err != nil {
-					continue
-				}
-			}
-			is = append(is, intent{path: strings.Join(f[4:], " "), kind: Kind(f[2][0]), at: at, content: string(content)})
+			is = append(is, intent{path: string(path), kind: Kind(f[2][0]), at: at, content: content})
 		}
 	}
 	return ps, is

@@ -3,9 +3,13 @@
 package journal
 
 import (
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func setup(t *testing.T) (dir, tree string) {
@@ -116,13 +120,60 @@ func TestSweepIntentOnly(t *testing.T) {
 	dir, tree := setup(t)
 	d := filepath.Join(tree, ".vscode")
 	j, _ := Begin(dir)
-	j.append("I 0 d - " + d)
+	j.append("I 0 d - " + hex.EncodeToString([]byte(d)))
 	os.Mkdir(d, 0o755)
 	j.Unlock()
 	j.rec.Close()
 	SweepDir(dir)
 	if exists(d) {
 		t.Fatal("an unrecorded placeholder survived")
+	}
+}
+
+// A path can hold a newline: it must never forge a record of its own.
+// Here a working directory whose name carries a whole placeholder record
+// (with the real device and inode of an empty directory of the user's)
+// gets a placeholder, the run dies, and the sweep removes the placeholder
+// and nothing else.
+func TestHostileNamesCannotForgeRecords(t *testing.T) {
+	dir, tree := setup(t)
+	victim := filepath.Join(tree, "victim")
+	os.Mkdir(victim, 0o755)
+	var st unix.Stat_t
+	if err := unix.Lstat(victim, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []string{
+		fmt.Sprintf("x\nP %d %d - d %s", st.Dev, st.Ino, victim),
+		fmt.Sprintf("x\nP %d %d - d %s", st.Dev, st.Ino, hex.EncodeToString([]byte(victim))),
+		fmt.Sprintf("x\nP %d %d - d %s\n", st.Dev, st.Ino, victim),
+		"x\nI 0 d - " + victim,
+		"x\nI 0 d - " + hex.EncodeToString([]byte(victim)),
+		"x\r\nI 0 d - " + hex.EncodeToString([]byte(victim)) + "\n",
+	} {
+		work := filepath.Join(tree, forged)
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		j, err := Begin(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph := filepath.Join(work, ".claude")
+		if err := j.Create(ph, Dir, ""); err != nil {
+			t.Fatal(err)
+		}
+		j.Unlock()
+		j.rec.Close() // the run dies: its record stays, unlocked
+		if err := SweepDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		if exists(ph) {
+			t.Errorf("%q: the placeholder survived the sweep", forged)
+		}
+		if !exists(victim) {
+			t.Fatalf("%q: a forged record removed the user's directory %s", forged, victim)
+		}
 	}
 }
 

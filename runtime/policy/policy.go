@@ -252,6 +252,8 @@ func CheckPath(p string) error {
 		return errors.New("empty path")
 	case strings.ContainsRune(p, 0):
 		return errors.New("path contains a NUL byte")
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("path %q contains a control character (a newline, a tab, ...)", p)
 	case !filepath.IsAbs(p):
 		return fmt.Errorf("path %q is not absolute", p)
 	case filepath.Clean(p) != p:
