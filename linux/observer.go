@@ -124,8 +124,17 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	case "connect":
 		return o.brokerConnect(n)
 	case "socket":
+		if fam := n.args[0]; fam != unix.AF_UNIX {
+			o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "socket", Target: familyName(fam, n.args[2]),
+				Rule: "only inet, inet6, unix and netlink-route sockets exist in the sandbox", Pid: int(n.pid)})
+			return unix.EPERM, false
+		}
 		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socket(AF_UNIX)",
 			Rule: "unix sockets are blocked (network.allowUnixSockets / allowAllUnixSockets)", Pid: int(n.pid)})
+		return unix.EPERM, false
+	case "personality":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "personality", Target: fmt.Sprintf("%#x", uint32(n.args[0])),
+			Rule: "only the Linux personas, with address randomisation kept", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "clone", "unshare":
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: nsFlagNames(n.args[0]),
@@ -136,12 +145,36 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
 		return unix.EPERM, false
 	}
-	if isDenied(name) {
-		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Rule: "blocked by moat's seccomp filter", Pid: int(n.pid)})
+	if _, write := pathArgs[name]; !write {
+		// Every other notified syscall is one the filter refuses (and one
+		// the observer does not know by name fails closed too).
+		rule := "blocked by moat's seccomp filter"
+		if !isDenied(name) {
+			rule = "refused: a syscall moat's filter reports and the observer does not know"
+		}
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Rule: rule, Pid: int(n.pid)})
 		return unix.EPERM, false
 	}
 	o.observeWrite(n, name)
 	return 0, true
+}
+
+// familyName names a socket family (and the netlink protocol).
+func familyName(fam, proto uint64) string {
+	names := map[uint64]string{
+		unix.AF_UNSPEC: "AF_UNSPEC", unix.AF_PACKET: "AF_PACKET", unix.AF_VSOCK: "AF_VSOCK", unix.AF_ALG: "AF_ALG",
+		unix.AF_KEY: "AF_KEY", unix.AF_XDP: "AF_XDP", unix.AF_BLUETOOTH: "AF_BLUETOOTH", unix.AF_CAN: "AF_CAN",
+		unix.AF_TIPC: "AF_TIPC", unix.AF_RDS: "AF_RDS", unix.AF_NETLINK: "AF_NETLINK", unix.AF_APPLETALK: "AF_APPLETALK",
+		unix.AF_X25: "AF_X25", unix.AF_AX25: "AF_AX25", unix.AF_LLC: "AF_LLC", unix.AF_IB: "AF_IB", unix.AF_MPLS: "AF_MPLS",
+	}
+	n, ok := names[fam]
+	if !ok {
+		n = fmt.Sprintf("family %d", fam)
+	}
+	if fam == unix.AF_NETLINK {
+		n += fmt.Sprintf(" protocol %d", int32(proto))
+	}
+	return "socket(" + n + ")"
 }
 
 func isDenied(name string) bool {
@@ -258,7 +291,7 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
-	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect"} {
+	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "personality"} {
 		add(s)
 	}
 	m[467] = "open_tree_attr"

@@ -119,6 +119,13 @@ func Build(o Options) ([]byte, error) {
 		}
 		return nil
 	}
+	addCmp := func(name string, act lsc.ScmpAction, op lsc.ScmpCompareOp, arg uint, value uint64) error {
+		c, err := lsc.MakeCondition(arg, op, value)
+		if err != nil {
+			return fmt.Errorf("seccomp: condition for %s: %w", name, err)
+		}
+		return add(name, act, c)
+	}
 	masked := func(arg uint, mask, value uint64) lsc.ScmpCondition {
 		c, err := lsc.MakeCondition(arg, lsc.CompareMaskedEqual, mask, value)
 		if err != nil {
@@ -160,6 +167,40 @@ func Build(o Options) ([]byte, error) {
 			return nil, err
 		}
 	}
+	// personality(2): the query and the plain Linux personas only
+	// (PER_LINUX, PER_LINUX32, either with UNAME26), as container
+	// profiles allow: ADDR_NO_RANDOMIZE (ASLR off for what the command
+	// runs next), READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest are
+	// refused.
+	for _, c := range personalityDenied() {
+		if err := add("personality", deny, masked(0, c[0], c[1])); err != nil {
+			return nil, err
+		}
+	}
+	// socket(2) families: an allow-list. AF_INET and AF_INET6 (the proxy,
+	// and servers with allowLocalBinding), AF_UNIX (decided below), and
+	// AF_NETLINK for NETLINK_ROUTE only (the C library asks it for the
+	// interfaces). Everything else (AF_PACKET, AF_VSOCK, AF_ALG, AF_KEY,
+	// AF_XDP, Bluetooth, CAN, TIPC, RDS, ...) is kernel attack surface or a
+	// route out that nothing here needs.
+	for _, fam := range deniedFamilies() {
+		if err := add("socket", deny, masked(0, 0xffffffff, fam)); err != nil {
+			return nil, err
+		}
+	}
+	if err := addCmp("socket", deny, lsc.CompareGreater, 0, unix.AF_NETLINK); err != nil {
+		return nil, err
+	}
+	if sc, err := lsc.GetSyscallFromName("socket"); err == nil {
+		c0 := masked(0, 0xffffffff, unix.AF_NETLINK)
+		c2, err := lsc.MakeCondition(2, lsc.CompareGreater, unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("seccomp: netlink condition: %w", err)
+		}
+		if err := f.AddRuleConditional(sc, deny, []lsc.ScmpCondition{c0, c2}); err != nil {
+			return nil, fmt.Errorf("seccomp: rule for socket: %w", err)
+		}
+	}
 	switch {
 	case o.AllowUnix:
 	case o.UnixBroker:
@@ -197,6 +238,45 @@ func Build(o Options) ([]byte, error) {
 		}
 	}
 	return export(f)
+}
+
+// personalityDenied returns (mask, value) pairs that, together, match every
+// personality(2) argument except 0xffffffff (the query), PER_LINUX (0),
+// PER_LINUX32 (8), and either of those with UNAME26 (0x20000): a value with
+// bit 31 clear must have no bit outside 0x20008; a value with bit 31 set
+// must be all ones.
+func personalityDenied() [][2]uint64 {
+	const allowed, top = 0x20008, 1 << 31
+	var out [][2]uint64
+	for b := 0; b < 31; b++ {
+		bit := uint64(1) << b
+		if bit&allowed == 0 {
+			out = append(out, [2]uint64{bit | top, bit}) // bit set, bit 31 clear
+		}
+		out = append(out, [2]uint64{bit | top, top}) // bit 31 set, bit clear
+	}
+	return out
+}
+
+// AllowedFamilies are the socket families a sandboxed command may create
+// (AF_UNIX further decided by the unix-socket options, AF_NETLINK for
+// NETLINK_ROUTE only).
+var AllowedFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// deniedFamilies are the families below AF_NETLINK that are not allowed
+// (those above it are refused by one comparison).
+func deniedFamilies() []uint64 {
+	var out []uint64
+	for fam := uint64(0); fam < unix.AF_NETLINK; fam++ {
+		ok := false
+		for _, a := range AllowedFamilies {
+			ok = ok || a == fam
+		}
+		if !ok {
+			out = append(out, fam)
+		}
+	}
+	return out
 }
 
 func export(f *lsc.ScmpFilter) ([]byte, error) {
