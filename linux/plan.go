@@ -31,6 +31,9 @@ type fsPlan struct {
 	protected []string
 	// ops are applied after the plan's sources are cloned.
 	build func(p *nsinit.Plan)
+	// lockdown runs last, after the sysctl writes: it makes the kernel's
+	// knobs under /proc read-only and hides what discloses the host.
+	lockdown func(p *nsinit.Plan)
 }
 
 type placeholder struct {
@@ -141,6 +144,14 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			reserved[p] = true
 		}
 	}
+	home := ""
+	if pol.Home != "" {
+		home, _, _ = canonical(pol.Home)
+	}
+	global := globalGitFacts(home)
+	// A reserved path needs a mount point, made in its parent: only where
+	// the parent exists.
+	reserveIfParent := func(p string) bool { return lstatKind(filepath.Dir(p)) == 'd' }
 	gitEntries := func(g string, reserve bool) {
 		for _, n := range policy.GitProtected {
 			if (n == "config" || n == "config.worktree") && pol.FS.AllowGitConfig {
@@ -148,6 +159,16 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			}
 			r := reserve && contains(policy.GitReserved, n)
 			protect(filepath.Join(g, n), "git: "+n+" is never writable", r)
+		}
+		worktree := ""
+		if filepath.Base(g) == ".git" {
+			worktree = filepath.Dir(g)
+		}
+		for _, t := range gitRepoTargets(g, worktree, home, global) {
+			if pol.FS.AllowGitConfig && strings.HasSuffix(t.path, "config.worktree") {
+				continue
+			}
+			protect(t.path, t.why, t.reserve && reserveIfParent(t.path))
 		}
 	}
 	names := func(a string, reserve []string) {
@@ -158,7 +179,16 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", contains(reserve, n))
 		}
 		for _, n := range reserve {
-			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", true)
+			p := filepath.Join(a, n)
+			if n == "HEAD" {
+				// Reserved only where it is absent: an existing HEAD is a
+				// repository's, and git must keep writing it.
+				if lstatKind(p) == 0 {
+					protect(p, "git: a HEAD here would make this directory a repository", true)
+				}
+				continue
+			}
+			protect(p, "mandatory: "+n+" is never writable", true)
 		}
 	}
 	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
@@ -184,7 +214,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		}
 	}
 	if c, _, err := canonical(pol.Cwd); err == nil {
-		names(c, policy.ReservedNames)
+		names(c, policy.CwdReservedNames)
 		// The repository the command works in: reserve its git entries.
 		if gitDir, gitFile := enclosingGitDir(c); gitDir != "" {
 			gitEntries(gitDir, true)
@@ -196,10 +226,22 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			}
 		}
 	}
-	if pol.Home != "" {
-		if c, _, err := canonical(pol.Home); err == nil {
-			names(c, policy.HomeReservedNames)
+	if home != "" {
+		names(home, policy.HomeReservedNames)
+		for _, n := range policy.HomeReservedPaths {
+			p := filepath.Join(home, n)
+			protect(p, "mandatory: ~/"+n+" is never writable", reserveIfParent(p))
 		}
+	}
+	// The user's own git configuration names hooks directories and
+	// included files: none may be writable.
+	for _, h := range global.hooksPaths {
+		if p := gitPath(h, "", home); p != "" {
+			protect(p, "git: the user's core.hooksPath", reserveIfParent(p))
+		}
+	}
+	for _, inc := range global.includes {
+		protect(inc, "git: included by the user's git configuration", reserveIfParent(inc))
 	}
 	for _, p := range pol.Protect {
 		if c, _, err := canonical(p); err == nil {
@@ -239,6 +281,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			}
 		}
 		fp.build = func(*nsinit.Plan) {}
+		fp.lockdown = func(*nsinit.Plan) {}
 		return fp, nil
 	}
 	// Gather the nodes.
@@ -259,14 +302,25 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	for _, r := range v.denyWrite {
 		add(r.path).prot = true
 	}
+	// Pin every ancestor between a writable root and a protected path (a
+	// mandatory protection or the user's denyWrite or denyRead), so nothing
+	// above it can be renamed or removed and the path made again, unprotected.
+	pinAncestors := func(p string) {
+		if root, ok := closest(p, v.allowWrite); ok {
+			for d := filepath.Dir(p); d != root.path && within(d, root.path); d = filepath.Dir(d) {
+				add(d).pin = true
+			}
+		}
+	}
 	for _, r := range v.protect {
 		n := add(r.path)
 		n.prot = reserved[r.path]
-		// Pin every ancestor between the writable root and the protected
-		// path, so nothing above it can be renamed or removed.
-		if root, ok := closest(r.path, v.allowWrite); ok {
-			for d := filepath.Dir(r.path); d != root.path && within(d, root.path); d = filepath.Dir(d) {
-				add(d).pin = true
+		pinAncestors(r.path)
+	}
+	for _, list := range [][]rule{v.denyWrite, v.denyRead} {
+		for _, r := range list {
+			if lstatKind(r.path) != 0 {
+				pinAncestors(r.path)
 			}
 		}
 	}
@@ -477,7 +531,64 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			p.Setattr(roAtEnd[i], false, nsinit.AttrRdonly, 0)
 		}
 	}
+	fp.lockdown = kernelLockdown(in.uid, in.gid)
 	return fp, nil
+}
+
+// procReadOnly are the parts of /proc that reach the whole machine, not
+// the sandbox: kernel knobs (a root mapped into the sandbox is the host's
+// root for their permission checks), the SysRq trigger, IRQ routing, bus
+// and filesystem settings. They are made read-only, as the OCI runtimes do.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+
+// kernelMasked are files and directories that disclose the host's kernel,
+// firmware or hardware (kernel memory, the keys of every user, timers and
+// scheduler internals, ACPI and DMI tables, energy counters, debugfs,
+// tracefs, securityfs, crash logs): hidden, a file behind /dev/null on a
+// nodev mount (opening it fails), a directory behind an empty read-only
+// tmpfs. Only what exists on this host is planned.
+var kernelMasked = []string{
+	"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/timer_stats", "/proc/acpi", "/proc/scsi", "/proc/asound",
+	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys/kernel/debug", "/sys/kernel/tracing",
+	"/sys/kernel/security", "/sys/fs/pstore",
+}
+
+// kernelLockdown plans the read-only binds and masks above.
+func kernelLockdown(uid, gid int) func(p *nsinit.Plan) {
+	const ro = nsinit.AttrRdonly | nsinit.AttrNosuid | nsinit.AttrNodev | nsinit.AttrNoexec
+	type mask struct {
+		path string
+		dir  bool
+	}
+	var readOnly []string
+	var masks []mask
+	for _, p := range procReadOnly {
+		if lstatKind(p) != 0 {
+			readOnly = append(readOnly, p)
+		}
+	}
+	for _, p := range kernelMasked {
+		switch lstatKind(p) {
+		case 'd':
+			masks = append(masks, mask{p, true})
+		case 'f':
+			masks = append(masks, mask{p, false})
+		}
+	}
+	return func(p *nsinit.Plan) {
+		for _, path := range readOnly {
+			p.Bind(path, path, ro, 0, true)
+		}
+		for _, m := range masks {
+			if m.dir {
+				p.Tmpfs(m.path, 0o555, uint32(uid), uint32(gid), ro&^nsinit.AttrRdonly)
+				p.Setattr(m.path, false, nsinit.AttrRdonly, 0)
+				continue
+			}
+			p.Bind("/dev/null", m.path, ro, 0, true)
+		}
+	}
 }
 
 // errVanished: a path the plan found is gone, and needs no mount.

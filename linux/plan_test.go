@@ -225,7 +225,10 @@ func TestPlanProtections(t *testing.T) {
 		phs = append(phs, rel)
 	}
 	slices.Sort(phs)
-	want := []string{".claude", ".git/commondir", ".git/modules", ".mcp.json", ".vscode"}
+	// The seeds' names in the working directory, HEAD (no bare repository
+	// planted there), the git entries of its repository.
+	want := []string{".bash_profile", ".bashrc", ".claude", ".git/commondir", ".git/modules", ".gitconfig", ".gitmodules",
+		".idea", ".mcp.json", ".profile", ".ripgreprc", ".vscode", ".zprofile", ".zshrc", "HEAD"}
 	if !slices.Equal(phs, want) {
 		t.Errorf("placeholders %v, want %v", phs, want)
 	}

@@ -77,6 +77,9 @@ type Result struct {
 	Violations []policy.Violation
 	// Skipped lists protections best-effort mode could not provide.
 	Skipped []string
+	// Warnings are things the user should know about this run (a check
+	// that could not cover everything, say).
+	Warnings []string
 }
 
 // SetupError is a failure to build the sandbox: nothing ran.
@@ -161,6 +164,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}
 	}
 	var skipped []string
+	since := auditSince(time.Now())
 	if s.StateDir == "" {
 		s.StateDir = DefaultStateDir()
 	}
@@ -195,6 +199,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	if res != nil {
 		res.Skipped = append(skipped, res.Skipped...)
+		// The command ran: take out what it planted for the user's git.
+		vs, warns := l.auditGit(since)
+		for _, v := range vs {
+			l.violation(v)
+		}
+		res.Violations = append(res.Violations, vs...)
+		res.Warnings = append(res.Warnings, warns...)
 	}
 	return res, err
 }
@@ -673,6 +684,7 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		l.fp.build(p)
 		// No new user namespaces, as a second layer behind seccomp.
 		p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+		l.fp.lockdown(p)
 	}
 	p.NewKeyring()
 	p.Cwd(s.Policy.Cwd)
@@ -737,7 +749,11 @@ func (l *launch) buildPlan(prog []byte, env []string, _ *terminal) *nsinit.Plan 
 		p.LandlockPath("/dev/tty", devFile, 0)
 		p.LandlockPath("/dev/pts", devFile, 0)
 		p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
-		p.LandlockPath("/proc", devFile, 0)
+		if !l.nons {
+			// (Without namespaces /proc is the host's, and a root
+			// command could write its kernel knobs: nothing there.)
+			p.LandlockPath("/proc", devFile, 0)
+		}
 		p.LandlockStdio(devFile)
 	}
 	flags := uint32(0)

@@ -122,6 +122,9 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "moat: warning: %s\n", w)
+	}
 	printViolations(stderr, pol, argv, res.Violations)
 	if res.TimedOut {
 		fmt.Fprintf(stderr, "moat: timed out after %v: the process tree was killed\n", pol.Limits.Timeout)

@@ -13,6 +13,7 @@ import (
 
 type runResult struct {
 	Skipped    []string
+	Warnings   []string
 	ExitCode   int
 	TimedOut   bool
 	Violations []policy.Violation

@@ -512,6 +512,32 @@ static void do_mount_op(struct rd *r)
 		close(fd);
 		break;
 	}
+	case M_BIND: {
+		uint32_t fl = rd_u32(r);
+		uint64_t set = rd_u64(r), clr = rd_u64(r);
+		char *src = rd_str(r), *target = rd_str(r);
+		if (r->bad)
+			break;
+		int s = open_path(src);
+		if (s < 0) {
+			if ((fl & MC_OPTIONAL) && errno == ENOENT)
+				break;
+			die("open %s", src);
+		}
+		int fd = (int)syscall(__NR_open_tree, s, "", AT_EMPTY_PATH | X_OPEN_TREE_CLONE | X_OPEN_TREE_CLOEXEC);
+		if (fd < 0)
+			die("clone the mount at %s", src);
+		close(s);
+		if ((set || clr) && mount_setattr_fd(fd, 0, set, clr) < 0)
+			die("set mount attributes of %s", src);
+		if (move_mount_to(fd, target) < 0) {
+			if ((fl & MC_OPTIONAL) && errno == ENOENT)
+				break;
+			die("mount %s over %s", src, target);
+		}
+		close(fd);
+		break;
+	}
 	default:
 		errno = EINVAL;
 		die("unknown mount operation %u", op);

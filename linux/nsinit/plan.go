@@ -57,6 +57,7 @@ const (
 	mMkfile     = 9
 	mSymlink    = 10
 	mSetattr    = 11
+	mBind       = 12
 )
 
 // Flags.
@@ -227,6 +228,17 @@ func (p *Plan) Setattr(path string, recursive bool, set, clr uint64) {
 		rb = 1
 	}
 	p.add(rMount, "set attributes of "+path, (&rec{}).u32(mSetattr).u32(rb).u64(set).u64(clr).str(path))
+}
+
+// Bind mounts source over target, both paths of the new root (after the
+// pivot), with the attributes changed; optional skips a source or target
+// that does not exist.
+func (p *Plan) Bind(source, target string, set, clr uint64, optional bool) {
+	fl := uint32(0)
+	if optional {
+		fl = CloneOptional
+	}
+	p.add(rMount, "bind "+source+" over "+target, (&rec{}).u32(mBind).u32(fl).u64(set).u64(clr).str(source).str(target))
 }
 
 // Sysctl writes value to a /proc/sys file (after /proc is mounted).

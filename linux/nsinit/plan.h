@@ -53,6 +53,8 @@ enum {
 	M_MKFILE = 9,      /* u32 mode, str path */
 	M_SYMLINK = 10,    /* str target, str linkpath */
 	M_SETATTR = 11,    /* u32 recursive, u64 set, u64 clr, str path */
+	M_BIND = 12,       /* u32 flags (MC_OPTIONAL), u64 set, u64 clr, str source, str target:
+			    * a bind of a path of the new root, made once it is in place */
 };
 
 /* M_CLONE flags. */

@@ -18,7 +18,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"R_CLEANUP": rCleanup, "R_LL_STDIO": rLLStdio, "R_LISTEN": rListen, "R_WAIT_GO": rWaitGo, "R_MODE": rMode, "R_LL_PORT": rLLPort, "MODE_NONS": ModeNoNS,
 		"M_PRIVATE": mPrivate, "M_CLONE": mClone, "M_ATTACH_ROOT": mAttachRoot, "M_ATTACH": mAttach,
 		"M_TMPFS": mTmpfs, "M_PROC": mProc, "M_DEVPTS": mDevpts, "M_MKDIR": mMkdir,
-		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr,
+		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr, "M_BIND": mBind,
 		"MC_RECURSIVE": CloneRecursive, "MC_OPTIONAL": CloneOptional, "LLP_OPTIONAL": LLOptional,
 		"SC_LISTENER": SeccompListen, "EX_SEARCH": ExecSearch,
 		"MSG_ERROR": MsgError, "MSG_EXECFAIL": MsgExecFail, "MSG_PTY": MsgPTY, "MSG_NOTIFY": MsgNotify,

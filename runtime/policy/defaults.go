@@ -90,19 +90,38 @@ var MandatoryDirs = []string{
 }
 
 // ReservedNames are the mandatory names moat also protects where they do
-// NOT exist yet, at the top of the working directory and of every writable
-// root: a mount needs a mount point, so moat creates an empty directory
-// there for the run (a placeholder, removed afterwards; git status does not
-// show empty directories). Each costs a directory creation on the host, so
-// the list is kept to the names that give code execution most directly.
-var ReservedNames = []string{".claude", ".mcp.json", ".vscode"}
+// NOT exist yet, at the top of every writable root: a mount needs a mount
+// point, so moat creates an empty directory there for the run (a
+// placeholder, removed afterwards; git status does not show empty
+// directories). Each costs a directory creation on the host, so the list is
+// kept to the names that give code execution most directly. HEAD keeps the
+// directory from becoming a bare git repository during the run (git takes a
+// directory with HEAD, objects/ and refs/ for one).
+var ReservedNames = []string{".claude", ".mcp.json", ".vscode", "HEAD"}
+
+// CwdReservedNames are reserved in the working directory, where the seeds'
+// tool reserves them too (and HEAD, as for every writable root). The seeds
+// also reserve objects, refs, hooks and config there; moat reserves HEAD
+// alone, which is enough to keep the directory from being a repository, and
+// leaves config/, hooks/, objects/ and refs/ free: they are common project
+// folder names.
+var CwdReservedNames = []string{
+	".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
+	".profile", ".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude", "HEAD",
+}
 
 // HomeReservedNames are reserved in the home directory when it is writable.
+// .srt-settings.json is the settings file moat reads by default.
 var HomeReservedNames = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".vimrc",
-	".claude", ".mcp.json",
+	".claude", ".mcp.json", ".srt-settings.json",
 }
+
+// HomeReservedPaths are deeper paths reserved in the home directory when
+// their parent exists and is writable: git's second global config file
+// (with attributes and ignore rules) lives in ~/.config/git.
+var HomeReservedPaths = []string{".config/git"}
 
 // GitProtected are the entries of a git directory that are never writable:
 // hooks run code; config (and config.worktree) can name programs
@@ -110,6 +129,11 @@ var HomeReservedNames = []string{
 // directories of submodules; commondir redirects git to another directory's
 // config and hooks.
 var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.worktree"}
+
+// GitWorktreeProtected are the entries of each linked worktree's
+// administrative directory (.git/worktrees/NAME) that are never writable:
+// commondir and gitdir redirect git, config.worktree is configuration.
+var GitWorktreeProtected = []string{"commondir", "gitdir", "config.worktree"}
 
 // GitReserved are the GitProtected entries reserved where they do not exist,
 // in the git directory of the working directory's repository (config.worktree

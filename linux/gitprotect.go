@@ -1,0 +1,160 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/gitguard"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// gitTarget is one more path a repository makes worth protecting.
+type gitTarget struct {
+	path    string
+	why     string
+	reserve bool // protect it even where it does not exist yet
+}
+
+// gitFacts are what a repository's configuration says about the files
+// git reads besides its own: whether config.worktree is read
+// (extensions.worktreeConfig), where hooks live (core.hooksPath) and which
+// files are included.
+type gitFacts struct {
+	worktreeConfig bool
+	hooksPaths     []string
+	includes       []string // resolved
+}
+
+// readGitFacts reads the config files of git directory g (and of the
+// common directory it shares, if any).
+func readGitFacts(files []string, home string) gitFacts {
+	var f gitFacts
+	seen := map[string]bool{}
+	var read func(p string, depth int)
+	read = func(p string, depth int) {
+		if depth > 10 || seen[p] {
+			return
+		}
+		seen[p] = true
+		b, err := readSmallFile(p, 1<<20)
+		if err != nil {
+			return
+		}
+		es, err := gitguard.ParseConfig(b)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			switch {
+			case e.Name == "extensions.worktreeconfig" && gitBool(e):
+				f.worktreeConfig = true
+			case e.Name == "core.hookspath" && e.HasValue && e.Value != "":
+				f.hooksPaths = append(f.hooksPaths, e.Value)
+			case (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue:
+				inc := gitPath(e.Value, filepath.Dir(p), home)
+				if inc != "" {
+					f.includes = append(f.includes, inc)
+					read(inc, depth+1)
+				}
+			}
+		}
+	}
+	for _, p := range files {
+		read(p, 0)
+	}
+	return f
+}
+
+func gitBool(e gitguard.Entry) bool {
+	if !e.HasValue {
+		return true
+	}
+	switch strings.ToLower(e.Value) {
+	case "true", "yes", "on", "1":
+		return true
+	}
+	return false
+}
+
+// gitPath resolves a path from a git config value as git does.
+func gitPath(v, base, home string) string {
+	switch {
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, strings.TrimPrefix(v, "~"))
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	case base == "":
+		return ""
+	}
+	return filepath.Join(base, v)
+}
+
+// globalGitFacts reads the system's and the user's git configuration.
+func globalGitFacts(home string) gitFacts {
+	files := []string{"/etc/gitconfig"}
+	if home != "" {
+		files = append(files, filepath.Join(home, ".gitconfig"))
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		files = append(files, filepath.Join(x, "git", "config"))
+	} else if home != "" {
+		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	}
+	return readGitFacts(files, home)
+}
+
+// gitRepoTargets lists what repository g (worktree: the directory holding
+// its .git, "" for a bare one) adds to its GitProtected entries: the
+// administrative files of its linked worktrees, config.worktree where it is
+// read, its in-tree hooks directories and the files its config includes.
+func gitRepoTargets(g, worktree, home string, global gitFacts) []gitTarget {
+	var out []gitTarget
+	facts := readGitFacts([]string{filepath.Join(g, "config")}, home)
+	if facts.worktreeConfig {
+		out = append(out, gitTarget{filepath.Join(g, "config.worktree"), "git: config.worktree is read (extensions.worktreeConfig)", true})
+	}
+	if es, err := os.ReadDir(filepath.Join(g, "worktrees")); err == nil {
+		for _, e := range es {
+			if !e.IsDir() {
+				continue
+			}
+			w := filepath.Join(g, "worktrees", e.Name())
+			for _, n := range policy.GitWorktreeProtected {
+				reserve := n == "config.worktree" && facts.worktreeConfig
+				out = append(out, gitTarget{filepath.Join(w, n), "git: a linked worktree's " + n + " is never writable", reserve})
+			}
+		}
+	}
+	base := worktree
+	if base == "" {
+		base = g
+	}
+	for _, h := range append(append([]string(nil), facts.hooksPaths...), global.hooksPaths...) {
+		if p := gitPath(h, base, home); p != "" {
+			out = append(out, gitTarget{p, "git: core.hooksPath " + h + " holds hooks", true})
+		}
+	}
+	for _, inc := range facts.includes {
+		out = append(out, gitTarget{inc, "git: included by " + filepath.Join(g, "config"), true})
+	}
+	return out
+}
+
+// readSmallFile reads a regular file of at most max bytes (a FIFO or a
+// device is refused, not read).
+func readSmallFile(p string, max int64) ([]byte, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, os.ErrInvalid
+	}
+	return os.ReadFile(p)
+}
