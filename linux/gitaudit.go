@@ -3,9 +3,12 @@
 package linux
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"path/filepath"
 	"time"
 
+	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -26,19 +29,7 @@ func (l *launch) auditGit(since time.Time) (vs []policy.Violation, warnings []st
 		return nil, nil
 	}
 	v := l.fp.view
-	var roots []string
-	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
-		if lstatKind(r.path) != 'd' || within(r.path, l.spec.StateDir) {
-			continue
-		}
-		if v.privateTmp && within(r.path, "/tmp") {
-			continue // the run's own /tmp: gone with it
-		}
-		if l.tmpDir != "" && within(r.path, l.tmpDir) {
-			continue
-		}
-		roots = append(roots, r.path)
-	}
+	roots := l.hostWritableRoots()
 	if len(roots) == 0 {
 		return nil, nil
 	}
@@ -74,4 +65,47 @@ func (l *launch) auditGit(since time.Time) (vs []policy.Violation, warnings []st
 		warnings = append(warnings, "git audit incomplete: "+in)
 	}
 	return vs, warnings
+}
+
+// hostWritableRoots are the host directories the command can write (not
+// the run's own /tmp, not moat's state).
+func (l *launch) hostWritableRoots() []string {
+	v := l.fp.view
+	var roots []string
+	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
+		if lstatKind(r.path) != 'd' || within(r.path, l.spec.StateDir) {
+			continue
+		}
+		if v.privateTmp && within(r.path, "/tmp") {
+			continue // the run's own /tmp: gone with it
+		}
+		if l.tmpDir != "" && within(r.path, l.tmpDir) {
+			continue
+		}
+		roots = append(roots, r.path)
+	}
+	return roots
+}
+
+// announce records what this run can write, so that another moat does not
+// load a settings file the command may have written.
+func (l *launch) announce(since time.Time) {
+	roots := l.hostWritableRoots()
+	if len(roots) == 0 {
+		return
+	}
+	ro := append([]string(nil), l.fp.protected...)
+	for _, list := range [][]rule{l.fp.view.denyWrite, l.fp.view.denyRead, l.fp.view.protect} {
+		for _, r := range list {
+			ro = append(ro, r.path)
+		}
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	f, err := journal.Announce(filepath.Join(l.spec.StateDir, "journal"), hex.EncodeToString(b[:]), journal.Writer{Since: since, Roots: roots, ReadOnly: ro})
+	if err != nil {
+		l.log.Debug("announce", "err", err)
+		return
+	}
+	l.announced = f
 }

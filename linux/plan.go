@@ -538,8 +538,9 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 // procReadOnly are the parts of /proc that reach the whole machine, not
 // the sandbox: kernel knobs (a root mapped into the sandbox is the host's
 // root for their permission checks), the SysRq trigger, IRQ routing, bus
-// and filesystem settings. They are made read-only, as the OCI runtimes do.
-var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+// and filesystem settings, pressure-stall triggers. They are made
+// read-only, as the OCI runtimes do.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure"}
 
 // kernelMasked are files and directories that disclose the host's kernel,
 // firmware or hardware (kernel memory, the keys of every user, timers and

@@ -168,7 +168,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.StateDir == "" {
 		s.StateDir = DefaultStateDir()
 	}
-	l := &launch{spec: s, log: s.Logger}
+	l := &launch{spec: s, log: s.Logger, since: since}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -182,7 +182,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		pol := *s.Policy
 		pol.FS.WeakerNested = true
 		s.Policy = &pol
-		l = &launch{spec: s, log: l.log}
+		journal.Withdraw(l.announced)
+		l = &launch{spec: s, log: l.log, since: since}
 		res, err = l.run(ctx)
 		skipped = append(skipped, "a new /proc for the sandbox (the container refuses it): the host's /proc is visible")
 	}
@@ -191,7 +192,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		if landlockABI() == 0 {
 			return nil, fmt.Errorf("%w, and this kernel has no Landlock either: moat has no way to confine the command", err)
 		}
-		l = &launch{spec: s, log: l.log, nons: true}
+		journal.Withdraw(l.announced)
+		l = &launch{spec: s, log: l.log, nons: true, since: since}
 		res, err = l.run(ctx)
 		if l.fp != nil {
 			skipped = append(skipped, noNSSkipped(s.Policy, landlockABI(), l.kf != nil, l.fp.protected)...)
@@ -207,6 +209,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		res.Violations = append(res.Violations, vs...)
 		res.Warnings = append(res.Warnings, warns...)
 	}
+	journal.Withdraw(l.announced)
 	return res, err
 }
 
@@ -235,6 +238,10 @@ type launch struct {
 	// refused); tmpDir is then the command's own temporary directory.
 	nons   bool
 	tmpDir string
+	// since is when the run began (for the git audit); announced is this
+	// run's entry among the live writers.
+	since     time.Time
+	announced *os.File
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
@@ -630,6 +637,7 @@ func (l *launch) makePlan(journalDir string) ([]byte, error) {
 		fp.view.allowWrite = append(fp.view.allowWrite, rule{path: l.tmpDir, source: "the run's TMPDIR"})
 	}
 	l.fp = fp
+	l.announce(l.since)
 	trace("filesystem planned")
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
 	prog, err := seccompProgram(filepath.Join(s.StateDir, "cache"), seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations})

@@ -161,6 +161,129 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "replaced " + a[0], nil
 	},
+	// rename-parent-write DIR FILE DATA: rename DIR aside, make it again and
+	// write FILE in it (undoing a denyWrite on DIR/FILE).
+	"rename-parent-write": func(a []string) (string, error) {
+		if err := os.Rename(a[0], a[0]+".old"); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(a[0], 0o755); err != nil {
+			return "", err
+		}
+		p := filepath.Join(a[0], a[1])
+		if err := os.WriteFile(p, []byte(a[2]), 0o644); err != nil {
+			return "", err
+		}
+		return "wrote " + p + " after renaming its parent", nil
+	},
+	// rename-parent-read DIR FILE: rename DIR aside and read FILE through
+	// the new name (undoing a denyRead below DIR).
+	"rename-parent-read": func(a []string) (string, error) {
+		if err := os.Rename(a[0], a[0]+".old"); err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(filepath.Join(a[0]+".old", a[1]))
+		if err != nil {
+			return "", err
+		}
+		if !strings.Contains(string(b), "SECRET") {
+			return "", fmt.Errorf("read %q, not the secret", firstLine(b))
+		}
+		return fmt.Sprintf("read %q after renaming its parent", firstLine(b)), nil
+	},
+	// personality: turn address randomisation off for what runs next.
+	"personality": func(a []string) (string, error) {
+		const addrNoRandomize = 0x0040000
+		old, _, e := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+		if e != 0 {
+			return "", e
+		}
+		if _, _, e := unix.Syscall(unix.SYS_PERSONALITY, old|addrNoRandomize, 0, 0); e != 0 {
+			return "", fmt.Errorf("personality(ADDR_NO_RANDOMIZE): %v", e)
+		}
+		now, _, _ := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+		if now&addrNoRandomize == 0 {
+			return "", fmt.Errorf("personality is %#x", now)
+		}
+		return "address randomisation turned off", nil
+	},
+	// socket FAMILY TYPE PROTO: create a socket of a family the sandbox has
+	// no use for.
+	"socket": func(a []string) (string, error) {
+		var v [3]int
+		for i := range v {
+			n, err := strconv.Atoi(a[i])
+			if err != nil {
+				return "", err
+			}
+			v[i] = n
+		}
+		fd, err := unix.Socket(v[0], v[1], v[2])
+		if err != nil {
+			return "", err
+		}
+		unix.Close(fd)
+		return fmt.Sprintf("socket(%d, %d, %d) created", v[0], v[1], v[2]), nil
+	},
+	// proc-write PATH: write a kernel knob's current value back to it.
+	"proc-write": func(a []string) (string, error) {
+		b, err := os.ReadFile(a[0])
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(a[0], b, 0); err != nil {
+			return "", err
+		}
+		return "rewrote " + a[0] + " with " + strings.TrimSpace(string(b)), nil
+	},
+	// writable-kernel-files: list what the caller can write in /proc (not
+	// its processes' own directories) and /sys.
+	"writable-kernel-files": func(a []string) (string, error) {
+		var found []string
+		for _, top := range []string{"/proc", "/sys"} {
+			filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+				if err != nil {
+					return nil
+				}
+				if d.IsDir() {
+					rel := strings.TrimPrefix(p, "/proc/")
+					if top == "/proc" && p != "/proc" && !strings.Contains(rel, "/") {
+						if _, err := strconv.Atoi(rel); err == nil || rel == "self" || rel == "thread-self" {
+							return filepath.SkipDir
+						}
+					}
+					if len(found) > 20 {
+						return filepath.SkipAll
+					}
+					return nil
+				}
+				if d.Type()&os.ModeSymlink != 0 {
+					return nil
+				}
+				fi, err := os.Lstat(p) // (what readdir says may be a mount's underlying type)
+				if err != nil {
+					return nil
+				}
+				if !fi.Mode().IsRegular() {
+					// A device or FIFO: access(2) does not check the mount's
+					// read-only flag for them; opening tells.
+					if fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
+						unix.Close(fd)
+						found = append(found, p)
+					}
+					return nil
+				}
+				if unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS) == nil {
+					found = append(found, p)
+				}
+				return nil
+			})
+		}
+		if len(found) == 0 {
+			return "", fmt.Errorf("nothing writable in /proc or /sys")
+		}
+		return fmt.Sprintf("%d writable: %v", len(found), found), nil
+	},
 	// magic-write PATH DATA: open read-only, reopen through /proc/self/fd
 	// for writing.
 	"magic-write": func(a []string) (string, error) {
@@ -271,8 +394,9 @@ var attacks = map[string]func([]string) (string, error){
 		return "capabilities: " + strings.TrimSpace(string(out)), nil
 	},
 	// daemon PIDFILE: leave a process behind with setsid and a double fork.
+	// daemon PIDFILE MARKER: leave "sleep MARKER" running in a new session.
 	"daemon": func(a []string) (string, error) {
-		cmd := exec.Command("/bin/sh", "-c", `setsid sh -c 'sleep 300 & echo $! > "$0"; exit 0' "$1" </dev/null >/dev/null 2>&1 &`, "sh", a[0])
+		cmd := exec.Command("/bin/sh", "-c", `setsid sh -c 'sleep "$1" & echo $! > "$0"; exit 0' "$1" "$2" </dev/null >/dev/null 2>&1 &`, "sh", a[0], a[1])
 		if err := cmd.Run(); err != nil {
 			return "", err
 		}

@@ -328,17 +328,18 @@ func TestIOURing(t *testing.T) {
 func TestNoDaemonOutlivesTheCommand(t *testing.T) {
 	f := newFixture(t)
 	pidfile := f.work + "/daemon.pid"
-	got := f.sandboxed("daemon", pidfile)
+	marker := testutil.SleepMarker(300)
+	got := f.sandboxed("daemon", pidfile, marker)
 	if !got.escaped() {
 		t.Fatalf("the daemon must start inside the sandbox:\n%s", got.out)
 	}
 	// The pid written inside is the sandbox's; find the daemon by its
 	// command line instead.
-	if pids := testutil.Procs("sleep 300", os.Getuid()); len(pids) > 0 {
+	if pids := testutil.Procs("sleep "+marker, os.Getuid()); len(pids) > 0 {
 		t.Fatalf("ESCAPE: a process started under moat outlived it: %v", pids)
 	}
 	os.Remove(pidfile)
-	base := f.direct("daemon", pidfile)
+	base := f.direct("daemon", pidfile, testutil.SleepMarker(300))
 	if !base.escaped() {
 		t.Fatalf("the attack must work without moat: %s", base.out)
 	}

@@ -296,14 +296,15 @@ func startAndFeed(t *testing.T, cmd *exec.Cmd, w *os.File, wait string, lines []
 // process only (a killed moat leaves no relay behind).
 func TestNoNetworkWithoutSupervisor(t *testing.T) {
 	f := newFixture(t)
-	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "-c", "sleep 30")
+	marker := "sleep " + testutil.SleepMarker(30)
+	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "-c", marker)
 	cmd.Dir, cmd.Env = f.work, f.env()
 	must(t, cmd.Start())
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Kill()
 	cmd.Wait()
 	time.Sleep(200 * time.Millisecond)
-	if pids := testutil.Procs("sleep 30", os.Getuid()); len(pids) > 0 {
+	if pids := testutil.Procs(marker, os.Getuid()); len(pids) > 0 {
 		t.Fatalf("the command outlived moat: %v", pids)
 	}
 }

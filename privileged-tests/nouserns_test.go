@@ -175,7 +175,7 @@ func TestNoUsernsNoDaemon(t *testing.T) {
 	}
 	f := makeFixture(t)
 	pidfile := f.work + "/daemon.pid"
-	got := f.bestEffort("daemon", pidfile)
+	got := f.bestEffort("daemon", pidfile, testutil.SleepMarker(300))
 	if !got.escaped() {
 		t.Fatalf("the daemon must start inside the sandbox:\n%s", got.out)
 	}

@@ -149,7 +149,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if err != nil {
 		return usageError("--cwd %q: %v", f.cwd, err)
 	}
-	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd})
+	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd, Check: settingsCheck()})
 	if err != nil {
 		return &exitError{code: exitMoatError, err: err}
 	}

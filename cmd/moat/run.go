@@ -137,7 +137,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 
 // loadPolicy reads the settings; errors exit 125.
 func loadPolicy(file string) (*policy.Policy, error) {
-	pol, _, err := settings.Load(settings.Options{File: file})
+	pol, _, err := settings.Load(settings.Options{File: file, Check: settingsCheck()})
 	if err != nil {
 		return nil, &exitError{code: exitMoatError, err: err}
 	}

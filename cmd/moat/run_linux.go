@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/linux"
+	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -37,6 +38,38 @@ func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bo
 		spec.ControlName = "control fd " + strconv.Itoa(int(control.Fd()))
 	}
 	return linux.Run(ctx, spec)
+}
+
+// settingsCheck refuses a default settings file that a live sandbox could
+// have written since it started: a sandboxed command must never widen a
+// later run (when that run ends, its audit takes such a file out).
+func settingsCheck() func(string) error {
+	dir := filepath.Join(linux.DefaultStateDir(), "journal")
+	return func(file string) error {
+		ws := journal.LiveWriters(dir)
+		if len(ws) == 0 {
+			return nil
+		}
+		real := file
+		if r, err := filepath.EvalSymlinks(file); err == nil {
+			real = r
+		}
+		changed := func(w journal.Writer) bool {
+			for _, p := range []string{file, filepath.Dir(file), real} {
+				var st unix.Stat_t
+				if unix.Lstat(p, &st) == nil && st.Ctim.Nano() >= w.Since.UnixNano() {
+					return true
+				}
+			}
+			return false
+		}
+		for _, w := range ws {
+			if (w.Writes(file) || w.Writes(real)) && changed(w) {
+				return fmt.Errorf("changed while a sandboxed command that can write it is running (moat run %s, started %s): moat does not load settings a sandbox could have written; when that run ends its audit takes the file out if it did", w.ID, w.Since.Format("15:04:05"))
+			}
+		}
+		return nil
+	}
 }
 
 // runError maps a launch failure to moat's exit codes.

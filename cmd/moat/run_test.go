@@ -194,7 +194,8 @@ func TestRunShellAndStdio(t *testing.T) {
 
 func TestRunTimeoutKillsTheTree(t *testing.T) {
 	tr := newTree(t)
-	r := tr.moat(t, "", nil, "run", "--settings", tr.settings, "--timeout", "300ms", "-c", "(sleep 120 &) ; setsid sleep 121 & sleep 122")
+	m := []string{testutil.SleepMarker(120), testutil.SleepMarker(121), testutil.SleepMarker(122)}
+	r := tr.moat(t, "", nil, "run", "--settings", tr.settings, "--timeout", "300ms", "-c", fmt.Sprintf("(sleep %s &) ; setsid sleep %s & sleep %s", m[0], m[1], m[2]))
 	if r.code != 124 {
 		t.Fatalf("exit %d, want 124: %s", r.code, r.stderr)
 	}
@@ -205,8 +206,9 @@ func TestRunTimeoutKillsTheTree(t *testing.T) {
 		t.Errorf("no timeout report: %s", r.stderr)
 	}
 	time.Sleep(200 * time.Millisecond)
-	for _, c := range []string{"sleep 120", "sleep 121", "sleep 122"} {
-		if pids := testutil.Procs(c, -1); len(pids) > 0 {
+	for _, x := range m {
+		if pids := testutil.Procs("sleep "+x, -1); len(pids) > 0 {
+			c := "sleep " + x
 			t.Errorf("%q survived the timeout: %v", c, pids)
 		}
 	}
@@ -386,7 +388,8 @@ func listTree(t *testing.T, dir string) string {
 func TestRunSupervisorKilled(t *testing.T) {
 	tr := newTree(t)
 	before := listTree(t, tr.dir)
-	cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "-c", "touch started; exec sleep 123")
+	marker := "sleep " + testutil.SleepMarker(123)
+	cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "-c", "touch started; exec "+marker)
 	cmd.Dir, cmd.Env = tr.dir, tr.env()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -401,7 +404,7 @@ func TestRunSupervisorKilled(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		after := listTree(t, tr.dir)
-		alive := testutil.Procs("sleep 123", -1)
+		alive := testutil.Procs(marker, -1)
 		if after == before && len(alive) == 0 {
 			return
 		}
@@ -409,6 +412,60 @@ func TestRunSupervisorKilled(t *testing.T) {
 			t.Fatalf("after SIGKILL of moat: processes %v, tree:\nbefore %q\nafter  %q", alive, before, after)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A working directory whose name carries a journal record (a newline, a
+// placeholder line with the device and inode of an empty directory of the
+// user's): after a SIGKILL of moat the real placeholders are removed and the
+// forged one names nothing that is removed.
+func TestRunSupervisorKilledHostileName(t *testing.T) {
+	tr := newTree(t)
+	victim := filepath.Join(tr.dir, "victim")
+	if err := os.Mkdir(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(victim, &st); err != nil {
+		t.Fatal(err)
+	}
+	hostile := filepath.Join(tr.dir, fmt.Sprintf("x\nP %d %d - d %s\nI 0 d - %s\n", st.Dev, st.Ino, victim, victim))
+	if err := os.MkdirAll(hostile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := listTree(t, hostile)
+	marker := "sleep " + testutil.SleepMarker(124)
+	// (A rule naming it is refused: paths with control characters are. The
+	// working directory below a writable root is enough.)
+	settings := filepath.Join(filepath.Dir(tr.dir), "abs.json")
+	writeJSON(t, settings, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{tr.dir}, "denyWrite": []string{}},
+	})
+	cmd := exec.Command(moatBin(t), "run", "--settings", settings, "-c", "touch "+filepath.Join(tr.dir, "started")+"; exec "+marker)
+	cmd.Dir, cmd.Env = hostile, tr.env()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(tr.dir, "started"))
+	if _, err := os.Stat(filepath.Join(hostile, ".vscode")); err != nil {
+		t.Fatalf("expected a placeholder in the working directory during the run: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for listTree(t, hostile) != before || len(testutil.Procs(marker, -1)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after SIGKILL of moat: placeholders or processes left:\nbefore %q\nafter  %q", before, listTree(t, hostile))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The next start sweeps the journal: the forged record removes nothing.
+	if r := tr.moat(t, "", nil, "run", "--settings", tr.settings, "--", "true"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(victim); err != nil {
+		t.Fatalf("a forged journal record removed the user's directory: %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -42,6 +43,17 @@ func RequireUnprivileged(t testing.TB) {
 		t.Skip("unprivileged-only test")
 	}
 }
+
+// SleepMarker returns a sleep argument (whole seconds plus a fraction
+// unique to this test process and call) so that "sleep <marker>" names
+// this test's process and no other on a busy machine: tests that look for
+// leftovers match it exactly.
+func SleepMarker(seconds int) string {
+	n := markerSeq.Add(1)
+	return fmt.Sprintf("%d.%07d%03d", seconds, os.Getpid()%10000000, n%1000)
+}
+
+var markerSeq atomic.Int64
 
 // MoatBinary returns the moat CLI under test: $MOAT_BIN, or one built from
 // this checkout (once per test binary) into dir.

@@ -35,6 +35,10 @@ type Options struct {
 	// NoDefaults reads no default user or project file (only File and the
 	// managed file).
 	NoDefaults bool
+	// Check, if set, is called for every default project or user file that
+	// exists, before it is read; an error stops the load (a file that a
+	// running sandbox could have written, say). If nil, nothing is checked.
+	Check func(file string) error
 }
 
 // Format of a settings file.
@@ -135,6 +139,13 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	var layers []*layer
 	var sources []Source
 	for _, c := range cands {
+		if opts.Check != nil && (c.level == LevelLocalProject || c.level == LevelProject || c.level == LevelUser || c.level == LevelSRTUser) {
+			if _, err := os.Lstat(c.file); err == nil {
+				if err := opts.Check(c.file); err != nil {
+					return nil, nil, &Error{File: c.file, Reason: err.Error()}
+				}
+			}
+		}
 		data, err := os.ReadFile(c.file)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !c.explicit {

@@ -1,0 +1,153 @@
+//go:build linux
+
+package journal
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Writer is what a live run can write: its writable trees minus its
+// read-only paths, since it started.
+type Writer struct {
+	ID       string
+	Since    time.Time
+	Roots    []string
+	ReadOnly []string
+}
+
+// Writes reports whether p lies in what the run can write.
+func (w Writer) Writes(p string) bool {
+	in := func(p, base string) bool { return base == "/" || p == base || strings.HasPrefix(p, base+"/") }
+	for _, ro := range w.ReadOnly {
+		if in(p, ro) {
+			return false
+		}
+	}
+	for _, r := range w.Roots {
+		if in(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Announce records, for as long as the returned file stays open, what this
+// run can write (one "<id>.live" file in dir, flock'ed). Another moat
+// reading a settings file a live sandbox could have written since it
+// started refuses to trust it (LiveWriters).
+func Announce(dir, id string, w Writer) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := checkOwned(dir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, id+".live"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: lock %s: %w", f.Name(), err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "S %d\n", w.Since.UnixNano())
+	for _, r := range w.Roots {
+		fmt.Fprintf(&b, "W %s\n", hex.EncodeToString([]byte(r)))
+	}
+	for _, r := range w.ReadOnly {
+		fmt.Fprintf(&b, "R %s\n", hex.EncodeToString([]byte(r)))
+	}
+	b.WriteString("E\n")
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return f, nil
+}
+
+// Withdraw ends an announcement.
+func Withdraw(f *os.File) {
+	if f == nil {
+		return
+	}
+	os.Remove(f.Name())
+	f.Close()
+}
+
+// LiveWriters lists the runs that hold their announcement (live ones);
+// announcements left by dead runs are removed.
+func LiveWriters(dir string) []Writer {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []Writer
+	for _, e := range es {
+		id, ok := strings.CutSuffix(e.Name(), ".live")
+		if !ok {
+			continue
+		}
+		file := filepath.Join(dir, e.Name())
+		if !isLive(file) {
+			os.Remove(file)
+			continue
+		}
+		if w, ok := readAnnouncement(file); ok {
+			w.ID = id
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func readAnnouncement(file string) (Writer, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return Writer{}, false
+	}
+	defer f.Close()
+	var w Writer
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	complete := false
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		switch k {
+		case "S":
+			ns, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Writer{}, false
+			}
+			w.Since = time.Unix(0, ns)
+		case "W", "R":
+			b, err := hex.DecodeString(v)
+			if err != nil || !cleanAbs(string(b)) {
+				return Writer{}, false
+			}
+			if k == "W" {
+				w.Roots = append(w.Roots, string(b))
+			} else {
+				w.ReadOnly = append(w.ReadOnly, string(b))
+			}
+		case "E":
+			complete = true
+		}
+	}
+	// An announcement being written counts from "now": its run is live.
+	if !complete && w.Since.IsZero() {
+		w.Since = time.Now().Add(-time.Second)
+	}
+	return w, true
+}

@@ -1,0 +1,350 @@
+//go:build linux
+
+package privtests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// gitScene is the layout of the review's git reproductions (issue #15):
+// the working directory is a committed repository and only its parent is
+// writable.
+//
+//	root/w          writable (allowWrite)
+//	root/w/repo     the working directory, a repository with one commit
+//	root/outside    readable, not writable (a linked worktree may live here)
+//	root/home       HOME
+//	root/pwn.sh     the program a planted config names; it creates root/pwned
+type gitScene struct {
+	t                                  *testing.T
+	root, w, repo, outside, home, mark string
+	prog, settings, state              string
+}
+
+func newGitScene(t *testing.T) *gitScene {
+	t.Helper()
+	testutil.RequireUserns(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		testutil.Unavailable(t, "git is not installed")
+	}
+	root, err := os.MkdirTemp(testRoot(), "moat-git-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	s := &gitScene{t: t, root: root, w: filepath.Join(root, "w"), outside: filepath.Join(root, "outside"),
+		home: filepath.Join(root, "home"), mark: filepath.Join(root, "pwned"), prog: filepath.Join(root, "pwn.sh"),
+		state: filepath.Join(root, "state")}
+	s.repo = filepath.Join(s.w, "repo")
+	for _, d := range []string{s.repo, s.outside, s.home, s.state} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(s.prog, []byte("#!/bin/sh\ntouch "+s.mark+"\nexit 1\n"), 0o755))
+	s.git(s.repo, "init", "-q", "-b", "main")
+	must(t, os.WriteFile(filepath.Join(s.repo, "a.txt"), []byte("a\n"), 0o644))
+	s.git(s.repo, "add", "a.txt")
+	s.git(s.repo, "commit", "-q", "-m", "one")
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{s.w}, "denyWrite": []string{}},
+	})
+	s.settings = filepath.Join(root, "settings.json")
+	must(t, os.WriteFile(s.settings, b, 0o644))
+	return s
+}
+
+func (s *gitScene) env() []string {
+	return []string{"HOME=" + s.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "XDG_STATE_HOME=" + s.state,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"PROG=" + s.prog, "W=" + s.w, "REPO=" + s.repo, "OUT=" + s.outside}
+}
+
+func (s *gitScene) git(dir string, args ...string) string {
+	s.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, s.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// run runs a script in the working directory, directly or under moat.
+func (s *gitScene) run(script string, sandboxed bool) result {
+	s.t.Helper()
+	var cmd *exec.Cmd
+	if sandboxed {
+		cmd = exec.Command(moatBin, "run", "--settings", s.settings, "-c", script)
+	} else {
+		cmd = exec.Command("/bin/bash", "-c", script)
+	}
+	cmd.Dir, cmd.Env = s.repo, s.env()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return result{code: code, out: string(out)}
+}
+
+// userGit is what the user's shell prompt or editor runs on the host
+// afterwards; it reports whether the planted program ran.
+func (s *gitScene) userGit(dir string, args ...string) bool {
+	s.t.Helper()
+	os.Remove(s.mark)
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, s.env()
+	_, _ = cmd.CombinedOutput()
+	_, err := os.Stat(s.mark)
+	os.Remove(s.mark)
+	return err == nil
+}
+
+const plantConfig = `printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "%s"\n' "$PROG"`
+
+// Every reproduction of the review: the same script run without moat makes
+// the user's git run the planted program afterwards; run under moat, it
+// does not (the mounts refuse it, or the audit takes it out before moat
+// returns).
+func TestGitPlantedRepositories(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(s *gitScene)
+		attack string
+		where  func(s *gitScene) (string, []string)
+	}{
+		{"a) corrupt HEAD, bare repository at the worktree root", nil,
+			`echo garbage > .git/HEAD; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},
+		{"b) repository planted in the writable parent", nil,
+			`echo garbage > .git/HEAD; git init -q ..; ` + plantConfig + ` > ../.git/config`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},
+		{"c) bare repository in an existing subdirectory", func(s *gitScene) {
+			must(s.t, os.MkdirAll(filepath.Join(s.repo, "src"), 0o755))
+			must(s.t, os.WriteFile(filepath.Join(s.repo, "src/main.c"), []byte("int main;\n"), 0o644))
+		},
+			`cd src; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config`,
+			func(s *gitScene) (string, []string) { return filepath.Join(s.repo, "src"), []string{"status"} }},
+		{"d) linked worktree outside allowWrite, commondir rewritten",
+			func(s *gitScene) { s.git(s.repo, "worktree", "add", "-q", filepath.Join(s.outside, "wt")) },
+			`git init -q --bare ../planted; ` + plantConfig + ` > ../planted/config; echo "$W/planted" > .git/worktrees/wt/commondir`,
+			func(s *gitScene) (string, []string) { return filepath.Join(s.outside, "wt"), []string{"status"} }},
+		{"e) config.worktree with extensions.worktreeConfig",
+			func(s *gitScene) { s.git(s.repo, "config", "extensions.worktreeConfig", "true") },
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > .git/config.worktree`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},
+		{"f) core.hooksPath in the tree",
+			func(s *gitScene) { s.git(s.repo, "config", "core.hooksPath", ".husky/_") },
+			`mkdir -p .husky/_; printf '#!/bin/sh\n%s\n' "$PROG" > .husky/_/pre-commit; chmod +x .husky/_/pre-commit`,
+			func(s *gitScene) (string, []string) {
+				return s.repo, []string{"commit", "-q", "--allow-empty", "-m", "x"}
+			}},
+		{"g) a new repository in a subdirectory", nil,
+			`git init -q sub; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config`,
+			func(s *gitScene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"a hook in a new repository", nil,
+			`git init -q sub; printf '#!/bin/sh\n%s\n' "$PROG" > sub/.git/hooks/pre-commit; chmod +x sub/.git/hooks/pre-commit`,
+			func(s *gitScene) (string, []string) {
+				return filepath.Join(s.repo, "sub"), []string{"commit", "-q", "--allow-empty", "-m", "x"}
+			}},
+		{"a .git file pointing at a planted git directory", nil,
+			`git init -q --bare ../evil.git; ` + plantConfig + ` > ../evil.git/config; mkdir -p sub; echo "gitdir: $W/evil.git" > sub/.git`,
+			func(s *gitScene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"a bare repository planted at the working directory", nil,
+			`mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config; echo garbage > .git/HEAD`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Without moat: the attack works (the test can fail).
+			s := newGitScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			if r := s.run(tc.attack, false); r.code != 0 {
+				t.Fatalf("the attack script fails without moat (%d):\n%s", r.code, r.out)
+			}
+			dir, args := tc.where(s)
+			if !s.userGit(dir, args...) {
+				t.Fatalf("without moat, git %v in %s did not run the planted program: the test cannot detect an escape", args, dir)
+			}
+			// Under moat, on a fresh scene.
+			s = newGitScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			r := s.run(tc.attack, true)
+			dir, args = tc.where(s)
+			if s.userGit(dir, args...) {
+				t.Fatalf("ESCAPE: after moat run, the user's git %v in %s ran the planted program\n%s", args, dir, r.out)
+			}
+			for _, d := range []string{s.w, s.repo, filepath.Join(s.repo, "sub"), filepath.Join(s.repo, "src")} {
+				if _, err := os.Stat(d); err == nil && s.userGit(d, "status") {
+					t.Fatalf("ESCAPE: git status in %s ran the planted program\n%s", d, r.out)
+				}
+			}
+			// The user's repository still works (where the attack did not
+			// corrupt it, which the command may: it is writable data).
+			if !strings.Contains(tc.attack, "garbage") {
+				s.git(s.repo, "log", "-1", "--format=%s")
+			}
+		})
+	}
+}
+
+// What agents do with git works inside the sandbox, and leaves nothing for
+// the audit to take out.
+func TestGitWorkflowsInside(t *testing.T) {
+	s := newGitScene(t)
+	s.git(s.repo, "config", "core.hooksPath", ".husky") // the user's own setting stays the user's
+	r := s.run(`set -e
+git checkout -q -b feature
+echo b > b.txt; git add b.txt; git commit -q -m two
+git switch -q main
+git merge -q --no-edit feature
+git checkout -q -b other HEAD~1; echo c > c.txt; git add c.txt; git commit -q -m three
+git rebase -q main
+echo d >> a.txt; git stash -q; git stash pop -q; git checkout -q -- a.txt
+git worktree add -q ../wt2 -b wt2
+git clone -q "$REPO" ../clone
+cd ../clone && git checkout -q -b x && echo e > e.txt && git add e.txt && git commit -q -m e
+git init -q ../fresh && cd ../fresh && echo f > f && git add f && git commit -q -m f
+echo WORKFLOWS-OK`, true)
+	if r.code != 0 || !strings.Contains(r.out, "WORKFLOWS-OK") {
+		t.Fatalf("git workflows inside the sandbox failed (%d):\n%s", r.code, r.out)
+	}
+	if strings.Contains(r.out, "file-plant") {
+		t.Fatalf("the audit took out what the workflows made:\n%s", r.out)
+	}
+	for _, d := range []string{s.repo, filepath.Join(s.w, "wt2"), filepath.Join(s.w, "clone"), filepath.Join(s.w, "fresh")} {
+		s.git(d, "status", "--short")
+	}
+	if got := strings.TrimSpace(s.git(s.repo, "log", "-1", "--format=%s")); got != "three" {
+		t.Fatalf("the rebase did not land: last commit %q", got)
+	}
+}
+
+// The names the seeds reserve in the working directory cannot be created
+// there, and nothing is left behind.
+func TestReservedNamesInCwd(t *testing.T) {
+	for _, n := range []string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
+		".profile", ".ripgreprc", ".mcp.json", ".idea/workspace.xml", ".vscode/tasks.json", ".claude/settings.json", "HEAD"} {
+		t.Run(n, func(t *testing.T) {
+			s := newGitScene(t)
+			p := filepath.Join(s.repo, n)
+			script := fmt.Sprintf("mkdir -p %q 2>/dev/null; echo evil > %q && echo ESCAPED", filepath.Dir(p), p)
+			if r := s.run(script, true); strings.Contains(r.out, "ESCAPED") {
+				t.Fatalf("ESCAPE: %s was created in the working directory:\n%s", n, r.out)
+			}
+			if _, err := os.Lstat(filepath.Join(s.repo, strings.Split(n, "/")[0])); err == nil {
+				t.Fatalf("a placeholder for %s was left behind", n)
+			}
+			if r := s.run(script, false); !strings.Contains(r.out, "ESCAPED") {
+				t.Fatalf("without moat %s must be creatable:\n%s", n, r.out)
+			}
+		})
+	}
+}
+
+// A rule inside a writable tree cannot be undone by renaming its parent
+// and making the path again.
+func TestRenameParentOfDenyRule(t *testing.T) {
+	f := newFixture(t)
+	must(t, os.MkdirAll(filepath.Join(f.work, "cfg"), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.work, "cfg/deploy.conf"), []byte("safe\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(f.work, "sec/inner"), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.work, "sec/inner/key"), []byte(secretText+"\n"), 0o644))
+	settings := f.writeSettings(map[string]any{
+		"denyWrite": []string{filepath.Join(f.work, "cfg/deploy.conf")},
+		"denyRead":  []string{filepath.Join(f.work, "sec/inner")},
+	})
+	reset := func() {
+		os.RemoveAll(filepath.Join(f.work, "cfg.old"))
+		os.RemoveAll(filepath.Join(f.work, "cfg"))
+		must(t, os.MkdirAll(filepath.Join(f.work, "cfg"), 0o755))
+		must(t, os.WriteFile(filepath.Join(f.work, "cfg/deploy.conf"), []byte("safe\n"), 0o644))
+		if _, err := os.Stat(filepath.Join(f.work, "sec.old")); err == nil {
+			os.RemoveAll(filepath.Join(f.work, "sec"))
+			os.Rename(filepath.Join(f.work, "sec.old"), filepath.Join(f.work, "sec"))
+		}
+	}
+	run := func(args ...string) result { return f.sandboxedWith(settings, args...) }
+	f.attackWith(run, []string{"rename-parent-write", filepath.Join(f.work, "cfg"), "deploy.conf", "evil"}, reset)
+	f.attackWith(run, []string{"rename-parent-read", filepath.Join(f.work, "sec"), "inner/key"}, reset)
+}
+
+// A settings file a sandboxed command writes never widens a later run: not
+// after it (the audit takes it out), nor while it runs (moat refuses to load
+// a settings file a live sandbox could have written).
+func TestSettingsCannotWidenLaterRun(t *testing.T) {
+	s := newGitScene(t)
+	sub := filepath.Join(s.repo, "sub")
+	target := filepath.Join(s.outside, "target.txt")
+	widen := fmt.Sprintf(`mkdir -p sub/.claude && printf '{"sandbox":{"filesystem":{"allowWrite":["/%s"]}}}' > sub/.claude/settings.json`, s.outside)
+	// The later run: default settings discovery, started in sub.
+	later := func() result {
+		cmd := exec.Command(moatBin, "run", "--", "/bin/sh", "-c", "echo evil > "+target+" && echo ESCAPED")
+		cmd.Dir, cmd.Env = sub, s.env()
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return result{code: code, out: string(out)}
+	}
+	// Without moat writing it, the file widens the later run: the attack is real.
+	if r := s.run(widen, false); r.code != 0 {
+		t.Fatalf("%s", r.out)
+	}
+	if r := later(); !strings.Contains(r.out, "ESCAPED") {
+		t.Fatalf("a project settings file must widen the run it is found by (or this test proves nothing):\n%s", r.out)
+	}
+	os.RemoveAll(filepath.Join(sub, ".claude"))
+	os.Remove(target)
+	// Written under moat: gone when moat returns.
+	r := s.run(widen, true)
+	if !strings.Contains(r.out, "settings") {
+		t.Errorf("no violation reported for the settings file:\n%s", r.out)
+	}
+	if r := later(); strings.Contains(r.out, "ESCAPED") {
+		t.Fatalf("ESCAPE: a settings file written under moat widened the next run:\n%s", r.out)
+	}
+	// While the writer still runs: the later run refuses to load it.
+	os.RemoveAll(filepath.Join(sub, ".claude"))
+	writer := exec.Command(moatBin, "run", "--settings", s.settings, "-c", widen+"; touch "+filepath.Join(s.w, "written")+"; sleep 5")
+	writer.Dir, writer.Env = s.repo, s.env()
+	if err := writer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { writer.Process.Kill(); writer.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(s.w, "written")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer did not write")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = later()
+	if strings.Contains(r.out, "ESCAPED") {
+		t.Fatalf("ESCAPE: a settings file a live sandbox wrote widened another run:\n%s", r.out)
+	}
+	if r.code != 125 || !strings.Contains(r.out, "sandboxed command that can write it") {
+		t.Fatalf("want a refusal naming the file (exit 125), got %d:\n%s", r.code, r.out)
+	}
+}
