@@ -53,8 +53,9 @@ var mandatoryName = func() map[string]bool {
 // scanCache finds git repositories and mandatory names under root, down to
 // depth directories below it (root is depth 0). The result is cached in
 // cacheDir and reused while every directory the search read, and every
-// pointer file it parsed, is unchanged (same inode and mtime): a new entry
-// in a directory changes that directory's mtime. So a warm start costs one
+// pointer file it parsed, is unchanged (same inode and change time): a new
+// entry in a directory changes that directory's ctime, which no program can
+// set back. So a warm start costs one
 // lstat per directory within the depth, not a walk of the tree.
 func scanCache(root string, depth int, cacheDir string) (scanResult, error) {
 	var file string
@@ -87,7 +88,9 @@ func stampOf(p string) (stamp, bool) {
 	if err := unix.Lstat(p, &st); err != nil {
 		return stamp{}, false
 	}
-	return stamp{path: p, ino: st.Ino, mtime: st.Mtim.Nano()}, true
+	// The change time, not the modification time: a command can set a
+	// directory's mtime back (touch -d), never its ctime.
+	return stamp{path: p, ino: st.Ino, mtime: st.Ctim.Nano()}, true
 }
 
 func scan(root string, depth int) (scanResult, []stamp, error) {
@@ -216,7 +219,7 @@ func readCommondir(gitdir string) (string, bool) {
 	return c, true
 }
 
-const scanCacheMagic = "moat-scan 1"
+const scanCacheMagic = "moat-scan 2"
 
 func readScanCache(file, root string, depth int) (scanResult, bool) {
 	f, err := os.Open(file)

@@ -41,8 +41,11 @@ type Options struct {
 	MaxDirs int
 }
 
-// DefaultMaxDirs is the default bound of one audit.
-const DefaultMaxDirs = 100_000
+// DefaultMaxDirs is the default bound of one audit: far above a real
+// project (a directory the cache knows costs one lstat), so that only a
+// command that made that many directories on purpose reaches it, and then
+// the audit says so.
+const DefaultMaxDirs = 1_000_000
 
 // Finding is one thing the audit found and what it did about it.
 type Finding struct {
@@ -146,7 +149,13 @@ func (a *auditor) walkRoot(root string) error {
 		a.budget++
 		a.rep.Dirs++
 		fi, err := os.Lstat(dir)
-		if err != nil || !fi.IsDir() {
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v", dir, err))
+			}
+			continue
+		}
+		if !fi.IsDir() {
 			continue
 		}
 		id := idOf(fi)
@@ -304,10 +313,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	}
 	if danger != "" && len(resolution) > 0 && !a.o.Protected(filepath.Join(common, "config")) {
 		for _, r := range resolution {
-			if a.o.Protected(r) {
-				continue
+			if real, ok := a.actionable(r); ok {
+				a.quarantine(real, "makes git use the repository "+common+", whose configuration the user did not protect: "+danger)
 			}
-			a.quarantine(r, "makes git use the repository "+common+", whose configuration the user did not protect: "+danger)
 		}
 	}
 	// Linked worktrees and submodules have git directories of their own.
@@ -356,7 +364,8 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	data, id, err := readSmall(p, maxConfigSize)
 	lid := idOf(lfi)
 	changed := a.changed(lid) || err == nil && a.changed(id)
-	if changed && !a.o.Protected(p) && a.inRoots(p) {
+	if real, ok := a.actionable(p); changed && ok {
+		p = real
 		if err != nil {
 			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())
 			return nil
@@ -424,8 +433,8 @@ func (a *auditor) hookDir(dir string) bool {
 		if e.IsDir() {
 			continue // git runs files named after hooks only
 		}
-		if a.changed(id) && !a.o.Protected(p) && a.inRoots(p) {
-			a.quarantine(p, "a git hook written by the sandboxed command")
+		if real, ok := a.actionable(p); a.changed(id) && ok {
+			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
 		remain = true
@@ -435,10 +444,12 @@ func (a *auditor) hookDir(dir string) bool {
 
 func (a *auditor) settingsFile(p string) {
 	id, err := lstatID(p)
-	if err != nil || !a.changed(id) || a.o.Protected(p) {
+	if err != nil || !a.changed(id) {
 		return
 	}
-	a.quarantine(p, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
+	if real, ok := a.actionable(p); ok {
+		a.quarantine(real, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
+	}
 }
 
 // ---- what the cache knew ------------------------------------------------
@@ -457,6 +468,18 @@ func (a *auditor) knewRedirect(file, target string) bool {
 }
 
 // ---- helpers ------------------------------------------------------------
+
+// actionable resolves the directories of p (not p itself: a symlink there
+// is what is acted on) and reports whether the result lies in a root and
+// was writable during the run: only then may the audit move or rewrite it.
+func (a *auditor) actionable(p string) (string, bool) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return p, false
+	}
+	real := filepath.Join(dir, filepath.Base(p))
+	return real, a.inRoots(real) && !a.o.Protected(real) && !a.o.Protected(p)
+}
 
 func (a *auditor) inRoots(p string) bool {
 	for _, r := range a.o.Roots {

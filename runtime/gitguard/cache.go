@@ -33,15 +33,17 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 	}
 	d := dirInfo{id: id}
 	for _, e := range es {
+		// Names compare without case: on a case-folding directory (ext4's
+		// +F) git finds ".GIT" when it looks for ".git".
 		name := e.Name()
-		switch name {
-		case ".git":
+		switch {
+		case strings.EqualFold(name, ".git"):
 			d.flags |= flagDotGit
-		case "HEAD":
+		case strings.EqualFold(name, "HEAD"):
 			if !e.IsDir() {
 				d.flags |= flagHEAD
 			}
-		case ".claude":
+		case strings.EqualFold(name, ".claude"):
 			d.flags |= flagClaude
 		}
 		if e.IsDir() {
