@@ -9,6 +9,7 @@
 #   bash bench/startup-tree.sh [MOAT]      (default: bin/moat)
 #
 # Knobs: RUNS=40 WARMUP=5 FILES=30000 WORK=/var/tmp/moat-bench-tree
+#        BASELINE=/path/to/an/older/moat   (measured in the same hyperfine run)
 set -euo pipefail
 MOAT=${1:-$(cd "$(dirname "$0")/.." && pwd)/bin/moat}
 RUNS=${RUNS:-40}
@@ -58,10 +59,17 @@ JSON
 # .git/commondir, .git/modules) cost the same in both trees; create the
 # directories once so that both measure only the search and the mounts.
 for d in "$WORK/empty" "$WORK/deep" "$WORK/wide"; do mkdir -p "$d/.claude" "$d/.vscode" "$d/.git/modules"; echo '{}' > "$d/.mcp.json"; printf '.\n' > "$d/.git/commondir"; done
+base=()
+if [ -n "${BASELINE:-}" ]; then
+  base=(-n baseline-empty "bash -c 'cd $WORK/empty && exec $BASELINE run --settings $S -- /bin/true'"
+        -n baseline-deep "bash -c 'cd $WORK/deep && exec $BASELINE run --settings $S -- /bin/true'"
+        -n baseline-wide "bash -c 'cd $WORK/wide && exec $BASELINE run --settings $S -- /bin/true'")
+fi
 hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$WORK/startup-tree.json" \
   -n empty-tree "bash -c 'cd $WORK/empty && exec $MOAT run --settings $S -- /bin/true'" \
   -n 30k-deep "bash -c 'cd $WORK/deep && exec $MOAT run --settings $S -- /bin/true'" \
   -n 30k-wide "bash -c 'cd $WORK/wide && exec $MOAT run --settings $S -- /bin/true'" \
+  "${base[@]}" \
   -n bash-cd-only "bash -c 'cd $WORK/deep && exec /bin/true'"
 python3 - "$WORK/startup-tree.json" <<'PY'
 import json, sys

@@ -28,6 +28,11 @@ func (l *launch) auditGit(since time.Time) (vs []policy.Violation, warnings []st
 	if l.fp == nil {
 		return nil, nil
 	}
+	if l.observed.Load() && l.writes.Load() == 0 {
+		// Every filesystem write would have been notified, and none was:
+		// the command changed nothing (and so planted nothing).
+		return nil, nil
+	}
 	v := l.fp.view
 	roots := l.hostWritableRoots()
 	if len(roots) == 0 {

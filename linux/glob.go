@@ -29,7 +29,7 @@ import (
 type globBudget struct {
 	entries int
 	depth   int
-	stamps  []stamp
+	stamps  []pathStamp
 }
 
 // DefaultGlobBudget is the number of directory entries glob expansion may
@@ -39,7 +39,7 @@ const DefaultGlobBudget = 200_000
 var errGlobBudget = fmt.Errorf("glob expansion read more than %d directory entries; narrow the pattern (a ** near the top of a large tree)", DefaultGlobBudget)
 
 func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
-	st, ok := stampOf(dir)
+	st, ok := pathStampOf(dir)
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil // unreadable or gone: matches nothing here
@@ -115,7 +115,7 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 			return nil
 		case !hasMeta(s):
 			// A match may appear here later: the directory's mtime tells.
-			if st, ok := stampOf(dir); ok {
+			if st, ok := pathStampOf(dir); ok {
 				b.stamps = append(b.stamps, st)
 			}
 			next := filepath.Join(dir, s)
@@ -170,7 +170,18 @@ func hasMeta(s string) bool {
 	return false
 }
 
-const globCacheMagic = "moat-glob 1"
+const globCacheMagic = "moat-glob 2"
+
+// pathStamp is a stamp with the path it was taken of.
+type pathStamp struct {
+	path string
+	stamp
+}
+
+func pathStampOf(p string) (pathStamp, bool) {
+	st, ok := stampOf(p)
+	return pathStamp{p, st}, ok
+}
 
 func readGlobCache(file, pattern string, depth int) ([]string, bool) {
 	f, err := os.Open(file)
@@ -202,7 +213,7 @@ func readGlobCache(file, pattern string, depth int) ([]string, bool) {
 			ino, e1 := strconv.ParseUint(f[0], 10, 64)
 			mt, e2 := strconv.ParseInt(f[1], 10, 64)
 			now, ok := stampOf(f[2])
-			if e1 != nil || e2 != nil || !ok || now.ino != ino || now.mtime != mt {
+			if e1 != nil || e2 != nil || !ok || now.Ino != ino || now.Ctime != mt {
 				return nil, false
 			}
 		case "m":
@@ -220,14 +231,14 @@ func readGlobCache(file, pattern string, depth int) ([]string, bool) {
 	return nil, false
 }
 
-func writeGlobCache(file, pattern string, depth int, matches []string, stamps []stamp) {
+func writeGlobCache(file, pattern string, depth int, matches []string, stamps []pathStamp) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d %s\n", globCacheMagic, depth, pattern)
 	for _, s := range stamps {
 		if strings.ContainsAny(s.path, "\n\r") {
 			return
 		}
-		fmt.Fprintf(&b, "s %d %d %s\n", s.ino, s.mtime, s.path)
+		fmt.Fprintf(&b, "s %d %d %s\n", s.Ino, s.Ctime, s.path)
 	}
 	for _, m := range matches {
 		if strings.ContainsAny(m, "\n\r") {

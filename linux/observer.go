@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,10 @@ type observer struct {
 	// unixAllow are the unix socket paths the command may connect to
 	// (canonical); connect(2) comes here only when the broker is on.
 	unixAllow []string
+	// writes counts the filesystem-writing syscalls notified (attempted,
+	// refused or not): none at all means the command changed nothing on
+	// disk, which the kernel, not the command, vouches for.
+	writes *atomic.Int64
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -154,6 +159,9 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		}
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Rule: rule, Pid: int(n.pid)})
 		return unix.EPERM, false
+	}
+	if o.writes != nil {
+		o.writes.Add(1)
 	}
 	o.observeWrite(n, name)
 	return 0, true

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -242,6 +243,10 @@ type launch struct {
 	// run's entry among the live writers.
 	since     time.Time
 	announced *os.File
+	// observed is set when every filesystem write of the command is
+	// notified to the observer, which counts them in writes.
+	observed atomic.Bool
+	writes   atomic.Int64
 }
 
 func (l *launch) run(ctx context.Context) (res *Result, err error) {
@@ -865,6 +870,10 @@ func (l *launch) readMessages(term *terminal) {
 				continue
 			}
 			o := &observer{fd: fds[0], view: l.fp.view, report: l.violation, unixAllow: l.unixAllow()}
+			if l.spec.Policy.Violations {
+				o.writes = &l.writes
+				l.observed.Store(true)
+			}
 			go o.serve()
 		default:
 			closeAll(fds)

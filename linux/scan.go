@@ -4,16 +4,15 @@ package linux
 
 import (
 	"bufio"
+	"encoding/gob"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -51,36 +50,35 @@ var mandatoryName = func() map[string]bool {
 }()
 
 // scanCache finds git repositories and mandatory names under root, down to
-// depth directories below it (root is depth 0). The result is cached in
-// cacheDir and reused while every directory the search read, and every
-// pointer file it parsed, is unchanged (same inode and change time): a new
-// entry in a directory changes that directory's ctime, which no program can
-// set back. So a warm start costs one
-// lstat per directory within the depth, not a walk of the tree.
+// depth directories below it (root is depth 0). What it finds in each
+// directory is cached in cacheDir, with the directory's inode and change
+// time (and those of the pointer files it parsed there): a new entry in a
+// directory changes that directory's ctime, which no program can set back.
+// So a warm start costs one lstat per directory within the depth, and a
+// directory that changed (a placeholder made and removed in the working
+// directory by the previous run, say) is read again alone.
 func scanCache(root string, depth int, cacheDir string) (scanResult, error) {
 	var file string
+	old := map[string]scanDir{}
 	if cacheDir != "" {
 		h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", depth, root)))
 		file = filepath.Join(cacheDir, "scan-"+hex.EncodeToString(h[:12]))
-		if r, ok := readScanCache(file, root, depth); ok {
-			return r, nil
-		}
+		old = readScanCache(file, root, depth)
 	}
-	r, stamps, err := scan(root, depth)
+	r, dirs, changed, err := scan(root, depth, old)
 	if err != nil {
 		return scanResult{}, err
 	}
-	if file != "" {
-		writeScanCache(file, root, depth, r, stamps) // a cache that cannot be written is only slower
+	if file != "" && changed {
+		writeScanCache(file, root, depth, dirs) // a cache that cannot be written is only slower
 	}
 	return r, nil
 }
 
 // stamp identifies the state of a directory or pointer file.
 type stamp struct {
-	path  string
-	ino   uint64
-	mtime int64 // ns
+	Ino   uint64
+	Ctime int64 // ns
 }
 
 func stampOf(p string) (stamp, bool) {
@@ -90,75 +88,190 @@ func stampOf(p string) (stamp, bool) {
 	}
 	// The change time, not the modification time: a command can set a
 	// directory's mtime back (touch -d), never its ctime.
-	return stamp{path: p, ino: st.Ino, mtime: st.Ctim.Nano()}, true
+	return stamp{Ino: st.Ino, Ctime: st.Ctim.Nano()}, true
 }
 
-func scan(root string, depth int) (scanResult, []stamp, error) {
+// scanDir is what the search found in one directory.
+type scanDir struct {
+	Stamp   stamp
+	Subdirs []string // to descend into (not .git, not node_modules)
+	GitDir  bool     // a .git directory
+	Bare    bool     // the directory is a bare repository
+	Named   []string // mandatory names present
+	// A .git file, where it points and that target's commondir, with the
+	// stamps of the files read: they can change without the directory.
+	GitFile                bool
+	Target, Common         string
+	FileStamp, CommonStamp stamp
+}
+
+// readDir reads one directory for the search.
+func readDir(dir string, st stamp) (scanDir, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return scanDir{}, err
+	}
+	d := scanDir{Stamp: st}
+	has := map[string]os.DirEntry{}
+	for _, e := range es {
+		has[e.Name()] = e
+	}
+	if g, ok := has[".git"]; ok {
+		p := filepath.Join(dir, ".git")
+		if g.IsDir() {
+			d.GitDir = true
+		} else if g.Type().IsRegular() {
+			d.GitFile = true
+			d.FileStamp, _ = stampOf(p)
+			if target, ok := readGitPointer(p); ok {
+				d.Target = target
+				d.CommonStamp, _ = stampOf(filepath.Join(target, "commondir"))
+				if c, ok := readCommondir(target); ok {
+					d.Common = c
+				}
+			}
+		}
+	}
+	d.Bare = isBareRepo(has)
+	for _, e := range es {
+		name := e.Name()
+		if mandatoryName[name] {
+			d.Named = append(d.Named, name)
+		}
+		if e.IsDir() && name != ".git" && name != "node_modules" {
+			d.Subdirs = append(d.Subdirs, name)
+		}
+	}
+	return d, nil
+}
+
+// fresh reports whether a cached directory is still what it was.
+func (d scanDir) fresh(dir string, now stamp) bool {
+	if d.Stamp != now {
+		return false
+	}
+	if d.GitFile {
+		if s, _ := stampOf(filepath.Join(dir, ".git")); s != d.FileStamp {
+			return false
+		}
+		if d.Target != "" {
+			if s, _ := stampOf(filepath.Join(d.Target, "commondir")); s != d.CommonStamp {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// prestamp takes the stamps of the cached directories a few at a time (the
+// lstat calls are what a warm search costs); a directory that is gone has a
+// zero stamp.
+func prestamp(old map[string]scanDir) map[string]stamp {
+	if len(old) < 256 {
+		return nil
+	}
+	paths := make([]string, 0, len(old))
+	for p := range old {
+		paths = append(paths, p)
+	}
+	sts := make([]stamp, len(paths))
+	const workers = 4
+	var wg sync.WaitGroup
+	chunk := (len(paths) + workers - 1) / workers
+	for i := 0; i < len(paths); i += chunk {
+		lo, hi := i, min(i+chunk, len(paths))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := lo; j < hi; j++ {
+				sts[j], _ = stampOf(paths[j])
+			}
+		}()
+	}
+	wg.Wait()
+	m := make(map[string]stamp, len(paths))
+	for i, p := range paths {
+		m[p] = sts[i]
+	}
+	return m
+}
+
+// sameFindings compares what two reads of a directory found (not their
+// stamps).
+func (d scanDir) sameFindings(e scanDir) bool {
+	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare &&
+		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
+}
+
+func scan(root string, depth int, old map[string]scanDir) (scanResult, map[string]scanDir, bool, error) {
 	var r scanResult
-	var stamps []stamp
+	dirs := map[string]scanDir{}
+	changed := false
 	type item struct {
 		dir string
 		d   int
 	}
 	queue := []item{{root, 0}}
-	visited := 0
+	pre := prestamp(old)
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
-		st, ok := stampOf(it.dir)
+		st, ok := pre[it.dir]
 		if !ok {
+			st, ok = stampOf(it.dir)
+		}
+		if !ok || st == (stamp{}) {
 			continue
 		}
-		// Read the directory after taking its stamp: a change in between
-		// makes the next start rescan, never trust a stale answer.
-		es, err := os.ReadDir(it.dir)
-		if err != nil {
-			continue
-		}
-		stamps = append(stamps, st)
-		visited++
-		if visited > maxScanDirs {
-			return r, nil, fmt.Errorf("the search for git repositories under %s read more than %d directories at depth ≤ %d; lower mandatoryDenySearchDepth or narrow allowWrite", root, maxScanDirs, depth)
-		}
-		has := map[string]os.DirEntry{}
-		for _, e := range es {
-			has[e.Name()] = e
-		}
-		if g, ok := has[".git"]; ok {
-			p := filepath.Join(it.dir, ".git")
-			r.workTrees = append(r.workTrees, it.dir)
-			if g.IsDir() {
-				r.gitDirs = append(r.gitDirs, p)
-			} else if g.Type().IsRegular() {
-				r.gitFiles = append(r.gitFiles, p)
-				if s, ok := stampOf(p); ok {
-					stamps = append(stamps, s)
-				}
-				if target, ok := readGitPointer(p); ok {
-					r.gitDirs = append(r.gitDirs, target)
-					if s, ok := stampOf(filepath.Join(target, "commondir")); ok {
-						stamps = append(stamps, s)
-					}
-					if c, ok := readCommondir(target); ok {
-						r.gitDirs = append(r.gitDirs, c)
-					}
-				}
+		d, ok := old[it.dir]
+		if !ok || !d.fresh(it.dir, st) {
+			prev := d
+			var err error
+			if d, err = readDir(it.dir, st); err != nil {
+				continue
+			}
+			// Only a change of what was found makes the cache worth
+			// writing again: the working directory's ctime moves with
+			// every run's placeholders, its entries do not.
+			if !ok || !prev.sameFindings(d) {
+				changed = true
 			}
 		}
-		if isBareRepo(has) {
+		dirs[it.dir] = d
+		if len(dirs) > maxScanDirs {
+			return r, nil, false, fmt.Errorf("the search for git repositories under %s read more than %d directories at depth ≤ %d; lower mandatoryDenySearchDepth or narrow allowWrite", root, maxScanDirs, depth)
+		}
+		if d.GitDir || d.GitFile {
+			r.workTrees = append(r.workTrees, it.dir)
+		}
+		if d.GitDir {
+			r.gitDirs = append(r.gitDirs, filepath.Join(it.dir, ".git"))
+		}
+		if d.GitFile {
+			r.gitFiles = append(r.gitFiles, filepath.Join(it.dir, ".git"))
+			if d.Target != "" {
+				r.gitDirs = append(r.gitDirs, d.Target)
+			}
+			if d.Common != "" {
+				r.gitDirs = append(r.gitDirs, d.Common)
+			}
+		}
+		if d.Bare {
 			r.gitDirs = append(r.gitDirs, it.dir)
 		}
-		for _, e := range es {
-			name := e.Name()
-			if mandatoryName[name] {
-				r.named = append(r.named, filepath.Join(it.dir, name))
-			}
-			if it.d < depth && e.IsDir() && name != ".git" && name != "node_modules" {
-				queue = append(queue, item{filepath.Join(it.dir, name), it.d + 1})
+		for _, n := range d.Named {
+			r.named = append(r.named, filepath.Join(it.dir, n))
+		}
+		if it.d < depth {
+			for _, s := range d.Subdirs {
+				queue = append(queue, item{filepath.Join(it.dir, s), it.d + 1})
 			}
 		}
 	}
-	return r, stamps, nil
+	if len(dirs) != len(old) {
+		changed = true
+	}
+	return r, dirs, changed, nil
 }
 
 // isBareRepo mirrors git's test for a git directory: HEAD, objects/ and refs/.
@@ -219,136 +332,48 @@ func readCommondir(gitdir string) (string, bool) {
 	return c, true
 }
 
-const scanCacheMagic = "moat-scan 2"
+const scanCacheMagic = "moat-scan 3"
 
-func readScanCache(file, root string, depth int) (scanResult, bool) {
+type scanCacheFile struct {
+	Magic string
+	Root  string
+	Depth int
+	Dirs  map[string]scanDir
+}
+
+// readScanCache reads what a previous search found; a damaged or foreign
+// cache is no cache.
+func readScanCache(file, root string, depth int) map[string]scanDir {
 	f, err := os.Open(file)
 	if err != nil {
-		return scanResult{}, false
+		return nil
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	if !sc.Scan() || sc.Text() != fmt.Sprintf("%s %d %s", scanCacheMagic, depth, root) {
-		return scanResult{}, false
+	var c scanCacheFile
+	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&c); err != nil || c.Magic != scanCacheMagic || c.Root != root || c.Depth != depth {
+		return nil
 	}
-	var r scanResult
-	var stamps []stamp
-	complete := false
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "end" {
-			complete = true
-			break
-		}
-		kind, rest, ok := strings.Cut(line, " ")
-		if !ok {
-			return scanResult{}, false
-		}
-		switch kind {
-		case "s":
-			f := strings.SplitN(rest, " ", 3)
-			if len(f) != 3 {
-				return scanResult{}, false
-			}
-			ino, e1 := strconv.ParseUint(f[0], 10, 64)
-			mt, e2 := strconv.ParseInt(f[1], 10, 64)
-			if e1 != nil || e2 != nil {
-				return scanResult{}, false
-			}
-			stamps = append(stamps, stamp{path: f[2], ino: ino, mtime: mt})
-		case "g":
-			r.gitDirs = append(r.gitDirs, rest)
-		case "f":
-			r.gitFiles = append(r.gitFiles, rest)
-		case "w":
-			r.workTrees = append(r.workTrees, rest)
-		case "n":
-			r.named = append(r.named, rest)
-		default:
-			return scanResult{}, false
-		}
-	}
-	if !complete || sc.Err() != nil {
-		return scanResult{}, false
-	}
-	return r, stampsValid(stamps)
+	return c.Dirs
 }
 
-// stampsValid checks that every directory is as it was, a few goroutines
-// at a time (one lstat each: the cost of a warm start grows with the
-// directories within the search depth, and the syscalls dominate).
-func stampsValid(stamps []stamp) bool {
-	const workers = 4
-	if len(stamps) < 64 {
-		for _, st := range stamps {
-			if now, ok := stampOf(st.path); !ok || now != st {
-				return false
-			}
-		}
-		return true
-	}
-	var bad atomic.Bool
-	var wg sync.WaitGroup
-	chunk := (len(stamps) + workers - 1) / workers
-	for i := 0; i < len(stamps); i += chunk {
-		part := stamps[i:min(i+chunk, len(stamps))]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, st := range part {
-				if bad.Load() {
-					return
-				}
-				if now, ok := stampOf(st.path); !ok || now != st {
-					bad.Store(true)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return !bad.Load()
-}
-
-func writeScanCache(file, root string, depth int, r scanResult, stamps []stamp) {
-	// The format is one path per line: a name with a newline is not cached.
-	for _, list := range [][]string{r.gitDirs, r.gitFiles, r.workTrees, r.named} {
-		for _, p := range list {
-			if strings.ContainsAny(p, "\n\r") {
-				return
-			}
-		}
-	}
-	for _, s := range stamps {
-		if strings.ContainsAny(s.path, "\n\r") {
-			return
-		}
-	}
+func writeScanCache(file, root string, depth int, dirs map[string]scanDir) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d %s\n", scanCacheMagic, depth, root)
-	for _, s := range stamps {
-		fmt.Fprintf(&b, "s %d %d %s\n", s.ino, s.mtime, s.path)
-	}
-	put := func(k string, ps []string) {
-		sort.Strings(ps)
-		for _, p := range ps {
-			fmt.Fprintf(&b, "%s %s\n", k, p)
-		}
-	}
-	put("g", r.gitDirs)
-	put("f", r.gitFiles)
-	put("w", r.workTrees)
-	put("n", r.named)
-	b.WriteString("end\n")
 	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return
 	}
-	if err := os.Rename(tmp, file); err != nil {
+	w := bufio.NewWriter(f)
+	err = gob.NewEncoder(w).Encode(scanCacheFile{Magic: scanCacheMagic, Root: root, Depth: depth, Dirs: dirs})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || os.Rename(tmp, file) != nil {
 		os.Remove(tmp)
 	}
 }
