@@ -348,3 +348,33 @@ func TestSettingsCannotWidenLaterRun(t *testing.T) {
 		t.Fatalf("want a refusal naming the file (exit 125), got %d:\n%s", r.code, r.out)
 	}
 }
+
+// Without user namespaces (--best-effort's no-namespace tier) there are no
+// mounts: the audit alone keeps the user's git from running what the
+// command planted.
+func TestNoUsernsGitAudit(t *testing.T) {
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
+	}
+	for _, attack := range []string{
+		`echo garbage > .git/HEAD; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config`,
+		`git init -q sub; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config`,
+		`printf '#!/bin/sh\n%s\n' "$PROG" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
+	} {
+		s := newGitScene(t)
+		cmd := exec.Command(self, moatBin, "run", "--best-effort", "--settings", s.settings, "-c", attack)
+		cmd.Dir, cmd.Env = s.repo, append(s.env(), denyUsernsEnv+"=1")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "best effort") {
+			t.Fatalf("not the no-namespace tier:\n%s", out)
+		}
+		for _, c := range []struct {
+			dir  string
+			args []string
+		}{{s.repo, []string{"status"}}, {filepath.Join(s.repo, "sub"), []string{"status"}}, {s.repo, []string{"commit", "-q", "--allow-empty", "-m", "x"}}} {
+			if _, err := os.Stat(c.dir); err == nil && s.userGit(c.dir, c.args...) {
+				t.Fatalf("ESCAPE in the no-namespace tier: git %v in %s ran the planted program after %q\n%s", c.args, c.dir, attack, out)
+			}
+		}
+	}
+}

@@ -78,3 +78,14 @@ func TestSocketFamilies(t *testing.T) {
 		}
 	}
 }
+
+// The same without user namespaces: /proc is the host's, and Landlock
+// grants no write there.
+func TestNoUsernsKernelKnobsAsRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock")
+	}
+	f := makeFixture(t)
+	f.attackWith(f.bestEffort, []string{"proc-write", "/proc/sys/vm/panic_on_oom"}, nil)
+}
