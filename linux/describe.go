@@ -12,36 +12,13 @@ import (
 	"syscall"
 
 	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-// Mechanism is one part of the sandbox and what enforces it on this machine.
-type Mechanism struct {
-	Part     string `json:"part"`
-	Enforced bool   `json:"enforced"`
-	By       string `json:"by"`
-	Note     string `json:"note,omitempty"`
-}
-
-// Description is what `moat policy` shows: the resolved filesystem view and
-// the mechanism behind each part of the policy on this machine.
-type Description struct {
-	Tier       string      `json:"tier"`
-	Mechanisms []Mechanism `json:"mechanisms"`
-	// Protected are the paths the mounts make read-only inside writable
-	// trees (mandatory protections found on disk, and placeholders).
-	Protected []string `json:"protected"`
-	// Placeholders are mount points a run would create (and remove).
-	Placeholders []string `json:"placeholders"`
-	Notes        []string `json:"notes,omitempty"`
-}
-
-// Describe resolves the policy as Run would, without running anything or
-// creating any placeholder, and probes the kernel features it needs.
-func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
-	if stateDir == "" {
-		stateDir = DefaultStateDir()
-	}
+// describe resolves the policy as a launch would, without running anything
+// or creating any placeholder, and probes the kernel features it needs.
+func describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
 	exe, _ := os.Executable()
 	pol2 := *pol
 	pol2.Protect = append(append(append([]string(nil), pol.Protect...), stateDir, exe), pol.Sources...)
@@ -49,7 +26,7 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Protected: fp.protected, Notes: fp.notes}
+	d := &enforce.Description{Protected: fp.protected, Notes: fp.notes}
 	for _, ph := range fp.placeholders {
 		d.Placeholders = append(d.Placeholders, ph.path)
 	}
@@ -66,7 +43,7 @@ func Describe(pol *policy.Policy, stateDir string) (*Description, error) {
 		}
 	}
 	add := func(part string, ok bool, by, note string) {
-		d.Mechanisms = append(d.Mechanisms, Mechanism{Part: part, Enforced: ok, By: by, Note: note})
+		d.Mechanisms = append(d.Mechanisms, enforce.Mechanism{Part: part, Enforced: ok, By: by, Note: note})
 	}
 	nsNote := ""
 	if !userns {

@@ -130,14 +130,26 @@ func (v *view) access(p string) access {
 	return accRO
 }
 
+// resolver resolves symlinks, remembering directories for the length of
+// one launch (the parents moat resolves most, home and the working
+// directory, are looked up once). A nil resolver remembers nothing.
+type resolver struct {
+	dirs sync.Map // string -> string (canonical)
+}
+
+func newResolver() *resolver { return &resolver{} }
+
+// canonical resolves symlinks in p (no memory).
+func canonical(p string) (string, bool, error) { return (*resolver)(nil).canonical(p) }
+
 // canonical resolves symlinks in p. For a path that does not exist, the
 // longest existing prefix is resolved and the rest appended, so a rule for
 // a file that appears later still names the right place.
-func canonical(p string) (string, bool, error) {
+func (rs *resolver) canonical(p string) (string, bool, error) {
 	p = filepath.Clean(p)
 	// Most rule paths (the default secrets, say) do not exist: one lstat
 	// tells, and a path that does not exist needs no mount.
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !mayHideSymlink(p) {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !rs.mayHideSymlink(p) {
 		return p, false, nil
 	}
 	if r, err := filepath.EvalSymlinks(p); err == nil {
@@ -153,7 +165,7 @@ func canonical(p string) (string, bool, error) {
 	if dir == "" || dir == p {
 		return p, false, nil
 	}
-	d, _, err := canonical(filepath.Clean(dir))
+	d, _, err := rs.canonical(filepath.Clean(dir))
 	if err != nil {
 		return "", false, err
 	}
@@ -163,7 +175,7 @@ func canonical(p string) (string, bool, error) {
 // expand resolves a rule to canonical paths, expanding globs against the
 // disk. A glob that matches nothing yields nothing; a literal path that
 // does not exist yet is kept (it may appear).
-func expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
+func (rs *resolver) expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
 	paths := []string{r.Path}
 	if r.Glob {
 		var err error
@@ -178,7 +190,7 @@ func expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, erro
 	}
 	out := make([]rule, 0, len(paths))
 	for _, p := range paths {
-		c, _, err := canonical(p)
+		c, _, err := rs.canonical(p)
 		if err != nil {
 			return nil, err
 		}
@@ -187,10 +199,10 @@ func expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, erro
 	return out, nil
 }
 
-func expandAll(rs []policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
+func (rs *resolver) expandAll(rules []policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
 	var out []rule
-	for _, r := range rs {
-		e, err := expand(r, limit, cacheDir)
+	for _, r := range rules {
+		e, err := rs.expand(r, limit, cacheDir)
 		if err != nil {
 			return nil, err
 		}
@@ -225,25 +237,26 @@ func lstatKind(p string) byte {
 }
 
 // mayHideSymlink reports whether a missing path's parent might be reached
-// through a symlink, so that its canonical form differs from it. The
-// parents of the paths moat resolves most (home, the working directory)
-// are checked once.
-func mayHideSymlink(p string) bool {
+// through a symlink, so that its canonical form differs from it.
+func (rs *resolver) mayHideSymlink(p string) bool {
 	d := filepath.Dir(p)
-	r, err := evalDirCached(d)
+	r, err := rs.evalDir(d)
 	return err != nil || r != d
 }
 
-var dirCache sync.Map // string -> string (canonical), per process
-
-func evalDirCached(d string) (string, error) {
-	if v, ok := dirCache.Load(d); ok {
-		return v.(string), nil
+// evalDir resolves a directory's symlinks, remembered by a resolver.
+func (rs *resolver) evalDir(d string) (string, error) {
+	if rs != nil {
+		if v, ok := rs.dirs.Load(d); ok {
+			return v.(string), nil
+		}
 	}
 	r, err := filepath.EvalSymlinks(d)
 	if err != nil {
 		return "", err
 	}
-	dirCache.Store(d, r)
+	if rs != nil {
+		rs.dirs.Store(d, r)
+	}
 	return r, nil
 }

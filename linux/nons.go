@@ -3,12 +3,12 @@
 package linux
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -22,34 +22,30 @@ import (
 // is a subreaper and kills every descendant at the end. What that cannot
 // give is reported as skipped.
 
-// errNoUserNS marks a launch that failed because no user namespace can be
-// created here.
-var errNoUserNS = errors.New("this system refuses to create a user namespace")
-
 // noNSSkipped says what the no-namespace tier does not enforce.
-func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []string {
-	out := []string{
-		"namespaces (this system refuses user namespaces): the command shares the host's mount, pid, network, ipc and uts namespaces",
-		"the private /tmp: the command gets a directory of its own in the host's /tmp (TMPDIR)",
-		"process isolation: the command sees the host's processes in /proc (ptrace and process_vm are still refused by seccomp)",
+func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []enforce.Skip {
+	out := []enforce.Skip{
+		{Protection: "namespaces", Reason: "this system refuses user namespaces: the command shares the host's mount, pid, network, ipc and uts namespaces"},
+		{Protection: "private-tmp", Reason: "the command gets a directory of its own in the host's /tmp (TMPDIR)"},
+		{Protection: "process-isolation", Reason: "the command sees the host's processes in /proc (ptrace and process_vm are still refused by seccomp)"},
 	}
 	if len(protected) > 0 {
 		sort.Strings(protected)
-		out = append(out, "mandatory protections and denyWrite inside writable paths (Landlock cannot carve them out): "+strings.Join(protected, ", "))
+		out = append(out, enforce.Skip{Protection: "mandatory-protections", Reason: "mandatory protections and denyWrite inside writable paths (Landlock cannot carve them out; the git audit still runs after the command): " + strings.Join(protected, ", ")})
 	}
 	if len(pol.FS.DenyRead) > 0 && abi > 0 {
-		out = append(out, "hidden directories can still be listed (their files cannot be read); files created later next to a hidden path cannot be read")
+		out = append(out, enforce.Skip{Protection: "hidden-listing", Reason: "hidden directories can still be listed (their files cannot be read); files created later next to a hidden path cannot be read"})
 	}
 	switch {
 	case ebpf:
 		// The cgroup's eBPF programs confine every protocol, as usual.
 	case abi < 4:
-		out = append(out, "network confinement (Landlock ABI < 4): the command reaches the network directly")
+		out = append(out, enforce.Skip{Protection: "network", Reason: "network confinement (Landlock ABI < 4): the command reaches the network directly"})
 	default:
-		out = append(out, "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly")
+		out = append(out, enforce.Skip{Protection: "network-udp", Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly"})
 	}
 	if abi < 6 {
-		out = append(out, "signals and abstract unix sockets of host processes (Landlock ABI < 6)")
+		out = append(out, enforce.Skip{Protection: "landlock-scoping", Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
 	}
 	return out
 }

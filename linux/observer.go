@@ -43,6 +43,8 @@ type observer struct {
 	// refused or not): none at all means the command changed nothing on
 	// disk, which the kernel, not the command, vouches for.
 	writes *atomic.Int64
+	// dirs resolves the directories of reported paths (this launch's).
+	dirs *resolver
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -251,7 +253,7 @@ func (o *observer) resolve(pid, dirfd int, p string) string {
 	// Resolve symlinks in the parent as the host sees it (the sandbox's
 	// tree mirrors the host's paths); keep the last component as written.
 	if !within(p, "/tmp") {
-		if d, err := evalDirCached(filepath.Dir(p)); err == nil {
+		if d, err := o.dirs.evalDir(filepath.Dir(p)); err == nil {
 			p = filepath.Join(d, filepath.Base(p))
 		}
 	}

@@ -54,6 +54,8 @@ type planInput struct {
 	// noMounts: the no-namespace tier. The view and the protections are
 	// computed (for Landlock and the report); no mount is planned.
 	noMounts bool
+	// dirs resolves symlinks for this launch (nil: without memory).
+	dirs *resolver
 	// mountPoint is called, before the plan is final, for every protected
 	// path the plan mounts over inside a writable tree that does not exist
 	// (to create ph) or that may be another run's placeholder (to adopt it;
@@ -96,16 +98,16 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	budget := &globBudget{entries: DefaultGlobBudget, depth: depth}
 	v := &view{}
 	var err error
-	if v.allowRead, err = expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
+	if v.allowRead, err = in.dirs.expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.denyRead, err = expandAll(pol.FS.DenyRead, budget, in.cacheDir); err != nil {
+	if v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.allowWrite, err = expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
+	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.denyWrite, err = expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
+	if v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
 	fp := &fsPlan{view: v}
@@ -126,7 +128,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 
 	for _, p := range in.exposeRO {
-		if c, _, err := canonical(p); err == nil {
+		if c, _, err := in.dirs.canonical(p); err == nil {
 			v.exposed = append(v.exposed, rule{path: c, source: c})
 		}
 	}
@@ -146,7 +148,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	home := ""
 	if pol.Home != "" {
-		home, _, _ = canonical(pol.Home)
+		home, _, _ = in.dirs.canonical(pol.Home)
 	}
 	global := globalGitFacts(home)
 	// A reserved path needs a mount point, made in its parent: only where
@@ -213,7 +215,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
 	}
-	if c, _, err := canonical(pol.Cwd); err == nil {
+	if c, _, err := in.dirs.canonical(pol.Cwd); err == nil {
 		names(c, policy.CwdReservedNames)
 		// The repository the command works in: reserve its git entries.
 		if gitDir, gitFile := enclosingGitDir(c); gitDir != "" {
@@ -244,7 +246,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		protect(inc, "git: included by the user's git configuration", reserveIfParent(inc))
 	}
 	for _, p := range pol.Protect {
-		if c, _, err := canonical(p); err == nil {
+		if c, _, err := in.dirs.canonical(p); err == nil {
 			protect(c, "moat: its own files are never writable", false)
 		}
 	}
@@ -325,7 +327,7 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		}
 	}
 	for _, p := range in.exposeRO {
-		if c, _, err := canonical(p); err == nil {
+		if c, _, err := in.dirs.canonical(p); err == nil {
 			add(c)
 		}
 	}

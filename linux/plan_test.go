@@ -249,7 +249,7 @@ func TestExpandLiteralBrackets(t *testing.T) {
 	root := canon(t, t.TempDir())
 	mkTree(t, root, "lit[1]/f")
 	p := filepath.Join(root, "lit[1]/f")
-	rs, err := expand(policy.PathRule{Path: p, Glob: true}, &globBudget{entries: DefaultGlobBudget, depth: 3}, "")
+	rs, err := newResolver().expand(policy.PathRule{Path: p, Glob: true}, &globBudget{entries: DefaultGlobBudget, depth: 3}, "")
 	if err != nil || len(rs) != 1 || rs[0].path != p {
 		t.Fatalf("%v %v", rs, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/runtime/settings"
 )
@@ -149,7 +150,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if err != nil {
 		return usageError("--cwd %q: %v", f.cwd, err)
 	}
-	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd, Check: settingsCheck()})
+	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd, Check: runtime.SettingsCheck("")})
 	if err != nil {
 		return &exitError{code: exitMoatError, err: err}
 	}

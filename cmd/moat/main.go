@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/moat-sandbox/moat/runtime"
 )
 
 // Exit codes of moat's own (as docker run uses them).
@@ -39,6 +41,10 @@ func usageError(format string, a ...any) error {
 }
 
 func main() {
+	// A sandbox's init re-executes moat to clean up after a killed moat.
+	if code, ok := runtime.Reexec(os.Args); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

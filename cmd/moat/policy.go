@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -25,7 +27,7 @@ func newPolicyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			desc, err := describe(pol)
+			desc, err := runtime.Describe(pol, "")
 			if err != nil {
 				return &exitError{code: exitMoatError, err: err}
 			}
@@ -91,4 +93,31 @@ func printPolicy(w io.Writer, p *policy.Policy) {
 		fmt.Fprintf(w, "env allow: %s\n", strings.Join(p.Env.Allow, ", "))
 	}
 	fmt.Fprintf(w, "bestEffort: %v\nviolations: %v\n", p.BestEffort, p.Violations)
+}
+
+func printDescription(w io.Writer, d *enforce.Description) {
+	fmt.Fprintf(w, "\nenforcement on this machine (tier: %s):\n", d.Tier)
+	for _, m := range d.Mechanisms {
+		mark := "yes"
+		if !m.Enforced {
+			mark = "NO "
+		}
+		note := ""
+		if m.Note != "" {
+			note = " (" + m.Note + ")"
+		}
+		fmt.Fprintf(w, "  [%s] %s: %s%s\n", mark, m.Part, m.By, note)
+	}
+	if len(d.Protected) > 0 {
+		fmt.Fprintf(w, "protected inside writable paths:\n")
+		for _, p := range d.Protected {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(d.Placeholders) > 0 {
+		fmt.Fprintf(w, "mount points a run creates (and removes): %s\n", strings.Join(d.Placeholders, ", "))
+	}
+	for _, n := range d.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }

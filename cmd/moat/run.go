@@ -1,16 +1,24 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/runtime/settings"
 )
@@ -135,9 +143,100 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	return nil
 }
 
+// sandboxRun wires the command line to runtime.Run: the caller's stdio and
+// signals, --control-fd lines parsed into network updates, --debug,
+// MOAT_TRACE.
+func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bool, stderr io.Writer, control *os.File) (*runtime.Result, error) {
+	req := runtime.Request{Policy: pol, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if debug {
+		req.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	req.Signals = sigs
+	if control != nil {
+		name := control.Name()
+		updates := make(chan policy.Network)
+		req.Updates = updates
+		req.UpdateErrors = func(err error) {
+			fmt.Fprintf(stderr, "moat: %s: %v: ignored, the previous network lists stay in force\n", name, err)
+		}
+		go readControl(control, name, pol, updates, stderr)
+	}
+	var tr *tracer
+	if os.Getenv("MOAT_TRACE") == "1" {
+		tr = newTracer()
+		req.Trace = tr.phase
+		defer tr.print(stderr)
+	}
+	res, err := runtime.Run(ctx, req)
+	if tr != nil {
+		tr.phase("done")
+	}
+	return res, err
+}
+
+// readControl reads network-list updates, one complete settings document
+// (srt format) per line, until EOF, as srt's --control-fd does. A bad line
+// is reported without its content and changes nothing.
+func readControl(r io.Reader, name string, pol *policy.Policy, updates chan<- policy.Network, stderr io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		u, err := settings.ParseNetworkUpdate(name, line, pol.Cwd, pol.Home)
+		if err != nil {
+			reason := err.Error()
+			var se *settings.Error
+			if errors.As(err, &se) {
+				reason = se.Field + ": " + se.Reason
+			}
+			fmt.Fprintf(stderr, "moat: invalid settings on %s (%s): ignored, the previous network lists stay in force\n", name, reason)
+			continue
+		}
+		updates <- u
+	}
+}
+
+// runError maps a launch failure to moat's exit codes.
+func runError(err error) error {
+	var xe *enforce.ExecError
+	if errors.As(err, &xe) {
+		return &exitError{code: xe.ExitCode(), err: err}
+	}
+	return &exitError{code: exitMoatError, err: err}
+}
+
+// tracer collects MOAT_TRACE's phase times.
+type tracer struct {
+	start time.Time
+	mu    sync.Mutex
+	lines []string
+}
+
+func newTracer() *tracer { return &tracer{start: time.Now()} }
+
+func (t *tracer) phase(what string) {
+	t.mu.Lock()
+	t.lines = append(t.lines, fmt.Sprintf("%8.3f ms  %s", float64(time.Since(t.start).Microseconds())/1000, what))
+	t.mu.Unlock()
+}
+
+func (t *tracer) print(w io.Writer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range t.lines {
+		fmt.Fprintln(w, "moat trace:", l)
+	}
+}
+
 // loadPolicy reads the settings; errors exit 125.
 func loadPolicy(file string) (*policy.Policy, error) {
-	pol, _, err := settings.Load(settings.Options{File: file, Check: settingsCheck()})
+	pol, _, err := settings.Load(settings.Options{File: file, Check: runtime.SettingsCheck("")})
 	if err != nil {
 		return nil, &exitError{code: exitMoatError, err: err}
 	}
@@ -153,7 +252,7 @@ func absPath(cwd, p string) string {
 	if !strings.HasPrefix(p, "/") {
 		p = cwd + "/" + p
 	}
-	return cleanPath(p)
+	return filepath.Clean(p)
 }
 
 // printViolations appends the <sandbox_violations> block, minus what the
@@ -181,4 +280,3 @@ func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy
 	fmt.Fprint(w, policy.Annotate(keep))
 }
 
-var errNoSandbox = errors.New("no sandbox on this platform")

@@ -5,6 +5,11 @@ package nsinit
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mirrors of plan.h (plan_test.go checks them against the C header).
@@ -102,7 +107,12 @@ type Plan struct {
 	slots uint32
 	// Desc describes each record, for error messages (index = record).
 	Desc []string
+	proc map[int]bool // records that mount a procfs
 }
+
+// IsProc reports whether record i mounts a new procfs (a container may
+// refuse it).
+func (p *Plan) IsProc(i int) bool { return p.proc[i] }
 
 // New returns an empty plan.
 func New() *Plan {
@@ -198,6 +208,10 @@ func (p *Plan) Tmpfs(target string, mode, uid, gid uint32, attr uint64) {
 
 // Proc mounts a new procfs over target.
 func (p *Plan) Proc(target string, attr uint64) {
+	if p.proc == nil {
+		p.proc = map[int]bool{}
+	}
+	p.proc[int(p.n)] = true
 	p.add(rMount, "procfs on "+target, (&rec{}).u32(mProc).u64(attr).str(target))
 }
 
@@ -297,4 +311,68 @@ func (p *Plan) Exec(path string, argv, env []string, flags uint32) {
 		r.str(e)
 	}
 	p.add(rExec, "exec "+path, r)
+}
+
+// Message is one message from stage 2 (struct moat_msg, with the
+// descriptors it carried).
+type Message struct {
+	Type uint32 // Msg*
+	A, B int32
+	Text string
+	FDs  []int
+}
+
+// ReadMessage reads the next message from the supervisor's end of the
+// socket (retrying EINTR); io.EOF once stage 2 and everything that held
+// the other end is gone. A short or malformed message is skipped, its
+// descriptors closed.
+func ReadMessage(fd int) (Message, error) {
+	buf := make([]byte, MsgSize)
+	oob := make([]byte, unix.CmsgSpace(4*16))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Message{}, os.NewSyscallError("recvmsg", err)
+		}
+		if n == 0 {
+			return Message{}, io.EOF
+		}
+		var fds []int
+		if oobn > 0 {
+			if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, cm := range cms {
+					if r, err := unix.ParseUnixRights(&cm); err == nil {
+						fds = append(fds, r...)
+					}
+				}
+			}
+		}
+		if n < 12 {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			continue
+		}
+		text := string(buf[12:n])
+		if i := strings.IndexByte(text, 0); i >= 0 {
+			text = text[:i]
+		}
+		return Message{
+			Type: binary.NativeEndian.Uint32(buf[0:]),
+			A:    int32(binary.NativeEndian.Uint32(buf[4:])),
+			B:    int32(binary.NativeEndian.Uint32(buf[8:])),
+			Text: text,
+			FDs:  fds,
+		}, nil
+	}
+}
+
+// CloseFDs closes the descriptors a message carried that nobody took.
+func (m Message) CloseFDs() {
+	for _, f := range m.FDs {
+		unix.Close(f)
+	}
 }

@@ -12,79 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Options select the variable parts of the filter.
-type Options struct {
-	// AllowUnix leaves socket(AF_UNIX) alone (allowAllUnixSockets).
-	AllowUnix bool
-	// UnixBroker allows AF_UNIX stream sockets but sends every connect(2)
-	// to the supervisor, which connects allowed paths itself
-	// (allowUnixSockets); datagram and seqpacket AF_UNIX sockets stay
-	// refused. It needs a supervisor reading notifications.
-	UnixBroker bool
-	// Notify turns refusals into user notifications, so the supervisor can
-	// report each one as a violation before answering EPERM, and asks for a
-	// notification on every syscall that writes to the filesystem (the
-	// supervisor records the ones the policy refuses and lets the kernel
-	// decide). Without a supervisor reading, notified syscalls fail (ENOSYS).
-	Notify bool
-}
-
-// Denied syscalls answer EPERM: they would let the command leave the
-// sandbox or reach the kernel's most attacked surfaces.
-var Denied = []string{
-	// other processes
-	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
-	// kernel keyrings (the caller's session keyring)
-	"keyctl", "add_key", "request_key",
-	// attack surface no sandboxed build needs
-	"bpf", "perf_event_open", "userfaultfd",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	// mounts, old and new API, and namespaces
-	"mount", "umount", "umount2", "pivot_root", "chroot",
-	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	"setns", "open_by_handle_at",
-	// the machine itself
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"reboot", "swapon", "swapoff", "acct", "syslog", "iopl", "ioperm",
-	"quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "uselib",
-	"nfsservctl", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-}
-
-// rawDenied are syscalls libseccomp 2.5 does not know by name (amd64 and
-// arm64 share these numbers): open_tree_attr (6.15).
-var rawDenied = []lsc.ScmpSyscall{467}
-
-// nsFlags are the clone/unshare flags that create namespaces.
-var nsFlags = []uint64{
-	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
-	unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
-}
-
-// Terminal ioctls that inject input or reach the console.
-var deniedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX}
-
-// WriteSyscalls are the filesystem syscalls the observer is told about.
-// Each entry names the syscall and, for open-like calls, the argument that
-// holds the flags (-1: always).
-var WriteSyscalls = []struct {
-	Name    string
-	FlagArg int
-}{
-	{"open", 1}, {"openat", 2}, {"openat2", -1}, {"creat", -1},
-	{"truncate", -1},
-	{"mkdir", -1}, {"mkdirat", -1}, {"mknod", -1}, {"mknodat", -1},
-	{"rmdir", -1}, {"unlink", -1}, {"unlinkat", -1},
-	{"rename", -1}, {"renameat", -1}, {"renameat2", -1},
-	{"link", -1}, {"linkat", -1}, {"symlink", -1}, {"symlinkat", -1},
-	{"chmod", -1}, {"fchmodat", -1}, {"fchmodat2", -1},
-	{"chown", -1}, {"lchown", -1}, {"fchownat", -1},
-	{"utime", -1}, {"utimes", -1}, {"futimesat", -1},
-	{"setxattr", -1}, {"lsetxattr", -1}, {"removexattr", -1}, {"lremovexattr", -1},
-}
-
-// writeOpenFlags are the open flags that make an open a write.
-var writeOpenFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC, unix.O_APPEND}
-
 // Build compiles the filter and returns the BPF program (an array of
 // struct sock_filter, native byte order).
 func Build(o Options) ([]byte, error) {
@@ -139,7 +66,7 @@ func Build(o Options) ([]byte, error) {
 		}
 	}
 	for _, sc := range rawDenied {
-		if err := f.AddRule(sc, deny); err != nil {
+		if err := f.AddRule(lsc.ScmpSyscall(sc), deny); err != nil {
 			return nil, fmt.Errorf("seccomp: rule for syscall %d: %w", sc, err)
 		}
 	}
@@ -238,45 +165,6 @@ func Build(o Options) ([]byte, error) {
 		}
 	}
 	return export(f)
-}
-
-// personalityDenied returns (mask, value) pairs that, together, match every
-// personality(2) argument except 0xffffffff (the query), PER_LINUX (0),
-// PER_LINUX32 (8), and either of those with UNAME26 (0x20000): a value with
-// bit 31 clear must have no bit outside 0x20008; a value with bit 31 set
-// must be all ones.
-func personalityDenied() [][2]uint64 {
-	const allowed, top = 0x20008, 1 << 31
-	var out [][2]uint64
-	for b := 0; b < 31; b++ {
-		bit := uint64(1) << b
-		if bit&allowed == 0 {
-			out = append(out, [2]uint64{bit | top, bit}) // bit set, bit 31 clear
-		}
-		out = append(out, [2]uint64{bit | top, top}) // bit 31 set, bit clear
-	}
-	return out
-}
-
-// AllowedFamilies are the socket families a sandboxed command may create
-// (AF_UNIX further decided by the unix-socket options, AF_NETLINK for
-// NETLINK_ROUTE only).
-var AllowedFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
-
-// deniedFamilies are the families below AF_NETLINK that are not allowed
-// (those above it are refused by one comparison).
-func deniedFamilies() []uint64 {
-	var out []uint64
-	for fam := uint64(0); fam < unix.AF_NETLINK; fam++ {
-		ok := false
-		for _, a := range AllowedFamilies {
-			ok = ok || a == fam
-		}
-		if !ok {
-			out = append(out, fam)
-		}
-	}
-	return out
 }
 
 func export(f *lsc.ScmpFilter) ([]byte, error) {

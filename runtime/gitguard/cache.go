@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 const (
@@ -239,4 +240,55 @@ func decodeCache(r *bufio.Reader, root string) (*walkCache, error) {
 		c.redirects[k] = v
 	}
 	return c, nil
+}
+
+// stats holds lstat results taken ahead of the walk.
+type stats struct {
+	m map[string]statResult
+}
+
+type statResult struct {
+	fi  os.FileInfo
+	err error
+}
+
+func (s *stats) lstat(p string) (os.FileInfo, error) {
+	if s != nil {
+		if r, ok := s.m[p]; ok {
+			return r.fi, r.err
+		}
+	}
+	return os.Lstat(p)
+}
+
+// prestat lstats every directory the cache knows, with a few goroutines.
+func prestat(c *walkCache) *stats {
+	if c == nil || len(c.dirs) < 256 {
+		return nil
+	}
+	paths := make([]string, 0, len(c.dirs))
+	for p := range c.dirs {
+		paths = append(paths, p)
+	}
+	res := make([]statResult, len(paths))
+	const workers = 4
+	var wg sync.WaitGroup
+	chunk := (len(paths) + workers - 1) / workers
+	for i := 0; i < len(paths); i += chunk {
+		lo, hi := i, min(i+chunk, len(paths))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := lo; j < hi; j++ {
+				fi, err := os.Lstat(paths[j])
+				res[j] = statResult{fi, err}
+			}
+		}()
+	}
+	wg.Wait()
+	s := &stats{m: make(map[string]statResult, len(paths))}
+	for i, p := range paths {
+		s.m[p] = res[i]
+	}
+	return s
 }

@@ -1,6 +1,13 @@
-//go:build linux
+//go:build unix
 
-package journal
+// Package live keeps the register of live sandboxes and what each can
+// write: a run announces its writable trees (minus what is read-only to the
+// command) while it runs, so that another moat does not load a settings
+// file a live sandbox could have written since it started.
+//
+// The register is a directory of "<id>.live" files, each flock'ed by its
+// run: a file nobody holds belongs to a dead run and is removed.
+package live
 
 import (
 	"bufio"
@@ -47,18 +54,18 @@ func (w Writer) Writes(p string) bool {
 // started refuses to trust it (LiveWriters).
 func Announce(dir, id string, w Writer) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("live: %w", err)
 	}
 	if err := checkOwned(dir); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, id+".live"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("live: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("journal: lock %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("live: lock %s: %w", f.Name(), err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "S %d\n", w.Since.UnixNano())
@@ -72,7 +79,7 @@ func Announce(dir, id string, w Writer) (*os.File, error) {
 	if _, err := f.WriteString(b.String()); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("live: %w", err)
 	}
 	return f, nil
 }
@@ -151,3 +158,34 @@ func readAnnouncement(file string) (Writer, bool) {
 	}
 	return w, true
 }
+
+// checkOwned refuses a directory someone else could write to.
+func checkOwned(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("live: %s is not a directory", dir)
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return fmt.Errorf("live: %s must be owned by uid %d and not writable by others", dir, os.Geteuid())
+	}
+	return nil
+}
+
+// isLive reports whether a file's owner still holds its lock.
+func isLive(file string) bool {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}
+
+func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }

@@ -1,6 +1,6 @@
-//go:build linux
+//go:build linux || darwin
 
-package linux
+package runtime
 
 import (
 	"io"
@@ -11,11 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// hasTerminal is true where the runtime relays terminals.
+const hasTerminal = true
+
 func isTerminal(f *os.File) bool {
 	if f == nil {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 
@@ -39,7 +42,8 @@ type terminal struct {
 
 	mu     sync.Mutex
 	master *os.File
-	stop   [2]int // pipe: closing stop[1] ends the input copy
+	stopR  *os.File // a pipe: closing stopW ends the input copy
+	stopW  *os.File
 	outEnd chan struct{}
 }
 
@@ -47,8 +51,8 @@ func newTerminal(in, out *os.File) *terminal {
 	if !isTerminal(out) {
 		out = in
 	}
-	t := &terminal{in: in, out: out, stop: [2]int{-1, -1}}
-	if st, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err == nil {
+	t := &terminal{in: in, out: out}
+	if st, err := unix.IoctlGetTermios(int(in.Fd()), ioctlGetTermios); err == nil {
 		t.saved = st
 		raw := *st
 		raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
@@ -58,7 +62,7 @@ func newTerminal(in, out *os.File) *terminal {
 		raw.Cflag |= unix.CS8
 		raw.Cc[unix.VMIN] = 1
 		raw.Cc[unix.VTIME] = 0
-		_ = unix.IoctlSetTermios(int(in.Fd()), unix.TCSETS, &raw)
+		_ = unix.IoctlSetTermios(int(in.Fd()), ioctlSetTermios, &raw)
 	}
 	return t
 }
@@ -68,9 +72,8 @@ func (t *terminal) attach(master *os.File) {
 	t.mu.Lock()
 	t.master = master
 	t.outEnd = make(chan struct{})
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err == nil {
-		t.stop = p
+	if r, w, err := os.Pipe(); err == nil {
+		t.stopR, t.stopW = r, w
 	}
 	t.mu.Unlock()
 	t.resize()
@@ -84,11 +87,14 @@ func (t *terminal) attach(master *os.File) {
 // copyInput copies the caller's terminal to the pty until stopped, polling
 // so that it never steals a keystroke after the command has ended.
 func (t *terminal) copyInput() {
-	defer unix.Close(t.stop[0])
+	if t.stopR == nil {
+		return
+	}
+	defer t.stopR.Close()
 	buf := make([]byte, 32*1024)
 	in := int(t.in.Fd())
 	for {
-		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(t.stop[0]), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(t.stopR.Fd()), Events: unix.POLLIN}}
 		if _, err := unix.Poll(fds, -1); err != nil {
 			if err == unix.EINTR {
 				continue
@@ -140,13 +146,13 @@ func (t *terminal) finish() {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	if t.stop[1] >= 0 {
-		unix.Close(t.stop[1])
+	if t.stopW != nil {
+		t.stopW.Close()
 	}
 	if m != nil {
 		m.Close()
 	}
 	if t.saved != nil {
-		_ = unix.IoctlSetTermios(int(t.in.Fd()), unix.TCSETS, t.saved)
+		_ = unix.IoctlSetTermios(int(t.in.Fd()), ioctlSetTermios, t.saved)
 	}
 }

@@ -1,0 +1,78 @@
+//go:build linux
+
+package linux
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/moat-sandbox/moat/linux/journal"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Enforcer is the Linux enforcer: namespaces, mounts, Landlock, seccomp
+// and (as root) eBPF, set up by a C stage 2 from a plan the supervisor
+// computes (see doc.go).
+type Enforcer struct{}
+
+// New returns the Linux enforcer.
+func New() *Enforcer { return &Enforcer{} }
+
+var _ enforce.Enforcer = (*Enforcer)(nil)
+
+// Start builds a sandbox for l and starts the command in it.
+func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Process, error) {
+	if !nsinit.Linked {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox stage 2", Need: "this moat was built without cgo: build it with CGO_ENABLED=1 (make build)"}
+	}
+	if l.Mode == enforce.NoNamespaces && landlockABI() == 0 {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "Landlock", Need: "without user namespaces moat confines the command with Landlock, and this kernel has none: moat has no way to confine the command", Err: enforce.ErrNoUserNamespace}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pol := l.Policy
+	if l.Mode == enforce.HostProc && !pol.FS.WeakerNested {
+		p := *pol
+		p.FS.WeakerNested = true
+		pol = &p
+	}
+	ln := &launcher{l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver()}
+	if err := ln.prepare(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := ln.start(); err != nil {
+		ln.terminate()
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// cleanupArg is the argv[1] with which a sandbox's init re-execs the
+// supervisor's binary after the supervisor died: it removes the mount
+// points the dead supervisor created (see package journal).
+const cleanupArg = "__moat-cleanup"
+
+// Reexec handles the supervisor's binary being re-executed by a sandbox's
+// init to clean up after a supervisor that died. It returns handled=false
+// for any other command line. A program that starts sandboxes calls it
+// first thing in main (runtime.Reexec does).
+func Reexec(args []string) (handled bool, err error) {
+	if len(args) != 4 || args[1] != cleanupArg {
+		return false, nil
+	}
+	if err := journal.Recover(args[2], args[3]); err != nil {
+		return true, fmt.Errorf("clean-up after the supervisor died: %w", err)
+	}
+	return true, nil
+}
+
+// Describe resolves the policy as Start would, without running anything or
+// creating any placeholder, and probes the kernel features it needs.
+func (e *Enforcer) Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
+	return describe(pol, stateDir)
+}

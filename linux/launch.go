@@ -1,0 +1,480 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/linux/journal"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/linux/seccomp"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// launcher is one sandbox, from planning to clean-up (an enforce.Process).
+// Its lifecycle is one list of steps: prepare, start (plan and stage 2 in
+// parallel), sync (plan sent, eBPF attached, command released), then Wait;
+// terminate on any failure; Close once, whatever happened.
+type launcher struct {
+	l     *enforce.Launch
+	pol   *policy.Policy
+	nons  bool // the no-namespace tier
+	trace func(string)
+
+	// made by prepare
+	planR, planW *os.File
+	sync         *os.File // supervisor's end of the SEQPACKET socket
+	childSync    *os.File
+	kf           *kernelFilter
+	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
+	lock         *os.File // the cgroup's lock, kept by init
+	cgroupFD     int
+
+	// made by planning
+	fp      *fsPlan
+	jr      *journal.Journal
+	plan    *nsinit.Plan
+	net     *network
+	tmpDir  string // the no-namespace tier's TMPDIR
+	dirs    *resolver
+	planErr error
+	planned chan struct{}
+	// attached delivers the eBPF attach result (nil channel: no eBPF).
+	attached chan error
+	abort    chan struct{}
+
+	cmd     *exec.Cmd
+	readers sync.WaitGroup
+
+	mu         sync.Mutex
+	setupErr   error
+	exitStatus *unix.WaitStatus
+	skipped    []enforce.Skip
+
+	observed atomic.Bool
+	writes   atomic.Int64
+	closed   atomic.Bool
+}
+
+func (ln *launcher) step(what string) {
+	if ln.trace != nil {
+		ln.trace(what)
+	}
+}
+
+// prepare makes what stage 2 is started with.
+func (ln *launcher) prepare() error {
+	st := ln.l.StateDir
+	if err := os.MkdirAll(st, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if err := journal.SweepDir(filepath.Join(st, "journal")); err != nil {
+		ln.l.Log.Debug("sweep", "err", err)
+	}
+	var err error
+	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", os.NewSyscallError("socketpair", err))
+	}
+	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
+	// As root, the sandbox starts in a cgroup of its own that eBPF filters.
+	ln.cgroupFD = -1
+	kfErr := kernelFilterSupported(filepath.Join(st, "cache"))
+	if ln.pol.Net.Shared && kfErr != nil {
+		return &enforce.UnsupportedFeatureError{Feature: "eBPF network confinement", Need: "moat.shareNetwork runs the command in the host's network namespace, which only eBPF can confine", Err: kfErr}
+	}
+	if kfErr != nil {
+		return nil
+	}
+	if ln.kf, err = newKernelFilter(); err != nil {
+		return err
+	}
+	if clone3Works() {
+		ln.cgroupFD = ln.kf.group.FD()
+	}
+	if ln.goR, ln.goW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	// fd 6 is the cgroup's lock: init keeps it (and so does the clean-up it
+	// runs if moat dies), so a later moat's stale-cgroup sweep never kills
+	// a sandbox that is still cleaning up.
+	lockFD, err := unix.FcntlInt(uintptr(ln.kf.group.FD()), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return fmt.Errorf("dup the cgroup lock: %w", err)
+	}
+	ln.lock = os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
+	return nil
+}
+
+// start plans while stage 2 starts, then sends it the plan and releases the
+// command. When it returns nil the command runs; on error the caller
+// terminates and closes.
+func (ln *launcher) start() error {
+	ln.step("run")
+	ln.planned = make(chan struct{})
+	go func() {
+		defer close(ln.planned)
+		ln.planErr = ln.makePlan()
+	}()
+	if ln.kf != nil {
+		// The eBPF filter loads while stage 2 starts and mounts; the
+		// command waits for it just before exec (fd 5).
+		ln.attached = make(chan error, 1)
+		ln.abort = make(chan struct{})
+		go ln.attachFilter()
+	}
+	startErr := ln.startStage2()
+	ln.childSync.Close()
+	ln.planR.Close()
+	ln.step("stage 2 started")
+	<-ln.planned
+	ln.step("plan ready")
+	switch {
+	case startErr != nil && ln.planErr != nil:
+		return ln.planErr
+	case startErr != nil:
+		return ln.startError(startErr)
+	case ln.planErr != nil:
+		return ln.planErr
+	}
+	return ln.release()
+}
+
+// startStage2 clones stage 2: the binary again, as moat-init, in the new
+// namespaces (none in the no-namespace tier), into the run's cgroup.
+func (ln *launcher) startStage2() error {
+	extra := []*os.File{ln.planR, ln.childSync}
+	if ln.kf != nil {
+		extra = append(extra, ln.goR, ln.lock)
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{nsinit.Argv0},
+		Env:        []string{nsinit.EnvVar + "=1"},
+		Stdin:      ln.l.Stdio[0],
+		Stdout:     ln.l.Stdio[1],
+		Stderr:     ln.l.Stdio[2],
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 cloneFlags(ln.pol),
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
+			Setsid:                     true,
+			UseCgroupFD:                ln.cgroupFD >= 0,
+			CgroupFD:                   ln.cgroupFD,
+		},
+	}
+	if ln.nons {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: ln.cgroupFD >= 0, CgroupFD: ln.cgroupFD}
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ln.cmd = cmd
+	return nil
+}
+
+// startError says why stage 2 could not start: no user namespace here is
+// what best effort reacts to.
+func (ln *launcher) startError(err error) error {
+	var errno syscall.Errno
+	if !ln.nons && errors.As(err, &errno) && (errno == unix.EPERM || errno == unix.EACCES || errno == unix.EINVAL || errno == unix.ENOSPC || errno == unix.EUSERS) {
+		return &enforce.UnsupportedFeatureError{
+			Feature: "user namespaces",
+			Need:    "moat runs nothing unconfined; --best-effort runs the command with Landlock and seccomp only, and says what that leaves out",
+			Err:     errors.Join(enforce.ErrNoUserNamespace, err),
+		}
+	}
+	return fmt.Errorf("start the sandbox: %w", err)
+}
+
+// release sends the plan and, with eBPF, lets the command exec once the
+// filter is attached; then the supervisor reads stage 2's messages.
+func (ln *launcher) release() error {
+	if ln.kf != nil && ln.cgroupFD < 0 {
+		// Without clone3 (CLONE_INTO_CGROUP), stage 2 joins the cgroup
+		// here, while it still waits for its plan: nothing runs outside.
+		if err := ln.kf.group.Add(ln.cmd.Process.Pid); err != nil {
+			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
+		}
+	}
+	if _, err := ln.planW.Write(ln.plan.Bytes()); err != nil {
+		return fmt.Errorf("send the plan to stage 2: %w", err)
+	}
+	ln.planW.Close()
+	ln.readers.Add(1)
+	go func() { defer ln.readers.Done(); ln.readMessages() }()
+	if ln.attached != nil {
+		err := <-ln.attached
+		ln.attached = nil
+		if err != nil {
+			return err // goW closes in terminate: the command gives up before exec
+		}
+		if _, err := ln.goW.Write([]byte{'g'}); err != nil {
+			return fmt.Errorf("release the command: %w", err)
+		}
+		ln.goW.Close()
+		ln.step("eBPF attached")
+	}
+	return nil
+}
+
+// attachFilter attaches the eBPF programs once the plan (and the network's
+// addresses) is known.
+func (ln *launcher) attachFilter() {
+	<-ln.planned
+	select {
+	case <-ln.abort:
+		ln.attached <- errors.New("launch abandoned")
+		return
+	default:
+	}
+	if ln.planErr != nil {
+		ln.attached <- ln.planErr
+		return
+	}
+	ln.attached <- ln.kf.attach(ln.net.kernelAllow(), ln.pol.Net.Shared || ln.nons, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+}
+
+// terminate ends a launch that failed part way: stage 2 killed and
+// reaped, the planning and the eBPF attach waited for.
+func (ln *launcher) terminate() {
+	if ln.planW != nil {
+		ln.planW.Close() // stage 2 reads an empty plan and exits
+	}
+	if ln.goW != nil {
+		ln.goW.Close()
+	}
+	if ln.cmd != nil && ln.cmd.ProcessState == nil {
+		_ = ln.cmd.Process.Kill()
+		_ = ln.cmd.Wait()
+	}
+	if ln.planned != nil {
+		<-ln.planned
+	}
+	if ln.attached != nil {
+		close(ln.abort)
+		<-ln.attached
+		ln.attached = nil
+	}
+	ln.sync.Close()
+	ln.readers.Wait()
+}
+
+// Wait waits for init (and so for the whole process tree), then for the
+// last messages.
+func (ln *launcher) Wait() (*enforce.Exit, error) {
+	err := ln.cmd.Wait()
+	ln.step("init reaped")
+	// Every process of the sandbox is gone once init is reaped, so the
+	// socket reaches EOF after the last message: read them all first.
+	done := make(chan struct{})
+	go func() { ln.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		ln.sync.Close()
+		<-done
+	}
+	if ln.jr != nil {
+		ln.jr.Unlock() // the sandbox failed before its mounts were in place
+	}
+	if ln.kf != nil {
+		ln.kf.flush()
+	}
+	ln.mu.Lock()
+	setupErr, st := ln.setupErr, ln.exitStatus
+	ln.mu.Unlock()
+	var ee *exec.ExitError
+	switch {
+	case setupErr != nil && st == nil:
+		return nil, setupErr
+	case err != nil && !errors.As(err, &ee):
+		return nil, fmt.Errorf("wait for the sandbox: %w", err)
+	}
+	if setupErr != nil {
+		var xe *enforce.ExecError
+		if errors.As(setupErr, &xe) || st.Exited() && st.ExitStatus() == 125 {
+			return nil, setupErr
+		}
+	}
+	exit := &enforce.Exit{Skipped: ln.skipped}
+	switch {
+	case st != nil && st.Signaled():
+		exit.Signal = st.Signal()
+		exit.Code = 128 + int(exit.Signal)
+	case st != nil:
+		exit.Code = st.ExitStatus()
+	default:
+		// init ended without reporting the command: it was killed.
+		ws, _ := ln.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() {
+			return nil, &enforce.SetupError{Step: "the sandbox's init exited without running the command"}
+		}
+		exit.Signal = ws.Signal()
+		exit.Code = 128 + int(ws.Signal())
+	}
+	return exit, nil
+}
+
+// Signal forwards sig to init, which passes it to the command.
+func (ln *launcher) Signal(sig syscall.Signal) error { return ln.cmd.Process.Signal(sig) }
+
+// Kill ends the whole process tree: init's death ends the pid namespace;
+// without one, init sees its supervisor's end close and kills every
+// descendant itself.
+func (ln *launcher) Kill() error {
+	if ln.nons {
+		return unix.Shutdown(int(ln.sync.Fd()), unix.SHUT_WR)
+	}
+	return ln.cmd.Process.Signal(unix.SIGKILL)
+}
+
+// Footprint is what the command could write.
+func (ln *launcher) Footprint() enforce.Footprint {
+	fp := enforce.Footprint{Observed: ln.observed.Load(), Wrote: ln.writes.Load() > 0}
+	if ln.fp == nil {
+		return fp
+	}
+	fp.WritableRoots = ln.hostWritableRoots()
+	v := ln.fp.view
+	fp.ReadOnly = func(p string) bool { ok, _ := v.writable(p); return !ok }
+	fp.ReadOnlyPaths = append(fp.ReadOnlyPaths, ln.fp.protected...)
+	for _, list := range [][]rule{v.denyWrite, v.denyRead, v.protect} {
+		for _, r := range list {
+			fp.ReadOnlyPaths = append(fp.ReadOnlyPaths, r.path)
+		}
+	}
+	return fp
+}
+
+// hostWritableRoots are the host directories the command can write (not
+// the run's own /tmp, not moat's state).
+func (ln *launcher) hostWritableRoots() []string {
+	v := ln.fp.view
+	var roots []string
+	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
+		if lstatKind(r.path) != 'd' || within(r.path, ln.l.StateDir) {
+			continue
+		}
+		if v.privateTmp && within(r.path, "/tmp") {
+			continue // the run's own /tmp: gone with it
+		}
+		if ln.tmpDir != "" && within(r.path, ln.tmpDir) {
+			continue
+		}
+		roots = append(roots, r.path)
+	}
+	return roots
+}
+
+// Close releases what the launch made on the host, once.
+func (ln *launcher) Close() error {
+	if !ln.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var errs []error
+	for _, f := range []*os.File{ln.planR, ln.planW, ln.sync, ln.childSync, ln.goR, ln.goW, ln.lock} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if ln.net != nil {
+		ln.net.close()
+	}
+	if ln.jr != nil {
+		if err := ln.jr.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if ln.kf != nil {
+		ln.kf.close()
+	}
+	if ln.tmpDir != "" {
+		os.RemoveAll(ln.tmpDir)
+	}
+	return errors.Join(errs...)
+}
+
+func (ln *launcher) setErr(err error) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if ln.setupErr == nil {
+		ln.setupErr = err
+	}
+}
+
+// cloneFlags are the namespaces of stage 2: all but the network's when the
+// command shares the host's network (moat.shareNetwork, eBPF-confined).
+func cloneFlags(pol *policy.Policy) uintptr {
+	f := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !pol.Net.Shared {
+		f |= unix.CLONE_NEWNET
+	}
+	return f
+}
+
+// clone3Works reports whether clone3 is callable: seccomp filters such as
+// Docker's default answer it with ENOSYS so that callers fall back to
+// clone, and Go's CLONE_INTO_CGROUP start needs it. A NULL, zero-size
+// call is refused by the kernel itself with EINVAL and creates nothing.
+func clone3Works() bool {
+	_, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+	return errno != unix.ENOSYS
+}
+
+// seccompOptions are the variable parts of the command's filter.
+func seccompOptions(pol *policy.Policy) seccomp.Options {
+	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations}
+}
+
+// unixAllow resolves allowUnixSockets to canonical paths.
+func unixAllow(pol *policy.Policy) []string {
+	var out []string
+	for _, r := range pol.Net.AllowUnixSockets {
+		p := r.Path
+		if c, err := filepath.EvalSymlinks(p); err == nil {
+			p = c
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// mergeEnv sets each "K=V" of add in env, replacing what env had.
+func mergeEnv(env, add []string) []string {
+	idx := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		idx[k] = i
+	}
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			env[i] = kv
+			continue
+		}
+		idx[k] = len(env)
+		env = append(env, kv)
+	}
+	return env
+}

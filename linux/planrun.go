@@ -1,0 +1,269 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/moat-sandbox/moat/linux/journal"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// makePlan resolves the policy for this launch (filesystem, placeholders,
+// seccomp, environment, network) and encodes stage 2's plan. It runs while
+// stage 2 starts.
+func (ln *launcher) makePlan() error {
+	pol := ln.pol
+	st := ln.l.StateDir
+	exe, _ := os.Executable()
+	expose := []string{pol.Cwd}
+	if exe != "" {
+		expose = append(expose, exe) // "moat ssh-proxy" runs inside
+	}
+	if filepath.IsAbs(ln.l.Argv[0]) {
+		expose = append(expose, ln.l.Argv[0])
+	}
+	// moat's own files are never writable: its state, its binary, the
+	// settings files it read.
+	pol2 := *pol
+	pol2.Protect = append(append([]string(nil), pol.Protect...), st)
+	if exe != "" {
+		pol2.Protect = append(pol2.Protect, exe)
+	}
+	pol2.Protect = append(pol2.Protect, pol.Sources...)
+	if ln.nons {
+		dir, err := os.MkdirTemp("", "moat-run-")
+		if err != nil {
+			return fmt.Errorf("the command's temporary directory: %w", err)
+		}
+		ln.tmpDir = dir
+	}
+	in := planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
+		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs}
+	if ln.nons {
+		in.mountPoint = nil // nothing is mounted: no placeholders
+	}
+	fp, err := makeFSPlan(in)
+	if err != nil {
+		return err
+	}
+	if ln.nons {
+		// The run's TMPDIR is writable (a Landlock rule of its own); the
+		// view knows it for the violation report.
+		fp.view.allowWrite = append(fp.view.allowWrite, rule{path: ln.tmpDir, source: "the run's TMPDIR"})
+		ln.skipped = noNSSkipped(pol, landlockABI(), ln.kf != nil, fp.protected)
+	}
+	ln.fp = fp
+	if ln.l.Planned != nil {
+		ln.l.Planned(ln.Footprint())
+	}
+	ln.step("filesystem planned")
+	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol))
+	if err != nil {
+		return err
+	}
+	ln.step("seccomp ready")
+	env, removed := policy.FilterEnv(ln.l.Env, pol.Env.Allow, pol.Env.Set)
+	if len(removed) > 0 {
+		ln.l.Log.Debug("environment", "removed", strings.Join(removed, ","))
+	}
+	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
+	env = fixTmpdir(env, fp.view)
+	if ln.nons {
+		env = mergeEnv(env, []string{"TMPDIR=" + ln.tmpDir})
+	}
+	// Without a network namespace (moat.shareNetwork, or the no-namespace
+	// tier) the proxy listens on the host's loopback with a per-run
+	// credential.
+	if ln.net, err = newNetwork(ln.l.Proxy, pol.Net.Shared || ln.nons); err != nil {
+		return err
+	}
+	env = mergeEnv(env, ln.net.env(exe))
+	ln.plan = ln.buildPlan(prog, env)
+	return nil
+}
+
+// mountPoint makes sure a protected path the plan mounts over exists on the
+// host: it creates a placeholder for a missing one, or adopts another run's
+// (errVanished when there is nothing left to mount over). Placeholders go
+// through the journal, under its global lock, which is held until the
+// sandbox's mounts are in place: a run that ends meanwhile cannot remove a
+// placeholder this one mounts over.
+func (ln *launcher) mountPoint(path string, ph *placeholder) error {
+	if ln.jr == nil {
+		jr, err := journal.Begin(filepath.Join(ln.l.StateDir, "journal"))
+		if err != nil {
+			return err
+		}
+		ln.jr = jr
+	}
+	if _, err := os.Lstat(path); err == nil {
+		_, err := ln.jr.Adopt(path)
+		return err
+	}
+	if ph == nil {
+		return errVanished
+	}
+	return ln.jr.Create(ph.path, ph.kind, ph.content)
+}
+
+// buildPlan encodes everything stage 2 does, in order.
+func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
+	pol := ln.pol
+	p := nsinit.New()
+	if ln.nons {
+		p.Mode(nsinit.ModeNoNS)
+	} else {
+		p.Hostname("moat")
+		if !pol.Net.Shared {
+			p.LoUp()
+			for _, a := range listenAddrs {
+				p.Listen(a.family, a.addr, a.port)
+			}
+		}
+		if ln.jr != nil && len(ln.jr.Placeholders()) > 0 {
+			p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(ln.l.StateDir, "journal"), ln.jr.ID()})
+		}
+		ln.fp.build(p)
+		// No new user namespaces, as a second layer behind seccomp.
+		p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+		ln.fp.lockdown(p)
+	}
+	p.NewKeyring()
+	p.Cwd(pol.Cwd)
+	if t := ln.l.Terminal; t != nil {
+		p.PTY(t.Mask, t.Rows, t.Cols)
+	}
+	ln.landlock(p)
+	flags := uint32(0)
+	if pol.Violations || (len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets) {
+		flags |= nsinit.SeccompListen
+	}
+	if ln.kf != nil {
+		p.WaitGo()
+	}
+	p.Seccomp(prog, flags)
+	exflags := uint32(0)
+	if !strings.ContainsRune(ln.l.Argv[0], '/') {
+		exflags |= nsinit.ExecSearch
+	}
+	p.Exec(ln.l.Argv[0], ln.l.Argv, env, exflags)
+	return p
+}
+
+// landlock plans the Landlock ruleset: writes only where the policy allows
+// them (a second layer behind the mounts, the only one without them), TCP
+// binding only with allowLocalBinding, and in the no-namespace tier the
+// hiding of denyRead and TCP only to the proxy.
+func (ln *launcher) landlock(p *nsinit.Plan) {
+	abi := landlockABI()
+	if abi == 0 {
+		return
+	}
+	pol := ln.pol
+	fsMask := landlockWriteRights(abi)
+	var scoped uint64
+	if abi >= 6 {
+		scoped = llScopeAbstractUnix | llScopeSignal
+	}
+	var netMask uint64
+	if abi >= 4 && !pol.Net.AllowLocalBinding {
+		netMask = llBindTCP // no rule: servers cannot listen (allowLocalBinding)
+	}
+	var readDirs, readTrees []string
+	if ln.nons {
+		// Without a mount namespace Landlock does the hiding (reads) and
+		// the network confinement (TCP to the proxy only).
+		readDirs, readTrees = readRules(ln.fp.view)
+		if len(readDirs) > 0 {
+			fsMask |= llReadFile | llReadDir
+		}
+		if abi >= 4 && ln.kf == nil {
+			// (With eBPF, the cgroup's programs confine every protocol and
+			// report what they refuse; Landlock would refuse TCP first,
+			// silently.)
+			netMask |= llConnectTCP
+		}
+	}
+	p.LandlockRuleset(abi, fsMask, netMask, scoped)
+	writeMask := fsMask &^ (llReadFile | llReadDir)
+	for _, t := range ln.fp.llTrees {
+		p.LandlockPath(t, writeMask, nsinit.LLOptional)
+	}
+	if ln.nons {
+		p.LandlockPath(ln.tmpDir, writeMask|fsMask&(llReadFile|llReadDir), 0)
+		for _, d := range readDirs {
+			p.LandlockPath(d, llReadDir, nsinit.LLOptional)
+		}
+		for _, t := range readTrees {
+			p.LandlockPath(t, llReadFile|llReadDir, nsinit.LLOptional)
+		}
+		if netMask&llConnectTCP != 0 {
+			for _, a := range ln.net.hostAddrs {
+				p.LandlockPort(llConnectTCP, uint64(a.Port()))
+			}
+		}
+	}
+	for _, f := range ln.fp.llFiles {
+		p.LandlockPath(f, writeMask, nsinit.LLOptional)
+	}
+	devFile := uint64(llWriteFile)
+	if abi >= 3 {
+		devFile |= llTruncate
+	}
+	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"} {
+		p.LandlockPath(d, devFile, 0)
+	}
+	p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
+	if !ln.nons {
+		// (Without namespaces /proc is the host's, and a root command
+		// could write its kernel knobs: nothing there.)
+		p.LandlockPath("/proc", devFile, 0)
+	}
+	p.LandlockStdio(devFile)
+}
+
+// withGitSafeDirs passes safe.directory entries to git through the
+// environment (GIT_CONFIG_COUNT/KEY_n/VALUE_n), after any the caller set.
+func withGitSafeDirs(env []string, dirs []string) []string {
+	if len(dirs) == 0 {
+		return env
+	}
+	n := 0
+	idx := -1
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			fmt.Sscanf(v, "%d", &n)
+			idx = i
+		}
+	}
+	for _, d := range dirs {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=safe.directory", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, d))
+		n++
+	}
+	c := fmt.Sprintf("GIT_CONFIG_COUNT=%d", n)
+	if idx >= 0 {
+		env[idx] = c
+	} else {
+		env = append(env, c)
+	}
+	return env
+}
+
+// fixTmpdir points TMPDIR at /tmp when the inherited one is not writable
+// inside the sandbox.
+func fixTmpdir(env []string, v *view) []string {
+	for i, kv := range env {
+		if d, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			if ok, _ := v.writable(filepath.Clean(d)); !ok && filepath.IsAbs(d) {
+				env[i] = "TMPDIR=/tmp"
+			}
+			return env
+		}
+	}
+	return env
+}

@@ -1,0 +1,291 @@
+// Package enforce is the contract between moat's runtime and the platform
+// packages that enforce a policy (linux/, darwin/): what the runtime asks
+// for (a Launch), what it gets back (a Process, then an Exit), and the typed
+// errors and skipped protections both sides reason about.
+//
+// It holds types only. The runtime owns the lifecycle around a launch (the
+// proxy, live network updates, signals, the timeout, the terminal relay, the
+// choice of tier, the git audit); an enforcer owns the kernel side: it turns
+// the policy into mounts, filters and rules, starts the command under them,
+// and reports what it refused.
+//
+// It imports only the standard library and runtime/policy.
+package enforce
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Enforcer builds sandboxes on one platform.
+type Enforcer interface {
+	// Start builds the sandbox and starts the command in it. On success the
+	// command runs (or is about to) and the caller must Wait for it and
+	// Close the process; on failure nothing ran and everything the attempt
+	// made is already cleaned up.
+	Start(ctx context.Context, l *Launch) (Process, error)
+	// Describe resolves a policy as Start would, without running anything,
+	// and reports what this host enforces of it.
+	Describe(p *policy.Policy, stateDir string) (*Description, error)
+}
+
+// Mode is how much of the sandbox a launch builds. Anything but Full is
+// only ever asked for with best effort, and reported.
+type Mode uint8
+
+const (
+	// Full is every layer the platform has.
+	Full Mode = iota
+	// HostProc shows the host's /proc instead of a new one (a container
+	// that refuses a new procfs: enableWeakerNestedSandbox).
+	HostProc
+	// NoNamespaces confines the command with what needs no namespace (a
+	// system that refuses user namespaces).
+	NoNamespaces
+)
+
+func (m Mode) String() string {
+	switch m {
+	case HostProc:
+		return "host-proc"
+	case NoNamespaces:
+		return "no-namespace"
+	}
+	return "full"
+}
+
+// Launch is what the runtime asks an enforcer to start.
+type Launch struct {
+	// Policy is validated. Required.
+	Policy *policy.Policy
+	// Argv is the command; Argv[0] is looked up in the command's PATH when
+	// it holds no slash.
+	Argv []string
+	// Env is the command's environment before filtering.
+	Env []string
+	// Stdio are the command's descriptors 0, 1 and 2 (none is nil). When
+	// Terminal is set, stdin is a terminal: the enforcer gives the command a
+	// pseudo-terminal of its own, in place of each descriptor that was a
+	// terminal, and hands its master to OnTerminal.
+	Stdio    [3]*os.File
+	Terminal *Terminal
+	// OnTerminal receives the pty master (the runtime relays it).
+	OnTerminal func(master *os.File)
+	// StateDir is moat's state directory (journal, caches).
+	StateDir string
+	// Mode says how much to build.
+	Mode Mode
+	// Proxy serves the listeners the enforcer makes for the command's
+	// route out. Required when the policy has no external proxy.
+	Proxy Proxy
+	// Report receives every refusal as it happens.
+	Report func(policy.Violation)
+	// Planned, if set, is called once the enforcer knows what the command
+	// will be able to write, before the command can run.
+	Planned func(Footprint)
+	// Log receives debug logs (never nil).
+	Log *slog.Logger
+	// Trace, if set, is told each phase of the launch as it happens (where
+	// start-up time goes: MOAT_TRACE=1).
+	Trace func(phase string)
+}
+
+// Terminal describes the caller's terminal: which of the descriptors 0-2
+// are terminals (bit i for descriptor i; bit 0 is always set) and its size.
+type Terminal struct {
+	Mask       uint32
+	Rows, Cols uint16
+}
+
+// Proxy is moat's proxy for one run, served by the runtime. The enforcer
+// decides where the command reaches it and gives it the listeners.
+type Proxy interface {
+	// Serve answers connections on l until the run ends (it takes l).
+	// moat's own server answers HTTP and SOCKS5 on any listener; socks
+	// says which one the command was told this is (an external proxy the
+	// policy names has a port for each).
+	Serve(l net.Listener, socks bool)
+	// RequireCredential makes the proxy accept only clients that present
+	// the returned credential ("user:password"): for listeners that other
+	// processes of the host can reach (the host's loopback).
+	RequireCredential() (string, error)
+	// Env is what the command needs to find the proxy at these addresses
+	// (and the credential, if one is required). moatPath is the moat
+	// binary the command can run (ssh's ProxyCommand).
+	Env(httpAddr, socksAddr, moatPath string) []string
+	// Allowed are the loopback destinations the policy names as literal
+	// addresses ("127.0.0.1:3000"), which the command may reach directly
+	// when it shares the host's network.
+	Allowed() []string
+}
+
+// Process is a started sandboxed command.
+type Process interface {
+	// Wait waits until the command and every process it started ended. An
+	// error means the command never ran (a *SetupError, an *ExecError).
+	Wait() (*Exit, error)
+	// Signal delivers a signal to the command (terminal signals to its
+	// process group).
+	Signal(sig syscall.Signal) error
+	// Kill ends the whole process tree now.
+	Kill() error
+	// Footprint is what the command could write, and whether it did.
+	Footprint() Footprint
+	// Close releases what the launch made on the host (mount points,
+	// cgroups, temporary files). Call it once, after Wait.
+	Close() error
+}
+
+// Exit is how the command ended.
+type Exit struct {
+	// Code is the exit status, or 128+N when signal N ended it.
+	Code int
+	// Signal ended the command, if not 0.
+	Signal syscall.Signal
+	// Skipped are protections this launch did not provide (its Mode, a
+	// host that lacks a feature) with the reason.
+	Skipped []Skip
+}
+
+// Footprint is what a command could do to the host's files.
+type Footprint struct {
+	// WritableRoots are the host directories the command could write
+	// (not its private /tmp).
+	WritableRoots []string
+	// ReadOnly reports whether a path inside a writable root was read-only
+	// to the command (a protection, a denyWrite), or nil if none was.
+	ReadOnly func(path string) bool
+	// ReadOnlyPaths lists them (for the runtime's announcement).
+	ReadOnlyPaths []string
+	// Observed is true when every filesystem write of the command was
+	// reported to the enforcer, and Wrote whether there was any (a command
+	// that wrote nothing changed nothing).
+	Observed, Wrote bool
+}
+
+// Skip is one protection that a launch did not provide.
+type Skip struct {
+	// Protection names it (stable: "namespaces", "private-tmp",
+	// "process-isolation", "mandatory-protections", "proc", "network-udp",
+	// "network", "landlock-scoping", "hidden-listing").
+	Protection string `json:"protection"`
+	// Reason says why, and what that leaves open.
+	Reason string `json:"reason"`
+}
+
+func (s Skip) String() string { return s.Protection + ": " + s.Reason }
+
+// Description is what `moat policy` shows of a policy on this host.
+type Description struct {
+	Tier       string      `json:"tier"`
+	Mechanisms []Mechanism `json:"mechanisms"`
+	// Protected are the paths made read-only inside writable trees.
+	Protected []string `json:"protected"`
+	// Placeholders are mount points a run would create (and remove).
+	Placeholders []string `json:"placeholders"`
+	Notes        []string `json:"notes,omitempty"`
+}
+
+// Mechanism is one part of the sandbox and what enforces it here.
+type Mechanism struct {
+	Part     string `json:"part"`
+	Enforced bool   `json:"enforced"`
+	By       string `json:"by"`
+	Note     string `json:"note,omitempty"`
+}
+
+// ---- errors ---------------------------------------------------------------
+
+// ErrUnsupported is wrapped by every error that says this host or build
+// cannot provide something.
+var ErrUnsupported = errors.New("unsupported")
+
+// UnsupportedFeatureError names a feature this host or build lacks and what
+// would provide it.
+type UnsupportedFeatureError struct {
+	Feature string // "user namespaces", "a new procfs", "cgo (stage 2)"
+	Need    string // how to get it, or what moat does instead
+	Err     error  // the underlying failure, if any
+}
+
+func (e *UnsupportedFeatureError) Error() string {
+	s := e.Feature + " unavailable"
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	if e.Need != "" {
+		s += ": " + e.Need
+	}
+	return s
+}
+
+func (e *UnsupportedFeatureError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrUnsupported}
+	}
+	return []error{ErrUnsupported, e.Err}
+}
+
+// Features the runtime reacts to (with best effort, by asking for another
+// Mode): errors.Is finds them in an UnsupportedFeatureError's chain.
+var (
+	ErrNoUserNamespace = errors.New("this system refuses to create a user namespace")
+	ErrNoProcfs        = errors.New("this system refuses a new procfs")
+)
+
+// SetupError is a failure to build the sandbox: nothing ran.
+type SetupError struct {
+	Step string // what was being done ("procfs on /proc", "mount over /x")
+	Err  error  // the cause (a syscall.Errno, a wrapped error)
+}
+
+func (e *SetupError) Error() string {
+	s := "sandbox setup failed"
+	if e.Step != "" {
+		s += ": " + e.Step
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// ExecError is a command that could not be executed inside the sandbox.
+type ExecError struct {
+	Path string
+	Err  syscall.Errno
+}
+
+func (e *ExecError) Error() string {
+	if e.Err == syscall.ENOENT {
+		return e.Path + ": command not found"
+	}
+	return e.Path + ": cannot execute: " + e.Err.Error()
+}
+
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// ExitCode is 127 for not found, 126 otherwise (as shells do).
+func (e *ExecError) ExitCode() int {
+	if e.Err == syscall.ENOENT {
+		return 127
+	}
+	return 126
+}
+
+// Since is when a run began for the purpose of "changed during the run": a
+// second before start, rounded down, so that filesystems with one-second
+// timestamps and the kernel's coarse clock cannot make a change of the run
+// look older.
+func Since(start time.Time) time.Time {
+	return start.Truncate(time.Second).Add(-time.Second)
+}

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// DefaultStateDir is $XDG_STATE_HOME/moat, or ~/.local/state/moat, or
+// /tmp/moat-<uid> when there is no usable home.
+func DefaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "moat")
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {
+			return filepath.Join(h, ".local", "state", "moat")
+		}
+	}
+	return fmt.Sprintf("/tmp/moat-%d", os.Geteuid())
+}
+
+// Reexec handles this program being re-executed by a sandbox (to clean up
+// after a supervisor that died). A program that calls Run calls it first
+// thing in main:
+//
+//	if code, ok := runtime.Reexec(os.Args); ok {
+//		os.Exit(code)
+//	}
+func Reexec(args []string) (code int, handled bool) {
+	handled, err := platformReexec(args)
+	if !handled {
+		return 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "moat: %v\n", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// Describe resolves a policy as Run would, without running anything, and
+// says what this host enforces of it.
+func Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	enf := platform()
+	if enf == nil {
+		return &enforce.Description{Tier: "unavailable", Notes: []string{"moat has no sandbox on " + goos() + " in this build"}}, nil
+	}
+	return enf.Describe(pol, stateDir)
+}
+
+func goos() string { return runtime.GOOS }

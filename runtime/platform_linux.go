@@ -1,0 +1,10 @@
+package runtime
+
+import (
+	"github.com/moat-sandbox/moat/linux"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+)
+
+func platform() enforce.Enforcer { return linux.New() }
+
+func platformReexec(args []string) (bool, error) { return linux.Reexec(args) }

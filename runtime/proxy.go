@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/netproxy"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// proxy is moat's proxy for one run (enforce.Proxy): moat's own server,
+// or a plain relay to the external filtering proxy the policy names
+// (httpProxyPort / socksProxyPort). It serves only the listeners the
+// enforcer hands it; when the run ends they close, and with them every
+// route out.
+type proxy struct {
+	srv               *netproxy.Server
+	extHTTP, extSOCKS int
+
+	mu         sync.Mutex
+	current    policy.Network // the lists in force (updates merge into it)
+	credential string
+	listeners  []net.Listener
+	closed     bool
+	wg         sync.WaitGroup
+}
+
+func newProxy(pol *policy.Policy, ask func(context.Context, string, int) (bool, error), report func(policy.Violation), log *slog.Logger) (*proxy, error) {
+	p := &proxy{current: pol.Net}
+	if n := pol.Net; n.HTTPProxyPort != 0 || n.SOCKSProxyPort != 0 {
+		p.extHTTP, p.extSOCKS = n.HTTPProxyPort, n.SOCKSProxyPort
+		if p.extHTTP == 0 {
+			p.extHTTP = p.extSOCKS
+		}
+		if p.extSOCKS == 0 {
+			p.extSOCKS = p.extHTTP
+		}
+		return p, nil
+	}
+	rules, err := netproxy.NewRules(pol.Net)
+	if err != nil {
+		return nil, fmt.Errorf("network policy: %w", err)
+	}
+	parent := pol.Net.ParentProxy
+	if parent == nil {
+		parent = netproxy.ParentFromEnvironment(os.Getenv)
+	}
+	p.srv = &netproxy.Server{Rules: rules, Ask: ask, OnViolation: report, ParentProxy: parent, Logger: log}
+	return p, nil
+}
+
+func (p *proxy) Serve(l net.Listener, socks bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		l.Close()
+		return
+	}
+	p.listeners = append(p.listeners, l)
+	p.wg.Add(1)
+	if p.srv != nil {
+		go func() { defer p.wg.Done(); _ = p.srv.Serve(l) }()
+		return
+	}
+	port := p.extHTTP
+	if socks {
+		port = p.extSOCKS
+	}
+	go func() { defer p.wg.Done(); relay(l, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) }()
+}
+
+func (p *proxy) RequireCredential() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.credential != "" {
+		return p.credential, nil
+	}
+	if p.srv == nil {
+		return "", errors.New("the policy names an external proxy (httpProxyPort/socksProxyPort): moat cannot require a credential for it")
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	p.credential = "moat:" + hex.EncodeToString(b[:])
+	p.srv.Credential = p.credential
+	return p.credential, nil
+}
+
+func (p *proxy) Env(httpAddr, socksAddr, moatPath string) []string {
+	p.mu.Lock()
+	cred := p.credential
+	p.mu.Unlock()
+	return netproxy.Env(netproxy.EnvConfig{Addr: httpAddr, SOCKSAddr: socksAddr, Credential: cred, MoatPath: moatPath})
+}
+
+func (p *proxy) Allowed() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, d := range p.current.AllowedDomains {
+		if ap, err := netip.ParseAddrPort(d.Pattern); err == nil && ap.Addr().IsLoopback() && ap.Port() != 0 {
+			out = append(out, ap.String())
+		}
+	}
+	return out
+}
+
+// update applies live network lists, never wider than what the launch
+// policy's managed settings allow.
+func (p *proxy) update(u policy.Network) error {
+	if p.srv == nil {
+		return errors.New("the policy uses an external proxy (httpProxyPort/socksProxyPort): moat does not filter, so it cannot update lists")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	merged := netproxy.MergeUpdate(p.current, u)
+	r, err := netproxy.NewRules(merged)
+	if err != nil {
+		return err
+	}
+	p.current = merged
+	p.srv.SetRules(r)
+	return nil
+}
+
+// close ends the proxy: listeners, connections, goroutines.
+func (p *proxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	ls := p.listeners
+	p.listeners = nil
+	p.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	if p.srv != nil {
+		p.srv.Close()
+	}
+	p.wg.Wait()
+}
+
+// relay passes connections as they are to an external filtering proxy:
+// that proxy decides.
+func relay(l net.Listener, to string) {
+	defer l.Close()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.DialTimeout("tcp", to, 10*time.Second)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			done := make(chan struct{})
+			go func() {
+				io.Copy(up, c)
+				if tc, ok := up.(*net.TCPConn); ok {
+					tc.CloseWrite()
+				}
+				close(done)
+			}()
+			io.Copy(c, up)
+			<-done
+		}()
+	}
+}

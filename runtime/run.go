@@ -1,0 +1,414 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/live"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Request is one command to run in a new sandbox. The zero value of every
+// optional field works.
+type Request struct {
+	// Policy says what the command may do. Required; Run validates it.
+	Policy *policy.Policy
+	// Argv is the command; Argv[0] is looked up in the command's PATH when
+	// it holds no slash. Required.
+	Argv []string
+	// Env is the command's environment before moat filters credentials out
+	// of it. If nil, the caller's environment.
+	Env []string
+	// Stdin, Stdout and Stderr are passed to the command as they are (no
+	// copying), except that a terminal stdin gets the command a
+	// pseudo-terminal of its own, which moat relays. If nil, /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// StateDir is moat's state directory (journal, caches, quarantine). If
+	// empty, DefaultStateDir().
+	StateDir string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+	// OnViolation, if set, is called for every violation as it happens.
+	OnViolation func(policy.Violation)
+	// Ask, if set, is consulted by the proxy for destinations on neither
+	// network list (unless the allow list is strict); it must honour its
+	// context, which times out (the destination is then refused). If nil,
+	// such destinations are refused.
+	Ask func(ctx context.Context, host string, port int) (bool, error)
+	// Updates, if set, carries network-list updates while the command runs.
+	// They never widen the lists past what the policy's managed settings
+	// allow; one that cannot apply is reported on UpdateErrors (if set).
+	Updates      <-chan policy.Network
+	UpdateErrors func(error)
+	// Signals, if set, carries signals for the command (the CLI forwards
+	// its own); SIGWINCH resizes the command's terminal. If nil, the
+	// command gets no signal but the kill at the end.
+	Signals <-chan os.Signal
+	// Trace, if set, is told each phase of the launch (MOAT_TRACE=1).
+	Trace func(phase string)
+}
+
+// Result says how the command ended.
+type Result struct {
+	// ExitCode is the command's exit status, or 128+N when signal N ended
+	// it, or 124 when the policy's timeout ended it.
+	ExitCode int
+	// Signal ended the command, if not 0.
+	Signal syscall.Signal
+	// TimedOut is set when the policy's timeout ended the process tree.
+	TimedOut bool
+	// Violations are the refusals of the run, in order.
+	Violations []policy.Violation
+	// Skipped are protections this run did not provide (best effort).
+	Skipped []enforce.Skip
+	// Warnings are what the user should know about this run (a check that
+	// could not cover everything, say).
+	Warnings []string
+	// Mode is how much of the sandbox was built.
+	Mode enforce.Mode
+}
+
+// ErrUnsupported is returned where moat has no sandbox (a platform or a
+// build without one).
+var ErrUnsupported = enforce.ErrUnsupported
+
+// Run runs the command in a new sandbox and waits for it. A command that
+// never ran is an error (*enforce.SetupError, *enforce.ExecError, an
+// *enforce.UnsupportedFeatureError); otherwise the Result says how it
+// ended. Cancelling ctx kills the process tree.
+//
+// A program that calls Run must call Reexec first thing in its main: the
+// sandbox re-executes the program to clean up after a killed supervisor.
+func Run(ctx context.Context, req Request) (*Result, error) {
+	r, err := newRun(req)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	proc, err := r.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := proc.Close(); err != nil {
+			r.log.Debug("close", "err", err)
+		}
+	}()
+	exit, timedOut, err := r.supervise(ctx, proc)
+	if err != nil {
+		return nil, err
+	}
+	return r.finish(proc, exit, timedOut), nil
+}
+
+// run is one Run: the request with its defaults, and what the runtime owns
+// around the enforcer's process.
+type run struct {
+	req      Request
+	pol      *policy.Policy
+	log      *slog.Logger
+	since    time.Time
+	stdio    [3]*os.File
+	opened   []*os.File
+	proxy    *proxy
+	term     *terminal
+	announce *os.File
+	mode     enforce.Mode
+	skipped  []enforce.Skip
+
+	mu         sync.Mutex
+	violations []policy.Violation
+	seen       map[string]bool
+}
+
+// maxViolations bounds a run's report.
+const maxViolations = 1000
+
+func newRun(req Request) (*run, error) {
+	if req.Policy == nil {
+		return nil, errors.New("runtime: no policy")
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, errors.New("runtime: no command")
+	}
+	for _, a := range req.Argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, errors.New("the command line contains a NUL byte")
+		}
+	}
+	if err := req.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	r := &run{req: req, pol: req.Policy, log: req.Logger, since: enforce.Since(time.Now())}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.req.StateDir == "" {
+		r.req.StateDir = DefaultStateDir()
+	}
+	if err := os.MkdirAll(r.req.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	r.stdio = [3]*os.File{req.Stdin, req.Stdout, req.Stderr}
+	for i, f := range r.stdio {
+		if f == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				r.close()
+				return nil, err
+			}
+			r.opened = append(r.opened, null)
+			r.stdio[i] = null
+		}
+	}
+	p, err := newProxy(r.pol, req.Ask, r.violation, r.log)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	r.proxy = p
+	return r, nil
+}
+
+func (r *run) close() {
+	if r.proxy != nil {
+		r.proxy.close()
+	}
+	live.Withdraw(r.announce)
+	r.announce = nil
+	for _, f := range r.opened {
+		f.Close()
+	}
+}
+
+// launch is the enforcer's request for this run.
+func (r *run) launch(mode enforce.Mode) *enforce.Launch {
+	env := r.req.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	l := &enforce.Launch{
+		Policy: r.pol, Argv: r.req.Argv, Env: env, Stdio: r.stdio, StateDir: r.req.StateDir,
+		Mode: mode, Proxy: r.proxy, Report: r.violation, Log: r.log, Planned: r.planned, Trace: r.req.Trace,
+	}
+	if hasTerminal && isTerminal(r.stdio[0]) {
+		t := &enforce.Terminal{Mask: 1}
+		for i, f := range r.stdio[1:] {
+			if isTerminal(f) {
+				t.Mask |= 1 << (i + 1)
+			}
+		}
+		t.Rows, t.Cols = termSize(r.stdio[0])
+		l.Terminal = t
+		l.OnTerminal = r.attachTerminal
+	}
+	return l
+}
+
+// start asks the platform's enforcer for the sandbox, and with best effort
+// for less of it when the host refuses a part, saying what was left out.
+func (r *run) start(ctx context.Context) (enforce.Process, error) {
+	enf := platform()
+	if enf == nil {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox on " + goos(), Need: "moat enforces on Linux (and macOS)"}
+	}
+	mode := enforce.Full
+	if r.pol.FS.WeakerNested {
+		mode = enforce.HostProc
+	}
+	for {
+		proc, err := enf.Start(ctx, r.launch(mode))
+		if err == nil {
+			r.mode = mode
+			return proc, nil
+		}
+		next := mode
+		switch {
+		case !r.pol.BestEffort:
+		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
+			next = enforce.HostProc
+			r.skipped = append(r.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
+		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces:
+			next = enforce.NoNamespaces
+		}
+		if next == mode {
+			return nil, err
+		}
+		r.log.Debug("best effort", "mode", next.String(), "because", err)
+		live.Withdraw(r.announce)
+		r.announce = nil
+		mode = next
+	}
+}
+
+// planned announces what the command can write before it can run.
+func (r *run) planned(fp enforce.Footprint) {
+	if len(fp.WritableRoots) == 0 {
+		return
+	}
+	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: r.since, Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths})
+	if err != nil {
+		r.log.Debug("announce", "err", err)
+		return
+	}
+	live.Withdraw(r.announce)
+	r.announce = f
+}
+
+// attachTerminal starts relaying the command's pty (the caller's terminal
+// goes raw only now, once the sandbox exists).
+func (r *run) attachTerminal(master *os.File) {
+	r.mu.Lock()
+	if r.term == nil {
+		r.term = newTerminal(r.stdio[0], r.stdio[1])
+	}
+	t := r.term
+	r.mu.Unlock()
+	t.attach(master)
+}
+
+// finishTerminal drains the command's output and restores the caller's
+// terminal.
+func (r *run) finishTerminal() {
+	r.mu.Lock()
+	t := r.term
+	r.mu.Unlock()
+	if t != nil {
+		t.finish()
+	}
+}
+
+// supervise relays the terminal, forwards signals and updates, enforces the
+// timeout and waits.
+func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exit, bool, error) {
+	defer r.finishTerminal()
+	done := make(chan struct{})
+	defer close(done)
+	if r.req.Signals != nil {
+		go r.forwardSignals(proc, done)
+	}
+	if r.req.Updates != nil {
+		go r.applyUpdates(done)
+	}
+	var timer <-chan time.Time
+	if d := r.pol.Limits.Timeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	type waited struct {
+		exit *enforce.Exit
+		err  error
+	}
+	wc := make(chan waited, 1)
+	go func() { e, err := proc.Wait(); wc <- waited{e, err} }()
+	timedOut := false
+	var w waited
+	select {
+	case w = <-wc:
+	case <-timer:
+		timedOut = true
+		_ = proc.Kill() // the whole process tree
+		w = <-wc
+	case <-ctx.Done():
+		_ = proc.Kill()
+		w = <-wc
+	}
+	if w.err != nil {
+		return nil, false, w.err
+	}
+	return w.exit, timedOut, nil
+}
+
+func (r *run) forwardSignals(proc enforce.Process, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case sig, ok := <-r.req.Signals:
+			if !ok {
+				return
+			}
+			s, isSys := sig.(syscall.Signal)
+			if !isSys {
+				continue
+			}
+			if s == syscall.SIGWINCH {
+				r.mu.Lock()
+				t := r.term
+				r.mu.Unlock()
+				if t != nil {
+					t.resize()
+				}
+				continue
+			}
+			_ = proc.Signal(s)
+		}
+	}
+}
+
+func (r *run) applyUpdates(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case u, ok := <-r.req.Updates:
+			if !ok {
+				return
+			}
+			if err := r.proxy.update(u); err != nil && r.req.UpdateErrors != nil {
+				r.req.UpdateErrors(err)
+			}
+		}
+	}
+}
+
+// finish turns the exit into the Result, after the git audit.
+func (r *run) finish(proc enforce.Process, exit *enforce.Exit, timedOut bool) *Result {
+	res := &Result{Mode: r.mode, Skipped: append(append([]enforce.Skip(nil), r.skipped...), exit.Skipped...)}
+	switch {
+	case timedOut:
+		res.ExitCode, res.TimedOut, res.Signal = 124, true, syscall.SIGKILL
+		r.violation(policy.Violation{Kind: policy.ResourceViolation, Op: "timeout", Target: r.pol.Limits.Timeout.String(), Rule: "moat.timeout: the whole process tree was killed"})
+	default:
+		res.ExitCode, res.Signal = exit.Code, exit.Signal
+	}
+	// The command ran: take out what it planted for the user's git.
+	res.Warnings = append(res.Warnings, r.auditGit(proc.Footprint())...)
+	r.mu.Lock()
+	res.Violations = append([]policy.Violation(nil), r.violations...)
+	r.mu.Unlock()
+	return res
+}
+
+// violation records one refusal (each distinct one once).
+func (r *run) violation(v policy.Violation) {
+	if v.Time.IsZero() {
+		v.Time = time.Now()
+	}
+	key := string(v.Kind) + "\x00" + v.Op + "\x00" + v.Target
+	r.mu.Lock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	if r.seen[key] || len(r.violations) >= maxViolations {
+		r.mu.Unlock()
+		return
+	}
+	r.seen[key] = true
+	r.violations = append(r.violations, v)
+	cb := r.req.OnViolation
+	r.mu.Unlock()
+	if cb != nil {
+		cb(v)
+	}
+}
