@@ -4,8 +4,8 @@ package linux
 
 import (
 	"bufio"
-	"encoding/gob"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/hex"
 	"fmt"
 	"os"

@@ -279,4 +279,3 @@ func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy
 	}
 	fmt.Fprint(w, policy.Annotate(keep))
 }
-
