@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/seccomp"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -75,10 +76,7 @@ func (o *observer) serve() {
 	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	for {
 		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
+		if _, err := sys.RetryValue(func() (int, error) { return unix.Poll(fds, -1) }); err != nil {
 			return
 		}
 		if fds[0].Revents&unix.POLLIN == 0 {
@@ -89,8 +87,8 @@ func (o *observer) serve() {
 		}
 		var n notif
 		if err := ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
-			if err == unix.EINTR || err == unix.ENOENT {
-				continue
+			if err == unix.ENOENT {
+				continue // the process went away before we received it
 			}
 			return
 		}
@@ -106,16 +104,12 @@ func (o *observer) serve() {
 }
 
 func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
-	for {
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
+	return sys.Retry(func() error {
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p)); e != 0 {
 			return e
 		}
 		return nil
-	}
+	})
 }
 
 // idValid reports whether the notification is still pending (the process

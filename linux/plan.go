@@ -88,8 +88,33 @@ const (
 
 func (s state) hostHidden() bool { return s != stRO && s != stRW }
 
-// makeFSPlan resolves the policy's filesystem rules and plans the mounts.
+// makeFSPlan resolves the policy's filesystem rules and plans the mounts,
+// in three steps: expand (rules to canonical paths, the view), protect (what
+// must stay read-only inside writable trees, and which missing names are
+// reserved), mount (the fewest mounts that give every path its access).
 func makeFSPlan(in planInput) (*fsPlan, error) {
+	fp, err := expandRules(in)
+	if err != nil {
+		return nil, err
+	}
+	reserved, err := findProtections(in, fp)
+	if err != nil {
+		return nil, err
+	}
+	if in.noMounts {
+		landlockOnly(fp)
+		return fp, nil
+	}
+	if err := planMounts(in, fp, gatherNodes(in, fp.view, reserved)); err != nil {
+		return nil, err
+	}
+	fp.lockdown = kernelLockdown(in.uid, in.gid)
+	return fp, nil
+}
+
+// expandRules is the first step: the policy's rules as canonical paths
+// (globs expanded, bounded), whether /tmp is private, what stays exposed.
+func expandRules(in planInput) (*fsPlan, error) {
 	pol := in.pol
 	depth := pol.FS.MandatoryDenySearchDepth
 	if depth == 0 {
@@ -132,9 +157,19 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			v.exposed = append(v.exposed, rule{path: c, source: c})
 		}
 	}
+	return fp, nil
+}
 
-	// The bounded search for git repositories and dangerous names under the
-	// writable roots, and the protections it yields.
+// findProtections is the second step: the bounded search for git
+// repositories and dangerous names under the writable roots, and the
+// protections it yields (kept only where the rules would let the command
+// write). It returns the protected paths reserved where they do not exist.
+func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
+	pol, v := in.pol, fp.view
+	depth := pol.FS.MandatoryDenySearchDepth
+	if depth == 0 {
+		depth = policy.DefaultSearchDepth
+	}
 	var prot []rule
 	reserved := map[string]bool{}
 	protect := func(p, why string, reserve bool) {
@@ -260,33 +295,41 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 			fp.protected = append(fp.protected, r.path)
 		}
 	}
+	return reserved, nil
+}
 
-	if in.noMounts {
-		// Landlock only grants: what lies inside a writable tree cannot be
-		// denied again. Those protections are reported as not enforced,
-		// and the view (the violation report's judge) drops them.
-		kept := v.denyWrite[:0:0]
-		for _, r := range v.denyWrite {
-			if _, ok := closest(r.path, v.allowWrite); ok {
-				fp.protected = append(fp.protected, r.path)
-				continue
-			}
-			kept = append(kept, r)
+// landlockOnly finishes a plan for the no-namespace tier: Landlock only
+// grants, so what lies inside a writable tree cannot be denied again. Those
+// protections are reported as not enforced, and the view (the violation
+// report's judge) drops them.
+func landlockOnly(fp *fsPlan) {
+	v := fp.view
+	kept := v.denyWrite[:0:0]
+	for _, r := range v.denyWrite {
+		if _, ok := closest(r.path, v.allowWrite); ok {
+			fp.protected = append(fp.protected, r.path)
+			continue
 		}
-		v.denyWrite, v.protect = kept, nil
-		for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
-			switch lstatKind(r.path) {
-			case 'd':
-				fp.llTrees = append(fp.llTrees, r.path)
-			case 'f':
-				fp.llFiles = append(fp.llFiles, r.path)
-			}
-		}
-		fp.build = func(*nsinit.Plan) {}
-		fp.lockdown = func(*nsinit.Plan) {}
-		return fp, nil
+		kept = append(kept, r)
 	}
-	// Gather the nodes.
+	v.denyWrite, v.protect = kept, nil
+	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
+		switch lstatKind(r.path) {
+		case 'd':
+			fp.llTrees = append(fp.llTrees, r.path)
+		case 'f':
+			fp.llFiles = append(fp.llFiles, r.path)
+		}
+	}
+	fp.build = func(*nsinit.Plan) {}
+	fp.lockdown = func(*nsinit.Plan) {}
+}
+
+
+// gatherNodes lists every path the mount plan must consider: the rules,
+// the protections (with the ancestors to pin), what stays exposed, and
+// moat's own /dev, /proc and /tmp.
+func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 	nodes := map[string]*node{}
 	add := func(p string) *node {
 		n, ok := nodes[p]
@@ -352,189 +395,236 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 		}
 		return list[i].path < list[j].path
 	})
+	return list
+}
 
-	// Plan the mounts: walk shallow to deep; each node compares what the
-	// policy wants there with what its closest planned ancestor left.
-	states := map[string]state{}
-	stateAt := func(p string) state {
-		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-			if s, ok := states[d]; ok {
-				return s
-			}
-			if d == "/" {
-				return stRO
-			}
-		}
-	}
-	var clones []string // host paths to clone before the pivot, in order
-	cloneFlags := map[string][2]uint64{}
-	var steps []step
-	var roAtEnd []string
-	mountpoint := func(n *node, parent state) step {
-		// A mount point inside a tmpfs moat made: create it there.
-		if parent == stMask || parent == stTmp {
-			if n.kind == 'd' {
-				return func(p *nsinit.Plan, _ map[string]uint32) { p.Mkdir(n.path, 0o755) }
-			}
-			return func(p *nsinit.Plan, _ map[string]uint32) { p.Mkfile(n.path, 0o644) }
-		}
-		return nil
-	}
-	bind := func(n *node, set uint64) {
-		clones = append(clones, n.path)
-		cloneFlags[n.path] = [2]uint64{set, 0}
-		path := n.path
-		steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[path], path) })
-	}
+// planMounts is the third step: walk the nodes shallow to deep; each
+// compares what the policy wants there with what its closest planned
+// ancestor left, and a mount is planned only where they differ.
+// Placeholders for missing protected names are made (through mountPoint)
+// here.
+func planMounts(in planInput, fp *fsPlan, list []*node) error {
+	m := &mounter{in: in, fp: fp, states: map[string]state{}, cloneFlags: map[string][2]uint64{}}
 	for _, n := range list {
-		parent := stateAt(n.path)
+		parent := m.stateAt(n.path)
 		if parent == stDev || parent == stProc {
 			if n.synth == "" {
 				fp.notes = append(fp.notes, "ignored: "+n.path+" is inside moat's own /dev or /proc")
 			}
 			continue
 		}
-		switch n.synth {
-		case "tmp":
-			steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
-				p.Tmpfs("/tmp", 0o700, uint32(in.uid), uint32(in.gid), nsinit.AttrNosuid|nsinit.AttrNodev)
-			})
-			states[n.path] = stTmp
-			fp.llTrees = append(fp.llTrees, "/tmp")
-			continue
-		case "dev":
-			steps = append(steps, devSteps(in.uid, in.gid)...)
-			states[n.path] = stDev
-			roAtEnd = append(roAtEnd, "/dev")
-			continue
-		case "proc":
-			if pol.FS.WeakerNested {
-				clones = append(clones, "/proc")
-				cloneFlags["/proc"] = [2]uint64{nsinit.AttrNosuid | nsinit.AttrNodev | nsinit.AttrNoexec, 0}
-				steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots["/proc"], "/proc") })
-				fp.notes = append(fp.notes, "weaker nested mode: the host's /proc is visible (enableWeakerNestedSandbox)")
-			} else {
-				steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
-					p.Proc("/proc", nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
-				})
-			}
-			states[n.path] = stProc
+		if n.synth != "" {
+			m.synthetic(n)
 			continue
 		}
-		want := v.access(n.path)
-		switch want {
+		var err error
+		switch fp.view.access(n.path) {
 		case accMask:
-			if parent.hostHidden() || n.kind == 0 {
-				continue
-			}
-			if mp := mountpoint(n, parent); mp != nil {
-				steps = append(steps, mp)
-			}
-			if n.kind == 'd' {
-				path := n.path
-				steps = append(steps, func(p *nsinit.Plan, _ map[string]uint32) {
-					p.Tmpfs(path, 0o555, uint32(in.uid), uint32(in.gid), nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
-				})
-				roAtEnd = append(roAtEnd, path)
-			} else {
-				// An unreadable file: /dev/null on a nodev mount (open: EACCES).
-				key := "/dev/null#" + n.path
-				clones = append(clones, key)
-				cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-				path := n.path
-				steps = append(steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
-			}
-			states[n.path] = stMask
+			m.hide(n, parent)
 		case accRW:
-			if n.kind == 0 || (parent == stRW && !n.pin) {
-				if parent == stRW {
-					states[n.path] = stRW
-				}
-				continue
-			}
-			if parent == stTmp && n.kind == 0 {
-				continue
-			}
-			if mp := mountpoint(n, parent); mp != nil {
-				steps = append(steps, mp)
-			}
-			bind(n, nsinit.AttrNosuid|nsinit.AttrNodev)
-			states[n.path] = stRW
-			if n.kind == 'd' {
-				fp.llTrees = append(fp.llTrees, n.path)
-			} else {
-				fp.llFiles = append(fp.llFiles, n.path)
-			}
+			m.writable(n, parent)
 		case accRO:
-			if parent == stRO && !n.pin {
-				continue
-			}
-			if n.kind == 0 {
-				if parent != stRW || !n.prot {
-					continue
-				}
-				// A protected name that does not exist in a writable
-				// directory: it needs a mount point on the host.
-				ph := placeholderFor(n.path)
-				fp.placeholders = append(fp.placeholders, ph)
-				if in.mountPoint != nil {
-					if err := in.mountPoint(n.path, &ph); err != nil {
-						return nil, err
-					}
-				}
-				n.kind = 'd'
-				if ph.kind == journal.File {
-					n.kind = 'f'
-				}
-			} else if parent == stRW && in.mountPoint != nil && mayBePlaceholder(n.path) {
-				// Maybe another run's placeholder: adopt it under the
-				// journal's lock. If it vanished meanwhile (that run ended),
-				// a reserved name gets a placeholder of its own, anything
-				// else has nothing left to protect.
-				var ph *placeholder
-				if n.prot {
-					p := placeholderFor(n.path)
-					ph = &p
-				}
-				if err := in.mountPoint(n.path, ph); errors.Is(err, errVanished) {
-					continue
-				} else if err != nil {
-					return nil, err
-				}
-			}
-			if mp := mountpoint(n, parent); mp != nil {
-				steps = append(steps, mp)
-			}
-			bind(n, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev)
-			states[n.path] = stRO
+			err = m.readOnly(n, parent)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	fp.build = m.build
+	return nil
+}
 
-	fp.build = func(p *nsinit.Plan) {
-		p.Private()
-		root := p.Clone("/", nsinit.CloneRecursive, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev, 0)
-		slots := map[string]uint32{}
-		for _, c := range clones {
-			src, flags := c, uint32(nsinit.CloneRecursive)
-			if strings.HasPrefix(c, "/dev/null#") {
-				src, flags = "/dev/null", 0
-			}
-			f := cloneFlags[c]
-			slots[c] = p.Clone(src, flags, f[0], f[1])
+// mounter is planMounts' state: the access each planned node left, and the
+// plan steps so far.
+type mounter struct {
+	in     planInput
+	fp     *fsPlan
+	states map[string]state
+	// clones are host paths cloned before the pivot, in order, with their
+	// mount attributes; steps run after it; roAtEnd are made read-only last.
+	clones     []string
+	cloneFlags map[string][2]uint64
+	steps      []step
+	roAtEnd    []string
+}
+
+// stateAt is what the closest planned ancestor of p left.
+func (m *mounter) stateAt(p string) state {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if s, ok := m.states[d]; ok {
+			return s
 		}
-		for _, d := range devNodes {
-			slots["dev:"+d] = p.Clone("/dev/"+d, 0, nsinit.AttrNosuid|nsinit.AttrNoexec, 0)
-		}
-		p.AttachRoot(root, "/tmp")
-		for _, s := range steps {
-			s(p, slots)
-		}
-		for i := len(roAtEnd) - 1; i >= 0; i-- {
-			p.Setattr(roAtEnd[i], false, nsinit.AttrRdonly, 0)
+		if d == "/" {
+			return stRO
 		}
 	}
-	fp.lockdown = kernelLockdown(in.uid, in.gid)
-	return fp, nil
+}
+
+// mountpoint makes a mount point inside a tmpfs moat made, if it is there.
+func (m *mounter) mountpoint(n *node, parent state) {
+	if parent != stMask && parent != stTmp {
+		return
+	}
+	path := n.path
+	if n.kind == 'd' {
+		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) { p.Mkdir(path, 0o755) })
+		return
+	}
+	m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) { p.Mkfile(path, 0o644) })
+}
+
+// bind binds the host's n onto itself with the attributes set.
+func (m *mounter) bind(n *node, set uint64) {
+	m.clones = append(m.clones, n.path)
+	m.cloneFlags[n.path] = [2]uint64{set, 0}
+	path := n.path
+	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[path], path) })
+}
+
+// synthetic plans moat's own /tmp, /dev and /proc.
+func (m *mounter) synthetic(n *node) {
+	uid, gid := uint32(m.in.uid), uint32(m.in.gid)
+	switch n.synth {
+	case "tmp":
+		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
+			p.Tmpfs("/tmp", 0o700, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev)
+		})
+		m.states[n.path] = stTmp
+		m.fp.llTrees = append(m.fp.llTrees, "/tmp")
+	case "dev":
+		m.steps = append(m.steps, devSteps(m.in.uid, m.in.gid)...)
+		m.states[n.path] = stDev
+		m.roAtEnd = append(m.roAtEnd, "/dev")
+	case "proc":
+		if m.in.pol.FS.WeakerNested {
+			m.clones = append(m.clones, "/proc")
+			m.cloneFlags["/proc"] = [2]uint64{nsinit.AttrNosuid | nsinit.AttrNodev | nsinit.AttrNoexec, 0}
+			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots["/proc"], "/proc") })
+			m.fp.notes = append(m.fp.notes, "weaker nested mode: the host's /proc is visible (enableWeakerNestedSandbox)")
+		} else {
+			m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
+				p.Proc("/proc", nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+			})
+		}
+		m.states[n.path] = stProc
+	}
+}
+
+// hide plans a hidden path: an empty read-only tmpfs over a directory,
+// /dev/null on a nodev mount over a file (opening it fails with EACCES).
+func (m *mounter) hide(n *node, parent state) {
+	if parent.hostHidden() || n.kind == 0 {
+		return
+	}
+	m.mountpoint(n, parent)
+	path := n.path
+	if n.kind == 'd' {
+		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
+		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
+			p.Tmpfs(path, 0o555, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+		})
+		m.roAtEnd = append(m.roAtEnd, path)
+	} else {
+		key := "/dev/null#" + path
+		m.clones = append(m.clones, key)
+		m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
+		m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+	}
+	m.states[n.path] = stMask
+}
+
+// writable plans a writable path (a bind where its parent is not writable
+// already, or where it must be pinned).
+func (m *mounter) writable(n *node, parent state) {
+	if n.kind == 0 || (parent == stRW && !n.pin) {
+		if parent == stRW {
+			m.states[n.path] = stRW
+		}
+		return
+	}
+	if parent == stTmp && n.kind == 0 {
+		return
+	}
+	m.mountpoint(n, parent)
+	m.bind(n, nsinit.AttrNosuid|nsinit.AttrNodev)
+	m.states[n.path] = stRW
+	if n.kind == 'd' {
+		m.fp.llTrees = append(m.fp.llTrees, n.path)
+	} else {
+		m.fp.llFiles = append(m.fp.llFiles, n.path)
+	}
+}
+
+// readOnly plans a read-only path inside a writable one (a protection, a
+// denyWrite, a pin), with a placeholder on the host where it is missing.
+func (m *mounter) readOnly(n *node, parent state) error {
+	in := m.in
+	if parent == stRO && !n.pin {
+		return nil
+	}
+	if n.kind == 0 {
+		if parent != stRW || !n.prot {
+			return nil
+		}
+		// A protected name that does not exist in a writable directory: it
+		// needs a mount point on the host.
+		ph := placeholderFor(n.path)
+		m.fp.placeholders = append(m.fp.placeholders, ph)
+		if in.mountPoint != nil {
+			if err := in.mountPoint(n.path, &ph); err != nil {
+				return err
+			}
+		}
+		n.kind = 'd'
+		if ph.kind == journal.File {
+			n.kind = 'f'
+		}
+	} else if parent == stRW && in.mountPoint != nil && mayBePlaceholder(n.path) {
+		// Maybe another run's placeholder: adopt it under the journal's
+		// lock. If it vanished meanwhile (that run ended), a reserved name
+		// gets a placeholder of its own, anything else has nothing left to
+		// protect.
+		var ph *placeholder
+		if n.prot {
+			p := placeholderFor(n.path)
+			ph = &p
+		}
+		if err := in.mountPoint(n.path, ph); errors.Is(err, errVanished) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	m.mountpoint(n, parent)
+	m.bind(n, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev)
+	m.states[n.path] = stRO
+	return nil
+}
+
+// build encodes the mounts: every source cloned from the host first (before
+// anything is mounted over), the pivot, the steps, the read-only flips.
+func (m *mounter) build(p *nsinit.Plan) {
+	p.Private()
+	root := p.Clone("/", nsinit.CloneRecursive, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev, 0)
+	slots := map[string]uint32{}
+	for _, c := range m.clones {
+		src, flags := c, uint32(nsinit.CloneRecursive)
+		if strings.HasPrefix(c, "/dev/null#") {
+			src, flags = "/dev/null", 0
+		}
+		f := m.cloneFlags[c]
+		slots[c] = p.Clone(src, flags, f[0], f[1])
+	}
+	for _, d := range devNodes {
+		slots["dev:"+d] = p.Clone("/dev/"+d, 0, nsinit.AttrNosuid|nsinit.AttrNoexec, 0)
+	}
+	p.AttachRoot(root, "/tmp")
+	for _, s := range m.steps {
+		s(p, slots)
+	}
+	for i := len(m.roAtEnd) - 1; i >= 0; i-- {
+		p.Setattr(m.roAtEnd[i], false, nsinit.AttrRdonly, 0)
+	}
 }
 
 // procReadOnly are the parts of /proc that reach the whole machine, not

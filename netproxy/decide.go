@@ -63,11 +63,11 @@ func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainH
 	rules := s.CurrentRules()
 	v, ru := rules.check(host, port)
 	switch v {
-	case listDenied:
+	case policy.Deny:
 		d := &denial{ru.denyReason()}
 		s.violation(dest, d.reason)
 		return nil, d
-	case unlisted:
+	case policy.Passthrough:
 		if reason, ok := s.ask(ctx, rules, host, port); !ok {
 			d := &denial{reason}
 			s.violation(dest, d.reason)

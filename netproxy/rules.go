@@ -95,36 +95,28 @@ func parseCIDR(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// Verdict of the list check.
-type listVerdict uint8
-
-const (
-	unlisted listVerdict = iota
-	listAllowed
-	listDenied
-)
-
 // ReasonNotAllowed is the reason given for a host on neither list when
 // nobody may be asked (strict allow list, or no Ask callback).
 const ReasonNotAllowed = "host is not on the allow list"
 
 // check runs the srt order on a canonical host: deny list first (first
-// match wins), then the allow list. It returns the matching rule.
-func (r *Rules) check(host string, port int) (listVerdict, *rule) {
+// match wins), then the allow list. It returns the verdict of the lists
+// (Passthrough: on neither) and the matching rule.
+func (r *Rules) check(host string, port int) (policy.Verdict, *rule) {
 	if r == nil {
-		return unlisted, nil
+		return policy.Passthrough, nil
 	}
 	for i := range r.deny {
 		if r.deny[i].pat.Match(host, port) {
-			return listDenied, &r.deny[i]
+			return policy.Deny, &r.deny[i]
 		}
 	}
 	for i := range r.allow {
 		if r.allow[i].pat.Match(host, port) {
-			return listAllowed, &r.allow[i]
+			return policy.Allow, &r.allow[i]
 		}
 	}
-	return unlisted, nil
+	return policy.Passthrough, nil
 }
 
 // Strict reports whether hosts on neither list are refused without asking.
@@ -149,9 +141,9 @@ func (r *Rules) Check(host string, port int) (allowed bool, ask bool, reason str
 	}
 	v, ru := r.check(h, port)
 	switch v {
-	case listDenied:
+	case policy.Deny:
 		return false, false, ru.denyReason()
-	case listAllowed:
+	case policy.Allow:
 		return true, false, ""
 	}
 	return false, !r.Strict(), ReasonNotAllowed

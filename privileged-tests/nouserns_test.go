@@ -5,6 +5,7 @@ package privtests
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -186,5 +187,45 @@ func TestNoUsernsNoDaemon(t *testing.T) {
 	if syscall.Kill(pid, 0) == nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("ESCAPE: the daemon (pid %d) outlived moat --best-effort", pid)
+	}
+}
+
+// A launch that fails after planning began (here: the user namespace is
+// refused once stage 2 is cloned, while the plan has made placeholders in
+// the working directory) leaves nothing behind: no placeholder, no journal
+// record, no announcement, no temporary directory. The same for a command
+// that cannot be executed.
+func TestFailedLaunchLeavesNothing(t *testing.T) {
+	f := makeFixture(t)
+	before := snapshotTree(t, f.work)
+	tmpBefore, _ := filepath.Glob("/tmp/moat-run-*")
+	for _, run := range []func() result{
+		func() result { return f.noUserns(moatBin, "run", "--settings", f.settings, "--", "true") },
+		func() result {
+			testutil.RequireUserns(t)
+			return f.exec(moatBin, "run", "--settings", f.settings, "--", "/no/such/command")
+		},
+		func() result {
+			testutil.RequireUserns(t)
+			return f.exec(moatBin, "run", "--settings", f.settings, "--", f.work)
+		},
+	} {
+		got := run()
+		if got.code == 0 {
+			t.Fatalf("the launch must fail:\n%s", got.out)
+		}
+		if after := snapshotTree(t, f.work); after != before {
+			t.Fatalf("a failed launch left files in the working directory (exit %d):\n%s\nbefore:\n%s\nafter:\n%s", got.code, got.out, before, after)
+		}
+		es, _ := os.ReadDir(filepath.Join(f.state, "moat", "journal"))
+		for _, e := range es {
+			if e.Name() != "journal.lock" {
+				t.Fatalf("a failed launch left %s in the journal (exit %d):\n%s", e.Name(), got.code, got.out)
+			}
+		}
+	}
+	tmpAfter, _ := filepath.Glob("/tmp/moat-run-*")
+	if len(tmpAfter) > len(tmpBefore) {
+		t.Fatalf("a failed launch left a temporary directory: %v", tmpAfter)
 	}
 }

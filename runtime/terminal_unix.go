@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // hasTerminal is true where the runtime relays terminals.
@@ -95,10 +97,7 @@ func (t *terminal) copyInput() {
 	in := int(t.in.Fd())
 	for {
 		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(t.stopR.Fd()), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
+		if _, err := sys.RetryValue(func() (int, error) { return unix.Poll(fds, -1) }); err != nil {
 			return
 		}
 		if fds[1].Revents != 0 {
@@ -107,11 +106,11 @@ func (t *terminal) copyInput() {
 		if fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) == 0 {
 			continue
 		}
-		n, err := unix.Read(in, buf)
+		n, err := sys.RetryValue(func() (int, error) { return unix.Read(in, buf) })
+		if err == unix.EAGAIN {
+			continue
+		}
 		if n <= 0 || err != nil {
-			if err == unix.EINTR || err == unix.EAGAIN {
-				continue
-			}
 			return
 		}
 		if _, err := t.master.Write(buf[:n]); err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // Mountpoint returns where the cgroup2 hierarchy is mounted, read from
@@ -220,12 +222,7 @@ func openDir(path string) (*os.File, error) {
 }
 
 func tryLock(f *os.File) error {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			return err
-		}
-	}
+	return sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
 }
 
 // Close releases the directory fd and with it the ownership lock, leaving
@@ -330,12 +327,10 @@ func rmdirTree(path string, deadline time.Time) error {
 	}
 	wait := time.Millisecond
 	for {
-		err := unix.Rmdir(path)
+		err := sys.Retry(func() error { return unix.Rmdir(path) })
 		switch {
 		case err == nil || err == unix.ENOENT:
 			return nil
-		case err == unix.EINTR:
-			continue
 		case err != unix.EBUSY:
 			return fmt.Errorf("cgroup: %w", &os.PathError{Op: "rmdir", Path: path, Err: err})
 		case time.Now().After(deadline):

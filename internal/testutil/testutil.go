@@ -103,6 +103,25 @@ func Deps(t testing.TB, goos string, pkgs ...string) []string {
 	return strings.Fields(string(out))
 }
 
+// Imports lists what the package in the test's directory imports directly
+// (its non-test files), for GOOS=goos ("" for the host's).
+func Imports(t testing.TB, goos string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command(gobin, "list", "-f", `{{join .Imports "\n"}}`, ".")
+	if goos != "" {
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
 // Forbid fails the test for every dependency of the package in the test's
 // directory that is forbidden or below a forbidden path.
 func Forbid(t testing.TB, forbidden ...string) {

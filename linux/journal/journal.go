@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // Kind of placeholder.
@@ -116,12 +118,7 @@ func (j *Journal) Lock() error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	err = sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) })
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("journal: global lock: %w", err)

@@ -6,10 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // Mirrors of plan.h (plan_test.go checks them against the C header).
@@ -330,12 +331,14 @@ func ReadMessage(fd int) (Message, error) {
 	buf := make([]byte, MsgSize)
 	oob := make([]byte, unix.CmsgSpace(4*16))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
-		if err == unix.EINTR {
-			continue
-		}
+		type got struct{ n, oobn int }
+		g, err := sys.RetryValue(func() (got, error) {
+			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+			return got{n, oobn}, err
+		})
+		n, oobn := g.n, g.oobn
 		if err != nil {
-			return Message{}, os.NewSyscallError("recvmsg", err)
+			return Message{}, sys.Named("recvmsg", err)
 		}
 		if n == 0 {
 			return Message{}, io.EOF

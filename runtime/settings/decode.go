@@ -16,6 +16,9 @@ type Error struct {
 	File   string
 	Field  string
 	Reason string
+	// Err is the underlying failure, if any (a read error, a JSON syntax
+	// error): errors.Is and errors.As reach it.
+	Err error
 }
 
 func (e *Error) Error() string {
@@ -37,7 +40,12 @@ func (e *Error) Error() string {
 // ErrInvalid is wrapped by every *Error.
 var ErrInvalid = errors.New("invalid settings")
 
-func (e *Error) Unwrap() error { return ErrInvalid }
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrInvalid}
+	}
+	return []error{ErrInvalid, e.Err}
+}
 
 // object is a JSON object being decoded field by field, so that every error
 // names its field and unknown fields can be refused.
@@ -59,7 +67,7 @@ func parseObject(file string, data []byte) (*object, error) {
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
-		return nil, &Error{File: file, Reason: "not valid JSON: " + jsonErr(err)}
+		return nil, &Error{File: file, Reason: "not valid JSON: " + jsonErr(err), Err: err}
 	}
 	if dec.More() {
 		return nil, &Error{File: file, Reason: "not valid JSON: trailing data after the top-level object"}

@@ -142,7 +142,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		if opts.Check != nil && (c.level == LevelLocalProject || c.level == LevelProject || c.level == LevelUser || c.level == LevelSRTUser) {
 			if _, err := os.Lstat(c.file); err == nil {
 				if err := opts.Check(c.file); err != nil {
-					return nil, nil, &Error{File: c.file, Reason: err.Error()}
+					return nil, nil, &Error{File: c.file, Reason: err.Error(), Err: err}
 				}
 			}
 		}
@@ -154,7 +154,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, &Error{File: c.file, Reason: "no such file"}
 			}
-			return nil, nil, &Error{File: c.file, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+			return nil, nil, &Error{File: c.file, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err)), Err: err}
 		}
 		o, err := parseObject(c.file, data)
 		if err != nil {
