@@ -325,7 +325,6 @@ func landlockOnly(fp *fsPlan) {
 	fp.lockdown = func(*nsinit.Plan) {}
 }
 
-
 // gatherNodes lists every path the mount plan must consider: the rules,
 // the protections (with the ancestors to pin), what stays exposed, and
 // moat's own /dev, /proc and /tmp.
