@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All of moat's benchmarks, in one run:
-#  1. ../shared/bench/peer-bench.sh: moat next to bubblewrap and the npm
+#  1. bench/peer-bench.sh: moat next to bubblewrap and the npm
 #     sandbox runtime (cold /bin/true with a full filesystem policy, memory,
 #     loopback download through each proxy);
 #  2. bench/startup-tree.sh: start-up in an empty tree and in 30,000 files;
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MOAT=$PWD/bin/moat
 [ -x "$MOAT" ] || make build
-PEER=${PEER_BENCH:-$PWD/../shared/bench/peer-bench.sh}
+PEER=${PEER_BENCH:-$PWD/bench/peer-bench.sh}
 WORK=${PEER_WORK:-/tmp/peer-bench}
 mkdir -p "$WORK"
 cat > "$WORK/moat-3dom.json" <<JSON
