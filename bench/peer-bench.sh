@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # peer-bench.sh — measure the sandbox-runtime peer (srt) and raw namespace tools,
+# optionally side by side with our own wrapper.
 # (A copy of the reference script the project was given; kept here so that
 # the repository needs nothing outside it.)
-# optionally side by side with our own wrapper.
 #
 # Usage:
 #   bench/peer-bench.sh                      # install peers if missing, run everything
