@@ -220,8 +220,6 @@ func (ln *launcher) release() error {
 		return fmt.Errorf("send the plan to stage 2: %w", err)
 	}
 	ln.planW.Close()
-	ln.readers.Add(1)
-	go func() { defer ln.readers.Done(); ln.readMessages() }()
 	if ln.attached != nil {
 		err := <-ln.attached
 		ln.attached = nil
@@ -234,6 +232,8 @@ func (ln *launcher) release() error {
 		ln.goW.Close()
 		ln.step("eBPF attached")
 	}
+	ln.readers.Add(1)
+	go func() { defer ln.readers.Done(); ln.readMessages() }()
 	return nil
 }
 

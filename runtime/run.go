@@ -94,6 +94,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer r.close()
+	r.trace("runtime ready")
 	proc, err := r.start(ctx)
 	if err != nil {
 		return nil, err
@@ -102,12 +103,16 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		if err := proc.Close(); err != nil {
 			r.log.Debug("close", "err", err)
 		}
+		r.trace("closed")
 	}()
 	exit, timedOut, err := r.supervise(ctx, proc)
 	if err != nil {
 		return nil, err
 	}
-	return r.finish(proc, exit, timedOut), nil
+	r.trace("waited")
+	res := r.finish(proc, exit, timedOut)
+	r.trace("audited")
+	return res, nil
 }
 
 // run is one Run: the request with its defaults, and what the runtime owns
@@ -179,9 +184,16 @@ func newRun(req Request) (*run, error) {
 	return r, nil
 }
 
+func (r *run) trace(phase string) {
+	if r.req.Trace != nil {
+		r.req.Trace(phase)
+	}
+}
+
 func (r *run) close() {
 	if r.proxy != nil {
 		r.proxy.close()
+		r.trace("proxy closed")
 	}
 	live.Withdraw(r.announce)
 	r.announce = nil
