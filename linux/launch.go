@@ -66,6 +66,18 @@ type launcher struct {
 	observed atomic.Bool
 	writes   atomic.Int64
 	closed   atomic.Bool
+
+	exe string // this moat binary (ssh's ProxyCommand inside)
+
+	// A session (MODE_SESSION): requests go to stage 2 on sessionW; each
+	// command's messages reach its handle.
+	session  bool
+	sessionR *os.File // stage 2's end (fd 7)
+	sessionW *os.File
+	sessMu   sync.Mutex
+	nextID   uint32
+	cmds     map[uint32]*sessionCmd
+	ended    chan struct{} // closed when the message reader stops
 }
 
 func (ln *launcher) step(what string) {
@@ -93,6 +105,17 @@ func (ln *launcher) prepare() error {
 	}
 	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
 	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
+	if ln.session {
+		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socketpair: %w", os.NewSyscallError("socketpair", err))
+		}
+		// Requests carry a command's environment: let them be large.
+		_ = unix.SetsockoptInt(sfds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+		ln.sessionW = os.NewFile(uintptr(sfds[0]), "moat-session")
+		ln.sessionR = os.NewFile(uintptr(sfds[1]), "moat-session-child")
+		ln.cmds = map[uint32]*sessionCmd{}
+	}
 	// As root, the sandbox starts in a cgroup of its own that eBPF filters.
 	ln.cgroupFD = -1
 	kfErr := kernelFilterSupported(filepath.Join(st, "cache"))
@@ -142,6 +165,9 @@ func (ln *launcher) start() error {
 	startErr := ln.startStage2()
 	ln.childSync.Close()
 	ln.planR.Close()
+	if ln.sessionR != nil {
+		ln.sessionR.Close()
+	}
 	ln.step("stage 2 started")
 	<-ln.planned
 	ln.step("plan ready")
@@ -159,9 +185,13 @@ func (ln *launcher) start() error {
 // startStage2 clones stage 2: the binary again, as moat-init, in the new
 // namespaces (none in the no-namespace tier), into the run's cgroup.
 func (ln *launcher) startStage2() error {
-	extra := []*os.File{ln.planR, ln.childSync}
-	if ln.kf != nil {
-		extra = append(extra, ln.goR, ln.lock)
+	// fds 3 (plan), 4 (sync), 5 (go, with eBPF), 6 (cgroup lock), 7 (session).
+	extra := []*os.File{ln.planR, ln.childSync, ln.goR, ln.lock}
+	if ln.session {
+		extra = append(extra, ln.sessionR)
+	}
+	for len(extra) > 0 && extra[len(extra)-1] == nil {
+		extra = extra[:len(extra)-1]
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -232,8 +262,14 @@ func (ln *launcher) release() error {
 		ln.goW.Close()
 		ln.step("eBPF attached")
 	}
+	ln.ended = make(chan struct{})
 	ln.readers.Add(1)
-	go func() { defer ln.readers.Done(); ln.readMessages() }()
+	go func() {
+		defer ln.readers.Done()
+		ln.readMessages()
+		ln.endSession()
+		close(ln.ended)
+	}()
 	return nil
 }
 
@@ -392,7 +428,7 @@ func (ln *launcher) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, f := range []*os.File{ln.planR, ln.planW, ln.sync, ln.childSync, ln.goR, ln.goW, ln.lock} {
+	for _, f := range []*os.File{ln.planR, ln.planW, ln.sync, ln.childSync, ln.goR, ln.goW, ln.lock, ln.sessionR, ln.sessionW} {
 		if f != nil {
 			f.Close()
 		}

@@ -76,6 +76,8 @@ func (ln *launcher) handle(m nsinit.Message) {
 			ln.observed.Store(true)
 		}
 		go o.serve()
+	case nsinit.MsgCmdStarted, nsinit.MsgCmdExit, nsinit.MsgCmdNotify, nsinit.MsgCmdExecFail, nsinit.MsgCmdError:
+		ln.sessionMessage(m)
 	default:
 		m.CloseFDs()
 	}

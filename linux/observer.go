@@ -44,6 +44,8 @@ type observer struct {
 	// refused or not): none at all means the command changed nothing on
 	// disk, which the kernel, not the command, vouches for.
 	writes *atomic.Int64
+	// also counts them too (a session's total, beside a command's own).
+	also *atomic.Int64
 	// dirs resolves the directories of reported paths (this launch's).
 	dirs *resolver
 }
@@ -158,6 +160,9 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	}
 	if o.writes != nil {
 		o.writes.Add(1)
+	}
+	if o.also != nil {
+		o.also.Add(1)
 	}
 	o.observeWrite(n, name)
 	return 0, true

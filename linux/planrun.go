@@ -24,7 +24,7 @@ func (ln *launcher) makePlan() error {
 	if exe != "" {
 		expose = append(expose, exe) // "moat ssh-proxy" runs inside
 	}
-	if filepath.IsAbs(ln.l.Argv[0]) {
+	if len(ln.l.Argv) > 0 && filepath.IsAbs(ln.l.Argv[0]) {
 		expose = append(expose, ln.l.Argv[0])
 	}
 	// moat's own files are never writable: its state, its binary, the
@@ -67,24 +67,31 @@ func (ln *launcher) makePlan() error {
 		return err
 	}
 	ln.step("seccomp ready")
-	env, removed := policy.FilterEnv(ln.l.Env, pol.Env.Allow, pol.Env.Set)
-	if len(removed) > 0 {
-		ln.l.Log.Debug("environment", "removed", strings.Join(removed, ","))
-	}
-	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
-	env = fixTmpdir(env, fp.view)
-	if ln.nons {
-		env = mergeEnv(env, []string{"TMPDIR=" + ln.tmpDir})
-	}
 	// Without a network namespace (moat.shareNetwork, or the no-namespace
 	// tier) the proxy listens on the host's loopback with a per-run
 	// credential.
 	if ln.net, err = newNetwork(ln.l.Proxy, pol.Net.Shared || ln.nons); err != nil {
 		return err
 	}
-	env = mergeEnv(env, ln.net.env(exe))
-	ln.plan = ln.buildPlan(prog, env)
+	ln.exe = exe
+	ln.plan = ln.buildPlan(prog, ln.commandEnv(ln.l.Env))
 	return nil
+}
+
+// commandEnv is a command's environment: credentials removed, git's
+// safe.directory entries, a TMPDIR it can write, the proxy's variables.
+func (ln *launcher) commandEnv(base []string) []string {
+	pol := ln.pol
+	env, removed := policy.FilterEnv(base, pol.Env.Allow, pol.Env.Set)
+	if len(removed) > 0 {
+		ln.l.Log.Debug("environment", "removed", strings.Join(removed, ","))
+	}
+	env = withGitSafeDirs(env, pol.Env.GitSafeDirectories)
+	env = fixTmpdir(env, ln.fp.view)
+	if ln.nons {
+		env = mergeEnv(env, []string{"TMPDIR=" + ln.tmpDir})
+	}
+	return mergeEnv(env, ln.net.env(ln.exe))
 }
 
 // mountPoint makes sure a protected path the plan mounts over exists on the
@@ -115,9 +122,17 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 	pol := ln.pol
 	p := nsinit.New()
+	mode := uint32(0)
 	if ln.nons {
-		p.Mode(nsinit.ModeNoNS)
-	} else {
+		mode |= nsinit.ModeNoNS
+	}
+	if ln.session {
+		mode |= nsinit.ModeSession
+	}
+	if mode != 0 {
+		p.Mode(mode)
+	}
+	if !ln.nons {
 		p.Hostname("moat")
 		if !pol.Net.Shared {
 			p.LoUp()
@@ -135,7 +150,7 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 	}
 	p.NewKeyring()
 	p.Cwd(pol.Cwd)
-	if t := ln.l.Terminal; t != nil {
+	if t := ln.l.Terminal; t != nil && !ln.session {
 		p.PTY(t.Mask, t.Rows, t.Cols)
 	}
 	ln.landlock(p)
@@ -147,12 +162,18 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 		p.WaitGo()
 	}
 	p.Seccomp(prog, flags)
-	exflags := uint32(0)
-	if !strings.ContainsRune(ln.l.Argv[0], '/') {
-		exflags |= nsinit.ExecSearch
+	if !ln.session {
+		p.Exec(ln.l.Argv[0], ln.l.Argv, env, execFlags(ln.l.Argv[0]))
 	}
-	p.Exec(ln.l.Argv[0], ln.l.Argv, env, exflags)
 	return p
+}
+
+// execFlags: a bare name is looked up in the command's PATH.
+func execFlags(argv0 string) uint32 {
+	if strings.ContainsRune(argv0, '/') {
+		return 0
+	}
+	return nsinit.ExecSearch
 }
 
 // landlock plans the Landlock ruleset: writes only where the policy allows

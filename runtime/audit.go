@@ -16,6 +16,10 @@ import (
 // violations; it returns warnings (an audit that could not cover
 // everything).
 func (r *run) auditGit(fp enforce.Footprint) []string {
+	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.violation)
+}
+
+func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -24,7 +28,6 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 	if len(fp.WritableRoots) == 0 {
 		return nil
 	}
-	home := r.pol.Home
 	if h, err := filepath.EvalSymlinks(home); err == nil {
 		home = h
 	}
@@ -34,10 +37,10 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 	}
 	rep, err := gitguard.Audit(gitguard.Options{
 		Roots:         fp.WritableRoots,
-		Since:         r.since,
+		Since:         since,
 		Home:          home,
-		QuarantineDir: filepath.Join(r.req.StateDir, "quarantine"),
-		CacheDir:      filepath.Join(r.req.StateDir, "cache"),
+		QuarantineDir: filepath.Join(stateDir, "quarantine"),
+		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,
 	})
 	var warnings []string
@@ -52,7 +55,7 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 		if f.MovedTo != "" {
 			rule += "; original kept in " + f.MovedTo
 		}
-		r.violation(policy.Violation{Kind: policy.FileViolation, Op: "plant", Target: f.Path, Rule: rule, Time: time.Now()})
+		report(policy.Violation{Kind: policy.FileViolation, Op: "plant", Target: f.Path, Rule: rule, Time: time.Now()})
 	}
 	for _, in := range rep.Incomplete {
 		warnings = append(warnings, "git audit incomplete: "+in)

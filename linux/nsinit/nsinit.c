@@ -222,6 +222,8 @@ static void send_msg(int type, int a, int b, const char *text, const int *fds, i
 }
 
 /* die reports the failing record and errno to the supervisor and exits. */
+static uint32_t cur_cmd; /* the session command this process serves (0: none) */
+
 static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
 {
 	int e = errno;
@@ -230,7 +232,10 @@ static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	send_msg(MSG_ERROR, cur_rec, e, buf, NULL, 0);
+	if (cur_cmd)
+		send_msg(MSG_CMD_ERROR, (int)cur_cmd, e, buf, NULL, 0);
+	else
+		send_msg(MSG_ERROR, cur_rec, e, buf, NULL, 0);
 	_exit(125);
 }
 
@@ -716,7 +721,10 @@ static void load_seccomp(uint32_t flags, const unsigned char *prog, uint32_t len
 	if (flags & SC_LISTENER) {
 		/* Nothing between here and execve may be a notified syscall:
 		 * sendmsg, close and execve are not. */
-		send_msg(MSG_NOTIFY, 0, 0, NULL, &fd, 1);
+		if (cur_cmd)
+			send_msg(MSG_CMD_NOTIFY, (int)cur_cmd, 0, NULL, &fd, 1);
+		else
+			send_msg(MSG_NOTIFY, 0, 0, NULL, &fd, 1);
 		close(fd);
 	}
 }
@@ -759,21 +767,54 @@ static void __attribute__((noreturn)) do_exec(uint32_t flags, char *path, char *
 		if (err == ENOENT && saw_eacces)
 			err = EACCES;
 	}
-	send_msg(MSG_EXECFAIL, 0, err, path, NULL, 0);
+	if (cur_cmd)
+		send_msg(MSG_CMD_EXECFAIL, (int)cur_cmd, err, path, NULL, 0);
+	else
+		send_msg(MSG_EXECFAIL, 0, err, path, NULL, 0);
 	_exit(err == ENOENT ? 127 : 126);
 }
 
 /* ---- the command's process ---------------------------------------------- */
 
-static void __attribute__((noreturn)) run_command(void)
-{
-	uint32_t ex_flags = 0;
-	char *ex_path = NULL, **ex_argv = NULL, **ex_envp = NULL;
-	uint32_t sc_flags = 0, sc_len = 0;
-	const unsigned char *sc_prog = NULL;
-	uint32_t pty_mask = 0, pty_rows = 0, pty_cols = 0;
-	int want_pty = 0, wait_go = 0;
+/* What the plan says about the command, read by setup(). */
+static uint32_t ex_flags;
+static char *ex_path, **ex_argv, **ex_envp;
+static uint32_t sc_flags, sc_len;
+static const unsigned char *sc_prog;
+static uint32_t pty_mask, pty_rows, pty_cols;
+static int want_pty, wait_go;
 
+/* read_exec reads an R_EXEC record. */
+static void read_exec(struct rd *r)
+{
+	ex_flags = rd_u32(r);
+	ex_path = rd_str(r);
+	uint32_t argc = rd_u32(r);
+	if (argc > 1 << 20)
+		r->bad = 1;
+	ex_argv = calloc(r->bad ? 1 : argc + 1, sizeof(char *));
+	for (uint32_t k = 0; !r->bad && k < argc; k++)
+		ex_argv[k] = rd_str(r);
+	uint32_t envc = rd_u32(r);
+	if (envc > 1 << 20)
+		r->bad = 1;
+	ex_envp = calloc(r->bad ? 1 : envc + 1, sizeof(char *));
+	for (uint32_t k = 0; !r->bad && k < envc; k++)
+		ex_envp[k] = rd_str(r);
+}
+
+static void enter_dir(const char *path)
+{
+	int fd = xopenat2(AT_FDCWD, path, O_PATH | O_DIRECTORY);
+	if (fd < 0 || fchdir(fd) < 0)
+		die("enter the working directory %s", path);
+	close(fd);
+}
+
+/* setup builds the sandbox's filesystem and reads what the command needs
+ * (the records that confine it are applied by confine_and_exec). */
+static void setup(void)
+{
 	/* Default signal dispositions and an empty mask for the command. */
 	sigset_t all;
 	sigemptyset(&all);
@@ -799,12 +840,8 @@ static void __attribute__((noreturn)) run_command(void)
 		}
 		case R_CWD: {
 			char *path = rd_str(&r);
-			if (r.bad)
-				break;
-			int fd = xopenat2(AT_FDCWD, path, O_PATH | O_DIRECTORY);
-			if (fd < 0 || fchdir(fd) < 0)
-				die("enter the working directory %s", path);
-			close(fd);
+			if (!r.bad)
+				enter_dir(path);
 			break;
 		}
 		case R_KEYRING:
@@ -831,33 +868,17 @@ static void __attribute__((noreturn)) run_command(void)
 				r.bad = 1;
 			sc_prog = r.p;
 			break;
-		case R_EXEC: {
-			ex_flags = rd_u32(&r);
-			ex_path = rd_str(&r);
-			uint32_t argc = rd_u32(&r);
-			if (argc > 1 << 20)
-				r.bad = 1;
-			ex_argv = calloc(r.bad ? 1 : argc + 1, sizeof(char *));
-			for (uint32_t k = 0; !r.bad && k < argc; k++)
-				ex_argv[k] = rd_str(&r);
-			uint32_t envc = rd_u32(&r);
-			if (envc > 1 << 20)
-				r.bad = 1;
-			ex_envp = calloc(r.bad ? 1 : envc + 1, sizeof(char *));
-			for (uint32_t k = 0; !r.bad && k < envc; k++)
-				ex_envp[k] = rd_str(&r);
-			break;
-		}
-		case R_LL_RULESET:
-			landlock_ruleset(&r);
+		case R_EXEC:
+			read_exec(&r);
 			break;
 		case R_WAIT_GO:
 			wait_go = 1;
 			break;
+		case R_LL_RULESET:
 		case R_LL_PATH:
 		case R_LL_STDIO:
 		case R_LL_PORT:
-			break; /* applied below, after the capabilities are gone */
+			break; /* applied by confine_and_exec, after the capabilities are gone */
 		default:
 			break; /* init's records */
 		}
@@ -868,6 +889,13 @@ static void __attribute__((noreturn)) run_command(void)
 	}
 	cur_rec = -1;
 	send_msg(MSG_MOUNTED, 0, 0, NULL, NULL, 0);
+}
+
+/* confine_and_exec applies what confines the command, in order, and execs
+ * it: the terminal (or a new session), capabilities, no_new_privs,
+ * Landlock, the descriptors, the wait for the supervisor's go, seccomp. */
+static void __attribute__((noreturn)) confine_and_exec(int keep_fds)
+{
 	if (!ex_path || !ex_argv || !ex_envp) {
 		errno = EINVAL;
 		die("the plan has no command");
@@ -913,7 +941,9 @@ static void __attribute__((noreturn)) run_command(void)
 	for (uint32_t i = 0; i < nrecs; i++) {
 		struct rd r = recs[i].body;
 		cur_rec = (int)i;
-		if (recs[i].type == R_LL_PATH)
+		if (recs[i].type == R_LL_RULESET)
+			landlock_ruleset(&r);
+		else if (recs[i].type == R_LL_PATH)
 			landlock_path(&r);
 		else if (recs[i].type == R_LL_STDIO)
 			landlock_stdio(&r);
@@ -923,9 +953,10 @@ static void __attribute__((noreturn)) run_command(void)
 	cur_rec = -1;
 	landlock_restrict();
 
-	/* No descriptor but stdio reaches the command. */
-	if (syscall(__NR_close_range, 3, ~0U, X_CLOSE_RANGE_CLOEXEC) < 0)
-		for (int fd = 3; fd < 1024; fd++)
+	/* No descriptor but stdio (and a session command's fd 3) reaches the
+	 * command. */
+	if (syscall(__NR_close_range, (unsigned)keep_fds, ~0U, X_CLOSE_RANGE_CLOEXEC) < 0)
+		for (int fd = keep_fds; fd < 1024; fd++)
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
 	/* The supervisor may still be arming a layer that must be in place
 	 * before the command runs (the eBPF filter): wait for its go. */
@@ -941,6 +972,338 @@ static void __attribute__((noreturn)) run_command(void)
 	if (sc_prog)
 		load_seccomp(sc_flags, sc_prog, sc_len);
 	do_exec(ex_flags, ex_path, ex_argv, ex_envp);
+}
+
+static void __attribute__((noreturn)) run_command(void)
+{
+	setup();
+	confine_and_exec(3);
+}
+
+/* ---- a session: many commands in one sandbox ------------------------------ */
+
+/* kill_subreaped ends every process below this subreaper: kill its
+ * children, reap, and repeat until none is left, since each kill hands the
+ * victim's children to it. */
+static void kill_subreaped(void)
+{
+	pid_t self = getpid();
+	for (int round = 0; round < 10000; round++) {
+		int found = 0;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children", self, self);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			long pid;
+			while (fscanf(f, "%ld", &pid) == 1) {
+				kill((pid_t)pid, SIGKILL);
+				found = 1;
+			}
+			fclose(f);
+		}
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			found = 1;
+		if (!found && waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
+			return;
+		if (!found)
+			usleep(1000);
+	}
+}
+
+/* run_cmd_reaper is a session command's own reaper: a subreaper that starts
+ * the command (in a new session), forwards the signals the session asks for
+ * on ctl, and when the command exits, or is killed, ends everything it
+ * started before it reports the exit. */
+static void __attribute__((noreturn)) run_cmd_reaper(uint32_t id, int ctl, int *fds, int nfds)
+{
+	cur_cmd = id;
+	close(MOAT_FD_SESSION);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		die("become the command's subreaper");
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("signalfd");
+	pid_t g = fork();
+	if (g < 0)
+		die("fork the command");
+	if (g == 0) {
+		close(sfd);
+		close(ctl);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] != i && dup2(fds[i], i) < 0)
+				die("set up descriptor %d", i);
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] >= nfds)
+				close(fds[i]);
+		confine_and_exec(nfds);
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	send_msg(MSG_CMD_STARTED, (int)id, g, NULL, NULL, 0);
+	struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			kill_subreaped();
+			_exit(1);
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			int sig = 0;
+			ssize_t n = read(ctl, &sig, sizeof sig);
+			if (n <= 0 && !(n < 0 && errno == EINTR)) {
+				kill_subreaped(); /* the session is gone */
+				_exit(1);
+			}
+			if (n == sizeof sig) {
+				if (sig == SIGKILL) {
+					/* The command first (its status is the report),
+					 * then everything it started. */
+					int status = 0;
+					kill(g, SIGKILL);
+					while (waitpid(g, &status, __WALL) < 0 && errno == EINTR)
+						;
+					kill_subreaped();
+					send_msg(MSG_CMD_EXIT, (int)id, status, NULL, NULL, 0);
+					_exit(0);
+				} else if (sig > 0 && sig < NSIG) {
+					if (sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT)
+						kill(-g, sig);
+					kill(g, sig);
+				}
+			}
+		}
+		if (!(pfd[0].revents & POLLIN))
+			continue;
+		struct signalfd_siginfo si;
+		while (read(sfd, &si, sizeof si) == sizeof si)
+			;
+		int status;
+		pid_t p;
+		while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+			if (p != g)
+				continue;
+			kill_subreaped();
+			send_msg(MSG_CMD_EXIT, (int)id, status, NULL, NULL, 0);
+			_exit(0);
+		}
+	}
+}
+
+struct session_cmd {
+	uint32_t id;
+	pid_t reaper;
+	int ctl; /* write end: signals for the reaper */
+};
+
+#define MAX_SESSION_CMDS 1024
+
+/* session_request receives one request (with its descriptors); it returns
+ * 0 at the end of the session. */
+static int session_request(struct moat_req *q, unsigned char **payload, size_t *plen, int *fds, int *nfds)
+{
+	/* The size first (a seqpacket keeps message boundaries). */
+	ssize_t size;
+	do
+		size = recv(MOAT_FD_SESSION, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	while (size < 0 && errno == EINTR);
+	if (size <= 0)
+		return 0;
+	if ((size_t)size < sizeof *q || size > (16 << 20)) {
+		char drop;
+		recv(MOAT_FD_SESSION, &drop, 1, 0);
+		q->type = 0;
+		return 1;
+	}
+	unsigned char *buf = malloc((size_t)size);
+	if (!buf)
+		die("allocate a request");
+	struct iovec iov = {.iov_base = buf, .iov_len = (size_t)size};
+	char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	ssize_t n;
+	do
+		n = recvmsg(MOAT_FD_SESSION, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		free(buf);
+		return 0;
+	}
+	*nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (*nfds < 8)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	memcpy(q, buf, sizeof *q);
+	*payload = buf;
+	*plen = (size_t)n;
+	return 1;
+}
+
+/* run_session is the sandbox's command server: the filesystem is built and
+ * the supervisor's go received once; then each REQ_RUN starts a command
+ * (through its own reaper), each REQ_SIGNAL reaches one. The session ends
+ * when the supervisor closes its end: every command dies with it. */
+static void __attribute__((noreturn)) run_session(void)
+{
+	setup();
+	if (wait_go) {
+		char go;
+		ssize_t n;
+		do
+			n = read(MOAT_FD_GO, &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(125);
+		close(MOAT_FD_GO);
+		wait_go = 0;
+	}
+	/* The plan's own command (if any) is not run: requests name them. */
+	struct session_cmd *cmds = calloc(MAX_SESSION_CMDS, sizeof *cmds);
+	if (!cmds)
+		die("allocate the session table");
+	int ncmds = 0;
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("signalfd");
+	struct pollfd pfd[2] = {{.fd = MOAT_FD_SESSION, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == sizeof si)
+				;
+			pid_t p;
+			int st;
+			while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+				for (int i = 0; i < ncmds; i++) {
+					if (cmds[i].reaper == p) {
+						/* A reaper reports its command's exit itself;
+						 * one that was killed cannot: say so for it. */
+						if (WIFSIGNALED(st))
+							send_msg(MSG_CMD_EXIT, (int)cmds[i].id, st, NULL, NULL, 0);
+						close(cmds[i].ctl);
+						cmds[i] = cmds[--ncmds];
+						break;
+					}
+				}
+			}
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		struct moat_req q;
+		unsigned char *payload = NULL;
+		size_t plen = 0;
+		int fds[8], nfds = 0;
+		if (!session_request(&q, &payload, &plen, fds, &nfds))
+			break;
+		if (q.type == REQ_SIGNAL) {
+			for (int i = 0; i < ncmds; i++) {
+				if (cmds[i].id == q.id) {
+					int sig = (int)q.sig;
+					if (write(cmds[i].ctl, &sig, sizeof sig) < 0) {
+						/* the reaper is gone: its exit is on its way */
+					}
+					break;
+				}
+			}
+		} else if (q.type == REQ_RUN && q.id > 0) {
+			int want = (q.flags & REQ_FD3) ? 4 : 3;
+			int ctl[2] = {-1, -1};
+			int ok = nfds == want && ncmds < MAX_SESSION_CMDS && pipe2(ctl, O_CLOEXEC) == 0;
+			/* The payload: R_CWD and R_EXEC records (type, length, body). */
+			char *cwd = NULL;
+			ex_path = NULL;
+			ex_argv = ex_envp = NULL;
+			struct rd r = {.p = payload + sizeof q, .end = payload + plen};
+			while (ok && r.p < r.end) {
+				uint32_t type = rd_u32(&r), len = rd_u32(&r);
+				if (r.bad || (uint64_t)(r.end - r.p) < len) {
+					ok = 0;
+					break;
+				}
+				struct rd body = {.p = r.p, .end = r.p + len};
+				r.p += len;
+				if (type == R_CWD)
+					cwd = rd_str(&body);
+				else if (type == R_EXEC)
+					read_exec(&body);
+				if (body.bad)
+					ok = 0;
+			}
+			if (!ex_path || !ex_argv || !ex_envp)
+				ok = 0;
+			if (!ok) {
+				errno = EINVAL;
+				send_msg(MSG_CMD_ERROR, (int)q.id, EINVAL, "malformed request", NULL, 0);
+			} else {
+				pid_t c = fork();
+				if (c == 0) {
+					close(ctl[1]);
+					close(sfd);
+					sigset_t none;
+					sigemptyset(&none);
+					sigprocmask(SIG_SETMASK, &none, NULL);
+					cur_cmd = q.id;
+					if (cwd)
+						enter_dir(cwd);
+					run_cmd_reaper(q.id, ctl[0], fds, nfds);
+				}
+				if (c < 0) {
+					send_msg(MSG_CMD_ERROR, (int)q.id, errno, "fork", NULL, 0);
+				} else {
+					cmds[ncmds++] = (struct session_cmd){.id = q.id, .reaper = c, .ctl = ctl[1]};
+					ctl[1] = -1;
+				}
+			}
+			if (ctl[0] >= 0)
+				close(ctl[0]);
+			if (ctl[1] >= 0)
+				close(ctl[1]);
+			/* read_exec's strings point into the payload: the child has
+			 * its copy; here they are done with. */
+			free(ex_argv);
+			free(ex_envp);
+			ex_path = NULL;
+			ex_argv = ex_envp = NULL;
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		free(payload);
+	}
+	/* The supervisor closed the session: every command dies with it. */
+	for (int i = 0; i < ncmds; i++) {
+		int sig = SIGKILL;
+		if (write(cmds[i].ctl, &sig, sizeof sig) < 0) {
+		}
+		close(cmds[i].ctl);
+	}
+	kill_subreaped();
+	_exit(0);
 }
 
 /* ---- init (pid 1) --------------------------------------------------------- */
@@ -1176,8 +1539,16 @@ static void __attribute__((noreturn)) run_init(void)
 		die("fork the command");
 	if (child == 0) {
 		close(sfd);
+		if (mode & MODE_SESSION) {
+			/* The session's server must see its commands' orphans. */
+			if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+				die("become the session's subreaper");
+			run_session();
+		}
 		run_command();
 	}
+	if (mode & MODE_SESSION)
+		close(MOAT_FD_SESSION);
 	send_msg(MSG_CHILD, child, 0, NULL, NULL, 0);
 
 	/* Init keeps no capabilities it does not need to reap and signal. */

@@ -18,9 +18,10 @@ const (
 	Magic   = "MOAT"
 	Version = 1
 
-	FdPlan = 3
-	FdSync = 4
-	FdGo   = 5
+	FdPlan    = 3
+	FdSync    = 4
+	FdGo      = 5
+	FdSession = 7
 
 	// EnvVar, set to "1", with Argv0 as argv[0] and no other argument,
 	// makes the binary run stage 2 instead of main.
@@ -74,6 +75,15 @@ const (
 	SeccompListen  = 1 // SC_LISTENER
 	ExecSearch     = 1 // EX_SEARCH
 	ModeNoNS       = 1 // MODE_NONS
+	ModeSession    = 2 // MODE_SESSION
+	ReqFD3         = 1 // REQ_FD3
+)
+
+// Session requests.
+const (
+	ReqRun    = 1
+	ReqSignal = 2
+	ReqSize   = 16 // sizeof(struct moat_req)
 )
 
 // Mount attributes (MOUNT_ATTR_*).
@@ -94,6 +104,12 @@ const (
 	MsgListen   = 6
 	MsgChild    = 7
 	MsgMounted  = 8
+
+	MsgCmdStarted  = 9
+	MsgCmdExit     = 10
+	MsgCmdNotify   = 11
+	MsgCmdExecFail = 12
+	MsgCmdError    = 13
 
 	MsgTextSize = 480
 	MsgSize     = 12 + MsgTextSize
@@ -378,4 +394,44 @@ func (m Message) CloseFDs() {
 	for _, f := range m.FDs {
 		unix.Close(f)
 	}
+}
+
+// RunRequest encodes a session's request to start a command: argv with env
+// in dir (exflags: ExecSearch to look argv[0] up in env's PATH); fd3 says a
+// fourth descriptor is sent for the command's fd 3.
+func RunRequest(id uint32, dir string, argv, env []string, exflags uint32, fd3 bool) []byte {
+	flags := uint32(0)
+	if fd3 {
+		flags |= ReqFD3
+	}
+	b := reqHeader(ReqRun, id, 0, flags)
+	cwd := (&rec{}).str(dir)
+	b = appendRec(b, rCwd, cwd)
+	ex := (&rec{}).u32(exflags).str(argv[0]).u32(uint32(len(argv)))
+	for _, a := range argv {
+		ex.str(a)
+	}
+	ex.u32(uint32(len(env)))
+	for _, e := range env {
+		ex.str(e)
+	}
+	return appendRec(b, rExec, ex)
+}
+
+// SignalRequest encodes a request to deliver sig to command id (SIGKILL ends
+// it and everything it started).
+func SignalRequest(id uint32, sig int) []byte { return reqHeader(ReqSignal, id, uint32(sig), 0) }
+
+func reqHeader(typ, id, sig, flags uint32) []byte {
+	b := make([]byte, 0, 256)
+	for _, v := range []uint32{typ, id, sig, flags} {
+		b = binary.NativeEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+func appendRec(b []byte, typ uint32, r *rec) []byte {
+	b = binary.NativeEndian.AppendUint32(b, typ)
+	b = binary.NativeEndian.AppendUint32(b, uint32(len(r.b)))
+	return append(b, r.b...)
 }

@@ -17,6 +17,7 @@
 #define MOAT_FD_PLAN 3 /* a pipe: the plan, then EOF */
 #define MOAT_FD_SYNC 4 /* SOCK_SEQPACKET to the supervisor */
 #define MOAT_FD_GO 5   /* a pipe: one byte when the command may exec (R_WAIT_GO) */
+#define MOAT_FD_SESSION 7 /* MODE_SESSION: SOCK_SEQPACKET of command requests (struct moat_req) */
 
 /* Record types. */
 enum {
@@ -65,6 +66,8 @@ enum {
 #define LLP_OPTIONAL 1u /* skip a path that does not exist */
 
 /* R_MODE flags. */
+#define MODE_SESSION 2u /* a session: the command's process sets up the sandbox once, then
+			  * starts each command a request on MOAT_FD_SESSION asks for */
 #define MODE_NONS 1u /* no namespaces (best effort where user namespaces are refused):
 		       * init is not pid 1 but a subreaper that kills every descendant */
 
@@ -84,6 +87,27 @@ enum {
 	MSG_LISTEN = 6,   /* fds: the listeners of R_LISTEN, in order */
 	MSG_CHILD = 7,    /* a: pid of the command in the sandbox's pid namespace */
 	MSG_MOUNTED = 8,  /* the command's filesystem is in place */
+	/* Session commands (MODE_SESSION): a is the request's id. */
+	MSG_CMD_STARTED = 9,  /* b: pid of the command */
+	MSG_CMD_EXIT = 10,    /* b: wait status (the command and all it started are gone) */
+	MSG_CMD_NOTIFY = 11,  /* fd: the command's seccomp user-notification listener */
+	MSG_CMD_EXECFAIL = 12, /* b: errno, text: the command */
+	MSG_CMD_ERROR = 13,   /* b: errno, text: what failed before the command ran */
+};
+
+/* Requests on MOAT_FD_SESSION (supervisor to the session): a struct
+ * moat_req, then for REQ_RUN a payload of plan records (R_CWD, R_EXEC), with
+ * the command's descriptors 0, 1, 2 (and 3 if REQ_FD3) as SCM_RIGHTS. */
+enum {
+	REQ_RUN = 1,    /* start a command */
+	REQ_SIGNAL = 2, /* sig: deliver it (SIGKILL ends the command and all it started) */
+};
+#define REQ_FD3 1u /* flags: a fourth descriptor becomes the command's fd 3 */
+struct moat_req {
+	unsigned int type;
+	unsigned int id;
+	unsigned int sig;
+	unsigned int flags;
 };
 
 #define MOAT_MSG_TEXT 480

@@ -36,6 +36,49 @@ type Enforcer interface {
 	Describe(p *policy.Policy, stateDir string) (*Description, error)
 }
 
+// SessionEnforcer keeps one sandbox for many commands: the namespaces,
+// mounts and proxy are set up once, and each command is a new process tree
+// in it, confined like a single command (capabilities, no_new_privs,
+// Landlock, seccomp), with its own violations, exit and kill.
+type SessionEnforcer interface {
+	// StartSession builds the sandbox; Launch.Argv is not used (and
+	// Launch.Terminal must be nil). On failure nothing is left.
+	StartSession(ctx context.Context, l *Launch) (Session, error)
+}
+
+// Session is one long-lived sandbox.
+type Session interface {
+	// Exec starts a command in the sandbox. The returned process's Close
+	// does nothing: the session owns what was made.
+	Exec(c *Command) (Process, error)
+	// Footprint is what commands of the session could write, and whether
+	// any wrote.
+	Footprint() Footprint
+	// Done is closed when the sandbox has ended (Close, or it died).
+	Done() <-chan struct{}
+	// Close ends every command and the sandbox, and releases what the
+	// session made on the host.
+	Close() error
+}
+
+// Command is one command of a session.
+type Command struct {
+	// Argv is the command; Argv[0] is looked up in Env's PATH when it holds
+	// no slash.
+	Argv []string
+	// Env is its environment before filtering (credentials removed, the
+	// proxy's variables set, as for a single command).
+	Env []string
+	// Dir is its working directory (absolute, as the sandbox sees it).
+	Dir string
+	// Stdio are its descriptors 0, 1 and 2 (none nil); FD3, if set, is its
+	// descriptor 3.
+	Stdio [3]*os.File
+	FD3   *os.File
+	// Report receives this command's refusals (nil: the session's).
+	Report func(policy.Violation)
+}
+
 // Mode is how much of the sandbox a launch builds. Anything but Full is
 // only ever asked for with best effort, and reported.
 type Mode uint8

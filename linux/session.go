@@ -1,0 +1,271 @@
+//go:build linux
+
+package linux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+var _ enforce.SessionEnforcer = (*Enforcer)(nil)
+
+// StartSession builds one sandbox for many commands: stage 2 sets up the
+// namespaces and the filesystem once, then serves requests on its session
+// socket, starting each command under a reaper of its own (a subreaper that
+// ends everything the command started), confined as a single command is.
+func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce.Session, error) {
+	if l.Terminal != nil {
+		return nil, errors.New("a session has no terminal: its commands get descriptors")
+	}
+	if !nsinit.Linked {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox stage 2", Need: "this moat was built without cgo: build it with CGO_ENABLED=1 (make build)"}
+	}
+	if l.Mode == enforce.NoNamespaces && landlockABI() == 0 {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "Landlock", Need: "without user namespaces moat confines commands with Landlock, and this kernel has none", Err: enforce.ErrNoUserNamespace}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pol := l.Policy
+	if l.Mode == enforce.HostProc && !pol.FS.WeakerNested {
+		p := *pol
+		p.FS.WeakerNested = true
+		pol = &p
+	}
+	ln := &launcher{l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver(), session: true}
+	if err := ln.prepare(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := ln.start(); err != nil {
+		ln.terminate()
+		ln.Close()
+		return nil, err
+	}
+	s := &session{ln: ln, done: make(chan struct{})}
+	go func() {
+		_, _ = ln.cmd.Process.Wait()
+		<-ln.ended
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// session is a started session sandbox (an enforce.Session).
+type session struct {
+	ln       *launcher
+	done     chan struct{}
+	closeOne sync.Once
+	closeErr error
+}
+
+func (s *session) Exec(c *enforce.Command) (enforce.Process, error) { return s.ln.exec(c) }
+func (s *session) Footprint() enforce.Footprint                     { return s.ln.Footprint() }
+func (s *session) Done() <-chan struct{}                            { return s.done }
+
+// Close ends the session: closing the request socket makes the session's
+// server kill every command and exit, init then exits and the pid namespace
+// ends; what the launch made on the host is released.
+func (s *session) Close() error {
+	s.closeOne.Do(func() {
+		ln := s.ln
+		ln.sessMu.Lock()
+		if ln.sessionW != nil {
+			ln.sessionW.Close()
+			ln.sessionW = nil
+		}
+		ln.sessMu.Unlock()
+		select {
+		case <-s.done:
+		default:
+			// Init ends with the server; wait for it, and make sure.
+			waited := make(chan struct{})
+			go func() { <-s.done; close(waited) }()
+			select {
+			case <-waited:
+			case <-time.After(5 * time.Second):
+				_ = ln.cmd.Process.Signal(unix.SIGKILL)
+				<-s.done
+			}
+		}
+		if ln.jr != nil {
+			ln.jr.Unlock()
+		}
+		if ln.kf != nil {
+			ln.kf.flush()
+		}
+		s.closeErr = ln.Close()
+	})
+	return s.closeErr
+}
+
+// sessionCmd is one command of a session (an enforce.Process).
+type sessionCmd struct {
+	ln     *launcher
+	id     uint32
+	report func(policy.Violation)
+	writes atomic.Int64
+
+	once sync.Once
+	done chan struct{}
+	exit *enforce.Exit
+	err  error
+}
+
+// exec asks the session's server to start c.
+func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, errors.New("no command")
+	}
+	for _, f := range c.Stdio {
+		if f == nil {
+			return nil, errors.New("a session command needs its three descriptors")
+		}
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = ln.pol.Cwd
+	}
+	report := c.Report
+	if report == nil {
+		report = ln.l.Report
+	}
+	ln.sessMu.Lock()
+	defer ln.sessMu.Unlock()
+	if ln.sessionW == nil {
+		return nil, errors.New("the session is closed")
+	}
+	select {
+	case <-ln.ended:
+		return nil, errors.New("the session has ended")
+	default:
+	}
+	ln.nextID++
+	h := &sessionCmd{ln: ln, id: ln.nextID, report: report, done: make(chan struct{})}
+	req := nsinit.RunRequest(h.id, dir, c.Argv, ln.commandEnv(c.Env), execFlags(c.Argv[0]), c.FD3 != nil)
+	fds := []int{int(c.Stdio[0].Fd()), int(c.Stdio[1].Fd()), int(c.Stdio[2].Fd())}
+	if c.FD3 != nil {
+		fds = append(fds, int(c.FD3.Fd()))
+	}
+	ln.cmds[h.id] = h
+	if err := unix.Sendmsg(int(ln.sessionW.Fd()), req, unix.UnixRights(fds...), nil, 0); err != nil {
+		delete(ln.cmds, h.id)
+		if errors.Is(err, unix.EMSGSIZE) {
+			return nil, fmt.Errorf("the command's arguments and environment are too large for a session request (%d bytes)", len(req))
+		}
+		return nil, fmt.Errorf("send the command to the session: %w", os.NewSyscallError("sendmsg", err))
+	}
+	return h, nil
+}
+
+// sessionMessage hands a command's message to its handle.
+func (ln *launcher) sessionMessage(m nsinit.Message) {
+	id := uint32(m.A)
+	ln.sessMu.Lock()
+	h := ln.cmds[id]
+	ln.sessMu.Unlock()
+	if h == nil {
+		m.CloseFDs() // a command already finished (a second report)
+		return
+	}
+	switch m.Type {
+	case nsinit.MsgCmdStarted:
+		m.CloseFDs()
+	case nsinit.MsgCmdNotify:
+		if len(m.FDs) != 1 {
+			m.CloseFDs()
+			return
+		}
+		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: h.report, unixAllow: unixAllow(ln.pol), dirs: ln.dirs}
+		if ln.pol.Violations {
+			o.writes = &h.writes
+			o.also = &ln.writes
+			ln.observed.Store(true)
+		}
+		go o.serve()
+	case nsinit.MsgCmdExit:
+		ws := syscall.WaitStatus(m.B)
+		e := &enforce.Exit{Code: ws.ExitStatus()}
+		if ws.Signaled() {
+			e.Signal = ws.Signal()
+			e.Code = 128 + int(e.Signal)
+		}
+		ln.finishCmd(h, e, nil)
+		m.CloseFDs()
+	case nsinit.MsgCmdExecFail:
+		ln.finishCmd(h, nil, &enforce.ExecError{Path: m.Text, Err: syscall.Errno(m.B)})
+		m.CloseFDs()
+	case nsinit.MsgCmdError:
+		ln.finishCmd(h, nil, &enforce.SetupError{Step: m.Text, Err: syscall.Errno(m.B)})
+		m.CloseFDs()
+	}
+}
+
+func (ln *launcher) finishCmd(h *sessionCmd, e *enforce.Exit, err error) {
+	ln.sessMu.Lock()
+	delete(ln.cmds, h.id)
+	ln.sessMu.Unlock()
+	h.once.Do(func() {
+		h.exit, h.err = e, err
+		close(h.done)
+	})
+}
+
+// endSession fails the commands still waiting when the sandbox is gone.
+func (ln *launcher) endSession() {
+	if !ln.session {
+		return
+	}
+	ln.sessMu.Lock()
+	hs := make([]*sessionCmd, 0, len(ln.cmds))
+	for _, h := range ln.cmds {
+		hs = append(hs, h)
+	}
+	ln.sessMu.Unlock()
+	for _, h := range hs {
+		ln.finishCmd(h, &enforce.Exit{Code: 128 + int(unix.SIGKILL), Signal: unix.SIGKILL}, nil)
+	}
+}
+
+func (h *sessionCmd) Wait() (*enforce.Exit, error) {
+	<-h.done
+	return h.exit, h.err
+}
+
+func (h *sessionCmd) Signal(sig syscall.Signal) error {
+	h.ln.sessMu.Lock()
+	defer h.ln.sessMu.Unlock()
+	if h.ln.sessionW == nil {
+		return errors.New("the session is closed")
+	}
+	select {
+	case <-h.done:
+		return nil
+	default:
+	}
+	return unix.Sendmsg(int(h.ln.sessionW.Fd()), nsinit.SignalRequest(h.id, int(sig)), nil, nil, 0)
+}
+
+// Kill ends the command and everything it started (its reaper kills them).
+func (h *sessionCmd) Kill() error { return h.Signal(unix.SIGKILL) }
+
+// Footprint is the session's, with this command's own writes.
+func (h *sessionCmd) Footprint() enforce.Footprint {
+	fp := h.ln.Footprint()
+	fp.Wrote = h.writes.Load() > 0
+	return fp
+}
+
+func (h *sessionCmd) Close() error { return nil }

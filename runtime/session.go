@@ -1,0 +1,439 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/live"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// SessionRequest opens a session: one sandbox in which many commands run,
+// one after the other or at the same time. The namespaces, the filesystem
+// and the proxy are set up once; each command is a new process tree,
+// confined as a single command is, with its own exit, violations, timeout
+// and kill.
+type SessionRequest struct {
+	// Policy says what every command may do. Required.
+	Policy *policy.Policy
+	// Env is the commands' base environment (before moat filters
+	// credentials out). If nil, the caller's environment.
+	Env []string
+	// StateDir is moat's state directory. If empty, DefaultStateDir().
+	StateDir string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+	// OnViolation, if set, is called for every violation of any command.
+	OnViolation func(policy.Violation)
+	// Ask is Request.Ask, for the whole session.
+	Ask func(ctx context.Context, host string, port int) (bool, error)
+	// Updates and UpdateErrors are Request's, for the whole session.
+	Updates      <-chan policy.Network
+	UpdateErrors func(error)
+	// IdleTimeout closes the session when no command has run for that
+	// long (0: never).
+	IdleTimeout time.Duration
+	// Trace, if set, is told each phase of the session's launch.
+	Trace func(phase string)
+}
+
+// Command is one command of a session.
+type Command struct {
+	// Argv is the command (Argv[0] looked up in PATH without a slash).
+	Argv []string
+	// Env is its environment before filtering. If nil, the session's.
+	Env []string
+	// Dir is its working directory. If empty, the policy's.
+	Dir string
+	// Stdin, Stdout and Stderr are its descriptors (no terminal relay in a
+	// session). If nil, /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// FD3, if set, is the command's descriptor 3 (a side channel).
+	FD3 *os.File
+	// Timeout ends the command's process tree (0: the policy's timeout,
+	// or none).
+	Timeout time.Duration
+	// OnViolation, if set, receives this command's violations.
+	OnViolation func(policy.Violation)
+}
+
+// Session is an open session sandbox. It is safe for concurrent use.
+type Session struct {
+	req   SessionRequest
+	pol   *policy.Policy
+	log   *slog.Logger
+	since time.Time
+	null  *os.File
+	proxy *proxy
+	sess  enforce.Session
+	mode  enforce.Mode
+
+	announce *os.File
+	skipped  []enforce.Skip
+
+	mu       sync.Mutex
+	running  int
+	idle     *time.Timer
+	closed   bool
+	closeErr error
+	warnings []string
+	done     chan struct{}
+	stop     chan struct{}
+}
+
+// ErrSessionClosed is returned for a command started after Close.
+var ErrSessionClosed = errors.New("the session is closed")
+
+// NewSession opens a session sandbox. With best effort, a host that refuses
+// a part of the sandbox gets the rest, as with Run; Skipped says what.
+func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
+	if req.Policy == nil {
+		return nil, errors.New("runtime: no policy")
+	}
+	if err := req.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{req: req, pol: req.Policy, log: req.Logger, since: enforce.Since(time.Now()), done: make(chan struct{}), stop: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.req.StateDir == "" {
+		s.req.StateDir = DefaultStateDir()
+	}
+	if s.req.Env == nil {
+		s.req.Env = os.Environ()
+	}
+	if err := os.MkdirAll(s.req.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	var err error
+	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	if s.proxy, err = newProxy(s.pol, req.Ask, s.violation, s.log); err != nil {
+		s.null.Close()
+		return nil, err
+	}
+	if err := s.start(ctx); err != nil {
+		s.proxy.close()
+		s.null.Close()
+		live.Withdraw(s.announce)
+		return nil, err
+	}
+	if req.Updates != nil {
+		go s.applyUpdates()
+	}
+	go func() {
+		<-s.sess.Done()
+		s.Close()
+	}()
+	s.mu.Lock()
+	s.touch()
+	s.mu.Unlock()
+	return s, nil
+}
+
+func (s *Session) start(ctx context.Context) error {
+	enf, ok := platform().(enforce.SessionEnforcer)
+	if !ok {
+		return &enforce.UnsupportedFeatureError{Feature: "session sandboxes on " + goos(), Need: "moat has them on Linux"}
+	}
+	mode := enforce.Full
+	if s.pol.FS.WeakerNested {
+		mode = enforce.HostProc
+	}
+	for {
+		l := &enforce.Launch{Policy: s.pol, Env: s.req.Env, Stdio: [3]*os.File{s.null, s.null, s.null}, StateDir: s.req.StateDir,
+			Mode: mode, Proxy: s.proxy, Report: s.violation, Log: s.log, Planned: s.planned, Trace: s.req.Trace}
+		sess, err := enf.StartSession(ctx, l)
+		if err == nil {
+			s.sess, s.mode = sess, mode
+			return nil
+		}
+		next := mode
+		switch {
+		case !s.pol.BestEffort:
+		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
+			next = enforce.HostProc
+			s.skipped = append(s.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
+		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces:
+			next = enforce.NoNamespaces
+			s.skipped = append(s.skipped, enforce.Skip{Protection: "namespaces", Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
+		}
+		if next == mode {
+			return err
+		}
+		mode = next
+	}
+}
+
+func (s *Session) planned(fp enforce.Footprint) {
+	if len(fp.WritableRoots) == 0 {
+		return
+	}
+	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: s.since, Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths})
+	if err != nil {
+		s.log.Debug("announce", "err", err)
+		return
+	}
+	live.Withdraw(s.announce)
+	s.announce = f
+}
+
+func (s *Session) violation(v policy.Violation) {
+	if s.req.OnViolation != nil {
+		s.req.OnViolation(v)
+	}
+}
+
+func (s *Session) applyUpdates() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case u, ok := <-s.req.Updates:
+			if !ok {
+				return
+			}
+			if err := s.proxy.update(u); err != nil && s.req.UpdateErrors != nil {
+				s.req.UpdateErrors(err)
+			}
+		}
+	}
+}
+
+// touch restarts the idle timer (s.mu held).
+func (s *Session) touch() {
+	if s.req.IdleTimeout <= 0 || s.closed {
+		return
+	}
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if s.running == 0 {
+		s.idle = time.AfterFunc(s.req.IdleTimeout, func() {
+			s.mu.Lock()
+			idle := s.running == 0
+			s.mu.Unlock()
+			if idle {
+				s.log.Debug("session idle: closing")
+				s.Close()
+			}
+		})
+	}
+}
+
+// Mode is how much of the sandbox the session has; Skipped what it left
+// out (best effort).
+func (s *Session) Mode() enforce.Mode      { return s.mode }
+func (s *Session) Skipped() []enforce.Skip { return append([]enforce.Skip(nil), s.skipped...) }
+
+// Done is closed when the session has ended (Close, the idle timeout, or
+// its sandbox died).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Running is a command started in a session.
+type Running struct {
+	s        *Session
+	proc     enforce.Process
+	since    time.Time
+	timeout  time.Duration
+	opened   []*os.File
+	waitOnce sync.Once
+	res      *Result
+	err      error
+	cancel   context.CancelFunc
+
+	mu         sync.Mutex
+	violations []policy.Violation
+	seen       map[string]bool
+	onViol     func(policy.Violation)
+	timedOut   bool
+}
+
+// Run runs a command in the session and waits for it.
+func (s *Session) Run(ctx context.Context, c Command) (*Result, error) {
+	r, err := s.Start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait()
+}
+
+// Start starts a command in the session. Cancelling ctx kills it.
+func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, errors.New("runtime: no command")
+	}
+	for _, a := range c.Argv {
+		if strings.ContainsRune(a, 0) {
+			return nil, errors.New("the command line contains a NUL byte")
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrSessionClosed
+	}
+	s.running++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	r := &Running{s: s, since: enforce.Since(time.Now()), onViol: c.OnViolation}
+	r.timeout = c.Timeout
+	if r.timeout == 0 {
+		r.timeout = s.pol.Limits.Timeout
+	}
+	stdio := [3]*os.File{c.Stdin, c.Stdout, c.Stderr}
+	for i, f := range stdio {
+		if f == nil {
+			stdio[i] = s.null
+		}
+	}
+	env := c.Env
+	if env == nil {
+		env = s.req.Env
+	}
+	proc, err := s.sess.Exec(&enforce.Command{Argv: c.Argv, Env: env, Dir: c.Dir, Stdio: stdio, FD3: c.FD3, Report: r.violation})
+	if err != nil {
+		s.finished()
+		return nil, err
+	}
+	r.proc = proc
+	ctx, r.cancel = context.WithCancel(ctx)
+	go r.supervise(ctx)
+	return r, nil
+}
+
+// supervise kills the command when its context ends or its timeout runs out.
+func (r *Running) supervise(ctx context.Context) {
+	var timer <-chan time.Time
+	if r.timeout > 0 {
+		t := time.NewTimer(r.timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		_ = r.proc.Kill()
+	case <-timer:
+		r.mu.Lock()
+		r.timedOut = true
+		r.mu.Unlock()
+		_ = r.proc.Kill()
+	}
+}
+
+func (r *Running) violation(v policy.Violation) {
+	if v.Time.IsZero() {
+		v.Time = time.Now()
+	}
+	key := string(v.Kind) + "\x00" + v.Op + "\x00" + v.Target
+	r.mu.Lock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	if r.seen[key] || len(r.violations) >= maxViolations {
+		r.mu.Unlock()
+		return
+	}
+	r.seen[key] = true
+	r.violations = append(r.violations, v)
+	cb := r.onViol
+	r.mu.Unlock()
+	if cb != nil {
+		cb(v)
+	}
+	r.s.violation(v)
+}
+
+// Signal delivers a signal to the command (terminal signals to its process
+// group too).
+func (r *Running) Signal(sig syscall.Signal) error { return r.proc.Signal(sig) }
+
+// Kill ends the command and everything it started.
+func (r *Running) Kill() error { return r.proc.Kill() }
+
+// Wait waits for the command and everything it started, then audits what it
+// wrote for the user's git. A command that never ran is an error.
+func (r *Running) Wait() (*Result, error) {
+	r.waitOnce.Do(func() {
+		exit, err := r.proc.Wait()
+		r.cancel()
+		defer r.s.finished()
+		if err != nil {
+			r.err = err
+			return
+		}
+		res := &Result{Mode: r.s.mode, Skipped: append(r.s.Skipped(), exit.Skipped...)}
+		r.mu.Lock()
+		timedOut := r.timedOut
+		r.mu.Unlock()
+		if timedOut {
+			res.ExitCode, res.TimedOut, res.Signal = 124, true, syscall.SIGKILL
+			r.violation(policy.Violation{Kind: policy.ResourceViolation, Op: "timeout", Target: r.timeout.String(), Rule: "the command's timeout: its whole process tree was killed"})
+		} else {
+			res.ExitCode, res.Signal = exit.Code, exit.Signal
+		}
+		res.Warnings = auditGit(r.proc.Footprint(), r.since, r.s.pol.Home, r.s.req.StateDir, r.violation)
+		r.mu.Lock()
+		res.Violations = append([]policy.Violation(nil), r.violations...)
+		r.mu.Unlock()
+		r.res = res
+	})
+	return r.res, r.err
+}
+
+func (s *Session) finished() {
+	s.mu.Lock()
+	s.running--
+	s.touch()
+	s.mu.Unlock()
+}
+
+// Close ends every command and the sandbox, audits what the session wrote
+// once more (a killed command's writes included), and releases what it made.
+// It returns the audit's warnings joined in an error, if any failed.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return s.closeErr
+	}
+	s.closed = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	err := s.sess.Close()
+	fp := s.sess.Footprint()
+	warn := auditGit(fp, s.since, s.pol.Home, s.req.StateDir, s.violation)
+	s.proxy.close()
+	live.Withdraw(s.announce)
+	s.null.Close()
+	s.mu.Lock()
+	s.warnings = warn
+	s.closeErr = err
+	s.mu.Unlock()
+	close(s.done)
+	return err
+}
+
+// Warnings are what the session's closing audit could not cover.
+func (s *Session) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.warnings...)
+}

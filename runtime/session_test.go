@@ -1,0 +1,216 @@
+//go:build linux
+
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+func newTestSession(t *testing.T, pol *policy.Policy) *Session {
+	t.Helper()
+	s, err := NewSession(context.Background(), SessionRequest{Policy: pol, StateDir: filepath.Join(pol.Cwd, ".state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sessionRun runs a command in the session and returns its merged output.
+func sessionRun(t *testing.T, s *Session, c Command) (*Result, string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout, c.Stderr = w, w
+	out := make(chan string)
+	go func() { b, _ := io.ReadAll(r); out <- string(b) }()
+	res, err := s.Run(context.Background(), c)
+	w.Close()
+	return res, <-out, err
+}
+
+func TestSession(t *testing.T) {
+	pol, dir := testPolicy(t)
+	s := newTestSession(t, pol)
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "echo one; echo x > f; pwd; exit 4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 4 || out != "one\n"+dir+"\n" {
+		t.Fatalf("exit %d, output %q", res.ExitCode, out)
+	}
+	// The next command sees what the first wrote, in another directory.
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	res, out, err = sessionRun(t, s, Command{Argv: []string{"cat", "../f"}, Dir: filepath.Join(dir, "sub")})
+	if err != nil || res.ExitCode != 0 || out != "x\n" {
+		t.Fatalf("second command: %v %+v %q", err, res, out)
+	}
+	// A missing command is an error of its own; the session goes on.
+	_, _, err = sessionRun(t, s, Command{Argv: []string{"no-such-command-moat"}})
+	var xe *enforce.ExecError
+	if !errors.As(err, &xe) || xe.ExitCode() != 127 {
+		t.Fatalf("a missing command: %v", err)
+	}
+	if res, _, err := sessionRun(t, s, Command{Argv: []string{"true"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("after an error: %v %+v", err, res)
+	}
+}
+
+// Each command is confined as a single one is: writes outside allowWrite
+// fail and are its own violations.
+func TestSessionConfinesEachCommand(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	res, _, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "echo x > /etc/moat-session-test && echo ESCAPED"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 {
+		t.Fatal("ESCAPE: a session command wrote /etc")
+	}
+	found := false
+	for _, v := range res.Violations {
+		found = found || v.Target == "/etc/moat-session-test"
+	}
+	if !found {
+		t.Errorf("the violation is not the command's: %+v", res.Violations)
+	}
+	res, _, _ = sessionRun(t, s, Command{Argv: []string{"true"}})
+	if len(res.Violations) != 0 {
+		t.Errorf("a clean command got another's violations: %+v", res.Violations)
+	}
+}
+
+// Commands run concurrently; killing one (or its timeout) ends its whole
+// tree, daemons included, and leaves the others and the session running.
+func TestSessionKillAndConcurrency(t *testing.T) {
+	pol, dir := testPolicy(t)
+	s := newTestSession(t, pol)
+	marker := testutil.SleepMarker(97)
+	long, err := s.Start(context.Background(), Command{Argv: []string{"/bin/sh", "-c", "setsid sleep " + marker + " & sleep " + marker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", fmt.Sprintf("echo %d", i)}})
+			if err != nil || res.ExitCode != 0 || strings.TrimSpace(out) != fmt.Sprint(i) {
+				errs <- fmt.Errorf("command %d: %v %+v %q", i, err, res, out)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(testutil.Procs("sleep "+marker, -1)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := long.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := long.Wait()
+	if err != nil || res.Signal == 0 {
+		t.Fatalf("killed command: %v %+v", err, res)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(testutil.Procs("sleep "+marker, -1)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a process of the killed command is left: %v", testutil.Procs("sleep "+marker, -1))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A timeout is the same, per command.
+	res, _, err = sessionRun(t, s, Command{Argv: []string{"sleep", "30"}, Timeout: 200 * time.Millisecond})
+	if err != nil || !res.TimedOut || res.ExitCode != 124 {
+		t.Fatalf("timeout: %v %+v", err, res)
+	}
+	if res, _, err := sessionRun(t, s, Command{Argv: []string{"touch", filepath.Join(dir, "still-works")}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("the session stopped working: %v %+v", err, res)
+	}
+}
+
+// Closing the session ends every command; nothing survives it; a command
+// after Close is refused.
+func TestSessionClose(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s, err := NewSession(context.Background(), SessionRequest{Policy: pol, StateDir: filepath.Join(pol.Cwd, ".state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := testutil.SleepMarker(98)
+	r, err := s.Start(context.Background(), Command{Argv: []string{"/bin/sh", "-c", "setsid sleep " + marker + " & sleep " + marker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(); err != nil {
+		t.Fatalf("the running command: %v", err)
+	}
+	if left := testutil.Procs("sleep "+marker, -1); len(left) > 0 {
+		t.Fatalf("processes survived the session: %v", left)
+	}
+	if _, err := s.Start(context.Background(), Command{Argv: []string{"true"}}); !errors.Is(err, ErrSessionClosed) {
+		t.Fatalf("a command after Close: %v", err)
+	}
+}
+
+func TestSessionIdleTimeout(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s, err := NewSession(context.Background(), SessionRequest{Policy: pol, StateDir: filepath.Join(pol.Cwd, ".state"), IdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := sessionRun(t, s, Command{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle session was not closed")
+	}
+}
+
+// A command's fd 3 is the side channel the shell layer uses (the working
+// directory after the command, say).
+func TestSessionFD3(t *testing.T) {
+	pol, dir := testPolicy(t)
+	s := newTestSession(t, pol)
+	r, w, _ := os.Pipe()
+	got := make(chan string)
+	go func() { b, _ := io.ReadAll(r); got <- string(b) }()
+	os.Mkdir(filepath.Join(dir, "d"), 0o755)
+	_, err := s.Run(context.Background(), Command{Argv: []string{"/bin/sh", "-c", "cd d && pwd -P >&3"}, FD3: w})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := <-got; strings.TrimSpace(out) != filepath.Join(dir, "d") {
+		t.Fatalf("fd 3: %q", out)
+	}
+}
