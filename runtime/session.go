@@ -247,7 +247,6 @@ type Running struct {
 	proc     enforce.Process
 	since    time.Time
 	timeout  time.Duration
-	opened   []*os.File
 	waitOnce sync.Once
 	res      *Result
 	err      error

@@ -11,8 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -212,5 +215,28 @@ func TestSessionFD3(t *testing.T) {
 	}
 	if out := <-got; strings.TrimSpace(out) != filepath.Join(dir, "d") {
 		t.Fatalf("fd 3: %q", out)
+	}
+}
+
+// A command cannot signal the session's server (pid 2 in the session's pid
+// namespace) nor its reapers: Landlock scoping (ABI 6) puts each command in
+// a domain of its own.
+func TestSessionCommandsCannotSignalTheServer(t *testing.T) {
+	v, _, e := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 || v < 6 {
+		testutil.Unavailable(t, "Landlock ABI 6 (signal scoping) is needed; this kernel has %d", v)
+	}
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	// Without the scope, the same user reaches the server: the test can fail.
+	_, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "ps -o pid=,ppid=,comm= 2>/dev/null; for p in 1 2; do kill -0 $p 2>/dev/null && echo REACHED $p; done; kill -KILL 2 2>/dev/null; true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "REACHED") {
+		t.Fatalf("ESCAPE: a command can signal the session's server or init:\n%s", out)
+	}
+	if res, _, err := sessionRun(t, s, Command{Argv: []string{"true"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("the session stopped working after a command tried to kill its server: %v %+v", err, res)
 	}
 }

@@ -609,6 +609,7 @@ static void drop_capabilities(void)
 }
 
 static int ll_fd = -1;
+static uint64_t ll_scoped; /* the plan's Landlock scopes (ABI 6: signals, abstract sockets) */
 
 static void landlock_ruleset(struct rd *r)
 {
@@ -619,6 +620,7 @@ static void landlock_ruleset(struct rd *r)
 	a.scoped = rd_u64(r);
 	if (r->bad)
 		return;
+	ll_scoped = a.scoped;
 	size_t sz = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
 	ll_fd = (int)syscall(__NR_landlock_create_ruleset, &a, sz, 0);
 	if (ll_fd < 0)
@@ -891,6 +893,32 @@ static void setup(void)
 	send_msg(MSG_MOUNTED, 0, 0, NULL, NULL, 0);
 }
 
+static int confined; /* capabilities, no_new_privs and Landlock are in place */
+
+/* confine drops every capability, sets no_new_privs and applies Landlock
+ * (with the rules for what descriptors 0-2 are, if stdio). */
+static void confine(int stdio)
+{
+	drop_capabilities();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die("set no_new_privs");
+	for (uint32_t i = 0; i < nrecs; i++) {
+		struct rd r = recs[i].body;
+		cur_rec = (int)i;
+		if (recs[i].type == R_LL_RULESET)
+			landlock_ruleset(&r);
+		else if (recs[i].type == R_LL_PATH)
+			landlock_path(&r);
+		else if (recs[i].type == R_LL_STDIO && stdio)
+			landlock_stdio(&r);
+		else if (recs[i].type == R_LL_PORT)
+			landlock_port(&r);
+	}
+	cur_rec = -1;
+	landlock_restrict();
+	confined = 1;
+}
+
 /* confine_and_exec applies what confines the command, in order, and execs
  * it: the terminal (or a new session), capabilities, no_new_privs,
  * Landlock, the descriptors, the wait for the supervisor's go, seccomp. */
@@ -934,24 +962,20 @@ static void __attribute__((noreturn)) confine_and_exec(int keep_fds)
 	}
 
 	/* Capabilities go first (the bounding set needs CAP_SETPCAP), then
-	 * no_new_privs, Landlock (it needs no_new_privs), and seccomp last. */
-	drop_capabilities();
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		die("set no_new_privs");
-	for (uint32_t i = 0; i < nrecs; i++) {
-		struct rd r = recs[i].body;
-		cur_rec = (int)i;
-		if (recs[i].type == R_LL_RULESET)
-			landlock_ruleset(&r);
-		else if (recs[i].type == R_LL_PATH)
-			landlock_path(&r);
-		else if (recs[i].type == R_LL_STDIO)
-			landlock_stdio(&r);
-		else if (recs[i].type == R_LL_PORT)
-			landlock_port(&r);
+	 * no_new_privs, Landlock (it needs no_new_privs), and seccomp last.
+	 * A session's server did the first three once for all its commands. */
+	if (!confined) {
+		confine(1);
+	} else if (ll_scoped) {
+		/* A session's commands share its server's Landlock domain: a
+		 * layer of their own, scoped, keeps them from signalling the
+		 * server and the other commands' reapers. */
+		struct x_ll_ruleset_attr a = {.scoped = ll_scoped};
+		int fd = (int)syscall(__NR_landlock_create_ruleset, &a, sizeof a, 0);
+		if (fd < 0 || syscall(__NR_landlock_restrict_self, fd, 0) < 0)
+			die("enforce the command's Landlock scope");
+		close(fd);
 	}
-	cur_rec = -1;
-	landlock_restrict();
 
 	/* No descriptor but stdio (and a session command's fd 3) reaches the
 	 * command. */
@@ -1174,6 +1198,14 @@ static void __attribute__((noreturn)) run_session(void)
 		close(MOAT_FD_GO);
 		wait_go = 0;
 	}
+	/* The server itself gives up every capability and enters the Landlock
+	 * domain now, once: every command inherits both (it needs neither: it
+	 * only forks, waits and passes descriptors). A command's descriptors
+	 * are the pipes and files the runtime gives it, so no rule is added for
+	 * them (reopening one through /proc/self/fd outside the writable paths
+	 * is refused). Each command loads seccomp itself, for a notification
+	 * listener of its own. */
+	confine(0);
 	/* The plan's own command (if any) is not run: requests name them. */
 	struct session_cmd *cmds = calloc(MAX_SESSION_CMDS, sizeof *cmds);
 	if (!cmds)
