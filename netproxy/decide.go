@@ -15,9 +15,29 @@ import (
 )
 
 // denial is a refused destination (403, SOCKS 0x02, a violation).
-type denial struct{ reason string }
+type denial struct {
+	reason string
+	// dest is what was refused, unlisted whether it was on neither list
+	// (then the settings that allow it are worth naming).
+	dest     string
+	unlisted bool
+}
 
 func (d *denial) Error() string { return d.reason }
+
+// body is the one line a refused HTTP client reads: moat refused it, why,
+// and for a host on neither list, which settings allow it.
+func (d *denial) body() string {
+	b := "moat's sandbox network policy refused " + d.dest + ": " + d.reason
+	if d.unlisted {
+		host, _, _ := strings.Cut(d.dest, ":")
+		if strings.HasPrefix(d.dest, "[") {
+			host = strings.TrimPrefix(strings.SplitN(d.dest, "]", 2)[0], "[")
+		}
+		b += " (to allow it: network.allowedDomains in the srt settings file, or WebFetch(domain:" + host + ") in Claude Code's permissions.allow)"
+	}
+	return b
+}
 
 // upstreamError is a failure to reach an allowed destination (502, SOCKS
 // host unreachable / refused).
@@ -55,8 +75,8 @@ func hostPort(host string, port int) string {
 func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainHTTP bool) (*target, error) {
 	host, err := policy.CanonicalHost(rawHost)
 	if err != nil || port < 1 || port > 65535 {
-		d := &denial{"malformed host"}
-		s.violation(hostPort(truncate(rawHost, 255), port), d.reason)
+		d := &denial{reason: "malformed host", dest: hostPort(truncate(rawHost, 255), port)}
+		s.violation(d.dest, d.reason)
 		return nil, d
 	}
 	dest := hostPort(host, port)
@@ -64,12 +84,12 @@ func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainH
 	v, ru := rules.check(host, port)
 	switch v {
 	case policy.Deny:
-		d := &denial{ru.denyReason()}
+		d := &denial{reason: ru.denyReason(), dest: dest}
 		s.violation(dest, d.reason)
 		return nil, d
 	case policy.Passthrough:
 		if reason, ok := s.ask(ctx, rules, host, port); !ok {
-			d := &denial{reason}
+			d := &denial{reason: reason, dest: dest, unlisted: true}
 			s.violation(dest, d.reason)
 			return nil, d
 		}
@@ -120,7 +140,7 @@ func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainH
 		if _, err := netip.ParseAddr(host); err == nil || host == "localhost" {
 			reason = fmt.Sprintf("address refused (%s)", strings.Join(refused, "; "))
 		}
-		d := &denial{reason}
+		d := &denial{reason: reason, dest: dest}
 		s.violation(dest, d.reason)
 		return nil, d
 	}

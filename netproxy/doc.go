@@ -53,7 +53,9 @@
 //     lookup, so DNS rebinding cannot swap the address afterwards.
 //
 // A refusal answers "HTTP/1.1 403 Forbidden" with "X-Proxy-Error:
-// blocked-by-allowlist" and the reason as the body, or SOCKS5 reply 0x02
+// blocked-by-allowlist" and one line of body: moat's policy refused the
+// destination, the reason, and for a host on neither list the settings that
+// allow it (a client that prints the body, curl, shows it); or SOCKS5 reply 0x02
 // ("connection not allowed by ruleset"), and calls OnViolation with a
 // policy.Violation{Kind: network, Op: "connect", Target: host:port, Rule:
 // reason}. A missing or wrong credential answers 407 with

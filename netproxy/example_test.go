@@ -44,7 +44,7 @@ func Example() {
 	}
 	// Output:
 	// deny network-connect gist.github.com:443 (no pastes)
-	// proxy refused gist.github.com:443: 403 Forbidden: no pastes
+	// proxy refused gist.github.com:443: 403 Forbidden: moat's sandbox network policy refused gist.github.com:443: no pastes
 	// ALL_PROXY=socks5h://127.0.0.1:3128
 	// HTTPS_PROXY=http://127.0.0.1:3128
 }

@@ -159,7 +159,7 @@ func (cc *clientConn) serveConnect(req *http.Request) {
 	host, port, ok := splitTarget(req.Host, 443)
 	if !ok {
 		cc.s.violation(truncate(req.Host, 255), "malformed host")
-		cc.replyDenied("malformed host")
+		cc.replyDenied((&denial{reason: "malformed host", dest: "?"}).body())
 		return
 	}
 	t, err := cc.s.authorize(cc.ctx, host, port, false)
@@ -182,7 +182,7 @@ func (cc *clientConn) serveConnect(req *http.Request) {
 func (cc *clientConn) replyVerdictError(err error) {
 	var d *denial
 	if errors.As(err, &d) {
-		cc.replyDenied(d.reason)
+		cc.replyDenied(d.body())
 		return
 	}
 	cc.replyUpstream(err)
@@ -254,7 +254,7 @@ func (cc *clientConn) forward(req *http.Request, up *httpUpstream) (*httpUpstrea
 	if !ok {
 		closeUp()
 		s.violation(truncate(req.URL.Host, 255), "malformed host")
-		cc.replyDenied("malformed host")
+		cc.replyDenied((&denial{reason: "malformed host", dest: "?"}).body())
 		return nil, false
 	}
 	// Every request is checked, also on a kept-alive upstream connection

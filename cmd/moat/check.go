@@ -66,6 +66,7 @@ usage or settings error.`,
 		},
 	}
 	fl := c.Flags()
+	fl.SetInterspersed(false) // moat check ls -la: -la is the command's
 	fl.StringVar(&f.settings, "settings", "", "settings `FILE` (Claude Code settings.json or srt format)")
 	fl.StringVar(&f.mode, "mode", "", "permission `MODE`: default, acceptEdits, plan or bypassPermissions")
 	fl.StringVar(&f.cwd, "cwd", "", "working `DIR` of the command (default: the current directory)")
@@ -133,8 +134,6 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 		return usageError("--jsonl reads commands from stdin; give no COMMAND")
 	case !f.jsonl && len(args) == 0:
 		return usageError("missing COMMAND: moat check -- 'git status'")
-	case !f.jsonl && len(args) > 1:
-		return usageError("give the command as one argument, quoted: moat check -- %q", strings.Join(args, " "))
 	case f.mode != "" && !policy.ValidMode(f.mode):
 		return usageError("unknown --mode %q (want one of %s)", f.mode, strings.Join(policy.Modes, ", "))
 	}
@@ -168,14 +167,18 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if f.jsonl {
 		return env.stream(cmd.InOrStdin(), out)
 	}
-	res := eng.DecideContext(cmd.Context(), permissions.Request{Command: args[0], Cwd: cwd, Mode: f.mode, AdditionalDirs: f.addDirs})
+	command := args[0]
+	if len(args) > 1 {
+		// `moat check ls -la`: the words the shell split, quoted back
+		// into the one command they were.
+		command = quoteWords(args)
+	}
+	res := eng.DecideContext(cmd.Context(), permissions.Request{Command: command, Cwd: cwd, Mode: f.mode, AdditionalDirs: f.addDirs})
 	if f.json {
-		b, err := json.Marshal(toOutput(res))
-		if err != nil {
-			return &exitError{code: exitMoatError, err: err}
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return writeErr(err)
+		// The same encoder settings as --jsonl: ">" and "&" as they are.
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return writeErr(enc.Encode(toOutput(res)))
 	}
 	return writeErr(printText(out, res))
 }
@@ -391,4 +394,20 @@ func (env *checkEnv) engineFor(rules []string) (*permissions.Engine, error) {
 	}
 	env.cache[key] = e
 	return e, nil
+}
+
+// quoteWords joins words into one shell command that splits back into
+// them (single quotes where a word needs any).
+func quoteWords(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w != "" && strings.IndexFunc(w, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = w
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

@@ -37,10 +37,14 @@ func newPolicyCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
 					Policy      *policy.Policy `json:"policy"`
+					Notes       []string       `json:"notes"`
 					Enforcement any            `json:"enforcement"`
-				}{pol, desc})
+				}{pol, append([]string{}, policyNotes(pol)...), desc})
 			}
 			printPolicy(out, pol)
+			for _, n := range policyNotes(pol) {
+				fmt.Fprintf(out, "note: %s\n", n)
+			}
 			printDescription(out, desc)
 			return nil
 		},

@@ -110,6 +110,9 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 			return usageError("--write needs a path")
 		}
 		pr := policy.PathRule{Path: absPath(pol.Cwd, w), Source: "--write " + w}
+		if _, err := os.Stat(pr.Path); err != nil {
+			return usageError("--write %s: %v (moat makes existing paths writable; create it first)", w, errors.Unwrap(err))
+		}
 		pol.FS.AllowWrite = append(pol.FS.AllowWrite, pr)
 	}
 	if err := pol.Validate(); err != nil {
@@ -123,6 +126,9 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 		defer control.Close()
 	}
 	stderr := cmd.ErrOrStderr()
+	for _, n := range policyNotes(pol) {
+		fmt.Fprintf(stderr, "moat: note: %s\n", n)
+	}
 	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr, control)
 	if err != nil {
 		return runError(err)
@@ -278,4 +284,31 @@ func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy
 		}
 	}
 	fmt.Fprint(w, policy.Annotate(keep))
+}
+
+// policyNotes are what the user should know about the resolved policy: the
+// settings' own notes, and deny rules that name nothing that exists (a
+// secret written as Read(/root/secret) in Claude Code's format is relative
+// to the settings file, and stays readable).
+func policyNotes(pol *policy.Policy) []string {
+	notes := append([]string(nil), pol.Notes...)
+	for _, l := range []struct {
+		name  string
+		rules []policy.PathRule
+	}{{"denyRead", pol.FS.DenyRead}, {"denyWrite", pol.FS.DenyWrite}} {
+		for _, r := range l.rules {
+			if r.Glob || strings.HasPrefix(r.Source, "default") {
+				continue
+			}
+			if _, err := os.Lstat(r.Path); err == nil {
+				continue
+			}
+			hint := ""
+			if strings.Contains(r.Source, ".claude") || strings.HasSuffix(r.Source, "settings.json") || strings.Contains(r.Source, "permissions.") {
+				hint = " (in Claude Code's settings /path is relative to the settings file; //path is absolute)"
+			}
+			notes = append(notes, fmt.Sprintf("%s %s names nothing that exists%s [%s]", l.name, r.Path, hint, r.Source))
+		}
+	}
+	return notes
 }

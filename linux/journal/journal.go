@@ -209,6 +209,9 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 			}
 		}
 	}
+	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
+		return fmt.Errorf("moat must reserve %s (a protected name: it creates an empty placeholder there for the run), but %s is not writable by this user (uid %d): %w; make that folder writable by you, or leave it out of allowWrite", path, filepath.Dir(path), os.Getuid(), err)
+	}
 	if err != nil {
 		return fmt.Errorf("create the mount point %s: %w", path, err)
 	}

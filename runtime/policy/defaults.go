@@ -54,13 +54,20 @@ var SystemSecretPaths = []string{
 // DefaultDenyRead returns the default denyRead rules for a home directory.
 func DefaultDenyRead(home string) []PathRule {
 	var out []PathRule
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] { // (/root/.ssh is both when home is /root)
+			seen[p] = true
+			out = append(out, PathRule{Path: p, Source: "default: secrets"})
+		}
+	}
 	if home != "" && filepath.IsAbs(home) {
 		for _, p := range SecretPaths {
-			out = append(out, PathRule{Path: filepath.Join(home, p), Source: "default: secrets"})
+			add(filepath.Join(home, p))
 		}
 	}
 	for _, p := range SystemSecretPaths {
-		out = append(out, PathRule{Path: p, Source: "default: secrets"})
+		add(p)
 	}
 	return out
 }

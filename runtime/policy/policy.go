@@ -43,6 +43,10 @@ type Policy struct {
 	// files it read, its state directory) that must never be writable from
 	// inside the sandbox.
 	Protect []string `json:"protect,omitempty"`
+	// Notes are what the user should know about how the settings were
+	// read (a rule that ".." takes outside the folder it names, a whole
+	// home directory made writable), shown by moat once per run.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PathRule is one filesystem rule.

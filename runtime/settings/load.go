@@ -138,6 +138,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 
 	var layers []*layer
 	var sources []Source
+	var notes []string
 	for _, c := range cands {
 		if opts.Check != nil && (c.level == LevelLocalProject || c.level == LevelProject || c.level == LevelUser || c.level == LevelSRTUser) {
 			if _, err := os.Lstat(c.file); err == nil {
@@ -146,7 +147,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 				}
 			}
 		}
-		data, err := os.ReadFile(c.file)
+		data, err := readFile(c.file)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !c.explicit {
 				continue
@@ -154,11 +155,19 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, &Error{File: c.file, Reason: "no such file"}
 			}
-			return nil, nil, &Error{File: c.file, Reason: fmt.Sprintf("cannot read: %v", errors.Unwrap(err)), Err: err}
+			reason := fmt.Sprintf("cannot read: %v", err)
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				reason = fmt.Sprintf("cannot read: %v", pe.Err)
+			}
+			return nil, nil, &Error{File: c.file, Reason: reason, Err: err}
 		}
 		o, err := parseObject(c.file, data)
 		if err != nil {
 			return nil, nil, err
+		}
+		dups, err := duplicateKeys(data)
+		if err != nil {
+			return nil, nil, &Error{File: c.file, Reason: "not valid JSON: " + err.Error(), Err: err}
 		}
 		format := c.format
 		if format == 0 {
@@ -166,7 +175,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 				return nil, nil, err
 			}
 		}
-		r := resolver{cwd: cwd, home: home, dir: filepath.Dir(c.file), file: c.file}
+		r := resolver{cwd: cwd, home: home, dir: filepath.Dir(c.file), file: c.file, notes: &notes}
 		var l *layer
 		if format == FormatSRT {
 			l, err = decodeSRT(o, r)
@@ -176,11 +185,24 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		// A key twice in one object: refused where moat reads it (the
+		// other tool's keys are not moat's to judge).
+		for _, d := range dups {
+			top, _, _ := strings.Cut(d.path, ".")
+			if !o.used[top] {
+				continue
+			}
+			return nil, nil, &Error{File: c.file, Field: d.path, Reason: fmt.Sprintf("appears twice (at %s and at %s): JSON readers keep one of them silently; keep one", lineCol(data, d.first), lineCol(data, d.then))}
+		}
 		l.level, l.format, l.file = c.level, format, c.file
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
 	}
 	p := merge(layers, cwd, home)
+	p.Notes = append(p.Notes, notes...)
+	if err := checkImplicitCwd(p); err != nil {
+		return nil, nil, err
+	}
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -275,9 +297,7 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 	}
 	// The working directory is writable under Claude Code's semantics; the
 	// srt format makes it writable only through allowWrite.
-	if hasClaude && !hasSRT {
-		p.FS.AllowWrite = append(p.FS.AllowWrite, policy.PathRule{Path: cwd, Source: "working directory"})
-	}
+	implicitCwd := hasClaude && !hasSRT
 
 	setB := func(dst *bool, v *bool) {
 		if v != nil {
@@ -380,6 +400,10 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 	for _, d := range p.Permissions.AdditionalDirectories {
 		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, []policy.PathRule{d})
 	}
+	// (Last, so that an explicit rule for the same path is the one kept.)
+	if implicitCwd {
+		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, []policy.PathRule{{Path: cwd, Source: implicitCwdSource}})
+	}
 	return p
 }
 
@@ -470,4 +494,61 @@ func decodeMoat(top *object, l *layer) error {
 		}
 	}
 	return m.unknown()
+}
+
+// implicitCwdSource marks the rule Claude Code's format adds: the working
+// directory is writable.
+const implicitCwdSource = "working directory"
+
+// systemTrees are directories whose contents belong to the system: a
+// working directory inside one must not become writable by the implicit
+// rule.
+var systemTrees = []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys", "/proc", "/dev", "/run", "/snap", "/System", "/Library", "/Applications", "/private/etc"}
+
+// systemDirs are directories that must not be made writable themselves
+// (their subdirectories may be projects).
+var systemDirs = []string{"/", "/var", "/home", "/Users", "/opt", "/srv", "/mnt", "/media", "/root", "/private", "/private/var"}
+
+// checkImplicitCwd refuses the implicit writable working directory where
+// it would hand the system to the command (moat started from /, /etc, ...),
+// unless an explicit allowWrite says the user wants it; and notes a whole
+// home directory made writable that way.
+func checkImplicitCwd(p *policy.Policy) error {
+	implicit := false
+	for _, r := range p.FS.AllowWrite {
+		if r.Source == implicitCwdSource {
+			implicit = true
+		}
+	}
+	if !implicit {
+		return nil
+	}
+	cwd := p.Cwd
+	for _, r := range p.FS.AllowWrite {
+		if r.Source != implicitCwdSource && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
+			return nil // the user said so explicitly
+		}
+	}
+	if cwd == p.Home {
+		p.Notes = append(p.Notes, fmt.Sprintf("the working directory is your home directory %s: all of it is writable to the command (shell start-up files, .gitconfig, .ssh and the other protected names stay read-only or hidden)", cwd))
+		return nil
+	}
+	system := false
+	for _, d := range systemDirs {
+		if cwd == d && cwd != p.Home {
+			system = true
+		}
+	}
+	for _, d := range systemTrees {
+		if cwd == d || strings.HasPrefix(cwd, d+"/") {
+			system = true
+		}
+	}
+	if p.Home != "" && strings.HasPrefix(p.Home, cwd+"/") {
+		system = true // an ancestor of the home directory
+	}
+	if !system {
+		return nil
+	}
+	return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") if you mean it", cwd, cwd, strings.TrimPrefix(cwd, "/"))}
 }

@@ -13,6 +13,7 @@ type resolver struct {
 	cwd, home string
 	dir       string // directory of the settings file
 	file      string
+	notes     *[]string // where notes about the paths go (nil: none)
 }
 
 // pathKind says what a path field may hold.
@@ -28,47 +29,49 @@ const (
 // srt resolves the srt form: absolute, ~ or ~/p (home), else relative to the
 // working directory.
 func (r resolver) srt(field, p string, k pathKind) (policy.PathRule, error) {
-	var abs string
+	var abs, base string
 	switch {
 	case p == "~":
 		abs = r.home
 	case strings.HasPrefix(p, "~/"):
-		abs = filepath.Join(r.home, p[2:])
+		abs, base = r.home+"/"+p[2:], r.home
 	case filepath.IsAbs(p):
 		abs = p
 	default:
-		abs = filepath.Join(r.cwd, p)
+		abs, base = r.cwd+"/"+p, r.cwd
 	}
 	if strings.HasPrefix(p, "~") && r.home == "" {
 		return policy.PathRule{}, &Error{File: r.file, Field: field, Reason: "~ used but there is no home directory"}
 	}
-	return r.finish(field, p, abs, k)
+	return r.finish(field, p, abs, base, k)
 }
 
 // claude resolves Claude Code's rule form: //abs absolute, ~/p home, /p
 // relative to the directory of the settings file, p or ./p relative to the
 // working directory.
 func (r resolver) claude(field, p string, k pathKind) (policy.PathRule, error) {
-	var abs string
+	var abs, base string
 	switch {
 	case strings.HasPrefix(p, "//"):
 		abs = "/" + strings.TrimLeft(p, "/")
 	case p == "~":
 		abs = r.home
 	case strings.HasPrefix(p, "~/"):
-		abs = filepath.Join(r.home, p[2:])
+		abs, base = r.home+"/"+p[2:], r.home
 	case strings.HasPrefix(p, "/"):
-		abs = filepath.Join(r.dir, p[1:])
+		abs, base = r.dir+"/"+p[1:], r.dir
 	default:
-		abs = filepath.Join(r.cwd, p)
+		abs, base = r.cwd+"/"+p, r.cwd
 	}
 	if strings.HasPrefix(p, "~") && r.home == "" {
 		return policy.PathRule{}, &Error{File: r.file, Field: field, Reason: "~ used but there is no home directory"}
 	}
-	return r.finish(field, p, abs, k)
+	return r.finish(field, p, abs, base, k)
 }
 
-func (r resolver) finish(field, orig, abs string, k pathKind) (policy.PathRule, error) {
+// finish checks and cleans a resolved path; base is the folder the written
+// form is relative to ("" for an absolute one).
+func (r resolver) finish(field, orig, abs, base string, k pathKind) (policy.PathRule, error) {
 	bad := func(format string, a ...any) (policy.PathRule, error) {
 		return policy.PathRule{}, &Error{File: r.file, Field: field, Reason: fmt.Sprintf(format, a...)}
 	}
@@ -77,6 +80,9 @@ func (r resolver) finish(field, orig, abs string, k pathKind) (policy.PathRule, 
 	}
 	if strings.ContainsRune(orig, 0) {
 		return bad("path contains a NUL byte")
+	}
+	if i := strings.IndexFunc(orig, func(c rune) bool { return c < 0x20 || c == 0x7f }); i >= 0 {
+		return bad("%q contains a control character (%q at byte %d): a path with one cannot be shown or recorded safely", orig, orig[i], i)
 	}
 	if strings.HasPrefix(orig, "~") && !strings.HasPrefix(orig, "~/") && orig != "~" {
 		return bad("%q: only ~ and ~/... refer to the home directory (~user is not supported)", orig)
@@ -96,7 +102,35 @@ func (r resolver) finish(field, orig, abs string, k pathKind) (policy.PathRule, 
 	if abs == "" {
 		abs = "/"
 	}
+	r.noteDotDot(field, orig, abs, base)
 	abs = filepath.Clean(abs)
 	glob = policy.HasGlob(abs)
 	return policy.PathRule{Path: abs, Glob: glob, Source: fmt.Sprintf("%s: %s", r.file, field)}, nil
+}
+
+// noteDotDot notes a rule whose ".." takes it outside the folder it names:
+// the folder a relative form is relative to (the working directory, the
+// settings file's, home), or, for an absolute one, the part before the
+// first "..". "work/../../../../etc" names the working directory and is
+// /etc: allowed, as written, but the user is told, and moat policy shows
+// the cleaned path.
+func (r resolver) noteDotDot(field, orig, abs, base string) {
+	if r.notes == nil || !strings.Contains(orig, "..") {
+		return
+	}
+	named := filepath.Clean(base)
+	if base == "" {
+		named = "/"
+		for _, part := range strings.Split(abs, "/") {
+			if part == ".." {
+				break
+			}
+			named = filepath.Join(named, part)
+		}
+	}
+	clean := filepath.Clean(abs)
+	if named == "/" || clean == named || strings.HasPrefix(clean, named+"/") {
+		return
+	}
+	*r.notes = append(*r.notes, fmt.Sprintf("%s: %s: %q is %s, outside %s (its \"..\" climbs out of the folder it names)", r.file, field, orig, clean, named))
 }

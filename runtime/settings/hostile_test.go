@@ -1,0 +1,136 @@
+package settings
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Settings files that are not files, or far too large, are refused at once
+// with the reason: reading them must not hang or fill memory.
+func TestHostileSettingsFiles(t *testing.T) {
+	e := newEnv(t)
+	fifo := filepath.Join(e.cwd, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := e.write(filepath.Join(e.cwd, "big.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},"x":"`+strings.Repeat("a", MaxFileSize)+`"}`)
+	link := filepath.Join(e.cwd, "zero.json")
+	os.Symlink("/dev/zero", link)
+	cases := map[string]struct{ file, want string }{
+		"fifo":                {fifo, "FIFO"},
+		"/dev/zero":           {"/dev/zero", "character device"},
+		"symlink to a device": {link, "character device"},
+		"too large":           {big, "more than"},
+		"a directory":         {e.cwd, "directory"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { _, err := e.load(tc.file); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+					t.Fatalf("want an error saying %q, got %v", tc.want, err)
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Fatalf("took %v", d)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("reading the settings file hangs")
+			}
+		})
+	}
+}
+
+// A key twice in a section moat reads is refused, naming it and both
+// places; elsewhere (another tool's keys) it is not moat's business.
+func TestDuplicateKeys(t *testing.T) {
+	e := newEnv(t)
+	srt := e.write(filepath.Join(e.cwd, "dup.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},
+"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]},
+"network":{"allowedDomains":["evil.com"],"deniedDomains":[]}}`)
+	_, err := e.load(srt)
+	if err == nil || !strings.Contains(err.Error(), "network") || !strings.Contains(err.Error(), "line 1") || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("duplicate network: %v", err)
+	}
+	nested := e.write(filepath.Join(e.cwd, "dup2.json"), `{"network":{"allowedDomains":["a.com"],"deniedDomains":[],"allowedDomains":["evil.com"]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`)
+	if _, err := e.load(nested); err == nil || !strings.Contains(err.Error(), "network.allowedDomains") {
+		t.Fatalf("duplicate nested key: %v", err)
+	}
+	other := e.write(filepath.Join(e.cwd, "dup3.json"), `{"permissions":{"allow":[]},"hooks":{"a":1,"a":2}}`)
+	if _, err := e.load(other); err != nil {
+		t.Fatalf("a duplicate in a key moat does not read: %v", err)
+	}
+}
+
+func TestControlCharactersInPaths(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(filepath.Join(e.cwd, "nl.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":["a\nb"],"denyWrite":[]}}`)
+	if _, err := e.load(f); err == nil || !strings.Contains(err.Error(), "control character") || !strings.Contains(err.Error(), "allowWrite") {
+		t.Fatalf("a newline in a path: %v", err)
+	}
+}
+
+func TestDotDotNote(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(filepath.Join(e.cwd, "dd.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":["work/../../../../etc", "a/../b"],"denyWrite":[]}}`)
+	p, err := e.load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Clean(e.cwd + "/work/../../../../etc"); !contains(paths(p.FS.AllowWrite), want) || !strings.Contains(strings.Join(p.Notes, ""), want) {
+		t.Fatalf("allowWrite %v", paths(p.FS.AllowWrite))
+	}
+	if len(p.Notes) != 1 {
+		t.Fatalf("notes %q", p.Notes)
+	}
+}
+
+// Claude Code's format makes the working directory writable: never a
+// system directory by that implicit rule.
+func TestImplicitWorkingDirectory(t *testing.T) {
+	e := newEnv(t)
+	cc := e.write(filepath.Join(e.home, "cc.json"), `{"permissions":{"allow":[]}}`)
+	for _, cwd := range []string{"/", "/etc", "/etc/nginx", "/usr/local", filepath.Dir(e.home)} {
+		_, _, err := Load(Options{File: cc, Cwd: cwd, Home: e.home, ManagedFile: e.managed})
+		if err == nil || !strings.Contains(err.Error(), "system directory") || !strings.Contains(err.Error(), "allowWrite") {
+			t.Errorf("cwd %s: %v", cwd, err)
+		}
+	}
+	// Said explicitly, it is the user's choice.
+	explicit := e.write(filepath.Join(e.home, "cc2.json"), `{"sandbox":{"filesystem":{"allowWrite":["//etc"]}}}`)
+	if _, _, err := Load(Options{File: explicit, Cwd: "/etc", Home: e.home, ManagedFile: e.managed}); err != nil {
+		t.Errorf("explicit allowWrite: %v", err)
+	}
+	// Home: allowed, with a note.
+	p, _, err := Load(Options{File: cc, Cwd: e.home, Home: e.home, ManagedFile: e.managed})
+	if err != nil || len(p.Notes) == 0 || !strings.Contains(p.Notes[0], "home directory") {
+		t.Errorf("home: %v %q", err, p.Notes)
+	}
+	// A project: nothing to say.
+	p, _, err = Load(Options{File: cc, Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil || len(p.Notes) != 0 {
+		t.Errorf("project: %v %q", err, p.Notes)
+	}
+}
+
+func TestDefaultSecretsOnce(t *testing.T) {
+	e := newEnv(t)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: "/root", ManagedFile: e.managed, NoDefaults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range p.FS.DenyRead {
+		if seen[r.Path] {
+			t.Errorf("%s is listed twice", r.Path)
+		}
+		seen[r.Path] = true
+	}
+}
