@@ -297,3 +297,30 @@ func TestCheckClassifier(t *testing.T) {
 		}
 	}
 }
+
+// The words of an unquoted command are the command: `moat check ls -la`.
+func TestCheckUnquotedWords(t *testing.T) {
+	cwd, file := checkSetup(t, `{"permissions":{"allow":[]}}`)
+	code, out, errs := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "ls", "-la")
+	if code != 0 || !strings.HasPrefix(out, "allow") {
+		t.Fatalf("moat check ls -la: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--json", "git", "commit", "-m", "a > b")
+	var o checkOutput
+	if code != 0 || json.Unmarshal([]byte(out), &o) != nil || o.Decision != "ask" {
+		t.Fatalf("quoted back: %d %q", code, out)
+	}
+}
+
+func TestPolicyNotes(t *testing.T) {
+	cwd, file := checkSetup(t, `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/nonexistent/secret"],"allowWrite":["x/../../../../../../../../etc"],"denyWrite":[]}}`)
+	t.Chdir(cwd)
+	code, out, errs := runMoat(t, "", "policy", "--settings", file)
+	if code != 0 || !strings.Contains(out, "note: denyRead /nonexistent/secret names nothing that exists") || !strings.Contains(out, "outside") {
+		t.Fatalf("moat policy: %d %q %q", code, out, errs)
+	}
+	code, _, errs = runMoat(t, "", "run", "--settings", file, "--write", "/nonexistent/dir", "--", "true")
+	if code != 125 || !strings.Contains(errs, "--write /nonexistent/dir") {
+		t.Fatalf("--write of a missing path: %d %q", code, errs)
+	}
+}
