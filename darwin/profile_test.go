@@ -205,9 +205,19 @@ func lineDiff(a, b string) string {
 	return ""
 }
 
-// textForbidden are lines no moat profile may hold, whatever the policy.
-func textForbidden(t *testing.T, text string) {
+// textForbidden are forms no moat profile may hold, whatever the policy
+// (in its rules: comments show policy strings, which may spell anything).
+func textForbidden(t *testing.T, src string) {
 	t.Helper()
+	es, err := parseSBPL(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, e := range es {
+		rules = append(rules, e.String())
+	}
+	text := strings.Join(rules, "\n")
 	for _, bad := range []string{
 		"(allow default", "(allow network*", "(allow network-outbound)", `(remote ip "*:`, `(local ip "*:`,
 		"(allow file-write*)", "(allow mach-lookup)", "(allow sysctl-read)", "global-name-prefix",
