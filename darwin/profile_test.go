@@ -162,10 +162,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := p.Text + "\n;; sandbox-exec arguments after the profile:\n"
-			for _, pa := range p.Params {
-				got += ";;   -D " + strconv.Quote(pa.Arg()) + "\n"
-			}
+			got := p.Document()
 			file := filepath.Join("testdata", c.name+".sb")
 			if *update {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
