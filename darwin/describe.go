@@ -92,7 +92,7 @@ func Describe(pol *policy.Policy) (*enforce.Description, error) {
 			d.Notes = append(d.Notes, s.Reason)
 		}
 	}
-	d.Notes = append(d.Notes, "the macOS runner has not run on a Mac in moat's CI: the profile is checked by tests on Linux (docs/MACOS.md)")
+	d.Notes = append(d.Notes, "the macOS runner has never run on a Mac: the profile is checked by tests on Linux only (docs/MACOS.md)")
 	return d, nil
 }
 

@@ -39,7 +39,7 @@ func TestDescribe(t *testing.T) {
 	if len(d.Protected) == 0 {
 		t.Error("no protection listed")
 	}
-	if !strings.Contains(strings.Join(d.Notes, "\n"), "not run on a Mac") {
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "never run on a Mac") {
 		t.Error("the description does not say the runner never ran on a Mac")
 	}
 	names := map[string]bool{}

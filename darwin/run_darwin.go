@@ -109,6 +109,11 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 			return nil, &enforce.SetupError{Step: "pseudo-terminal", Err: err}
 		}
 		p.cleanup = append(p.cleanup, func() { slave.Close() })
+		defer func() {
+			if err != nil || s.OnTerminal == nil {
+				master.Close() // not handed to the caller
+			}
+		}()
 	}
 
 	prot, err := Survey(pol, SurveyOptions{XDGConfigHome: lookupEnv(s.Env, "XDG_CONFIG_HOME")})
