@@ -199,7 +199,7 @@ func (s *survey) expand(pattern string, depth int) ([]string, error) {
 	}
 	var out []string
 	n := 0
-	err = walkDirs(g.base, limit, func(dir string) error {
+	err = walkDirs(g.base, limit, func(dir string, _ []fs.DirEntry) error {
 		if n++; n > s.o.MaxDirs {
 			return fmt.Errorf("expanding allowWrite %s read more than %d directories", pattern, s.o.MaxDirs)
 		}
@@ -211,10 +211,11 @@ func (s *survey) expand(pattern string, depth int) ([]string, error) {
 	return out, err
 }
 
-// walkDirs calls f for dir and the directories below it, down to depth
-// levels, breadth first, never into .git or node_modules, never through a
-// symlink.
-func walkDirs(dir string, depth int, f func(string) error) error {
+// walkDirs calls f with dir and its entries, then with the directories
+// below it, down to depth levels, breadth first, never into .git or
+// node_modules, never through a symlink. An unreadable directory is
+// skipped.
+func walkDirs(dir string, depth int, f func(string, []fs.DirEntry) error) error {
 	type item struct {
 		dir string
 		d   int
@@ -223,14 +224,14 @@ func walkDirs(dir string, depth int, f func(string) error) error {
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
-		if err := f(it.dir); err != nil {
+		es, err := os.ReadDir(it.dir)
+		if err != nil {
+			continue
+		}
+		if err := f(it.dir, es); err != nil {
 			return err
 		}
 		if it.d >= depth {
-			continue
-		}
-		es, err := os.ReadDir(it.dir)
-		if err != nil {
 			continue
 		}
 		for _, e := range es {
@@ -277,13 +278,9 @@ func (s *survey) scan(root string, depth int) error {
 		mandatory[n] = true
 	}
 	n := 0
-	return walkDirs(root, depth, func(dir string) error {
+	return walkDirs(root, depth, func(dir string, es []fs.DirEntry) error {
 		if n++; n > s.o.MaxDirs {
 			return fmt.Errorf("the search for git repositories under %s read more than %d directories at depth ≤ %d; lower mandatoryDenySearchDepth or narrow allowWrite", root, s.o.MaxDirs, depth)
-		}
-		es, err := os.ReadDir(dir)
-		if err != nil {
-			return nil
 		}
 		has := map[string]fs.DirEntry{}
 		for _, e := range es {
@@ -394,15 +391,8 @@ func enclosingGitDir(dir string, resolve func(string) string) (gitDir, gitFile s
 			}
 			return "", ""
 		}
-		es, err := os.ReadDir(d)
-		if err == nil {
-			has := map[string]fs.DirEntry{}
-			for _, e := range es {
-				has[e.Name()] = e
-			}
-			if isBareRepo(has) {
-				return d, ""
-			}
+		if kind(filepath.Join(d, "HEAD")) == 'f' && kind(filepath.Join(d, "objects")) == 'd' && kind(filepath.Join(d, "refs")) == 'd' {
+			return d, "" // a bare repository (git's test, three lstats)
 		}
 		if d == "/" || d == "." {
 			return "", ""
