@@ -20,15 +20,19 @@
 //     it is built and tested on every platform.
 //   - Survey: the disk search for what must stay read-only (mandatory
 //     names, git control files), as the Linux enforcer's search finds it.
-//   - ParseLogLine and LogReader: the sandbox's log lines -> policy.Violation.
-//     Untagged, tested with fixture lines.
+//   - LogReader, ParseDenial, LogStreamArgs: the sandbox's log lines ->
+//     policy.Violation. Untagged, tested with fixture lines.
+//   - ShowProfile and Profile.Document: the profile of a policy as this
+//     machine's disk and the Mac's path rules make it (for moat policy
+//     --seatbelt on any platform).
 //   - Describe and Limits: what macOS enforces of a policy and what it
 //     cannot, with reasons (moat policy, moat doctor).
 //   - Run and Start (run_darwin.go, macOS only): the command under
 //     sandbox-exec with the profile, the filtered environment, a private
 //     TMPDIR, the proxy, a timeout, signals, a new session and process
 //     group killed as a whole, and a `log stream` reader attributing
-//     denials to the run by its tag. Elsewhere they return ErrUnsupported.
+//     denials to the run by its tag, then a sweep of what left the group.
+//     Elsewhere they return an error wrapping enforce.ErrUnsupported.
 //
 // # The runner's API
 //
@@ -37,7 +41,7 @@
 //		Argv:   []string{"npm", "test"},
 //		Env:    os.Environ(),        // filtered: credentials removed
 //		Stdio:  [3]*os.File{os.Stdin, os.Stdout, os.Stderr},
-//		Proxy:  proxy,               // an enforce.Proxy; nil when no network is allowed
+//		Proxy:  proxy,               // an enforce.Proxy: moat's proxy, served on loopback listeners the run makes
 //	})
 //	// res.ExitCode, res.Signal, res.TimedOut, res.Violations, res.Skipped
 //
@@ -47,16 +51,17 @@
 // callers that manage the lifecycle themselves. The git audit after a run
 // (runtime/gitguard) is the runtime's, as on Linux.
 //
-// Nothing in this package has run on a Mac in moat's CI: the generator is
-// checked by an independent SBPL reader in the tests (sbpl_reader_test.go)
+// Nothing in this package has ever run on a Mac: the generator is checked
+// on Linux by an independent SBPL reader in the tests (sbpl_reader_test.go)
 // against the cases every platform is held to (internal/policycases); the
-// runner compiles for darwin and is untested. docs/MACOS.md says what that
-// leaves open.
+// runner compiles for darwin and has never executed. docs/MACOS.md says
+// what that leaves open and what to check on a first run.
 //
 // # What it must not import
 //
-// linux/, validators/, permissions/: it enforces a Policy, it does not
-// decide one. It imports runtime/policy, runtime/enforce (types),
+// linux/, bpf/, netproxy/, validators/, permissions/, runtime/settings or
+// the runtime package above it (deps_test.go): it enforces a Policy, it
+// does not decide one. It imports runtime/policy, runtime/enforce (types),
 // runtime/gitguard (the git config parser) and the standard library
 // (golang.org/x/sys/unix in the macOS-only files).
 package darwin

@@ -257,9 +257,17 @@ func (s *survey) names(dir string, reserve []string) {
 		p := filepath.Join(dir, n)
 		if n == "HEAD" {
 			// Only where it is absent: an existing HEAD is a repository's,
-			// and git must keep writing it.
-			if kind(p) == 0 {
+			// and git must keep writing it. A HEAD that is not (no objects/
+			// and refs/ beside it) would become one with them.
+			switch {
+			case kind(p) == 0:
 				s.protect(p, "git: a HEAD here would make this directory a repository")
+			case kind(filepath.Join(dir, "objects")) != 'd' || kind(filepath.Join(dir, "refs")) != 'd':
+				for _, m := range []string{"objects", "refs"} {
+					if kind(filepath.Join(dir, m)) == 0 {
+						s.protect(filepath.Join(dir, m), "git: beside this HEAD, "+m+"/ would make the directory a repository")
+					}
+				}
 			}
 			continue
 		}

@@ -86,3 +86,20 @@ func TestSurveyXDG(t *testing.T) {
 		t.Errorf("core.hooksPath from $XDG_CONFIG_HOME/git/config (%s)", e.Path("$O/xdg"))
 	}
 }
+
+// A HEAD that is not a repository's (a file of the project) cannot be
+// completed into a bare repository with objects/ and refs/.
+func TestSurveyLoneHEAD(t *testing.T) {
+	e, m, err := surveyed(t, []string{"$W/HEAD=ref: refs/heads/main\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"$W/objects", "$W/refs"} {
+		if _, ok := m[e.Path(p)]; !ok {
+			t.Errorf("%s is not protected beside a lone HEAD", p)
+		}
+	}
+	if _, ok := m[e.Path("$W/HEAD")]; ok {
+		t.Errorf("the existing HEAD itself is protected")
+	}
+}
