@@ -1,0 +1,105 @@
+package darwin
+
+import (
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Spec is one command to run under Seatbelt. Its fields follow
+// enforce.Launch, so that an enforce.Enforcer for macOS adapts one to the
+// other field by field.
+type Spec struct {
+	// Policy is validated. Required.
+	Policy *policy.Policy
+	// Argv is the command; Argv[0] is looked up in the command's PATH
+	// (after the environment filter) when it holds no slash.
+	Argv []string
+	// Env is the command's environment before filtering: credentials are
+	// removed (policy.FilterEnv), the proxy's variables and TMPDIR set.
+	Env []string
+	// Stdio are descriptors 0, 1 and 2; a nil one is /dev/null.
+	Stdio [3]*os.File
+	// Terminal, when set, gives the command a pseudo-terminal of its own
+	// in place of each descriptor Terminal.Mask names; OnTerminal receives
+	// its master (the caller relays it). The command never holds a
+	// descriptor of the caller's terminal.
+	Terminal   *enforce.Terminal
+	OnTerminal func(master *os.File)
+	// Proxy serves the loopback listeners the run makes for the command's
+	// route out. Required when the policy allows any destination.
+	Proxy enforce.Proxy
+	// MoatPath is the moat binary the command may run (ssh's
+	// ProxyCommand); it is protected from writes. If "", os.Executable.
+	MoatPath string
+	// Report receives each refusal as the log reader sees it. If nil,
+	// refusals are only collected in Result.Violations.
+	Report func(policy.Violation)
+	// Log receives debug logs. If nil, nothing is logged.
+	Log *slog.Logger
+	// NoSignals stops Run from forwarding SIGINT, SIGTERM, SIGHUP and
+	// SIGQUIT to the command (Start never does).
+	NoSignals bool
+
+	// SandboxExec and LogCommand are the tools run (if "",
+	// /usr/bin/sandbox-exec and /usr/bin/log).
+	SandboxExec, LogCommand string
+	// TmpRoot is where the run's private TMPDIR is made (if "",
+	// os.TempDir()).
+	TmpRoot string
+}
+
+// Result is how a run ended.
+type Result struct {
+	// ExitCode is the command's status, 128+N when signal N ended it.
+	ExitCode int
+	Signal   syscall.Signal
+	// TimedOut is set when the policy's timeout ended the run.
+	TimedOut bool
+	// Violations are the refusals the log reader attributed to the run.
+	Violations []policy.Violation
+	// Skipped are the protections macOS did not give this run (Limits),
+	// and the violation reader if it could not start.
+	Skipped []enforce.Skip
+	// Tag is the run's tag (in the profile's deny messages).
+	Tag string
+}
+
+// Process is a started run.
+type Process struct {
+	spec    Spec
+	cmd     *exec.Cmd
+	profile *Profile
+	marker  string
+	start   time.Time
+
+	cleanup []func()
+	logDone chan struct{}
+	stopLog func()
+	lastLog atomic.Int64 // when the log reader last read a line (UnixNano)
+	logSkip *enforce.Skip
+
+	mu         sync.Mutex
+	violations []policy.Violation
+	timedOut   bool
+	done       chan struct{}
+	res        *Result
+	err        error
+}
+
+// Profile is the profile the run uses.
+func (p *Process) Profile() *Profile { return p.profile }
+
+func (s *Spec) logger() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,105 @@
+package darwin
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/policycases"
+)
+
+func surveyed(t *testing.T, tree []string, edit func(policycases.Env, *SurveyOptions)) (policycases.Env, map[string]string, error) {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	e := policycases.NewEnv(root)
+	if err := (policycases.Case{Tree: tree}).Build(e); err != nil {
+		t.Fatal(err)
+	}
+	o := SurveyOptions{SystemGitConfigs: []string{}}
+	if edit != nil {
+		edit(e, &o)
+	}
+	prot, err := Survey(policycases.Base(e), o)
+	m := map[string]string{}
+	for _, p := range prot {
+		m[p.Path] = p.Why
+	}
+	return e, m, err
+}
+
+func TestSurvey(t *testing.T) {
+	e, m, err := surveyed(t, []string{
+		"$H/.gitconfig=[core]\n\thooksPath = ~/.githooks\n[include]\n\tpath = ~/.gitconfig.local\n",
+		"$H/.gitconfig.local=[user]\n\tname = x\n",
+		"$W/.git/HEAD=ref: refs/heads/main\n", "$W/.git/config=[extensions]\n\tworktreeConfig = true\n", "$W/.git/objects/", "$W/.git/refs/",
+		"$W/a/b/c/.vscode/settings.json", "$W/a/b/c/d/.envrc",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"$H/.githooks", "$H/.gitconfig.local", // the user's git config names them
+		"$W/.git/config.worktree", // extensions.worktreeConfig
+		"$W/.git/hooks",           // the working directory's repository: reserved
+		"$W/a/b/c/.vscode",        // an existing mandatory name at depth 3
+		"$W/HEAD", "$W/.envrc",    // the top of the working directory, absent
+		"$H/.bashrc", "$H/.config/git", // the home directory
+	} {
+		if _, ok := m[e.Path(want)]; !ok {
+			t.Errorf("%s is not protected", want)
+		}
+	}
+	if _, ok := m[e.Path("$W/a/b/c/d/.envrc")]; ok {
+		t.Errorf("a name below the search depth was found (the depth is Linux's too)")
+	}
+	if _, ok := m[e.Path("$W/.git/HEAD")]; ok {
+		t.Errorf("an existing HEAD is git's")
+	}
+	for p, why := range m {
+		if why == "" || !strings.Contains(why, ":") {
+			t.Errorf("%s: reason %q", p, why)
+		}
+	}
+}
+
+// A tree too large to search is refused, not half protected.
+func TestSurveyBound(t *testing.T) {
+	var tree []string
+	for i := 0; i < 30; i++ {
+		tree = append(tree, "$W/d"+strings.Repeat("x", i)+"/")
+	}
+	_, _, err := surveyed(t, tree, func(_ policycases.Env, o *SurveyOptions) { o.MaxDirs = 10 })
+	if err == nil {
+		t.Fatal("no error past the bound")
+	}
+}
+
+// The XDG config home, when set, is where the user's git config is read.
+func TestSurveyXDG(t *testing.T) {
+	e, m, err := surveyed(t, []string{"$O/xdg/git/config=[core]\n\thooksPath = /opt/hooks\n"}, func(e policycases.Env, o *SurveyOptions) {
+		o.XDGConfigHome = e.Path("$O/xdg")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["/opt/hooks"]; !ok {
+		t.Errorf("core.hooksPath from $XDG_CONFIG_HOME/git/config (%s)", e.Path("$O/xdg"))
+	}
+}
+
+// A HEAD that is not a repository's (a file of the project) cannot be
+// completed into a bare repository with objects/ and refs/.
+func TestSurveyLoneHEAD(t *testing.T) {
+	e, m, err := surveyed(t, []string{"$W/HEAD=ref: refs/heads/main\n"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"$W/objects", "$W/refs"} {
+		if _, ok := m[e.Path(p)]; !ok {
+			t.Errorf("%s is not protected beside a lone HEAD", p)
+		}
+	}
+	if _, ok := m[e.Path("$W/HEAD")]; ok {
+		t.Errorf("the existing HEAD itself is protected")
+	}
+}
