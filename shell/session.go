@@ -129,6 +129,16 @@ type Request struct {
 	// Subagent: hints are removed from the output but not returned (the
 	// seeds record them for the main agent only).
 	Subagent bool
+	// Started, if set, is called once the process has started, before Run
+	// waits for it.
+	Started func(Started)
+}
+
+// Started describes a command whose process has started.
+type Started struct {
+	ID, Command string
+	// Cwd is the working directory it started in; Kind its display class.
+	Cwd, Kind string
 }
 
 // Progress reports a running command.
@@ -536,6 +546,9 @@ func (s *Session) start(ctx context.Context, t *task, cwd string, env []EnvChang
 	killed := t.interrupted // Kill came while it started
 	t.mu.Unlock()
 	go t.wait()
+	if t.req.Started != nil {
+		t.req.Started(Started{ID: t.id, Command: t.req.Command, Cwd: cwd, Kind: t.kind})
+	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -597,13 +610,14 @@ type ReadResult struct {
 	More   bool   `json:"more,omitempty"`
 	// Running is true until the command has finished.
 	Running bool `json:"running"`
-	// Result is set once the command has finished (and all its output was
-	// read); the session then forgets the command.
+	// Result is set once the command has finished and all its output was
+	// read. The session keeps the command until Wait collects it.
 	Result *Result `json:"result,omitempty"`
 }
 
-// Read returns a background command's output since the last Read, and its
-// result once it has finished and its output was all read.
+// Read returns a command's output since the last Read, and its result once
+// it has finished and its output was all read. It does not release the
+// command: Wait does (or Close).
 func (s *Session) Read(id string) (ReadResult, error) {
 	t, err := s.task(id)
 	if err != nil {

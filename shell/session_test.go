@@ -538,6 +538,12 @@ func TestBackgroundRequested(t *testing.T) {
 	if got.String() != "one\ntwo\n" || final == nil || final.ExitCode != 0 || final.Output != "one\ntwo\n" || final.BackgroundID != "job" {
 		t.Errorf("read %q, result %+v", got.String(), final)
 	}
+	if rr, err := e.s.Read("job"); err != nil || rr.Result == nil || rr.Output != "" {
+		t.Errorf("a second Read after the end: %+v %v", rr, err)
+	}
+	if r, err := e.s.Wait(context.Background(), "job"); err != nil || r.Output != "one\ntwo\n" {
+		t.Errorf("Wait: %+v %v", r, err)
+	}
 	if _, err := e.s.Read("job"); !errors.Is(err, shell.ErrUnknownID) {
 		t.Errorf("the session still holds a collected command: %v", err)
 	}

@@ -285,7 +285,6 @@ func (t *task) read() ReadResult {
 	if finished && !more {
 		r := t.result
 		rr.Result = &r
-		t.s.forget(t.id)
 	}
 	return rr
 }
