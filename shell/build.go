@@ -59,7 +59,10 @@ type BuildSpec struct {
 	// sourced.
 	Snapshot string
 	// Env are the session's environment changes, applied after the
-	// snapshot. They are applied in name order.
+	// snapshot, in name order. The values are not written into the command
+	// string, which any user of the machine may read in /proc/PID/cmdline:
+	// the process must get each in its environment as EnvCarrierPrefix+Name
+	// (see CarryEnv); the script moves it to Name.
 	Env []EnvChange
 	// Prefix, if set, is a program the whole command string is handed to
 	// (the seeds' CLAUDE_CODE_SHELL_PREFIX; see PrefixFromEnv).
@@ -123,6 +126,24 @@ func BuildCommand(spec BuildSpec) (Build, error) {
 	return b, nil
 }
 
+// EnvCarrierPrefix prefixes the environment variables that carry the
+// values of the session's environment changes into a process (see
+// BuildSpec.Env). A login shell's profile, or the snapshot, may set the
+// variables themselves (PATH); the carriers reach the script untouched.
+const EnvCarrierPrefix = "__MOAT_ENV_"
+
+// CarryEnv returns env with a carrier for each change that sets a
+// variable (changes that unset one need none).
+func CarryEnv(env []string, changes []EnvChange) []string {
+	out := append([]string(nil), env...)
+	for _, e := range changes {
+		if !e.Unset && validName(e.Name) {
+			out = append(out, EnvCarrierPrefix+e.Name+"="+e.Value)
+		}
+	}
+	return out
+}
+
 // Side-channel records (descriptor 3). Each is "key=value" ended by NUL.
 const (
 	recCwd             = "cwd"              // pwd -P after the command
@@ -157,9 +178,10 @@ func assemble(spec BuildSpec, quoted string) string {
 		}
 		if e.Unset {
 			lines = append(lines, "builtin unset "+e.Name)
-		} else {
-			lines = append(lines, "builtin export "+e.Name+"="+quoteWord(e.Value))
+			continue
 		}
+		c := EnvCarrierPrefix + e.Name
+		lines = append(lines, fmt.Sprintf(`builtin test -n "${%s+set}" && builtin export %s="$%s"; builtin unset %s`, c, e.Name, c, c))
 	}
 	if spec.Prefix != "" {
 		// The shell under the prefix is not known: try both.

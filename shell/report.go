@@ -209,7 +209,7 @@ func persisted(name string) bool {
 		return false
 	}
 	return !strings.HasPrefix(name, "BASH_FUNC_") && !strings.HasPrefix(name, "DYLD_") &&
-		!strings.HasPrefix(name, "__moat_")
+		!strings.HasPrefix(name, "__moat_") && !strings.HasPrefix(name, EnvCarrierPrefix)
 }
 
 // envDelta is what a command changed: variables set or changed, and

@@ -532,7 +532,7 @@ func (s *Session) start(ctx context.Context, t *task, cwd string, env []EnvChang
 	t.start = time.Now()
 	p, err := s.cfg.Runner.Start(ctx, Proc{
 		Argv:   s.shell.Argv(b.Final, snap == ""), // no snapshot: a login shell
-		Env:    s.procEnv(),
+		Env:    CarryEnv(s.procEnv(), env),
 		Dir:    s.cfg.Dir,
 		Output: t,
 		Report: t.rep,

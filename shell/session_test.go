@@ -185,6 +185,19 @@ func TestEnvPersists(t *testing.T) {
 	if _, ok := got["BAR"]; ok {
 		t.Errorf("BAR was unset and not in the base environment, but is kept: %+v", got["BAR"])
 	}
+	// Values never appear in the command string (world-readable in
+	// /proc/PID/cmdline); they travel in the environment.
+	e.run(t, "export SECRET_VALUE=hunter2-xyz")
+	if r := e.run(t, `echo "$SECRET_VALUE"; env | grep -c __MOAT_ENV_ || true`); r.Output != "hunter2-xyz\n0\n" {
+		t.Errorf("%q", r.Output)
+	}
+	last := e.runner.Last()
+	if strings.Contains(strings.Join(last.Argv, " "), "hunter2") {
+		t.Errorf("an exported value is in argv: %q", last.Argv)
+	}
+	if !slices.Contains(last.Env, shell.EnvCarrierPrefix+"SECRET_VALUE=hunter2-xyz") {
+		t.Errorf("env %q", last.Env)
+	}
 	// A background command's exports are its own.
 	r, err := e.s.Run(context.Background(), shell.Request{Command: "export BG=1; cd /", Background: true})
 	if err != nil {
@@ -331,6 +344,17 @@ func TestSnapshotFailureFallsBackToLogin(t *testing.T) {
 		t.Errorf("argv %q is not a login shell", argv)
 	}
 	if r := e.run(t, "pwd"); r.Output != e.dir+"\n" {
+		t.Errorf("%q", r.Output)
+	}
+}
+
+func TestEnvPersistsInLoginShells(t *testing.T) {
+	e := newEnv(t, "", func(c *shell.Config) { c.NoSnapshot = true })
+	// The login shell's profile sets PATH before the script runs; the
+	// session's PATH still wins.
+	os.WriteFile(filepath.Join(e.home, ".bash_profile"), []byte("export PATH=/usr/bin:/bin\n"), 0o644)
+	e.run(t, "export PATH=/opt/mine:$PATH")
+	if r := e.run(t, `echo "${PATH%%:*}"`); r.Output != "/opt/mine\n" {
 		t.Errorf("%q", r.Output)
 	}
 }
