@@ -103,7 +103,25 @@ func parseExports(text string, v syntax.LangVariant) (vars map[string]string, ok
 		default:
 			continue
 		}
+		tied := "" // zsh: export -T PATH path=( ... ) ties a scalar to an array
 		for _, a := range d.Args {
+			if a.Naked && a.Value != nil {
+				if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.Contains(f, "T") {
+					tied = "?"
+				}
+				continue
+			}
+			if a.Naked && a.Name != nil && tied == "?" && validName(a.Name.Value) {
+				tied = a.Name.Value
+				continue
+			}
+			if tied != "" && tied != "?" && a.Array != nil && a.Name != nil && !a.Append && a.Index == nil {
+				if val, ok := joinArray(a.Array, ":"); ok {
+					vars[tied] = val
+				}
+				tied = ""
+				continue
+			}
 			if a.Naked || a.Append || a.Name == nil || a.Index != nil || a.Array != nil || !validName(a.Name.Value) {
 				continue
 			}
@@ -117,6 +135,22 @@ func parseExports(text string, v syntax.LangVariant) (vars map[string]string, ok
 		}
 	}
 	return vars, true
+}
+
+// joinArray joins the literal elements of an array with sep.
+func joinArray(arr *syntax.ArrayExpr, sep string) (string, bool) {
+	vals := make([]string, 0, len(arr.Elems))
+	for _, e := range arr.Elems {
+		if e.Index != nil {
+			return "", false
+		}
+		v, ok := wordValue(e.Value)
+		if !ok {
+			return "", false
+		}
+		vals = append(vals, v)
+	}
+	return strings.Join(vals, sep), true
 }
 
 // wordValue returns the text a literal word stands for, quotes removed

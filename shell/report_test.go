@@ -70,6 +70,7 @@ declare -rx RO="r"
 		{"bash posix mode", syntax.LangBash, `export A="1"` + "\n", map[string]string{"A": "1"}},
 		{"bash ansi-c", syntax.LangBash, `declare -x T=$'a\tb'` + "\n", map[string]string{"T": "a\tb"}},
 		{"zsh", syntax.LangZsh, "export HOME=/root\nexport Q='it'\\''s'\ntypeset -x Z=1\n", map[string]string{"HOME": "/root", "Q": "it's", "Z": "1"}},
+		{"zsh tied PATH", syntax.LangZsh, "export -T PATH path=( /usr/bin '/opt/my bin' )\nexport -T X x=( $(id) )\nexport A=1\n", map[string]string{"PATH": "/usr/bin:/opt/my bin", "A": "1"}},
 		{"expansions are skipped", syntax.LangBash, `declare -x A="$(id)" B=$HOME C=~root D="ok"` + "\n", map[string]string{"D": "ok"}},
 		{"other commands are skipped", syntax.LangBash, "rm -rf /\nA=1\nlocal B=2\ndeclare -x C=3 >f\ndeclare -x 'D'=4\n", map[string]string{}},
 		{"arrays are skipped", syntax.LangBash, "declare -ax A=(1 2)\ndeclare -x B[1]=x\n", map[string]string{}},

@@ -31,7 +31,7 @@ type env struct {
 	out    string // the output directory
 }
 
-func bashPath(t *testing.T) string {
+func bashPath(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("bash")
 	if err != nil {
@@ -41,7 +41,7 @@ func bashPath(t *testing.T) string {
 	return p
 }
 
-func newEnv(t *testing.T, rc string, mod func(*shell.Config)) *env {
+func newEnv(t testing.TB, rc string, mod func(*shell.Config)) *env {
 	t.Helper()
 	root := t.TempDir()
 	root, _ = filepath.EvalSymlinks(root)

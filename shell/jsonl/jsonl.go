@@ -187,13 +187,21 @@ type request struct {
 	field string // the field a decoding error is about
 }
 
-var ops = map[string][]string{
-	"run":          {"command", "timeout_ms", "background", "auto_background_ms", "subagent"},
-	"background":   {"target", "command", "timeout_ms", "auto_background_ms", "subagent"},
-	"read":         {"target"},
-	"kill":         {"target"},
-	"preview_edit": {"command"},
-	"close":        {},
+// opFields returns the fields an op takes besides "id" and "op".
+func opFields(op string) ([]string, bool) {
+	switch op {
+	case "run":
+		return []string{"command", "timeout_ms", "background", "auto_background_ms", "subagent"}, true
+	case "background":
+		return []string{"target", "command", "timeout_ms", "auto_background_ms", "subagent"}, true
+	case "read", "kill":
+		return []string{"target"}, true
+	case "preview_edit":
+		return []string{"command"}, true
+	case "close":
+		return nil, true
+	}
+	return nil, false
 }
 
 // handle processes one line. It reports the id of a close request.
@@ -213,7 +221,7 @@ func (c *conn) handle(ctx context.Context, line []byte) (json.RawMessage, bool) 
 		c.out.event(errorEvent(id, "op", `"op" must be one of run, background, read, kill, preview_edit, close`))
 		return nil, false
 	}
-	allowed, ok := ops[op]
+	allowed, ok := opFields(op)
 	if !ok {
 		c.out.event(errorEvent(id, "op", fmt.Sprintf("unknown op %q (want run, background, read, kill, preview_edit or close)", op)))
 		return nil, false
