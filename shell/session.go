@@ -463,13 +463,27 @@ func (s *Session) takeSnapshot(ctx context.Context) (string, error) {
 // waited for; a command that fails is not an error. When ctx ends, the
 // command is killed and Run returns its result with ctx's error.
 func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
+	run, err := s.Submit(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return run(ctx)
+}
+
+// Submit registers a command without running it: from now on its id is
+// known to Read, Kill, Background and Wait (a Kill before it starts keeps
+// it from running for long; a Background moves it as soon as it starts).
+// The returned function runs it, as Run does, and must be called once.
+// Run is Submit followed by that call; Submit lets a caller that runs
+// commands in goroutines accept requests about them at once.
+func (s *Session) Submit(req Request) (func(context.Context) (Result, error), error) {
 	if strings.TrimSpace(req.Command) == "" {
-		return Result{}, errors.New("shell: empty command")
+		return nil, errors.New("shell: empty command")
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return Result{}, ErrClosed
+		return nil, ErrClosed
 	}
 	if req.ID == "" {
 		for {
@@ -480,22 +494,27 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 			}
 		}
 	} else if _, taken := s.tasks[req.ID]; taken {
-		s.mu.Unlock()
-		return Result{}, fmt.Errorf("%w: %q", ErrDuplicateID, req.ID)
+		return nil, fmt.Errorf("%w: %q", ErrDuplicateID, req.ID)
 	}
-	cwd := s.cwd
-	env := s.envLocked()
 	t := newTask(s, req)
 	s.tasks[req.ID] = t // reserve the id
-	s.mu.Unlock()
+	return t.run, nil
+}
 
+// run starts the task and waits for it in the foreground.
+func (t *task) run(ctx context.Context) (Result, error) {
+	s := t.s
+	s.mu.Lock()
+	cwd := s.cwd
+	env := s.envLocked()
+	s.mu.Unlock()
 	res, err := s.start(ctx, t, cwd, env)
 	if err != nil || res != nil {
 		s.forget(t.id)
 		if res != nil {
 			return *res, nil
 		}
-		return Result{ID: t.id, Command: req.Command, ExitCode: -1, IsError: true, Message: err.Error(), Cwd: cwd,
+		return Result{ID: t.id, Command: t.req.Command, ExitCode: -1, IsError: true, Message: err.Error(), Cwd: cwd,
 			Kind: t.kind, Violations: []policy.Violation{}}, err
 	}
 	return t.foreground(ctx)
@@ -589,7 +608,7 @@ func (s *Session) Background(id string) error {
 		return err
 	}
 	t.mu.Lock()
-	fg := t.proc != nil && !t.finished && t.background == "" && !t.req.Background
+	fg := !t.finished && t.background == "" && !t.req.Background
 	t.mu.Unlock()
 	if !fg {
 		return ErrNotForeground

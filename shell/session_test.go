@@ -836,3 +836,50 @@ func (r *recorder) Start(ctx context.Context, p shell.Proc) (shell.Process, erro
 }
 
 var _ io.Writer = (*strings.Builder)(nil)
+
+func TestSubmit(t *testing.T) {
+	e := newEnv(t, "", nil)
+	ctx := context.Background()
+	t.Run("kill before it starts", func(t *testing.T) {
+		run, err := e.s.Submit(shell.Request{ID: "k", Command: "sleep 30"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.Kill("k"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r, err := run(ctx)
+		if err != nil || !r.Interrupted || time.Since(start) > 5*time.Second {
+			t.Errorf("%+v %v", r, err)
+		}
+	})
+	t.Run("background before it starts", func(t *testing.T) {
+		run, _ := e.s.Submit(shell.Request{ID: "b", Command: "sleep 0.2; echo bg", AutoBackground: -1})
+		if err := e.s.Background("b"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := run(ctx)
+		if err != nil || r.Backgrounded != shell.BackgroundUser {
+			t.Fatalf("%+v %v", r, err)
+		}
+		if f, err := e.s.Wait(ctx, "b"); err != nil || f.Output != "bg\n" {
+			t.Errorf("%+v %v", f, err)
+		}
+	})
+	t.Run("read before it starts", func(t *testing.T) {
+		run, _ := e.s.Submit(shell.Request{ID: "r", Command: "echo hi"})
+		if rr, err := e.s.Read("r"); err != nil || !rr.Running || rr.Output != "" {
+			t.Errorf("%+v %v", rr, err)
+		}
+		run(ctx)
+	})
+	t.Run("started callback", func(t *testing.T) {
+		var got shell.Started
+		e.run(t, "cd /tmp")
+		r, _ := e.s.Run(ctx, shell.Request{Command: "ls", Started: func(s shell.Started) { got = s }})
+		if got.ID != r.ID || got.Cwd != "/tmp" || got.Kind != "list" || got.Command != "ls" {
+			t.Errorf("%+v", got)
+		}
+	})
+}

@@ -20,7 +20,7 @@ type task struct {
 	req Request
 
 	// Set before the process starts.
-	kind     string
+	kind     string // set by start, before the process starts
 	tracked  string // the working directory it was started in
 	snapshot string // the snapshot it sources, or ""
 	notes    []string

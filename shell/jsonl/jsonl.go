@@ -409,45 +409,66 @@ func (c *conn) run(ctx context.Context, req *request, background bool) {
 	} else {
 		sr.AutoBackground = time.Duration(auto) * time.Millisecond
 	}
+	// Register the command in the session now, so that a read, kill or
+	// background request right behind this one finds it.
+	var st streamState
+	c.hooks(req.id, &sr, &st)
+	run, err := c.sess.Submit(sr)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.active, req.key)
+		c.mu.Unlock()
+		c.finished(req.id, shell.Result{}, err)
+		return
+	}
 	c.fg.Add(1)
 	c.all.Add(1)
-	go c.command1(ctx, req.id, sr)
+	go c.command1(ctx, req.id, sr, run)
 }
 
-// command1 runs one command and writes its events.
-func (c *conn) command1(ctx context.Context, id json.RawMessage, sr shell.Request) {
-	defer c.all.Done()
-	fgDone := sync.OnceFunc(c.fg.Done)
-	defer fgDone()
-	var streamed int64
-	var cut bool
-	sr.Started = func(st shell.Started) {
-		c.out.event(map[string]any{"id": id, "event": "started", "command": st.Command, "cwd": st.Cwd, "kind": st.Kind,
-			"background": sr.Background})
+// streamState counts the output streamed for one command.
+type streamState struct {
+	streamed int64
+	cut      bool
+}
+
+// hooks sets the request's callbacks: started, output and progress events.
+func (c *conn) hooks(id json.RawMessage, sr *shell.Request, st *streamState) {
+	background := sr.Background
+	sr.Started = func(s shell.Started) {
+		c.out.event(map[string]any{"id": id, "event": "started", "command": s.Command, "cwd": s.Cwd, "kind": s.Kind,
+			"background": background})
 	}
 	sr.Progress = func(p shell.Progress) {
 		if p.Chunk != "" {
-			if c.stream <= 0 || streamed >= c.stream {
-				cut = true // no more "output" events; the ticks report progress
+			if c.stream <= 0 || st.streamed >= c.stream {
+				st.cut = true // no more "output" events; the ticks report progress
 				return
 			}
 			chunk := p.Chunk
-			if rest := c.stream - streamed; int64(len(chunk)) > rest {
-				chunk, cut = chunk[:runeStart(chunk, int(rest))], true
+			if rest := c.stream - st.streamed; int64(len(chunk)) > rest {
+				chunk, st.cut = chunk[:runeStart(chunk, int(rest))], true
 			}
-			streamed += int64(len(chunk))
+			st.streamed += int64(len(chunk))
 			if chunk != "" {
 				c.out.event(map[string]any{"id": id, "event": "output", "data": chunk, "bytes": p.Bytes, "lines": p.Lines})
 			}
 			return
 		}
 		ev := map[string]any{"id": id, "event": "progress", "elapsed_ms": p.Elapsed.Milliseconds(), "bytes": p.Bytes, "lines": p.Lines}
-		if cut {
+		if st.cut {
 			ev["stream_truncated"] = true
 		}
 		c.out.event(ev)
 	}
-	res, err := c.sess.Run(ctx, sr)
+}
+
+// command1 runs one command and writes its events.
+func (c *conn) command1(ctx context.Context, id json.RawMessage, sr shell.Request, run func(context.Context) (shell.Result, error)) {
+	defer c.all.Done()
+	fgDone := sync.OnceFunc(c.fg.Done)
+	defer fgDone()
+	res, err := run(ctx)
 	if err == nil && res.BackgroundID != "" && res.ExitCode == -1 && res.Refused == nil {
 		c.out.event(map[string]any{"id": id, "event": "backgrounded", "reason": res.Backgrounded, "message": res.Message})
 		fgDone()
