@@ -356,6 +356,9 @@ func hasVar(env []string, k string) bool {
 // of a session to pay the cost early. An error means commands will run in
 // login shells (the seeds' fallback).
 func (s *Session) Snapshot(ctx context.Context) error {
+	if s.cfg.NoSnapshot {
+		return nil
+	}
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 	s.ensureSnapshotLocked(ctx)
@@ -411,7 +414,9 @@ func (s *Session) takeSnapshot(ctx context.Context) (string, error) {
 	spec := SnapshotSpec{Dir: s.cfg.SnapshotDir, Tag: s.tag, Name: name, Ripgrep: s.cfg.Ripgrep}
 	out := &capBuffer{max: 4096}
 	rep := &capBuffer{max: 64 << 10}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SnapshotTimeout)
+	// The snapshot serves the whole session: the command that happens to
+	// take it must not cut it short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SnapshotTimeout)
 	defer cancel()
 	p, err := s.cfg.Runner.Start(ctx, Proc{
 		Argv:   s.shell.Argv(s.shell.SnapshotScript(spec), true),
