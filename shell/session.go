@@ -734,6 +734,9 @@ func (s *Session) Close() error {
 	for _, t := range started {
 		<-t.done
 	}
+	for _, t := range ts {
+		t.cap.close(false)
+	}
 	s.mu.Lock()
 	dir, owned := s.outDir, s.ownedDir
 	s.mu.Unlock()
