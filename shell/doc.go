@@ -26,6 +26,11 @@
 //     code semantics (semantics.go), hints (hints.go), display kinds from
 //     permissions, progress, background commands (requested, by the user,
 //     automatic), Read, Wait, Kill.
+//   - sed -i 's/old/new/' FILE previewed as a file edit with a diff, computed
+//     inside the sandbox (sededit.go, diff.go).
+//
+// The JSON-lines protocol over a Session is package shell/jsonl
+// (docs/SESSION.md).
 //
 // # Trust
 //
