@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -60,7 +61,8 @@ type Server struct {
 // commands running in the foreground, then kills those in the background;
 // "close" and ctx kill everything at once. Every accepted command gets its
 // "finished" event; the last event is "closed". The error is ctx's, or a
-// failure to read r or write w.
+// failure to read r or write w. After "close" or ctx, Serve returns without
+// waiting for a read of r that is under way.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	if s.Session == nil {
 		return errors.New("jsonl: Server.Session is nil")
@@ -346,17 +348,18 @@ func (c *conn) command(req *request) (string, bool) {
 }
 
 // number reads an optional integer field.
-func (c *conn) number(req *request, name string, min int64) (int64, bool) {
+func (c *conn) number(req *request, name string, least int64) (int64, bool) {
 	raw := req.f[name]
 	if raw == nil {
 		return 0, true
 	}
 	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil || n < min {
-		c.out.event(errorEvent(req.id, name, fmt.Sprintf("%q must be an integer of at least %d", name, min)))
+	if err := json.Unmarshal(raw, &n); err != nil || n < least {
+		c.out.event(errorEvent(req.id, name, fmt.Sprintf("%q must be an integer of at least %d", name, least)))
 		return 0, false
 	}
-	return n, true
+	// Milliseconds that would overflow a time.Duration mean "very long".
+	return min(n, int64(math.MaxInt64/time.Millisecond)), true
 }
 
 func (c *conn) flag(req *request, name string) (bool, bool) {

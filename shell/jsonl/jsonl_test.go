@@ -212,6 +212,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"id":"a","op":"run","command":["ls"]}`, "a", "command"},
 		{`{"id":"a","op":"run","command":"ls","timeout_ms":-1}`, "a", "timeout_ms"},
 		{`{"id":"a","op":"run","command":"ls","timeout_ms":"5"}`, "a", "timeout_ms"},
+		{`{"id":"a","op":"run","command":"ls","timeout_ms":1e30}`, "a", "timeout_ms"},
 		{`{"id":"a","op":"run","command":"ls","auto_background_ms":-2}`, "a", "auto_background_ms"},
 		{`{"id":"a","op":"run","command":"ls","background":"yes"}`, "a", "background"},
 		{`{"id":"a","op":"read"}`, "a", "target"},
