@@ -1,0 +1,112 @@
+package shell_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/moat-sandbox/moat/shell"
+)
+
+// scripted is a Runner whose processes write what it is told on the two
+// channels and exit: a stand-in for a sandbox whose command lies.
+type scripted struct {
+	mu    sync.Mutex
+	procs []shell.Proc
+	// reply returns what process n (0-based) writes and its exit status.
+	reply func(n int, p shell.Proc) (out, report string, code int)
+}
+
+type doneProc struct{ code int }
+
+func (d doneProc) Wait() (shell.Exit, error) { return shell.Exit{Code: d.code}, nil }
+func (d doneProc) Kill() error               { return nil }
+
+func (s *scripted) Start(_ context.Context, p shell.Proc) (shell.Process, error) {
+	s.mu.Lock()
+	n := len(s.procs)
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	out, rep, code := s.reply(n, p)
+	p.Output.Write([]byte(out))
+	p.Report.Write([]byte(rep))
+	return doneProc{code}, nil
+}
+
+func TestUntrustedSideChannel(t *testing.T) {
+	const start = "/work"
+	huge := "env0=\x00env=" + strings.Repeat("declare -x A=\""+strings.Repeat("x", 1000)+"\"\n", 2000) + "\x00"
+	tests := []struct {
+		name   string
+		report string
+		cwd    string
+		note   string
+		env    int // session variables afterwards
+	}{
+		{"valid cwd", "\x00cwd=/work/sub\n\x00", "/work/sub", "", 0},
+		{"relative cwd ignored", "\x00cwd=sub\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
+		{"dot-dot cwd ignored", "\x00cwd=/work/../etc\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
+		{"control characters ignored", "\x00cwd=/work/\x1b[2J\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
+		{"no report", "", start, "", 0},
+		{"environment", "env0=declare -x A=\"1\"\x00env=declare -x A=\"2\"\ndeclare -x B=\"$(id)\"\x00", start, "", 1},
+		{"environment that does not parse", "env0=declare -x A=\"1\"\x00env=declare -x A=\"2\x00", start, "", 0},
+		{"environment too large", huge, start, "The command's environment report was too large: environment changes were not kept.", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &scripted{reply: func(int, shell.Proc) (string, string, int) { return "out\n", tc.report, 0 }}
+			s, err := shell.New(shell.Config{Runner: r, Dir: start, Shell: shell.Bash("/bin/bash"), NoSnapshot: true, OutputDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			res, err := s.Run(context.Background(), shell.Request{Command: "whatever"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Cwd != tc.cwd || res.Output != "out\n" {
+				t.Errorf("cwd %q output %q, want %q", res.Cwd, res.Output, tc.cwd)
+			}
+			if tc.note != "" && !slices.Contains(res.Notes, tc.note) {
+				t.Errorf("notes %q, want %q", res.Notes, tc.note)
+			}
+			if n := len(s.Env()); n != tc.env {
+				t.Errorf("%d session variables (%v), want %d", n, s.Env(), tc.env)
+			}
+		})
+	}
+}
+
+func TestUntrustedSnapshotPath(t *testing.T) {
+	tests := []struct {
+		name, report string
+		ok           bool
+	}{
+		{"another file", "\x00snapshot-path=/etc/passwd\x00", false},
+		{"relative", "\x00snapshot-path=snapshot.sh\x00", false},
+		{"error", "\x00snapshot-error=disk full\x00", false},
+		{"nothing", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &scripted{reply: func(n int, p shell.Proc) (string, string, int) {
+				if n == 0 {
+					return "", tc.report, 0
+				}
+				return "", "", 0
+			}}
+			s, _ := shell.New(shell.Config{Runner: r, Dir: "/w", Shell: shell.Bash("/bin/bash"), SnapshotDir: "/snap"})
+			defer s.Close()
+			if err := s.Snapshot(context.Background()); (err == nil) != tc.ok {
+				t.Fatalf("Snapshot() = %v", err)
+			}
+			s.Run(context.Background(), shell.Request{Command: "ls"})
+			last := r.procs[len(r.procs)-1]
+			if last.Argv[1] != "-l" || strings.Contains(last.Argv[len(last.Argv)-1], "/etc/passwd") {
+				t.Errorf("argv %q", last.Argv)
+			}
+		})
+	}
+}
