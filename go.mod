@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/opencontainers/cgroups v0.1.0
 	github.com/seccomp/libseccomp-golang v0.12.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/net v0.62.0
@@ -12,7 +13,13 @@ require (
 )
 
 require (
+	github.com/coreos/go-systemd/v22 v22.6.0 // indirect
+	github.com/cyphar/filepath-securejoin v0.4.1 // indirect
+	github.com/godbus/dbus/v5 v5.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/moby/sys/mountinfo v0.7.2 // indirect
+	github.com/moby/sys/userns v0.1.0 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,12 @@ type launcher struct {
 
 	exe string // this moat binary (ssh's ProxyCommand inside)
 
+	// Resource limits: the effective values, the cgroups that hold them
+	// (root), and the counters at the start.
+	eff      policy.Limits
+	lim      *limiter
+	limStart counters
+
 	// A session (MODE_SESSION): requests go to stage 2 on sessionW; each
 	// command's messages reach its handle.
 	session  bool
@@ -122,11 +129,16 @@ func (ln *launcher) prepare() error {
 	if ln.pol.Net.Shared && kfErr != nil {
 		return &enforce.UnsupportedFeatureError{Feature: "eBPF network confinement", Need: "moat.shareNetwork runs the command in the host's network namespace, which only eBPF can confine", Err: kfErr}
 	}
-	if kfErr != nil {
-		return nil
+	if kfErr == nil {
+		if ln.kf, err = newKernelFilter(); err != nil {
+			return err
+		}
 	}
-	if ln.kf, err = newKernelFilter(); err != nil {
+	if err := ln.prepareLimits(); err != nil {
 		return err
+	}
+	if ln.kf == nil {
+		return nil
 	}
 	if clone3Works() {
 		ln.cgroupFD = ln.kf.group.FD()
@@ -142,6 +154,28 @@ func (ln *launcher) prepare() error {
 		return fmt.Errorf("dup the cgroup lock: %w", err)
 	}
 	ln.lock = os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
+	return nil
+}
+
+// prepareLimits resolves the limits and makes the cgroups that hold them.
+func (ln *launcher) prepareLimits() error {
+	ln.eff = ln.pol.Limits.Effective(totalMemory())
+	v2dir := ""
+	if ln.kf != nil {
+		v2dir = ln.kf.group.Path()
+	}
+	lm, err := newLimiter(ln.eff, v2dir, "run-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		return &enforce.SetupError{Step: "resource limits", Err: err}
+	}
+	ln.lim = lm
+	if ln.eff.CPU > 0 && !lm.holds("cpu") {
+		if !ln.pol.BestEffort {
+			return &enforce.UnsupportedFeatureError{Feature: "a CPU rate limit (moat.limits.cpu)", Need: "only a cgroup can throttle a rate, and moat may write cgroups only as root here: run as root, or drop moat.limits.cpu, or --best-effort to run without it"}
+		}
+		ln.skipped = append(ln.skipped, enforce.Skip{Protection: "limit-cpu", Reason: "the CPU rate limit (no cgroup moat may write)"})
+	}
+	ln.limStart = lm.counters()
 	return nil
 }
 
@@ -245,6 +279,10 @@ func (ln *launcher) release() error {
 		if err := ln.kf.group.Add(ln.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
 		}
+	}
+	// The v1 limit cgroups, the same way.
+	if err := ln.lim.add(ln.cmd.Process.Pid); err != nil {
+		return err
 	}
 	if _, err := ln.planW.Write(ln.plan.Bytes()); err != nil {
 		return fmt.Errorf("send the plan to stage 2: %w", err)
@@ -353,6 +391,15 @@ func (ln *launcher) Wait() (*enforce.Exit, error) {
 		}
 	}
 	exit := &enforce.Exit{Skipped: ln.skipped}
+	defer func() {
+		var used time.Duration
+		if ps := ln.cmd.ProcessState; ps != nil {
+			used = ps.UserTime() + ps.SystemTime()
+		}
+		for _, v := range append(ln.lim.violations(ln.limStart), exitViolation(exit, ln.eff, used)...) {
+			ln.l.Report(v)
+		}
+	}()
 	switch {
 	case st != nil && st.Signaled():
 		exit.Signal = st.Signal()
@@ -441,6 +488,7 @@ func (ln *launcher) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	ln.lim.destroy()
 	if ln.kf != nil {
 		ln.kf.close()
 	}

@@ -118,6 +118,8 @@ type sessionCmd struct {
 	report func(policy.Violation)
 	writes atomic.Int64
 
+	limStart counters
+
 	once sync.Once
 	done chan struct{}
 	exit *enforce.Exit
@@ -153,7 +155,7 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 	default:
 	}
 	ln.nextID++
-	h := &sessionCmd{ln: ln, id: ln.nextID, report: report, done: make(chan struct{})}
+	h := &sessionCmd{ln: ln, id: ln.nextID, report: report, done: make(chan struct{}), limStart: ln.lim.counters()}
 	req := nsinit.RunRequest(h.id, dir, c.Argv, ln.commandEnv(c.Env), execFlags(c.Argv[0]), c.FD3 != nil)
 	fds := []int{int(c.Stdio[0].Fd()), int(c.Stdio[1].Fd()), int(c.Stdio[2].Fd())}
 	if c.FD3 != nil {
@@ -218,6 +220,13 @@ func (ln *launcher) finishCmd(h *sessionCmd, e *enforce.Exit, err error) {
 	delete(ln.cmds, h.id)
 	ln.sessMu.Unlock()
 	h.once.Do(func() {
+		if e != nil {
+			// (A session's commands share its limits: what the cgroups
+			// refused while this one ran is reported to it.)
+			for _, v := range append(ln.lim.violations(h.limStart), exitViolation(e, ln.eff, 0)...) {
+				h.report(v)
+			}
+		}
 		h.exit, h.err = e, err
 		close(h.done)
 	})

@@ -240,3 +240,39 @@ func TestSessionCommandsCannotSignalTheServer(t *testing.T) {
 		t.Fatalf("the session stopped working after a command tried to kill its server: %v %+v", err, res)
 	}
 }
+
+// A session's limits hold each command's process tree; what a command hit
+// is its own violation, and the session goes on.
+func TestSessionLimits(t *testing.T) {
+	pol, _ := testPolicy(t)
+	pol.Limits.Pids = 32
+	pol.Limits.FileSize = 1 << 20
+	s := newTestSession(t, pol)
+	bomb := `my @k; for my $i (1..100) { my $p = fork; if (!defined $p) { print "refused at $i\n"; last } if (!$p) { sleep 60; exit } push @k, $p } kill 'KILL', @k; waitpid($_, 0) for @k; print "done\n";`
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"perl", "-e", bomb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "refused at") {
+		t.Fatalf("100 processes under a limit of 32: %q", out)
+	}
+	if os.Geteuid() == 0 && !hasViolation(res, "limit pids 32 reached") {
+		t.Errorf("the cgroup's refusals were not reported: %+v", res.Violations)
+	}
+	res, _, err = sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "head -c 2000000 /dev/zero > big"}})
+	if err != nil || res.ExitCode != 128+25 || !hasViolation(res, "limit fileSize 1 MiB reached") {
+		t.Errorf("a file past the limit: %v %+v", err, res)
+	}
+	if res, out, err := sessionRun(t, s, Command{Argv: []string{"perl", "-e", `for (1..10) { fork or do { sleep 1; exit } } 1 while wait != -1; print "ok\n"`}}); err != nil || res.ExitCode != 0 || out != "ok\n" {
+		t.Errorf("the session after the limits were hit: %v %+v %q", err, res, out)
+	}
+}
+
+func hasViolation(res *Result, s string) bool {
+	for _, v := range res.Violations {
+		if strings.Contains(v.Line(), s) {
+			return true
+		}
+	}
+	return false
+}

@@ -150,10 +150,62 @@ type Env struct {
 	GitSafeDirectories []string `json:"gitSafeDirectories,omitempty"`
 }
 
-// Limits bound the command's resources.
+// Limits bound the command's resources (each command of a session on its
+// own). For Memory, Pids, CPU and FileSize, 0 means the default and
+// Unlimited (-1) no limit; Effective resolves them.
 type Limits struct {
-	// Timeout ends the whole process tree when it runs out (0: none).
+	// Timeout ends the whole process tree when it runs out.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Memory caps the memory of the process tree, in bytes (a cgroup's
+	// memory.max, swap included; without a cgroup, each process's data
+	// segment: RLIMIT_DATA).
+	Memory int64 `json:"memory,omitempty"`
+	// Pids caps the number of processes and threads of the tree (a cgroup's
+	// pids.max; without one, RLIMIT_NPROC in the sandbox's user namespace).
+	Pids int64 `json:"pids,omitempty"`
+	// CPU caps the tree's CPU rate, in thousandths of a CPU (1500: one and a
+	// half CPUs); only a cgroup can throttle a rate.
+	CPU int64 `json:"cpu,omitempty"`
+	// FileSize caps the size of any file a process writes, in bytes
+	// (RLIMIT_FSIZE: a write past it fails and the process gets SIGXFSZ).
+	FileSize int64 `json:"fileSize,omitempty"`
+	// CPUTime caps the CPU time each process may use (RLIMIT_CPU: SIGXCPU
+	// at the limit, SIGKILL a second later); 0: none. It needs no cgroup.
+	CPUTime time.Duration `json:"cpuTime,omitempty"`
+}
+
+// Unlimited is the value of a limit the settings turned off.
+const Unlimited = -1
+
+// Default limits, for a laptop: the memory of half the machine (at most
+// 16 GiB), 4096 processes, files up to 16 GiB, no CPU cap.
+const (
+	DefaultPids     = 4096
+	DefaultFileSize = 16 << 30
+	MaxDefaultMem   = 16 << 30
+)
+
+// Effective resolves the defaults for a machine with totalMemory bytes of
+// RAM: each limit is then a positive value, or 0 for none.
+func (l Limits) Effective(totalMemory int64) Limits {
+	pick := func(v, def int64) int64 {
+		switch {
+		case v == Unlimited:
+			return 0
+		case v == 0:
+			return def
+		}
+		return v
+	}
+	mem := totalMemory / 2 &^ (1<<20 - 1) // whole MiB
+	if mem > MaxDefaultMem || mem <= 0 {
+		mem = MaxDefaultMem
+	}
+	l.Memory = pick(l.Memory, mem)
+	l.Pids = pick(l.Pids, DefaultPids)
+	l.CPU = pick(l.CPU, 0)
+	l.FileSize = pick(l.FileSize, DefaultFileSize)
+	return l
 }
 
 // Switches are the agent host's sandbox switches (Claude Code's sandbox.*).
@@ -242,6 +294,18 @@ func (p *Policy) Validate() error {
 	}
 	if p.Limits.Timeout < 0 {
 		bad("moat.timeout", "negative duration %v", p.Limits.Timeout)
+	}
+	if c := p.Limits.CPUTime; c < 0 || (c > 0 && c < time.Second) {
+		bad("moat.limits.cpuTime", "%v: the CPU time limit counts whole seconds (at least 1s)", c)
+	}
+	for _, l := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{{"moat.limits.memory", p.Limits.Memory, 8 << 20}, {"moat.limits.pids", p.Limits.Pids, 8}, {"moat.limits.cpu", p.Limits.CPU, 10}, {"moat.limits.fileSize", p.Limits.FileSize, 4096}} {
+		if l.v < Unlimited || (l.v > 0 && l.v < l.min) {
+			bad(l.name, "%d is below the smallest limit moat accepts (%d): no command could run", l.v, l.min)
+		}
 	}
 	if m := p.Permissions.DefaultMode; m != "" && !ValidMode(m) {
 		bad("permissions.defaultMode", "unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 // Error is a settings error: the file, the field and the reason.
@@ -313,4 +315,119 @@ func (o *object) require(key, what string) error {
 		return o.errf(key, "required %s is missing", what)
 	}
 	return nil
+}
+
+// size reads a byte size: a number of bytes, or a string with a unit
+// ("512MiB", "2GiB", "1.5G", "unlimited" or 0 for none).
+func (o *object) size(key string) (*int64, error) {
+	r, ok := o.raw(key)
+	if !ok {
+		return nil, nil
+	}
+	var n int64
+	var str string
+	if err := json.Unmarshal(r, &n); err == nil {
+		if n < 0 {
+			return nil, o.errf(key, "%d is negative", n)
+		}
+		if n == 0 {
+			n = policy.Unlimited
+		}
+		return &n, nil
+	}
+	if err := json.Unmarshal(r, &str); err != nil {
+		return nil, o.errf(key, "want a size (\"512MiB\", \"2GiB\", a number of bytes, or \"unlimited\"), got %s", kindOf(r))
+	}
+	v, err := parseSize(str)
+	if err != nil {
+		return nil, o.errf(key, "%v", err)
+	}
+	if v == 0 {
+		v = policy.Unlimited
+	}
+	return &v, nil
+}
+
+// parseSize reads "512MiB", "2GiB", "1.5G", "100k", "unlimited".
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	if t == "unlimited" || t == "none" || t == "0" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}, {"", 1}}
+	for _, u := range units {
+		num, ok := strings.CutSuffix(t, u.suffix)
+		if !ok {
+			continue
+		}
+		var f float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(num), "%g", &f); err != nil || strings.TrimSpace(num) == "" {
+			break
+		}
+		if f < 0 || f*u.mult > math.MaxInt64/2 {
+			return 0, fmt.Errorf("%q is out of range", s)
+		}
+		return int64(f * u.mult), nil
+	}
+	return 0, fmt.Errorf("%q is not a size (\"512MiB\", \"2GiB\", a number of bytes, or \"unlimited\")", s)
+}
+
+// count reads a positive count, or 0 / "unlimited" for none.
+func (o *object) count(key string) (*int64, error) {
+	r, ok := o.raw(key)
+	if !ok {
+		return nil, nil
+	}
+	var n int64
+	if err := json.Unmarshal(r, &n); err == nil && n >= 0 {
+		if n == 0 {
+			n = policy.Unlimited
+		}
+		return &n, nil
+	}
+	var str string
+	if err := json.Unmarshal(r, &str); err == nil && (str == "unlimited" || str == "none") {
+		z := int64(policy.Unlimited)
+		return &z, nil
+	}
+	return nil, o.errf(key, "want a number of processes (or \"unlimited\"), got %s", string(r))
+}
+
+// cpus reads a CPU cap as a number of CPUs (1.5) or a string ("150%",
+// "1.5"), stored in thousandths.
+func (o *object) cpus(key string) (*int64, error) {
+	r, ok := o.raw(key)
+	if !ok {
+		return nil, nil
+	}
+	milli := func(f float64) *int64 {
+		v := int64(f * 1000)
+		if v == 0 {
+			v = policy.Unlimited
+		}
+		return &v
+	}
+	var f float64
+	if err := json.Unmarshal(r, &f); err == nil && f >= 0 {
+		return milli(f), nil
+	}
+	var str string
+	if err := json.Unmarshal(r, &str); err == nil {
+		t := strings.TrimSpace(str)
+		if t == "unlimited" || t == "none" {
+			return milli(0), nil
+		}
+		pct := strings.HasSuffix(t, "%")
+		if _, err := fmt.Sscanf(strings.TrimSuffix(t, "%"), "%g", &f); err == nil && f >= 0 {
+			if pct {
+				f /= 100
+			}
+			return milli(f), nil
+		}
+	}
+	return nil, o.errf(key, "want a number of CPUs (1.5) or a percentage (\"150%%\"), got %s", string(r))
 }

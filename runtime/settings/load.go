@@ -269,7 +269,8 @@ type layer struct {
 	ignoreViolations                                                         map[string][]string
 
 	bestEffort, violations, sharedNet *bool
-	timeout                           *time.Duration
+	timeout, cpuTime                  *time.Duration
+	memory, pids, cpu, fileSize       *int64
 	envAllow                          []string
 	envSet                            map[string]string
 	safeDirs                          []string
@@ -344,6 +345,17 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 		setB(&p.Net.Shared, l.sharedNet)
 		if l.timeout != nil {
 			p.Limits.Timeout = *l.timeout
+		}
+		if l.cpuTime != nil {
+			p.Limits.CPUTime = *l.cpuTime
+		}
+		for _, x := range []struct {
+			dst *int64
+			v   *int64
+		}{{&p.Limits.Memory, l.memory}, {&p.Limits.Pids, l.pids}, {&p.Limits.CPU, l.cpu}, {&p.Limits.FileSize, l.fileSize}} {
+			if x.v != nil {
+				*x.dst = *x.v
+			}
 		}
 	}
 	p.Net.AllowManagedDomainsOnly = managedDomainsOnly
@@ -466,6 +478,28 @@ func decodeMoat(top *object, l *layer) error {
 	}
 	if l.timeout, err = m.duration("timeout"); err != nil {
 		return err
+	}
+	if lim, ok, err := m.obj("limits"); err != nil {
+		return err
+	} else if ok {
+		if l.memory, err = lim.size("memory"); err != nil {
+			return err
+		}
+		if l.fileSize, err = lim.size("fileSize"); err != nil {
+			return err
+		}
+		if l.pids, err = lim.count("pids"); err != nil {
+			return err
+		}
+		if l.cpu, err = lim.cpus("cpu"); err != nil {
+			return err
+		}
+		if l.cpuTime, err = lim.duration("cpuTime"); err != nil {
+			return err
+		}
+		if err := lim.unknown(); err != nil {
+			return err
+		}
 	}
 	if e, ok, err := m.obj("env"); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -207,6 +208,12 @@ func TestBadSettings(t *testing.T) {
 		{"bool type", `{"sandbox":{"enabled":"yes"}}`, "sandbox.enabled", "boolean"},
 		{"moat unknown", `{"sandbox":{},"moat":{"bestEfort":true}}`, "moat.bestEfort", "unknown field"},
 		{"moat timeout", `{"sandbox":{},"moat":{"timeout":"soon"}}`, "moat.timeout", "invalid duration"},
+		{"memory not a size", `{"sandbox":{},"moat":{"limits":{"memory":"lots"}}}`, "moat.limits.memory", "not a size"},
+		{"memory negative", `{"sandbox":{},"moat":{"limits":{"memory":-5}}}`, "moat.limits.memory", "negative"},
+		{"pids type", `{"sandbox":{},"moat":{"limits":{"pids":"many"}}}`, "moat.limits.pids", "number of processes"},
+		{"cpu type", `{"sandbox":{},"moat":{"limits":{"cpu":"fast"}}}`, "moat.limits.cpu", "number of CPUs"},
+		{"cpuTime", `{"sandbox":{},"moat":{"limits":{"cpuTime":"forever"}}}`, "moat.limits.cpuTime", "invalid duration"},
+		{"limits unknown", `{"sandbox":{},"moat":{"limits":{"mem":"1GiB"}}}`, "moat.limits.mem", "unknown field"},
 		{"moat env name", `{"sandbox":{},"moat":{"env":{"allow":["A-B"]}}}`, "moat.env.allow[0]", "not a variable name"},
 		{"tilde user", `{"sandbox":{"filesystem":{"denyRead":["~root/x"]}}}`, "sandbox.filesystem.denyRead[0]", "~user"},
 		{"reason names nothing", `{"network":{"allowedDomains":[],"deniedDomains":[],"deniedDomainReasons":{"x.com":"r"}},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.deniedDomainReasons.x.com", "names no entry"},
@@ -234,6 +241,42 @@ func TestBadSettings(t *testing.T) {
 				t.Error("errors.Is(err, ErrInvalid) is false")
 			}
 		})
+	}
+}
+
+func TestLimits(t *testing.T) {
+	e := newEnv(t)
+	p, err := e.load(e.write(filepath.Join(e.cwd, "s.json"), `{"sandbox":{},"moat":{"limits":{"memory":"1.5GiB","pids":256,"cpu":"150%","fileSize":"unlimited","cpuTime":"90s"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := policy.Limits{Memory: 3 << 29, Pids: 256, CPU: 1500, FileSize: policy.Unlimited, CPUTime: 90 * time.Second}
+	if p.Limits != want {
+		t.Fatalf("limits %+v, want %+v", p.Limits, want)
+	}
+	eff := p.Limits.Effective(8 << 30)
+	if eff.FileSize != 0 || eff.Memory != 3<<29 || eff.CPU != 1500 {
+		t.Errorf("effective %+v", eff)
+	}
+	// Defaults: half the machine's memory (at most 16 GiB), 4096 processes,
+	// 16 GiB files, no CPU cap.
+	d := policy.Limits{}.Effective(8 << 30)
+	if d.Memory != 4<<30 || d.Pids != 4096 || d.FileSize != 16<<30 || d.CPU != 0 || d.CPUTime != 0 {
+		t.Errorf("defaults %+v", d)
+	}
+	if d := (policy.Limits{}).Effective(64 << 30); d.Memory != 16<<30 {
+		t.Errorf("default memory on 64 GiB: %d", d.Memory)
+	}
+	// Below what any command needs: refused, naming the field.
+	for body, field := range map[string]string{
+		`{"sandbox":{},"moat":{"limits":{"memory":"1KiB"}}}`:  "moat.limits.memory",
+		`{"sandbox":{},"moat":{"limits":{"pids":2}}}`:         "moat.limits.pids",
+		`{"sandbox":{},"moat":{"limits":{"cpuTime":"10ms"}}}`: "moat.limits.cpuTime",
+	} {
+		_, err := e.load(e.write(filepath.Join(e.cwd, "s.json"), body))
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want an error naming %s", body, err, field)
+		}
 	}
 }
 

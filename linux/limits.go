@@ -1,0 +1,371 @@
+//go:build linux
+
+package linux
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Resource limits. Where moat may write cgroups (as root), the run's cgroup
+// holds memory (swap included), processes and the CPU rate for the whole
+// process tree, and reports what it refused; cgroup v2 uses the cgroup the
+// eBPF filter already made, a host with the v1 controllers mounted beside
+// v2 (this machine kind) uses a cgroup in each v1 hierarchy. Otherwise
+// rlimits hold what they can, per process: RLIMIT_NPROC (counted in the
+// sandbox's own user namespace), RLIMIT_DATA; a CPU rate needs a cgroup.
+// RLIMIT_FSIZE caps file sizes everywhere.
+
+// totalMemory is the machine's RAM in bytes.
+func totalMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// limiter is a run's cgroup limits.
+type limiter struct {
+	mgr  cgroups.Manager
+	v2   bool
+	eff  policy.Limits
+	dirs map[string]string // controller -> directory (v1), "" -> directory (v2)
+}
+
+// limitMechanisms says what holds each limit here, for moat policy: the
+// same choice newLimiter and rlimits make. runCgroup says whether a run
+// gets a cgroup v2 of its own (the eBPF filter's).
+func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanism {
+	root := os.Geteuid() == 0
+	v2 := cgroups.IsCgroup2UnifiedMode()
+	mounted := func(c string) bool {
+		if v2 {
+			return runCgroup
+		}
+		_, err := cgroups.FindCgroupMountpoint("", c)
+		return err == nil
+	}
+	var out []enforce.Mechanism
+	add := func(part string, ok bool, by, note string) {
+		out = append(out, enforce.Mechanism{Part: part, Enforced: ok, By: by, Note: note})
+	}
+	cg := func(c, v2file, v1file string) (string, bool) {
+		if !root || !mounted(c) {
+			return "", false
+		}
+		if v2 {
+			return "cgroup v2 " + v2file + " (the run's cgroup)", true
+		}
+		return "cgroup v1 " + v1file + " (a cgroup of the run in the " + c + " hierarchy)", true
+	}
+	if eff.Memory > 0 {
+		if by, ok := cg("memory", "memory.max + memory.swap.max", "memory.limit_in_bytes (+ memory.memsw.limit_in_bytes)"); ok {
+			add("limit: memory", true, by, humanBytes(eff.Memory)+" for the whole tree; OOM kills are reported")
+		} else {
+			add("limit: memory", true, "RLIMIT_DATA", humanBytes(eff.Memory)+" per process, not the tree (a cgroup needs root here); refused allocations are not reported")
+		}
+	} else {
+		add("limit: memory", false, "", "none (moat.limits.memory is unlimited)")
+	}
+	if eff.Pids > 0 {
+		switch by, ok := cg("pids", "pids.max", "pids.max"); {
+		case ok:
+			add("limit: processes", true, by, strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are reported")
+		case nons:
+			add("limit: processes", false, "", "no user namespace and no writable cgroup: RLIMIT_NPROC would count every process of this user on the host")
+		default:
+			add("limit: processes", true, "RLIMIT_NPROC, counted in the sandbox's user namespace", strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are not reported")
+		}
+	}
+	if eff.CPU > 0 {
+		if by, ok := cg("cpu", "cpu.max", "cpu.cfs_quota_us / cpu.cfs_period_us"); ok {
+			add("limit: CPU rate", true, by, cpus(eff.CPU)+"; throttling is reported")
+		} else {
+			add("limit: CPU rate", false, "", "only a cgroup throttles a rate and none is writable here: moat refuses to run (--best-effort runs without it)")
+		}
+	}
+	if eff.CPUTime > 0 {
+		add("limit: CPU time", true, "RLIMIT_CPU (per process)", eff.CPUTime.String()+"; the process is killed and it is reported")
+	}
+	if eff.FileSize > 0 {
+		add("limit: file size", true, "RLIMIT_FSIZE", humanBytes(eff.FileSize)+" per file; a writer killed by SIGXFSZ is reported")
+	}
+	return out
+}
+
+// newLimiter makes the run's cgroup limits (root only; nil otherwise). On
+// cgroup v2, dir is the run's cgroup (the eBPF one); on a v1 host moat makes
+// a cgroup named id in the memory, pids and cpu hierarchies.
+func newLimiter(eff policy.Limits, v2dir, id string) (*limiter, error) {
+	if os.Geteuid() != 0 || (eff.Memory == 0 && eff.Pids == 0 && eff.CPU == 0) {
+		return nil, nil
+	}
+	res := &cgroups.Resources{}
+	if eff.Memory > 0 {
+		res.Memory = eff.Memory
+	}
+	if eff.Pids > 0 {
+		p := eff.Pids
+		res.PidsLimit = &p
+	}
+	if eff.CPU > 0 {
+		res.CpuPeriod = 100000
+		res.CpuQuota = eff.CPU * 100 // thousandths of a CPU per 100 ms
+	}
+	lm := &limiter{eff: eff, dirs: map[string]string{}}
+	cg := &cgroups.Cgroup{Resources: res}
+	if cgroups.IsCgroup2UnifiedMode() {
+		if v2dir == "" {
+			return nil, nil // no eBPF cgroup: the rlimits hold what they can
+		}
+		if eff.Memory > 0 {
+			res.MemorySwap = eff.Memory // no swap beyond memory.max
+		}
+		m, err := fs2.NewManager(cg, v2dir)
+		if err != nil {
+			return nil, err
+		}
+		lm.mgr, lm.v2, lm.dirs[""] = m, true, v2dir
+	} else {
+		paths := map[string]string{}
+		for _, c := range []string{"memory", "pids", "cpu"} {
+			mnt, err := cgroups.FindCgroupMountpoint("", c)
+			if err != nil {
+				continue // that controller is not mounted: its limit falls to the rlimit
+			}
+			paths[c] = filepath.Join(mnt, "moat", id)
+		}
+		if _, ok := paths["memory"]; ok && eff.Memory > 0 {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(paths["memory"]), "..", "memory.memsw.limit_in_bytes")); err == nil {
+				res.MemorySwap = eff.Memory
+			}
+		}
+		if len(paths) == 0 {
+			return nil, nil
+		}
+		for _, p := range paths {
+			sweepLimitCgroups(filepath.Dir(p))
+		}
+		m, err := fs.NewManager(cg, paths)
+		if err != nil {
+			return nil, err
+		}
+		lm.mgr, lm.dirs = m, paths
+	}
+	if err := lm.mgr.Apply(-1); err != nil {
+		return nil, fmt.Errorf("create the run's cgroups: %w", err)
+	}
+	if err := lm.mgr.Set(res); err != nil {
+		lm.mgr.Destroy()
+		return nil, fmt.Errorf("set the run's limits: %w", err)
+	}
+	return lm, nil
+}
+
+// sweepLimitCgroups removes the v1 cgroups of runs that ended without
+// removing theirs (moat killed): rmdir only removes a cgroup with no
+// process in it, and one younger than a minute may be a run's that is
+// still starting.
+func sweepLimitCgroups(parent string) {
+	es, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+			_ = unix.Rmdir(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// holds reports whether the cgroup holds a controller's limit.
+func (lm *limiter) holds(controller string) bool {
+	if lm == nil {
+		return false
+	}
+	if lm.v2 {
+		return true
+	}
+	_, ok := lm.dirs[controller]
+	return ok
+}
+
+// add moves pid into the v1 cgroups (on v2 stage 2 starts inside).
+func (lm *limiter) add(pid int) error {
+	if lm == nil || lm.v2 {
+		return nil
+	}
+	for c, d := range lm.dirs {
+		if err := cgroups.WriteCgroupProc(d, pid); err != nil {
+			return fmt.Errorf("move the sandbox into the %s cgroup: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// counters are the cgroups' refusal counts: OOM kills, forks past
+// pids.max, CPU throttling.
+type counters struct{ oom, pids, throttled int64 }
+
+func (lm *limiter) counters() counters {
+	if lm == nil {
+		return counters{}
+	}
+	dir := func(c string) string {
+		if lm.v2 {
+			return lm.dirs[""]
+		}
+		return lm.dirs[c]
+	}
+	var c counters
+	if d := dir("memory"); d != "" && lm.eff.Memory > 0 {
+		if lm.v2 {
+			c.oom = readKey(filepath.Join(d, "memory.events"), "oom_kill")
+		} else {
+			c.oom = readKey(filepath.Join(d, "memory.oom_control"), "oom_kill")
+		}
+	}
+	if d := dir("pids"); d != "" && lm.eff.Pids > 0 {
+		c.pids = readKey(filepath.Join(d, "pids.events"), "max")
+	}
+	if d := dir("cpu"); d != "" && lm.eff.CPU > 0 {
+		c.throttled = readKey(filepath.Join(d, "cpu.stat"), "nr_throttled")
+	}
+	return c
+}
+
+// violations says what the cgroups refused since before.
+func (lm *limiter) violations(before counters) []policy.Violation {
+	if lm == nil {
+		return nil
+	}
+	now := lm.counters()
+	var out []policy.Violation
+	if n := now.oom - before.oom; n > 0 {
+		out = append(out, policy.Violation{Kind: policy.ResourceViolation, Op: "memory", Target: humanBytes(lm.eff.Memory),
+			Rule: fmt.Sprintf("limit memory %s reached: %d process(es) killed (moat.limits.memory)", humanBytes(lm.eff.Memory), n)})
+	}
+	if n := now.pids - before.pids; n > 0 {
+		out = append(out, policy.Violation{Kind: policy.ResourceViolation, Op: "pids", Target: strconv.FormatInt(lm.eff.Pids, 10),
+			Rule: fmt.Sprintf("limit pids %d reached: %d fork(s) refused (moat.limits.pids)", lm.eff.Pids, n)})
+	}
+	if n := now.throttled - before.throttled; n > 0 {
+		out = append(out, policy.Violation{Kind: policy.ResourceViolation, Op: "cpu", Target: cpus(lm.eff.CPU),
+			Rule: fmt.Sprintf("limit cpu %s reached: throttled %d time(s) (moat.limits.cpu)", cpus(lm.eff.CPU), n)})
+	}
+	return out
+}
+
+// exitViolation reports a file-size or CPU-time rlimit that ended the
+// command: death by SIGXFSZ or SIGXCPU, or by SIGKILL once the tree used
+// the CPU time (a program that ignores SIGXCPU, as Go's do, is killed at
+// the hard limit a second later). A shell reports its child's death as
+// exit status 128+N, which counts too. used is the tree's CPU time, if
+// known.
+func exitViolation(e *enforce.Exit, eff policy.Limits, used time.Duration) []policy.Violation {
+	if e == nil {
+		return nil
+	}
+	sig := e.Signal
+	if sig == 0 && e.Code > 128 && e.Code < 128+65 {
+		sig = unix.Signal(e.Code - 128)
+	}
+	if sig == unix.SIGKILL && eff.CPUTime > 0 && used >= eff.CPUTime {
+		sig = unix.SIGXCPU
+	}
+	switch {
+	case sig == unix.SIGXFSZ && eff.FileSize > 0:
+		return []policy.Violation{{Kind: policy.ResourceViolation, Op: "fileSize", Target: humanBytes(eff.FileSize),
+			Rule: fmt.Sprintf("limit fileSize %s reached: the writer was killed (SIGXFSZ) (moat.limits.fileSize)", humanBytes(eff.FileSize))}}
+	case sig == unix.SIGXCPU && eff.CPUTime > 0:
+		return []policy.Violation{{Kind: policy.ResourceViolation, Op: "cpuTime", Target: eff.CPUTime.String(),
+			Rule: fmt.Sprintf("limit cpuTime %v reached: the process was killed (moat.limits.cpuTime)", eff.CPUTime)}}
+	}
+	return nil
+}
+
+func (lm *limiter) destroy() {
+	if lm == nil {
+		return
+	}
+	if lm.v2 {
+		return // the eBPF cgroup's owner removes it
+	}
+	_ = lm.mgr.Destroy()
+}
+
+// readKey reads "key N" from a flat-keyed cgroup file.
+func readKey(file, key string) int64 {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		if k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// rlimits plans the limits that rlimits hold: the file size always, the
+// processes and memory where no cgroup holds them, none of the process
+// count without a user namespace (RLIMIT_NPROC would count every process
+// of this user on the host). It returns what could not be held.
+func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforce.Skip {
+	var skipped []enforce.Skip
+	if eff.FileSize > 0 {
+		p.Rlimit(unix.RLIMIT_FSIZE, uint64(eff.FileSize), uint64(eff.FileSize))
+	}
+	if eff.CPUTime > 0 {
+		secs := uint64((eff.CPUTime + time.Second - 1) / time.Second)
+		p.Rlimit(unix.RLIMIT_CPU, secs, secs+1)
+	}
+	if eff.Memory > 0 && !lm.holds("memory") {
+		p.Rlimit(unix.RLIMIT_DATA, uint64(eff.Memory), uint64(eff.Memory))
+	}
+	if eff.Pids > 0 && !lm.holds("pids") {
+		if nons {
+			skipped = append(skipped, enforce.Skip{Protection: "limit-pids", Reason: "the process limit (no user namespace: RLIMIT_NPROC would count every process of this user on the host, and no cgroup is writable)"})
+		} else {
+			p.Rlimit(unix.RLIMIT_NPROC, uint64(eff.Pids), uint64(eff.Pids))
+		}
+	}
+	return skipped
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func cpus(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) + " CPUs" }

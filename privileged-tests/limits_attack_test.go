@@ -1,0 +1,104 @@
+//go:build linux
+
+package privtests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The resource attacks: each runs to the end without a limit.
+func init() {
+	// forkbomb N: start N processes that stay (sleeps), then end them.
+	attacks["forkbomb"] = func(a []string) (string, error) {
+		n, _ := strconv.Atoi(a[0])
+		var started []*os.Process
+		defer func() {
+			for _, p := range started {
+				p.Kill()
+				p.Wait()
+			}
+		}()
+		for i := 0; i < n; i++ {
+			p, err := os.StartProcess("/bin/sleep", []string{"sleep", "60"}, &os.ProcAttr{})
+			if err != nil {
+				return "", fmt.Errorf("process %d of %d refused: %v", i+1, n, err)
+			}
+			started = append(started, p)
+		}
+		return fmt.Sprintf("held %d processes at once", n), nil
+	}
+	// balloon MIB: a child process fills MIB MiB of memory (touching every
+	// page) and reports.
+	attacks["balloon"] = func(a []string) (string, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		cmd := exec.Command(exe, "balloon-child", a[0])
+		cmd.Env = append(os.Environ(), "GOGC=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("the balloon did not fill: %v: %s", err, firstLine(out))
+		}
+		return string(out), nil
+	}
+	attacks["balloon-child"] = func(a []string) (string, error) {
+		n, _ := strconv.Atoi(a[0])
+		b, err := unix.Mmap(-1, 0, n<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return "", err
+		}
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		return fmt.Sprintf("filled %d MiB", n), nil
+	}
+	// spin SECONDS: burn CPU for that long (wall clock); escapes when it got
+	// at least a third of a CPU.
+	attacks["spin"] = func(a []string) (string, error) {
+		secs, _ := strconv.ParseFloat(a[0], 64)
+		end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+		start := cpuTime()
+		x := 0
+		for time.Now().Before(end) {
+			for i := 0; i < 100000; i++ {
+				x += i
+			}
+		}
+		used := cpuTime() - start
+		if share := used.Seconds() / secs; share < 0.33 {
+			return "", fmt.Errorf("got %.0f%% of a CPU over %vs (%d)", share*100, secs, x&1)
+		}
+		return fmt.Sprintf("burnt %v of CPU in %vs", used.Round(time.Millisecond), secs), nil
+	}
+	// bigfile PATH MIB: write a file of MIB MiB.
+	attacks["bigfile"] = func(a []string) (string, error) {
+		n, _ := strconv.Atoi(a[1])
+		f, err := os.Create(a[0])
+		if err != nil {
+			return "", err
+		}
+		defer os.Remove(a[0])
+		defer f.Close()
+		buf := make([]byte, 1<<20)
+		for i := 0; i < n; i++ {
+			if _, err := f.Write(buf); err != nil {
+				return "", fmt.Errorf("after %d MiB: %v", i, err)
+			}
+		}
+		return fmt.Sprintf("wrote %d MiB", n), nil
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
