@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/jsonl"
+	"github.com/moat-sandbox/moat/shell/sandbox"
+)
+
+func init() { subcommands = append(subcommands, newSessionCmd, newShellCmd) }
+
+// sessionFlags are what moat session and moat shell share.
+type sessionFlags struct {
+	settings    string
+	bestEffort  bool
+	write       []string
+	mode        string
+	gate        string
+	timeout     time.Duration
+	idleTimeout time.Duration
+	debug       bool
+	jsonl       bool
+}
+
+func (f *sessionFlags) register(c *cobra.Command, gateDefault string) {
+	fl := c.Flags()
+	fl.StringVar(&f.settings, "settings", "", "settings `FILE` (srt format or Claude Code settings.json)")
+	fl.BoolVar(&f.bestEffort, "best-effort", false, "run with what can be enforced and report what was skipped, instead of refusing")
+	fl.StringArrayVarP(&f.write, "write", "w", nil, "also make `PATH` writable (repeatable)")
+	fl.StringVar(&f.mode, "mode", "", "permission `MODE` for the decisions: default, acceptEdits, plan or bypassPermissions")
+	fl.StringVar(&f.gate, "gate", gateDefault, "which decisions run a command: `strict` (allow only), deny (all but deny), off (every command; the host decided)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "a command's default timeout (default 2m; a request may ask for up to 10m)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "end the session after `DURATION` without a command (default: never)")
+	fl.BoolVar(&f.debug, "debug", false, "log what moat does on stderr")
+}
+
+// shellEnv is an open session: the sandbox, the shell on it, the decisions.
+type shellEnv struct {
+	pol    *policy.Policy
+	sb     *runtime.Session
+	sess   *shell.Session
+	engine *permissions.Engine
+	mode   string
+	out    string // the saved-output directory
+}
+
+func (e *shellEnv) close() {
+	e.sess.Close()
+	e.sb.Close()
+	os.RemoveAll(e.out)
+}
+
+// decide is the permission pipeline's decision for a command in cwd.
+func (e *shellEnv) decide(ctx context.Context, command, cwd string) permissions.Result {
+	return e.engine.DecideContext(ctx, permissions.Request{Command: command, Cwd: cwd, Mode: e.mode})
+}
+
+// openShell loads the policy, opens the session sandbox and the shell on it.
+func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEnv, error) {
+	switch f.gate {
+	case "strict", "deny", "off":
+	default:
+		return nil, usageError("unknown --gate %q (want strict, deny or off)", f.gate)
+	}
+	if f.mode != "" && !policy.ValidMode(f.mode) {
+		return nil, usageError("unknown --mode %q (want one of %s)", f.mode, strings.Join(policy.Modes, ", "))
+	}
+	if f.timeout < 0 || f.idleTimeout < 0 {
+		return nil, usageError("--timeout and --idle-timeout must not be negative")
+	}
+	pol, err := loadPolicy(f.settings)
+	if err != nil {
+		return nil, err
+	}
+	if f.bestEffort {
+		pol.BestEffort = true
+	}
+	if err := addWritable(pol, f.write); err != nil {
+		return nil, err
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, &exitError{code: exitMoatError, err: err}
+	}
+	for _, n := range policyNotes(pol) {
+		fmt.Fprintf(stderr, "moat: note: %s\n", n)
+	}
+	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true})
+	if err != nil {
+		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("settings: %w", err)}
+	}
+	req := runtime.SessionRequest{Policy: pol, IdleTimeout: f.idleTimeout}
+	if f.debug {
+		req.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sb, err := runtime.NewSession(ctx, req)
+	if err != nil {
+		return nil, runError(err)
+	}
+	for _, sk := range sb.Skipped() {
+		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
+	}
+	// Long output is saved where the sandbox can read but not write:
+	// moat's state directory is protected in every sandbox.
+	outDir := filepath.Join(runtime.DefaultStateDir(), "output", fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
+	e := &shellEnv{pol: pol, sb: sb, engine: eng, mode: f.mode, out: outDir}
+	cfg := shell.Config{
+		Runner:    sandbox.New(sb),
+		Dir:       pol.Cwd,
+		Env:       sandboxEnv(pol),
+		Prefix:    shell.PrefixFromEnv(os.Getenv),
+		OutputDir: outDir,
+		Timeout:   f.timeout,
+		Engine:    eng,
+	}
+	if f.debug {
+		cfg.Logger = req.Logger
+	}
+	if f.gate != "off" {
+		cfg.Gate = func(ctx context.Context, command, cwd string) policy.Decision {
+			d := e.decide(ctx, command, cwd).Decision.Final()
+			if f.gate == "deny" && d.Verdict != policy.Deny {
+				d.Verdict = policy.Allow
+			}
+			return d
+		}
+	}
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		sb.Close()
+		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("output directory: %w", err)}
+	}
+	if e.sess, err = shell.New(cfg); err != nil {
+		sb.Close()
+		os.RemoveAll(outDir)
+		return nil, &exitError{code: exitMoatError, err: err}
+	}
+	return e, nil
+}
+
+// sandboxEnv is this process's environment without what the policy keeps
+// out of the sandbox (credentials), with what it sets.
+func sandboxEnv(pol *policy.Policy) []string {
+	env, _ := policy.FilterEnv(os.Environ(), pol.Env.Allow, pol.Env.Set)
+	return env
+}
+
+// addWritable adds --write paths to the policy.
+func addWritable(pol *policy.Policy, paths []string) error {
+	for _, w := range paths {
+		if w == "" || strings.ContainsRune(w, 0) {
+			return usageError("--write needs a path")
+		}
+		pr := policy.PathRule{Path: absPath(pol.Cwd, w), Source: "--write " + w}
+		if _, err := os.Stat(pr.Path); err != nil {
+			return usageError("--write %s: %v (moat makes existing paths writable; create it first)", w, errors.Unwrap(err))
+		}
+		pol.FS.AllowWrite = append(pol.FS.AllowWrite, pr)
+	}
+	return nil
+}
+
+// interrupted is a context cancelled by SIGINT, SIGTERM or SIGHUP.
+func interrupted() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+func newSessionCmd() *cobra.Command {
+	var f sessionFlags
+	c := &cobra.Command{
+		Use:   "session --jsonl [flags]",
+		Short: "Run an agent's shell commands in one session sandbox, over JSON lines",
+		Long: `Open one session sandbox (set up once) and run the agent's shell commands in
+it the way the seeds' Bash tool does: the working directory and exported
+variables carry over, output is capped and saved, exit codes are interpreted,
+commands may run in the background.
+
+One JSON request per line on standard input:
+
+  {"id":"1","op":"run","command":"cd src && ls"}
+  {"id":"2","op":"run","command":"npm test","background":true}
+  {"id":"3","op":"read","target":"2"}    {"id":"4","op":"kill","target":"2"}
+  {"id":"5","op":"close"}
+
+one JSON event per line on standard output (started, output, progress,
+backgrounded, finished, ...); each command's last event is "finished" with
+exit_code, is_error, message, output, output_file and cwd. docs/SESSION.md
+and docs/session.schema.json have the whole protocol.
+
+Each command is decided first (moat check's pipeline): with --gate strict
+(the default) only allowed commands run, and an "ask" or "deny" comes back
+as a finished event with "refused"; --gate deny runs everything but denied
+commands (the host asked the user); --gate off runs every command (the host
+decided). Every command runs in the sandbox either way.
+
+Exit status: 0 when the input ended or a close request came; 125 for moat's
+own errors (bad settings, no sandbox).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !f.jsonl {
+				return usageError("moat session speaks JSON lines only: moat session --jsonl (moat shell is the interactive one)")
+			}
+			ctx, stop := interrupted()
+			defer stop()
+			e, err := openShell(ctx, &f, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			srv := &jsonl.Server{Session: e.sess}
+			if f.debug {
+				srv.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+			if err := srv.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout()); err != nil && ctx.Err() == nil {
+				return &exitError{code: exitMoatError, err: err}
+			}
+			return nil
+		},
+	}
+	f.register(c, "strict")
+	c.Flags().BoolVar(&f.jsonl, "jsonl", false, "read requests from stdin, write events to stdout, one JSON object per line")
+	return c
+}

@@ -1,0 +1,237 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// jsonlSession is a running moat session --jsonl.
+type jsonlSession struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	errb *bytes.Buffer
+}
+
+func startSession(t *testing.T, tr tree, args ...string) *jsonlSession {
+	t.Helper()
+	cmd := exec.Command(moatBin(t), append([]string{"session", "--jsonl", "--settings", tr.settings}, args...)...)
+	cmd.Dir, cmd.Env = tr.dir, tr.env()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &jsonlSession{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out), errb: &bytes.Buffer{}}
+	s.out.Buffer(make([]byte, 1<<20), 16<<20)
+	cmd.Stderr = s.errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return s
+}
+
+// next reads the next event.
+func (s *jsonlSession) next() map[string]any {
+	s.t.Helper()
+	if !s.out.Scan() {
+		s.t.Fatalf("the event stream ended: %v\n%s", s.out.Err(), s.errb.String())
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(s.out.Bytes(), &ev); err != nil {
+		s.t.Fatalf("not a JSON line: %q", s.out.Text())
+	}
+	return ev
+}
+
+// run sends a run request and returns its finished event.
+func (s *jsonlSession) run(id, command string) map[string]any {
+	s.t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command})
+	if _, err := s.in.Write(append(b, '\n')); err != nil {
+		s.t.Fatal(err)
+	}
+	for {
+		ev := s.next()
+		if ev["id"] == id && ev["event"] == "finished" {
+			for _, k := range []string{"exit_code", "is_error", "message", "output", "output_file", "cwd"} {
+				if _, ok := ev[k]; !ok {
+					s.t.Errorf("finished %s lacks %q: %v", id, k, ev)
+				}
+			}
+			return ev
+		}
+		if ev["event"] == "error" {
+			s.t.Fatalf("error event: %v", ev)
+		}
+	}
+}
+
+// close ends the input; the stream must end with closed and moat exit 0.
+func (s *jsonlSession) close() {
+	s.t.Helper()
+	s.in.Close()
+	var last map[string]any
+	for s.out.Scan() {
+		json.Unmarshal(s.out.Bytes(), &last)
+	}
+	if last["event"] != "closed" {
+		s.t.Errorf("the last event is %v, want closed", last)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		s.t.Errorf("moat session: %v\n%s", err, s.errb.String())
+	}
+}
+
+// moat session --jsonl end to end: the working directory and exports carry
+// over, the gate refuses what is not allowed, the sandbox refuses writes
+// outside the policy, and the stable fields are there.
+func TestSessionJSONL(t *testing.T) {
+	tr := newTree(t)
+	os.Mkdir(filepath.Join(tr.dir, "sub"), 0o755)
+	// The default gate: only allowed commands run; an ask is refused.
+	s := startSession(t, tr)
+	if ev := s.run("1", "echo x > /etc/moat-session-test"); ev["refused"] == nil || ev["exit_code"] != -1.0 {
+		t.Errorf("an ask must not run under --gate strict: %v", ev)
+	}
+	if ev := s.run("2", "grep -r no-such-text-anywhere ."); ev["exit_code"] != 1.0 || ev["is_error"] != false || ev["message"] != "No matches found" {
+		t.Errorf("grep with no match: %v", ev)
+	}
+	s.close()
+
+	// --gate off: the host decided; the sandbox still confines.
+	s = startSession(t, tr, "--gate", "off")
+	s.run("1", "cd sub && export GREETING=hi")
+	sub := filepath.Join(tr.dir, "sub")
+	if ev := s.run("2", "pwd; echo $GREETING"); ev["output"] != sub+"\nhi\n" || ev["cwd"] != sub {
+		t.Errorf("cwd and export did not carry over: %v", ev)
+	}
+	ev := s.run("3", "echo x > /etc/moat-session-test")
+	if ev["exit_code"] == 0.0 || !strings.Contains(ev["output"].(string), "sandbox_violations") {
+		t.Errorf("a write outside the policy: %v", ev)
+	}
+	if _, err := os.Stat("/etc/moat-session-test"); err == nil {
+		os.Remove("/etc/moat-session-test")
+		t.Fatal("ESCAPE: the write landed on the host")
+	}
+	s.close()
+}
+
+func TestSessionUsage(t *testing.T) {
+	tr := newTree(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"session"}, "--jsonl"},
+		{[]string{"session", "--jsonl", "--gate", "maybe"}, "unknown --gate"},
+		{[]string{"session", "--jsonl", "--mode", "yolo"}, "unknown --mode"},
+		{[]string{"session", "--jsonl", "--write", "/no/such/dir"}, "--write /no/such/dir"},
+		{[]string{"shell", "extra"}, "unknown command"},
+	} {
+		r := tr.moat(t, "", nil, c.args...)
+		if r.code != 125 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("moat %v: exit %d, want 125 and %q:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+}
+
+// moat shell under a real terminal: the decision is shown, an ask is
+// asked, the result printed as the agent sees it.
+func TestShellInteractive(t *testing.T) {
+	tr := newTree(t)
+	bin := moatBin(t)
+	master, slave := testutil.OpenPTY(t)
+	defer master.Close()
+	cmd := exec.Command(bin, "shell", "--settings", tr.settings)
+	cmd.Dir, cmd.Env = tr.dir, tr.env("TERM=dumb")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+
+	var seen strings.Builder
+	lines := make(chan string, 64)
+	go func() {
+		r := bufio.NewReader(master)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				lines <- string(buf[:n])
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	expect := func(s string) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for !strings.Contains(seen.String(), s) {
+			select {
+			case chunk, ok := <-lines:
+				if !ok {
+					t.Fatalf("the terminal closed before %q:\n%s", s, seen.String())
+				}
+				seen.WriteString(chunk)
+			case <-deadline:
+				t.Fatalf("no %q on the terminal:\n%s", s, seen.String())
+			}
+		}
+	}
+	send := func(s string) {
+		if _, err := master.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("moat:" + tr.dir + "$ ")
+	send("echo hello-from-the-session")
+	expect("allow:")
+	expect("[exit 0; cwd " + tr.dir + "]")
+	send("echo x > /etc/moat-shell-test")
+	expect("ask:")
+	expect("run it? [y/N] ")
+	send("y")
+	expect("sandbox_violations")
+	expect("an error")
+	send("rm -rf /")
+	expect("run it? [y/N] ")
+	send("n")
+	expect("not run")
+	send("exit")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("moat shell: %v\n%s", err, seen.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("moat shell did not end on exit:\n%s", seen.String())
+	}
+	if _, err := os.Stat("/etc/moat-shell-test"); err == nil {
+		os.Remove("/etc/moat-shell-test")
+		t.Fatal("ESCAPE: the write landed on the host")
+	}
+}

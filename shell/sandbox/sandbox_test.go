@@ -1,0 +1,152 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell"
+)
+
+func TestMain(m *testing.M) {
+	if code, ok := runtime.Reexec(os.Args); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// newShell opens a session sandbox writable in dir only, and a shell
+// session on it.
+func newShell(t *testing.T) (*shell.Session, string) {
+	t.Helper()
+	testutil.RequireUserns(t)
+	root := os.Getenv("MOAT_TEST_DIR")
+	if root == "" {
+		root = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(root, "moat-shell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o755)
+	pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "test"}}
+	sb, err := runtime.NewSession(context.Background(), runtime.SessionRequest{Policy: pol, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := shell.New(shell.Config{Runner: New(sb), Dir: work, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C"},
+		OutputDir: filepath.Join(dir, "state", "output"), Shell: shell.Bash("/bin/bash")})
+	if err != nil {
+		sb.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sess.Close()
+		sb.Close()
+	})
+	return sess, work
+}
+
+func run(t *testing.T, s *shell.Session, cmd string) shell.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, shell.Request{Command: cmd})
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return res
+}
+
+// The seeds' shell behaviours, end to end in a session sandbox: the working
+// directory and exports carry over, exit codes are interpreted, writes
+// outside the policy are refused and reported on the command that made them.
+func TestShellInSessionSandbox(t *testing.T) {
+	s, work := newShell(t)
+	if r := run(t, s, "mkdir -p sub && cd sub && export GREETING=hello"); r.ExitCode != 0 {
+		t.Fatalf("first command: %+v", r)
+	}
+	r := run(t, s, `pwd; echo "$GREETING"`)
+	if r.Output != filepath.Join(work, "sub")+"\nhello\n" || r.Cwd != filepath.Join(work, "sub") {
+		t.Fatalf("cwd and export did not carry over: %+v", r)
+	}
+	r = run(t, s, "grep -r nothing-matches-this .")
+	if r.ExitCode != 1 || r.IsError || r.Message != "No matches found" {
+		t.Errorf("grep's exit 1: %+v", r)
+	}
+	r = run(t, s, "echo pwned > /etc/moat-shell-test")
+	if r.ExitCode == 0 || len(r.Violations) == 0 || !strings.Contains(r.Output, "sandbox_violations") {
+		t.Errorf("a write outside the policy: %+v", r)
+	}
+	if _, err := os.Stat("/etc/moat-shell-test"); err == nil {
+		os.Remove("/etc/moat-shell-test")
+		t.Fatal("ESCAPE: the write outside the policy landed on the host")
+	}
+	// The session goes on after a refusal, and the snapshot's aliases work.
+	if r := run(t, s, "true"); r.ExitCode != 0 {
+		t.Errorf("after a refusal: %+v", r)
+	}
+}
+
+// Background commands run in the sandbox and can be read and killed; a
+// killed command leaves nothing behind.
+func TestShellBackgroundKill(t *testing.T) {
+	s, work := newShell(t)
+	marker := testutil.SleepMarker(300)
+	r, err := s.Run(context.Background(), shell.Request{Command: "echo started; " + marker, Background: true})
+	if err != nil || r.BackgroundID == "" {
+		t.Fatalf("background: %v %+v", err, r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rr, err := s.Read(r.BackgroundID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(rr.Output, "started") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no output from the background command: %+v", rr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Kill(r.BackgroundID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Wait(ctx, r.BackgroundID)
+	if err != nil || !res.Interrupted {
+		t.Fatalf("after Kill: %v %+v", err, res)
+	}
+	if pids := testutil.Procs(marker, os.Getuid()); len(pids) > 0 {
+		t.Errorf("the killed command left processes: %v", pids)
+	}
+	_ = work
+}
+
+// Output past the inline limit is saved to a file the sandbox cannot write.
+func TestShellLongOutput(t *testing.T) {
+	s, _ := newShell(t)
+	r := run(t, s, "seq 1 20000")
+	if r.OutputFile == "" || r.OutputLines != 20000 {
+		t.Fatalf("long output: file %q, %d lines", r.OutputFile, r.OutputLines)
+	}
+	if w := run(t, s, "echo x >> "+r.OutputFile); w.ExitCode == 0 {
+		t.Errorf("the sandbox could write the saved output %s", r.OutputFile)
+	}
+}
