@@ -35,6 +35,8 @@ test: deps build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 15m ./...
+	@echo "--- the attack suite again, each attack a command of a session sandbox"
+	MOAT_VIA=session MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 10m ./privileged-tests
 	$(MAKE) darwin
 
 # darwin and no-cgo builds must keep compiling (checked by make test and CI).

@@ -629,9 +629,12 @@ func (m *mounter) build(p *nsinit.Plan) {
 // procReadOnly are the parts of /proc that reach the whole machine, not
 // the sandbox: kernel knobs (a root mapped into the sandbox is the host's
 // root for their permission checks), the SysRq trigger, IRQ routing, bus
-// and filesystem settings, pressure-stall triggers. They are made
-// read-only, as the OCI runtimes do.
-var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure"}
+// and filesystem settings, pressure-stall triggers, the CPU's memory type
+// ranges (/proc/mtrr: root-owned 0644 where the CPU has MTRRs; the kernel
+// also wants CAP_SYS_ADMIN, which the sandbox never has, but the file is
+// not left writable on that alone). They are made read-only, as the OCI
+// runtimes do.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure", "/proc/mtrr"}
 
 // kernelMasked are files and directories that disclose the host's kernel,
 // firmware or hardware (kernel memory, the keys of every user, timers and

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -204,7 +205,8 @@ func (ln *launcher) sessionMessage(m nsinit.Message) {
 			e.Signal = ws.Signal()
 			e.Code = 128 + int(e.Signal)
 		}
-		ln.finishCmd(h, e, nil)
+		us, _ := strconv.ParseInt(m.Text, 10, 64) // the tree's CPU time
+		ln.finishCmdUsed(h, e, nil, time.Duration(us)*time.Microsecond)
 		m.CloseFDs()
 	case nsinit.MsgCmdExecFail:
 		ln.finishCmd(h, nil, &enforce.ExecError{Path: m.Text, Err: syscall.Errno(m.B)})
@@ -216,6 +218,11 @@ func (ln *launcher) sessionMessage(m nsinit.Message) {
 }
 
 func (ln *launcher) finishCmd(h *sessionCmd, e *enforce.Exit, err error) {
+	ln.finishCmdUsed(h, e, err, 0)
+}
+
+// finishCmdUsed ends a command whose tree used the CPU time used.
+func (ln *launcher) finishCmdUsed(h *sessionCmd, e *enforce.Exit, err error, used time.Duration) {
 	ln.sessMu.Lock()
 	delete(ln.cmds, h.id)
 	ln.sessMu.Unlock()
@@ -223,7 +230,7 @@ func (ln *launcher) finishCmd(h *sessionCmd, e *enforce.Exit, err error) {
 		if e != nil {
 			// (A session's commands share its limits: what the cgroups
 			// refused while this one ran is reported to it.)
-			for _, v := range append(ln.lim.violations(h.limStart), exitViolation(e, ln.eff, 0)...) {
+			for _, v := range append(ln.lim.violations(h.limStart), exitViolation(e, ln.eff, used)...) {
 				h.report(v)
 			}
 		}

@@ -52,9 +52,28 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if viaSession() {
+		// A session's shell finds programs inside the sandbox, where the
+		// host's /tmp (and the go tool's build directory in it) is hidden;
+		// moat run opens its program before that. The attack helper goes
+		// beside moat's binary, outside /tmp.
+		if self, err = copyExecutable(self, filepath.Join(dir, "attack")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			cleanup()
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
+}
+
+func copyExecutable(src, dst string) (string, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	return dst, os.WriteFile(dst, data, 0o755)
 }
 
 func testRoot() string {
@@ -164,7 +183,52 @@ func (f *fixture) sandboxed(args ...string) result {
 
 func (f *fixture) sandboxedWith(settings string, args ...string) result {
 	f.t.Helper()
+	if viaSession() {
+		return f.inSession(settings, append([]string{self}, args...))
+	}
 	return f.exec(moatBin, append([]string{"run", "--settings", settings, "--", self}, args...)...)
+}
+
+// viaSession: MOAT_VIA=session runs every sandboxed attack as a command of
+// a session sandbox (moat session --jsonl) instead of a cold moat run, so
+// that sessions are held to the same attacks (.ci/run runs both).
+func viaSession() bool { return os.Getenv("MOAT_VIA") == "session" }
+
+// inSession runs argv as the one command of a moat session --jsonl (the
+// host decided: --gate off) and returns its exit status and output (the
+// violations block included, as the agent gets it).
+func (f *fixture) inSession(settings string, argv []string) result {
+	f.t.Helper()
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'"'"'`) + "'"
+	}
+	req, _ := json.Marshal(map[string]any{"id": "attack", "op": "run", "command": strings.Join(quoted, " "), "auto_background_ms": -1})
+	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", settings)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.Stdin = bytes.NewReader(append(req, '\n'))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return result{code: 125, out: errb.String() + out.String()}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		var ev struct {
+			ID       string `json:"id"`
+			Event    string `json:"event"`
+			ExitCode int    `json:"exit_code"`
+			Output   string `json:"output"`
+			Error    string `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.ID == "attack" && ev.Event == "finished" {
+			if ev.ExitCode == -1 {
+				return result{code: 125, out: ev.Error + errb.String()}
+			}
+			return result{code: ev.ExitCode, out: ev.Output + errb.String()}
+		}
+	}
+	f.t.Fatalf("moat session gave no finished event:\n%s\n%s", out.String(), errb.String())
+	return result{}
 }
 
 func (f *fixture) exec(bin string, args ...string) result {

@@ -1034,6 +1034,22 @@ static void kill_subreaped(void)
 	}
 }
 
+/* send_cmd_exit reports a session command's end with the CPU time of
+ * everything the reaper waited for (the command's tree): a CPU-time rlimit
+ * kills with SIGKILL at the hard limit, and only the time used tells that
+ * kill apart from another. */
+static void send_cmd_exit(uint32_t id, int status)
+{
+	struct rusage ru;
+	char us[32] = "";
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		long long t = (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+			      ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+		snprintf(us, sizeof us, "%lld", t);
+	}
+	send_msg(MSG_CMD_EXIT, (int)id, status, us, NULL, 0);
+}
+
 /* run_cmd_reaper is a session command's own reaper: a subreaper that starts
  * the command (in a new session), forwards the signals the session asks for
  * on ctl, and when the command exits, or is killed, ends everything it
@@ -1095,7 +1111,7 @@ static void __attribute__((noreturn)) run_cmd_reaper(uint32_t id, int ctl, int *
 					while (waitpid(g, &status, __WALL) < 0 && errno == EINTR)
 						;
 					kill_subreaped();
-					send_msg(MSG_CMD_EXIT, (int)id, status, NULL, NULL, 0);
+					send_cmd_exit(id, status);
 					_exit(0);
 				} else if (sig > 0 && sig < NSIG) {
 					if (sig == SIGINT || sig == SIGQUIT || sig == SIGWINCH || sig == SIGTSTP || sig == SIGCONT)
@@ -1115,7 +1131,7 @@ static void __attribute__((noreturn)) run_cmd_reaper(uint32_t id, int ctl, int *
 			if (p != g)
 				continue;
 			kill_subreaped();
-			send_msg(MSG_CMD_EXIT, (int)id, status, NULL, NULL, 0);
+			send_cmd_exit(id, status);
 			_exit(0);
 		}
 	}

@@ -89,7 +89,8 @@ enum {
 	MSG_MOUNTED = 8,  /* the command's filesystem is in place */
 	/* Session commands (MODE_SESSION): a is the request's id. */
 	MSG_CMD_STARTED = 9,  /* b: pid of the command */
-	MSG_CMD_EXIT = 10,    /* b: wait status (the command and all it started are gone) */
+	MSG_CMD_EXIT = 10,    /* b: wait status (the command and all it started are gone),
+	                       * text: the CPU time they used, decimal microseconds */
 	MSG_CMD_NOTIFY = 11,  /* fd: the command's seccomp user-notification listener */
 	MSG_CMD_EXECFAIL = 12, /* b: errno, text: the command */
 	MSG_CMD_ERROR = 13,   /* b: errno, text: what failed before the command ran */
