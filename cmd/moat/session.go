@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -52,26 +51,21 @@ func (f *sessionFlags) register(c *cobra.Command, gateDefault string) {
 
 // shellEnv is an open session: the sandbox, the shell on it, the decisions.
 type shellEnv struct {
-	pol    *policy.Policy
-	sb     *runtime.Session
-	sess   *shell.Session
-	engine *permissions.Engine
-	mode   string
-	out    string // the saved-output directory
+	*sandbox.Shell
+	pol  *policy.Policy
+	sess *shell.Session
+	sb   *runtime.Session
 }
 
-func (e *shellEnv) close() {
-	e.sess.Close()
-	e.sb.Close()
-	os.RemoveAll(e.out)
-}
+func (e *shellEnv) close() { e.Close() }
 
 // decide is the permission pipeline's decision for a command in cwd.
 func (e *shellEnv) decide(ctx context.Context, command, cwd string) permissions.Result {
-	return e.engine.DecideContext(ctx, permissions.Request{Command: command, Cwd: cwd, Mode: e.mode})
+	return e.Decide(ctx, command, cwd)
 }
 
-// openShell loads the policy, opens the session sandbox and the shell on it.
+// openShell loads the policy, opens the session sandbox and the shell on it
+// (sandbox.Open, what a library host calls).
 func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEnv, error) {
 	switch f.gate {
 	case "strict", "deny", "off":
@@ -100,63 +94,18 @@ func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEn
 	for _, n := range policyNotes(pol) {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
-	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true})
-	if err != nil {
-		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("settings: %w", err)}
-	}
-	req := runtime.SessionRequest{Policy: pol, IdleTimeout: f.idleTimeout}
+	cfg := sandbox.Config{Policy: pol, Gate: sandbox.Gate(f.gate), Mode: f.mode, Timeout: f.timeout, IdleTimeout: f.idleTimeout}
 	if f.debug {
-		req.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sb, err := runtime.NewSession(ctx, req)
+	sh, err := sandbox.Open(ctx, cfg)
 	if err != nil {
 		return nil, runError(err)
 	}
-	for _, sk := range sb.Skipped() {
+	for _, sk := range sh.Sandbox.Skipped() {
 		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
 	}
-	// Long output is saved where the sandbox can read but not write:
-	// moat's state directory is protected in every sandbox.
-	outDir := filepath.Join(runtime.DefaultStateDir(), "output", fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
-	e := &shellEnv{pol: pol, sb: sb, engine: eng, mode: f.mode, out: outDir}
-	cfg := shell.Config{
-		Runner:    sandbox.New(sb),
-		Dir:       pol.Cwd,
-		Env:       sandboxEnv(pol),
-		Prefix:    shell.PrefixFromEnv(os.Getenv),
-		OutputDir: outDir,
-		Timeout:   f.timeout,
-		Engine:    eng,
-	}
-	if f.debug {
-		cfg.Logger = req.Logger
-	}
-	if f.gate != "off" {
-		cfg.Gate = func(ctx context.Context, command, cwd string) policy.Decision {
-			d := e.decide(ctx, command, cwd).Decision.Final()
-			if f.gate == "deny" && d.Verdict != policy.Deny {
-				d.Verdict = policy.Allow
-			}
-			return d
-		}
-	}
-	if err := os.MkdirAll(outDir, 0o700); err != nil {
-		sb.Close()
-		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("output directory: %w", err)}
-	}
-	if e.sess, err = shell.New(cfg); err != nil {
-		sb.Close()
-		os.RemoveAll(outDir)
-		return nil, &exitError{code: exitMoatError, err: err}
-	}
-	return e, nil
-}
-
-// sandboxEnv is this process's environment without what the policy keeps
-// out of the sandbox (credentials), with what it sets.
-func sandboxEnv(pol *policy.Policy) []string {
-	env, _ := policy.FilterEnv(os.Environ(), pol.Env.Allow, pol.Env.Set)
-	return env
+	return &shellEnv{Shell: sh, pol: pol, sess: sh.Session, sb: sh.Sandbox}, nil
 }
 
 // addWritable adds --write paths to the policy.

@@ -106,7 +106,7 @@ func TestShellInSessionSandbox(t *testing.T) {
 func TestShellBackgroundKill(t *testing.T) {
 	s, work := newShell(t)
 	marker := testutil.SleepMarker(300)
-	r, err := s.Run(context.Background(), shell.Request{Command: "echo started; " + marker, Background: true})
+	r, err := s.Run(context.Background(), shell.Request{Command: "echo started; sleep " + marker, Background: true})
 	if err != nil || r.BackgroundID == "" {
 		t.Fatalf("background: %v %+v", err, r)
 	}
@@ -133,7 +133,7 @@ func TestShellBackgroundKill(t *testing.T) {
 	if err != nil || !res.Interrupted {
 		t.Fatalf("after Kill: %v %+v", err, res)
 	}
-	if pids := testutil.Procs(marker, os.Getuid()); len(pids) > 0 {
+	if pids := testutil.Procs("sleep "+marker, os.Getuid()); len(pids) > 0 {
 		t.Errorf("the killed command left processes: %v", pids)
 	}
 	_ = work
@@ -148,5 +148,68 @@ func TestShellLongOutput(t *testing.T) {
 	}
 	if w := run(t, s, "echo x >> "+r.OutputFile); w.ExitCode == 0 {
 		t.Errorf("the sandbox could write the saved output %s", r.OutputFile)
+	}
+}
+
+// Open is what a library host calls: the decisions gate each command, and
+// what runs, runs in the sandbox.
+func TestOpen(t *testing.T) {
+	testutil.RequireUserns(t)
+	root := os.Getenv("MOAT_TEST_DIR")
+	if root == "" {
+		root = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(root, "moat-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	outside := filepath.Join(dir, "outside.txt")
+	os.WriteFile(outside, []byte("x"), 0o644)
+	pol := &policy.Policy{Cwd: dir, Home: dir}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.Permissions.Deny = []policy.Rule{{Rule: "Bash(rm:*)"}}
+	ctx := context.Background()
+	for _, bad := range []Config{{}, {Policy: pol, Gate: "sometimes"}, {Policy: pol, Mode: "yolo"}, {Policy: pol, Timeout: -1}} {
+		if s, err := Open(ctx, bad); err == nil {
+			s.Close()
+			t.Errorf("Open(%+v) must fail", bad)
+		}
+	}
+	for _, tc := range []struct {
+		gate    Gate
+		command string
+		refused bool
+	}{
+		{GateStrict, "echo hi", false},
+		{GateStrict, "rm " + outside, true},
+		{GateStrict, "touch " + outside + ".new", true}, // ask
+		{GateDeny, "rm " + outside, true},
+		{GateDeny, "touch " + outside + ".new", false}, // runs, and the sandbox refuses the write
+		{GateOff, "rm " + outside, false},              // runs, and the sandbox refuses the unlink
+	} {
+		s, err := Open(ctx, Config{Policy: pol, Gate: tc.gate, StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/bin:/bin", "LANG=C"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Session.Run(ctx, shell.Request{Command: tc.command})
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s %q: %v", tc.gate, tc.command, err)
+		}
+		if (res.Refused != nil) != tc.refused {
+			t.Errorf("gate %s, %q: refused %v, want %v (%+v)", tc.gate, tc.command, res.Refused, tc.refused, res)
+		}
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("the sandbox let a command remove %s: %v", outside, err)
+	}
+	if _, err := os.Stat(outside + ".new"); err == nil {
+		t.Errorf("the sandbox let a command create %s.new", outside)
+	}
+	// The same removal without moat succeeds: the attack could work.
+	if err := os.Remove(outside); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,177 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell"
+)
+
+// Gate says which of moat's decisions let a command run in an opened
+// shell. Every command runs in the sandbox whatever the gate.
+type Gate string
+
+const (
+	// GateStrict runs only commands the pipeline allows; "ask" and "deny"
+	// come back refused. The zero Gate is GateStrict.
+	GateStrict Gate = "strict"
+	// GateDeny runs everything but denied commands (the host asked the
+	// user about the rest).
+	GateDeny Gate = "deny"
+	// GateOff runs every command (the host decided).
+	GateOff Gate = "off"
+)
+
+// Config opens a gated shell on a session sandbox. The zero value of every
+// field but Policy is usable.
+type Config struct {
+	// Policy is what the sandbox enforces and what the decisions read
+	// (its Permissions). Required; Open validates it and does not change
+	// it.
+	Policy *policy.Policy
+	// Gate: GateStrict if empty.
+	Gate Gate
+	// Mode is the permission mode of the decisions (policy.Modes); empty
+	// is "default".
+	Mode string
+	// Env is the shell's environment before the policy filters it. If
+	// nil, this process's environment.
+	Env []string
+	// Timeout is a command's default timeout (shell.Config.Timeout).
+	Timeout time.Duration
+	// IdleTimeout ends the sandbox after this long without a command.
+	IdleTimeout time.Duration
+	// OutputDir is where long output is saved. If empty, a new directory
+	// under moat's state directory, which every sandbox protects (readable,
+	// not writable, inside), removed by Close.
+	OutputDir string
+	// StateDir is moat's state directory (runtime.SessionRequest); if
+	// empty, runtime.DefaultStateDir().
+	StateDir string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+// Shell is a shell.Session on a session sandbox, with moat's decisions in
+// front of it. Safe for concurrent use.
+type Shell struct {
+	Session *shell.Session
+	Sandbox *runtime.Session
+	Engine  *permissions.Engine
+	mode    string
+	outDir  string // removed by Close when Open made it
+	once    sync.Once
+}
+
+// Open validates cfg.Policy, sets up the session sandbox and the shell on
+// it. Errors are the runtime's typed errors (runtime.NewSession) or name
+// the field at fault.
+func Open(ctx context.Context, cfg Config) (*Shell, error) {
+	if cfg.Policy == nil {
+		return nil, errors.New("sandbox.Open: Config.Policy is nil")
+	}
+	switch cfg.Gate {
+	case "":
+		cfg.Gate = GateStrict
+	case GateStrict, GateDeny, GateOff:
+	default:
+		return nil, fmt.Errorf("sandbox.Open: unknown Gate %q (want strict, deny or off)", cfg.Gate)
+	}
+	if cfg.Mode != "" && !policy.ValidMode(cfg.Mode) {
+		return nil, fmt.Errorf("sandbox.Open: unknown Mode %q", cfg.Mode)
+	}
+	if cfg.Timeout < 0 || cfg.IdleTimeout < 0 {
+		return nil, errors.New("sandbox.Open: Timeout and IdleTimeout must not be negative")
+	}
+	pol := cfg.Policy
+	if err := pol.Validate(); err != nil {
+		return nil, err
+	}
+	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true})
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s := &Shell{Sandbox: sb, Engine: eng, mode: cfg.Mode}
+	outDir := cfg.OutputDir
+	if outDir == "" {
+		state := cfg.StateDir
+		if state == "" {
+			state = runtime.DefaultStateDir()
+		}
+		outDir = filepath.Join(state, "output", fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
+		s.outDir = outDir
+	}
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		sb.Close()
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env, _ = policy.FilterEnv(env, pol.Env.Allow, pol.Env.Set)
+	sc := shell.Config{
+		Runner:    New(sb),
+		Dir:       pol.Cwd,
+		Env:       env,
+		Prefix:    shell.PrefixFromEnv(os.Getenv),
+		OutputDir: outDir,
+		Timeout:   cfg.Timeout,
+		Engine:    eng,
+		Logger:    cfg.Logger,
+	}
+	if cfg.Gate != GateOff {
+		gate := cfg.Gate
+		sc.Gate = func(ctx context.Context, command, cwd string) policy.Decision {
+			d := s.Decide(ctx, command, cwd).Decision.Final()
+			if gate == GateDeny && d.Verdict != policy.Deny {
+				d.Verdict = policy.Allow
+			}
+			return d
+		}
+	}
+	if s.Session, err = shell.New(sc); err != nil {
+		sb.Close()
+		if s.outDir != "" {
+			os.RemoveAll(s.outDir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// Decide is the permission pipeline's decision for command in cwd (the
+// shell's working directory if empty).
+func (s *Shell) Decide(ctx context.Context, command, cwd string) permissions.Result {
+	if cwd == "" {
+		cwd = s.Session.Cwd()
+	}
+	return s.Engine.DecideContext(ctx, permissions.Request{Command: command, Cwd: cwd, Mode: s.mode})
+}
+
+// Close kills what still runs, ends the sandbox and removes the output
+// directory Open made. Safe to call more than once.
+func (s *Shell) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.Session.Close()
+		err = s.Sandbox.Close()
+		if s.outDir != "" {
+			os.RemoveAll(s.outDir)
+		}
+	})
+	return err
+}
