@@ -25,7 +25,7 @@ deps:
 
 build: deps
 	@mkdir -p $(BIN)
-	CGO_ENABLED=1 $(GO) build -trimpath -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $(BIN)/moat ./cmd/moat
+	CGO_ENABLED=1 $(GO) build -trimpath -buildvcs=auto -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $(BIN)/moat ./cmd/moat
 
 # test runs everything this user can run. CI (.ci/run) runs it as root with
 # MOAT_REQUIRE_PRIVILEGED=1, then runs the sandbox suites again as an

@@ -323,3 +323,19 @@ func TestPolicyNotes(t *testing.T) {
 		t.Fatalf("--write of a missing path: %d %q", code, errs)
 	}
 }
+
+// moat --version and moat version name the module and the build.
+func TestVersion(t *testing.T) {
+	code, out, errOut := runMoat(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "moat ") || !strings.Contains(out, "go1.") {
+		t.Errorf("moat --version: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut = runMoat(t, "", "version", "--json")
+	var v struct{ Module, Version string }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Module != "github.com/moat-sandbox/moat" || v.Version == "" {
+		t.Errorf("moat version --json: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, _ := runMoat(t, "", "version", "extra"); code != 125 {
+		t.Errorf("moat version extra: exit %d, want 125", code)
+	}
+}

@@ -73,7 +73,11 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "A kernel-level sandbox for the shell commands AI agents run",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version: the module version and the VCS revision the build
+		// recorded.
+		Version: runtime.Version().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
