@@ -423,3 +423,39 @@ func TestSharedNetwork(t *testing.T) {
 		t.Fatalf("the proxy must require the run's credential: %q", got.out)
 	}
 }
+
+// The report names what a user can act on: a command that succeeded after
+// the C library's probe for nscd (socket(AF_UNIX), refused) gets no line
+// for it; a command that failed on a refused unix socket keeps it. The
+// refusal itself stays: the unlisted socket is still unreachable.
+func TestUnixSocketProbeNotReported(t *testing.T) {
+	f := newFixture(t)
+	sock := filepath.Join(f.root, "docker.sock")
+	l, err := net.Listen("unix", sock)
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "docker")
+			c.Close()
+		}
+	}()
+	probe := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", "id >/dev/null && ls -l / >/dev/null && echo probed")
+	if probe.code != 0 || !strings.Contains(probe.out, "probed") || strings.Contains(probe.out, "unix-socket") {
+		t.Errorf("a successful id/ls -l must not report the nscd probe (exit %d):\n%s", probe.code, probe.out)
+	}
+	got := f.sandboxedWith(f.settings, "unix", sock)
+	if got.escaped() {
+		t.Fatalf("ESCAPE: reached %s:\n%s", sock, got.out)
+	}
+	if got.code == 0 || !strings.Contains(got.out, "unix") || !strings.Contains(got.out, "<sandbox_violations>") {
+		t.Errorf("a command that failed on a unix socket must have it reported (exit %d):\n%s", got.code, got.out)
+	}
+	if base := f.direct("unix", sock); !base.escaped() {
+		t.Fatalf("without moat %s must be reachable:\n%s", sock, base.out)
+	}
+}

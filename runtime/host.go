@@ -53,7 +53,7 @@ func Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error)
 	if enf == nil {
 		return &enforce.Description{Tier: "unavailable", Notes: []string{"moat has no sandbox on " + goos() + " in this build"}}, nil
 	}
-	return enf.Describe(pol, stateDir)
+	return enf.Describe(pol.WithToolCache(), stateDir)
 }
 
 func goos() string { return runtime.GOOS }

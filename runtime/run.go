@@ -66,7 +66,9 @@ type Result struct {
 	Signal syscall.Signal
 	// TimedOut is set when the policy's timeout ended the process tree.
 	TimedOut bool
-	// Violations are the refusals of the run, in order.
+	// Violations are the refusals of the run, in order, as a report
+	// (policy.Summarize: repeated paths grouped, a successful command's
+	// nscd probe left out); OnViolation sees each refusal as it happens.
 	Violations []policy.Violation
 	// Skipped are protections this run did not provide (best effort).
 	Skipped []enforce.Skip
@@ -130,6 +132,8 @@ type run struct {
 	mode     enforce.Mode
 	skipped  []enforce.Skip
 
+	cacheWarning string // the tool cache could not be made
+
 	mu         sync.Mutex
 	violations []policy.Violation
 	seen       map[string]bool
@@ -163,6 +167,7 @@ func newRun(req Request) (*run, error) {
 	if err := os.MkdirAll(r.req.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	r.pol, r.cacheWarning = withToolCache(r.pol, r.log)
 	r.stdio = [3]*os.File{req.Stdin, req.Stdout, req.Stderr}
 	for i, f := range r.stdio {
 		if f == nil {
@@ -395,9 +400,12 @@ func (r *run) finish(proc enforce.Process, exit *enforce.Exit, timedOut bool) *R
 		res.ExitCode, res.Signal = exit.Code, exit.Signal
 	}
 	// The command ran: take out what it planted for the user's git.
+	if r.cacheWarning != "" {
+		res.Warnings = append(res.Warnings, r.cacheWarning)
+	}
 	res.Warnings = append(res.Warnings, r.auditGit(proc.Footprint())...)
 	r.mu.Lock()
-	res.Violations = append([]policy.Violation(nil), r.violations...)
+	res.Violations = policy.Summarize(r.violations, res.ExitCode == 0 && res.Signal == 0)
 	r.mu.Unlock()
 	return res
 }

@@ -141,3 +141,38 @@ func TestRunOnViolation(t *testing.T) {
 		t.Fatalf("callback %v, result %v", got, res.Violations)
 	}
 }
+
+// The tool cache is writable inside and the variables point to it; the
+// host's own cache beside it stays read-only (the same write succeeds
+// without moat); moat.toolCache off leaves the variables alone.
+func TestToolCache(t *testing.T) {
+	p, dir := testPolicy(t)
+	home := filepath.Join(dir, "home")
+	hostCache := filepath.Join(home, ".cache", "go-build")
+	if err := os.MkdirAll(hostCache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Home = home
+	p.FS.AllowWrite = nil
+	p.ToolCache = policy.DefaultToolCache(home, "")
+	script := `echo "GOCACHE=$GOCACHE"; touch "$GOCACHE/entry" && echo cache-ok; touch ` + hostCache + `/planted && echo ESCAPED`
+	res, out, err := runCapture(t, context.Background(), Request{Policy: p, Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "GOCACHE=" + hostCache}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GOCACHE=" + filepath.Join(p.ToolCache, "go-build")
+	if !strings.Contains(out, want) || !strings.Contains(out, "cache-ok") || strings.Contains(out, "ESCAPED") {
+		t.Errorf("exit %d, output:\n%s\nwant %s, cache-ok, and the host's cache refused", res.ExitCode, out, want)
+	}
+	if _, err := os.Stat(filepath.Join(p.ToolCache, "go-build", "entry")); err != nil {
+		t.Errorf("the cache entry is not on the host: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(hostCache, "planted"), nil, 0o644); err != nil {
+		t.Fatalf("without moat the write must succeed: %v", err)
+	}
+	p.ToolCache = ""
+	_, out, err = runCapture(t, context.Background(), Request{Policy: p, Argv: []string{"/bin/sh", "-c", `echo "GOCACHE=$GOCACHE"`}, Env: []string{"PATH=/usr/bin:/bin", "GOCACHE=" + hostCache}})
+	if err != nil || !strings.Contains(out, "GOCACHE="+hostCache) {
+		t.Errorf("toolCache off: %v\n%s", err, out)
+	}
+}

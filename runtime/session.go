@@ -115,6 +115,10 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if err := os.MkdirAll(s.req.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	var warn string
+	if s.pol, warn = withToolCache(s.pol, s.log); warn != "" {
+		s.warnings = append(s.warnings, warn)
+	}
 	var err error
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
@@ -386,7 +390,7 @@ func (r *Running) Wait() (*Result, error) {
 		}
 		res.Warnings = auditGit(r.proc.Footprint(), r.since, r.s.pol.Home, r.s.req.StateDir, r.violation)
 		r.mu.Lock()
-		res.Violations = append([]policy.Violation(nil), r.violations...)
+		res.Violations = policy.Summarize(r.violations, res.ExitCode == 0 && res.Signal == 0)
 		r.mu.Unlock()
 		r.res = res
 	})
@@ -423,7 +427,7 @@ func (s *Session) Close() error {
 	live.Withdraw(s.announce)
 	s.null.Close()
 	s.mu.Lock()
-	s.warnings = warn
+	s.warnings = append(s.warnings, warn...)
 	s.closeErr = err
 	s.mu.Unlock()
 	close(s.done)

@@ -23,6 +23,12 @@ type Policy struct {
 	Net         Network     `json:"network"`
 	Env         Env         `json:"env"`
 	Limits      Limits      `json:"limits"`
+	// ToolCache is the directory that tool caches (Go's build and module
+	// caches, npm's, pip's, ...) point to inside the sandbox, writable
+	// there; empty: none (moat.toolCache). Never one the host's own tools
+	// use, unless the user named it: a cache a sandbox can write is one it
+	// can poison.
+	ToolCache string `json:"toolCache,omitempty"`
 	Sandbox     Switches    `json:"sandbox"`
 	Permissions Permissions `json:"permissions"`
 
@@ -271,6 +277,13 @@ func (p *Policy) Validate() error {
 	}
 	if !filepath.IsAbs(p.Cwd) {
 		bad("cwd", "%q is not absolute", p.Cwd)
+	}
+	if p.ToolCache != "" {
+		if err := CheckPath(p.ToolCache); err != nil {
+			bad("moat.toolCache", "%v", err)
+		} else if p.ToolCache == "/" {
+			bad("moat.toolCache", "the root directory cannot be a cache")
+		}
 	}
 	check := func(name string, rs []PathRule) {
 		for i, r := range rs {

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"path"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +30,10 @@ type Violation struct {
 	Time time.Time `json:"time"`
 	// Pid is the process that made the attempt (host view), 0 if unknown.
 	Pid int `json:"pid,omitempty"`
+	// Count, when more than 1, is how many refusals of this kind, op and
+	// rule under Target (a directory, shown as DIR/...) this one stands for
+	// (Summarize).
+	Count int `json:"count,omitempty"`
 }
 
 // Line renders the violation as one line for the <sandbox_violations>
@@ -44,6 +51,14 @@ func (v Violation) Line() string {
 	if v.Target != "" {
 		b.WriteByte(' ')
 		b.WriteString(v.Target)
+	}
+	if v.Count > 1 {
+		if !strings.HasSuffix(v.Target, "/") {
+			b.WriteByte('/')
+		}
+		b.WriteString("... (")
+		b.WriteString(strconv.Itoa(v.Count))
+		b.WriteString(" paths)")
 	}
 	if v.Rule != "" {
 		b.WriteString(" (")
@@ -87,4 +102,98 @@ func Annotate(vs []Violation) string {
 	}
 	b.WriteString("</sandbox_violations>\n")
 	return b.String()
+}
+
+// groupAt is how many refused paths of one kind, op and rule under one
+// directory make a group in Summarize.
+const groupAt = 4
+
+// Summarize turns a command's violations into the report a user can act
+// on. The refusals themselves are unchanged; only the report is:
+//
+//   - Refused paths of the same kind, op and rule that share a directory
+//     are one line with a count when there are groupAt or more of them: a
+//     build writing its cache gives "deny file-write ~/.cache/go-build/...
+//     (43 paths)", not 43 lines. Directories that hold few refusals each
+//     are merged into their parent while that makes a group (a cache's
+//     00/ .. ff/ fan-out).
+//   - A refused socket(AF_UNIX) names no target: when the command
+//     succeeded anyway (succeeded), it was a probe (the C library looking
+//     for nscd, from id, ls -l, git...) and is left out. When the command
+//     failed it is kept: a client that needed a unix socket is what
+//     network.allowUnixSockets is for.
+//
+// The order is that of each line's first refusal.
+func Summarize(vs []Violation, succeeded bool) []Violation {
+	type groupKey struct {
+		kind     ViolationKind
+		op, rule string
+		dir      string
+	}
+	var kept []Violation
+	paths := map[groupKey][]int{} // by parent directory: indexes into vs
+	for i, v := range vs {
+		if succeeded && v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)" {
+			continue
+		}
+		if v.Kind == FileViolation && strings.HasPrefix(v.Target, "/") && v.Count <= 1 {
+			k := groupKey{v.Kind, v.Op, v.Rule, path.Dir(v.Target)}
+			paths[k] = append(paths[k], i)
+		}
+	}
+	// Merge small directories into their parent while the parent then
+	// holds a group; a few rounds cover a two-level fan-out.
+	for round := 0; round < 3; round++ {
+		byParent := map[groupKey][]groupKey{}
+		for k, idx := range paths {
+			if len(idx) >= groupAt || k.dir == "/" {
+				continue
+			}
+			p := k
+			p.dir = path.Dir(k.dir)
+			byParent[p] = append(byParent[p], k)
+		}
+		merged := false
+		for p, children := range byParent {
+			n := len(paths[p])
+			for _, c := range children {
+				n += len(paths[c])
+			}
+			if len(children) < 2 || n < groupAt {
+				continue
+			}
+			for _, c := range children {
+				paths[p] = append(paths[p], paths[c]...)
+				delete(paths, c)
+			}
+			merged = true
+		}
+		if !merged {
+			break
+		}
+	}
+	group := map[int]Violation{} // first index of a group -> its line
+	skip := map[int]bool{}
+	for k, idx := range paths {
+		if len(idx) < groupAt {
+			continue
+		}
+		sort.Ints(idx)
+		line := vs[idx[0]]
+		line.Target, line.Count = k.dir, len(idx)
+		group[idx[0]] = line
+		for _, i := range idx[1:] {
+			skip[i] = true
+		}
+	}
+	for i, v := range vs {
+		if skip[i] || (succeeded && v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)") {
+			continue
+		}
+		if g, ok := group[i]; ok {
+			v = g
+		}
+		kept = append(kept, v)
+	}
+	return kept
 }

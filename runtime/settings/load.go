@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -269,6 +270,7 @@ type layer struct {
 	ignoreViolations                                                         map[string][]string
 
 	bestEffort, violations, sharedNet *bool
+	toolCache                         *string // "" turns it off
 	timeout, cpuTime                  *time.Duration
 	memory, pids, cpu, fileSize       *int64
 	envAllow                          []string
@@ -281,6 +283,7 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 	p := &policy.Policy{Cwd: cwd, Home: home, Violations: true}
 	p.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
 	p.FS.DenyRead = policy.DefaultDenyRead(home)
+	p.ToolCache = policy.DefaultToolCache(home, os.Getenv("XDG_CACHE_HOME"))
 
 	managedDomainsOnly, managedReadOnly := false, false
 	hasSRT, hasClaude := false, false
@@ -343,6 +346,14 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 		setB(&p.BestEffort, l.bestEffort)
 		setB(&p.Violations, l.violations)
 		setB(&p.Net.Shared, l.sharedNet)
+		if l.toolCache != nil {
+			p.ToolCache = *l.toolCache
+			if strings.HasPrefix(p.ToolCache, "~/") {
+				p.ToolCache = filepath.Join(home, p.ToolCache[2:]) // no home: relative, refused by Validate
+			} else if p.ToolCache != "" {
+				p.ToolCache = filepath.Clean(p.ToolCache)
+			}
+		}
 		if l.timeout != nil {
 			p.Limits.Timeout = *l.timeout
 		}
@@ -479,6 +490,9 @@ func decodeMoat(top *object, l *layer) error {
 	if l.timeout, err = m.duration("timeout"); err != nil {
 		return err
 	}
+	if l.toolCache, err = decodeToolCache(m); err != nil {
+		return err
+	}
 	if lim, ok, err := m.obj("limits"); err != nil {
 		return err
 	} else if ok {
@@ -528,6 +542,32 @@ func decodeMoat(top *object, l *layer) error {
 		}
 	}
 	return m.unknown()
+}
+
+// decodeToolCache reads moat.toolCache: true (moat's own cache directory,
+// the default), false (none), or a directory (absolute or ~/...).
+func decodeToolCache(m *object) (*string, error) {
+	r, ok := m.raw("toolCache")
+	if !ok {
+		return nil, nil
+	}
+	var b bool
+	if json.Unmarshal(r, &b) == nil {
+		if !b {
+			off := ""
+			return &off, nil
+		}
+		return nil, nil // the default
+	}
+	dir, err := m.str("toolCache")
+	if err != nil {
+		return nil, m.errf("toolCache", "want a boolean or a directory, got %s", kindOf(r))
+	}
+	d := *dir
+	if !strings.HasPrefix(d, "~/") && (!filepath.IsAbs(d) || filepath.Clean(d) == "/") {
+		return nil, m.errf("toolCache", "%q: want an absolute directory (or ~/...), not /", d)
+	}
+	return &d, nil
 }
 
 // implicitCwdSource marks the rule Claude Code's format adds: the working

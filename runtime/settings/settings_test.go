@@ -323,3 +323,49 @@ func TestParseRule(t *testing.T) {
 		}
 	}
 }
+
+// moat.toolCache: on by default in moat's own directory, off, or a
+// directory of the user's; anything else names the field.
+func TestToolCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "")
+	e := newEnv(t)
+	load := func(body string) (*policy.Policy, error) {
+		return e.load(e.write(filepath.Join(e.cwd, "s.json"), body))
+	}
+	for body, want := range map[string]string{
+		`{"sandbox":{}}`:                          filepath.Join(e.home, ".cache/moat/sandbox-cache"),
+		`{"sandbox":{},"moat":{"toolCache":true}}`:             filepath.Join(e.home, ".cache/moat/sandbox-cache"),
+		`{"sandbox":{},"moat":{"toolCache":false}}`:            "",
+		`{"sandbox":{},"moat":{"toolCache":"~/caches/agent"}}`: filepath.Join(e.home, "caches/agent"),
+		`{"sandbox":{},"moat":{"toolCache":"/var/cache/x/"}}`:  "/var/cache/x",
+	} {
+		p, err := load(body)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if p.ToolCache != want {
+			t.Errorf("%s: toolCache %q, want %q", body, p.ToolCache, want)
+		}
+	}
+	for _, body := range []string{`{"sandbox":{},"moat":{"toolCache":"rel/dir"}}`, `{"sandbox":{},"moat":{"toolCache":"/"}}`, `{"sandbox":{},"moat":{"toolCache":3}}`, `{"sandbox":{},"moat":{"toolCache":"/a\nb"}}`} {
+		if _, err := load(body); err == nil || !strings.Contains(err.Error(), "toolCache") {
+			t.Errorf("%s: error %v, want one naming moat.toolCache", body, err)
+		}
+	}
+	// The variables point into it, writable; a variable the user sets keeps
+	// the user's value.
+	p, err := load(`{"sandbox":{},"moat":{"env":{"set":{"GOCACHE":"/mine"}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.WithToolCache()
+	if q.Env.Set["GOCACHE"] != "/mine" || q.Env.Set["PIP_CACHE_DIR"] != filepath.Join(p.ToolCache, "pip") {
+		t.Errorf("env.set %v", q.Env.Set)
+	}
+	if last := q.FS.AllowWrite[len(q.FS.AllowWrite)-1]; last.Path != p.ToolCache {
+		t.Errorf("the tool cache is not writable: %v", q.FS.AllowWrite)
+	}
+	if len(p.FS.AllowWrite) == len(q.FS.AllowWrite) || p.Env.Set["PIP_CACHE_DIR"] != "" {
+		t.Error("WithToolCache changed the policy it was given")
+	}
+}

@@ -1,0 +1,42 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	w := func(p string) Violation {
+		return Violation{Kind: FileViolation, Op: "write", Target: p, Rule: "not in allowWrite"}
+	}
+	probe := Violation{Kind: NetworkViolation, Op: "unix-socket", Target: "socket(AF_UNIX)", Rule: "unix sockets are blocked"}
+	var vs []Violation
+	vs = append(vs, w("/etc/x"), probe)
+	for _, d := range []string{"00", "01", "0a", "ff", "3c"} { // a cache's fan-out
+		vs = append(vs, w("/home/u/.cache/go-build/"+d+"/a-d"), w("/home/u/.cache/go-build/"+d+"/b-d"))
+	}
+	vs = append(vs, w("/home/u/.cache/go-build/trim.txt"), w("/var/lib/a"), w("/var/lib/b"))
+	got := Summarize(vs, true)
+	var lines []string
+	for _, v := range got {
+		lines = append(lines, v.Line())
+	}
+	want := []string{
+		"deny file-write /etc/x (not in allowWrite)",
+		"deny file-write /home/u/.cache/go-build/... (11 paths) (not in allowWrite)",
+		"deny file-write /var/lib/a (not in allowWrite)",
+		"deny file-write /var/lib/b (not in allowWrite)",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Summarize:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	// A failed command keeps the refused unix socket: it may be why.
+	if got := Summarize([]Violation{probe}, false); len(got) != 1 {
+		t.Errorf("a failed command's unix-socket refusal must be kept: %v", got)
+	}
+	// Different rules are not merged.
+	other := []Violation{w("/d/1"), w("/d/2"), w("/d/3"), {Kind: FileViolation, Op: "write", Target: "/d/4", Rule: "git: hooks"}}
+	if got := Summarize(other, true); len(got) != 4 {
+		t.Errorf("three of a rule are not a group, and another rule is its own line: %v", got)
+	}
+}
