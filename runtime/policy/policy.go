@@ -19,16 +19,16 @@ type Policy struct {
 	// Home is the home directory paths such as ~/.ssh were resolved against.
 	Home string `json:"home"`
 
-	FS          FS          `json:"filesystem"`
-	Net         Network     `json:"network"`
-	Env         Env         `json:"env"`
-	Limits      Limits      `json:"limits"`
+	FS     FS      `json:"filesystem"`
+	Net    Network `json:"network"`
+	Env    Env     `json:"env"`
+	Limits Limits  `json:"limits"`
 	// ToolCache is the directory that tool caches (Go's build and module
 	// caches, npm's, pip's, ...) point to inside the sandbox, writable
 	// there; empty: none (moat.toolCache). Never one the host's own tools
 	// use, unless the user named it: a cache a sandbox can write is one it
 	// can poison.
-	ToolCache string `json:"toolCache,omitempty"`
+	ToolCache   string      `json:"toolCache,omitempty"`
 	Sandbox     Switches    `json:"sandbox"`
 	Permissions Permissions `json:"permissions"`
 

@@ -333,7 +333,7 @@ func TestToolCache(t *testing.T) {
 		return e.load(e.write(filepath.Join(e.cwd, "s.json"), body))
 	}
 	for body, want := range map[string]string{
-		`{"sandbox":{}}`:                          filepath.Join(e.home, ".cache/moat/sandbox-cache"),
+		`{"sandbox":{}}`: filepath.Join(e.home, ".cache/moat/sandbox-cache"),
 		`{"sandbox":{},"moat":{"toolCache":true}}`:             filepath.Join(e.home, ".cache/moat/sandbox-cache"),
 		`{"sandbox":{},"moat":{"toolCache":false}}`:            "",
 		`{"sandbox":{},"moat":{"toolCache":"~/caches/agent"}}`: filepath.Join(e.home, "caches/agent"),
