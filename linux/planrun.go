@@ -3,7 +3,9 @@
 package linux
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +77,36 @@ func (ln *launcher) makePlan() error {
 	}
 	ln.exe = exe
 	ln.plan = ln.buildPlan(prog, ln.commandEnv(ln.l.Env))
+	ln.logPlan()
 	return nil
+}
+
+// logPlan tells the debug log what the sandbox will be (as srt's debug
+// mode does): the writable trees, each protection, what was left out, and
+// every step stage 2 takes (mounts, Landlock rules, rlimits, ...).
+func (ln *launcher) logPlan() {
+	log := ln.l.Log
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	for _, t := range ln.fp.llTrees {
+		log.Debug("writable", "path", t)
+	}
+	for _, f := range ln.fp.llFiles {
+		log.Debug("writable file", "path", f)
+	}
+	for _, p := range ln.fp.protected {
+		log.Debug("protected", "path", p)
+	}
+	for _, ph := range ln.fp.placeholders {
+		log.Debug("placeholder", "path", ph.path)
+	}
+	for _, n := range ln.fp.notes {
+		log.Debug("note", "text", n)
+	}
+	for i, d := range ln.plan.Desc {
+		log.Debug("stage 2", "step", i, "op", d)
+	}
 }
 
 // commandEnv is a command's environment: credentials removed, git's

@@ -246,6 +246,7 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 		proc, err := enf.Start(ctx, r.launch(mode))
 		if err == nil {
 			r.mode = mode
+			r.log.Debug("sandbox started", "tier", mode.String())
 			return proc, nil
 		}
 		next := mode

@@ -161,6 +161,7 @@ func (s *Session) start(ctx context.Context) error {
 		sess, err := enf.StartSession(ctx, l)
 		if err == nil {
 			s.sess, s.mode = sess, mode
+			s.log.Debug("session sandbox started", "tier", mode.String())
 			return nil
 		}
 		next := mode

@@ -45,7 +45,7 @@ func main() {
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(srtArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes the command line and returns the process exit status.

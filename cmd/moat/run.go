@@ -33,6 +33,7 @@ type runFlags struct {
 	write      []string
 	debug      bool
 	controlFD  int
+	shell      string // for -c; empty: shellPath()
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,7 +87,11 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 		if f.command == "" {
 			return usageError("-c needs a non-empty command string")
 		}
-		argv = []string{shellPath(), "-c", f.command}
+		sh := f.shell
+		if sh == "" {
+			sh = shellPath()
+		}
+		argv = []string{sh, "-c", f.command}
 	case len(args) > 0:
 		argv = args
 	default:
