@@ -40,6 +40,9 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 		pol = &p
 	}
 	ln := &launcher{l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver()}
+	if !ln.nons {
+		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
+	}
 	if err := ln.prepare(); err != nil {
 		ln.Close()
 		return nil, err

@@ -59,6 +59,9 @@ type launcher struct {
 	cmd     *exec.Cmd
 	readers sync.WaitGroup
 
+	ready     chan struct{} // closed once the mounts are done or the launch failed
+	readyOnce sync.Once
+
 	mu         sync.Mutex
 	setupErr   error
 	exitStatus *unix.WaitStatus
@@ -305,6 +308,7 @@ func (ln *launcher) release() error {
 	go func() {
 		defer ln.readers.Done()
 		ln.readMessages()
+		ln.markReady()
 		ln.endSession()
 		close(ln.ended)
 	}()
@@ -500,10 +504,32 @@ func (ln *launcher) Close() error {
 
 func (ln *launcher) setErr(err error) {
 	ln.mu.Lock()
-	defer ln.mu.Unlock()
 	if ln.setupErr == nil {
 		ln.setupErr = err
 	}
+	ln.mu.Unlock()
+	ln.markReady()
+}
+
+// markReady wakes Ready: the mounts are done, or the launch failed, or the
+// messages ended.
+func (ln *launcher) markReady() {
+	ln.readyOnce.Do(func() {
+		if ln.ready != nil {
+			close(ln.ready)
+		}
+	})
+}
+
+// Ready implements enforce.Readier.
+func (ln *launcher) Ready() error {
+	if ln.ready == nil {
+		return nil
+	}
+	<-ln.ready
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	return ln.setupErr
 }
 
 // cloneFlags are the namespaces of stage 2: all but the network's when the

@@ -4,6 +4,7 @@ package linux
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,8 +58,8 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 		if v2 {
 			return runCgroup
 		}
-		_, err := cgroups.FindCgroupMountpoint("", c)
-		return err == nil
+		mnt, err := cgroups.FindCgroupMountpoint("", c)
+		return err == nil && cgroupWritable(mnt)
 	}
 	var out []enforce.Mechanism
 	add := func(part string, ok bool, by, note string) {
@@ -168,6 +169,13 @@ func newLimiter(eff policy.Limits, v2dir, id string) (*limiter, error) {
 		lm.mgr, lm.dirs = m, paths
 	}
 	if err := lm.mgr.Apply(-1); err != nil {
+		if cgroupsRefused(err) {
+			// A container that mounts the cgroups read-only, or denies
+			// them: the rlimits hold what they can, as for an
+			// unprivileged user (moat policy and moat doctor say so; a
+			// CPU rate is refused unless best effort).
+			return nil, nil
+		}
 		return nil, fmt.Errorf("create the run's cgroups: %w", err)
 	}
 	if err := lm.mgr.Set(res); err != nil {
@@ -175,6 +183,24 @@ func newLimiter(eff policy.Limits, v2dir, id string) (*limiter, error) {
 		return nil, fmt.Errorf("set the run's limits: %w", err)
 	}
 	return lm, nil
+}
+
+// cgroupsRefused: the cgroup filesystem is there but this process may not
+// make cgroups in it.
+func cgroupsRefused(err error) bool {
+	return errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+}
+
+// cgroupWritable reports whether a cgroup could be made in dir.
+func cgroupWritable(dir string) bool {
+	return unix.Access(dir, unix.W_OK) == nil && !readOnlyMount(dir)
+}
+
+// readOnlyMount reports whether the filesystem holding dir is mounted
+// read-only.
+func readOnlyMount(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_RDONLY != 0
 }
 
 // sweepLimitCgroups removes the v1 cgroups of runs that ended without

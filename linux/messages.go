@@ -54,6 +54,7 @@ func (ln *launcher) handle(m nsinit.Message) {
 		if ln.jr != nil {
 			ln.jr.Unlock()
 		}
+		ln.markReady()
 		m.CloseFDs()
 	case nsinit.MsgChild:
 		ln.step("init running, command forked")

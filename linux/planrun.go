@@ -12,6 +12,7 @@ import (
 
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -175,8 +176,16 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 			p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(ln.l.StateDir, "journal"), ln.jr.ID()})
 		}
 		ln.fp.build(p)
-		// No new user namespaces, as a second layer behind seccomp.
-		p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+		// No new user namespaces, as a second layer behind seccomp. With
+		// the host's /proc (host-proc tier) in a container that mounts
+		// /proc/sys read-only, the knob cannot be written: seccomp alone
+		// holds it, and that is said.
+		if pol.FS.WeakerNested && readOnlyMount("/proc/sys") {
+			ln.skipped = append(ln.skipped, enforce.Skip{Protection: "userns-sysctl",
+				Reason: "user.max_user_namespaces=0 inside (this host's /proc/sys is read-only): seccomp alone refuses new user namespaces"})
+		} else {
+			p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+		}
 		ln.fp.lockdown(p)
 	}
 	p.NewKeyring()

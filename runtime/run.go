@@ -244,6 +244,18 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 	}
 	for {
 		proc, err := enf.Start(ctx, r.launch(mode))
+		if err == nil && r.pol.BestEffort && mode == enforce.Full {
+			// Some refusals (a new /proc in a container) only show once
+			// stage 2 mounts: with best effort, wait for that.
+			if rd, ok := proc.(enforce.Readier); ok {
+				if rerr := rd.Ready(); errors.Is(rerr, enforce.ErrNoProcfs) {
+					_ = proc.Kill()
+					_, _ = proc.Wait()
+					_ = proc.Close()
+					proc, err = nil, rerr
+				}
+			}
+		}
 		if err == nil {
 			r.mode = mode
 			r.log.Debug("sandbox started", "tier", mode.String())
@@ -259,6 +271,9 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 			next = enforce.NoNamespaces
 		}
 		if next == mode {
+			return nil, err
+		}
+		if err := belowMinimum(r.pol, next, err); err != nil {
 			return nil, err
 		}
 		r.log.Debug("best effort", "mode", next.String(), "because", err)
@@ -433,3 +448,25 @@ func (r *run) violation(v policy.Violation) {
 		cb(v)
 	}
 }
+
+// belowMinimum refuses a best-effort fall back to a tier below the policy's
+// minimumTier: the failure that would have caused it, and why moat stops.
+func belowMinimum(pol *policy.Policy, next enforce.Mode, cause error) error {
+	if policy.TierRank(next.String()) >= policy.TierRank(pol.MinimumTier) {
+		return nil
+	}
+	return &BelowMinimumTierError{Tier: next.String(), Minimum: pol.MinimumTier, Err: cause}
+}
+
+// BelowMinimumTierError: the host gives only a tier below moat.minimumTier,
+// so moat refuses to run.
+type BelowMinimumTierError struct {
+	Tier, Minimum string
+	Err           error // why the stronger tier failed
+}
+
+func (e *BelowMinimumTierError) Error() string {
+	return fmt.Sprintf("%v; best effort would run at tier %s, below moat.minimumTier %q: moat refuses to run", e.Err, e.Tier, e.Minimum)
+}
+
+func (e *BelowMinimumTierError) Unwrap() error { return e.Err }

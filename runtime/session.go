@@ -177,6 +177,9 @@ func (s *Session) start(ctx context.Context) error {
 		if next == mode {
 			return err
 		}
+		if err := belowMinimum(s.pol, next, err); err != nil {
+			return err
+		}
 		mode = next
 	}
 }

@@ -186,6 +186,15 @@ type Process interface {
 	Close() error
 }
 
+// Readier is a Process that can tell when its sandbox is in place: Ready
+// waits until the command's filesystem is built (or the launch failed, or
+// the process ended) and returns the setup error if there was one. The
+// runtime uses it to fall back with best effort on a failure that stage 2
+// only finds after Start returned (a container that refuses a new /proc).
+type Readier interface {
+	Ready() error
+}
+
 // Exit is how the command ended.
 type Exit struct {
 	// Code is the exit status, or 128+N when signal N ended it.
@@ -331,4 +340,19 @@ func (e *ExecError) ExitCode() int {
 // look older.
 func Since(start time.Time) time.Time {
 	return start.Truncate(time.Second).Add(-time.Second)
+}
+
+// Check is one fact moat doctor reports about this host: a kernel or
+// container feature a layer of the sandbox needs.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	// Fix says what would provide it, when it is missing.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Prober is an enforcer that can list the host facts it depends on.
+type Prober interface {
+	Probe(stateDir string) []Check
 }

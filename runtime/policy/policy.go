@@ -35,6 +35,11 @@ type Policy struct {
 	// BestEffort runs with what can be enforced and reports what was skipped,
 	// instead of refusing to run.
 	BestEffort bool `json:"bestEffort"`
+	// MinimumTier is the weakest tier moat may fall back to with best
+	// effort ("full", "host-proc", "no-namespace"; empty: any). Below it
+	// moat refuses to run. Every settings layer can raise it, none lower
+	// it (managed settings set the floor).
+	MinimumTier string `json:"minimumTier,omitempty"`
 	// Violations enables the file-write violation observer (on by default).
 	Violations bool `json:"violations"`
 	// IgnoreViolations suppresses violation lines: the key "*" applies to
@@ -278,6 +283,11 @@ func (p *Policy) Validate() error {
 	if !filepath.IsAbs(p.Cwd) {
 		bad("cwd", "%q is not absolute", p.Cwd)
 	}
+	if p.MinimumTier != "" && TierRank(p.MinimumTier) < 0 {
+		bad("moat.minimumTier", "unknown tier %q (want %s)", p.MinimumTier, strings.Join(Tiers, ", "))
+	} else if p.FS.WeakerNested && TierRank(p.MinimumTier) > TierRank("host-proc") {
+		bad("moat.minimumTier", "enableWeakerNestedSandbox shows the host's /proc (tier host-proc), below the minimum tier %q", p.MinimumTier)
+	}
 	if p.ToolCache != "" {
 		if err := CheckPath(p.ToolCache); err != nil {
 			bad("moat.toolCache", "%v", err)
@@ -345,3 +355,23 @@ func CheckPath(p string) error {
 
 // HasGlob reports whether s holds glob metacharacters.
 func HasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// Tiers are the sandbox's tiers from the weakest: no namespaces at all
+// (Landlock, seccomp), the host's /proc shown (enableWeakerNestedSandbox,
+// or a container that refuses a new procfs), every layer. They are the
+// names of enforce.Mode.
+var Tiers = []string{"no-namespace", "host-proc", "full"}
+
+// TierRank orders tiers (higher is stronger); -1 for an unknown name, 0 for
+// "" (no minimum).
+func TierRank(tier string) int {
+	if tier == "" {
+		return 0
+	}
+	for i, t := range Tiers {
+		if t == tier {
+			return i
+		}
+	}
+	return -1
+}

@@ -271,6 +271,7 @@ type layer struct {
 
 	bestEffort, violations, sharedNet *bool
 	toolCache                         *string // "" turns it off
+	minimumTier                       *string
 	timeout, cpuTime                  *time.Duration
 	memory, pids, cpu, fileSize       *int64
 	envAllow                          []string
@@ -346,6 +347,9 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 		setB(&p.BestEffort, l.bestEffort)
 		setB(&p.Violations, l.violations)
 		setB(&p.Net.Shared, l.sharedNet)
+		if l.minimumTier != nil && policy.TierRank(*l.minimumTier) > policy.TierRank(p.MinimumTier) {
+			p.MinimumTier = *l.minimumTier // any layer raises the floor, none lowers it
+		}
 		if l.toolCache != nil {
 			p.ToolCache = *l.toolCache
 			if strings.HasPrefix(p.ToolCache, "~/") {
@@ -492,6 +496,11 @@ func decodeMoat(top *object, l *layer) error {
 	}
 	if l.toolCache, err = decodeToolCache(m); err != nil {
 		return err
+	}
+	if l.minimumTier, err = m.str("minimumTier"); err != nil {
+		return err
+	} else if l.minimumTier != nil && policy.TierRank(*l.minimumTier) < 0 {
+		return m.errf("minimumTier", "unknown tier %q (want %s)", *l.minimumTier, strings.Join(policy.Tiers, ", "))
 	}
 	if lim, ok, err := m.obj("limits"); err != nil {
 		return err
