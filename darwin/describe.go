@@ -20,7 +20,8 @@ const (
 
 // Limits are the protections moat has on Linux that macOS cannot give,
 // with what is done instead. Names are enforce.Skip's (moat doctor and
-// moat policy list them; a run reports them in Result.Skipped).
+// moat policy list them). A run does not repeat these standing limits: it
+// reports what its policy asked for and did not get (Unenforced).
 func Limits(pol *policy.Policy) []enforce.Skip {
 	out := []enforce.Skip{
 		{Protection: "namespaces", Reason: "macOS has no namespaces: the command runs in the host's process, mount and network spaces, confined by the Seatbelt profile alone"},
@@ -84,7 +85,7 @@ func Describe(pol *policy.Policy) (*enforce.Description, error) {
 	add("process isolation (pid namespace)", false, "-", "other processes' existence is visible")
 	add("process tree ended with the command", false, "session process group kill + marker sweep", "best effort: see moat doctor")
 	add("syscall filter (seccomp)", false, "Seatbelt operations only", "")
-	add("resource limits", pol.Limits.Timeout > 0, "timeout only", "no memory or process-count limit on macOS")
+	d.Mechanisms = append(d.Mechanisms, limitMechanisms(pol)...)
 	viol := "the sandbox's log, read with log stream by the run's tag"
 	add("violations", pol.Violations, viol, "file and network denials; a second of delay; needs permission to read the log")
 	for _, s := range Limits(pol) {

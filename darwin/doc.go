@@ -26,13 +26,17 @@
 //     machine's disk and the Mac's path rules make it (for moat policy
 //     --seatbelt on any platform).
 //   - Describe and Limits: what macOS enforces of a policy and what it
-//     cannot, with reasons (moat policy, moat doctor).
-//   - Run and Start (run_darwin.go, macOS only): the command under
-//     sandbox-exec with the profile, the filtered environment, a private
-//     TMPDIR, the proxy, a timeout, signals, a new session and process
-//     group killed as a whole, and a `log stream` reader attributing
-//     denials to the run by its tag, then a sweep of what left the group.
-//     Elsewhere they return an error wrapping enforce.ErrUnsupported.
+//     cannot, with reasons (moat policy, moat doctor); Unenforced: what a
+//     policy asks that macOS cannot give (a set memory, process or CPU
+//     rate limit is refused unless best effort).
+//   - Start (run_darwin.go, macOS only): the command under sandbox-exec
+//     with the profile, the filtered environment, a private TMPDIR, the
+//     proxy, the file size and CPU time rlimits (set by moat's binary
+//     re-executed: Reexec), a new session and process group killed as a
+//     whole, and a `log stream` reader attributing denials to the run by
+//     its tag, then a sweep of what left the group. Run adds the timeout
+//     and signal forwarding (the runtime does both itself). Elsewhere they
+//     return an error wrapping enforce.ErrUnsupported.
 //
 // # The runner's API
 //
@@ -46,8 +50,8 @@
 //	// res.ExitCode, res.Signal, res.TimedOut, res.Violations, res.Skipped
 //
 // Spec mirrors enforce.Launch (Policy, Argv, Env, Stdio, Terminal and
-// OnTerminal, Proxy, Report, Log) so that an enforce.Enforcer for macOS is
-// a thin adapter; Start returns a Process with Wait, Signal and Kill for
+// OnTerminal, Proxy, Report, Planned, StateDir, Log) so that the runtime's
+// enforce.Enforcer for macOS (runtime/platform_darwin.go) is a thin adapter; Start returns a Process with Wait, Signal and Kill for
 // callers that manage the lifecycle themselves. The git audit after a run
 // (runtime/gitguard) is the runtime's, as on Linux.
 //

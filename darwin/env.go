@@ -4,12 +4,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 // Helpers of the runner that need no Mac (tested everywhere).
@@ -92,4 +95,18 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand does not fail on supported systems
 	}
 	return hex.EncodeToString(b)
+}
+
+// externalProxyAddrs are the loopback addresses of the external filtering
+// proxy the policy names, for the command's proxy variables: a missing
+// port is the other one (as the runtime's relay does on Linux).
+func externalProxyAddrs(n policy.Network) (httpAddr, socksAddr string) {
+	h, s := n.HTTPProxyPort, n.SOCKSProxyPort
+	if h == 0 {
+		h = s
+	}
+	if s == 0 {
+		s = h
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(h)), net.JoinHostPort("127.0.0.1", strconv.Itoa(s))
 }

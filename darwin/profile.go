@@ -63,6 +63,10 @@ type Profile struct {
 	j       judge
 	http    int
 	socks   int
+	// writeRoots and denyRead are the resolved allowWrite and denyRead
+	// rules (Footprint).
+	writeRoots []rule
+	denyRead   []rule
 }
 
 // Args are sandbox-exec's arguments before the command: -p PROFILE and
@@ -209,6 +213,7 @@ func (g *generator) files() error {
 	if err != nil {
 		return err
 	}
+	g.p.denyRead = denyRead
 	for _, r := range denyRead {
 		g.reads = append(g.reads, readRule{rule: r})
 	}
@@ -222,6 +227,7 @@ func (g *generator) files() error {
 	if g.writeRoots, err = g.res.resolveRules(fs.AllowWrite, false); err != nil {
 		return err
 	}
+	g.p.writeRoots = g.writeRoots
 	if g.o.TmpDir != "" {
 		if g.tmp, err = g.res.resolveRules([]policy.PathRule{{Path: g.o.TmpDir, Source: "the run's private TMPDIR"}}, false); err != nil {
 			return err

@@ -22,13 +22,23 @@ import (
 )
 
 // Run runs a command under Seatbelt and waits for it and everything it
-// started. Unless s.NoSignals, SIGINT, SIGTERM, SIGHUP and SIGQUIT that moat
+// started. The policy's timeout kills the process group (Result.TimedOut).
+// Unless s.NoSignals, SIGINT, SIGTERM, SIGHUP and SIGQUIT that moat
 // receives go to the command's process group. An error means the command
 // did not run.
 func Run(ctx context.Context, s Spec) (*Result, error) {
 	p, err := Start(ctx, s)
 	if err != nil {
 		return nil, err
+	}
+	if d := s.Policy.Limits.Timeout; d > 0 {
+		t := time.AfterFunc(d, func() {
+			p.mu.Lock()
+			p.timedOut = true
+			p.mu.Unlock()
+			_ = p.Kill()
+		})
+		defer t.Stop()
 	}
 	if !s.NoSignals {
 		sigs := make(chan os.Signal, 4)
@@ -49,16 +59,23 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 }
 
 // Start sets the run up and starts the command; the caller must Wait.
-// The steps, in order: a private TMPDIR; the proxy's listeners on the
-// host's loopback; a pty of the run's own, if asked; the survey and the
-// profile; the environment; the log reader; sandbox-exec in a new session.
-// If a step fails, nothing runs and what the earlier ones made is undone.
+// Cancelling ctx kills the process group; the caller enforces the timeout
+// and forwards signals (Run does). The steps, in order: what the policy
+// asks that macOS cannot give (Unenforced: refused unless best effort); a
+// private TMPDIR; the proxy's listeners on the host's loopback; a pty of
+// the run's own, if asked; the survey and the profile; Spec.Planned; the
+// environment; the log reader; sandbox-exec in a new session. If a step
+// fails, nothing runs and what the earlier ones made is undone.
 func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 	if s.Policy == nil || len(s.Argv) == 0 {
 		return nil, errors.New("darwin: a policy and a command are required")
 	}
 	pol := s.Policy
-	p := &Process{spec: s, done: make(chan struct{}), start: time.Now()}
+	skipped, err := Unenforced(pol)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{spec: s, done: make(chan struct{}), start: time.Now(), skipped: skipped}
 	defer func() {
 		if err != nil {
 			p.runCleanup()
@@ -71,6 +88,7 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		return nil, &enforce.SetupError{Step: "private TMPDIR", Err: err}
 	}
 	p.cleanup = append(p.cleanup, func() { os.RemoveAll(tmp) })
+	p.tmpDir = tmp
 
 	moatPath := s.MoatPath
 	if moatPath == "" {
@@ -79,6 +97,15 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 	var httpPort, socksPort int
 	var proxyEnv []string
 	switch {
+	case pol.Net.HTTPProxyPort != 0 || pol.Net.SOCKSProxyPort != 0:
+		// An external filtering proxy already listens on the host's
+		// loopback: the profile lets the command reach it there (Generate
+		// takes the policy's ports), and that proxy decides.
+		if s.Proxy == nil {
+			return nil, errors.New("darwin: the policy names an external proxy: Spec.Proxy is required (it gives the command's proxy variables)")
+		}
+		h, k := externalProxyAddrs(pol.Net)
+		proxyEnv = s.Proxy.Env(h, k, moatPath)
 	case s.Proxy != nil:
 		lh, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -128,6 +155,9 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		return nil, err
 	}
 	log.Debug("seatbelt profile", "tag", p.profile.Tag, "rules", len(p.profile.entries), "params", len(p.profile.Params))
+	if s.Planned != nil {
+		s.Planned(p.Footprint())
+	}
 
 	env, removed := policy.FilterEnv(s.Env, pol.Env.Allow, pol.Env.Set)
 	if len(removed) > 0 {
@@ -158,6 +188,14 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		sandboxExec = "/usr/bin/sandbox-exec"
 	}
 	cmd := exec.Command(sandboxExec, args...)
+	if rl := runRlimits(pol.Limits); rl != (rlimits{}) {
+		// moat's binary sets the limits and becomes sandbox-exec.
+		if moatPath == "" {
+			return nil, &enforce.SetupError{Step: "resource limits", Err: errors.New("moat's binary is unknown: it sets the file size and CPU time limits")}
+		}
+		argv := trampoline(moatPath, rl, sandboxExec, args)
+		cmd = &exec.Cmd{Path: moatPath, Args: argv}
+	}
 	cmd.Env, cmd.Dir = env, pol.Cwd
 	files := [3]*os.File{}
 	for i, f := range s.Stdio {
@@ -224,22 +262,10 @@ func (p *Process) Signal(sig syscall.Signal) error {
 func (p *Process) Kill() error { return p.Signal(syscall.SIGKILL) }
 
 func (p *Process) wait(ctx context.Context) {
-	pol := p.spec.Policy
 	exited := make(chan struct{})
-	var timeout <-chan time.Time
-	if d := pol.Limits.Timeout; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = p.Kill()
-		case <-timeout:
-			p.mu.Lock()
-			p.timedOut = true
-			p.mu.Unlock()
 			_ = p.Kill()
 		case <-exited:
 		}
@@ -252,7 +278,7 @@ func (p *Process) wait(ctx context.Context) {
 	p.sweep()
 	p.finishLog()
 
-	res := &Result{Tag: p.profile.Tag, Skipped: Limits(pol)}
+	res := &Result{Tag: p.profile.Tag, Skipped: append([]enforce.Skip(nil), p.skipped...)}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal()
 		res.ExitCode = 128 + int(res.Signal)

@@ -28,3 +28,7 @@ func (p *Process) Signal(syscall.Signal) error { return errNotMac }
 
 // Kill ends the command's process group (macOS only).
 func (p *Process) Kill() error { return errNotMac }
+
+// Reexec handles nothing here: only a macOS run re-executes moat to set
+// the command's rlimits.
+func Reexec([]string) (bool, error) { return false, nil }

@@ -42,10 +42,19 @@ type Spec struct {
 	// Report receives each refusal as the log reader sees it. If nil,
 	// refusals are only collected in Result.Violations.
 	Report func(policy.Violation)
+	// Planned, if set, is called with what the command will be able to
+	// write (Process.Footprint) once the profile exists, before the
+	// command starts.
+	Planned func(enforce.Footprint)
+	// StateDir is moat's state directory: never one of the writable roots
+	// a Footprint names. Optional.
+	StateDir string
 	// Log receives debug logs. If nil, nothing is logged.
 	Log *slog.Logger
 	// NoSignals stops Run from forwarding SIGINT, SIGTERM, SIGHUP and
-	// SIGQUIT to the command (Start never does).
+	// SIGQUIT to the command. Start never forwards signals, nor enforces
+	// the policy's timeout: Run does both, the runtime does both when it
+	// is the caller.
 	NoSignals bool
 
 	// SandboxExec and LogCommand are the tools run (if "",
@@ -65,8 +74,10 @@ type Result struct {
 	TimedOut bool
 	// Violations are the refusals the log reader attributed to the run.
 	Violations []policy.Violation
-	// Skipped are the protections macOS did not give this run (Limits),
-	// and the violation reader if it could not start.
+	// Skipped are what the policy asked for that this run did not give
+	// (Unenforced: best effort, default limits), and the violation reader
+	// if it could not start. The platform's standing limits (Limits) are
+	// not repeated here: moat policy shows them.
 	Skipped []enforce.Skip
 	// Tag is the run's tag (in the profile's deny messages).
 	Tag string
@@ -79,6 +90,8 @@ type Process struct {
 	profile *Profile
 	marker  string
 	start   time.Time
+	tmpDir  string
+	skipped []enforce.Skip // Unenforced
 
 	cleanup []func()
 	logDone chan struct{}

@@ -17,15 +17,31 @@ func init() { subcommands = append(subcommands, newPolicyCmd) }
 
 func newPolicyCmd() *cobra.Command {
 	var file string
-	var asJSON bool
+	var asJSON, seatbelt, inline bool
 	c := &cobra.Command{
-		Use:   "policy [--settings FILE] [--json]",
+		Use:   "policy [--settings FILE] [--json] [--seatbelt [--inline]]",
 		Short: "Print the resolved policy and what enforces each part on this machine",
-		Args:  cobra.NoArgs,
+		Long: `Print the resolved policy and what enforces each part on this machine.
+
+With --seatbelt, print instead the macOS Seatbelt profile a Mac would
+enforce for this policy (on any platform): the profile text, whose
+policy strings are parameters, then sandbox-exec's -D arguments. --inline
+writes each parameter in place (a self-contained profile); --json prints
+{profile, params, description}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if inline && !seatbelt {
+				return usageError("--inline needs --seatbelt (it is a form of the Seatbelt profile)")
+			}
+			if inline && asJSON {
+				return usageError("--inline and --json do not go together: --json already carries the profile's parameters")
+			}
 			pol, err := loadPolicy(file)
 			if err != nil {
 				return err
+			}
+			if seatbelt {
+				return printSeatbelt(cmd.OutOrStdout(), pol, asJSON, inline)
 			}
 			desc, err := runtime.Describe(pol, "")
 			if err != nil {
@@ -51,7 +67,30 @@ func newPolicyCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&file, "settings", "", "settings `FILE` (srt format or Claude Code settings.json)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&seatbelt, "seatbelt", false, "print the macOS Seatbelt profile of the policy (on any platform)")
+	c.Flags().BoolVar(&inline, "inline", false, "with --seatbelt: write the parameters into the profile")
 	return c
+}
+
+// printSeatbelt prints the Seatbelt profile a Mac would enforce for pol:
+// for reading (the text, then the -D arguments as comments), inline, or
+// as JSON. A policy Seatbelt cannot express is an error, as on a Mac.
+func printSeatbelt(w io.Writer, pol *policy.Policy, asJSON, inline bool) error {
+	sb, err := runtime.Seatbelt(pol)
+	if err != nil {
+		return &exitError{code: exitMoatError, err: fmt.Errorf("seatbelt profile: %w", err)}
+	}
+	switch {
+	case asJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sb)
+	case inline:
+		_, err = io.WriteString(w, sb.Inline)
+	default:
+		_, err = io.WriteString(w, sb.Document)
+	}
+	return err
 }
 
 func printPolicy(w io.Writer, p *policy.Policy) {
