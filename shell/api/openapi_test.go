@@ -2,6 +2,8 @@ package api
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -13,6 +15,11 @@ import (
 // there is a route.
 func TestOpenAPICoversRoutes(t *testing.T) {
 	f, err := os.Open("../../docs/openapi.yaml")
+	if errors.Is(err, fs.ErrNotExist) {
+		// A test binary run outside the source tree (CI's rootless run):
+		// go test in the tree checks the document.
+		t.Skip("docs/openapi.yaml is not at ../../docs: not run from the source tree")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
