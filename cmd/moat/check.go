@@ -78,17 +78,11 @@ usage or settings error.`,
 	return c
 }
 
-// checkOutput is the JSON shape of one decision.
+// checkOutput is the JSON shape of one decision: permissions.Summary
+// (what the local API's /v1/decide answers too), after the request's id.
 type checkOutput struct {
-	ID         json.RawMessage      `json:"id,omitempty"`
-	Decision   string               `json:"decision"`
-	Reason     string               `json:"reason"`
-	Rule       *string              `json:"rule"`
-	ReadOnly   bool                 `json:"readonly"`
-	Warnings   []string             `json:"warnings"`
-	Suggestion *string              `json:"suggestion"`
-	SedEdit    *permissions.SedEdit `json:"sed_edit"`
-	Kind       string               `json:"kind"`
+	ID json.RawMessage `json:"id,omitempty"`
+	permissions.Summary
 }
 
 // checkError is the JSON shape of a request that could not be decided.
@@ -98,24 +92,7 @@ type checkError struct {
 }
 
 func toOutput(r permissions.Result) checkOutput {
-	o := checkOutput{
-		Decision: r.Decision.Final().Verdict.String(),
-		Reason:   r.Decision.Final().Reason,
-		ReadOnly: r.ReadOnly,
-		Warnings: r.Warnings,
-		SedEdit:  r.SedEdit,
-		Kind:     r.Kind,
-	}
-	if o.Warnings == nil {
-		o.Warnings = []string{}
-	}
-	if r.Decision.Rule != "" {
-		o.Rule = &r.Decision.Rule
-	}
-	if r.Suggestion != "" {
-		o.Suggestion = &r.Suggestion
-	}
-	return o
+	return checkOutput{Summary: permissions.Summarize(r)}
 }
 
 // checkEnv is what every request shares.

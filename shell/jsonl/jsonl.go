@@ -414,66 +414,29 @@ func (c *conn) run(ctx context.Context, req *request, background bool) {
 	}
 	// Register the command in the session now, so that a read, kill or
 	// background request right behind this one finds it.
-	var st streamState
-	c.hooks(req.id, &sr, &st)
+	ev := &Events{ID: req.id, StreamBytes: c.stream, Emit: c.out.event}
+	ev.Hooks(&sr)
 	run, err := c.sess.Submit(sr)
 	if err != nil {
 		c.mu.Lock()
 		delete(c.active, req.key)
 		c.mu.Unlock()
-		c.finished(req.id, shell.Result{}, err)
+		ev.Finished(shell.Result{}, err, c.sess.Cwd())
 		return
 	}
 	c.fg.Add(1)
 	c.all.Add(1)
-	go c.command1(ctx, req.id, sr, run)
-}
-
-// streamState counts the output streamed for one command.
-type streamState struct {
-	streamed int64
-	cut      bool
-}
-
-// hooks sets the request's callbacks: started, output and progress events.
-func (c *conn) hooks(id json.RawMessage, sr *shell.Request, st *streamState) {
-	background := sr.Background
-	sr.Started = func(s shell.Started) {
-		c.out.event(map[string]any{"id": id, "event": "started", "command": s.Command, "cwd": s.Cwd, "kind": s.Kind,
-			"background": background})
-	}
-	sr.Progress = func(p shell.Progress) {
-		if p.Chunk != "" {
-			if c.stream <= 0 || st.streamed >= c.stream {
-				st.cut = true // no more "output" events; the ticks report progress
-				return
-			}
-			chunk := p.Chunk
-			if rest := c.stream - st.streamed; int64(len(chunk)) > rest {
-				chunk, st.cut = chunk[:runeStart(chunk, int(rest))], true
-			}
-			st.streamed += int64(len(chunk))
-			if chunk != "" {
-				c.out.event(map[string]any{"id": id, "event": "output", "data": chunk, "bytes": p.Bytes, "lines": p.Lines})
-			}
-			return
-		}
-		ev := map[string]any{"id": id, "event": "progress", "elapsed_ms": p.Elapsed.Milliseconds(), "bytes": p.Bytes, "lines": p.Lines}
-		if st.cut {
-			ev["stream_truncated"] = true
-		}
-		c.out.event(ev)
-	}
+	go c.command1(ctx, ev, sr, run)
 }
 
 // command1 runs one command and writes its events.
-func (c *conn) command1(ctx context.Context, id json.RawMessage, sr shell.Request, run func(context.Context) (shell.Result, error)) {
+func (c *conn) command1(ctx context.Context, ev *Events, sr shell.Request, run func(context.Context) (shell.Result, error)) {
 	defer c.all.Done()
 	fgDone := sync.OnceFunc(c.fg.Done)
 	defer fgDone()
 	res, err := run(ctx)
 	if err == nil && res.BackgroundID != "" && res.ExitCode == -1 && res.Refused == nil {
-		c.out.event(map[string]any{"id": id, "event": "backgrounded", "reason": res.Backgrounded, "message": res.Message})
+		ev.Backgrounded(res)
 		fgDone()
 		res, err = c.sess.Wait(context.Background(), res.BackgroundID)
 	}
@@ -481,39 +444,7 @@ func (c *conn) command1(ctx context.Context, id json.RawMessage, sr shell.Reques
 	c.mu.Lock()
 	delete(c.active, sr.ID)
 	c.mu.Unlock()
-	c.finished(id, res, err)
-}
-
-// finished writes a command's last event.
-func (c *conn) finished(id json.RawMessage, r shell.Result, err error) {
-	ev := map[string]any{
-		"id": id, "event": "finished",
-		"exit_code": r.ExitCode, "is_error": r.IsError, "message": strOrNull(r.Message),
-		"output": r.Output, "output_file": strOrNull(r.OutputFile), "cwd": r.Cwd,
-		"violations": violations(r.Violations),
-		"signal":     r.Signal, "timed_out": r.TimedOut, "interrupted": r.Interrupted,
-		"output_bytes": r.OutputBytes, "output_lines": r.OutputLines, "truncated": r.Truncated, "binary": r.Binary,
-		"image": nil, "hints": hints(r.Hints), "notes": strs(r.Notes), "kind": r.Kind,
-		"backgrounded": strOrNull(r.Backgrounded), "refused": nil, "error": nil,
-		"duration_ms": r.Duration.Milliseconds(),
-	}
-	if r.Kind == "" {
-		ev["kind"] = "none"
-	}
-	if r.Image != nil {
-		ev["image"] = map[string]any{"media_type": r.Image.MediaType, "data": r.Image.Data, "width": r.Image.Width, "height": r.Image.Height}
-	}
-	if r.Refused != nil {
-		ev["refused"] = map[string]any{"decision": r.Refused.Verdict.String(), "reason": r.Refused.Reason, "rule": strOrNull(r.Refused.Rule)}
-	}
-	if err != nil {
-		ev["error"] = err.Error()
-		if r.ID == "" { // nothing ran
-			ev["exit_code"], ev["is_error"], ev["message"] = -1, true, err.Error()
-			ev["cwd"] = c.sess.Cwd()
-		}
-	}
-	c.out.event(ev)
+	ev.Finished(res, err, c.sess.Cwd())
 }
 
 // runeStart moves i back to the start of a UTF-8 sequence.

@@ -1,0 +1,206 @@
+// Package client talks to moat's local API (moat serve) over its unix
+// socket. docs/API.md describes the API, docs/openapi.yaml every route.
+//
+//	c := client.New("/run/user/1000/moat/api.sock")
+//	s, err := c.CreateSession(ctx, client.SessionRequest{})
+//	res, err := c.Run(ctx, s.ID, client.CommandRequest{Command: "ls"}, nil)
+//
+// Errors the server answers are *Error, with the status and the field at
+// fault.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+)
+
+// MaxEventBytes bounds one line of a command's event stream.
+const MaxEventBytes = 64 << 20
+
+// Client is a client of one server. Safe for concurrent use.
+type Client struct {
+	// HTTP sends the requests; New makes one that dials the socket.
+	HTTP *http.Client
+	// Base is the URL the paths are joined to ("http://moat" for a unix
+	// socket: the host name is not used).
+	Base string
+}
+
+// New returns a client of the server listening on the unix socket path.
+func New(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConnsPerHost: 64,
+	}
+	return &Client{HTTP: &http.Client{Transport: tr}, Base: "http://moat"}
+}
+
+// Close closes the idle connections.
+func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+
+// Health is GET /v1/health.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
+}
+
+// CreateSession opens a session: a sandbox and a shell on it.
+func (c *Client) CreateSession(ctx context.Context, req SessionRequest) (Session, error) {
+	var s Session
+	return s, c.do(ctx, http.MethodPost, "/v1/sessions", req, &s)
+}
+
+// Sessions lists the open sessions.
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+	var l SessionList
+	err := c.do(ctx, http.MethodGet, "/v1/sessions", nil, &l)
+	return l.Sessions, err
+}
+
+// Session describes one session.
+func (c *Client) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	return s, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &s)
+}
+
+// CloseSession kills the session's commands and ends its sandbox.
+func (c *Client) CloseSession(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/sessions/"+url.PathEscape(id), nil, nil)
+}
+
+// Run runs a command in the foreground and returns its "finished" event.
+// If onEvent is set it gets every event of the stream as it comes
+// (started, output, progress, finished). Cancelling ctx kills the command.
+func (c *Client) Run(ctx context.Context, session string, req CommandRequest, onEvent func(Event)) (Event, error) {
+	resp, err := c.send(ctx, http.MethodPost, commandsPath(session), req)
+	if err != nil {
+		return Event{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), MaxEventBytes)
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return Event{}, fmt.Errorf("moat api: bad event %q: %w", sc.Text(), err)
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		if ev.Event == "finished" {
+			return ev, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Event{}, err
+	}
+	return Event{}, errors.New("moat api: the event stream ended before the command finished")
+}
+
+// RunWait runs a command in the foreground without streaming
+// (?stream=false) and returns its "finished" event.
+func (c *Client) RunWait(ctx context.Context, session string, req CommandRequest) (Event, error) {
+	var ev Event
+	return ev, c.do(ctx, http.MethodPost, commandsPath(session)+"?stream=false", req, &ev)
+}
+
+// Start starts a command in the background (req.Background is set for
+// you) and returns at once.
+func (c *Client) Start(ctx context.Context, session string, req CommandRequest) (CommandStatus, error) {
+	req.Background = true
+	var st CommandStatus
+	return st, c.do(ctx, http.MethodPost, commandsPath(session), req, &st)
+}
+
+// Read returns a background command's output since the last read, and
+// its result once it has finished.
+func (c *Client) Read(ctx context.Context, session, command string) (CommandStatus, error) {
+	var st CommandStatus
+	return st, c.do(ctx, http.MethodGet, commandPath(session, command), nil, &st)
+}
+
+// Kill kills a command and waits for it; the answer holds its result.
+func (c *Client) Kill(ctx context.Context, session, command string) (CommandStatus, error) {
+	var st CommandStatus
+	return st, c.do(ctx, http.MethodDelete, commandPath(session, command), nil, &st)
+}
+
+// Decide is moat's decision on a command (POST /v1/decide); nothing runs.
+func (c *Client) Decide(ctx context.Context, req DecideRequest) (Decision, error) {
+	var d Decision
+	return d, c.do(ctx, http.MethodPost, "/v1/decide", req, &d)
+}
+
+// Policy is the server's effective policy, as moat policy --json prints
+// it.
+func (c *Client) Policy(ctx context.Context) (json.RawMessage, error) {
+	var p json.RawMessage
+	return p, c.do(ctx, http.MethodGet, "/v1/policy", nil, &p)
+}
+
+func commandsPath(session string) string {
+	return "/v1/sessions/" + url.PathEscape(session) + "/commands"
+}
+
+func commandPath(session, command string) string {
+	return commandsPath(session) + "/" + url.PathEscape(command)
+}
+
+// do sends a request and decodes a 2xx answer into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// send sends a request with body as JSON. An answer that is not 2xx is
+// returned as *Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	e := &Error{Status: resp.StatusCode}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(b, e) != nil || e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return nil, e
+}

@@ -1,0 +1,176 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The wire types of the local API (docs/openapi.yaml). They live here, not
+// in package api, so that a client does not link the server and its
+// sandbox.
+
+// Health is GET /v1/health's answer.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
+// Error is the body of every 4xx and 5xx answer, and the error the client
+// returns for one.
+type Error struct {
+	// Status is the HTTP status; it is not part of the body.
+	Status int `json:"-"`
+	// Message says what is wrong.
+	Message string `json:"error"`
+	// Field names the request field at fault, or is empty.
+	Field string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("moat api: %d: %s (field %q)", e.Status, e.Message, e.Field)
+	}
+	return fmt.Sprintf("moat api: %d: %s", e.Status, e.Message)
+}
+
+// SessionRequest is the body of POST /v1/sessions. Every field is optional.
+type SessionRequest struct {
+	// Gate is strict, deny or off; it may not be looser than the
+	// server's gate. Empty: the server's.
+	Gate string `json:"gate,omitempty"`
+	// Mode is the permission mode of the decisions (default, acceptEdits,
+	// plan, bypassPermissions).
+	Mode string `json:"mode,omitempty"`
+	// TimeoutMS is a command's default timeout in milliseconds.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Write are existing paths the session's commands may also write
+	// (absolute, or relative to the policy's working directory).
+	Write []string `json:"write,omitempty"`
+}
+
+// Session describes an open session.
+type Session struct {
+	ID      string    `json:"id"`
+	Gate    string    `json:"gate"`
+	Mode    string    `json:"mode"`
+	Cwd     string    `json:"cwd"`
+	Created time.Time `json:"created"`
+	// Commands are those the session holds: running, or finished in the
+	// background and not read yet.
+	Commands []Command `json:"commands"`
+}
+
+// SessionList is GET /v1/sessions's answer.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// Command describes a command a session holds.
+type Command struct {
+	ID           string `json:"id"`
+	Command      string `json:"command"`
+	Running      bool   `json:"running"`
+	Backgrounded string `json:"backgrounded,omitempty"`
+	ElapsedMS    int64  `json:"elapsed_ms"`
+	OutputBytes  int64  `json:"output_bytes"`
+}
+
+// CommandRequest is the body of POST /v1/sessions/{id}/commands.
+type CommandRequest struct {
+	// ID names the command in the session; if empty the server picks one.
+	// 1 to 64 of A-Z a-z 0-9 . _ -
+	ID string `json:"id,omitempty"`
+	// Command is the shell command line. Required.
+	Command string `json:"command"`
+	// TimeoutMS kills the command after this long (0: the session's).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Background returns at once; read the command with GET
+	// /v1/sessions/{id}/commands/{cid}.
+	Background bool `json:"background,omitempty"`
+}
+
+// CommandStatus is the answer for a background command: POST with
+// background, GET and DELETE of /v1/sessions/{id}/commands/{cid}.
+type CommandStatus struct {
+	ID      string `json:"id"`
+	Running bool   `json:"running"`
+	// Output is the output since the last read.
+	Output string `json:"output"`
+	More   bool   `json:"more,omitempty"`
+	// Result is the command's "finished" event once it has finished; the
+	// session then forgets the command.
+	Result *Event `json:"result,omitempty"`
+}
+
+// Event is one line of a command's NDJSON stream: the events of
+// docs/session.schema.json (started, output, progress, backgrounded,
+// finished), with the command's id as a string.
+type Event struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+
+	// started
+	Command    string `json:"command,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Background bool   `json:"background,omitempty"`
+	// output
+	Data string `json:"data,omitempty"`
+	// output, progress, finished
+	Bytes           int64 `json:"bytes,omitempty"`
+	Lines           int64 `json:"lines,omitempty"`
+	ElapsedMS       int64 `json:"elapsed_ms,omitempty"`
+	StreamTruncated bool  `json:"stream_truncated,omitempty"`
+	// backgrounded
+	Reason string `json:"reason,omitempty"`
+
+	// finished (and Cwd for started)
+	ExitCode     int             `json:"exit_code"`
+	IsError      bool            `json:"is_error"`
+	Message      string          `json:"message,omitempty"`
+	Output       string          `json:"output"`
+	OutputFile   string          `json:"output_file,omitempty"`
+	Cwd          string          `json:"cwd"`
+	Violations   json.RawMessage `json:"violations,omitempty"`
+	Signal       int             `json:"signal,omitempty"`
+	TimedOut     bool            `json:"timed_out,omitempty"`
+	Interrupted  bool            `json:"interrupted,omitempty"`
+	OutputBytes  int64           `json:"output_bytes,omitempty"`
+	OutputLines  int64           `json:"output_lines,omitempty"`
+	Truncated    bool            `json:"truncated,omitempty"`
+	Binary       bool            `json:"binary,omitempty"`
+	Notes        []string        `json:"notes,omitempty"`
+	Backgrounded string          `json:"backgrounded,omitempty"`
+	Refused      *Refused        `json:"refused,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	DurationMS   int64           `json:"duration_ms,omitempty"`
+}
+
+// Refused is the gate's decision on a command it did not run.
+type Refused struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule,omitempty"`
+}
+
+// DecideRequest is the body of POST /v1/decide.
+type DecideRequest struct {
+	Command string `json:"command"`
+	// Cwd is the command's working directory (absolute); empty: the
+	// policy's.
+	Cwd string `json:"cwd,omitempty"`
+	// Mode is the permission mode; empty: default.
+	Mode string `json:"mode,omitempty"`
+}
+
+// Decision is POST /v1/decide's answer: what moat check --json prints.
+type Decision struct {
+	Decision   string          `json:"decision"`
+	Reason     string          `json:"reason"`
+	Rule       *string         `json:"rule"`
+	ReadOnly   bool            `json:"readonly"`
+	Warnings   []string        `json:"warnings"`
+	Suggestion *string         `json:"suggestion"`
+	SedEdit    json.RawMessage `json:"sed_edit"`
+	Kind       string          `json:"kind"`
+}

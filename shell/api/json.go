@@ -1,0 +1,109 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/moat-sandbox/moat/shell/api/client"
+)
+
+// apiError is an answer other than 2xx: a status and the JSON body
+// {"error": msg, "field": field}.
+type apiError struct {
+	status int
+	msg    string
+	field  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, field, format string, a ...any) *apiError {
+	return &apiError{status: status, field: field, msg: fmt.Sprintf(format, a...)}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, client.Error{Message: e.msg, Field: e.field})
+}
+
+// writeJSON writes v as the body, with ">" and "&" as they are.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) // the peer went away: nothing to do
+}
+
+// decodeBody decodes the request's body, one JSON object of at most max
+// bytes, into v. Unknown fields are refused, naming the field. An empty
+// body is {} when emptyOK, else an error.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any, emptyOK bool) *apiError {
+	body := http.MaxBytesReader(w, r.Body, max)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == io.EOF && emptyOK {
+		return nil
+	}
+	if err != nil {
+		return jsonError(err, max)
+	}
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return jsonError(err, max)
+		}
+		return errorf(http.StatusBadRequest, "", "the body must hold one JSON object, and nothing after it")
+	}
+	return nil
+}
+
+// jsonError explains a decoding error, naming the field when there is one.
+func jsonError(err error, max int64) *apiError {
+	var (
+		mb *http.MaxBytesError
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mb):
+		return errorf(http.StatusRequestEntityTooLarge, "", "the body is larger than %d bytes", max)
+	case err == io.EOF:
+		return errorf(http.StatusBadRequest, "", "the body is empty: a JSON object is required")
+	case errors.As(err, &se):
+		return errorf(http.StatusBadRequest, "", "the body is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return errorf(http.StatusBadRequest, "", "the body must be a JSON object, not a %s", te.Value)
+		}
+		return errorf(http.StatusBadRequest, te.Field, "%q must be a %s, not a %s", te.Field, jsonType(te.Type.Kind().String()), te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errorf(http.StatusBadRequest, "", "the body ends inside a JSON value")
+	}
+	// encoding/json has no type for this one: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return errorf(http.StatusBadRequest, name, "unknown field %q", name)
+	}
+	return errorf(http.StatusBadRequest, "", "the body is not a valid request: %v", err)
+}
+
+// jsonType names a Go kind as JSON does.
+func jsonType(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "slice":
+		return "array"
+	case kind == "struct", kind == "map":
+		return "object"
+	}
+	return kind
+}

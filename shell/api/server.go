@@ -1,0 +1,332 @@
+// Package api is moat's local API: HTTP and JSON over a unix socket (moat
+// serve), for agent hosts that drive sessions from another process. A
+// session is a sandbox.Shell: every command runs in a sandbox, gated by
+// moat's decisions; no route runs anything on the host.
+//
+// Routes (docs/API.md, docs/openapi.yaml):
+//
+//	GET    /v1/health
+//	GET    /v1/policy
+//	POST   /v1/decide
+//	POST   /v1/sessions
+//	GET    /v1/sessions
+//	GET    /v1/sessions/{session}
+//	DELETE /v1/sessions/{session}
+//	POST   /v1/sessions/{session}/commands   (NDJSON stream, ?stream=false, or background)
+//	GET    /v1/sessions/{session}/commands/{command}
+//	DELETE /v1/sessions/{session}/commands/{command}
+//
+// Who may connect: Serve answers only peers of the server's own user (their
+// credentials read from the socket) in the server's own user and mount
+// namespaces, so a command in one of the server's sandboxes cannot drive it.
+// The wire types are in package client.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell/sandbox"
+)
+
+// Defaults of the limits of a Config.
+const (
+	DefaultMaxSessions           = 64
+	DefaultMaxCommandsPerSession = 32
+	DefaultMaxRequestBytes       = 1 << 20
+)
+
+// Config configures a Server. Every field but Policy has a working zero
+// value.
+type Config struct {
+	// Policy is what every session's sandbox enforces and what the
+	// decisions read; a session may only add existing writable paths to
+	// it. Required; not changed.
+	Policy *policy.Policy
+	// Notes are shown by GET /v1/policy (what moat policy prints as
+	// notes).
+	Notes []string
+	// Gate is a session's gate when it asks for none, and the loosest it
+	// may ask for (strict < deny < off). Empty: strict.
+	Gate sandbox.Gate
+	// MaxSessions bounds the open sessions (429 past it).
+	MaxSessions int
+	// MaxCommandsPerSession bounds the commands a session holds at once:
+	// running, and finished in the background but not read (429 past it).
+	MaxCommandsPerSession int
+	// MaxRequestBytes bounds a request's body (413 past it).
+	MaxRequestBytes int64
+	// Env is the sessions' environment before the policy filters it; nil
+	// is this process's.
+	Env []string
+	// StateDir is moat's state directory (sandbox.Config.StateDir).
+	StateDir string
+	// Hide are paths every session's policy denies reading: the API's
+	// own socket, so that a sandboxed command does not even see it.
+	Hide []string
+	// Logger receives debug logs. If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+// Server answers the API's routes. Use it through Serve, which checks who
+// connects; ServeHTTP refuses requests that did not come through Serve.
+type Server struct {
+	cfg     Config
+	engine  *permissions.Engine
+	mux     *http.ServeMux
+	log     *slog.Logger
+	version string
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	pending  int // sessions being opened
+	closed   bool
+	https    []*http.Server
+}
+
+// route is one pattern of the mux and its handler.
+type route struct {
+	pattern string
+	handle  func(http.ResponseWriter, *http.Request) error
+}
+
+// routes is the API: every pattern here is in docs/openapi.yaml (a test
+// checks both ways).
+func (s *Server) routes() []route {
+	return []route{
+		{"GET /v1/health", s.health},
+		{"GET /v1/policy", s.policy},
+		{"POST /v1/decide", s.decide},
+		{"POST /v1/sessions", s.createSession},
+		{"GET /v1/sessions", s.listSessions},
+		{"GET /v1/sessions/{session}", s.getSession},
+		{"DELETE /v1/sessions/{session}", s.deleteSession},
+		{"POST /v1/sessions/{session}/commands", s.runCommand},
+		{"GET /v1/sessions/{session}/commands/{command}", s.readCommand},
+		{"DELETE /v1/sessions/{session}/commands/{command}", s.killCommand},
+	}
+}
+
+// New checks cfg and returns a server with no session.
+func New(cfg Config) (*Server, error) {
+	if cfg.Policy == nil {
+		return nil, errors.New("api: Config.Policy is nil")
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	if gateRank(cfg.Gate) < 0 {
+		return nil, fmt.Errorf("api: unknown Config.Gate %q (want strict, deny or off)", cfg.Gate)
+	}
+	if cfg.Gate == "" {
+		cfg.Gate = sandbox.GateStrict
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxCommandsPerSession <= 0 {
+		cfg.MaxCommandsPerSession = DefaultMaxCommandsPerSession
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	eng, err := permissions.New(cfg.Policy.Permissions, permissions.Options{FollowSymlinks: true})
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	s := &Server{cfg: cfg, engine: eng, mux: http.NewServeMux(), log: cfg.Logger, version: version(),
+		sessions: map[string]*session{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.pattern, s.adapt(rt.handle))
+	}
+	return s, nil
+}
+
+// gateRank orders the gates from the strictest; -1 for an unknown gate.
+func gateRank(g sandbox.Gate) int {
+	switch g {
+	case "", sandbox.GateStrict:
+		return 0
+	case sandbox.GateDeny:
+		return 1
+	case sandbox.GateOff:
+		return 2
+	}
+	return -1
+}
+
+// version is the module's version from the build information, with the
+// VCS revision when the build has one.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" && (v == "" || v == "(devel)") {
+			v = "devel+" + st.Value[:min(12, len(st.Value))]
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v
+}
+
+// Serve answers requests on l (a unix socket: see Listen) until Shutdown.
+// Each connection's peer is checked once, when it connects: a peer of
+// another user, or in another user or mount namespace, gets 403 for every
+// request.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c)})
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.https = append(s.https, hs)
+	s.mu.Unlock()
+	return hs.Serve(l)
+}
+
+// Shutdown stops accepting sessions and connections, closes every session
+// (killing what runs: the streams of their commands end), then waits for
+// the requests under way until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	https := s.https
+	s.mu.Unlock()
+	s.closeSessions()
+	var err error
+	for _, hs := range https {
+		err = errors.Join(err, hs.Shutdown(ctx))
+	}
+	return err
+}
+
+// Close closes every session and refuses new ones; connections stay
+// (Shutdown closes them too).
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return s.closeSessions()
+}
+
+func (s *Server) closeSessions() error {
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for id, ss := range s.sessions {
+		all = append(all, ss)
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	var err error
+	for _, ss := range all {
+		err = errors.Join(err, ss.close())
+	}
+	return err
+}
+
+// ServeHTTP checks the connection's peer and routes the request. Requests
+// no route takes get a JSON 404 or 405.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	pr, ok := r.Context().Value(peerKey{}).(peerResult)
+	if !ok {
+		writeError(w, errorf(http.StatusForbidden, "", "the connection's peer was not checked (serve with api.Server.Serve)"))
+		return
+	}
+	if pr.err != nil {
+		s.log.Debug("peer refused", "err", pr.err)
+		writeError(w, errorf(http.StatusForbidden, "", "%v", pr.err))
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		s.noRoute(w, r, h)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers in JSON what the mux would answer in text: 404, or 405
+// with the Allow header.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	for _, k := range []string{"Allow", "Location"} {
+		if v := rec.header.Get(k); v != "" {
+			w.Header().Set(k, v)
+		}
+	}
+	status := rec.status
+	if status == 0 {
+		status = http.StatusNotFound
+	}
+	msg := fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)
+	if status == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))
+	}
+	writeError(w, errorf(status, "", "%s", msg))
+}
+
+// recorder keeps the status and headers a handler writes, and drops the
+// body.
+type recorder struct {
+	header http.Header
+	status int
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) { r.WriteHeader(http.StatusOK); return len(b), nil }
+
+// adapt turns a handler that returns an error into an http.HandlerFunc
+// that writes the error as JSON (an *apiError with its status, anything
+// else as 500).
+func (s *Server) adapt(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = errorf(http.StatusInternalServerError, "", "%v", err)
+		}
+		s.log.Debug("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "err", ae.msg, "field", ae.field)
+		writeError(w, ae)
+	}
+}
+
+// health answers that the server is up, with its version.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.version})
+	return nil
+}

@@ -1,0 +1,248 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/api/client"
+	"github.com/moat-sandbox/moat/shell/sandbox"
+)
+
+// session is one API session: a gated shell on a session sandbox, and the
+// background commands whose results the API holds for their reader.
+type session struct {
+	id      string
+	gate    sandbox.Gate
+	mode    string
+	created time.Time
+	sh      *sandbox.Shell
+	// slots has one token per command held (MaxCommandsPerSession).
+	slots chan struct{}
+
+	mu     sync.Mutex
+	bg     map[string]*bgCommand
+	nextID int
+}
+
+// bgCommand is a command started in the background. Its waiter goroutine
+// collects its result from the shell (which then forgets it) and keeps it
+// here until a client reads or kills it.
+type bgCommand struct {
+	done chan struct{}
+	res  shell.Result
+	err  error
+}
+
+// createSession opens a session (POST /v1/sessions): the server's policy
+// with the request's extra writable paths, the request's gate if it is not
+// looser than the server's.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var req client.SessionRequest
+	if err := decodeBody(w, r, s.cfg.MaxRequestBytes, &req, true); err != nil {
+		return err
+	}
+	cfg, err := s.sessionConfig(req)
+	if err != nil {
+		return err
+	}
+	if err := s.reserve(); err != nil {
+		return err
+	}
+	// The session outlives the request: its context must not end it.
+	sh, oerr := sandbox.Open(context.Background(), cfg)
+	s.mu.Lock()
+	s.pending--
+	if oerr == nil && s.closed {
+		s.mu.Unlock()
+		sh.Close()
+		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
+	}
+	if oerr != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("opening the session's sandbox: %w", oerr)
+	}
+	ss := &session{id: "s" + randomHex(8), gate: cfg.Gate, mode: cfg.Mode, created: time.Now().UTC(), sh: sh,
+		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}}
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	s.log.Debug("session opened", "session", ss.id, "gate", ss.gate, "mode", ss.mode)
+	writeJSON(w, http.StatusCreated, ss.describe())
+	return nil
+}
+
+// reserve counts a session about to be opened against MaxSessions.
+func (s *Server) reserve() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
+	}
+	if len(s.sessions)+s.pending >= s.cfg.MaxSessions {
+		return errorf(http.StatusTooManyRequests, "", "%d sessions are open, the most this server allows: close one first", s.cfg.MaxSessions)
+	}
+	s.pending++
+	return nil
+}
+
+// sessionConfig checks a session request and returns the sandbox's
+// configuration.
+func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error) {
+	gate := sandbox.Gate(req.Gate)
+	if gate == "" {
+		gate = s.cfg.Gate
+	}
+	switch rank := gateRank(gate); {
+	case rank < 0:
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "unknown gate %q (want strict, deny or off)", req.Gate)
+	case rank > gateRank(s.cfg.Gate):
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "gate %q is looser than the server's (%s)", req.Gate, s.cfg.Gate)
+	}
+	if req.Mode != "" && !policy.ValidMode(req.Mode) {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
+	}
+	if req.TimeoutMS < 0 {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	pol, err := s.sessionPolicy(req.Write)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	return sandbox.Config{Policy: pol, Gate: gate, Mode: req.Mode, Env: s.cfg.Env, StateDir: s.cfg.StateDir,
+		Timeout: time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
+		Logger:  s.cfg.Logger}, nil
+}
+
+// sessionPolicy is a copy of the server's policy with the extra writable
+// paths (which must exist, as moat session --write wants) and the hidden
+// paths denied reading.
+func (s *Server) sessionPolicy(write []string) (*policy.Policy, error) {
+	base := s.cfg.Policy
+	pol := *base
+	pol.FS.AllowWrite = slices.Clip(base.FS.AllowWrite)
+	pol.FS.DenyRead = slices.Clip(base.FS.DenyRead)
+	for _, p := range write {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return nil, errorf(http.StatusBadRequest, "write", "a writable path must be a non-empty path")
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base.Cwd, p)
+		}
+		p = filepath.Clean(p)
+		if _, err := os.Stat(p); err != nil {
+			return nil, errorf(http.StatusBadRequest, "write", "%s: the path must exist (%v)", p, err)
+		}
+		pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: p, Source: "api: write"})
+	}
+	for _, p := range s.cfg.Hide {
+		pol.FS.DenyRead = append(pol.FS.DenyRead, policy.PathRule{Path: p, Source: "api: the server's socket"})
+	}
+	return &pol, nil
+}
+
+// session returns the session the request's path names.
+func (s *Server) session(r *http.Request) (*session, error) {
+	id := r.PathValue("session")
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return nil, errorf(http.StatusNotFound, "session", "no session %q", id)
+	}
+	return ss, nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].created.Before(all[j].created) })
+	out := client.SessionList{Sessions: make([]client.Session, 0, len(all))}
+	for _, ss := range all {
+		out.Sessions = append(out.Sessions, ss.describe())
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	ss, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ss.describe())
+	return nil
+}
+
+// deleteSession closes a session: its commands are killed, their
+// processes gone, its sandbox ended, before the answer (204).
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("session")
+	s.mu.Lock()
+	ss := s.sessions[id]
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if ss == nil {
+		return errorf(http.StatusNotFound, "session", "no session %q", id)
+	}
+	if err := ss.close(); err != nil {
+		s.log.Debug("closing a session", "session", id, "err", err)
+	}
+	s.log.Debug("session closed", "session", id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// describe is the session as the API shows it.
+func (ss *session) describe() client.Session {
+	out := client.Session{ID: ss.id, Gate: string(ss.gate), Mode: ss.mode, Cwd: ss.sh.Session.Cwd(), Created: ss.created,
+		Commands: []client.Command{}}
+	if out.Mode == "" {
+		out.Mode = "default"
+	}
+	seen := map[string]bool{}
+	for _, t := range ss.sh.Session.Tasks() {
+		seen[t.ID] = true
+		out.Commands = append(out.Commands, client.Command{ID: t.ID, Command: t.Command, Running: t.Running,
+			Backgrounded: t.Backgrounded, ElapsedMS: t.Elapsed.Milliseconds(), OutputBytes: t.OutputBytes})
+	}
+	// Finished background commands the shell forgot and the API holds.
+	ss.mu.Lock()
+	for id, bc := range ss.bg {
+		select {
+		case <-bc.done:
+			if !seen[id] {
+				out.Commands = append(out.Commands, client.Command{ID: id, Command: bc.res.Command, Backgrounded: bc.res.Backgrounded,
+					ElapsedMS: bc.res.Duration.Milliseconds(), OutputBytes: bc.res.OutputBytes})
+			}
+		default:
+		}
+	}
+	ss.mu.Unlock()
+	return out
+}
+
+// close kills every command and ends the sandbox.
+func (ss *session) close() error {
+	return ss.sh.Close()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
