@@ -34,4 +34,4 @@ func TestNoHostRunner(t *testing.T) {
 }
 
 // nonTestPackages are the packages of shell/ a library user can import.
-var nonTestPackages = []string{".", "./jsonl"}
+var nonTestPackages = []string{".", "./jsonl", "./mcp"}
