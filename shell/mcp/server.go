@@ -266,7 +266,7 @@ func reasonOf(d policy.Decision) string {
 	if s == "" {
 		s = d.Verdict.String()
 	}
-	if d.Rule != "" {
+	if d.Rule != "" && !strings.Contains(s, d.Rule) {
 		s += " [" + d.Rule + "]"
 	}
 	return s
