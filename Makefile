@@ -7,12 +7,13 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # System packages the build and the tests need (Debian names).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client
 
-.PHONY: help deps build test test-unit test-privileged darwin ci bench clean
+.PHONY: help deps build test test-unit test-privileged darwin ci bench clean mcp-clients
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime"
+	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
 
 # deps installs missing Debian packages (as root, or through sudo).
 deps:
@@ -48,6 +49,15 @@ darwin:
 	GOOS=darwin $(GO) test -c -o /dev/null ./cmd/moat/
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) vet ./...
+
+# mcp-clients runs real MCP clients from the npm registry against moat mcp:
+# the MCP inspector's CLI over stdio and the official conformance suite's
+# server scenarios over --http (expected failures, with their reasons, in
+# shell/mcp/testdata/clients/conformance-expected-failures.yml). The pinned
+# clients and a Node.js 22 are installed with npm ci into .cache/mcp-clients.
+# Not part of make test (it needs the npm registry); CI runs it as a step.
+mcp-clients: build
+	MOAT_BIN=$(CURDIR)/$(BIN)/moat bash shell/mcp/testdata/clients/run.sh
 
 bench: build
 	bash bench/run.sh

@@ -34,4 +34,4 @@ func TestNoHostRunner(t *testing.T) {
 }
 
 // nonTestPackages are the packages of shell/ a library user can import.
-var nonTestPackages = []string{".", "./jsonl", "./api", "./api/client"}
+var nonTestPackages = []string{".", "./jsonl", "./sandbox", "./api", "./api/client", "./mcp"}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	moatmcp "github.com/moat-sandbox/moat/shell/mcp"
+)
+
+func init() { subcommands = append(subcommands, newMCPCmd) }
+
+type mcpFlags struct {
+	sessionFlags
+	http string
+}
+
+func newMCPCmd() *cobra.Command {
+	var f mcpFlags
+	c := &cobra.Command{
+		Use:   "mcp [flags]",
+		Short: "Serve a sandboxed bash tool over the Model Context Protocol (stdio, or --http)",
+		Long: `Serve moat's sandboxed shell to an MCP client: one session sandbox, set up
+once, and three tools:
+
+  bash         {command, timeout (ms, at most 600000), run_in_background, description}
+  bash_output  {id}   what a background command printed since the last read
+  bash_kill    {id}   kill a background command and what it started
+
+Each command is decided first by moat's permission pipeline (moat check):
+allowed commands run; denied ones are refused; for the others the user is
+asked through the client (MCP elicitation) when the client supports it, and
+the command is refused otherwise. Whatever runs, runs in the sandbox.
+
+The server speaks MCP over standard input and output unless --http is given:
+--http unix:/path/to.sock (a socket only this user can open) or
+--http 127.0.0.1:PORT / localhost:PORT / [::1]:PORT (streamable HTTP at /mcp;
+loopback only, and requests whose Host or Origin is not loopback are refused).
+
+docs/MCP.md has the tools, the results and the client configuration, e.g.
+
+  claude mcp add moat -- moat mcp --settings ~/.claude/settings.json
+
+Exit status: 0 when the client went away (stdio) or on SIGINT/SIGTERM (HTTP);
+125 for moat's own errors (bad settings, no sandbox, bad address).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMCP(cmd, &f)
+		},
+	}
+	f.register(c, "off")
+	c.Flags().MarkHidden("gate") // the server decides: see shell/mcp
+	c.Flags().StringVar(&f.http, "http", "", "serve streamable HTTP on `ADDR` (unix:/path, 127.0.0.1:PORT or localhost:PORT) instead of stdio")
+	return c
+}
+
+func runMCP(cmd *cobra.Command, f *mcpFlags) error {
+	if f.gate != "off" {
+		return usageError("moat mcp decides each command itself (ask becomes a question to the user): --gate does not apply")
+	}
+	var lis net.Listener
+	var where string
+	if f.http != "" {
+		// Listen before the sandbox is set up: a bad or busy address fails
+		// at once.
+		if _, _, err := parseMCPAddr(f.http); err != nil {
+			return usageError("--http %s: %v", f.http, err)
+		}
+		var err error
+		if lis, where, err = listenMCP(f.http); err != nil {
+			return &exitError{code: exitMoatError, err: fmt.Errorf("--http %s: %w", f.http, err)}
+		}
+		defer func() {
+			lis.Close()
+			if lis.Addr().Network() == "unix" {
+				os.Remove(lis.Addr().String())
+			}
+		}()
+	}
+	ctx, stop := interrupted()
+	defer stop()
+	e, err := openShell(ctx, &f.sessionFlags, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	opts := &moatmcp.Options{}
+	if f.debug {
+		opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	srv := moatmcp.New(e.Shell, opts)
+	if lis == nil {
+		err := srv.Run(ctx, &sdk.StdioTransport{})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, sdk.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
+			return &exitError{code: exitMoatError, err: err}
+		}
+		return nil
+	}
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Logger: opts.Logger})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.Handle("/mcp/", handler)
+	hs := &http.Server{Handler: loopbackOnly(mux, lis.Addr().Network() == "unix"), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(cmd.ErrOrStderr(), "moat: MCP over streamable HTTP at %s\n", where)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(lis) }()
+	select {
+	case err := <-done:
+		return &exitError{code: exitMoatError, err: err}
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+// parseMCPAddr splits --http's ADDR into a network and an address: unix and
+// a path, or tcp and a loopback host:port. Other hosts are refused.
+func parseMCPAddr(addr string) (network, address string, err error) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return "", "", errors.New("unix: needs a socket path")
+		}
+		return "unix", absPath(mustGetwd(), p), nil
+	}
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("want unix:/path, 127.0.0.1:PORT or localhost:PORT (%v)", err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return "", "", fmt.Errorf("bad port %q", port)
+	}
+	switch {
+	case h == "localhost":
+		h = "127.0.0.1"
+	case net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback():
+	default:
+		return "", "", fmt.Errorf("%q is not a loopback address: moat mcp serves only this machine (use 127.0.0.1:PORT, localhost:PORT, [::1]:PORT or unix:/path)", h)
+	}
+	return "tcp", net.JoinHostPort(h, port), nil
+}
+
+func mustGetwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return wd
+}
+
+// listenMCP listens on --http's address; a unix socket is made 0600 (and a
+// stale one, that nothing listens on, replaced). It returns the URL clients
+// use.
+func listenMCP(addr string) (net.Listener, string, error) {
+	network, address, err := parseMCPAddr(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	if network == "tcp" {
+		lis, err := net.Listen("tcp", address)
+		if err != nil {
+			return nil, "", err
+		}
+		return lis, "http://" + lis.Addr().String() + "/mcp", nil
+	}
+	if fi, err := os.Lstat(address); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, "", fmt.Errorf("%s exists and is not a socket", address)
+		}
+		if c, err := net.DialTimeout("unix", address, time.Second); err == nil {
+			c.Close()
+			return nil, "", fmt.Errorf("%s: a server already listens there", address)
+		}
+		os.Remove(address)
+	}
+	lis, err := listenUnixPrivate(address)
+	if err != nil {
+		return nil, "", err
+	}
+	return lis, "unix:" + address + " (path /mcp)", nil
+}
+
+// loopbackOnly refuses requests that a web page could have sent through DNS
+// rebinding or from another origin: the Host header must name a loopback
+// host (over TCP; a unix socket has no host), and an Origin header, when
+// present, a loopback origin.
+func loopbackOnly(h http.Handler, unixSocket bool) http.Handler {
+	protect := http.NewCrossOriginProtection()
+	return protect.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !unixSocket && !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not a loopback host", r.Host), http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopbackHost(u.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not a loopback origin", o), http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// loopbackHost reports whether host (a Host header: name or IP, with an
+// optional port) is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

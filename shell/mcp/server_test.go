@@ -1,0 +1,506 @@
+//go:build linux
+
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	if code, ok := runtime.Reexec(os.Args); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// fixture is a sandbox writable in work only, with a deny rule for rm, and
+// an MCP server on it.
+type fixture struct {
+	dir, work string
+	sh        *sandbox.Shell
+	srv       *sdk.Server
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testutil.RequireUserns(t)
+	root := os.Getenv("MOAT_TEST_DIR")
+	if root == "" {
+		root = "/var/tmp" // the host's /tmp is hidden in the sandbox
+	}
+	dir, err := os.MkdirTemp(root, "moat-mcp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o755)
+	pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "test"}}
+	pol.Permissions.Deny = []policy.Rule{{Rule: "Bash(rm:*)"}}
+	sh, err := sandbox.Open(context.Background(), sandbox.Config{Policy: pol, Gate: sandbox.GateOff,
+		StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	return &fixture{dir: dir, work: work, sh: sh, srv: New(sh, nil)}
+}
+
+// elicitations records what a client was asked, and answers with action.
+type elicitations struct {
+	mu     sync.Mutex
+	action string
+	asked  []string
+}
+
+func (e *elicitations) handler(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, req.Params.Message)
+	return &sdk.ElicitResult{Action: e.action}, nil
+}
+
+func (e *elicitations) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.asked)
+}
+
+// connect connects a client to the fixture's server over in-memory
+// transports. el nil: a client without elicitation.
+func (f *fixture) connect(t *testing.T, el *elicitations, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	if opts == nil {
+		opts = &sdk.ClientOptions{}
+	}
+	if el != nil {
+		opts.ElicitationHandler = el.handler
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := f.srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "moat-test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// structured is a tool result's structured content as a map.
+func structured(t *testing.T, r *sdk.CallToolResult) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	return r
+}
+
+// The tools are listed with their schemas and annotations.
+func TestListTools(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, nil, nil)
+	// The SDK's client asks for the newest version; the server offers none
+	// past 2025-11-25 (where a tool call may elicit), and they agree on it.
+	if v := cs.InitializeResult().ProtocolVersion; v != newestElicitingVersion {
+		t.Errorf("negotiated protocol version %s, want %s", v, newestElicitingVersion)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*sdk.Tool{}
+	for _, tl := range res.Tools {
+		tools[tl.Name] = tl
+	}
+	for _, n := range []string{"bash", "bash_output", "bash_kill"} {
+		if tools[n] == nil {
+			t.Fatalf("tool %s is not listed: %v", n, res.Tools)
+		}
+	}
+	b, _ := json.Marshal(tools["bash"].InputSchema)
+	for _, want := range []string{`"command"`, `"timeout"`, `"run_in_background"`, `"description"`, `"maximum":600000`, `"required":["command"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("bash's schema lacks %s: %s", want, b)
+		}
+	}
+	if a := tools["bash"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+		t.Errorf("bash's annotations: %+v", a)
+	}
+	if a := tools["bash_output"].Annotations; a == nil || !a.ReadOnlyHint {
+		t.Errorf("bash_output's annotations: %+v", a)
+	}
+}
+
+// An allowed command runs at once (no question), in the session: the
+// working directory and exports carry over; the result has the output, the
+// exit code, the cwd and the decision.
+func TestAllowRuns(t *testing.T) {
+	f := newFixture(t)
+	el := &elicitations{action: "decline"}
+	cs := f.connect(t, el, nil)
+	r := call(t, cs, "bash", map[string]any{"command": "echo hello from moat"})
+	if r.IsError || !strings.Contains(text(r), "hello from moat\n") || !strings.Contains(text(r), "exit code 0") || !strings.Contains(text(r), "cwd "+f.work) {
+		t.Fatalf("echo: %v %q", r.IsError, text(r))
+	}
+	m := structured(t, r)
+	if m["exit_code"] != 0.0 || m["output"] != "hello from moat\n" || m["cwd"] != f.work || m["decision"].(map[string]any)["decision"] != "allow" {
+		t.Errorf("structured content: %v", m)
+	}
+	if el.count() != 0 {
+		t.Errorf("an allowed command asked the user: %v", el.asked)
+	}
+	r = call(t, cs, "bash", map[string]any{"command": "grep -r no-such-text-anywhere ."})
+	if r.IsError || structured(t, r)["exit_code"] != 1.0 || !strings.Contains(text(r), "No matches found") {
+		t.Errorf("grep with no match is not an error: %v %q", r.IsError, text(r))
+	}
+	r = call(t, cs, "bash", map[string]any{"command": "ls no-such-dir"})
+	if !r.IsError || !strings.Contains(text(r), "exit code 2") {
+		t.Errorf("a failing command is an error: %v %q", r.IsError, text(r))
+	}
+}
+
+// A denied command is refused without running and without a question.
+func TestDenyRefused(t *testing.T) {
+	f := newFixture(t)
+	victim := filepath.Join(f.work, "victim")
+	os.WriteFile(victim, []byte("x"), 0o644)
+	el := &elicitations{action: "accept"}
+	cs := f.connect(t, el, nil)
+	r := call(t, cs, "bash", map[string]any{"command": "rm " + victim})
+	if !r.IsError || !strings.Contains(text(r), "Command not run") || !strings.Contains(text(r), "deny") {
+		t.Fatalf("rm under a deny rule: %v %q", r.IsError, text(r))
+	}
+	m := structured(t, r)
+	if m["refused"] == nil || m["exit_code"] != -1.0 {
+		t.Errorf("structured content of a refusal: %v", m)
+	}
+	if el.count() != 0 {
+		t.Errorf("a denied command asked the user: %v", el.asked)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the denied command ran: %v", err)
+	}
+}
+
+// An ask becomes an elicitation showing the command and the reason: accept
+// runs it, decline and cancel refuse it; a client without elicitation gets
+// a refusal that says why.
+func TestAskElicitation(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		action string // "" for a client without elicitation
+		runs   bool
+	}{{"accept", true}, {"decline", false}, {"cancel", false}, {"", false}} {
+		file := filepath.Join(f.work, "asked-"+tc.action)
+		cmd := "touch " + file
+		var el *elicitations
+		if tc.action != "" {
+			el = &elicitations{action: tc.action}
+		}
+		cs := f.connect(t, el, nil)
+		r := call(t, cs, "bash", map[string]any{"command": cmd, "description": "create a marker file"})
+		_, err := os.Stat(file)
+		if ran := err == nil; ran != tc.runs {
+			t.Errorf("%q: ran %v, want %v (%q)", tc.action, ran, tc.runs, text(r))
+		}
+		m := structured(t, r)
+		if d := m["decision"].(map[string]any); d["decision"] != "ask" {
+			t.Fatalf("%s is not an ask: %v", cmd, d)
+		}
+		if tc.runs {
+			if r.IsError || m["approved"] != "user" || m["exit_code"] != 0.0 {
+				t.Errorf("accepted: %v %v", r.IsError, m)
+			}
+		} else if !r.IsError || m["refused"] == nil || !strings.Contains(text(r), "Command not run") {
+			t.Errorf("%q: not a refusal: %v %q", tc.action, r.IsError, text(r))
+		}
+		switch tc.action {
+		case "":
+			if !strings.Contains(text(r), "elicitation") {
+				t.Errorf("the refusal does not say the client cannot ask: %q", text(r))
+			}
+		default:
+			if el.count() != 1 || !strings.Contains(el.asked[0], cmd) || !strings.Contains(el.asked[0], "create a marker file") {
+				t.Errorf("the question does not show the command and its description: %q", el.asked)
+			}
+		}
+	}
+}
+
+// A client that asks for an older protocol version (2025-06-18) still gets
+// elicitations.
+func TestAskOlderProtocol(t *testing.T) {
+	f := newFixture(t)
+	ct, st := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := f.srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	el := &elicitations{action: "accept"}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "old", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: el.handler}).
+		Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-06-18" {
+		t.Errorf("negotiated %s", v)
+	}
+	r := call(t, cs, "bash", map[string]any{"command": "touch " + filepath.Join(f.work, "old")})
+	if r.IsError || el.count() != 1 {
+		t.Errorf("elicitation under 2025-06-18: %v %q %v", r.IsError, text(r), el.asked)
+	}
+}
+
+// Invalid inputs are tool errors naming the field.
+func TestInvalidInput(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, nil, nil)
+	for _, tc := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"bash", map[string]any{"command": ""}, "command"},
+		{"bash", map[string]any{"command": "   "}, "command"},
+		{"bash", map[string]any{}, "command"},
+		{"bash", map[string]any{"command": "true", "timeout": 600001}, "timeout"},
+		{"bash", map[string]any{"command": "true", "timeout": -1}, "timeout"},
+		{"bash", map[string]any{"command": "true", "timeout": "soon"}, "timeout"},
+		{"bash", map[string]any{"command": "true", "colour": "red"}, "colour"},
+		{"bash_output", map[string]any{"id": "no-such-id"}, "id"},
+		{"bash_output", map[string]any{}, "id"},
+		{"bash_kill", map[string]any{"id": "no-such-id"}, "id"},
+	} {
+		r := call(t, cs, tc.tool, tc.args)
+		if !r.IsError || !strings.Contains(text(r), tc.field) {
+			t.Errorf("%s %v: %v %q (want an error naming %s)", tc.tool, tc.args, r.IsError, text(r), tc.field)
+		}
+	}
+}
+
+// A background command can be read and killed; the kill leaves no process.
+func TestBackgroundReadKill(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, &elicitations{action: "accept"}, nil)
+	marker := testutil.SleepMarker(300)
+	r := call(t, cs, "bash", map[string]any{"command": "echo started; sleep " + marker, "run_in_background": true})
+	id, _ := structured(t, r)["background_id"].(string)
+	if r.IsError || id == "" || !strings.Contains(text(r), "bash_output") {
+		t.Fatalf("background: %v %q", r.IsError, text(r))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var out string
+	for !strings.Contains(out, "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no output from the background command: %q", out)
+		}
+		rr := call(t, cs, "bash_output", map[string]any{"id": id})
+		if rr.IsError {
+			t.Fatalf("bash_output: %q", text(rr))
+		}
+		out += structured(t, rr)["output"].(string)
+		if structured(t, rr)["running"] != true {
+			t.Fatalf("the background command ended early: %q", text(rr))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
+		t.Fatal("the background sleep is not running (the marker does not find it)")
+	}
+	k := call(t, cs, "bash_kill", map[string]any{"id": id})
+	if k.IsError || structured(t, k)["interrupted"] != true {
+		t.Fatalf("bash_kill: %v %q", k.IsError, text(k))
+	}
+	if pids := testutil.Procs("sleep "+marker, os.Getuid()); len(pids) > 0 {
+		t.Errorf("the killed command left processes: %v", pids)
+	}
+	// The result was returned: the id is gone.
+	if rr := call(t, cs, "bash_output", map[string]any{"id": id}); !rr.IsError {
+		t.Errorf("bash_output after the kill: %q", text(rr))
+	}
+}
+
+// A background command that finishes is read to its end with its result.
+func TestBackgroundFinishes(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, &elicitations{action: "accept"}, nil)
+	r := call(t, cs, "bash", map[string]any{"command": "echo one; sleep 0.2; echo two", "run_in_background": true})
+	id, _ := structured(t, r)["background_id"].(string)
+	if id == "" {
+		t.Fatalf("background: %q", text(r))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var out string
+	for {
+		rr := call(t, cs, "bash_output", map[string]any{"id": id})
+		m := structured(t, rr)
+		out += m["output"].(string)
+		if m["result"] != nil {
+			if res := m["result"].(map[string]any); res["exit_code"] != 0.0 || !strings.Contains(text(rr), "exit code 0") {
+				t.Errorf("the finished result: %v %q", res, text(rr))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background command did not finish: %q", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out != "one\ntwo\n" {
+		t.Errorf("the output read in pieces: %q", out)
+	}
+}
+
+// Cancelling the tool call (notifications/cancelled) kills the command.
+func TestCancelKills(t *testing.T) {
+	f := newFixture(t)
+	cs := f.connect(t, &elicitations{action: "accept"}, nil)
+	marker := testutil.SleepMarker(300)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep " + marker}})
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		pids := testutil.Procs("sleep "+marker, os.Getuid())
+		if len(pids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled command still runs: %v", pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The session goes on.
+	if r := call(t, cs, "bash", map[string]any{"command": "echo still here"}); r.IsError || !strings.Contains(text(r), "still here") {
+		t.Errorf("after the cancel: %q", text(r))
+	}
+}
+
+// A call with a progress token gets the output as progress notifications
+// before the result.
+func TestProgress(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	var msgs []string
+	var last float64
+	increasing := true
+	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Params.ProgressToken != "tok-1" {
+			return
+		}
+		if req.Params.Progress <= last {
+			increasing = false
+		}
+		last = req.Params.Progress
+		msgs = append(msgs, req.Params.Message)
+	}}
+	cs := f.connect(t, &elicitations{action: "accept"}, opts)
+	params := &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "for i in 1 2 3; do echo line$i; sleep 0.4; done"}}
+	params.SetProgressToken("tok-1")
+	r, err := cs.CallTool(context.Background(), params)
+	if err != nil || r.IsError {
+		t.Fatalf("%v %q", err, text(r))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(msgs, "")
+	if !strings.Contains(all, "line1") || !strings.Contains(all, "line2") {
+		t.Errorf("the progress notifications do not carry the output: %q", msgs)
+	}
+	if !increasing {
+		t.Errorf("progress did not increase: %q", msgs)
+	}
+}
+
+// The attack: a write outside the policy, through the tool, fails and is
+// reported as a violation even though the user approved the command; the
+// same write without moat succeeds, so the attack was real.
+func TestWriteOutsidePolicy(t *testing.T) {
+	f := newFixture(t)
+	target := filepath.Join(f.dir, "outside.txt")
+	cmd := "echo pwned > " + target
+	cs := f.connect(t, &elicitations{action: "accept"}, nil)
+	r := call(t, cs, "bash", map[string]any{"command": cmd})
+	m := structured(t, r)
+	if d := m["decision"].(map[string]any); d["decision"] == "deny" {
+		t.Fatalf("the write was refused by the decision, not the sandbox: %v", d)
+	}
+	if !r.IsError || m["exit_code"] == 0.0 || !strings.Contains(text(r), "<sandbox_violations>") || len(m["violations"].([]any)) == 0 {
+		t.Errorf("the write outside the policy: %v %q", r.IsError, text(r))
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("ESCAPE: the write outside the policy landed on the host")
+	}
+	if out, err := exec.Command("bash", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("without moat the same write fails too (the test proves nothing): %v %s", err, out)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "pwned\n" {
+		t.Fatalf("without moat: %q", b)
+	}
+}
