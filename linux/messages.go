@@ -33,7 +33,7 @@ func (ln *launcher) handle(m nsinit.Message) {
 		if m.A >= 0 && int(m.A) < len(ln.plan.Desc) {
 			step = ln.plan.Desc[m.A]
 		}
-		ln.setErr(setupError(step, syscall.Errno(m.B), m.Text, ln.plan.IsProc(int(m.A))))
+		ln.setErr(setupError(step, syscall.Errno(m.B), m.Text, ln.plan.IsProc(int(m.A)), ln.plan.IsMount(int(m.A))))
 		m.CloseFDs()
 	case nsinit.MsgExecFail:
 		ln.setErr(&enforce.ExecError{Path: m.Text, Err: syscall.Errno(m.B)})
@@ -87,16 +87,28 @@ func (ln *launcher) handle(m nsinit.Message) {
 // setupError turns stage 2's report of a failed step into a typed error; a
 // refused procfs is what best effort reacts to (a container that masks
 // /proc).
-func setupError(step string, errno syscall.Errno, text string, procfs bool) error {
+func setupError(step string, errno syscall.Errno, text string, procfs, mount bool) error {
 	err := &enforce.SetupError{Step: text, Err: errno}
 	if step != "" && step != text {
 		err.Step = text + " (" + step + ")"
 	}
-	if errno != 0 && procfs {
+	switch {
+	case errno != 0 && procfs:
 		return &enforce.UnsupportedFeatureError{Feature: "a new procfs", Need: "enableWeakerNestedSandbox (or --best-effort) shows the host's /proc instead", Err: &procfsError{err}}
+	case mount && (errno == syscall.EPERM || errno == syscall.EACCES):
+		return &enforce.UnsupportedFeatureError{Feature: "mounts in the sandbox's user namespace",
+			Need: "a security profile that allows them (Docker: --security-opt apparmor=unconfined; docs/CONTAINERS.md), or --best-effort for the no-namespace tier",
+			Err:  &mountsError{err}}
 	}
 	return err
 }
+
+// mountsError is a refused mount: errors.Is(err, enforce.ErrNoMounts).
+type mountsError struct{ err *enforce.SetupError }
+
+func (e *mountsError) Error() string        { return e.err.Error() }
+func (e *mountsError) Unwrap() error        { return e.err }
+func (e *mountsError) Is(target error) bool { return target == enforce.ErrNoMounts }
 
 // procfsError is a refused procfs: errors.Is(err, enforce.ErrNoProcfs).
 type procfsError struct{ err *enforce.SetupError }

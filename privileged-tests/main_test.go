@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(denyUsernsEnv) == "1" {
 		os.Exit(denyUsernsMain(os.Args[1:]))
 	}
+	if os.Getenv(denyMountsEnv) == "1" {
+		os.Exit(denyMountsMain(os.Args[1:]))
+	}
 	if os.Getenv("MOAT_ATTACK") == "1" {
 		os.Exit(attackMain(os.Args[1:]))
 	}

@@ -60,11 +60,46 @@ func denyUsernsMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "deny-userns:", err)
 		return 2
 	}
+	return loadAndExec(f, args)
+}
+
+func loadAndExec(f *lsc.ScmpFilter, args []string) int {
 	if err := f.Load(); err != nil {
-		fmt.Fprintln(os.Stderr, "deny-userns: load:", err)
+		fmt.Fprintln(os.Stderr, "deny filter: load:", err)
 		return 2
 	}
-	err = syscall.Exec(args[0], args, os.Environ())
-	fmt.Fprintln(os.Stderr, "deny-userns: exec:", err)
+	err := syscall.Exec(args[0], args, os.Environ())
+	fmt.Fprintln(os.Stderr, "deny filter: exec:", err)
 	return 2
+}
+
+// denyMountsMain loads a filter that refuses every mount operation with
+// EPERM (user namespaces stay allowed), as AppArmor's docker-default
+// profile does in a container run with seccomp=unconfined, then execs args.
+func denyMountsMain(args []string) int {
+	os.Unsetenv(denyMountsEnv)
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "deny-mounts: no command")
+		return 2
+	}
+	f, err := lsc.NewFilter(lsc.ActAllow)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deny-mounts:", err)
+		return 2
+	}
+	for _, name := range []string{"mount", "umount2", "pivot_root", "open_tree", "move_mount", "mount_setattr", "fsopen", "fsmount", "fsconfig", "fspick"} {
+		sc, err := lsc.GetSyscallFromName(name)
+		if err == nil {
+			err = f.AddRule(sc, lsc.ActErrno.SetReturnCode(int16(unix.EPERM)))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "deny-mounts:", name, err)
+			return 2
+		}
+	}
+	if err := f.SetNoNewPrivsBit(os.Geteuid() != 0); err != nil {
+		fmt.Fprintln(os.Stderr, "deny-mounts:", err)
+		return 2
+	}
+	return loadAndExec(f, args)
 }

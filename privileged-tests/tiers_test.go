@@ -181,3 +181,36 @@ func TestDoctorReadOnlyCgroups(t *testing.T) {
 		t.Errorf("a CPU rate no cgroup can hold must be refused: exit %d\n%s", run.code, run.out)
 	}
 }
+
+const denyMountsEnv = "MOAT_TEST_DENY_MOUNTS"
+
+// noMounts runs bin args with every mount operation refused.
+func (f *fixture) noMounts(bin string, args ...string) result {
+	f.t.Helper()
+	return f.execEnv(append(f.env(), denyMountsEnv+"=1"), self, append([]string{bin}, args...)...)
+}
+
+// A container that allows user namespaces but refuses mounts (AppArmor's
+// docker-default with seccomp unconfined): moat run refuses, naming it;
+// --best-effort gets the no-namespace tier, whose attacks fail.
+func TestDoctorNoMounts(t *testing.T) {
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
+	}
+	f := makeFixture(t)
+	if got := f.noMounts(self, "unshare-user"); !got.escaped() {
+		t.Fatalf("the emulation must leave user namespaces allowed:\n%s", got.out)
+	}
+	rep, got := f.doctor(f.noMounts)
+	if got.code != 1 || rep.Tier != "unavailable" || !strings.Contains(rep.Refusal, "mounts") || rep.BestEffortTier != "no-namespace" {
+		t.Fatalf("moat doctor where mounts are refused: exit %d, %+v\n%s", got.code, rep, got.out)
+	}
+	if run := f.noMounts(moatBin, "run", "--settings", f.settings, "--", "true"); run.code != 125 || !strings.Contains(run.out, "mounts") {
+		t.Errorf("moat run must refuse and say mounts are refused: exit %d\n%s", run.code, run.out)
+	}
+	bestEffort := func(args ...string) result {
+		return f.noMounts(moatBin, append([]string{"run", "--best-effort", "--settings", f.settings, "--", self}, args...)...)
+	}
+	f.attackWith(bestEffort, []string{"write", f.target, "x"}, func() { must(t, os.WriteFile(f.target, []byte(targetText), 0o644)) })
+	f.attackWith(bestEffort, []string{"read", f.secret}, nil)
+}

@@ -244,11 +244,11 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 	}
 	for {
 		proc, err := enf.Start(ctx, r.launch(mode))
-		if err == nil && r.pol.BestEffort && mode == enforce.Full {
-			// Some refusals (a new /proc in a container) only show once
-			// stage 2 mounts: with best effort, wait for that.
+		if err == nil && r.pol.BestEffort && mode != enforce.NoNamespaces {
+			// Some refusals (a new /proc, or any mount, in a container)
+			// only show once stage 2 mounts: with best effort, wait.
 			if rd, ok := proc.(enforce.Readier); ok {
-				if rerr := rd.Ready(); errors.Is(rerr, enforce.ErrNoProcfs) {
+				if rerr := rd.Ready(); errors.Is(rerr, enforce.ErrNoProcfs) || errors.Is(rerr, enforce.ErrNoMounts) {
 					_ = proc.Kill()
 					_, _ = proc.Wait()
 					_ = proc.Close()
@@ -267,7 +267,8 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
 			next = enforce.HostProc
 			r.skipped = append(r.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
-		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces:
+		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces,
+			errors.Is(err, enforce.ErrNoMounts) && mode != enforce.NoNamespaces:
 			next = enforce.NoNamespaces
 		}
 		if next == mode {

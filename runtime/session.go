@@ -170,7 +170,8 @@ func (s *Session) start(ctx context.Context) error {
 		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
 			next = enforce.HostProc
 			s.skipped = append(s.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
-		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces:
+		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces,
+			errors.Is(err, enforce.ErrNoMounts) && mode != enforce.NoNamespaces:
 			next = enforce.NoNamespaces
 			s.skipped = append(s.skipped, enforce.Skip{Protection: "namespaces", Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
 		}

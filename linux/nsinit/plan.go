@@ -123,13 +123,18 @@ type Plan struct {
 	n     uint32
 	slots uint32
 	// Desc describes each record, for error messages (index = record).
-	Desc []string
-	proc map[int]bool // records that mount a procfs
+	Desc   []string
+	proc   map[int]bool // records that mount a procfs
+	mounts map[int]bool // records that mount, clone or change a mount
 }
 
 // IsProc reports whether record i mounts a new procfs (a container may
 // refuse it).
 func (p *Plan) IsProc(i int) bool { return p.proc[i] }
+
+// IsMount reports whether record i is a mount operation (a container's
+// security profile may refuse them all).
+func (p *Plan) IsMount(i int) bool { return p.mounts[i] }
 
 // New returns an empty plan.
 func New() *Plan {
@@ -159,6 +164,12 @@ func (r *rec) str(s string) *rec {
 }
 
 func (p *Plan) add(typ uint32, desc string, r *rec) {
+	if typ == rMount {
+		if p.mounts == nil {
+			p.mounts = map[int]bool{}
+		}
+		p.mounts[int(p.n)] = true
+	}
 	p.buf = binary.NativeEndian.AppendUint32(p.buf, typ)
 	p.buf = binary.NativeEndian.AppendUint32(p.buf, uint32(len(r.b)))
 	p.buf = append(p.buf, r.b...)

@@ -290,6 +290,7 @@ func (e *UnsupportedFeatureError) Unwrap() []error {
 var (
 	ErrNoUserNamespace = errors.New("this system refuses to create a user namespace")
 	ErrNoProcfs        = errors.New("this system refuses a new procfs")
+	ErrNoMounts        = errors.New("this system refuses mounts in a user namespace")
 )
 
 // SetupError is a failure to build the sandbox: nothing ran.
