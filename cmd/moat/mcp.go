@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/moat-sandbox/moat/shell/api"
 	moatmcp "github.com/moat-sandbox/moat/shell/mcp"
 )
 
@@ -174,17 +175,9 @@ func listenMCP(addr string) (net.Listener, string, error) {
 		}
 		return lis, "http://" + lis.Addr().String() + "/mcp", nil
 	}
-	if fi, err := os.Lstat(address); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, "", fmt.Errorf("%s exists and is not a socket", address)
-		}
-		if c, err := net.DialTimeout("unix", address, time.Second); err == nil {
-			c.Close()
-			return nil, "", fmt.Errorf("%s: a server already listens there", address)
-		}
-		os.Remove(address)
-	}
-	lis, err := listenUnixPrivate(address)
+	// The same socket as moat serve's: 0600 from the start, a stale one
+	// replaced, a live one or another file refused.
+	lis, err := api.Listen(address)
 	if err != nil {
 		return nil, "", err
 	}

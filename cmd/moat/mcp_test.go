@@ -291,7 +291,7 @@ func TestMCPUnixSocket(t *testing.T) {
 	}
 	cs.Close()
 	// A second server on the same socket is refused while the first listens.
-	if out := tr.moat(t, "", tr.env(), "mcp", "--settings", tr.settings, "--http", "unix:"+sock); out.code != exitMoatError || !strings.Contains(out.stderr, "already listens") {
+	if out := tr.moat(t, "", tr.env(), "mcp", "--settings", tr.settings, "--http", "unix:"+sock); out.code != exitMoatError || !strings.Contains(out.stderr, "already answers") {
 		t.Errorf("a second server on a live socket: %d %q", out.code, out.stderr)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
