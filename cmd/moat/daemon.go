@@ -21,6 +21,7 @@ import (
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/runtime/settings"
 	"github.com/moat-sandbox/moat/shell/api"
+	"github.com/moat-sandbox/moat/shell/api/client"
 	"github.com/moat-sandbox/moat/shell/sandbox"
 )
 
@@ -235,4 +236,36 @@ func rootOwnedFile(dir, p string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// daemonSocket is moatd's socket: $MOAT_DAEMON_SOCKET, else the default.
+func daemonSocket() string {
+	if s := os.Getenv("MOAT_DAEMON_SOCKET"); s != "" {
+		return s
+	}
+	return DefaultDaemonSocket
+}
+
+// daemonCheck is moat doctor's line about moatd: whether it answers here.
+// A user without it runs rootless (no eBPF layer, cgroup limits only where
+// delegated); root does not use it.
+func daemonCheck(ctx context.Context) enforce.Check {
+	sock := daemonSocket()
+	c := enforce.Check{Name: "moatd (the root helper)"}
+	if os.Geteuid() == 0 {
+		c.OK, c.Detail = true, "not used: root runs moat's sandboxes itself"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cl := client.New(sock)
+	defer cl.Close()
+	h, err := cl.Health(ctx)
+	if err != nil {
+		c.Detail = fmt.Sprintf("not reachable on %s (%v): moat runs rootless", sock, err)
+		c.Fix = "install moatd (docs/DAEMON.md) and join group moat, for the eBPF network layer and cgroup limits as a user"
+		return c
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("answers on %s (version %s): the API through it runs sessions as you, with eBPF and cgroups", sock, h.Version)
+	return c
 }
