@@ -7,7 +7,7 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # System packages the build and the tests need (Debian names).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client
 
-.PHONY: help deps build test test-unit test-privileged darwin ci bench clean mcp-clients
+.PHONY: help deps build test test-unit test-privileged darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
@@ -64,3 +64,13 @@ bench: build
 
 clean:
 	rm -rf $(BIN)
+
+# moatd (docs/DAEMON.md): the binary, group moat, the systemd units, the
+# per-user policy directory. Add users with: usermod -aG moat USER
+install-daemon: build
+	install -m 0755 bin/moat /usr/local/bin/moat
+	getent group moat >/dev/null || groupadd --system moat
+	install -d -m 0755 /etc/moat /etc/moat/users.d
+	install -m 0644 dist/systemd/moatd.service dist/systemd/moatd.socket /etc/systemd/system/
+	systemctl daemon-reload
+	systemctl enable --now moatd.socket

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,9 @@ func (ln *launcher) step(what string) {
 
 // prepare makes what stage 2 is started with.
 func (ln *launcher) prepare() error {
+	if err := checkAs(ln.l, ln.pol, ln.nons); err != nil {
+		return err
+	}
 	st := ln.l.StateDir
 	if err := os.MkdirAll(st, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
@@ -249,6 +253,26 @@ func (ln *launcher) startStage2() error {
 			CgroupFD:                   ln.cgroupFD,
 		},
 	}
+	if id := ln.l.As; id != nil {
+		// moatd: root clones the namespaces and writes the maps, then the
+		// child takes the client's ids inside them (its capabilities kept
+		// for stage 2's setup, in the new user namespace only) before it
+		// runs anything. Each of the client's groups maps to itself, so the
+		// client's supplementary groups are exactly what it has on the host
+		// (none of root's).
+		a := cmd.SysProcAttr
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: id.Uid, HostID: id.Uid, Size: 1}}
+		a.GidMappings = nil
+		for _, g := range identityGroups(id) {
+			a.GidMappings = append(a.GidMappings, syscall.SysProcIDMap{ContainerID: g, HostID: g, Size: 1})
+		}
+		a.GidMappingsEnableSetgroups = true
+		groups := make([]uint32, 0, len(id.Groups))
+		for _, g := range identityGroups(id) {
+			groups = append(groups, uint32(g))
+		}
+		a.Credential = &syscall.Credential{Uid: uint32(id.Uid), Gid: uint32(id.Gid), Groups: groups}
+	}
 	if ln.nons {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: ln.cgroupFD >= 0, CgroupFD: ln.cgroupFD}
 	}
@@ -257,6 +281,50 @@ func (ln *launcher) startStage2() error {
 	}
 	ln.cmd = cmd
 	return nil
+}
+
+// checkAs refuses what a sandbox for another user (Launch.As) cannot do
+// safely: it needs root, the namespaces (the no-namespace tier would run
+// the command with the supervisor's ids), and no unix-socket broker (the
+// supervisor would connect those sockets as root on the client's behalf).
+func checkAs(l *enforce.Launch, pol *policy.Policy, nons bool) error {
+	id := l.As
+	if id == nil {
+		return nil
+	}
+	switch {
+	case os.Geteuid() != 0:
+		return errors.New("enforce.Launch.As: only root may start a sandbox for another user")
+	case id.Uid <= 0 || id.Gid < 0:
+		return fmt.Errorf("enforce.Launch.As: uid %d gid %d: a sandbox for another user runs as a non-root user", id.Uid, id.Gid)
+	case slices.Contains(id.Groups, 0) || id.Gid == 0:
+		return fmt.Errorf("enforce.Launch.As: uid %d is in group 0 (root): moatd serves no such user", id.Uid)
+	case nons:
+		return &enforce.UnsupportedFeatureError{Feature: "the no-namespace tier for another user", Need: "moatd runs a client's sandbox only with every namespace (it would otherwise run with root's credentials)"}
+	case len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets:
+		return errors.New("moat.allowUnixSockets (network.allowUnixSockets): through moatd, the supervisor would connect these sockets as root on the client's behalf: not supported; use allowAllUnixSockets (connections then made as the client) or run moat rootless")
+	}
+	return nil
+}
+
+// identityGroups are the primary and supplementary groups of id, once
+// each, the primary first.
+func identityGroups(id *enforce.Identity) []int {
+	out := []int{id.Gid}
+	for _, g := range id.Groups {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// ids are the uid and gid the sandbox's processes run as.
+func (ln *launcher) ids() (uid, gid int) {
+	if id := ln.l.As; id != nil {
+		return id.Uid, id.Gid
+	}
+	return os.Getuid(), os.Getgid()
 }
 
 // startError says why stage 2 could not start: no user namespace here is

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -45,7 +46,8 @@ func (ln *launcher) makePlan() error {
 		}
 		ln.tmpDir = dir
 	}
-	in := planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: expose,
+	uid, gid := ln.ids()
+	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
 		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
@@ -139,6 +141,12 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 			return err
 		}
 		ln.jr = jr
+		if id := ln.l.As; id != nil {
+			// moatd: placeholders in the client's trees are made and
+			// removed with the client's credentials.
+			groups := identityGroups(id)
+			jr.SetAs(func(fn func() error) error { return ascred.Do(id.Uid, id.Gid, groups, fn) })
+		}
 	}
 	if _, err := os.Lstat(path); err == nil {
 		_, err := ln.jr.Adopt(path)

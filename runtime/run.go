@@ -167,7 +167,7 @@ func newRun(req Request) (*run, error) {
 	if err := os.MkdirAll(r.req.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	r.pol, r.cacheWarning = withToolCache(r.pol, r.log)
+	r.pol, r.cacheWarning = withToolCache(r.pol, r.log, nil, os.Getenv)
 	r.stdio = [3]*os.File{req.Stdin, req.Stdout, req.Stderr}
 	for i, f := range r.stdio {
 		if f == nil {

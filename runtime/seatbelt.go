@@ -80,6 +80,9 @@ var (
 // Start runs the command under Seatbelt. macOS has one tier: the Launch's
 // Mode (a Linux notion: /proc, namespaces) changes nothing here.
 func (seatbelt) Start(ctx context.Context, l *enforce.Launch) (enforce.Process, error) {
+	if l.As != nil {
+		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox for another user (enforce.Launch.As) on macOS", Need: "moatd is Linux-only"}
+	}
 	p, err := darwin.Start(ctx, seatbeltSpec(l))
 	if err != nil {
 		return nil, err

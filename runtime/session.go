@@ -44,6 +44,9 @@ type SessionRequest struct {
 	IdleTimeout time.Duration
 	// Trace, if set, is told each phase of the session's launch.
 	Trace func(phase string)
+	// As, if set, runs the sandbox as that user (enforce.Launch.As): for a
+	// root supervisor serving an unprivileged client (moatd).
+	As *enforce.Identity
 }
 
 // Command is one command of a session.
@@ -116,7 +119,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	var warn string
-	if s.pol, warn = withToolCache(s.pol, s.log); warn != "" {
+	if s.pol, warn = withToolCache(s.pol, s.log, req.As, envLookup(s.req.Env)); warn != "" {
 		s.warnings = append(s.warnings, warn)
 	}
 	var err error
@@ -157,7 +160,7 @@ func (s *Session) start(ctx context.Context) error {
 	}
 	for {
 		l := &enforce.Launch{Policy: s.pol, Env: s.req.Env, Stdio: [3]*os.File{s.null, s.null, s.null}, StateDir: s.req.StateDir,
-			Mode: mode, Proxy: s.proxy, Report: s.violation, Log: s.log, Planned: s.planned, Trace: s.req.Trace}
+			Mode: mode, Proxy: s.proxy, Report: s.violation, Log: s.log, Planned: s.planned, Trace: s.req.Trace, As: s.req.As}
 		sess, err := enf.StartSession(ctx, l)
 		if err == nil {
 			s.sess, s.mode = sess, mode
@@ -444,4 +447,16 @@ func (s *Session) Warnings() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.warnings...)
+}
+
+// envLookup is os.Getenv over env.
+func envLookup(env []string) func(string) string {
+	return func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
 }

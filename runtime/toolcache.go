@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -14,13 +16,20 @@ import (
 // variables set (policy.WithToolCache). The cache is a convenience, not a
 // protection: when it cannot be made the command runs without it, and the
 // returned warning says so.
-func withToolCache(pol *policy.Policy, log *slog.Logger) (*policy.Policy, string) {
+func withToolCache(pol *policy.Policy, log *slog.Logger, as *enforce.Identity, getenv func(string) string) (*policy.Policy, string) {
 	dirs := pol.ToolCacheDirs()
 	if len(dirs) == 0 {
 		return pol, ""
 	}
+	mkdir := func(d string) error { return os.MkdirAll(d, 0o700) }
+	if as != nil {
+		// moatd: the cache is in the client's home, made as the client.
+		mkdir = func(d string) error {
+			return ascred.Do(as.Uid, as.Gid, as.Groups, func() error { return os.MkdirAll(d, 0o700) })
+		}
+	}
 	for _, d := range append([]string{pol.ToolCache}, dirs...) {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := mkdir(d); err != nil {
 			log.Debug("tool cache", "err", err)
 			q := *pol
 			q.ToolCache = ""
@@ -28,7 +37,7 @@ func withToolCache(pol *policy.Policy, log *slog.Logger) (*policy.Policy, string
 		}
 	}
 	q := pol.WithToolCache()
-	if proxy := goModProxy(pol, os.Getenv); proxy != "" {
+	if proxy := goModProxy(pol, getenv); proxy != "" {
 		q.Env.Set["GOPROXY"] = proxy
 	}
 	return q, ""

@@ -44,6 +44,7 @@ refuses (the report says why), 125 for moat's own errors.`,
 			if err != nil {
 				return &exitError{code: exitMoatError, err: err}
 			}
+			rep.Checks = append(rep.Checks, daemonCheck(cmd.Context()))
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)

@@ -49,6 +49,22 @@ type Journal struct {
 	ps     []Placeholder
 	others []record   // live runs' records, read when the global lock was taken
 	mu     sync.Mutex // guards global (Unlock may come from another goroutine)
+	// as, if set, runs the file-system work on placeholders (create,
+	// remove) with the credentials of the user the sandbox is for (moatd):
+	// root never creates or removes a file in a client's tree as root.
+	as func(func() error) error
+}
+
+// SetAs makes Create and Close touch placeholders through as (which runs
+// its function with the sandbox user's credentials).
+func (j *Journal) SetAs(as func(func() error) error) { j.as = as }
+
+// do runs fn through as, if set.
+func (j *Journal) do(fn func() error) error {
+	if j.as == nil {
+		return fn()
+	}
+	return j.as(fn)
 }
 
 // Begin prepares this run's use of the journal in dir (created mode 0700 if
@@ -180,18 +196,28 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	var err error
-	switch kind {
-	case Dir:
-		err = unix.Mkdirat(unix.AT_FDCWD, path, 0o755)
-	case File:
-		var fd int
-		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-		if err == nil {
-			if content != "" {
-				_, err = unix.Write(fd, []byte(content))
+	var st unix.Stat_t
+	aerr := j.do(func() error {
+		switch kind {
+		case Dir:
+			err = unix.Mkdirat(unix.AT_FDCWD, path, 0o755)
+		case File:
+			var fd int
+			fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				if content != "" {
+					_, err = unix.Write(fd, []byte(content))
+				}
+				unix.Close(fd)
 			}
-			unix.Close(fd)
 		}
+		if err == nil {
+			err = unix.Lstat(path, &st)
+		}
+		return nil
+	})
+	if aerr != nil {
+		return fmt.Errorf("journal: %w", aerr)
 	}
 	if err == unix.EEXIST {
 		// It appeared since the plan was made: another run's placeholder
@@ -210,14 +236,10 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		}
 	}
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
-		return fmt.Errorf("moat must reserve %s (a protected name: it creates an empty placeholder there for the run), but %s is not writable by this user (uid %d): %w; make that folder writable by you, or leave it out of allowWrite", path, filepath.Dir(path), os.Getuid(), err)
+		return fmt.Errorf("moat must reserve %s (a protected name: it creates an empty placeholder there for the run), but %s is not writable by this user: %w; make that folder writable by you, or leave it out of allowWrite", path, filepath.Dir(path), err)
 	}
 	if err != nil {
 		return fmt.Errorf("create the mount point %s: %w", path, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return fmt.Errorf("journal: %w", err)
 	}
 	p := Placeholder{Path: path, Kind: kind, Content: content, dev: st.Dev, ino: st.Ino}
 	if err := j.append(p.line()); err != nil {
@@ -291,7 +313,7 @@ func (j *Journal) Close() error {
 		if inUse[key(p)] {
 			continue
 		}
-		if err := p.remove(); err != nil {
+		if err := j.do(p.remove); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -351,13 +373,31 @@ func (p Placeholder) remove() error {
 	if !p.pristine() {
 		return nil // gone, replaced or used: not ours to remove any more
 	}
-	var err error
-	if p.Kind == Dir {
-		err = unix.Rmdir(p.Path)
-	} else {
-		err = unix.Unlink(p.Path)
+	// The parent is opened without following any symlink, and the name is
+	// checked and removed there: a directory of the path swapped for a
+	// symlink since the placeholder was made cannot make moat (root, for
+	// moatd and its sweeps) remove a file elsewhere.
+	dfd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p.Path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err == unix.ENOSYS && os.Geteuid() != 0 {
+		dfd, err = unix.Open(filepath.Dir(p.Path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
-	if err != nil && err != unix.ENOENT {
+	if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR {
+		return nil // the way to it changed: not ours any more
+	}
+	if err != nil {
+		return fmt.Errorf("remove the mount point %s: %w", p.Path, err)
+	}
+	defer unix.Close(dfd)
+	base := filepath.Base(p.Path)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Dev != p.dev || st.Ino != p.ino {
+		return nil
+	}
+	flags := 0
+	if p.Kind == Dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if err := unix.Unlinkat(dfd, base, flags); err != nil && err != unix.ENOENT && err != unix.ENOTEMPTY {
 		return fmt.Errorf("remove the mount point %s: %w", p.Path, err)
 	}
 	return nil

@@ -138,6 +138,25 @@ type Launch struct {
 	// Trace, if set, is told each phase of the launch as it happens (where
 	// start-up time goes: MOAT_TRACE=1).
 	Trace func(phase string)
+	// As, if set, is the user the sandbox runs as: a root supervisor
+	// (moatd) builds the sandbox for an unprivileged client, and every
+	// process of the sandbox has the client's credentials, never root's.
+	// Only root may set it; nil runs as the calling process's user.
+	As *Identity
+}
+
+// Identity is a user a root supervisor runs a sandbox as (Launch.As): the
+// ids come from the kernel (the client socket's SO_PEERCRED and the
+// password database), never from a request body.
+type Identity struct {
+	Uid, Gid int
+	// Groups are the supplementary groups (the primary one may be among
+	// them).
+	Groups []int
+	// Home is the user's home directory (the policy's ~).
+	Home string
+	// Name is the user name (logs, messages).
+	Name string
 }
 
 // Terminal describes the caller's terminal: which of the descriptors 0-2

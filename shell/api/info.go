@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,23 @@ import (
 // policy answers the server's policy and what enforces each part on this
 // machine (GET /v1/policy), as moat policy --json prints them.
 func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
-	desc, err := runtime.Describe(s.cfg.Policy, s.cfg.StateDir)
+	pol, notes := s.cfg.Policy, s.cfg.Notes
+	if s.cfg.Daemon != nil {
+		// The peer's policy in its home directory (a session names its
+		// own cwd).
+		id, err := s.peerIdentity(r)
+		if err != nil {
+			return err
+		}
+		cwd, err := s.daemonCwd(id, r.URL.Query().Get("cwd"))
+		if err != nil {
+			return err
+		}
+		if pol, notes, err = s.daemonPolicy(r.Context(), id, cwd); err != nil {
+			return err
+		}
+	}
+	desc, err := runtime.Describe(pol, s.cfg.StateDir)
 	if err != nil {
 		return err
 	}
@@ -22,7 +39,7 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 		Policy      *policy.Policy `json:"policy"`
 		Notes       []string       `json:"notes"`
 		Enforcement any            `json:"enforcement"`
-	}{s.cfg.Policy, append([]string{}, s.cfg.Notes...), desc})
+	}{pol, append([]string{}, notes...), desc})
 	return nil
 }
 
@@ -39,14 +56,33 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	if req.Mode != "" && !policy.ValidMode(req.Mode) {
 		return errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
 	}
-	cwd := s.cfg.Policy.Cwd
-	if req.Cwd != "" {
-		if !filepath.IsAbs(req.Cwd) || strings.ContainsRune(req.Cwd, 0) {
-			return errorf(http.StatusBadRequest, "cwd", "cwd must be an absolute path")
+	eng := s.engine
+	var cwd string
+	if s.cfg.Daemon != nil {
+		id, err := s.peerIdentity(r)
+		if err != nil {
+			return err
 		}
-		cwd = filepath.Clean(req.Cwd)
+		if cwd, err = s.daemonCwd(id, req.Cwd); err != nil {
+			return err
+		}
+		pol, _, err := s.daemonPolicy(r.Context(), id, cwd)
+		if err != nil {
+			return err
+		}
+		if eng, err = permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true}); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
+	} else {
+		cwd = s.cfg.Policy.Cwd
+		if req.Cwd != "" {
+			if !filepath.IsAbs(req.Cwd) || strings.ContainsRune(req.Cwd, 0) {
+				return errorf(http.StatusBadRequest, "cwd", "cwd must be an absolute path")
+			}
+			cwd = filepath.Clean(req.Cwd)
+		}
 	}
-	res := s.engine.DecideContext(r.Context(), permissions.Request{Command: req.Command, Cwd: cwd, Mode: req.Mode})
+	res := eng.DecideContext(r.Context(), permissions.Request{Command: req.Command, Cwd: cwd, Mode: req.Mode})
 	writeJSON(w, http.StatusOK, permissions.Summarize(res))
 	return nil
 }

@@ -5,4 +5,7 @@ type peerKey struct{}
 
 // peerResult is checkPeer's verdict on a connection: nil if its peer may
 // use the API.
-type peerResult struct{ err error }
+type peerResult struct {
+	err  error
+	peer *Peer // set in daemon mode
+}

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -36,4 +37,9 @@ func checkPeer(c net.Conn) error {
 		return fmt.Errorf("the peer runs as uid %d, not as the server's user (%d)", cred.Uid, os.Geteuid())
 	}
 	return nil
+}
+
+// checkDaemonPeer refuses every peer: moat's daemon mode is Linux-only.
+func checkDaemonPeer(net.Conn) (*Peer, error) {
+	return nil, errors.New("the daemon mode needs Linux")
 }

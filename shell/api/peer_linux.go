@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // checkPeer reads the peer's credentials from the socket (SO_PEERCRED):
@@ -65,4 +67,59 @@ func peerCred(c net.Conn) (*syscall.Ucred, error) {
 		return nil, fmt.Errorf("SO_PEERCRED: %w", cerr)
 	}
 	return cred, nil
+}
+
+// checkDaemonPeer reads who connected to the daemon from the kernel
+// (SO_PEERCRED; SO_PEERPIDFD where the kernel has it, so that the process
+// whose namespaces are checked is the peer and not a process that reused
+// its pid). Any user may connect (the socket's mode and group decide who
+// can), but only from the host's own user and mount namespaces (those of
+// PID 1; the daemon itself may run in a mount namespace of its own,
+// systemd's ProtectSystem): a command inside a sandbox, or in a container,
+// never gets a session of the user's.
+func checkDaemonPeer(c net.Conn) (*Peer, error) {
+	cred, err := peerCred(c)
+	if err != nil {
+		return nil, err
+	}
+	if cred.Pid <= 0 {
+		return nil, errors.New("the peer's process is not visible from the daemon's PID namespace")
+	}
+	pidfd := -1
+	if uc, ok := c.(*net.UnixConn); ok {
+		if raw, err := uc.SyscallConn(); err == nil {
+			_ = raw.Control(func(fd uintptr) {
+				if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+					pidfd = v
+				}
+			})
+		}
+	}
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	for _, ns := range []string{"user", "mnt"} {
+		// The host's namespace is PID 1's; where PID 1 cannot be read (a
+		// VM's or container's init that refuses it), the daemon's own.
+		host, err := os.Readlink("/proc/1/ns/" + ns)
+		if err != nil {
+			if host, err = os.Readlink("/proc/self/ns/" + ns); err != nil {
+				return nil, fmt.Errorf("cannot read the daemon's %s namespace: %v", ns, err)
+			}
+		}
+		theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/" + ns)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the peer's %s namespace: %v", ns, err)
+		}
+		if host != theirs {
+			return nil, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
+		}
+	}
+	if pidfd >= 0 {
+		// The pid still names the peer (it has not exited and been reused).
+		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+			return nil, fmt.Errorf("the peer's process ended while it was checked: %v", err)
+		}
+	}
+	return &Peer{Uid: int(cred.Uid), Gid: int(cred.Gid), Pid: int(cred.Pid)}, nil
 }

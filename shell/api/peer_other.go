@@ -12,3 +12,8 @@ import (
 func checkPeer(net.Conn) error {
 	return errors.New("the API cannot check who connects on this system")
 }
+
+// checkDaemonPeer refuses every peer: moat's daemon mode is Linux-only.
+func checkDaemonPeer(net.Conn) (*Peer, error) {
+	return nil, errors.New("the daemon mode needs Linux")
+}

@@ -75,6 +75,10 @@ type Config struct {
 	Hide []string
 	// Logger receives debug logs. If nil, nothing is logged.
 	Logger *slog.Logger
+	// Daemon, if set, serves every user that can reach the socket, each
+	// with its own policy and sessions, sandboxes run as that user
+	// (moatd: the server runs as root). Policy is then unused.
+	Daemon *Daemon
 }
 
 // Server answers the API's routes. Use it through Serve, which checks who
@@ -118,11 +122,24 @@ func (s *Server) routes() []route {
 
 // New checks cfg and returns a server with no session.
 func New(cfg Config) (*Server, error) {
-	if cfg.Policy == nil {
+	if d := cfg.Daemon; d != nil {
+		if d.PolicyFor == nil || d.CheckWritable == nil || d.CheckDir == nil {
+			return nil, errors.New("api: Config.Daemon needs PolicyFor, CheckWritable and CheckDir")
+		}
+		if d.MaxSessionsPerUser <= 0 {
+			d.MaxSessionsPerUser = 16
+		}
+		if d.IdleTimeout <= 0 {
+			d.IdleTimeout = 30 * time.Minute
+		}
+	}
+	if cfg.Policy == nil && cfg.Daemon == nil {
 		return nil, errors.New("api: Config.Policy is nil")
 	}
-	if err := cfg.Policy.Validate(); err != nil {
-		return nil, err
+	if cfg.Policy != nil {
+		if err := cfg.Policy.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if gateRank(cfg.Gate) < 0 {
 		return nil, fmt.Errorf("api: unknown Config.Gate %q (want strict, deny or off)", cfg.Gate)
@@ -139,9 +156,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	eng, err := permissions.New(cfg.Policy.Permissions, permissions.Options{FollowSymlinks: true})
-	if err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+	var eng *permissions.Engine
+	if cfg.Policy != nil {
+		var err error
+		if eng, err = permissions.New(cfg.Policy.Permissions, permissions.Options{FollowSymlinks: true}); err != nil {
+			return nil, fmt.Errorf("settings: %w", err)
+		}
 	}
 	s := &Server{cfg: cfg, engine: eng, mux: http.NewServeMux(), log: cfg.Logger, version: version(),
 		sessions: map[string]*session{}}
@@ -196,6 +216,10 @@ func (s *Server) Serve(l net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if s.cfg.Daemon != nil {
+				p, err := checkDaemonPeer(c)
+				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
+			}
 			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c)})
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

@@ -24,6 +24,7 @@ import (
 // background commands whose results the API holds for their reader.
 type session struct {
 	id      string
+	owner   int // the owner's uid in daemon mode; -1 otherwise
 	gate    sandbox.Gate
 	mode    string
 	created time.Time
@@ -53,11 +54,20 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, s.cfg.MaxRequestBytes, &req, true); err != nil {
 		return err
 	}
-	cfg, err := s.sessionConfig(req)
+	owner := s.owner(r)
+	var (
+		cfg sandbox.Config
+		err error
+	)
+	if s.cfg.Daemon != nil {
+		cfg, err = s.daemonSessionConfig(r, req)
+	} else {
+		cfg, err = s.sessionConfig(req)
+	}
 	if err != nil {
 		return err
 	}
-	if err := s.reserve(); err != nil {
+	if err := s.reserve(owner); err != nil {
 		return err
 	}
 	// The session outlives the request: its context must not end it.
@@ -73,7 +83,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		s.mu.Unlock()
 		return fmt.Errorf("opening the session's sandbox: %w", oerr)
 	}
-	ss := &session{id: "s" + randomHex(8), gate: cfg.Gate, mode: cfg.Mode, created: time.Now().UTC(), sh: sh,
+	ss := &session{id: "s" + randomHex(8), owner: owner, gate: cfg.Gate, mode: cfg.Mode, created: time.Now().UTC(), sh: sh,
 		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
@@ -83,7 +93,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 // reserve counts a session about to be opened against MaxSessions.
-func (s *Server) reserve() error {
+func (s *Server) reserve(owner int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -91,6 +101,17 @@ func (s *Server) reserve() error {
 	}
 	if len(s.sessions)+s.pending >= s.cfg.MaxSessions {
 		return errorf(http.StatusTooManyRequests, "", "%d sessions are open, the most this server allows: close one first", s.cfg.MaxSessions)
+	}
+	if d := s.cfg.Daemon; d != nil {
+		n := 0
+		for _, ss := range s.sessions {
+			if ss.owner == owner {
+				n++
+			}
+		}
+		if n >= d.MaxSessionsPerUser {
+			return errorf(http.StatusTooManyRequests, "", "you have %d sessions open, the most the daemon allows a user: close one first", d.MaxSessionsPerUser)
+		}
 	}
 	s.pending++
 	return nil
@@ -114,6 +135,9 @@ func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error
 	}
 	if req.TimeoutMS < 0 {
 		return sandbox.Config{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	if req.Cwd != "" && filepath.Clean(req.Cwd) != s.cfg.Policy.Cwd {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "cwd", "this server's sessions run in %s (its policy's directory); only the daemon (moat daemon) takes a cwd", s.cfg.Policy.Cwd)
 	}
 	pol, err := s.sessionPolicy(req.Write)
 	if err != nil {
@@ -154,20 +178,25 @@ func (s *Server) sessionPolicy(write []string) (*policy.Policy, error) {
 // session returns the session the request's path names.
 func (s *Server) session(r *http.Request) (*session, error) {
 	id := r.PathValue("session")
+	owner := s.owner(r)
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()
-	if ss == nil {
+	if ss == nil || ss.owner != owner {
+		// Another user's session is answered as one that does not exist.
 		return nil, errorf(http.StatusNotFound, "session", "no session %q", id)
 	}
 	return ss, nil
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	owner := s.owner(r)
 	s.mu.Lock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
-		all = append(all, ss)
+		if ss.owner == owner {
+			all = append(all, ss)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].created.Before(all[j].created) })
@@ -192,9 +221,15 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 // processes gone, its sandbox ended, before the answer (204).
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("session")
+	owner := s.owner(r)
 	s.mu.Lock()
 	ss := s.sessions[id]
-	delete(s.sessions, id)
+	if ss != nil && ss.owner != owner {
+		ss = nil // another user's: as if it did not exist
+	}
+	if ss != nil {
+		delete(s.sessions, id)
+	}
 	s.mu.Unlock()
 	if ss == nil {
 		return errorf(http.StatusNotFound, "session", "no session %q", id)
@@ -245,4 +280,66 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// daemonSessionConfig is sessionConfig for the daemon: the peer's own
+// policy in the cwd it asks for (checked as the peer), narrowed by the
+// request (gate, mode), with extra writable paths only where the peer
+// itself can write (checked as the peer, and used by their real path);
+// the sandbox runs as the peer.
+func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest) (sandbox.Config, error) {
+	id, err := s.peerIdentity(r)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	cwd, err := s.daemonCwd(id, req.Cwd)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	base, _, err := s.daemonPolicy(r.Context(), id, cwd)
+	if err != nil {
+		return sandbox.Config{}, err
+	}
+	// The gate: the peer may ask for a stricter one than the server's.
+	gate := sandbox.Gate(req.Gate)
+	if gate == "" {
+		gate = s.cfg.Gate
+	}
+	switch rank := gateRank(gate); {
+	case rank < 0:
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "unknown gate %q (want strict, deny or off)", req.Gate)
+	case rank > gateRank(s.cfg.Gate):
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "gate %q is looser than the daemon's (%s)", req.Gate, s.cfg.Gate)
+	}
+	if req.Mode != "" && !policy.ValidMode(req.Mode) {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
+	}
+	if req.TimeoutMS < 0 {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	pol := *base
+	pol.FS.AllowWrite = slices.Clip(base.FS.AllowWrite)
+	pol.FS.DenyRead = slices.Clip(base.FS.DenyRead)
+	for _, p := range req.Write {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return sandbox.Config{}, errorf(http.StatusBadRequest, "write", "a writable path must be a non-empty path")
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		real, err := s.cfg.Daemon.CheckWritable(id, filepath.Clean(p))
+		if err != nil {
+			return sandbox.Config{}, errorf(http.StatusBadRequest, "write", "%v (a client may only add paths its user can write)", err)
+		}
+		pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: real, Source: "moatd client: write"})
+	}
+	for _, p := range s.cfg.Hide {
+		pol.FS.DenyRead = append(pol.FS.DenyRead, policy.PathRule{Path: p, Source: "moatd: the daemon's socket"})
+	}
+	if err := pol.Validate(); err != nil {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "", "%v", err)
+	}
+	return sandbox.Config{Policy: &pol, Gate: gate, Mode: req.Mode, Env: s.daemonEnv(id), StateDir: s.cfg.StateDir,
+		Timeout:     time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
+		IdleTimeout: s.cfg.Daemon.IdleTimeout, Logger: s.cfg.Logger, As: id}, nil
 }

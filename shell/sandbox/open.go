@@ -12,6 +12,7 @@ import (
 
 	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	StateDir string
 	// Logger receives debug logs. If nil, nothing is logged.
 	Logger *slog.Logger
+	// As, if set, runs the sandbox as that user (runtime.SessionRequest.As:
+	// moatd, root, serving an unprivileged client). Env must then be set:
+	// the supervisor's own environment is never the client's.
+	As *enforce.Identity
 }
 
 // Shell is a shell.Session on a session sandbox, with moat's decisions in
@@ -92,6 +97,9 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if cfg.Timeout < 0 || cfg.IdleTimeout < 0 {
 		return nil, errors.New("sandbox.Open: Timeout and IdleTimeout must not be negative")
 	}
+	if cfg.As != nil && cfg.Env == nil {
+		return nil, errors.New("sandbox.Open: Config.Env is required with Config.As (the supervisor's environment is not the client's)")
+	}
 	pol := cfg.Policy
 	if err := pol.Validate(); err != nil {
 		return nil, err
@@ -100,7 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger})
+	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As})
 	if err != nil {
 		return nil, err
 	}

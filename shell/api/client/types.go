@@ -47,6 +47,10 @@ type SessionRequest struct {
 	// Write are existing paths the session's commands may also write
 	// (absolute, or relative to the policy's working directory).
 	Write []string `json:"write,omitempty"`
+	// Cwd is the session's working directory (absolute), for the daemon
+	// (moat daemon), whose policy for the user is resolved there; empty is
+	// the user's home. moat serve accepts only its policy's directory.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // Session describes an open session.

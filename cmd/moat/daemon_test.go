@@ -1,0 +1,447 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// moatd's tests: the daemon, as root, serving two unprivileged users. Each
+// client request is made by curl running as that user (its credentials
+// set by the kernel on the socket, as a real client's are).
+
+// daemonUser is a test client: a local user and its ids.
+type daemonUser struct {
+	name     string
+	uid, gid int
+	dir      string // a directory of its own under the test's directory
+}
+
+func lookupDaemonUser(t *testing.T, name string, create bool) *daemonUser {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil && create {
+		if out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/bash", name).CombinedOutput(); err != nil {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		}
+		u, err = user.Lookup(name)
+	}
+	if err != nil {
+		testutil.Unavailable(t, "user %s: %v", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &daemonUser{name: name, uid: uid, gid: gid}
+}
+
+// as runs argv as the user (its primary group only), returning stdout,
+// stderr and the exit error.
+func (u *daemonUser) as(argv ...string) (string, string, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/"}
+	cmd.Dir = "/"
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// call makes one API request as the user; it returns the status and body.
+func (u *daemonUser) call(t *testing.T, sock, method, path, body string) (int, string) {
+	t.Helper()
+	argv := []string{"curl", "-sS", "--max-time", "120", "--unix-socket", sock, "-X", method, "-w", "\n%{http_code}"}
+	if body != "" {
+		argv = append(argv, "-H", "Content-Type: application/json", "--data-binary", body)
+	}
+	out, stderr, err := u.as(append(argv, "http://moatd"+path)...)
+	if err != nil {
+		t.Fatalf("curl as %s: %s %s: %v\n%s", u.name, method, path, err, stderr)
+	}
+	i := strings.LastIndexByte(out, '\n')
+	code, _ := strconv.Atoi(out[i+1:])
+	return code, out[:i]
+}
+
+// daemon is a moat daemon under test.
+type daemon struct {
+	cmd    *exec.Cmd
+	sock   string
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+func startDaemon(t *testing.T, bin, dir string) *daemon {
+	t.Helper()
+	sock := filepath.Join(dir, "run", "moatd.sock")
+	d := &daemon{sock: sock, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, "daemon", "--socket", sock, "--group", "", "--gate", "off",
+		"--state-dir", filepath.Join(dir, "state"), "--users-dir", filepath.Join(dir, "users.d"))
+	d.cmd.Stderr = &lockedBuffer{b: d.stderr}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); close(d.done) }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Lstat(sock); err == nil {
+			break
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("moat daemon exited: %s", d.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("moat daemon never made its socket")
+		}
+	}
+	// The test's users are not in group moat: open the socket to them.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		<-d.done
+	})
+	return d
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// daemonFixture starts a daemon with two users, each with a directory of
+// its own under /var/tmp (the host's /tmp is hidden in sandboxes).
+func daemonFixture(t *testing.T) (d *daemon, u1, u2 *daemonUser, dir string) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	dir, err := os.MkdirTemp("/var/tmp", "moatd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := moatBin(t)
+	u1 = lookupDaemonUser(t, "moat-ci", true)
+	u2 = lookupDaemonUser(t, "moatd-test2", true)
+	for _, u := range []*daemonUser{u1, u2} {
+		u.dir = filepath.Join(dir, u.name)
+		if err := os.Mkdir(u.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(u.dir, u.uid, u.gid)
+	}
+	return startDaemon(t, bin, dir), u1, u2, dir
+}
+
+func jsonField(t *testing.T, body, field string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, body)
+	}
+	s, _ := m[field].(string)
+	return s
+}
+
+func (u *daemonUser) openSession(t *testing.T, d *daemon, req string) string {
+	t.Helper()
+	code, body := u.call(t, d.sock, "POST", "/v1/sessions", req)
+	if code != 201 {
+		t.Fatalf("%s: create a session: %d %s", u.name, code, body)
+	}
+	return jsonField(t, body, "id")
+}
+
+// run runs a command quietly and returns its finished event's output.
+func (u *daemonUser) run(t *testing.T, d *daemon, sid, command string) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"command": command})
+	code, body := u.call(t, d.sock, "POST", "/v1/sessions/"+sid+"/commands?stream=false", string(b))
+	if code != 200 {
+		return code, body
+	}
+	return code, jsonField(t, body, "output")
+}
+
+// TestDaemonRunsAsClient: a command runs as the calling user, writes only
+// where the user's policy and the user's own rights allow, with the eBPF
+// layer in place.
+func TestDaemonRunsAsClient(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	sid := u1.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u1.dir, u1.dir))
+	code, out := u1.run(t, d, sid, "id -u; id -G; touch made-here && echo wrote")
+	if code != 200 {
+		t.Fatalf("run: %d %s", code, out)
+	}
+	lines := strings.Fields(out)
+	if len(lines) < 2 || lines[0] != strconv.Itoa(u1.uid) || lines[1] != strconv.Itoa(u1.gid) {
+		t.Fatalf("id inside = %q, want uid %d and only group %d (none of root's)", out, u1.uid, u1.gid)
+	}
+	fi, err := os.Lstat(filepath.Join(u1.dir, "made-here"))
+	if err != nil {
+		t.Fatalf("the command's file: %v (output %q)", err, out)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u1.uid {
+		t.Errorf("the command's file belongs to uid %d, want %d", st.Uid, u1.uid)
+	}
+	// The eBPF layer: the daemon's policy description says it enforces.
+	code, body := u1.call(t, d.sock, "GET", "/v1/policy?cwd="+u1.dir, "")
+	var desc struct {
+		Enforcement struct {
+			Mechanisms []struct {
+				Part, By string
+				Enforced bool
+			}
+		}
+	}
+	json.Unmarshal([]byte(body), &desc)
+	ebpf := false
+	for _, m := range desc.Enforcement.Mechanisms {
+		ebpf = ebpf || m.Enforced && strings.Contains(m.Part, "eBPF")
+	}
+	if code != 200 || !ebpf {
+		t.Errorf("GET /v1/policy: %d, no enforced eBPF mechanism: %s", code, body)
+	}
+	// And in the session: a direct connection (not through the proxy) is
+	// refused by the eBPF filter on the session's cgroup: EPERM from the
+	// cgroup's connect hook (the network namespace alone, with only lo,
+	// would answer ENETUNREACH).
+	b, _ := json.Marshal(map[string]string{"command": "bash -c 'echo > /dev/tcp/192.0.2.1/80'; echo done"})
+	code, body = u1.call(t, d.sock, "POST", "/v1/sessions/"+sid+"/commands?stream=false", string(b))
+	if code != 200 || !strings.Contains(body, "connect: Operation not permitted") {
+		t.Errorf("a direct connection to 192.0.2.1:80: %d, not refused by eBPF (EPERM): %s", code, body)
+	}
+}
+
+// TestDaemonForeignUser: every route on another user's session is refused
+// (404, as for a session that does not exist), and the list hides it.
+func TestDaemonForeignUser(t *testing.T) {
+	d, u1, u2, _ := daemonFixture(t)
+	sid := u1.openSession(t, d, fmt.Sprintf(`{"cwd":%q}`, u1.dir))
+	marker := testutil.SleepMarker(300)
+	b, _ := json.Marshal(map[string]any{"command": "sleep " + marker, "background": true, "id": "bg"})
+	if code, body := u1.call(t, d.sock, "POST", "/v1/sessions/"+sid+"/commands", string(b)); code != 202 {
+		t.Fatalf("background command: %d %s", code, body)
+	}
+	attempts := []struct{ method, path, body string }{
+		{"GET", "/v1/sessions/" + sid, ""},
+		{"POST", "/v1/sessions/" + sid + "/commands?stream=false", `{"command":"id"}`},
+		{"POST", "/v1/sessions/" + sid + "/commands", `{"command":"id"}`},
+		{"POST", "/v1/sessions/" + sid + "/commands", `{"command":"id","background":true}`},
+		{"GET", "/v1/sessions/" + sid + "/commands/bg", ""},
+		{"DELETE", "/v1/sessions/" + sid + "/commands/bg", ""},
+		{"DELETE", "/v1/sessions/" + sid, ""},
+	}
+	refused := 0
+	for round := 0; round < 5; round++ {
+		for _, a := range attempts {
+			code, body := u2.call(t, d.sock, a.method, a.path, a.body)
+			if code == 404 && strings.Contains(body, "no session") {
+				refused++
+			} else {
+				t.Errorf("%s %s as %s: %d %s, want 404", a.method, a.path, u2.name, code, body)
+			}
+		}
+		if code, body := u2.call(t, d.sock, "GET", "/v1/sessions", ""); code != 200 || strings.Contains(body, sid) {
+			t.Errorf("GET /v1/sessions as %s: %d shows %s: %s", u2.name, code, sid, body)
+		}
+	}
+	t.Logf("%d of %d foreign attempts refused", refused, 5*len(attempts))
+	// The owner's session and command are untouched.
+	for deadline := time.Now().Add(time.Minute); len(testutil.Procs("sleep "+marker, u1.uid)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner's background command is not running as uid %d", u1.uid)
+		}
+	}
+	if code, body := u1.call(t, d.sock, "GET", "/v1/sessions/"+sid+"/commands/bg", ""); code != 200 || !strings.Contains(body, `"running":true`) {
+		t.Errorf("the owner reads its command: %d %s", code, body)
+	}
+	if code, body := u1.call(t, d.sock, "DELETE", "/v1/sessions/"+sid, ""); code != 204 {
+		t.Errorf("the owner closes its session: %d %s", code, body)
+	}
+	if pids := testutil.Procs("sleep "+marker, -1); len(pids) > 0 {
+		t.Errorf("closing the session left %v", pids)
+	}
+}
+
+// TestDaemonWritablePaths: a client may add only paths its user can write;
+// a symlink to root's /etc (given, or swapped in after the check) gives
+// nothing more than the user has without moat.
+func TestDaemonWritablePaths(t *testing.T) {
+	d, u1, u2, _ := daemonFixture(t)
+	for _, p := range []string{"/etc", u2.dir, "/root"} {
+		code, body := u1.call(t, d.sock, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u1.dir, p))
+		if code != 400 || jsonField(t, body, "field") != "write" {
+			t.Errorf("write %s as %s: %d %s, want 400 naming write", p, u1.name, code, body)
+		}
+	}
+	// A cwd the user cannot use.
+	if code, body := u1.call(t, d.sock, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q}`, u2.dir)); code != 400 || jsonField(t, body, "field") != "cwd" {
+		t.Errorf("cwd %s as %s: %d %s, want 400 naming cwd", u2.dir, u1.name, code, body)
+	}
+	// A symlink to /etc, named as a writable path: resolved as the user,
+	// to /etc, which the user cannot write.
+	link := filepath.Join(u1.dir, "etc-link")
+	if _, stderr, err := u1.as("ln", "-s", "/etc", link); err != nil {
+		t.Fatal(stderr)
+	}
+	code, body := u1.call(t, d.sock, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u1.dir, link))
+	if code != 400 || jsonField(t, body, "field") != "write" {
+		t.Errorf("write through a symlink to /etc: %d %s, want 400", code, body)
+	}
+	// A directory the user can write, checked, then swapped for a symlink
+	// to /etc before a command writes through it.
+	sub := filepath.Join(u1.dir, "sub")
+	if _, stderr, err := u1.as("mkdir", sub); err != nil {
+		t.Fatal(stderr)
+	}
+	sid := u1.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u1.dir, sub))
+	if code, out := u1.run(t, d, sid, "echo ok > sub/inside && cat sub/inside"); code != 200 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("a write the user can do, within the policy: %d %q", code, out)
+	}
+	if _, stderr, err := u1.as("sh", "-c", "mv "+sub+" "+sub+".old && ln -s /etc "+sub); err != nil {
+		t.Fatal(stderr)
+	}
+	target := fmt.Sprintf("/etc/moatd-attack-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove(target) })
+	if code, out := u1.run(t, d, sid, "echo pwned > "+filepath.Join(sub, filepath.Base(target))+"; echo pwned > "+target+"; echo done"); code != 200 || !strings.Contains(out, "done") {
+		t.Fatalf("the attack command did not run: %d %q", code, out)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Fatalf("the client wrote %s through the daemon", target)
+	}
+	// The same write without moat fails for that user too: the daemon
+	// gives no more than the user has.
+	if _, _, err := u1.as("sh", "-c", "echo pwned > "+target); err == nil {
+		t.Fatalf("%s can write %s without moat: the test proves nothing here", u1.name, target)
+	}
+	// Outside the session's writable paths, a path the user can write
+	// is still refused inside (the policy narrows the user's rights).
+	if _, _, err := u1.as("touch", filepath.Join(u1.dir, "user-can")); err != nil {
+		t.Fatal("the user cannot write its own directory")
+	}
+	if code, out := u1.run(t, d, sid, "echo x > "+filepath.Join(u1.dir, "not-in-policy")+"; echo done"); code != 200 || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run: %d %q", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(u1.dir, "not-in-policy")); err == nil {
+		t.Error("a command wrote outside the session's writable paths")
+	}
+}
+
+// TestDaemonMalformed: bad requests get an error naming what is wrong and
+// the daemon goes on serving.
+func TestDaemonMalformed(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	big := filepath.Join(dir, "big.json")
+	os.WriteFile(big, []byte(`{"cwd":"`+strings.Repeat("a", 2<<20)+`"}`), 0o644)
+	cases := []struct{ body string }{
+		{"{"}, {`{"cwd": 5}`}, {`{"nope": 1}`}, {`[1,2]`}, {`{"gate":"wide-open"}`}, {`{"cwd":"relative"}`}, {"@" + big},
+		{`{"cwd":"/var/tmp\u0000x"}`}, {`{"mode":"x"}`}, {`{"write":[""]}`},
+	}
+	for _, c := range cases {
+		code, body := u1.call(t, d.sock, "POST", "/v1/sessions", c.body)
+		if code < 400 || code >= 500 || jsonField(t, body, "error") == "" {
+			t.Errorf("POST /v1/sessions %.40q: %d %s, want a 4xx with an error", c.body, code, body)
+		}
+		if code, _ := u1.call(t, d.sock, "GET", "/v1/health", ""); code != 200 {
+			t.Fatalf("the daemon stopped serving after %.40q", c.body)
+		}
+	}
+	// A truncated request on a raw connection.
+	if _, _, err := u1.as("sh", "-c", `printf 'POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"cw' | timeout 5 curl -s --unix-socket `+d.sock+` telnet://x >/dev/null 2>&1; true`); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := u1.call(t, d.sock, "GET", "/v1/health", ""); code != 200 {
+		t.Fatal("the daemon stopped serving after a truncated request")
+	}
+}
+
+// TestDaemonSIGKILL: a SIGKILLed daemon leaves none of its users' commands
+// running.
+func TestDaemonSIGKILL(t *testing.T) {
+	d, u1, u2, _ := daemonFixture(t)
+	var markers []string
+	for _, u := range []*daemonUser{u1, u2} {
+		sid := u.openSession(t, d, fmt.Sprintf(`{"cwd":%q}`, u.dir))
+		m := testutil.SleepMarker(300)
+		markers = append(markers, m)
+		b, _ := json.Marshal(map[string]any{"command": "sleep " + m, "background": true})
+		if code, body := u.call(t, d.sock, "POST", "/v1/sessions/"+sid+"/commands", string(b)); code != 202 {
+			t.Fatalf("background command: %d %s", code, body)
+		}
+		for deadline := time.Now().Add(time.Minute); len(testutil.Procs("sleep "+m, u.uid)) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the background sleep of %s never ran as uid %d", u.name, u.uid)
+			}
+		}
+	}
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	// Each sandbox's init sees its supervisor's end close and ends its
+	// pid namespace; wait for that (a leftover fails after a minute).
+	for _, m := range markers {
+		for deadline := time.Now().Add(time.Minute); len(testutil.Procs("sleep "+m, -1)) > 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("SIGKILL of moatd left %v", testutil.Procs("sleep "+m, -1))
+			}
+		}
+	}
+}
+
+// TestDaemonLoad: 200 requests from two users at once, none lost.
+func TestDaemonLoad(t *testing.T) {
+	d, u1, u2, _ := daemonFixture(t)
+	sids := map[*daemonUser]string{}
+	for _, u := range []*daemonUser{u1, u2} {
+		sids[u] = u.openSession(t, d, fmt.Sprintf(`{"cwd":%q}`, u.dir))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	bad := 0
+	for i := 0; i < 100; i++ {
+		for _, u := range []*daemonUser{u1, u2} {
+			wg.Add(1)
+			go func(u *daemonUser, i int) {
+				defer wg.Done()
+				b, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("echo %d $(id -u)", i)})
+				code, body := u.call(t, d.sock, "POST", "/v1/sessions/"+sids[u]+"/commands?stream=false", string(b))
+				ok := code == 200 && strings.TrimSpace(jsonField(t, body, "output")) == fmt.Sprintf("%d %d", i, u.uid)
+				if code == 429 { // the session's command slots: retry is the client's job
+					ok = true
+				}
+				if !ok {
+					mu.Lock()
+					bad++
+					mu.Unlock()
+					t.Errorf("%s request %d: %d %s", u.name, i, code, body)
+				}
+			}(u, i)
+		}
+	}
+	wg.Wait()
+	if bad > 0 {
+		t.Fatalf("%d of 200 requests failed", bad)
+	}
+}

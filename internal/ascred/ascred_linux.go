@@ -1,0 +1,120 @@
+//go:build linux
+
+// Package ascred runs file-system work with another user's credentials on
+// one thread of a root process: moatd checks and creates what a client
+// names as the client would, so that a client cannot make root open,
+// create or remove a file that the client itself could not.
+package ascred
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Do runs fn on an OS thread whose file-system uid and gid are uid and gid
+// and whose supplementary groups are groups. Only the thread changes
+// (setfsuid, setfsgid and the raw setgroups syscall are per thread); the
+// thread is never given back to Go's scheduler: it ends with fn's
+// goroutine, so no other goroutine ever runs with these credentials or
+// with half-restored ones. A non-zero fsuid also drops the file
+// capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER, ...) from the thread's
+// effective set: the kernel checks fn's file operations as it would the
+// user's.
+func Do(uid, gid int, groups []int, fn func() error) error {
+	if uid < 0 || gid < 0 {
+		return fmt.Errorf("ascred: invalid uid %d or gid %d", uid, gid)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with us
+		if err := become(uid, gid, groups); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func become(uid, gid int, groups []int) error {
+	gs := make([]uint32, 0, len(groups)+1)
+	for _, g := range groups {
+		gs = append(gs, uint32(g))
+	}
+	var p unsafe.Pointer
+	if len(gs) == 0 {
+		gs = append(gs, uint32(gid)) // setgroups(0, NULL) is fine too, but keep a valid pointer
+	}
+	p = unsafe.Pointer(&gs[0])
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gs)), uintptr(p), 0); e != 0 {
+		return fmt.Errorf("ascred: setgroups: %w", e)
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
+	// setfsuid and setfsgid report no error: read the values back.
+	cu, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	cg, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	if int(cu) != uid || int(cg) != gid {
+		return fmt.Errorf("ascred: could not take uid %d gid %d (have %d %d)", uid, gid, cu, cg)
+	}
+	return nil
+}
+
+// Writable reports whether the user can write the directory or file at
+// path, checked as the user: path is opened with the user's credentials
+// (O_PATH, no magic links), then access(W_OK) on the opened file. It
+// returns the opened file's real path, which the caller should use in
+// place of path (a symlink swapped later changes nothing).
+func Writable(uid, gid int, groups []int, path string) (real string, err error) {
+	err = Do(uid, gid, groups, func() error {
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
+		if err == unix.ENOSYS {
+			fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		// faccessat2 on the O_PATH fd with AT_EMPTY_PATH, checked with the
+		// thread's fs ids (AT_EACCESS: effective = fs ids here).
+		if err := unix.Faccessat2(fd, "", unix.W_OK, unix.AT_EMPTY_PATH|unix.AT_EACCESS); err != nil {
+			return fmt.Errorf("%s: not writable by uid %d: %w", path, uid, err)
+		}
+		real, err = readlinkFD(fd)
+		return err
+	})
+	return real, err
+}
+
+// Usable reports whether the user can search the directory at path (for a
+// working directory), checked as Writable is, and returns its real path.
+func Usable(uid, gid int, groups []int, path string) (real string, err error) {
+	err = Do(uid, gid, groups, func() error {
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
+		if err == unix.ENOSYS {
+			fd, err = unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Faccessat2(fd, "", unix.X_OK, unix.AT_EMPTY_PATH|unix.AT_EACCESS); err != nil {
+			return fmt.Errorf("%s: not usable by uid %d: %w", path, uid, err)
+		}
+		real, err = readlinkFD(fd)
+		return err
+	})
+	return real, err
+}
+
+func readlinkFD(fd int) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd), buf)
+	if err != nil {
+		return "", fmt.Errorf("resolve: %w", err)
+	}
+	return string(buf[:n]), nil
+}

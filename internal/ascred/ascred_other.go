@@ -1,0 +1,18 @@
+//go:build !linux
+
+// Package ascred runs file-system work with another user's credentials
+// (Linux only: moatd is a Linux daemon).
+package ascred
+
+import "errors"
+
+var errUnsupported = errors.New("ascred: only on Linux")
+
+// Do is Linux-only.
+func Do(uid, gid int, groups []int, fn func() error) error { return errUnsupported }
+
+// Writable is Linux-only.
+func Writable(uid, gid int, groups []int, path string) (string, error) { return "", errUnsupported }
+
+// Usable is Linux-only.
+func Usable(uid, gid int, groups []int, path string) (string, error) { return "", errUnsupported }

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Daemon makes a Server serve many users (moat daemon, moatd): any user
+// may connect, each request acts for the user the kernel says is at the
+// other end of the connection (SO_PEERCRED), every session belongs to the
+// user who opened it and is invisible to every other (404 on every route),
+// and every session's sandbox runs as its owner (enforce.Launch.As).
+type Daemon struct {
+	// PolicyFor returns the policy of a user's session in cwd (absolute,
+	// already checked to be a directory the user can use): the user's
+	// root-owned policy, which a client may only narrow. Required.
+	PolicyFor func(id *enforce.Identity, cwd string) (*policy.Policy, []string, error)
+	// CheckWritable, if set, checks that the user itself can write path
+	// and returns its real path; CheckDir that the user can use the
+	// directory (its working directory). Both check as the user (never as
+	// root). Required.
+	CheckWritable func(id *enforce.Identity, path string) (string, error)
+	CheckDir      func(id *enforce.Identity, path string) (string, error)
+	// MaxSessionsPerUser bounds each user's open sessions (default 16).
+	MaxSessionsPerUser int
+	// IdleTimeout closes a session no command has used for that long
+	// (default 30 minutes): a client that went away leaves nothing.
+	IdleTimeout time.Duration
+	// PATH is the sessions' PATH (default /usr/local/bin:/usr/bin:/bin).
+	PATH string
+}
+
+// Peer is who is at the other end of a connection, from the kernel.
+type Peer struct {
+	Uid, Gid, Pid int
+}
+
+// identityOf is the user of a daemon peer: uid from the kernel, groups and
+// home from the user database. Root is not served: it runs moat itself.
+func identityOf(p *Peer) (*enforce.Identity, error) {
+	if p == nil {
+		return nil, fmt.Errorf("the connection's peer is unknown")
+	}
+	if p.Uid == 0 {
+		return nil, fmt.Errorf("the daemon serves unprivileged users: root runs moat itself")
+	}
+	u, err := user.LookupId(strconv.Itoa(p.Uid))
+	if err != nil {
+		return nil, fmt.Errorf("uid %d is not in the user database: %v", p.Uid, err)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: primary group %q: %v", u.Username, u.Gid, err)
+	}
+	id := &enforce.Identity{Uid: p.Uid, Gid: gid, Home: filepath.Clean(u.HomeDir), Name: u.Username}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, fmt.Errorf("user %s: groups: %v", u.Username, err)
+	}
+	for _, g := range gids {
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return nil, fmt.Errorf("user %s: group %q: %v", u.Username, g, err)
+		}
+		id.Groups = append(id.Groups, n)
+	}
+	if !filepath.IsAbs(id.Home) {
+		return nil, fmt.Errorf("user %s has no absolute home directory (%q)", u.Username, u.HomeDir)
+	}
+	return id, nil
+}
+
+// peerIdentity is the identity of the request's peer (daemon mode).
+func (s *Server) peerIdentity(r *http.Request) (*enforce.Identity, error) {
+	pr, _ := r.Context().Value(peerKey{}).(peerResult)
+	id, err := identityOf(pr.peer)
+	if err != nil {
+		return nil, errorf(http.StatusForbidden, "", "%v", err)
+	}
+	return id, nil
+}
+
+// owner is the uid a request acts for: the peer's in daemon mode, -1 (the
+// server's own user) otherwise.
+func (s *Server) owner(r *http.Request) int {
+	if s.cfg.Daemon == nil {
+		return -1
+	}
+	pr, _ := r.Context().Value(peerKey{}).(peerResult)
+	if pr.peer == nil {
+		return -2 // matches no session
+	}
+	return pr.peer.Uid
+}
+
+// daemonEnv is a daemon session's environment: the user's, from the user
+// database (never the daemon's own).
+func (s *Server) daemonEnv(id *enforce.Identity) []string {
+	path := s.cfg.Daemon.PATH
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return []string{"HOME=" + id.Home, "USER=" + id.Name, "LOGNAME=" + id.Name, "PATH=" + path, "LANG=C.UTF-8"}
+}
+
+// daemonCwd checks a requested working directory as the user: absolute,
+// and a directory the user can use. Empty is the user's home.
+func (s *Server) daemonCwd(id *enforce.Identity, cwd string) (string, error) {
+	if cwd == "" {
+		cwd = id.Home
+	}
+	if !filepath.IsAbs(cwd) || strings.ContainsRune(cwd, 0) {
+		return "", errorf(http.StatusBadRequest, "cwd", "cwd must be an absolute path")
+	}
+	real, err := s.cfg.Daemon.CheckDir(id, filepath.Clean(cwd))
+	if err != nil {
+		return "", errorf(http.StatusBadRequest, "cwd", "%v", err)
+	}
+	return real, nil
+}
+
+// daemonPolicy is the policy for the request's user in cwd.
+func (s *Server) daemonPolicy(ctx context.Context, id *enforce.Identity, cwd string) (*policy.Policy, []string, error) {
+	pol, notes, err := s.cfg.Daemon.PolicyFor(id, cwd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the policy of user %s: %w", id.Name, err)
+	}
+	return pol, notes, nil
+}
