@@ -85,6 +85,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	running  int
+	active   map[*Running]struct{} // the commands running now
 	idle     *time.Timer
 	closed   bool
 	closeErr error
@@ -126,7 +127,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
 	}
-	if s.proxy, err = newProxy(s.pol, req.Ask, s.violation, s.log); err != nil {
+	if s.proxy, err = newProxy(s.pol, req.Ask, s.fromSandbox, s.log); err != nil {
 		s.null.Close()
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *Session) start(ctx context.Context) error {
 	}
 	for {
 		l := &enforce.Launch{Policy: s.pol, Env: s.req.Env, Stdio: [3]*os.File{s.null, s.null, s.null}, StateDir: s.req.StateDir,
-			Mode: mode, Proxy: s.proxy, Report: s.violation, Log: s.log, Planned: s.planned, Trace: s.req.Trace, As: s.req.As}
+			Mode: mode, Proxy: s.proxy, Report: s.fromSandbox, Log: s.log, Planned: s.planned, Trace: s.req.Trace, As: s.req.As}
 		sess, err := enf.StartSession(ctx, l)
 		if err == nil {
 			s.sess, s.mode = sess, mode
@@ -205,6 +206,24 @@ func (s *Session) violation(v policy.Violation) {
 	if s.req.OnViolation != nil {
 		s.req.OnViolation(v)
 	}
+}
+
+// fromSandbox takes a refusal the sandbox as a whole saw (the proxy, the
+// eBPF filter, the cgroups), which names no command: it goes to every
+// command running at that moment (exactly the one that made it when only
+// one runs; the proxy's and eBPF's events carry no command), then to the
+// session's OnViolation.
+func (s *Session) fromSandbox(v policy.Violation) {
+	s.mu.Lock()
+	rs := make([]*Running, 0, len(s.active))
+	for r := range s.active {
+		rs = append(rs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range rs {
+		r.record(v)
+	}
+	s.violation(v)
 }
 
 func (s *Session) applyUpdates() {
@@ -301,6 +320,12 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	}
 	s.mu.Unlock()
 	r := &Running{s: s, since: enforce.Since(time.Now()), onViol: c.OnViolation}
+	s.mu.Lock()
+	if s.active == nil {
+		s.active = map[*Running]struct{}{}
+	}
+	s.active[r] = struct{}{}
+	s.mu.Unlock()
 	r.timeout = c.Timeout
 	if r.timeout == 0 {
 		r.timeout = s.pol.Limits.Timeout
@@ -317,7 +342,7 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	}
 	proc, err := s.sess.Exec(&enforce.Command{Argv: c.Argv, Env: env, Dir: c.Dir, Stdio: stdio, FD3: c.FD3, Report: r.violation})
 	if err != nil {
-		s.finished()
+		s.finished(r)
 		return nil, err
 	}
 	r.proc = proc
@@ -346,6 +371,14 @@ func (r *Running) supervise(ctx context.Context) {
 }
 
 func (r *Running) violation(v policy.Violation) {
+	if r.record(v) {
+		r.s.violation(v)
+	}
+}
+
+// record keeps a violation of this command (each distinct one once) and
+// tells the command's OnViolation; false if it was already kept.
+func (r *Running) record(v policy.Violation) bool {
 	if v.Time.IsZero() {
 		v.Time = time.Now()
 	}
@@ -356,7 +389,7 @@ func (r *Running) violation(v policy.Violation) {
 	}
 	if r.seen[key] || len(r.violations) >= maxViolations {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	r.seen[key] = true
 	r.violations = append(r.violations, v)
@@ -365,7 +398,7 @@ func (r *Running) violation(v policy.Violation) {
 	if cb != nil {
 		cb(v)
 	}
-	r.s.violation(v)
+	return true
 }
 
 // Signal delivers a signal to the command (terminal signals to its process
@@ -381,7 +414,7 @@ func (r *Running) Wait() (*Result, error) {
 	r.waitOnce.Do(func() {
 		exit, err := r.proc.Wait()
 		r.cancel()
-		defer r.s.finished()
+		defer r.s.finished(r)
 		if err != nil {
 			r.err = err
 			return
@@ -405,8 +438,9 @@ func (r *Running) Wait() (*Result, error) {
 	return r.res, r.err
 }
 
-func (s *Session) finished() {
+func (s *Session) finished(r *Running) {
 	s.mu.Lock()
+	delete(s.active, r)
 	s.running--
 	s.touch()
 	s.mu.Unlock()

@@ -276,3 +276,31 @@ func hasViolation(res *Result, s string) bool {
 	}
 	return false
 }
+
+// What the sandbox as a whole refuses (the proxy; as root, eBPF) is the
+// running command's violation too, not only the session's.
+func TestSessionProxyViolationIsTheCommands(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	script := `import urllib.request
+try:
+    urllib.request.urlopen("http://denied.example/", timeout=5)
+except Exception as e:
+    print("refused:", e)`
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "refused:") {
+		t.Fatalf("the request was not refused: %q", out)
+	}
+	found := false
+	for _, v := range res.Violations {
+		if v.Kind == policy.NetworkViolation && strings.Contains(v.Target, "denied.example") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the proxy's refusal is not among the command's violations: %+v\n%s", res.Violations, out)
+	}
+}
