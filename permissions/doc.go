@@ -14,7 +14,7 @@
 //     safe assignments and safe wrappers are stripped; deny and ask rules
 //     match broadly, on every command the line can run (extract.go).
 //   - Wrapper stripping (strip.go): a fixed-point loop removing assignments
-//     of the safe variables (SafeEnvVar) and timeout, time, nice and nohup with strict flag
+//     of the safe variables (SafeEnvVar) and timeout, time and nice (not nohup) with strict flag
 //     parsing, for allow rules and the read-only tables. Deny and ask rules
 //     see through every assignment and every wrapper (env, command, sudo,
 //     xargs, stdbuf, ionice, setsid, sh -c, eval, find -exec, ...).

@@ -361,6 +361,14 @@ func (s *step) analyzeParts() {
 		if !p.static {
 			a.notReadOnly(p.why)
 		}
+		if why := validators.EvaluatedCode(p.argv); why != "" {
+			a.notReadOnly(why)
+		}
+		for _, as := range p.assigns {
+			if why := validators.EvaluatedAssignment(as.name, validators.Word{Raw: as.value, Value: as.value, Static: as.static}); why != "" {
+				a.notReadOnly(why)
+			}
+		}
 		if p.riskyGlob && !globOK[a.name] {
 			a.notReadOnly("a glob pattern may expand to an option of " + a.name)
 		}
@@ -372,8 +380,13 @@ func (s *step) analyzeParts() {
 		}
 		a.roButRedirect = a.readOnly
 		for _, r := range p.redirs {
-			if w, _ := redirPath(r); w != "" && !specialOK[w] {
+			w, rd := redirPath(r)
+			if w != "" && !specialOK[w] {
 				a.notReadOnly("output redirected to " + w)
+			}
+			if netDevice(w) || netDevice(rd) {
+				a.notReadOnly("a redirection opens a network connection")
+				a.roButRedirect = false
 			}
 		}
 		s.an[i] = a
