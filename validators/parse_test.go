@@ -238,7 +238,8 @@ coproc foo
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &parsed{src: src, file: f}
+	p := newParsed(src)
+	p.file = f
 	c := collector{p: p, track: true}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
