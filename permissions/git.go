@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -135,6 +136,11 @@ func analyzeGit(a *analysis, args []string) {
 		if !strings.HasPrefix(w, "-") {
 			break
 		}
+		if w == "--help" && i+1 < len(args) {
+			// git --help CMD runs man (and a pager on a terminal).
+			a.notReadOnly("git --help " + args[i+1] + " runs man and a pager")
+			return
+		}
 		if w == "--version" || w == "--help" || w == "-h" {
 			return
 		}
@@ -154,6 +160,14 @@ func analyzeGit(a *analysis, args []string) {
 		return
 	}
 	rest := args[i+1:]
+	if slices.Contains(rest, "--help") || (subName == "help" && !slices.ContainsFunc(rest, func(w string) bool {
+		return w == "-a" || w == "--all" || w == "-g" || w == "--guides" || w == "-c" || w == "--config"
+	}) && len(rest) > 0) {
+		// git CMD --help and git help CMD run man (and a pager on a
+		// terminal, which can run commands).
+		a.notReadOnly("git help runs man and a pager")
+		return
+	}
 	if sub.subs != nil && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		found := false
 		for _, s := range sub.subs {

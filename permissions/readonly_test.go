@@ -46,7 +46,7 @@ func TestReadOnlyTables(t *testing.T) {
 		"find . -name '*.go'", "find src -type f -name x -print", "find . -maxdepth 2 -type d", "find -newer x",
 		"find . -name x -o -name y", "find . \\( -name a -o -name b \\) -print0", "find . -path ./vendor -prune -o -print",
 		// git
-		"git status", "git status -s", "git log", "git log --oneline -n 5", "git log -5", "git log --graph --all --decorate",
+		"git status", "git status -s", "git --help", "git help -a", "git log", "git log --oneline -n 5", "git log -5", "git log --graph --all --decorate",
 		"git log -p -- src/x.go", "git show HEAD", "git show HEAD~1:x", "git diff", "git diff --stat", "git diff --cached",
 		"git diff main...HEAD", "git branch", "git branch -a", "git branch --show-current", "git branch -l 'feat*'",
 		"git tag", "git tag -l 'v1*'", "git remote -v", "git remote get-url origin", "git config --get user.name",
@@ -63,6 +63,8 @@ func TestReadOnlyTables(t *testing.T) {
 		"grep -rn foo --include=*.ts src", "rg -g=*.go foo",
 	}
 	notReadOnly := []string{
+		// found by the behavioural oracle: they run other programs
+		"diff -l a b", "git --help log", "git log --help", "git help log", "git help -w log",
 		// writes, exec, unknown
 		"env", "printenv", "printenv AWS_SECRET_ACCESS_KEY", "sort --files0-from=list", "wc --files0-from=list",
 		"rm x", "mkdir x", "touch x", "cp a b", "mv a b", "npm test", "make", "python x.py", "node x.js",

@@ -19,7 +19,8 @@ import (
 // -z/--search-zip/--hostname-bin, fd -x/-X/--exec/--exec-batch/-l,
 // tree -o/-R, date -s/--set, hostname NAME, file -C, man -P/-H/--pager/
 // --html/-l, jq -f/--rawfile/--slurpfile/-L, awk -f/-e/-i/-l/-o/-p/-d,
-// printf -v, xxd with an output file, uniq with an output file,
+// printf -v, xxd with an output file, uniq with an output file, diff -l
+// (--paginate runs pr),
 // --files0-from (it names the files to read inside another file).
 var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	m := map[string]*cmdSpec{}
@@ -134,7 +135,7 @@ var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	add("tac", cmdSpec{kind: KindRead, flags: flags("-b -r -s= --before --regex --separator=")})
 	add("base64 base32 basenc", cmdSpec{kind: KindRead, maxPos: 1, flags: flags("-d -i -w= --decode --ignore-garbage --wrap= " +
 		"--base64 --base64url --base32 --base32hex --base16 --base2msbf --base2lsbf --z85")})
-	add("diff", cmdSpec{kind: KindRead, flags: flags("-q -s -c -C= -u -U= -e -n -y -W= -l -t -T -r -N -x= -X@ -S= -i -E -Z -b -w -B -I= " +
+	add("diff", cmdSpec{kind: KindRead, flags: flags("-q -s -c -C= -u -U= -e -n -y -W= -t -T -r -N -x= -X@ -S= -i -E -Z -b -w -B -I= " +
 		"-a -p -F= -d -H --brief --report-identical-files --context? --unified? --ed --normal --rcs --side-by-side --width= " +
 		"--left-column --suppress-common-lines --show-c-function --show-function-line= --label= --expand-tabs --initial-tab " +
 		"--suppress-blank-empty --new-file --unidirectional-new-file --ignore-case --ignore-file-name-case " +
