@@ -499,6 +499,19 @@ func TestSuggestion(t *testing.T) {
 			t.Errorf("%q: after adding %q the same rule is suggested again (%v)", tc.cmd, r.Suggestion, r2.Decision)
 		}
 	}
+	// a destructive command gets its warning and never a rule that would
+	// allow it again without one
+	plain := mustEngine(t, policy.Permissions{})
+	for _, cmd := range []string{"rm -rf /", "rm -rf build", "git reset --hard", "git push --force origin main",
+		"ls && rm -rf x", "git clean -fdx", "kubectl delete ns prod"} {
+		r := plain.Decide(Request{Command: cmd, Cwd: testCwd})
+		if len(r.Warnings) == 0 {
+			t.Errorf("%q: no destructive warning", cmd)
+		}
+		if r.Suggestion != "" {
+			t.Errorf("%q: suggestion %q with warnings %q", cmd, r.Suggestion, r.Warnings)
+		}
+	}
 	if got := CommandPrefix([]string{"git", "commit", "-m", "x"}, nil); got != "git commit" {
 		t.Errorf("CommandPrefix(git commit -m x) = %q", got)
 	}
