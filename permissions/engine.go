@@ -492,8 +492,16 @@ func overallKind(an []analysis) string {
 // constraints runs the path and sed constraints over every part.
 func (s *step) constraints() (policy.Decision, bool) {
 	cwds := cwdSet{s.cwd}
+	cds := 0
 	for i := range s.parts {
 		p, a := &s.parts[i], &s.an[i]
+		if a.cd {
+			if cds++; cds > 1 {
+				// As the seed: which directory each later command runs in
+				// is hard to see in a prompt.
+				return ask("several cd in one command"), true
+			}
+		}
 		// Dangerous paths anywhere in the words.
 		for _, w := range p.argv {
 			if why := dangerousPath(w); why != "" {

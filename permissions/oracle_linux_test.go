@@ -197,6 +197,10 @@ func effectsOf(log []byte, named map[string]bool) []string {
 			if strings.Contains(args, "AF_UNIX") && harmlessUnix(args) {
 				continue
 			}
+			if strings.Contains(args, "AF_UNIX") && (named["docker"] || named["podman"]) &&
+				(strings.Contains(args, "/docker.sock") || strings.Contains(args, "/podman.sock")) {
+				continue // the read-only container commands query their daemon
+			}
 			if name == "sendto" && !strings.Contains(args, "sa_family") {
 				continue // a send on a connected socket (the connect was reported)
 			}

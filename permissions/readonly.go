@@ -109,6 +109,9 @@ func analyze(argv []string) analysis {
 	case "cd", "pushd":
 		analyzeCd(&a, args)
 		return a
+	case "docker", "podman":
+		analyzeContainer(&a, name, args)
+		return a
 	}
 	if spec, ok := editSpecs[name]; ok {
 		analyzeEdit(&a, spec, args)
