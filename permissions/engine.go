@@ -274,6 +274,11 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 		}
 	}
 	s.res.Suggestion = s.suggest()
+	for _, a := range s.an {
+		if a.readOnly && a.unchecked != "" {
+			return ask(a.unchecked)
+		}
+	}
 	return policy.Decision{}.Final()
 }
 
@@ -582,6 +587,8 @@ func (s *step) allowEveryPart() (policy.Decision, bool) {
 			continue
 		}
 		switch {
+		case a.readOnly && a.unchecked != "":
+			return policy.Decision{}, false
 		case a.readOnly:
 			if reason == "" {
 				reason = "read-only"

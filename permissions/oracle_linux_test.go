@@ -225,6 +225,9 @@ func namedPrograms(cmd string) map[string]bool {
 			named[filepath.Base(w.Value)] = true
 		}
 	}
+	if named["xargs"] {
+		named["echo"] = true // xargs's default command
+	}
 	return named
 }
 

@@ -35,9 +35,14 @@ var seedCategories = map[string][]seedCase{
 		{"sha256sum -c sums.txt", askV, false},
 	},
 	"xargs": {
-		// deliberate: xargs appends words no rule sees (paths anywhere, options)
-		{"find . -name '*.go' | xargs grep foo", askV, false}, {"git ls-files | xargs wc -l", askV, false},
-		{"xargs rm < list", askV, false},
+		// read-only with a command none of whose options writes or runs
+		// anything, as in the seed; never allowed by the tables (deliberate):
+		// the paths come from the input
+		{"find . -name '*.go' | xargs grep foo", askV, true}, {"git ls-files | xargs wc -l", askV, true},
+		{"find . -print0 | xargs -0 grep -l foo", askV, true}, {"xargs -n 1 head -5", askV, true}, {"ls | xargs", askV, true},
+		{"xargs rm < list", askV, false}, {"xargs -I{} cat {}", askV, false}, {"xargs rg x", askV, false},
+		{"xargs sh -c id", askV, false}, {"xargs -a f cat", askV, false}, {"xargs -p cat", askV, false},
+		{"xargs grep -n x", askV, true}, {"xargs -n1 cat", askV, true}, {"xargs cat -o x", askV, false},
 	},
 	"several cd": {
 		{"cd src && ls", allow, true}, {"cd src; ls -la", allow, true},

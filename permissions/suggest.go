@@ -69,7 +69,7 @@ func (s *step) suggest() string {
 		if !p.static {
 			return ""
 		}
-		if s.allowRule(p) != nil || a.readOnly {
+		if s.allowRule(p) != nil || (a.readOnly && a.unchecked == "") {
 			continue
 		}
 		argv := p.strictArgv()

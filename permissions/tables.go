@@ -9,7 +9,8 @@ import (
 // list files, or print something, with the flags known to keep them so.
 // Anything not here (and not git, sed, find or cd, which have their own
 // code) is not read-only. Deliberately absent: less and more (they run
-// commands), xargs, env with arguments, ping, dig, nslookup, host, curl and
+// commands), xargs (read-only only with the commands of globOK, in
+// readonly.go, and never allowed by the tables), env with arguments, ping, dig, nslookup, host, curl and
 // wget (they reach the network: data can leave through a DNS name),
 // ps (other processes' arguments), env and printenv (they print the
 // environment's secrets), python, node and every interpreter.
