@@ -173,8 +173,18 @@ func codeInValue(v string) bool {
 // RANDOM, OPTIND, HISTCMD and the other arithmetic variables, and values
 // that store a subscript with code for a later evaluation.
 func validateEvaluatedStrings(ctx *Context) policy.Decision {
-	for _, c := range ctx.commands() {
-		args := c.sc.Args
+	for i := range ctx.p.result.Commands {
+		args := ctx.p.result.Commands[i].Args
+		named := false
+		for _, a := range args {
+			if nameBuiltins[baseName(a.Value)] {
+				named = true
+				break
+			}
+		}
+		if !named {
+			continue
+		}
 		for _, s := range programStarts(args) {
 			if s >= len(args) {
 				break
@@ -199,6 +209,16 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 // can run commands, or "". The permission layer uses it so that such a
 // command is never read-only.
 func EvaluatedCode(argv []string) string {
+	named := false
+	for _, a := range argv {
+		if nameBuiltins[baseName(a)] {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return "" // the common case, without allocating
+	}
 	args := make([]Word, len(argv))
 	for i, a := range argv {
 		args[i] = Word{Raw: a, Value: a, Static: true}
