@@ -41,7 +41,9 @@
 //     shell reads a script from a pipe, xargs builds it, a limit is
 //     reached), ask.
 //  4. The security validators (validators.Check's answer): an Ask there
-//     asks even when an allow rule matches. Their Allow (a literal git
+//     asks even when an allow rule matches (strings bash evaluates as
+//     arithmetic, test -v 'a[$(id)]', are one such objection, and such a
+//     command is never read-only either). Their Allow (a literal git
 //     commit message) is "no objection", not a permission. A command that
 //     does not parse to simple commands asks.
 //  5. Path constraints: reads and writes outside the working directory and
