@@ -4,8 +4,9 @@ GO ?= go
 BIN := bin
 STATIC_TAGS := netgo osusergo
 STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
-# System packages the build and the tests need (Debian names).
-DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client
+# System packages the build and the tests need (Debian names). strace: the
+# behavioural oracle of the permission decisions (permissions/oracle_linux_test.go).
+DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client strace
 
 .PHONY: help deps build test test-unit test-privileged darwin ci bench clean mcp-clients install-daemon
 

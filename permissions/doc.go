@@ -14,7 +14,7 @@
 //     safe assignments and safe wrappers are stripped; deny and ask rules
 //     match broadly, on every command the line can run (extract.go).
 //   - Wrapper stripping (strip.go): a fixed-point loop removing assignments
-//     of the safe variables (SafeEnvVar) and timeout, time, nice and nohup with strict flag
+//     of the safe variables (SafeEnvVar) and timeout, time and nice (not nohup) with strict flag
 //     parsing, for allow rules and the read-only tables. Deny and ask rules
 //     see through every assignment and every wrapper (env, command, sudo,
 //     xargs, stdbuf, ionice, setsid, sh -c, eval, find -exec, ...).
@@ -41,7 +41,9 @@
 //     shell reads a script from a pipe, xargs builds it, a limit is
 //     reached), ask.
 //  4. The security validators (validators.Check's answer): an Ask there
-//     asks even when an allow rule matches. Their Allow (a literal git
+//     asks even when an allow rule matches (strings bash evaluates as
+//     arithmetic, test -v 'a[$(id)]', are one such objection, and such a
+//     command is never read-only either). Their Allow (a literal git
 //     commit message) is "no objection", not a permission. A command that
 //     does not parse to simple commands asks.
 //  5. Path constraints: reads and writes outside the working directory and

@@ -274,6 +274,11 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 		}
 	}
 	s.res.Suggestion = s.suggest()
+	for _, a := range s.an {
+		if a.readOnly && a.unchecked != "" {
+			return ask(a.unchecked)
+		}
+	}
 	return policy.Decision{}.Final()
 }
 
@@ -361,6 +366,14 @@ func (s *step) analyzeParts() {
 		if !p.static {
 			a.notReadOnly(p.why)
 		}
+		if why := validators.EvaluatedCode(p.argv); why != "" {
+			a.notReadOnly(why)
+		}
+		for _, as := range p.assigns {
+			if why := validators.EvaluatedAssignment(as.name, validators.Word{Raw: as.value, Value: as.value, Static: as.static}); why != "" {
+				a.notReadOnly(why)
+			}
+		}
 		if p.riskyGlob && !globOK[a.name] {
 			a.notReadOnly("a glob pattern may expand to an option of " + a.name)
 		}
@@ -372,8 +385,13 @@ func (s *step) analyzeParts() {
 		}
 		a.roButRedirect = a.readOnly
 		for _, r := range p.redirs {
-			if w, _ := redirPath(r); w != "" && !specialOK[w] {
+			w, rd := redirPath(r)
+			if w != "" && !specialOK[w] {
 				a.notReadOnly("output redirected to " + w)
+			}
+			if netDevice(w) || netDevice(rd) {
+				a.notReadOnly("a redirection opens a network connection")
+				a.roButRedirect = false
 			}
 		}
 		s.an[i] = a
@@ -479,8 +497,16 @@ func overallKind(an []analysis) string {
 // constraints runs the path and sed constraints over every part.
 func (s *step) constraints() (policy.Decision, bool) {
 	cwds := cwdSet{s.cwd}
+	cds := 0
 	for i := range s.parts {
 		p, a := &s.parts[i], &s.an[i]
+		if a.cd {
+			if cds++; cds > 1 {
+				// As the seed: which directory each later command runs in
+				// is hard to see in a prompt.
+				return ask("several cd in one command"), true
+			}
+		}
 		// Dangerous paths anywhere in the words.
 		for _, w := range p.argv {
 			if why := dangerousPath(w); why != "" {
@@ -561,6 +587,8 @@ func (s *step) allowEveryPart() (policy.Decision, bool) {
 			continue
 		}
 		switch {
+		case a.readOnly && a.unchecked != "":
+			return policy.Decision{}, false
 		case a.readOnly:
 			if reason == "" {
 				reason = "read-only"

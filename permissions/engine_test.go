@@ -263,11 +263,12 @@ func TestWrappers(t *testing.T) {
 		{cmd: "timeout 60 npm test", want: allow},
 		{cmd: "timeout -s KILL 60 npm test", want: allow},
 		{cmd: "nice -n 10 npm test", want: allow},
-		{cmd: "nohup npm test", want: allow},
-		{cmd: "timeout 5 nohup npm test", want: allow},
+		// nohup is not stripped: it writes nohup.out (docs/DECISIONS.md)
+		{cmd: "nohup npm test", want: askV},
+		{cmd: "timeout 5 nohup npm test", want: askV},
 		{cmd: "time -p npm test", want: allow}, // the time keyword
 		{cmd: "time git push", want: deny},
-		{cmd: "NODE_ENV=test timeout 60 nice nohup npm test", want: allow},
+		{cmd: "NODE_ENV=test timeout 60 nice npm test", want: allow},
 		// ... but not unsafe ones
 		{cmd: "PATH=/tmp npm test", want: askV},
 		{cmd: "NODE_OPTIONS=--require=/tmp/x.js npm test", want: askV},
@@ -496,6 +497,19 @@ func TestSuggestion(t *testing.T) {
 		}
 		if r2 := e2.Decide(Request{Command: tc.cmd, Cwd: testCwd}); r2.Suggestion == r.Suggestion {
 			t.Errorf("%q: after adding %q the same rule is suggested again (%v)", tc.cmd, r.Suggestion, r2.Decision)
+		}
+	}
+	// a destructive command gets its warning and never a rule that would
+	// allow it again without one
+	plain := mustEngine(t, policy.Permissions{})
+	for _, cmd := range []string{"rm -rf /", "rm -rf build", "git reset --hard", "git push --force origin main",
+		"ls && rm -rf x", "git clean -fdx", "kubectl delete ns prod"} {
+		r := plain.Decide(Request{Command: cmd, Cwd: testCwd})
+		if len(r.Warnings) == 0 {
+			t.Errorf("%q: no destructive warning", cmd)
+		}
+		if r.Suggestion != "" {
+			t.Errorf("%q: suggestion %q with warnings %q", cmd, r.Suggestion, r.Warnings)
 		}
 	}
 	if got := CommandPrefix([]string{"git", "commit", "-m", "x"}, nil); got != "git commit" {

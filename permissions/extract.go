@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/moat-sandbox/moat/internal/shellword"
+	"github.com/moat-sandbox/moat/validators"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -34,6 +36,7 @@ const (
 )
 
 type extraction struct {
+	ev         shellword.Evaluator // the shared word evaluator, for the source being walked
 	cands      [][]string
 	seen       map[string]bool // candidates already in cands
 	incomplete string          // why some command could not be seen ("" if none)
@@ -88,6 +91,9 @@ func (x *extraction) extractSource(src string, depth int) {
 	// which bash runs line by line, is still seen).
 	// (The loop never breaks: mvdan.cc/sh's Parser.Stmts panics when its
 	// sequence yields after an error and the callback stopped.)
+	saved := x.ev
+	x.ev = shellword.Evaluator{Subst: validators.HeredocSubst(src)}
+	defer func() { x.ev = saved }()
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	var perr error
 	for st, err := range p.StmtsSeq(strings.NewReader(src)) {
@@ -132,7 +138,7 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 				if r.Hdoc != nil {
 					stdin = x.hdocText(r)
 				} else if r.Op == syntax.WordHdoc && r.Word != nil {
-					stdin, _ = wordValue(r.Word)
+					stdin, _ = x.wordValue(r.Word)
 				}
 			}
 			x.command(argv, depth, stdin, true)
@@ -143,7 +149,7 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 		case *syntax.Assign:
 			// GIT_SSH_COMMAND='git push' git fetch, PAGER=..., export X=...
 			if n.Value != nil {
-				if v, ok := wordValue(n.Value); ok {
+				if v, ok := x.wordValue(n.Value); ok || decodable(n.Value) {
 					x.assignedCode(v, depth)
 				}
 			}
@@ -205,6 +211,10 @@ func (x *extraction) words(ws []*syntax.Word) ([]string, bool) {
 	argv := make([]string, 0, len(ws))
 	for i, w := range ws {
 		vals, static := x.expandWord(w)
+		if i == 0 && !static && len(vals) == 1 && decodable(w) {
+			// $'git' push: the name is known for matching, if not static.
+			static = true
+		}
 		if i == 0 && (!static || len(vals) == 0) {
 			x.fail("the command name " + quoteWord(wordSource(w)) + " is not a literal")
 			return nil, false
@@ -224,12 +234,12 @@ func (x *extraction) expandWord(w *syntax.Word) ([]string, bool) {
 		}
 	}
 	if !hasBrace {
-		v, st := wordValue(w)
+		v, st := x.wordValue(w)
 		return []string{v}, st
 	}
 	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
 	if !syntax.SplitBraces(cp) {
-		v, st := wordValue(w)
+		v, st := x.wordValue(w)
 		return []string{v}, st
 	}
 	var out []string
@@ -239,71 +249,48 @@ func (x *extraction) expandWord(w *syntax.Word) ([]string, bool) {
 			x.fail("brace expansion too large")
 			break
 		}
-		v, st := wordValue(ew)
+		v, st := x.wordValue(ew)
 		static = static && st
 		out = append(out, v)
 	}
 	return out, static
 }
 
-// wordValue computes a word's value after quote removal. static is false
-// when an expansion is involved; the value then holds the source text of
-// the expansions.
-func wordValue(w *syntax.Word) (string, bool) {
-	if len(w.Parts) == 1 { // the common case, without allocating
-		switch p := w.Parts[0].(type) {
-		case *syntax.Lit:
-			if !strings.ContainsAny(p.Value, "\\*?[~") {
-				return p.Value, true
-			}
-		case *syntax.SglQuoted:
-			if !p.Dollar {
-				return p.Value, true
-			}
-		}
+// wordValue is a word's value (static) or, when some part is only known
+// at run time, its rendering with the expansions' source text (see
+// shellword.Approx). Both come from the evaluator the validators use.
+func (x *extraction) wordValue(w *syntax.Word) (string, bool) {
+	v, err := x.ev.Value(w)
+	if err == nil {
+		return v, true
 	}
-	var b strings.Builder
-	static := true
-	for _, part := range w.Parts {
-		switch p := part.(type) {
+	return shellword.Approx(w), false
+}
+
+// decodable reports a word that is not static only because of $'...' or
+// $"..." quoting, which matching reads decoded.
+func decodable(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[") {
-				static = false
+			if strings.ContainsAny(p.Value, "*?[~{$") {
+				return false
 			}
-			b.WriteString(unescapeLit(p.Value))
 		case *syntax.SglQuoted:
-			if p.Dollar {
-				b.WriteString(decodeANSIC(p.Value))
-			} else {
-				b.WriteString(p.Value)
-			}
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(unescapeDbl(l.Value))
-				} else {
-					static = false
-					b.WriteString(nodeSource(q))
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
 				}
 			}
 		default:
-			static = false
-			b.WriteString(nodeSource(part))
+			return false
 		}
 	}
-	if len(w.Parts) > 0 {
-		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "~") {
-			static = false
-		}
-	}
-	return b.String(), static
+	return true
 }
 
-func nodeSource(n syntax.Node) string {
-	var b strings.Builder
-	_ = syntax.NewPrinter().Print(&b, n)
-	return b.String()
-}
+func nodeSource(n syntax.Node) string { return shellword.Source(n) }
 
 func wordSource(w *syntax.Word) string { return nodeSource(w) }
 
@@ -311,131 +298,11 @@ func (x *extraction) hdocText(r *syntax.Redirect) string {
 	if r.Hdoc == nil {
 		return ""
 	}
-	v, _ := wordValue(r.Hdoc)
-	return v
+	return shellword.Approx(r.Hdoc)
 }
 
 // heredocText is what a here-document or here-string feeds to stdin.
 func heredocText(r redir) string { return r.heredoc }
-
-// unescapeLit removes backslash quoting from an unquoted literal.
-func unescapeLit(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unescapeDbl removes the backslashes bash removes inside double quotes.
-func unescapeDbl(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-			i++
-			if s[i] == '\n' {
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// decodeANSIC decodes the body of a $'...' string.
-func decodeANSIC(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch e := s[i]; e {
-		case 'a':
-			b.WriteByte(7)
-		case 'b':
-			b.WriteByte(8)
-		case 'e', 'E':
-			b.WriteByte(27)
-		case 'f':
-			b.WriteByte(12)
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte(11)
-		case 'c':
-			if i+1 < len(s) {
-				i++
-				b.WriteByte(s[i] & 0x1f)
-			}
-		case 'x', 'u', 'U':
-			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			v, n := 0, 0
-			for n < max && i+1 < len(s) && isHex(s[i+1]) {
-				i++
-				v = v*16 + hexVal(s[i])
-				n++
-			}
-			if n == 0 {
-				b.WriteByte('\\')
-				b.WriteByte(e)
-			} else if e == 'x' {
-				b.WriteByte(byte(v))
-			} else {
-				b.WriteRune(rune(v))
-			}
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			v, n := int(e-'0'), 1
-			for n < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7' {
-				i++
-				v = v*8 + int(s[i]-'0')
-				n++
-			}
-			b.WriteByte(byte(v))
-		default: // \\ \' \" \? and unknown escapes
-			if e != '\\' && e != '\'' && e != '"' && e != '?' {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(e)
-		}
-	}
-	return b.String()
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func hexVal(c byte) int {
-	switch {
-	case c <= '9':
-		return int(c - '0')
-	case c >= 'a':
-		return int(c-'a') + 10
-	}
-	return int(c-'A') + 10
-}
 
 // echoOutput returns what echo or printf with these arguments prints, when
 // that is known.

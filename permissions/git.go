@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -10,7 +11,8 @@ import (
 // name programs: core.pager, core.fsmonitor, diff.external), -C, --git-dir,
 // --work-tree, --exec-path and --bare (they point git at another
 // repository, whose configuration runs programs), -p/--paginate (runs the
-// pager), --output (writes a file), --ext-diff (runs a program), grep's
+// pager), --output (writes a file), --ext-diff, --textconv and cat-file
+// --filters (run configured programs, as the seed says), grep's
 // -O/--open-files-in-pager, and every subcommand or flag that writes.
 
 var gitGlobalSafe = map[string]bool{
@@ -44,7 +46,7 @@ var gitLogFlags = flags("--oneline -n= --max-count= --skip= --since= --after= --
 	"--anchored= --indent-heuristic --no-indent-heuristic --inter-hunk-context= --function-context -W --exit-code " +
 	"--quiet --check --ws-error-highlight= --compact-summary --stat-width= --stat-name-width= --stat-graph-width= " +
 	"--stat-count= --cc -c -m --diff-merges= --no-diff-merges --combined-all-paths --remerge-diff --no-renames " +
-	"--rename-empty --no-rename-empty --submodule? --textconv --no-textconv --no-ext-diff --ignore-submodules? -z " +
+	"--rename-empty --no-rename-empty --submodule? --no-textconv --no-ext-diff --ignore-submodules? -z " +
 	"--since-as-filter= --show-origin --count --objects --objects-edge --no-object-names --timestamp --header " +
 	"--cached --staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs -t -r --root --no-commit-id " +
 	"--always --stdin --all-match --name-rev= -v --verbose -e --email --committer-email -q")
@@ -96,7 +98,7 @@ var gitSubs = map[string]gitSub{
 		"--exclude-per-directory= --exclude-standard --error-unmatch --full-name --recurse-submodules --abbrev? --debug " +
 		"--deduplicate --format= --sparse --with-tree=")},
 	"ls-tree": {flags: flags("-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev? --format=")},
-	"cat-file": {flags: flags("-t -s -e -p --textconv --filters --batch? --batch-check? --batch-all-objects --buffer " +
+	"cat-file": {flags: flags("-t -s -e -p --batch? --batch-check? --batch-all-objects --buffer " +
 		"--unordered --follow-symlinks --allow-unknown-type -Z --use-mailmap --no-use-mailmap --path=")},
 	"blame": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= --first-parent -p --porcelain --line-porcelain " +
 		"--incremental --encoding= --contents@ --date= --progress --no-progress -M? -C? --ignore-rev= --ignore-revs-file@ " +
@@ -105,7 +107,7 @@ var gitSubs = map[string]gitSub{
 		"--contents@ --date= -M? -C? -c -f -n -s -e -w")},
 	"describe": {flags: flags("--all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= " +
 		"--exclude= --always --first-parent --dirty? --broken?")},
-	"grep": {flags: flags("-a --text --textconv --no-textconv -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
+	"grep": {flags: flags("-a --text --no-textconv -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
 		"-w --word-regexp -v --invert-match -h -H --full-name -E -G -F -P --extended-regexp --basic-regexp " +
 		"--fixed-strings --perl-regexp -n --line-number --column -l --files-with-matches --name-only -L " +
 		"--files-without-match -z --null -o --only-matching -c --count --color? --no-color --break --heading -p " +
@@ -135,6 +137,11 @@ func analyzeGit(a *analysis, args []string) {
 		if !strings.HasPrefix(w, "-") {
 			break
 		}
+		if w == "--help" && i+1 < len(args) {
+			// git --help CMD runs man (and a pager on a terminal).
+			a.notReadOnly("git --help " + args[i+1] + " runs man and a pager")
+			return
+		}
 		if w == "--version" || w == "--help" || w == "-h" {
 			return
 		}
@@ -154,6 +161,14 @@ func analyzeGit(a *analysis, args []string) {
 		return
 	}
 	rest := args[i+1:]
+	if slices.Contains(rest, "--help") || (subName == "help" && !slices.ContainsFunc(rest, func(w string) bool {
+		return w == "-a" || w == "--all" || w == "-g" || w == "--guides" || w == "-c" || w == "--config"
+	}) && len(rest) > 0) {
+		// git CMD --help and git help CMD run man (and a pager on a
+		// terminal, which can run commands).
+		a.notReadOnly("git help runs man and a pager")
+		return
+	}
 	if sub.subs != nil && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		found := false
 		for _, s := range sub.subs {

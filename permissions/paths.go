@@ -267,3 +267,14 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) st
 	}
 	return ""
 }
+
+// netDevice reports a path bash may open as a network connection itself
+// (/dev/tcp/HOST/PORT, /dev/udp/HOST/PORT) in a redirection.
+func netDevice(p string) bool {
+	if p == "" {
+		return false
+	}
+	c := filepath.Clean("/" + p)
+	return strings.Contains(p, "/dev/tcp") || strings.Contains(p, "/dev/udp") ||
+		strings.HasPrefix(c, "/dev/tcp") || strings.HasPrefix(c, "/dev/udp")
+}

@@ -64,6 +64,10 @@ type analysis struct {
 	// roButRedirect: read-only except for output redirections (echo x >
 	// file), which the path constraints check; acceptEdits allows it.
 	roButRedirect bool
+	// unchecked: read-only, but what it reads cannot be checked (xargs
+	// appends paths from its input), so the tables do not allow it; an
+	// allow rule may.
+	unchecked string
 }
 
 func (a *analysis) notReadOnly(why string) {
@@ -108,6 +112,12 @@ func analyze(argv []string) analysis {
 		return a
 	case "cd", "pushd":
 		analyzeCd(&a, args)
+		return a
+	case "docker", "podman":
+		analyzeContainer(&a, name, args)
+		return a
+	case "xargs":
+		analyzeXargs(&a, args)
 		return a
 	}
 	if spec, ok := editSpecs[name]; ok {
@@ -387,4 +397,59 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 		}
 	}
 	a.edit = true
+}
+
+// xargsFlags are xargs options that change only how its input is split
+// and how many commands run (not -I, -a, -E or -p).
+var xargsFlags = flags("-0 --null -r --no-run-if-empty -t --verbose -x --exit -n= --max-args= -L= --max-lines= " +
+	"-P= --max-procs= -s= --max-chars= -d= --delimiter=")
+
+// analyzeXargs: xargs running a command none of whose flags, known or not,
+// can write or run anything (globOK: the words xargs appends may be
+// options) is read-only, as in the seed; the paths it appends come from its
+// input, so it is never allowed by the tables.
+func analyzeXargs(a *analysis, args []string) {
+	// xargs reads its options up to the first operand: the command.
+	i := 0
+	for i < len(args) {
+		w := args[i]
+		if w == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(w, "-") || w == "-" {
+			break
+		}
+		name, _, attached := strings.Cut(w, "=")
+		k, ok := xargsFlags[name]
+		if !attached && !ok && len(w) > 2 && w[1] != '-' {
+			// -n5, -d'\n': a short flag with its value attached
+			k, ok = xargsFlags[w[:2]]
+			attached = ok && k == argValue
+		}
+		if !ok || (attached && k != argValue) {
+			a.notReadOnly("xargs: flag " + quoteWord(w) + " is not known to be read-only")
+			return
+		}
+		if k == argValue && !attached {
+			i++
+		}
+		i++
+	}
+	rest := []string{"echo"}
+	if i < len(args) {
+		rest = args[i:]
+	}
+	if !globOK[rest[0]] {
+		a.notReadOnly("xargs runs " + rest[0] + ", whose options may write or run programs")
+		return
+	}
+	inner := analyze(rest)
+	if !inner.readOnly {
+		a.notReadOnly(inner.why)
+		return
+	}
+	a.kind = inner.kind
+	a.reads = inner.reads
+	a.unchecked = "xargs reads paths from its input, which no path check sees"
 }

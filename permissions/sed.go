@@ -348,7 +348,12 @@ func analyzeSed(a *analysis, args []string) {
 		a.kind = KindNone // an edit, not a read
 		a.notReadOnly("sed -i edits files in place")
 		a.edit = !sc.exec && len(files) > 0
-		if a.edit && len(files) == 1 && len(sc.subs) == 1 && !sc.other && !sc.addr && len(sc.reads) == 0 &&
+		// A SedEdit is shown as a plain find-and-replace: not with -n (the
+		// file keeps only what is printed), -z (NUL-separated records) or
+		// the p flag (matched lines doubled).
+		plainEdit := !pa.has("-n", "--quiet", "--silent", "-z", "--null-data") &&
+			!strings.ContainsAny(sc.subs0Flags(), "pPwWe")
+		if a.edit && plainEdit && len(files) == 1 && len(sc.subs) == 1 && !sc.other && !sc.addr && len(sc.reads) == 0 &&
 			len(sc.writes) == 0 && len(scripts) == 1 {
 			if v, _ := pa.value("-i", "--in-place"); v == "" {
 				s := sc.subs[0]
@@ -363,4 +368,12 @@ func analyzeSed(a *analysis, args []string) {
 // it (-i.bak), never the next word, and may be bundled (-ni, -Ei).
 func parseSedArgs(args []string) (parsedArgs, string, bool) {
 	return parseFlags(args, sedFlags, flagOpts{})
+}
+
+// subs0Flags are the flags of the first s command, or "".
+func (sc *sedScript) subs0Flags() string {
+	if len(sc.subs) == 0 {
+		return ""
+	}
+	return sc.subs[0].flags
 }

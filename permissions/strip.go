@@ -39,10 +39,12 @@ func SafeEnvVar(name string) bool { return safeEnvVars[name] }
 func safeAssign(a assign) bool { return a.static && safeEnvVars[a.name] }
 
 // stripStrict removes, in a fixed-point loop, the safe leading assignments
-// and the wrappers timeout, time, nice and nohup, parsing each wrapper's
+// and the wrappers timeout, time and nice, parsing each wrapper's
 // flags strictly: anything unexpected stops the stripping. It returns the
 // words left and whether every assignment was stripped. This is the form
-// allow rules and the read-only tables see.
+// allow rules and the read-only tables see. nohup is not stripped (unlike
+// the seed): it writes nohup.out when its output is a terminal, so
+// "nohup ls" is neither read-only nor "ls" (docs/DECISIONS.md).
 func stripStrict(assigns []assign, argv []string) ([]string, bool) {
 	for _, a := range assigns {
 		if !safeAssign(a) {
@@ -58,8 +60,6 @@ func stripStrict(assigns []assign, argv []string) ([]string, bool) {
 			rest = stripSimpleWrapper(argv[1:], map[string]bool{"-p": true})
 		case "nice":
 			rest = stripNice(argv[1:])
-		case "nohup":
-			rest = stripSimpleWrapper(argv[1:], nil)
 		}
 		if len(rest) == 0 {
 			return argv, true

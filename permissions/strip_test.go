@@ -24,15 +24,15 @@ func TestStripStrict(t *testing.T) {
 		{"", "timeout --signal=TERM -k 10 1.5m git status", "git status", true},
 		{"", "timeout --foreground 5 ls", "ls", true},
 		{"", "timeout 5", "timeout 5", true},
-		{"", "timeout -x 5 ls", "timeout -x 5 ls", true},   // unknown flag: no stripping
-		{"", "timeout $(x) ls", "timeout $(x) ls", true},   // not a duration
-		{"", "timeout 5s nice -n 10 nohup ls", "ls", true}, // fixed point
+		{"", "timeout -x 5 ls", "timeout -x 5 ls", true},  // unknown flag: no stripping
+		{"", "timeout $(x) ls", "timeout $(x) ls", true},  // not a duration
+		{"", "timeout 5s nice -n 10 time ls", "ls", true}, // fixed point
 		{"", "nice -n 5 ls", "ls", true},
 		{"", "nice -10 ls", "ls", true},
 		{"", "nice --adjustment=3 ls", "ls", true},
 		{"", "nice -n x ls", "nice -n x ls", true},
-		{"", "nohup ls", "ls", true},
-		{"", "nohup -- ls", "ls", true},
+		{"", "nohup ls", "nohup ls", true}, // nohup writes nohup.out: never stripped
+		{"", "nohup -- ls", "nohup -- ls", true},
 		{"", "nohup --help", "nohup --help", true},
 		{"", "time -p ls", "ls", true},
 		{"", "time -o out ls", "time -o out ls", true}, // GNU time -o writes a file

@@ -58,14 +58,18 @@ func prefixOf(argv []string) string {
 // suggest returns a rule to offer for the first part no rule or table
 // allowed: a prefix rule when the command has a stable prefix, else an
 // exact rule. It is "" when the command cannot be matched by a rule (a
-// part that is not static).
+// part that is not static) and when the command got a destructive-command
+// warning: a rule would allow it again without the warning.
 func (s *step) suggest() string {
+	if len(s.res.Warnings) > 0 {
+		return ""
+	}
 	for i := range s.parts {
 		p, a := &s.parts[i], &s.an[i]
 		if !p.static {
 			return ""
 		}
-		if s.allowRule(p) != nil || a.readOnly {
+		if s.allowRule(p) != nil || (a.readOnly && a.unchecked == "") {
 			continue
 		}
 		argv := p.strictArgv()

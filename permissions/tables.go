@@ -9,7 +9,8 @@ import (
 // list files, or print something, with the flags known to keep them so.
 // Anything not here (and not git, sed, find or cd, which have their own
 // code) is not read-only. Deliberately absent: less and more (they run
-// commands), xargs, env with arguments, ping, dig, nslookup, host, curl and
+// commands), xargs (read-only only with the commands of globOK, in
+// readonly.go, and never allowed by the tables), env with arguments, ping, dig, nslookup, host, curl and
 // wget (they reach the network: data can leave through a DNS name),
 // ps (other processes' arguments), env and printenv (they print the
 // environment's secrets), python, node and every interpreter.
@@ -19,7 +20,8 @@ import (
 // -z/--search-zip/--hostname-bin, fd -x/-X/--exec/--exec-batch/-l,
 // tree -o/-R, date -s/--set, hostname NAME, file -C, man -P/-H/--pager/
 // --html/-l, jq -f/--rawfile/--slurpfile/-L, awk -f/-e/-i/-l/-o/-p/-d,
-// printf -v, xxd with an output file, uniq with an output file,
+// printf -v, xxd with an output file, uniq with an output file, diff -l
+// (--paginate runs pr),
 // --files0-from (it names the files to read inside another file).
 var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	m := map[string]*cmdSpec{}
@@ -49,6 +51,19 @@ var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 		"--ip-address --all-ip-addresses --domain --alias --all-fqdns")})
 	add("nproc", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("--all --ignore=")})
 	add("uptime", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-p -s --pretty --since")})
+	// system information (as the seed's read-only list)
+	add("free", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-b -k -m -g -h -l -t -w -s= -c= " +
+		"--bytes --kilo --mega --giga --tera --peta --kibi --mebi --gibi --tebi --pebi --human --si --lohi --total --wide --committed")})
+	add("lscpu", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-a -b -c -e? -J -p? -s@ -x -y -B -C? " +
+		"--all --online --offline --extended? --json --parse? --sysroot@ --hex --physical --bytes --caches? --output-all")})
+	add("getconf", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: 2, flags: flags("-a")})
+	add("who", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-a -b -d -H -l -m -p -q -r -s -t -T -u " +
+		"--all --boot --dead --heading --login --lookup --process --count --runlevel --short --time --mesg --users")})
+	add("cal ncal", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: 3, flags: flags("-1 -3 -y -m -j -h -s -M -w -n= --one --three --year --monday --sunday --julian")})
+	add("numfmt", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-d= -z --debug --delimiter= --field= --format= " +
+		"--from= --from-unit= --grouping --header? --invalid= --padding= --round= --suffix= --to= --to-unit= --zero-terminated")})
+	add("lsb_release", cmdSpec{kind: kindNeutral, pos: posNone, maxPos: -1, flags: flags("-a -d -i -r -c -s -v --all --description " +
+		"--id --release --codename --short --version")})
 	add("locale", cmdSpec{kind: kindNeutral, pos: posNone, flags: flags("-a -m -c -k -v --all-locales --charmaps --category-name --keyword-name --verbose")})
 	add("date", cmdSpec{kind: kindNeutral, pos: posNone,
 		flags: flags("-d= -f@ -I? -R -r@ -u --date= --file@ --iso-8601? --rfc-3339= --rfc-email --reference@ --utc --universal --debug"),
@@ -105,6 +120,8 @@ var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	add("stat", cmdSpec{kind: KindRead, flags: flags("-L -f -t -c= --format= --printf= --dereference --file-system --terse --cached=")})
 	add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", cmdSpec{kind: KindRead,
 		flags: flags("-b -t -z -l= --binary --text --tag --zero --length=")})
+	add("shasum", cmdSpec{kind: KindRead, flags: flags("-a= -b -t -U -0 -p --algorithm= --binary --text --UNIVERSAL --01 --portable --tag")})
+	add("md5 sha1 sha256 sha512", cmdSpec{kind: KindRead, flags: flags("-q -r -n")}) // BSD/macOS; -s STRING hashes a string
 	add("cksum sum", cmdSpec{kind: KindRead, flags: flags("-a= -l= -r -s --algorithm= --length= --tag --untagged --base64 --raw -z --zero --sysv")})
 	add("realpath", cmdSpec{kind: KindRead, flags: flags("-e -m -L -P -q -s -z --canonicalize-existing --canonicalize-missing " +
 		"--logical --physical --quiet --strip --no-symlinks --zero --relative-to@ --relative-base@")})
@@ -134,7 +151,7 @@ var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	add("tac", cmdSpec{kind: KindRead, flags: flags("-b -r -s= --before --regex --separator=")})
 	add("base64 base32 basenc", cmdSpec{kind: KindRead, maxPos: 1, flags: flags("-d -i -w= --decode --ignore-garbage --wrap= " +
 		"--base64 --base64url --base32 --base32hex --base16 --base2msbf --base2lsbf --z85")})
-	add("diff", cmdSpec{kind: KindRead, flags: flags("-q -s -c -C= -u -U= -e -n -y -W= -l -t -T -r -N -x= -X@ -S= -i -E -Z -b -w -B -I= " +
+	add("diff", cmdSpec{kind: KindRead, flags: flags("-q -s -c -C= -u -U= -e -n -y -W= -t -T -r -N -x= -X@ -S= -i -E -Z -b -w -B -I= " +
 		"-a -p -F= -d -H --brief --report-identical-files --context? --unified? --ed --normal --rcs --side-by-side --width= " +
 		"--left-column --suppress-common-lines --show-c-function --show-function-line= --label= --expand-tabs --initial-tab " +
 		"--suppress-blank-empty --new-file --unidirectional-new-file --ignore-case --ignore-file-name-case " +

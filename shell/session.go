@@ -47,7 +47,8 @@ type Config struct {
 	// Shell is the shell commands run in. If nil, Detector{}.Detect().
 	Shell Provider
 	// Env is the environment every process starts with. If nil, only the
-	// variables the session sets (SHELL, GIT_EDITOR=true and, unless
+	// variables the session sets (SHELL, GIT_EDITOR=true,
+	// GIT_OPTIONAL_LOCKS=0 and, unless
 	// NoHints, CLAUDECODE=1) and those the Runner adds.
 	Env []string
 	// SnapshotDir is the directory inside the sandbox that holds the
@@ -335,6 +336,11 @@ func (s *Session) procEnv() []string {
 	set("SHELL", s.shell.Path())
 	if !hasVar(env, "GIT_EDITOR") {
 		set("GIT_EDITOR", "true")
+	}
+	if !hasVar(env, "GIT_OPTIONAL_LOCKS") {
+		// git status and the other commands moat calls read-only then
+		// never refresh .git/index (docs/DECISIONS.md).
+		set("GIT_OPTIONAL_LOCKS", "0")
 	}
 	if !s.cfg.NoHints {
 		set("CLAUDECODE", "1")

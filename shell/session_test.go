@@ -815,7 +815,7 @@ func TestProcContract(t *testing.T) {
 	if p.Dir != e.dir || p.Output == nil || p.Report == nil || p.Output == p.Report {
 		t.Errorf("%+v", p)
 	}
-	for _, kv := range []string{"SHELL=" + bashPath(t), "GIT_EDITOR=true", "CLAUDECODE=1", "HOME=" + e.home} {
+	for _, kv := range []string{"SHELL=" + bashPath(t), "GIT_EDITOR=true", "GIT_OPTIONAL_LOCKS=0", "CLAUDECODE=1", "HOME=" + e.home} {
 		if !slices.Contains(p.Env, kv) {
 			t.Errorf("env lacks %s: %q", kv, p.Env)
 		}

@@ -19,6 +19,7 @@ var chain = [...]Validator{
 	{Name: "dangerous_variables", Seed: "6 DANGEROUS_VARIABLES", Fn: validateDangerousVariables},
 	{Name: "newlines", Seed: "7 NEWLINES", Fn: validateNewlines},
 	{Name: "command_substitution", Seed: "8 DANGEROUS_PATTERNS (substitution)", Fn: validateSubstitution},
+	{Name: "evaluated_strings", Seed: "8 DANGEROUS_PATTERNS (quoted literals bash evaluates as arithmetic: moat's addition)", Fn: validateEvaluatedStrings},
 	{Name: "sensitive_redirection", Seed: "9-10 DANGEROUS_PATTERNS (redirection to a sensitive or unknown path)", Fn: validateSensitiveRedirection},
 	{Name: "input_redirection", Seed: "9 DANGEROUS_PATTERNS (input redirection)", Overridable: true, Fn: validateInputRedirection},
 	{Name: "output_redirection", Seed: "10 DANGEROUS_PATTERNS (output redirection)", Overridable: true, Fn: validateOutputRedirection},

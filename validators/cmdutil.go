@@ -3,6 +3,7 @@ package validators
 import (
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/shellword"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -147,33 +148,4 @@ func litParts(w *syntax.Word, fn func(l *syntax.Lit, first bool)) {
 
 // wordShape is the word's text with quoted and escaped characters that
 // matter to brace expansion neutralised, and expansions as 'v'.
-func wordShape(w *syntax.Word) []byte {
-	var shape []byte
-	for _, part := range w.Parts {
-		switch x := part.(type) {
-		case *syntax.Lit:
-			v := x.Value
-			for j := 0; j < len(v); j++ {
-				if v[j] == '\\' && j+1 < len(v) {
-					j++
-					shape = append(shape, quotedShape(v[j]))
-					continue
-				}
-				shape = append(shape, v[j])
-			}
-		case *syntax.SglQuoted:
-			shape = appendQuotedShape(shape, x.Value)
-		case *syntax.DblQuoted:
-			for _, q := range x.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					shape = appendQuotedShape(shape, l.Value)
-				} else {
-					shape = append(shape, 'v')
-				}
-			}
-		default:
-			shape = append(shape, 'v')
-		}
-	}
-	return shape
-}
+func wordShape(w *syntax.Word) []byte { return shellword.Shape(w) }

@@ -7,7 +7,9 @@
 //   - ParseForSecurity: a command becomes simple commands plus redirects, or
 //     is TooComplex, or Unavailable. Only Simple commands can be allowed.
 //     Input that mvdan.cc/sh and bash read differently is refused before or
-//     after parsing (see "Agreement with bash").
+//     after parsing (see "Agreement with bash"). Words are evaluated by
+//     internal/shellword (mvdan.cc/sh/v3/expand with every dynamic
+//     expansion refused), which permissions uses too.
 //   - Check and Analyze: one parse, the five views (Views) computed once,
 //     then the validator chain (Chain), in the seed's order. Each validator
 //     answers with a policy.Decision: Passthrough (no objection), Ask with a
@@ -45,5 +47,6 @@
 //
 // Pure Go: never linux/, darwin/, bpf/ or golang.org/x/sys/unix, and no cgo
 // (deps_test.go checks it). It depends on runtime/policy for the Decision
-// type and on mvdan.cc/sh/v3/syntax.
+// type, on mvdan.cc/sh/v3/syntax, and on internal/shellword, the one word
+// evaluator it shares with the permission rules.
 package validators

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/moat-sandbox/moat/internal/shellword"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -168,7 +169,8 @@ func ParseForSecurity(cmd string) ParseResult {
 type parsed struct {
 	result ParseResult
 	src    string
-	file   *syntax.File // nil unless the parser ran and succeeded
+	eval   shellword.Evaluator // the shared word evaluator, with p's idiom
+	file   *syntax.File        // nil unless the parser ran and succeeded
 	// calls[i] holds the AST of result.Commands[i] (only when Simple).
 	calls []callAST
 	facts facts
@@ -188,8 +190,14 @@ var parserPool = sync.Pool{New: func() any {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
 }}
 
+func newParsed(src string) *parsed {
+	p := &parsed{src: src}
+	p.eval.Subst = p.heredocSubst
+	return p
+}
+
 func parse(cmd string) *parsed {
-	p := &parsed{src: cmd}
+	p := newParsed(cmd)
 	if kind, reason := precheck(cmd); reason != "" {
 		p.result = ParseResult{Kind: kind, Reason: reason}
 		return p

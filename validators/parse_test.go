@@ -37,6 +37,12 @@ func TestParseKinds(t *testing.T) {
 		{"a=(1 2)", TooComplex},
 		{"a+=1", TooComplex},
 		{"a[0]=1 b", Unavailable},
+		// '$' then backslash-newline: bash joins the lines ("$(id)")
+		{"echo \"$\\\n(id)\"", Unavailable},
+		{"echo \"a$\\\n\\\n(id)\"", Unavailable},
+		{"echo $\\\n{x}", Unavailable},
+		{"echo \\$\\\nx", Simple},    // an escaped '$' is literal
+		{"echo '$\\\n(id)'", Simple}, // single quotes keep both
 		{"a 3<>{fd}", Simple},
 		{"a {fd}>x", TooComplex},
 		{"a <<$x\nb\n$x\n", Unavailable},
@@ -232,7 +238,8 @@ coproc foo
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &parsed{src: src, file: f}
+	p := newParsed(src)
+	p.file = f
 	c := collector{p: p, track: true}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {

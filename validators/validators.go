@@ -8,6 +8,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/moat-sandbox/moat/internal/shellword"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -1161,7 +1162,7 @@ func validateBackslashWhitespace(ctx *Context) policy.Decision {
 // several (or into flags) that the prompt does not show.
 func validateBraceExpansion(ctx *Context) policy.Decision {
 	for _, w := range ctx.p.facts.words {
-		if braceExpands(wordShape(w)) {
+		if shellword.BraceExpands(wordShape(w)) {
 			return ask(fmt.Sprintf("brace expansion in %q produces words that are not shown", ctx.p.text(w)))
 		}
 	}

@@ -229,6 +229,9 @@ func (c *collector) visit(n syntax.Node) error {
 			f.words = append(f.words, n)
 		}
 	case *syntax.Lit:
+		if err := c.dollarContinuation(n); err != nil {
+			return err
+		}
 	case *syntax.SglQuoted:
 		if n.Dollar {
 			f.ansiQuotes = append(f.ansiQuotes, n)
@@ -269,6 +272,30 @@ func (c *collector) visit(n syntax.Node) error {
 		return fmt.Errorf("construct %s is not bash", nodeName(n))
 	default:
 		return fmt.Errorf("unknown syntax node %s", nodeName(n))
+	}
+	return nil
+}
+
+// dollarContinuation refuses a '$' followed by backslash-newline: bash
+// removes the pair first and reads "$\<newline>(id)" as "$(id)" (inside
+// double quotes too), the parser as a literal '$' and "(id)".
+func (c *collector) dollarContinuation(l *syntax.Lit) error {
+	src := c.p.src
+	s, e := int(l.Pos().Offset()), int(l.End().Offset())
+	if s < 0 || e > len(src) || s > e {
+		return nil
+	}
+	for i := s; i < e && i < len(src); i++ {
+		if src[i] != '$' || !strings.HasPrefix(src[i+1:], "\\\n") {
+			continue
+		}
+		bs := 0
+		for j := i - 1; j >= 0 && src[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return misread("'$' followed by a backslash-newline: bash joins the lines and may read an expansion")
+		}
 	}
 	return nil
 }

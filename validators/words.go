@@ -8,177 +8,23 @@ import (
 )
 
 // word computes the value of a word after quote removal, when it is
-// static. The rules follow bash's order of expansions: brace, tilde,
-// parameter/command/arithmetic, word splitting, pathname expansion and
-// quote removal. Where bash's exact rule is fiddly (brace expansion,
-// tilde after '=' or ':'), the check here is deliberately broader: a word
-// wrongly called dynamic costs a prompt, a word wrongly called static is a
-// disagreement with bash.
+// static, with the evaluator the permission rules share
+// (internal/shellword): the literal "$(cat <<'EOF' ... EOF)" idiom inside
+// double quotes is the one substitution it knows the output of.
 func (p *parsed) word(w *syntax.Word) Word {
 	raw := p.text(w)
-	var b strings.Builder
-	// shape is the word with quoted and escaped characters that could
-	// matter to brace and tilde expansion replaced by 'q'.
-	var shape []byte
-	static := true
-	openBracket := -1 // shape index of the first unquoted '['
-parts:
-	for i, part := range w.Parts {
-		switch x := part.(type) {
-		case *syntax.Lit:
-			v := x.Value
-			for j := 0; j < len(v); j++ {
-				c := v[j]
-				if c == '\\' {
-					if j+1 == len(v) {
-						// A lone trailing backslash: bash's handling
-						// depends on what follows; do not guess.
-						static = false
-						break parts
-					}
-					j++
-					if v[j] == '\n' { // line continuation
-						continue
-					}
-					b.WriteByte(v[j])
-					shape = append(shape, quotedShape(v[j]))
-					continue
-				}
-				switch c {
-				case '*', '?':
-					static = false // pathname expansion
-					break parts
-				case '[':
-					// A bracket expression needs a closing ']' later in the
-					// word; a lone '[' (the test command) is literal.
-					if openBracket < 0 {
-						openBracket = len(shape)
-					}
-				case '~':
-					if (i == 0 && j == 0) || (len(shape) > 0 && (shape[len(shape)-1] == '=' || shape[len(shape)-1] == ':')) {
-						static = false // tilde expansion
-						break parts
-					}
-				}
-				b.WriteByte(c)
-				shape = append(shape, c)
-			}
-		case *syntax.SglQuoted:
-			if x.Dollar { // $'...' ANSI-C quoting
-				static = false
-				break parts
-			}
-			b.WriteString(x.Value)
-			shape = appendQuotedShape(shape, x.Value)
-		case *syntax.DblQuoted:
-			if x.Dollar { // $"..." locale translation
-				static = false
-				break parts
-			}
-			for _, q := range x.Parts {
-				switch q := q.(type) {
-				case *syntax.Lit:
-					s := unescapeDbl(q.Value)
-					b.WriteString(s)
-					shape = appendQuotedShape(shape, s)
-				case *syntax.CmdSubst:
-					s, ok := p.heredocSubst(q)
-					if !ok {
-						static = false
-						break parts
-					}
-					b.WriteString(s)
-					shape = appendQuotedShape(shape, s)
-				default:
-					static = false
-					break parts
-				}
-			}
-		default:
-			static = false
-			break parts
-		}
-	}
-	if static && openBracket >= 0 && strings.IndexByte(string(shape[openBracket:]), ']') >= 0 {
-		static = false // pathname expansion: [...]
-	}
-	if static && braceExpands(shape) {
-		static = false
-	}
-	if !static {
+	v, err := p.eval.Value(w)
+	if err != nil {
 		return Word{Raw: raw, Value: raw}
 	}
-	return Word{Raw: raw, Value: b.String(), Static: true}
+	return Word{Raw: raw, Value: v, Static: true}
 }
 
-// quotedShape maps a quoted or escaped character for the shape string:
-// characters that only matter to expansions when unquoted become 'q'.
-func quotedShape(c byte) byte {
-	switch c {
-	case '{', '}', '~', '*', '?', '[':
-		return 'q'
-	}
-	return c
-}
-
-func appendQuotedShape(shape []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		shape = append(shape, quotedShape(s[i]))
-	}
-	return shape
-}
-
-// braceExpands over-approximates bash brace expansion: an unquoted '{'
-// with a later unquoted '}' and a ',' or ".." (quoted or not) in between.
-func braceExpands(shape []byte) bool {
-	open := -1
-	for i, c := range shape {
-		if c == '{' {
-			open = i
-			break
-		}
-	}
-	if open < 0 {
-		return false
-	}
-	close := -1
-	for i := len(shape) - 1; i > open; i-- {
-		if shape[i] == '}' {
-			close = i
-			break
-		}
-	}
-	if close < 0 {
-		return false
-	}
-	mid := shape[open+1 : close]
-	for i, c := range mid {
-		if c == ',' || (c == '.' && i+1 < len(mid) && mid[i+1] == '.') {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeDbl removes the backslashes bash removes inside double quotes.
-func unescapeDbl(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				i++
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+// HeredocSubst returns, for commands parsed from src, the function that
+// gives the output of the literal "$(cat <<'EOF' ... EOF)" idiom: the
+// Subst of the shared word evaluator (shellword.Evaluator).
+func HeredocSubst(src string) func(*syntax.CmdSubst) (string, bool) {
+	return newParsed(src).heredocSubst
 }
 
 // unescapeHeredoc removes the backslashes bash removes in the body of a

@@ -67,6 +67,9 @@ func TestCheckJSONShape(t *testing.T) {
 			"suggestion": "Bash(sed -i s/old/new/g src/a.go)",
 			"sed_edit":   map[string]any{"file": "src/a.go", "pattern": "old", "replacement": "new", "flags": "g", "extended": false},
 			"kind":       "none"}},
+		{"git reset --hard", map[string]any{ // a warning, never a suggestion
+			"decision": "ask", "rule": nil, "readonly": false, "warnings": []any{"Note: may discard uncommitted changes"},
+			"suggestion": nil, "sed_edit": nil, "kind": "none"}},
 		{"grep -rn TODO src", map[string]any{
 			"decision": "allow", "rule": nil, "readonly": true, "warnings": []any{},
 			"suggestion": nil, "sed_edit": nil, "kind": "search"}},

@@ -1,0 +1,429 @@
+//go:build linux
+
+package permissions
+
+// The behavioural oracle: every corpus command that moat allows (with no
+// rules, in the default mode) or calls read-only, and generated mutations
+// of them, run for real under strace in a throwaway copy of a small
+// project with a fake home. Any write outside /dev/null, any network
+// connection and any exec of a program the command does not name fails
+// the test with the syscall.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/validators"
+)
+
+// oracleProject is the small project the commands run in.
+var oracleProject = map[string]string{
+	"README.md":                "# demo\n\nA small project. TODO: more.\n",
+	"go.mod":                   "module example.com/demo\n\ngo 1.22\n",
+	"package.json":             `{"name":"demo","version":"1.0.0","scripts":{"test":"jest"},"dependencies":{"react":"18.0.0"}}` + "\n",
+	"pyproject.toml":           "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+	"Cargo.toml":               "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+	"data.csv":                 "id,name,age\n1,ann,30\n2,bob,40\n",
+	".env":                     "API_URL=http://localhost\n",
+	"cmd/tool/main.go":         "package main\n\nfunc main() { panic(\"TODO\") }\n",
+	"src/main.go":              "package main\n\n// FIXME: userId\nfunc main() {}\n",
+	"src/lib.rs":               "pub fn add(a: i32, b: i32) -> i32 { a + b } // TODO\n",
+	"src/index.ts":             "import { useState } from 'react';\nexport const userId = 1;\n",
+	"src/components/App.tsx":   "import { useState } from 'react';\nexport function App() { return null; }\n",
+	"src/server/handler.go":    "package server\n\nimport \"errors\"\n\nvar ErrTimeout = errors.New(\"timeout\")\n",
+	"src/utils/format.js":      "export function format(x) { return String(x); } // deprecated\n",
+	"internal/db/query.go":     "package db\n\n// class User\nconst Query = \"SELECT 1\"\n",
+	"app/models/user.rb":       "class User\nend\n",
+	"tests/test_api.py":        "def test_api():\n    assert True\n",
+	"scripts/build.sh":         "#!/bin/sh\necho build\n",
+	"docs/guide.md":            "# Guide\n\nfunc main\n",
+	"config/settings.yaml":     "debug: true\n",
+	".github/workflows/ci.yml": "on: push\n",
+}
+
+// oracleMutations are the generated variants of an allowed command.
+func oracleMutations(cmd string, rng *rand.Rand) []string {
+	pr := validators.ParseForSecurity(cmd)
+	if pr.Kind != validators.Simple || len(pr.Commands) != 1 || len(pr.Commands[0].Args) == 0 {
+		return []string{cmd + " 2>/dev/null", cmd + " >/dev/null"}
+	}
+	args := pr.Commands[0].Argv()
+	name := args[0]
+	rest := strings.TrimSpace(strings.TrimPrefix(cmd, pr.Commands[0].Args[0].Raw))
+	flags := []string{"-r", "-f", "-i", "-o out.txt", "-x", "-e", "-a", "-l", "-v", "-w", "-n 3", "--output=out.txt",
+		"-exec", "--pager=sh", "-p", "-c", "-u", "-d", "-s", "-z", "-0", "--help", "-E", "-R", "-L", "-P", "--all"}
+	out := []string{
+		cmd + " 2>/dev/null",
+		cmd + " </dev/null >/dev/null",
+		"command " + cmd,
+		"timeout 5 " + cmd,
+		"nice " + cmd,
+		"time " + cmd,
+		"nohup " + cmd,
+		"env " + cmd,
+		"'" + name + "' " + rest,
+		name + " " + flags[rng.Intn(len(flags))] + " " + rest,
+		name + " " + flags[rng.Intn(len(flags))] + " " + rest,
+	}
+	if builtinNames[name] {
+		out = append(out, "builtin "+cmd)
+	}
+	// quote one plain argument
+	for i := 1; i < len(args); i++ {
+		if w := pr.Commands[0].Args[i]; w.Static && w.Raw == w.Value && !strings.ContainsAny(w.Raw, `"\$`) {
+			out = append(out, strings.Replace(cmd, " "+w.Raw, ` "`+w.Raw+`"`, 1))
+			break
+		}
+	}
+	return out
+}
+
+var builtinNames = map[string]bool{"echo": true, "printf": true, "pwd": true, "test": true, "[": true, "cd": true,
+	"type": true, "true": true, "false": true, ":": true, "command": true, "help": true}
+
+// oracleRun is one command run under strace.
+type oracleRun struct {
+	cmd     string
+	effects []string
+	timeout bool
+}
+
+var (
+	straceLine = regexp.MustCompile(`^(\d+)\s+(.*)$`)
+	callRe     = regexp.MustCompile(`^([a-z0-9_]+)\((.*)\)\s+=\s+(-?\d+|\?|0x[0-9a-f]+)`)
+	quotedRe   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+)
+
+// writeCalls are the %file syscalls that change the filesystem.
+var writeCalls = map[string]bool{
+	"unlink": true, "unlinkat": true, "rename": true, "renameat": true, "renameat2": true,
+	"mkdir": true, "mkdirat": true, "rmdir": true, "symlink": true, "symlinkat": true, "link": true,
+	"linkat": true, "chmod": true, "fchmodat": true, "fchmodat2": true, "chown": true, "lchown": true, "fchownat": true,
+	"truncate": true, "utime": true, "utimes": true, "utimensat": true, "futimesat": true, "mknod": true,
+	"mknodat": true, "creat": true, "setxattr": true, "lsetxattr": true, "removexattr": true, "lremovexattr": true,
+	"mount": true, "umount2": true, "pivot_root": true, "chroot": true,
+}
+
+// harmlessWrite are paths any command may open for writing.
+func harmlessWrite(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/tty", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return false
+}
+
+// harmlessUnix are the local sockets glibc consults for user and host
+// lookups (ls -l, id): no data leaves the machine.
+func harmlessUnix(args string) bool {
+	return strings.Contains(args, "/nscd/socket") || strings.Contains(args, "/run/systemd/userdb") ||
+		strings.Contains(args, "/var/run/nscd")
+}
+
+// effectsOf reads an strace -f log and lists the effects.
+func effectsOf(log []byte, named map[string]bool) []string {
+	var effects []string
+	pending := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	first := true
+	for sc.Scan() {
+		m := straceLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		pid, line := m[1], m[2]
+		if i := strings.Index(line, " <unfinished ...>"); i >= 0 {
+			pending[pid] = line[:i]
+			continue
+		}
+		if strings.HasPrefix(line, "<... ") {
+			if i := strings.Index(line, " resumed>"); i >= 0 {
+				line = pending[pid] + line[i+len(" resumed>"):]
+				delete(pending, pid)
+			}
+		}
+		c := callRe.FindStringSubmatch(line)
+		if c == nil {
+			continue
+		}
+		name, args, ret := c[1], c[2], c[3]
+		ok := ret != "?" && !strings.HasPrefix(ret, "-")
+		switch {
+		case name == "execve" || name == "execveat":
+			if !ok {
+				continue
+			}
+			if first { // bash itself
+				first = false
+				continue
+			}
+			q := quotedRe.FindStringSubmatch(args)
+			if q == nil {
+				continue
+			}
+			base := filepath.Base(q[1])
+			if !named[base] && !(named["git"] && strings.HasPrefix(base, "git")) && !(named["man"] && manHelpers[base]) {
+				effects = append(effects, "exec of a program the command does not name: "+line)
+			}
+		case name == "open" || name == "openat" || name == "openat2":
+			if !ok || !regexp.MustCompile(`O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND`).MatchString(args) {
+				continue
+			}
+			q := quotedRe.FindStringSubmatch(args)
+			if q != nil && harmlessWrite(q[1]) {
+				continue
+			}
+			effects = append(effects, "write: "+line)
+		case writeCalls[name]:
+			if ok {
+				effects = append(effects, "write: "+line)
+			}
+		case name == "connect" || name == "sendto" || name == "sendmsg" || name == "bind":
+			if strings.Contains(args, "AF_UNIX") && harmlessUnix(args) {
+				continue
+			}
+			if strings.Contains(args, "AF_UNIX") && (named["docker"] || named["podman"]) &&
+				(strings.Contains(args, "/docker.sock") || strings.Contains(args, "/podman.sock")) {
+				continue // the read-only container commands query their daemon
+			}
+			if name == "sendto" && !strings.Contains(args, "sa_family") {
+				continue // a send on a connected socket (the connect was reported)
+			}
+			effects = append(effects, "network: "+line)
+		}
+	}
+	return effects
+}
+
+// manHelpers are the formatters man runs (never a pager: the output is a
+// pipe).
+var manHelpers = map[string]bool{"groff": true, "nroff": true, "troff": true, "grotty": true, "preconv": true,
+	"tbl": true, "eqn": true, "pic": true, "col": true, "zsoelim": true, "manconv": true, "gtbl": true}
+
+// namedPrograms are the base names of every word of the command: a
+// program the decision names may run.
+func namedPrograms(cmd string) map[string]bool {
+	named := map[string]bool{"bash": true}
+	pr := validators.ParseForSecurity(cmd)
+	for _, c := range pr.Commands {
+		for _, w := range c.Args {
+			named[filepath.Base(w.Value)] = true
+		}
+	}
+	if named["xargs"] {
+		named["echo"] = true // xargs's default command
+	}
+	return named
+}
+
+func TestBehaviouralOracle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs commands under strace")
+	}
+	strace, err := exec.LookPath("strace")
+	required := os.Getenv("MOAT_ORACLE") == "1" || testutil.Strict()
+	if err != nil {
+		if required {
+			t.Fatal("strace is needed by the behavioural oracle (make deps installs it)")
+		}
+		t.Skip("no strace")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	// Can strace trace here (a container may forbid ptrace)?
+	if out, err := exec.Command(strace, "-f", "-o", "/dev/null", "true").CombinedOutput(); err != nil {
+		if required {
+			t.Fatalf("strace cannot trace: %v: %s", err, out)
+		}
+		t.Skipf("strace cannot trace: %v: %s", err, out)
+	}
+	base := os.Getenv("MOAT_TEST_DIR")
+	if base == "" {
+		base = "/var/tmp"
+	}
+	root, err := os.MkdirTemp(base, "moat-oracle-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	proj, home, traces := filepath.Join(root, "proj"), filepath.Join(root, "home"), filepath.Join(root, "traces")
+	for _, d := range []string{proj, home, traces} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range oracleProject {
+		p := filepath.Join(proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p+".orig", []byte(body+"old\n"), 0o644)
+	}
+	// Old modification times: no index entry is racily clean, so git diff
+	// has no stat information to refresh (see docs/DECISIONS.md: git diff
+	// refreshes .git/index when a tracked file's stat changed).
+	old := time.Now().Add(-time.Hour)
+	filepath.Walk(proj, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+	// The environment of a moat session's commands (shell.Session adds
+	// GIT_EDITOR=true and GIT_OPTIONAL_LOCKS=0), with a fake home.
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb",
+		"GIT_EDITOR=true", "GIT_OPTIONAL_LOCKS=0",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	if git, err := exec.LookPath("git"); err == nil {
+		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "init"},
+			{"tag", "v1"}} {
+			c := exec.Command(git, args...)
+			c.Dir, c.Env = proj, env
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v: %s", args, err, out)
+			}
+		}
+	}
+
+	// The oracle must see effects: each of these has one.
+	for _, c := range [][2]string{
+		{"touch new.txt", "write: "},
+		{"echo x > out.txt", "write: "},
+		{"mkdir newdir", "write: "},
+		{"mv new.txt moved", "write: "},
+		{"echo $(/usr/bin/id)", "exec of a program"},
+		{"exec 3<>/dev/tcp/127.0.0.1/9", "network: "},
+		{"cp README.md copy.txt", "write: "},
+	} {
+		cmd, want := c[0], c[1]
+		r := runTraced(t, strace, cmd, proj, env, filepath.Join(traces, "self"))
+		if !slices.ContainsFunc(r.effects, func(e string) bool { return strings.HasPrefix(e, want) }) {
+			t.Errorf("the oracle missed the effect of %q (want %q...): %q", cmd, want, r.effects)
+		}
+	}
+	for _, f := range []string{"new.txt", "out.txt", "newdir", "moved", "copy.txt"} {
+		os.RemoveAll(filepath.Join(proj, f))
+	}
+
+	e := mustEngine(t, policy.Permissions{})
+	allowed := func(cmd string) bool {
+		r := e.Decide(Request{Command: cmd, Cwd: proj})
+		return r.Decision.Verdict == policy.Allow || r.ReadOnly
+	}
+	var cmds []string
+	seen := map[string]bool{}
+	add := func(c string) {
+		if !seen[c] {
+			seen[c] = true
+			if allowed(c) {
+				cmds = append(cmds, c)
+			}
+		}
+	}
+	corpus := loadCorpus(t)
+	for _, c := range corpus {
+		add(c)
+	}
+	base0 := len(cmds)
+	rng := rand.New(rand.NewSource(11))
+	for _, c := range slices.Clone(cmds) {
+		for _, m := range oracleMutations(c, rng) {
+			add(m)
+		}
+	}
+	nMut := len(cmds) - base0
+	if os.Getenv("MOAT_ORACLE") != "1" && os.Getenv("CI") == "" && nMut > oracleSample {
+		// A fixed sample of the mutations keeps a local run near 20s;
+		// CI and MOAT_ORACLE=1 run them all (about a minute).
+		muts := cmds[base0:]
+		rng.Shuffle(len(muts), func(i, j int) { muts[i], muts[j] = muts[j], muts[i] })
+		cmds = cmds[:base0+oracleSample]
+	}
+	t.Logf("%d corpus commands allowed or read-only; %d of %d allowed mutations run", base0, len(cmds)-base0, nMut)
+
+	start := time.Now()
+	results := make(chan oracleRun)
+	work := make(chan int)
+	workers := 2
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := range work {
+				results <- runTraced(t, strace, cmds[i], proj, env, filepath.Join(traces, fmt.Sprint(i)))
+			}
+		}()
+	}
+	go func() {
+		for i := range cmds {
+			work <- i
+		}
+		close(work)
+	}()
+	var failures, timeouts int
+	for range cmds {
+		r := <-results
+		if r.timeout {
+			timeouts++
+		}
+		for _, ef := range r.effects {
+			failures++
+			if failures <= 50 {
+				t.Errorf("%q (allowed or read-only) had an effect: %s", r.cmd, ef)
+			}
+		}
+	}
+	t.Logf("ran %d commands in %v (%d stopped at the time limit)", len(cmds), time.Since(start).Round(time.Millisecond), timeouts)
+}
+
+// oracleSample is how many generated mutations a default run tries.
+const oracleSample = 800
+
+// runTraced runs one command with bash under strace -f, with stdin from
+// /dev/null and output to pipes, stopping its process group after 3s.
+func runTraced(t *testing.T, strace, cmd, dir string, env []string, trace string) oracleRun {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	c := exec.Command(strace, "-f", "-qq", "-s", "256", "-e", "trace=%file,%network,%process", "-e", "signal=none",
+		"-o", trace, "--", "bash", "-c", cmd)
+	c.Dir, c.Env = dir, env
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		panic(err) // not t.Fatal: called from a worker goroutine
+	}
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	r := oracleRun{cmd: cmd}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.timeout = true
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	log, err := os.ReadFile(trace)
+	if err != nil {
+		r.effects = []string{fmt.Sprintf("no trace: %v (output %s)", err, out.Bytes())}
+		return r
+	}
+	os.Remove(trace)
+	r.effects = effectsOf(log, namedPrograms(cmd))
+	return r
+}
