@@ -23,6 +23,9 @@ type Request struct {
 	// AdditionalDirs are more directories commands may use, on top of the
 	// settings' additionalDirectories. Relative ones are taken from Cwd.
 	AdditionalDirs []string
+	// DangerouslyDisableSandbox is the agent's request to run the command
+	// outside the sandbox (Options.Sandbox decides whether it counts).
+	DangerouslyDisableSandbox bool
 }
 
 // Result is the decision with what a host shows along with it.
@@ -38,6 +41,9 @@ type Result struct {
 	SedEdit *SedEdit
 	// Kind is the display kind: search, read, list, silent or none.
 	Kind string
+	// Sandbox says whether the command would run in the sandbox, when
+	// the engine has the sandbox switches (Options.Sandbox); else nil.
+	Sandbox *SandboxInfo
 }
 
 // Options configure an Engine. The zero value works.
@@ -53,15 +59,20 @@ type Options struct {
 	// a read or a write outside it. If false, the checks are lexical only
 	// (the sandbox still enforces the real paths).
 	FollowSymlinks bool
+	// Sandbox are Claude Code's sandbox switches (policy.Switches):
+	// enabled, autoAllowBashIfSandboxed, excludedCommands,
+	// allowUnsandboxedCommands. If nil, decisions ignore them.
+	Sandbox *policy.Switches
 }
 
 // Engine decides commands against one set of rules. It is safe for
 // concurrent use.
 type Engine struct {
-	rules   ruleSet
-	mode    string
-	addDirs []string
-	opts    Options
+	rules    ruleSet
+	mode     string
+	addDirs  []string
+	opts     Options
+	excluded []*Rule // sandbox.excludedCommands
 }
 
 // New compiles the permission rules. A malformed rule is an error naming
@@ -70,6 +81,12 @@ func New(perms policy.Permissions, opts Options) (*Engine, error) {
 	e := &Engine{opts: opts}
 	if err := e.add(perms); err != nil {
 		return nil, err
+	}
+	if opts.Sandbox != nil {
+		var err error
+		if e.excluded, err = compileExcluded(opts.Sandbox.ExcludedCommands); err != nil {
+			return nil, err
+		}
 	}
 	if perms.DefaultMode != "" {
 		if !policy.ValidMode(perms.DefaultMode) {
@@ -147,6 +164,9 @@ type step struct {
 	pr    validators.ParseResult
 	x     extraction
 	res   Result
+
+	sb     *SandboxInfo // sandbox(), once
+	sbDone bool
 }
 
 func ask(reason string) policy.Decision {
@@ -160,6 +180,7 @@ func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
 	if s.res.Decision.Verdict != policy.Ask {
 		s.res.Suggestion = ""
 	}
+	s.res.Sandbox = s.sandbox()
 	return s.res
 }
 
@@ -240,6 +261,11 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	}
 	if s.x.incomplete != "" && needX {
 		return ask("the deny and ask rules cannot be checked: " + s.x.incomplete)
+	}
+	// 3b. autoAllowBashIfSandboxed: no rule denied or asked, and the
+	// command runs in the sandbox.
+	if d, ok := s.autoAllowed(); ok {
+		return d
 	}
 	if !analysed {
 		return ask(fmt.Sprintf("the command is too long to analyse (%d bytes)", len(cmd)))

@@ -11,6 +11,9 @@ type Summary struct {
 	Suggestion *string  `json:"suggestion"`
 	SedEdit    *SedEdit `json:"sed_edit"`
 	Kind       string   `json:"kind"`
+	// Sandbox: whether the command would run in the sandbox (present when
+	// the decision had the settings' sandbox switches).
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // Summarize returns r's Summary: the final verdict and its reason, the
@@ -24,6 +27,7 @@ func Summarize(r Result) Summary {
 		Warnings: r.Warnings,
 		SedEdit:  r.SedEdit,
 		Kind:     r.Kind,
+		Sandbox:  r.Sandbox,
 	}
 	if s.Warnings == nil {
 		s.Warnings = []string{}

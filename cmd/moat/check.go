@@ -31,6 +31,7 @@ type checkFlags struct {
 	jsonl             bool
 	classifier        string
 	classifierTimeout time.Duration
+	noSandbox         bool
 }
 
 func newCheckCmd() *cobra.Command {
@@ -75,6 +76,7 @@ usage or settings error.`,
 	fl.BoolVar(&f.jsonl, "jsonl", false, "read JSON requests from stdin, one per line; write one result per line")
 	fl.StringVar(&f.classifier, "classifier", "", "`PROGRAM` to consult when no rule decides (JSON on stdin, {behavior, confidence} on stdout)")
 	fl.DurationVar(&f.classifierTimeout, "classifier-timeout", 10*time.Second, "bound on one classifier call")
+	fl.BoolVar(&f.noSandbox, "dangerously-disable-sandbox", false, "decide as for an agent's request to run the command outside the sandbox (sandbox.allowUnsandboxedCommands decides whether it counts)")
 	return c
 }
 
@@ -131,7 +133,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 		return &exitError{code: exitMoatError, err: err}
 	}
 	// Path constraints follow symbolic links on this machine.
-	opts := permissions.Options{FollowSymlinks: true}
+	opts := permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox}
 	if f.classifier != "" {
 		opts.Classifier = &permissions.CommandClassifier{Path: f.classifier, Timeout: f.classifierTimeout}
 	}
@@ -150,7 +152,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 		// into the one command they were.
 		command = quoteWords(args)
 	}
-	res := eng.DecideContext(cmd.Context(), permissions.Request{Command: command, Cwd: cwd, Mode: f.mode, AdditionalDirs: f.addDirs})
+	res := eng.DecideContext(cmd.Context(), permissions.Request{Command: command, Cwd: cwd, Mode: f.mode, AdditionalDirs: f.addDirs, DangerouslyDisableSandbox: f.noSandbox})
 	if f.json {
 		// The same encoder settings as --jsonl: ">" and "&" as they are.
 		enc := json.NewEncoder(out)
@@ -184,6 +186,16 @@ func printText(w io.Writer, r permissions.Result) error {
 		fmt.Fprintf(&b, "  sed edit: %s: %q -> %q\n", r.SedEdit.File, r.SedEdit.Pattern, r.SedEdit.Replacement)
 	}
 	fmt.Fprintf(&b, "  readonly: %v, kind: %s\n", r.ReadOnly, r.Kind)
+	if sb := r.Sandbox; sb != nil {
+		where := "in the sandbox"
+		if !sb.Sandboxed {
+			where = "outside the sandbox, as the settings have it (moat itself runs every command in its sandbox)"
+		}
+		if sb.Reason != "" {
+			where += ": " + sb.Reason
+		}
+		fmt.Fprintf(&b, "  runs: %s\n", where)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -195,6 +207,8 @@ type checkRequest struct {
 	Cwd   string          `json:"cwd"`
 	Mode  string          `json:"mode"`
 	Rules []string        `json:"rules"`
+	// DangerouslyDisableSandbox is the agent's request to run outside.
+	DangerouslyDisableSandbox bool `json:"dangerouslyDisableSandbox"`
 }
 
 // maxRequestLine bounds one --jsonl line.
@@ -316,7 +330,7 @@ func (env *checkEnv) answer(line []byte) any {
 	if err != nil {
 		return checkError{ID: id, Error: err.Error()}
 	}
-	res := eng.Decide(permissions.Request{Command: *req.Cmd, Cwd: cwd, Mode: mode, AdditionalDirs: env.addDirs})
+	res := eng.Decide(permissions.Request{Command: *req.Cmd, Cwd: cwd, Mode: mode, AdditionalDirs: env.addDirs, DangerouslyDisableSandbox: req.DangerouslyDisableSandbox})
 	o := toOutput(res)
 	o.ID = req.ID
 	return o

@@ -91,7 +91,7 @@ func TestCheckJSONShape(t *testing.T) {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			wantKeys := []string{"decision", "kind", "readonly", "reason", "rule", "sed_edit", "suggestion", "warnings"}
+			wantKeys := []string{"decision", "kind", "readonly", "reason", "rule", "sandbox", "sed_edit", "suggestion", "warnings"}
 			if !reflect.DeepEqual(keys, wantKeys) {
 				t.Errorf("keys %v; want %v", keys, wantKeys)
 			}
@@ -340,5 +340,37 @@ func TestVersion(t *testing.T) {
 	}
 	if code, _, _ := runMoat(t, "", "version", "extra"); code != 125 {
 		t.Errorf("moat version extra: exit %d, want 125", code)
+	}
+}
+
+// moat check acts on Claude Code's sandbox switches and says where the
+// command would run.
+func TestCheckSandboxSwitches(t *testing.T) {
+	cwd, file := checkSetup(t, `{"permissions": {"deny": ["Bash(rm:*)"]}, "sandbox": {"autoAllowBashIfSandboxed": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false}}`)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"make build"}, []string{"allow: autoAllowBashIfSandboxed", "runs: in the sandbox"}},
+		{[]string{"rm -rf x"}, []string{"deny:"}},
+		{[]string{"docker run img"}, []string{"ask:", "runs: outside the sandbox", "excludedCommands (docker:*)"}},
+		{[]string{"--dangerously-disable-sandbox", "--", "make build"}, []string{"allow:", "not honoured"}},
+	} {
+		code, out, errOut := runMoat(t, "", append([]string{"check", "--settings", file, "--cwd", cwd}, tc.args...)...)
+		for _, w := range tc.want {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Errorf("moat check %v: exit %d, output %q (stderr %q), want %q", tc.args, code, out, errOut, w)
+			}
+		}
+	}
+	code, out, _ := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--json", "--", "docker run img")
+	var got struct {
+		Sandbox *struct {
+			Sandboxed bool
+			Reason    string
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Sandbox == nil || got.Sandbox.Sandboxed {
+		t.Errorf("--json must carry the sandbox answer: %q", out)
 	}
 }

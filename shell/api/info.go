@@ -70,7 +70,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if eng, err = permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true}); err != nil {
+		if eng, err = permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox}); err != nil {
 			return fmt.Errorf("settings: %w", err)
 		}
 	} else {

@@ -159,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 	var eng *permissions.Engine
 	if cfg.Policy != nil {
 		var err error
-		if eng, err = permissions.New(cfg.Policy.Permissions, permissions.Options{FollowSymlinks: true}); err != nil {
+		if eng, err = permissions.New(cfg.Policy.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &cfg.Policy.Sandbox}); err != nil {
 			return nil, fmt.Errorf("settings: %w", err)
 		}
 	}

@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if err := pol.Validate(); err != nil {
 		return nil, err
 	}
-	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true})
+	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox})
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
