@@ -60,6 +60,14 @@ type launcher struct {
 	cmd     *exec.Cmd
 	readers sync.WaitGroup
 
+	// Reads of hidden paths: the sentinels' directory, the watches stage 2
+	// made (wd -> hidden path) and its inotify instance.
+	sentDir   string
+	watchMu   sync.Mutex
+	watchPath map[int]string
+	inotifyFD int // 0: none
+	watchStop chan struct{}
+
 	ready     chan struct{} // closed once the mounts are done or the launch failed
 	readyOnce sync.Once
 
@@ -446,6 +454,7 @@ func (ln *launcher) Wait() (*enforce.Exit, error) {
 	if ln.kf != nil {
 		ln.kf.flush()
 	}
+	ln.drainWatches() // reads of hidden paths, to the last
 	ln.mu.Lock()
 	setupErr, st := ln.setupErr, ln.exitStatus
 	ln.mu.Unlock()
@@ -560,6 +569,7 @@ func (ln *launcher) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	ln.closeWatches()
 	ln.lim.destroy()
 	if ln.kf != nil {
 		ln.kf.close()

@@ -49,6 +49,15 @@ func (ln *launcher) handle(m nsinit.Message) {
 		if err := ln.net.serve(m.FDs); err != nil {
 			ln.setErr(&enforce.SetupError{Step: "the proxy's listeners", Err: err})
 		}
+	case nsinit.MsgWatch:
+		ln.watched(int(m.A), int(m.B))
+		m.CloseFDs()
+	case nsinit.MsgInotify:
+		if len(m.FDs) != 1 {
+			m.CloseFDs()
+			return
+		}
+		ln.startWatches(m.FDs[0])
 	case nsinit.MsgMounted:
 		ln.step("mounts done")
 		if ln.jr != nil {

@@ -63,6 +63,11 @@ type planInput struct {
 	// nil, and errVanished says there is nothing left to mount over). If
 	// nil, placeholders are only listed in fsPlan.placeholders.
 	mountPoint func(path string, ph *placeholder) error
+	// sentinel, if set, makes the empty read-only file that is mounted
+	// over a hidden file (its own inode, so that its opens can be watched
+	// and reported) and returns its host path. If nil, /dev/null on a
+	// nodev mount hides files (opening them fails) and nothing is watched.
+	sentinel func(hidden string) (string, error)
 }
 
 // node is one path the mount plan must consider.
@@ -403,7 +408,7 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 // Placeholders for missing protected names are made (through mountPoint)
 // here.
 func planMounts(in planInput, fp *fsPlan, list []*node) error {
-	m := &mounter{in: in, fp: fp, states: map[string]state{}, cloneFlags: map[string][2]uint64{}}
+	m := &mounter{in: in, fp: fp, states: map[string]state{}, cloneFlags: map[string][2]uint64{}, nodes: list}
 	for _, n := range list {
 		parent := m.stateAt(n.path)
 		if parent == stDev || parent == stProc {
@@ -445,6 +450,14 @@ type mounter struct {
 	cloneFlags map[string][2]uint64
 	steps      []step
 	roAtEnd    []string
+	// watches are the hidden paths whose opens are reported (R_WATCH).
+	watches []watch
+	nodes   []*node // every path the plan considers
+}
+
+type watch struct {
+	path string
+	dir  bool
 }
 
 // stateAt is what the closest planned ancestor of p left.
@@ -509,8 +522,10 @@ func (m *mounter) synthetic(n *node) {
 	}
 }
 
-// hide plans a hidden path: an empty read-only tmpfs over a directory,
-// /dev/null on a nodev mount over a file (opening it fails with EACCES).
+// hide plans a hidden path: an empty read-only tmpfs over a directory, an
+// empty read-only sentinel file over a file (or, without sentinels,
+// /dev/null on a nodev mount: opening it fails with EACCES). With
+// sentinels, opens of both are watched and reported.
 func (m *mounter) hide(n *node, parent state) {
 	if parent.hostHidden() || n.kind == 0 {
 		return
@@ -519,17 +534,93 @@ func (m *mounter) hide(n *node, parent state) {
 	path := n.path
 	if n.kind == 'd' {
 		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
+		names := m.mirrored(path)
+		mode := uint32(0o555)
+		if len(names) > 0 {
+			mode = 0o755 // stage 2 makes the names as the owner; read-only at the end
+		}
 		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
-			p.Tmpfs(path, 0o555, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+			p.Tmpfs(path, mode, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+			for _, e := range names {
+				if e.dir {
+					p.Mkdir(filepath.Join(path, e.name), 0o555)
+				} else {
+					p.Mkfile(filepath.Join(path, e.name), 0o444)
+				}
+			}
 		})
 		m.roAtEnd = append(m.roAtEnd, path)
+		if m.in.sentinel != nil {
+			m.watches = append(m.watches, watch{path: path, dir: true})
+		}
+	} else if m.in.sentinel != nil {
+		if src, err := m.in.sentinel(path); err == nil {
+			key := src
+			m.clones = append(m.clones, key)
+			m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
+			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+			m.watches = append(m.watches, watch{path: path})
+		} else {
+			m.hideNull(path)
+		}
 	} else {
-		key := "/dev/null#" + path
-		m.clones = append(m.clones, key)
-		m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-		m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+		m.hideNull(path)
 	}
 	m.states[n.path] = stMask
+}
+
+// mirroredMax bounds the names mirrored into one hidden directory.
+const mirroredMax = 64
+
+type mirroredName struct {
+	name string
+	dir  bool
+}
+
+// mirrored lists the top-level names of a default secrets directory
+// (~/.ssh, ~/.aws, ...: names every user's have alike) to recreate, empty,
+// in its mask, so that reading ~/.ssh/id_ed25519 opens a watched empty file
+// and is reported, where a lookup in an empty mask could not be. Only with
+// sentinels (reports on), only for the default secrets (a user's own
+// denyRead directory may have telling names: it stays empty), and not
+// where the plan mounts anything inside.
+func (m *mounter) mirrored(dir string) []mirroredName {
+	if m.in.sentinel == nil {
+		return nil
+	}
+	r, ok := closest(dir, m.fp.view.denyRead)
+	if !ok || r.path != dir || r.source != policy.DefaultSecretsSource {
+		return nil
+	}
+	for _, n := range m.nodes {
+		if n.path != dir && within(n.path, dir) {
+			return nil
+		}
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []mirroredName
+	for _, e := range es {
+		if len(out) == mirroredMax {
+			break
+		}
+		name := e.Name()
+		if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			continue
+		}
+		out = append(out, mirroredName{name: name, dir: e.IsDir()})
+	}
+	return out
+}
+
+// hideNull hides a file behind /dev/null on a nodev mount.
+func (m *mounter) hideNull(path string) {
+	key := "/dev/null#" + path
+	m.clones = append(m.clones, key)
+	m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
+	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
 }
 
 // writable plans a writable path (a bind where its parent is not writable
@@ -623,6 +714,9 @@ func (m *mounter) build(p *nsinit.Plan) {
 	}
 	for i := len(m.roAtEnd) - 1; i >= 0; i-- {
 		p.Setattr(m.roAtEnd[i], false, nsinit.AttrRdonly, 0)
+	}
+	for _, w := range m.watches {
+		p.Watch(w.path, w.dir)
 	}
 }
 

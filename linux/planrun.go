@@ -52,6 +52,12 @@ func (ln *launcher) makePlan() error {
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
 	}
+	if pol.Violations && !ln.nons && ln.l.As == nil {
+		// Reads of hidden files are reported: each gets a sentinel of
+		// its own (moatd's sandboxes, started as another user, keep
+		// /dev/null: that user could not open root's state directory).
+		in.sentinel = ln.sentinel
+	}
 	fp, err := makeFSPlan(in)
 	if err != nil {
 		return err

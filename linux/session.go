@@ -227,6 +227,7 @@ func (ln *launcher) finishCmdUsed(h *sessionCmd, e *enforce.Exit, err error, use
 	delete(ln.cmds, h.id)
 	ln.sessMu.Unlock()
 	h.once.Do(func() {
+		ln.drainWatches() // reads of hidden paths while it ran
 		if e != nil {
 			// (A session's commands share its limits: what the cgroups
 			// refused while this one ran is reported to it.)

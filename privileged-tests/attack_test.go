@@ -42,10 +42,21 @@ func attackMain(args []string) int {
 	return 0
 }
 
+// readContent reads a file the attack wants the contents of. Empty is not
+// a read: moat shows a hidden file as an empty one (and reports the open),
+// and every secret these tests plant has contents.
+func readContent(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) == 0 {
+		return nil, fmt.Errorf("%s reads as empty (hidden)", path)
+	}
+	return b, err
+}
+
 var attacks = map[string]func([]string) (string, error){
 	// read PATH: read a file and print its first bytes.
 	"read": func(a []string) (string, error) {
-		b, err := os.ReadFile(a[0])
+		b, err := readContent(a[0])
 		if err != nil {
 			return "", err
 		}
@@ -67,7 +78,7 @@ var attacks = map[string]func([]string) (string, error){
 		if err := os.Symlink(a[0], a[1]); err != nil && !os.IsExist(err) {
 			return "", err
 		}
-		b, err := os.ReadFile(a[1])
+		b, err := readContent(a[1])
 		if err != nil {
 			return "", err
 		}
@@ -78,7 +89,7 @@ var attacks = map[string]func([]string) (string, error){
 		if err := os.Link(a[0], a[1]); err != nil {
 			return "", err
 		}
-		b, err := os.ReadFile(a[1])
+		b, err := readContent(a[1])
 		if err != nil {
 			return "", err
 		}

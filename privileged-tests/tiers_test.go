@@ -214,3 +214,35 @@ func TestDoctorNoMounts(t *testing.T) {
 	f.attackWith(bestEffort, []string{"write", f.target, "x"}, func() { must(t, os.WriteFile(f.target, []byte(targetText), 0o644)) })
 	f.attackWith(bestEffort, []string{"read", f.secret}, nil)
 }
+
+// Reading a hidden file is refused (it reads as empty) and reported, for a
+// denyRead file, a file in a default secrets directory and a listing of
+// that directory; other reads are not reported. Without moat each read
+// gets the secret.
+func TestHiddenReadsReported(t *testing.T) {
+	f := newFixture(t)
+	key := filepath.Join(f.home, ".ssh", "id_ed25519")
+	for _, tc := range []struct {
+		args   []string
+		target string
+		names  bool // the listing shows names (a default secrets directory's, empty)
+	}{
+		{[]string{"read", f.secret}, f.secret, false},
+		{[]string{"read", key}, key, false},
+		{[]string{"list", filepath.Dir(key)}, filepath.Dir(key), true},
+	} {
+		got := f.sandboxed(tc.args...)
+		if (got.escaped() && !tc.names) || strings.Contains(got.out, secretText) {
+			t.Errorf("ESCAPE: %v under moat:\n%s", tc.args, got.out)
+		}
+		if !strings.Contains(got.out, "deny file-read "+tc.target+" (") {
+			t.Errorf("%v: the read is not reported:\n%s", tc.args, got.out)
+		}
+		if base := f.direct(tc.args...); !base.escaped() {
+			t.Errorf("%v must succeed without moat:\n%s", tc.args, base.out)
+		}
+	}
+	if got := f.sandboxed("read", f.target); !got.escaped() || strings.Contains(got.out, "deny file-read") {
+		t.Errorf("a readable file must read, unreported:\n%s", got.out)
+	}
+}

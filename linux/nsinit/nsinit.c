@@ -37,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -813,6 +814,8 @@ static void enter_dir(const char *path)
 	close(fd);
 }
 
+static int watch_fd = -1; /* R_WATCH's inotify instance, until it is sent */
+
 /* setup builds the sandbox's filesystem and reads what the command needs
  * (the records that confine it are applied by confine_and_exec). */
 static void setup(void)
@@ -876,6 +879,23 @@ static void setup(void)
 		case R_WAIT_GO:
 			wait_go = 1;
 			break;
+		case R_WATCH: {
+			/* Opens of a hidden path are reported, at no cost to any
+			 * other path: an inotify watch on the mask alone. A path
+			 * that cannot be watched is only not reported. */
+			uint32_t dir = rd_u32(&r);
+			char *path = rd_str(&r);
+			if (r.bad)
+				break;
+			if (watch_fd < 0)
+				watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+			if (watch_fd >= 0) {
+				int wd = inotify_add_watch(watch_fd, path, IN_OPEN | IN_DONT_FOLLOW | (dir ? IN_ONLYDIR : 0));
+				if (wd >= 0)
+					send_msg(MSG_WATCH, (int)i, wd, NULL, NULL, 0);
+			}
+			break;
+		}
 		case R_LL_RULESET:
 		case R_LL_PATH:
 		case R_LL_STDIO:
@@ -890,6 +910,11 @@ static void setup(void)
 		}
 	}
 	cur_rec = -1;
+	if (watch_fd >= 0) {
+		send_msg(MSG_INOTIFY, 0, 0, NULL, &watch_fd, 1);
+		close(watch_fd);
+		watch_fd = -1;
+	}
 	send_msg(MSG_MOUNTED, 0, 0, NULL, NULL, 0);
 }
 

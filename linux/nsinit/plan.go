@@ -49,6 +49,7 @@ const (
 	rWaitGo    = 16
 	rMode      = 17
 	rLLPort    = 18
+	rWatch     = 19
 )
 
 // Mount operations.
@@ -110,6 +111,8 @@ const (
 	MsgCmdNotify   = 11
 	MsgCmdExecFail = 12
 	MsgCmdError    = 13
+	MsgWatch       = 14
+	MsgInotify     = 15
 
 	MsgTextSize = 480
 	MsgSize     = 12 + MsgTextSize
@@ -123,14 +126,37 @@ type Plan struct {
 	n     uint32
 	slots uint32
 	// Desc describes each record, for error messages (index = record).
-	Desc   []string
-	proc   map[int]bool // records that mount a procfs
-	mounts map[int]bool // records that mount, clone or change a mount
+	Desc    []string
+	proc    map[int]bool   // records that mount a procfs
+	mounts  map[int]bool   // records that mount, clone or change a mount
+	watches map[int]string // R_WATCH records: the path watched
 }
 
 // IsProc reports whether record i mounts a new procfs (a container may
 // refuse it).
 func (p *Plan) IsProc(i int) bool { return p.proc[i] }
+
+// Watch asks stage 2 to report every open of path, a hidden file or
+// directory (for a directory, opens of it and of what is in it), through an
+// inotify instance it sends to the supervisor (MsgInotify) after one
+// MsgWatch per watch. It comes after the mounts.
+func (p *Plan) Watch(path string, dir bool) {
+	if p.watches == nil {
+		p.watches = map[int]string{}
+	}
+	p.watches[int(p.n)] = path
+	d := uint32(0)
+	if dir {
+		d = 1
+	}
+	p.add(rWatch, "watch "+path, (&rec{}).u32(d).str(path))
+}
+
+// Watched is the path of R_WATCH record i.
+func (p *Plan) Watched(i int) (string, bool) {
+	path, ok := p.watches[i]
+	return path, ok
+}
 
 // IsMount reports whether record i is a mount operation (a container's
 // security profile may refuse them all).
@@ -164,7 +190,8 @@ func (r *rec) str(s string) *rec {
 }
 
 func (p *Plan) add(typ uint32, desc string, r *rec) {
-	if typ == rMount {
+	if typ == rMount && !strings.HasPrefix(desc, "mkdir ") && !strings.HasPrefix(desc, "create ") && !strings.HasPrefix(desc, "symlink ") {
+		// (mkdir, create and symlink records make files, not mounts)
 		if p.mounts == nil {
 			p.mounts = map[int]bool{}
 		}

@@ -39,6 +39,7 @@ enum {
 	R_WAIT_GO = 16,   /* - : before exec, wait for a byte on MOAT_FD_GO (EOF: give up) */
 	R_MODE = 17,      /* u32 flags (MODE_*): must come first */
 	R_LL_PORT = 18,   /* u64 access, u64 port: a Landlock network rule */
+	R_WATCH = 19,     /* u32 dir, str path: report opens of a hidden path (inotify IN_OPEN) */
 };
 
 /* Mount operations (R_MOUNT). */
@@ -94,6 +95,8 @@ enum {
 	MSG_CMD_NOTIFY = 11,  /* fd: the command's seccomp user-notification listener */
 	MSG_CMD_EXECFAIL = 12, /* b: errno, text: the command */
 	MSG_CMD_ERROR = 13,   /* b: errno, text: what failed before the command ran */
+	MSG_WATCH = 14,       /* a: the R_WATCH record, b: its inotify watch descriptor */
+	MSG_INOTIFY = 15,     /* fd: the inotify instance of the R_WATCH records (before MSG_MOUNTED) */
 };
 
 /* Requests on MOAT_FD_SESSION (supervisor to the session): a struct

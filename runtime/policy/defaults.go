@@ -51,6 +51,9 @@ var SystemSecretPaths = []string{
 	"/root/.ssh",
 }
 
+// DefaultSecretsSource is the Source of the default secrets' rules.
+const DefaultSecretsSource = "default: secrets"
+
 // DefaultDenyRead returns the default denyRead rules for a home directory.
 func DefaultDenyRead(home string) []PathRule {
 	var out []PathRule
@@ -58,7 +61,7 @@ func DefaultDenyRead(home string) []PathRule {
 	add := func(p string) {
 		if !seen[p] { // (/root/.ssh is both when home is /root)
 			seen[p] = true
-			out = append(out, PathRule{Path: p, Source: "default: secrets"})
+			out = append(out, PathRule{Path: p, Source: DefaultSecretsSource})
 		}
 	}
 	if home != "" && filepath.IsAbs(home) {

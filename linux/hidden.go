@@ -1,0 +1,170 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// Reads of hidden paths (denyRead and the default secrets) are reported
+// without any cost to other reads: stage 2 puts an inotify watch on each
+// mask (R_WATCH) and hands the instance to the supervisor (MsgInotify),
+// which turns IN_OPEN events into violations. A hidden directory is an
+// empty read-only tmpfs (opening it, or what is in it, is seen: listing
+// it, not a lookup of a name it does not hold); a hidden file is an empty
+// read-only file of its own, a sentinel (reading it gives nothing, and is
+// seen).
+
+// sentinelRoot holds the launches' sentinel directories.
+func sentinelRoot(stateDir string) string { return filepath.Join(stateDir, "sentinel") }
+
+// sentinel makes the sentinel for a hidden file: an empty file, mode 0444,
+// in this launch's directory under moat's state directory (never writable
+// from a sandbox).
+func (ln *launcher) sentinel(hidden string) (string, error) {
+	if ln.sentDir == "" {
+		root := sentinelRoot(ln.l.StateDir)
+		sweepSentinels(root)
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return "", err
+		}
+		dir, err := os.MkdirTemp(root, strconv.Itoa(os.Getpid())+"-")
+		if err != nil {
+			return "", err
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+		ln.sentDir = dir
+	}
+	f, err := os.CreateTemp(ln.sentDir, "s-")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), os.Chmod(f.Name(), 0o444)
+}
+
+// sweepSentinels removes the sentinel directories of launches a day old or
+// more (their moat was killed before it removed them). Removing one under
+// a session that still runs is harmless: the mount keeps the file.
+func sweepSentinels(root string) {
+	es, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// watched records stage 2's watch descriptor for R_WATCH record rec.
+func (ln *launcher) watched(rec, wd int) {
+	path, ok := ln.plan.Watched(rec)
+	if !ok {
+		return
+	}
+	ln.watchMu.Lock()
+	if ln.watchPath == nil {
+		ln.watchPath = map[int]string{}
+	}
+	ln.watchPath[wd] = path
+	ln.watchMu.Unlock()
+}
+
+// startWatches takes stage 2's inotify instance: its events are read at
+// the end of each command (drainWatches) and every quarter second while
+// the sandbox lives.
+func (ln *launcher) startWatches(fd int) {
+	ln.watchMu.Lock()
+	if ln.closed.Load() || ln.inotifyFD > 0 {
+		ln.watchMu.Unlock()
+		unix.Close(fd)
+		return
+	}
+	ln.inotifyFD = fd
+	ln.watchStop = make(chan struct{})
+	stop := ln.watchStop
+	ln.watchMu.Unlock()
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				ln.drainWatches()
+			}
+		}
+	}()
+}
+
+// drainWatches reports every open of a hidden path queued so far.
+func (ln *launcher) drainWatches() {
+	ln.watchMu.Lock()
+	defer ln.watchMu.Unlock()
+	if ln.inotifyFD <= 0 || ln.l.Report == nil {
+		return
+	}
+	buf := make([]byte, 16*(unix.SizeofInotifyEvent+unix.PathMax))
+	for {
+		n, err := unix.Read(ln.inotifyFD, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return // EAGAIN: nothing more queued
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				break
+			}
+			name := unix.ByteSliceToString(buf[off+unix.SizeofInotifyEvent : end])
+			off = end
+			path, ok := ln.watchPath[int(ev.Wd)]
+			if !ok || ev.Mask&unix.IN_OPEN == 0 {
+				continue
+			}
+			if name != "" {
+				path = filepath.Join(path, name)
+			}
+			ln.l.Report(policy.Violation{Kind: policy.FileViolation, Op: "read", Target: path,
+				Rule: "hidden: denyRead or a default secret; the sandbox sees it empty"})
+		}
+	}
+}
+
+// closeWatches stops the reads' reports and removes the sentinels.
+func (ln *launcher) closeWatches() {
+	ln.drainWatches()
+	ln.watchMu.Lock()
+	if ln.watchStop != nil {
+		close(ln.watchStop)
+		ln.watchStop = nil
+	}
+	if ln.inotifyFD > 0 {
+		unix.Close(ln.inotifyFD)
+		ln.inotifyFD = 0
+	}
+	ln.watchMu.Unlock()
+	if ln.sentDir != "" {
+		if err := os.RemoveAll(ln.sentDir); err != nil {
+			ln.l.Log.Debug("sentinels", "err", fmt.Sprint(err))
+		}
+	}
+}
