@@ -391,9 +391,18 @@ func (ln *launcher) release() error {
 	return nil
 }
 
-// attachFilter attaches the eBPF programs once the plan (and the network's
-// addresses) is known.
+// attachFilter attaches the eBPF programs: at once with the sandbox's own
+// network namespace, once the plan (the host addresses the command may
+// reach) is known when it shares the host's.
 func (ln *launcher) attachFilter() {
+	shared := ln.pol.Net.Shared || ln.nons
+	if !shared {
+		// The sandbox's own network namespace: the only destinations are
+		// the proxy's listeners inside it, fixed addresses, so the
+		// programs load (the verifier: a few ms) while the plan is made.
+		ln.attached <- ln.kf.attach(proxyListenerAddrs(), false, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+		return
+	}
 	<-ln.planned
 	select {
 	case <-ln.abort:
@@ -405,7 +414,7 @@ func (ln *launcher) attachFilter() {
 		ln.attached <- ln.planErr
 		return
 	}
-	ln.attached <- ln.kf.attach(ln.net.kernelAllow(), ln.pol.Net.Shared || ln.nons, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+	ln.attached <- ln.kf.attach(ln.net.kernelAllow(), shared, ln.pol.Net.AllowLocalBinding, ln.l.Report)
 }
 
 // terminate ends a launch that failed part way: stage 2 killed and
