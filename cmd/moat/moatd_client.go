@@ -106,7 +106,9 @@ func chooseDaemon(ctx context.Context, stderr io.Writer, notUsed string) (*clien
 }
 
 // rootlessOnly is for the commands that do not use moatd yet (moat run,
-// moat shell): they run rootless, saying so when it matters.
+// moat shell): they run rootless, saying so when a daemon is installed
+// (its socket exists): where there is none, the output of moat run stays
+// as it always was.
 func rootlessOnly(ctx context.Context, stderr io.Writer, what string) error {
 	mode, err := daemonMode()
 	if err != nil {
@@ -118,10 +120,16 @@ func rootlessOnly(ctx context.Context, stderr io.Writer, what string) error {
 	if mode == "required" {
 		return usageError("MOAT_DAEMON=required, but %s does not run through moatd yet (moat session --jsonl does)", what)
 	}
-	if _, err := probeDaemon(ctx, daemonSocket()); err != nil {
+	sock := daemonSocket()
+	if _, err := os.Lstat(sock); err != nil {
+		return nil
+	}
+	cl, err := probeDaemon(ctx, sock)
+	if err != nil {
 		fmt.Fprintf(stderr, "moat: moatd not reachable (%v): running rootless (%s)\n", err, noteRootless)
 		return nil
 	}
+	cl.Close()
 	fmt.Fprintf(stderr, "moat: moatd not used (%s does not run through it yet): running rootless (%s)\n", what, noteRootless)
 	return nil
 }

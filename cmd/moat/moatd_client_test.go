@@ -170,6 +170,31 @@ func TestDaemonSessionJSONL(t *testing.T) {
 		t.Errorf("the daemon still holds a session of %s: %d %s", u1.name, code, body)
 	}
 
+	// moat run does not use the daemon yet: rootless, and it says so.
+	run := func(extra ...string) (int, string) {
+		cmd := exec.Command(moatBin(t), "run", "--write", ".", "--", "sh", "-c", "id -u > run-uid")
+		cmd.Dir, cmd.Env = u1.dir, clientEnv(u1.dir, append([]string{"MOAT_DAEMON_SOCKET=" + d.sock}, extra...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), errb.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, errb.String()
+	}
+	if code, e := run(); code != 0 || !strings.Contains(e, "moat: moatd not used (moat run does not run through it yet): running rootless (no eBPF layer, rlimits for limits)") {
+		t.Errorf("moat run with moatd answering: exit %d, stderr %q", code, e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(u1.dir, "run-uid")); strings.TrimSpace(string(b)) != strconv.Itoa(u1.uid) {
+		t.Errorf("moat run as %s: id -u = %q", u1.name, b)
+	}
+	if code, e := run("MOAT_DAEMON=required"); code != 125 || !strings.Contains(e, "MOAT_DAEMON=required") {
+		t.Errorf("moat run, MOAT_DAEMON=required: exit %d, stderr %q; want 125", code, e)
+	}
+
 	// The daemon stopped: the note, and the session still works rootless.
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.done
@@ -234,6 +259,16 @@ func TestDaemonClientFallback(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(s.errb.String(), sock) {
 			t.Errorf("MOAT_DAEMON=required, %s: %v, stderr %q; want exit 125 naming the socket", sock, err, s.errb)
 		}
+	}
+	// moat run where no daemon is installed (no socket): as it always was,
+	// not a word of moatd.
+	cmd := exec.Command(moatBin(t), "run", "--", "true")
+	cmd.Dir, cmd.Env = work, clientEnv(work, "MOAT_DAEMON_SOCKET="+missing)
+	if u != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "moatd") {
+		t.Errorf("moat run without a daemon: %v %q", err, out)
 	}
 	s := startSessionAs(t, u, work, clientEnv(work, "MOAT_DAEMON_SOCKET="+missing, "MOAT_DAEMON=off"), "--gate", "off")
 	s.run("1", "true")
