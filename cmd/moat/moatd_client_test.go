@@ -143,6 +143,21 @@ func TestDaemonSessionJSONL(t *testing.T) {
 	if pids := testutil.Procs("sleep "+marker, -1); len(pids) > 0 {
 		t.Errorf("kill left %v", pids)
 	}
+	// What the daemon does not offer is said, not silently changed.
+	s.send(map[string]any{"id": "ab", "op": "run", "command": "true", "auto_background_ms": 1000})
+	if ev := s.until("ab", "finished"); ev["exit_code"] != -1.0 || !strings.Contains(fmt.Sprint(ev["error"]), "not available through moatd") {
+		t.Errorf("auto_background_ms through moatd: %v", ev)
+	}
+	s.send(map[string]any{"id": "pe", "op": "preview_edit", "command": "sed -i s/a/b/ f"})
+	for {
+		ev := s.next()
+		if ev["id"] == "pe" {
+			if ev["event"] != "error" || !strings.Contains(fmt.Sprint(ev["error"]), "not available through moatd") {
+				t.Errorf("preview_edit through moatd: %v", ev)
+			}
+			break
+		}
+	}
 	// An attack through the bridge: a write outside the policy.
 	target := filepath.Join(outside, "pwned")
 	if ev := s.run("6", "echo pwned > "+target+"; echo done"); !strings.Contains(ev["output"].(string), "done") {
