@@ -228,6 +228,11 @@ func (ln *launcher) finishCmdUsed(h *sessionCmd, e *enforce.Exit, err error, use
 	ln.sessMu.Unlock()
 	h.once.Do(func() {
 		ln.drainWatches() // reads of hidden paths while it ran
+		if ln.kf != nil {
+			// The eBPF filter's refusals so far reach the command still
+			// running (the ring buffer is read asynchronously).
+			ln.kf.flush()
+		}
 		if e != nil {
 			// (A session's commands share its limits: what the cgroups
 			// refused while this one ran is reported to it.)

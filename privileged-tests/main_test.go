@@ -169,6 +169,9 @@ func (f *fixture) env() []string {
 		"XDG_STATE_HOME=" + f.state,
 		"MOAT_ATTACK=1",
 		"LANG=C",
+		// moat's own sandbox, as root or rootless, whether or not a moatd
+		// is installed here (cmd/moat's TestDaemon* test the daemon's).
+		"MOAT_DAEMON=off",
 	}
 }
 

@@ -445,3 +445,105 @@ func TestDaemonLoad(t *testing.T) {
 		t.Fatalf("%d of 200 requests failed", bad)
 	}
 }
+
+// TestDaemonLoadTenUsers: 1,000 commands at once from 10 users (users
+// moat-load-0..9, created if missing; each user's 100 requests come from
+// one curl --parallel, 25 in each of its 4 sessions, under the daemon's 32
+// commands per session): every answer is its own "i uid", none lost; once
+// the sessions are closed, no process of those users is left.
+func TestDaemonLoadTenUsers(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	dir, err := os.MkdirTemp("/var/tmp", "moatd-load-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	d := startDaemon(t, moatBin(t), dir)
+	const users, perUser, sessions = 10, 100, 4
+	var us []*daemonUser
+	for i := 0; i < users; i++ {
+		u := lookupDaemonUser(t, fmt.Sprintf("moat-load-%d", i), true)
+		u.dir = filepath.Join(dir, u.name)
+		if err := os.Mkdir(u.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(u.dir, u.uid, u.gid)
+		us = append(us, u)
+	}
+	sids := map[*daemonUser][]string{}
+	for _, u := range us {
+		for j := 0; j < sessions; j++ {
+			sids[u] = append(sids[u], u.openSession(t, d, fmt.Sprintf(`{"cwd":%q}`, u.dir)))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(us))
+	for k, u := range us {
+		argv := []string{"curl", "-sS", "--parallel", "--parallel-immediate", "--parallel-max", strconv.Itoa(perUser)}
+		for i := 0; i < perUser; i++ {
+			if i > 0 {
+				argv = append(argv, "--next")
+			}
+			b, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("echo %d $(id -u)", i)})
+			argv = append(argv, "--max-time", "300", "--unix-socket", d.sock, "-X", "POST", "-H", "Content-Type: application/json",
+				"--data-binary", string(b), "-o", filepath.Join(u.dir, fmt.Sprintf("%d.json", i)),
+				"http://moatd/v1/sessions/"+sids[u][i%sessions]+"/commands?stream=false")
+		}
+		wg.Add(1)
+		go func(k int, u *daemonUser) {
+			defer wg.Done()
+			if _, stderr, err := u.as(argv...); err != nil {
+				errs[k] = fmt.Errorf("curl as %s: %v: %s", u.name, err, stderr)
+			}
+		}(k, u)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	ok := 0
+	for _, u := range us {
+		for i := 0; i < perUser; i++ {
+			b, err := os.ReadFile(filepath.Join(u.dir, fmt.Sprintf("%d.json", i)))
+			want := fmt.Sprintf("%d %d", i, u.uid)
+			if err != nil || strings.TrimSpace(jsonField(t, string(b), "output")) != want {
+				t.Errorf("%s request %d: %v %s, want output %q", u.name, i, err, b, want)
+				continue
+			}
+			ok++
+		}
+	}
+	t.Logf("%d of %d requests from %d users answered with their own output", ok, users*perUser, users)
+	for _, u := range us {
+		for _, sid := range sids[u] {
+			if code, body := u.call(t, d.sock, "DELETE", "/v1/sessions/"+sid, ""); code != 204 {
+				t.Errorf("%s: close %s: %d %s", u.name, sid, code, body)
+			}
+		}
+	}
+	for _, u := range us {
+		if pids := procsOf(u.uid); len(pids) > 0 {
+			t.Errorf("%s has processes left after its sessions closed: %v", u.name, pids)
+		}
+	}
+}
+
+// procsOf lists the processes of uid (a user this test made for itself).
+func procsOf(uid int) []int {
+	var out []int
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := os.Stat("/proc/" + e.Name()); err == nil && int(st.Sys().(*syscall.Stat_t).Uid) == uid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

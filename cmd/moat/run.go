@@ -53,6 +53,11 @@ ended it; 124 when --timeout ended it; 125 for moat's own errors; 126/127
 when the command cannot be executed / is not found.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// moat run needs the caller's stdio in the sandbox, which the
+			// daemon does not take yet (docs/DAEMON.md): rootless.
+			if err := rootlessOnly(cmd.Context(), cmd.ErrOrStderr(), "moat run"); err != nil {
+				return err
+			}
 			return runRun(cmd, f, args)
 		},
 	}

@@ -67,16 +67,8 @@ func (e *shellEnv) decide(ctx context.Context, command, cwd string) permissions.
 // openShell loads the policy, opens the session sandbox and the shell on it
 // (sandbox.Open, what a library host calls).
 func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEnv, error) {
-	switch f.gate {
-	case "strict", "deny", "off":
-	default:
-		return nil, usageError("unknown --gate %q (want strict, deny or off)", f.gate)
-	}
-	if f.mode != "" && !policy.ValidMode(f.mode) {
-		return nil, usageError("unknown --mode %q (want one of %s)", f.mode, strings.Join(policy.Modes, ", "))
-	}
-	if f.timeout < 0 || f.idleTimeout < 0 {
-		return nil, usageError("--timeout and --idle-timeout must not be negative")
+	if err := checkSessionFlags(f); err != nil {
+		return nil, err
 	}
 	pol, err := loadPolicy(f.settings)
 	if err != nil {
@@ -106,6 +98,22 @@ func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEn
 		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
 	}
 	return &shellEnv{Shell: sh, pol: pol, sess: sh.Session, sb: sh.Sandbox}, nil
+}
+
+// checkSessionFlags checks the flags a session takes.
+func checkSessionFlags(f *sessionFlags) error {
+	switch f.gate {
+	case "strict", "deny", "off":
+	default:
+		return usageError("unknown --gate %q (want strict, deny or off)", f.gate)
+	}
+	if f.mode != "" && !policy.ValidMode(f.mode) {
+		return usageError("unknown --mode %q (want one of %s)", f.mode, strings.Join(policy.Modes, ", "))
+	}
+	if f.timeout < 0 || f.idleTimeout < 0 {
+		return usageError("--timeout and --idle-timeout must not be negative")
+	}
+	return nil
 }
 
 // addWritable adds --write paths to the policy.
@@ -165,12 +173,30 @@ own errors (bad settings, no sandbox).`,
 			}
 			ctx, stop := interrupted()
 			defer stop()
-			e, err := openShell(ctx, &f, cmd.ErrOrStderr())
+			if err := checkSessionFlags(&f); err != nil {
+				return err
+			}
+			srv := &jsonl.Server{}
+			cl, _, err := chooseDaemon(ctx, cmd.ErrOrStderr(), daemonUnsuited(&f))
 			if err != nil {
 				return err
 			}
-			defer e.close()
-			srv := &jsonl.Server{Session: e.sess}
+			if cl != nil {
+				b, err := openDaemonSession(ctx, cl, &f)
+				if err != nil {
+					cl.Close()
+					return err
+				}
+				defer b.Close()
+				srv.Backend = b
+			} else {
+				e, err := openShell(ctx, &f, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				defer e.close()
+				srv.Session = e.sess
+			}
 			if f.debug {
 				srv.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}

@@ -54,6 +54,9 @@ func runShell(cmd *cobra.Command, f *shellFlags) error {
 	f.gate = "off" // moat shell decides and asks itself
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx := context.Background()
+	if err := rootlessOnly(ctx, stderr, "moat shell"); err != nil {
+		return err
+	}
 	e, err := openShell(ctx, &f.sessionFlags, stderr)
 	if err != nil {
 		return err

@@ -167,7 +167,7 @@ func (s *Server) startBackground(w http.ResponseWriter, ss *session, sr shell.Re
 	res, err := run(context.Background())
 	if err != nil || res.BackgroundID == "" {
 		ss.forget(sr.ID)
-		writeJSON(w, http.StatusOK, client.CommandStatus{ID: sr.ID, Result: finishedEvent(sr.ID, res, err, ss)})
+		writeJSON(w, http.StatusOK, client.RawCommandStatus{ID: sr.ID, Result: finishedEvent(sr.ID, res, err, ss)})
 		return nil
 	}
 	go func() {
@@ -175,7 +175,7 @@ func (s *Server) startBackground(w http.ResponseWriter, ss *session, sr shell.Re
 		close(bc.done)
 	}()
 	s.log.Debug("command started in the background", "session", ss.id, "command", sr.ID)
-	writeJSON(w, http.StatusAccepted, client.CommandStatus{ID: sr.ID, Running: true})
+	writeJSON(w, http.StatusAccepted, client.RawCommandStatus{ID: sr.ID, Running: true})
 	return nil
 }
 
@@ -208,11 +208,11 @@ func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusNotFound, "command", "no command %q in session %s", id, ss.id)
 		}
 		// A foreground command: its result comes on its own stream.
-		writeJSON(w, http.StatusOK, client.CommandStatus{ID: id, Running: rr.Running, Output: rr.Output, More: rr.More})
+		writeJSON(w, http.StatusOK, client.RawCommandStatus{ID: id, Running: rr.Running, Output: rr.Output, More: rr.More})
 		return nil
 	}
 	if rerr == nil && rr.Running {
-		writeJSON(w, http.StatusOK, client.CommandStatus{ID: id, Running: true, Output: rr.Output, More: rr.More})
+		writeJSON(w, http.StatusOK, client.RawCommandStatus{ID: id, Running: true, Output: rr.Output, More: rr.More})
 		return nil
 	}
 	// Finished: the waiter collects the result at once.
@@ -227,20 +227,20 @@ func (s *Server) readCommand(w http.ResponseWriter, r *http.Request) error {
 
 // collect waits for a background command's waiter and hands its result
 // out, once.
-func (ss *session) collect(ctx context.Context, id string, bc *bgCommand) (client.CommandStatus, error) {
+func (ss *session) collect(ctx context.Context, id string, bc *bgCommand) (client.RawCommandStatus, error) {
 	select {
 	case <-bc.done:
 	case <-ctx.Done():
-		return client.CommandStatus{}, ctx.Err()
+		return client.RawCommandStatus{}, ctx.Err()
 	}
 	ss.mu.Lock()
 	mine := ss.bg[id] == bc
 	ss.mu.Unlock()
 	if !mine {
-		return client.CommandStatus{}, errorf(http.StatusNotFound, "command", "command %q was collected by another request", id)
+		return client.RawCommandStatus{}, errorf(http.StatusNotFound, "command", "command %q was collected by another request", id)
 	}
 	ss.forget(id)
-	return client.CommandStatus{ID: id, Result: finishedEvent(id, bc.res, bc.err, ss)}, nil
+	return client.RawCommandStatus{ID: id, Result: finishedEvent(id, bc.res, bc.err, ss)}, nil
 }
 
 // killCommand kills a command (DELETE .../commands/{command}). For a
@@ -260,7 +260,7 @@ func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) error {
 		if kerr != nil {
 			return errorf(http.StatusNotFound, "command", "no command %q in session %s", id, ss.id)
 		}
-		writeJSON(w, http.StatusAccepted, client.CommandStatus{ID: id, Running: true})
+		writeJSON(w, http.StatusAccepted, client.RawCommandStatus{ID: id, Running: true})
 		return nil
 	}
 	st, err := ss.collect(r.Context(), id, bc)
@@ -271,18 +271,18 @@ func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// finishedEvent is the "finished" event of a result, decoded into the
-// client's type.
-func finishedEvent(id string, res shell.Result, err error, ss *session) *client.Event {
-	b, merr := json.Marshal(jsonl.FinishedEvent(id, res, err, ss.sh.Session.Cwd()))
-	var ev client.Event
-	if merr == nil {
-		merr = json.Unmarshal(b, &ev)
+// finishedEvent is the "finished" event of a result, every field of it
+// (the shape of docs/session.schema.json, as the stream's last event).
+func finishedEvent(id string, res shell.Result, err error, ss *session) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if merr := enc.Encode(jsonl.FinishedEvent(id, res, err, ss.sh.Session.Cwd())); merr != nil {
+		b, _ := json.Marshal(map[string]any{"id": id, "event": "finished", "exit_code": -1, "is_error": true,
+			"message": "encoding the result failed", "error": fmt.Sprintf("encoding the result: %v", merr)})
+		return b
 	}
-	if merr != nil {
-		return &client.Event{ID: id, Event: "finished", ExitCode: -1, IsError: true, Error: fmt.Sprintf("encoding the result: %v", merr)}
-	}
-	return &ev
+	return bytes.TrimSpace(buf.Bytes())
 }
 
 // eventWriter writes NDJSON events to a response, flushing each; after the

@@ -44,9 +44,13 @@ const (
 
 // Server serves one session over JSON lines.
 type Server struct {
-	// Session runs the commands. Required. Serve closes it when the input
-	// ends, on "close", or when its context ends.
+	// Session runs the commands. Serve closes it when the input ends, on
+	// "close", or when its context ends. Either Session or Backend is
+	// required.
 	Session *shell.Session
+	// Backend runs the commands when Session is nil (see Backend); Serve
+	// closes it as it would close Session.
+	Backend Backend
 	// StreamBytes caps the output streamed in "output" events, per
 	// command; after that only "progress" events come (the whole output is
 	// still in "finished"). If 0, DefaultStreamBytes; if negative, no
@@ -64,14 +68,18 @@ type Server struct {
 // failure to read r or write w. After "close" or ctx, Serve returns without
 // waiting for a read of r that is under way.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	if s.Session == nil {
-		return errors.New("jsonl: Server.Session is nil")
+	sess := s.Backend
+	if s.Session != nil {
+		sess = SessionBackend(s.Session)
+	}
+	if sess == nil {
+		return errors.New("jsonl: Server.Session and Server.Backend are nil")
 	}
 	log := s.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &conn{srv: s, sess: s.Session, log: log, out: newWriter(w), active: map[string]bool{}}
+	c := &conn{srv: s, sess: sess, log: log, out: newWriter(w), active: map[string]bool{}}
 	stream := s.StreamBytes
 	if stream == 0 {
 		stream = DefaultStreamBytes
@@ -169,7 +177,7 @@ func readLines(r io.Reader, lines chan<- []byte, stop <-chan struct{}, tooLong f
 // conn is the state of one Serve call.
 type conn struct {
 	srv    *Server
-	sess   *shell.Session
+	sess   Backend
 	log    *slog.Logger
 	out    *writer
 	stream int64
@@ -405,46 +413,39 @@ func (c *conn) run(ctx context.Context, req *request, background bool) {
 	}
 	c.active[req.key] = true
 	c.mu.Unlock()
-	sr := shell.Request{ID: req.key, Command: cmd, Timeout: time.Duration(timeout) * time.Millisecond,
-		Background: background || bg, Subagent: sub}
+	sc := Command{ID: req.key, EventID: req.id, Command: cmd, Timeout: time.Duration(timeout) * time.Millisecond,
+		Background: background || bg, Subagent: sub, StreamBytes: c.stream, Emit: c.out.event}
 	if auto < 0 {
-		sr.AutoBackground = -1
+		sc.AutoBackground = -1
 	} else {
-		sr.AutoBackground = time.Duration(auto) * time.Millisecond
+		sc.AutoBackground = time.Duration(auto) * time.Millisecond
 	}
 	// Register the command in the session now, so that a read, kill or
 	// background request right behind this one finds it.
-	ev := &Events{ID: req.id, StreamBytes: c.stream, Emit: c.out.event}
-	ev.Hooks(&sr)
-	run, err := c.sess.Submit(sr)
+	run, err := c.sess.Submit(ctx, sc)
 	if err != nil {
 		c.mu.Lock()
 		delete(c.active, req.key)
 		c.mu.Unlock()
-		ev.Finished(shell.Result{}, err, c.sess.Cwd())
+		c.out.event(FinishedEvent(req.id, shell.Result{}, err, c.sess.Cwd()))
 		return
 	}
 	c.fg.Add(1)
 	c.all.Add(1)
-	go c.command1(ctx, ev, sr, run)
+	go c.command1(ctx, req.key, run)
 }
 
 // command1 runs one command and writes its events.
-func (c *conn) command1(ctx context.Context, ev *Events, sr shell.Request, run func(context.Context) (shell.Result, error)) {
+func (c *conn) command1(ctx context.Context, key string, run func(context.Context, func()) map[string]any) {
 	defer c.all.Done()
 	fgDone := sync.OnceFunc(c.fg.Done)
 	defer fgDone()
-	res, err := run(ctx)
-	if err == nil && res.BackgroundID != "" && res.ExitCode == -1 && res.Refused == nil {
-		ev.Backgrounded(res)
-		fgDone()
-		res, err = c.sess.Wait(context.Background(), res.BackgroundID)
-	}
+	fin := run(ctx, fgDone)
 	// The id is free again once its finished event is out.
 	c.mu.Lock()
-	delete(c.active, sr.ID)
+	delete(c.active, key)
 	c.mu.Unlock()
-	ev.Finished(res, err, c.sess.Cwd())
+	c.out.event(fin)
 }
 
 // runeStart moves i back to the start of a UTF-8 sequence.

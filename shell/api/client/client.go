@@ -83,17 +83,19 @@ func (c *Client) CloseSession(ctx context.Context, id string) error {
 // If onEvent is set it gets every event of the stream as it comes
 // (started, output, progress, finished). Cancelling ctx kills the command.
 func (c *Client) Run(ctx context.Context, session string, req CommandRequest, onEvent func(Event)) (Event, error) {
-	resp, err := c.send(ctx, http.MethodPost, commandsPath(session), req)
+	st, err := c.Stream(ctx, session, req)
 	if err != nil {
 		return Event{}, err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), MaxEventBytes)
-	for sc.Scan() {
+	defer st.Close()
+	for {
+		line, err := st.Next()
+		if err != nil {
+			return Event{}, err
+		}
 		var ev Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return Event{}, fmt.Errorf("moat api: bad event %q: %w", sc.Text(), err)
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return Event{}, fmt.Errorf("moat api: bad event %q: %w", line, err)
 		}
 		if onEvent != nil {
 			onEvent(ev)
@@ -102,11 +104,59 @@ func (c *Client) Run(ctx context.Context, session string, req CommandRequest, on
 			return ev, nil
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return Event{}, err
-	}
-	return Event{}, errors.New("moat api: the event stream ended before the command finished")
 }
+
+// Stream starts a command in the foreground and returns once the server
+// has accepted it (a read or kill of the command then finds it); Next
+// reads its events as they come. Cancelling ctx, or closing the stream
+// before the finished event, kills the command.
+func (c *Client) Stream(ctx context.Context, session string, req CommandRequest) (*EventStream, error) {
+	req.Background = false
+	resp, err := c.send(ctx, http.MethodPost, commandsPath(session), req)
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), MaxEventBytes)
+	return &EventStream{body: resp.Body, sc: sc}, nil
+}
+
+// EventStream is a command's NDJSON event stream.
+type EventStream struct {
+	body     io.ReadCloser
+	sc       *bufio.Scanner
+	finished bool
+}
+
+// Next returns the next event, one JSON object as the server wrote it.
+// After the "finished" event it returns io.EOF; a stream that ends before
+// it is an error.
+func (s *EventStream) Next() ([]byte, error) {
+	if s.finished {
+		return nil, io.EOF
+	}
+	for s.sc.Scan() {
+		line := s.sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var head struct {
+			Event string `json:"event"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			return nil, fmt.Errorf("moat api: bad event %q: %w", line, err)
+		}
+		s.finished = head.Event == "finished"
+		return append([]byte(nil), line...), nil
+	}
+	if err := s.sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("moat api: the event stream ended before the command finished")
+}
+
+// Close closes the stream (killing the command if it has not finished).
+func (s *EventStream) Close() error { return s.body.Close() }
 
 // RunWait runs a command in the foreground without streaming
 // (?stream=false) and returns its "finished" event.
@@ -134,6 +184,26 @@ func (c *Client) Read(ctx context.Context, session, command string) (CommandStat
 func (c *Client) Kill(ctx context.Context, session, command string) (CommandStatus, error) {
 	var st CommandStatus
 	return st, c.do(ctx, http.MethodDelete, commandPath(session, command), nil, &st)
+}
+
+// ReadRaw is Read with the result as the server wrote it.
+func (c *Client) ReadRaw(ctx context.Context, session, command string) (RawCommandStatus, error) {
+	var st RawCommandStatus
+	return st, c.do(ctx, http.MethodGet, commandPath(session, command), nil, &st)
+}
+
+// KillRaw is Kill with the result as the server wrote it.
+func (c *Client) KillRaw(ctx context.Context, session, command string) (RawCommandStatus, error) {
+	var st RawCommandStatus
+	return st, c.do(ctx, http.MethodDelete, commandPath(session, command), nil, &st)
+}
+
+// StartRaw is Start with the result (of a command that did not start) as
+// the server wrote it.
+func (c *Client) StartRaw(ctx context.Context, session string, req CommandRequest) (RawCommandStatus, error) {
+	req.Background = true
+	var st RawCommandStatus
+	return st, c.do(ctx, http.MethodPost, commandsPath(session), req, &st)
 }
 
 // Decide is moat's decision on a command (POST /v1/decide); nothing runs.

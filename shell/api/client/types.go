@@ -107,6 +107,16 @@ type CommandStatus struct {
 	Result *Event `json:"result,omitempty"`
 }
 
+// RawCommandStatus is CommandStatus with the result as the server wrote
+// it (every field of the "finished" event, in its JSON form).
+type RawCommandStatus struct {
+	ID      string          `json:"id"`
+	Running bool            `json:"running"`
+	Output  string          `json:"output"`
+	More    bool            `json:"more,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
 // Event is one line of a command's NDJSON stream: the events of
 // docs/session.schema.json (started, output, progress, backgrounded,
 // finished), with the command's id as a string.
