@@ -577,11 +577,14 @@ func (ln *launcher) Close() error {
 		if err := ln.jr.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		ln.step("placeholders removed")
 	}
 	ln.closeWatches()
+	ln.step("watches closed")
 	ln.lim.destroy()
 	if ln.kf != nil {
 		ln.kf.close()
+		ln.step("eBPF cgroup removed")
 	}
 	if ln.tmpDir != "" {
 		os.RemoveAll(ln.tmpDir)
