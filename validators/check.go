@@ -80,7 +80,17 @@ func Analyze(cmd string) Result {
 
 func analyze(cmd string, depth int) Result {
 	p := parse(cmd)
-	ctx := &Context{Command: cmd, Parse: p.result, Views: computeViews(p), p: p, depth: depth, recurse: analyze}
+	res := p.analyze(depth)
+	// Nothing of p's scratch state is in res: the commands, the views
+	// and the reasons are allocated for it.
+	p.release()
+	return res
+}
+
+func (p *parsed) analyze(depth int) Result {
+	cmd := p.src
+	ctx := &p.ctx
+	*ctx = Context{Command: cmd, Parse: p.result, Views: computeViews(p), p: p, depth: depth, recurse: analyze}
 	res := Result{Parse: p.result, Views: ctx.Views}
 	if p.result.Kind != Simple {
 		res.Decision = policy.Decision{

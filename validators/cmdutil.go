@@ -13,14 +13,18 @@ type cmdRef struct {
 	ast *callAST
 }
 
-// commands returns the flattened commands (only for a Simple parse).
+// commands returns the flattened commands (only for a Simple parse). The
+// slice is built once per parse and shared: callers must not change it.
 func (ctx *Context) commands() []cmdRef {
-	cmds := ctx.p.result.Commands
-	out := make([]cmdRef, len(cmds))
-	for i := range cmds {
-		out[i] = cmdRef{&cmds[i], &ctx.p.calls[i]}
+	p := ctx.p
+	cmds := p.result.Commands
+	if len(p.refs) != len(cmds) {
+		p.refs = p.refs[:0]
+		for i := range cmds {
+			p.refs = append(p.refs, cmdRef{&cmds[i], &p.calls[i]})
+		}
 	}
-	return out
+	return p.refs
 }
 
 func baseName(s string) string {
@@ -64,7 +68,8 @@ var wrappers = map[string]wrapper{
 // effort used to find the real program (jq, a shell); it never hides a
 // word from the checks that look at every word.
 func execArgs(args []Word) []Word {
-	starts := programStarts(args)
+	var buf [8]int
+	starts := appendProgramStarts(buf[:0], args)
 	last := starts[len(starts)-1]
 	if last >= len(args) {
 		return nil
@@ -72,11 +77,11 @@ func execArgs(args []Word) []Word {
 	return args[last:]
 }
 
-// programStarts returns the index of every program along a chain of
-// wrappers: 0, then what each wrapper runs. The last index may be
-// len(args) when a wrapper has no command.
-func programStarts(args []Word) []int {
-	starts := []int{0}
+// appendProgramStarts appends to starts the index of every program along
+// a chain of wrappers: 0, then what each wrapper runs. The last index may
+// be len(args) when a wrapper has no command.
+func appendProgramStarts(starts []int, args []Word) []int {
+	starts = append(starts, 0)
 	pos := 0
 	for pos < len(args) {
 		w, ok := wrappers[baseName(args[pos].Value)]

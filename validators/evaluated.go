@@ -185,7 +185,8 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 		if !named {
 			continue
 		}
-		for _, s := range programStarts(args) {
+		var buf [8]int
+		for _, s := range appendProgramStarts(buf[:0], args) {
 			if s >= len(args) {
 				break
 			}
@@ -223,7 +224,8 @@ func EvaluatedCode(argv []string) string {
 	for i, a := range argv {
 		args[i] = Word{Raw: a, Value: a, Static: true}
 	}
-	for _, s := range programStarts(args) {
+	var buf [8]int
+	for _, s := range appendProgramStarts(buf[:0], args) {
 		if s >= len(args) {
 			break
 		}

@@ -339,7 +339,8 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 func execOption(all []Word) string {
 	// The program is argv[0], or what the wrappers (timeout, env, sudo,
 	// ...) run; only those positions are looked at, so the scan is linear.
-	starts := programStarts(all)
+	var buf [8]int
+	starts := appendProgramStarts(buf[:0], all)
 	for k, start := range starts {
 		if start >= len(all) {
 			continue

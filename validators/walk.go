@@ -69,32 +69,74 @@ func (p *parsed) collect() (err error) {
 			err = fmt.Errorf("syntax tree walk failed: %v", r)
 		}
 	}()
-	c := collector{p: p}
-	syntax.Walk(p.file, func(n syntax.Node) bool {
-		if err != nil {
-			return false
-		}
-		if n == nil {
-			c.depth--
-			c.stack = c.stack[:len(c.stack)-1]
-			return true
-		}
-		if err = c.visit(n); err != nil {
-			return false
-		}
-		c.stack = append(c.stack, n)
-		c.depth++
-		if c.depth > maxASTDepth {
-			err = fmt.Errorf("syntax tree deeper than %d", maxASTDepth)
-			return false
-		}
+	c := &p.coll
+	c.reset()
+	syntax.Walk(p.file, p.walkFn)
+	return c.err
+}
+
+// walk is the function collect gives syntax.Walk (as p.walkFn, so that
+// no closure is allocated per command).
+func (c *collector) walk(n syntax.Node) bool {
+	if c.err != nil {
+		return false
+	}
+	if n == nil {
+		c.depth--
+		c.stack = c.stack[:len(c.stack)-1]
 		return true
-	})
-	return err
+	}
+	if c.err = c.visit(n); c.err != nil {
+		return false
+	}
+	c.stack = append(c.stack, n)
+	c.depth++
+	if c.depth > maxASTDepth {
+		c.err = fmt.Errorf("syntax tree deeper than %d", maxASTDepth)
+		return false
+	}
+	return true
+}
+
+// reset empties the collector for another walk, keeping its p, its track
+// setting and the capacity of its slices.
+func (c *collector) reset() {
+	c.depth = 0
+	c.err = nil
+	clear(c.hdocs)
+	c.hdocs = c.hdocs[:0]
+	clear(c.stack)
+	c.stack = c.stack[:0]
+}
+
+// reset empties the facts, keeping the capacity of their slices.
+func (f *facts) reset() {
+	clear(f.substs)
+	f.substs = f.substs[:0]
+	clear(f.ariths)
+	f.ariths = f.ariths[:0]
+	clear(f.params)
+	f.params = f.params[:0]
+	clear(f.ansiQuotes)
+	f.ansiQuotes = f.ansiQuotes[:0]
+	clear(f.comments)
+	f.comments = f.comments[:0]
+	clear(f.assigns)
+	f.assigns = f.assigns[:0]
+	clear(f.heredocs)
+	f.heredocs = f.heredocs[:0]
+	clear(f.words)
+	f.words = f.words[:0]
+	clear(f.quoted)
+	f.quoted = f.quoted[:0]
+	f.newlineSeps = f.newlineSeps[:0]
+	f.spans = f.spans[:0]
+	f.seen = nil
 }
 
 type collector struct {
 	p     *parsed
+	err   error // the walk's outcome
 	depth int
 	// hdocs are the body words of here-documents met so far.
 	hdocs []*syntax.Word
@@ -187,7 +229,11 @@ func (c *collector) visit(n syntax.Node) error {
 		}
 		f.comments = append(f.comments, *n)
 	case *syntax.Stmt:
+		c.p.nRedirs += len(n.Redirs)
 	case *syntax.CallExpr:
+		c.p.nCalls++
+		c.p.nWords += len(n.Args)
+		c.p.nAssigns += len(n.Assigns)
 	case *syntax.BinaryCmd:
 	case *syntax.Assign:
 		f.assigns = append(f.assigns, n)
@@ -217,8 +263,11 @@ func (c *collector) visit(n syntax.Node) error {
 	case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.WordIter,
 		*syntax.CStyleLoop, *syntax.CaseClause, *syntax.CaseItem, *syntax.FuncDecl,
 		*syntax.TestClause, *syntax.BinaryTest, *syntax.UnaryTest, *syntax.ParenTest,
-		*syntax.DeclClause, *syntax.TimeClause, *syntax.CoprocClause,
+		*syntax.TimeClause, *syntax.CoprocClause,
 		*syntax.ArrayExpr, *syntax.ArrayElem:
+	case *syntax.DeclClause:
+		c.p.nCalls++
+		c.p.nWords += len(n.Args) + 1
 	case *syntax.LetClause:
 		f.ariths = append(f.ariths, n)
 	case *syntax.ArithmCmd:
