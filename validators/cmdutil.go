@@ -3,7 +3,6 @@ package validators
 import (
 	"strings"
 
-	"github.com/moat-sandbox/moat/internal/shellword"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -150,7 +149,3 @@ func litParts(w *syntax.Word, fn func(l *syntax.Lit, first bool)) {
 		}
 	}
 }
-
-// wordShape is the word's text with quoted and escaped characters that
-// matter to brace expansion neutralised, and expansions as 'v'.
-func wordShape(w *syntax.Word) []byte { return shellword.Shape(w) }

@@ -1162,8 +1162,9 @@ func validateBackslashWhitespace(ctx *Context) policy.Decision {
 // 16 BRACE (brace expansion): {a,b} and {1..9} turn one word into
 // several (or into flags) that the prompt does not show.
 func validateBraceExpansion(ctx *Context) policy.Decision {
+	var buf [256]byte
 	for _, w := range ctx.p.facts.words {
-		if shellword.BraceExpands(wordShape(w)) {
+		if shellword.BraceExpands(shellword.AppendShape(buf[:0], w)) {
 			return ask(fmt.Sprintf("brace expansion in %q produces words that are not shown", ctx.p.text(w)))
 		}
 	}

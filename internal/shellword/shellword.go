@@ -266,8 +266,10 @@ func appendQuotedShape(shape []byte, s string) []byte {
 // Shape is the word's text with quoted and escaped characters that matter
 // to brace expansion neutralised ('q'), and expansions as 'v': what
 // BraceExpands looks at.
-func Shape(w *syntax.Word) []byte {
-	var shape []byte
+func Shape(w *syntax.Word) []byte { return AppendShape(nil, w) }
+
+// AppendShape appends the word's Shape to shape.
+func AppendShape(shape []byte, w *syntax.Word) []byte {
 	for _, part := range w.Parts {
 		switch x := part.(type) {
 		case *syntax.Lit:
