@@ -167,6 +167,12 @@ type step struct {
 
 	sb     *SandboxInfo // sandbox(), once
 	sbDone bool
+
+	// Backing arrays for the usual small commands, so that a decision
+	// does not allocate each slice on its own.
+	dirsBuf  [2]string
+	partsBuf [2]part
+	anBuf    [2]analysis
 }
 
 func ask(reason string) policy.Decision {
@@ -215,9 +221,22 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 			verdict = e.opts.Validate(cmd)
 		}
 		if s.pr.Kind == validators.Simple {
-			s.parts = make([]part, len(s.pr.Commands))
-			for i := range s.pr.Commands {
-				s.parts[i] = fromSimple(&s.pr.Commands[i])
+			cmds := s.pr.Commands
+			if len(cmds) <= len(s.partsBuf) {
+				s.parts = s.partsBuf[:len(cmds)]
+			} else {
+				s.parts = make([]part, len(cmds))
+			}
+			// The parts' argv share one allocation.
+			n := 0
+			for i := range cmds {
+				n += len(cmds[i].Args)
+			}
+			argvs := make([]string, n)
+			for i := range cmds {
+				k := len(cmds[i].Args)
+				s.parts[i] = fromSimple(&cmds[i], argvs[:k:k])
+				argvs = argvs[k:]
 			}
 		}
 	}
@@ -317,6 +336,7 @@ func shorten(s string, n int) string {
 }
 
 func (s *step) setDirs() {
+	s.dirs = s.dirsBuf[:0]
 	if c := s.req.Cwd; c != "" && filepath.IsAbs(c) {
 		s.cwd = filepath.Clean(c)
 		s.dirs = append(s.dirs, s.cwd)
@@ -375,19 +395,24 @@ func (s *step) analyzeParts() {
 	if s.pr.Kind != validators.Simple {
 		return
 	}
-	s.an = make([]analysis, len(s.parts))
+	if len(s.parts) <= len(s.anBuf) {
+		s.an = s.anBuf[:len(s.parts)]
+	} else {
+		s.an = make([]analysis, len(s.parts))
+	}
 	ro := true
 	sawCd := false
 	for i := range s.parts {
 		p := &s.parts[i]
 		argv, clean := stripStrict(p.assigns, p.argv)
-		a := analysis{readOnly: true, kind: kindNeutral}
+		a := &s.an[i]
+		*a = analysis{readOnly: true, kind: kindNeutral}
 		if !clean {
 			a.readOnly = false
 			a.why = "assignment of " + firstUnsafe(p.assigns) + " can change what runs"
 			a.kind = displayKind(nameOf(argv))
 		} else if len(argv) > 0 {
-			a = analyze(argv)
+			analyzeInto(a, argv)
 		}
 		if !p.static {
 			a.notReadOnly(p.why)
@@ -420,7 +445,6 @@ func (s *step) analyzeParts() {
 				a.roButRedirect = false
 			}
 		}
-		s.an[i] = a
 		if !a.readOnly {
 			ro = false
 		}

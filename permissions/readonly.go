@@ -86,10 +86,18 @@ func (a *analysis) mustAsk(why string) {
 // analyze classifies one command (argv already stripped of safe
 // assignments and wrappers).
 func analyze(argv []string) analysis {
-	a := analysis{readOnly: true}
+	var a analysis
+	analyzeInto(&a, argv)
+	return a
+}
+
+// analyzeInto is analyze writing into *a (which it overwrites), so that
+// the analysis can live in the caller's slice.
+func analyzeInto(a *analysis, argv []string) {
+	*a = analysis{readOnly: true}
 	if len(argv) == 0 {
 		a.kind = kindNeutral
-		return a
+		return
 	}
 	name := argv[0]
 	a.name = path.Base(name)
@@ -97,45 +105,45 @@ func analyze(argv []string) analysis {
 	if strings.Contains(name, "/") {
 		// /bin/cat is cat only if it really is; a path may name anything.
 		a.notReadOnly("the command is named by a path")
-		return a
+		return
 	}
 	args := argv[1:]
 	switch name {
 	case "git":
-		analyzeGit(&a, args)
-		return a
+		analyzeGit(a, args)
+		return
 	case "sed":
-		analyzeSed(&a, args)
-		return a
+		analyzeSed(a, args)
+		return
 	case "find":
-		analyzeFind(&a, args)
-		return a
+		analyzeFind(a, args)
+		return
 	case "cd", "pushd":
-		analyzeCd(&a, args)
-		return a
+		analyzeCd(a, args)
+		return
 	case "docker", "podman":
-		analyzeContainer(&a, name, args)
-		return a
+		analyzeContainer(a, name, args)
+		return
 	case "xargs":
-		analyzeXargs(&a, args)
-		return a
+		analyzeXargs(a, args)
+		return
 	}
 	if spec, ok := editSpecs[name]; ok {
-		analyzeEdit(&a, spec, args)
-		return a
+		analyzeEdit(a, spec, args)
+		return
 	}
 	spec, ok := readOnlySpecs()[name]
 	if !ok {
 		a.notReadOnly(name + " is not a known read-only command")
-		return a
+		return
 	}
 	if spec.anyArgs {
-		return a
+		return
 	}
 	pa, bad, ok := parseFlags(args, spec.flags, spec.opts)
 	if !ok {
 		a.notReadOnly(name + ": flag " + quoteWord(bad) + " is not known to be read-only")
-		return a
+		return
 	}
 	for _, f := range pa.flags {
 		switch f.kind {
@@ -149,7 +157,7 @@ func analyze(argv []string) analysis {
 	pos := pa.pos
 	if (spec.maxPos < 0 && len(pos) > 0) || (spec.maxPos > 0 && len(pos) > spec.maxPos) {
 		a.notReadOnly(name + ": too many operands (the last one may be written)")
-		return a
+		return
 	}
 	switch spec.pos {
 	case posPaths:
@@ -174,9 +182,8 @@ func analyze(argv []string) analysis {
 		a.reads = append(a.reads, ".")
 	}
 	if spec.check != nil {
-		spec.check(&a, args, &pa)
+		spec.check(a, args, &pa)
 	}
-	return a
 }
 
 // displayKind is the kind shown for a command name, whatever its flags.
