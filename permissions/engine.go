@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/validators"
@@ -181,14 +182,24 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
-	s := &step{e: e, req: req, res: Result{Kind: KindNone, Warnings: []string{}}}
+	s := stepPool.Get().(*step)
+	*s = step{e: e, req: req, res: Result{Kind: KindNone, Warnings: []string{}}}
 	s.res.Decision = s.decide(ctx)
 	if s.res.Decision.Verdict != policy.Ask {
 		s.res.Suggestion = ""
 	}
 	s.res.Sandbox = s.sandbox()
-	return s.res
+	res := s.res
+	// Nothing in res points into s (its slices and their arrays stay
+	// with the step), so s can serve the next decision.
+	*s = step{}
+	stepPool.Put(s)
+	return res
 }
+
+// stepPool holds the decisions' state between decisions: a step and its
+// arrays are one sizeable object.
+var stepPool = sync.Pool{New: func() any { return new(step) }}
 
 func (s *step) decide(ctx context.Context) policy.Decision {
 	e, req := s.e, s.req
@@ -215,8 +226,7 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	var verdict policy.Decision // the validators' answer
 	if analysed {
 		// One parse and one run of the validator chain.
-		va := validators.Analyze(cmd)
-		s.pr, verdict = va.Parse, va.Decision
+		s.pr, verdict = validators.CheckParse(cmd)
 		if e.opts.Validate != nil {
 			verdict = e.opts.Validate(cmd)
 		}
