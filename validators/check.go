@@ -110,8 +110,8 @@ func analyzeNested(cmd string, depth int) Result {
 // Context.Views hold only the Original.
 func (p *parsed) analyze(depth int, views bool) Result {
 	cmd := p.src
-	ctx := &p.ctx
-	*ctx = Context{Command: cmd, Parse: p.result, p: p, depth: depth, recurse: analyzeNested}
+	ctx := &p.ctx // zero: see release
+	ctx.Command, ctx.Parse, ctx.p, ctx.depth, ctx.recurse = cmd, p.result, p, depth, analyzeNested
 	if views {
 		ctx.Views = computeViews(p)
 	} else {

@@ -62,6 +62,8 @@ var wrappers = map[string]wrapper{
 	"unbuffer":  {},
 }
 
+var wrapperKeys = newKeyFilter(wrappers)
+
 // execArgs strips wrappers (env, timeout, nice, nohup, sudo, xargs, ...)
 // and returns the words of the command that finally runs. It is a best
 // effort used to find the real program (jq, a shell); it never hides a
@@ -83,7 +85,11 @@ func appendProgramStarts(starts []int, args []Word) []int {
 	starts = append(starts, 0)
 	pos := 0
 	for pos < len(args) {
-		w, ok := wrappers[baseName(args[pos].Value)]
+		name := baseName(args[pos].Value)
+		if !wrapperKeys.mayHave(name) {
+			break
+		}
+		w, ok := wrappers[name]
 		if !ok {
 			break
 		}
@@ -133,6 +139,49 @@ func containsField(list, s string) bool {
 	}
 	return false
 }
+
+// keyFilter quickly rejects most strings that are not keys of a set of
+// names: a key has one of the set's lengths and first bytes. It never
+// rejects a key, so "f.mayHave(s) && m[s]" is m[s] without the map lookup
+// for most words (paths, flags, values).
+type keyFilter struct {
+	lens  uint64 // bit n: a key of length n (n < 64)
+	long  bool   // a key of 64 bytes or more
+	empty bool   // the empty key
+	first [256]bool
+}
+
+func newKeyFilter[V any](m map[string]V) *keyFilter {
+	f := &keyFilter{}
+	for k := range m {
+		switch {
+		case k == "":
+			f.empty = true
+			continue
+		case len(k) >= 64:
+			f.long = true
+		default:
+			f.lens |= 1 << len(k)
+		}
+		f.first[k[0]] = true
+	}
+	return f
+}
+
+func (f *keyFilter) mayHave(s string) bool {
+	switch {
+	case s == "":
+		return f.empty
+	case len(s) >= 64:
+		return f.long && f.first[s[0]]
+	}
+	return f.lens&(1<<len(s)) != 0 && f.first[s[0]]
+}
+
+// isShellName is shellNames[name].
+func isShellName(name string) bool { return shellNameKeys.mayHave(name) && shellNames[name] }
+
+var shellNameKeys = newKeyFilter(shellNames)
 
 // shellNames are programs that run their argument as shell code.
 var shellNames = map[string]bool{

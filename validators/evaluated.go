@@ -25,6 +25,11 @@ var nameBuiltins = map[string]bool{
 	"let": true, "select": true, "for": true, "compgen": true, "complete": true,
 }
 
+// isNameBuiltin is nameBuiltins[name].
+func isNameBuiltin(name string) bool { return nameBuiltinKeys.mayHave(name) && nameBuiltins[name] }
+
+var nameBuiltinKeys = newKeyFilter(nameBuiltins)
+
 // arithVars are the shell variables whose assigned value bash evaluates
 // as arithmetic (checked against bash 5.2: RANDOM, SRANDOM, OPTIND and
 // HISTCMD run a subscript's command substitution; the others are listed
@@ -177,7 +182,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 		args := ctx.p.result.Commands[i].Args
 		named := false
 		for _, a := range args {
-			if nameBuiltins[baseName(a.Value)] {
+			if isNameBuiltin(baseName(a.Value)) {
 				named = true
 				break
 			}
@@ -212,7 +217,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 func EvaluatedCode(argv []string) string {
 	named := false
 	for _, a := range argv {
-		if nameBuiltins[baseName(a)] {
+		if isNameBuiltin(baseName(a)) {
 			named = true
 			break
 		}
