@@ -182,8 +182,9 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
-	s := stepPool.Get().(*step)
-	*s = step{e: e, req: req, res: Result{Kind: KindNone, Warnings: []string{}}}
+	s := stepPool.Get().(*step) // zero: new, or cleared before Put
+	s.e, s.req = e, req
+	s.res.Kind, s.res.Warnings = KindNone, []string{}
 	s.res.Decision = s.decide(ctx)
 	if s.res.Decision.Verdict != policy.Ask {
 		s.res.Suggestion = ""
@@ -415,8 +416,8 @@ func (s *step) analyzeParts() {
 	for i := range s.parts {
 		p := &s.parts[i]
 		argv, clean := stripStrict(p.assigns, p.argv)
-		a := &s.an[i]
-		*a = analysis{readOnly: true, kind: kindNeutral}
+		a := &s.an[i] // zero
+		a.readOnly, a.kind = true, kindNeutral
 		if !clean {
 			a.readOnly = false
 			a.why = "assignment of " + firstUnsafe(p.assigns) + " can change what runs"
