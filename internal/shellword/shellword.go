@@ -120,10 +120,68 @@ func (ev Evaluator) Value(w *syntax.Word) (string, error) {
 			}
 		}
 	}
+	if v, ok := literalValue(w); ok {
+		return v, nil
+	}
 	if err := ev.scan(w); err != nil {
 		return "", err
 	}
 	return ev.expand(w)
+}
+
+// literalValue is the value of a word made only of literal text, without
+// calling expand: unquoted literals without a character that escapes or
+// expands (the single-literal fast path's set), single quotes, and double
+// quotes holding only literals without '\', '$' or '`'. Such a word is
+// one field, the concatenation of its parts. ok is false for any other
+// word, and for an empty value (left to expand).
+func literalValue(w *syntax.Word) (string, bool) {
+	n := 0
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "\\*?[~{$`") {
+				return "", false
+			}
+			n += len(p.Value)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			n += len(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok || strings.ContainsAny(l.Value, "\\$`") {
+					return "", false
+				}
+				n += len(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	if n == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				b.WriteString(q.(*syntax.Lit).Value)
+			}
+		}
+	}
+	return b.String(), true
 }
 
 // expand runs mvdan.cc/sh's expansion with everything dynamic refused.
