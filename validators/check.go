@@ -110,7 +110,7 @@ func analyzeNested(cmd string, depth int) Result {
 // Context.Views hold only the Original.
 func (p *parsed) analyze(depth int, views bool) Result {
 	cmd := p.src
-	ctx := &p.ctx // zero: see release
+	ctx := &p.ctx // every field is set here (release leaves the last one)
 	ctx.Command, ctx.Parse, ctx.p, ctx.depth, ctx.recurse = cmd, p.result, p, depth, analyzeNested
 	if views {
 		ctx.Views = computeViews(p)

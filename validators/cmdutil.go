@@ -149,6 +149,7 @@ type keyFilter struct {
 	long  bool   // a key of 64 bytes or more
 	empty bool   // the empty key
 	first [256]bool
+	last  [256]bool
 }
 
 func newKeyFilter[V any](m map[string]V) *keyFilter {
@@ -164,8 +165,18 @@ func newKeyFilter[V any](m map[string]V) *keyFilter {
 			f.lens |= 1 << len(k)
 		}
 		f.first[k[0]] = true
+		f.last[k[len(k)-1]] = true
 	}
 	return f
+}
+
+// mayHaveBase is mayHave(baseName(s)), rejecting most strings on their
+// last byte (which is the base name's) before looking for a '/'.
+func (f *keyFilter) mayHaveBase(s string) bool {
+	if s != "" && !f.last[s[len(s)-1]] && !f.empty {
+		return false
+	}
+	return f.mayHave(baseName(s))
 }
 
 func (f *keyFilter) mayHave(s string) bool {
@@ -178,8 +189,8 @@ func (f *keyFilter) mayHave(s string) bool {
 	return f.lens&(1<<len(s)) != 0 && f.first[s[0]]
 }
 
-// isShellName is shellNames[name].
-func isShellName(name string) bool { return shellNameKeys.mayHave(name) && shellNames[name] }
+// isShellBase is shellNames[baseName(s)].
+func isShellBase(s string) bool { return shellNameKeys.mayHaveBase(s) && shellNames[baseName(s)] }
 
 var shellNameKeys = newKeyFilter(shellNames)
 

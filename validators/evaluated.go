@@ -25,10 +25,12 @@ var nameBuiltins = map[string]bool{
 	"let": true, "select": true, "for": true, "compgen": true, "complete": true,
 }
 
-// isNameBuiltin is nameBuiltins[name].
-func isNameBuiltin(name string) bool { return nameBuiltinKeys.mayHave(name) && nameBuiltins[name] }
-
 var nameBuiltinKeys = newKeyFilter(nameBuiltins)
+
+// isNameBuiltinBase is nameBuiltins[baseName(s)].
+func isNameBuiltinBase(s string) bool {
+	return nameBuiltinKeys.mayHaveBase(s) && nameBuiltins[baseName(s)]
+}
 
 // arithVars are the shell variables whose assigned value bash evaluates
 // as arithmetic (checked against bash 5.2: RANDOM, SRANDOM, OPTIND and
@@ -182,7 +184,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 		args := ctx.p.result.Commands[i].Args
 		named := false
 		for _, a := range args {
-			if isNameBuiltin(baseName(a.Value)) {
+			if isNameBuiltinBase(a.Value) {
 				named = true
 				break
 			}
@@ -217,7 +219,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 func EvaluatedCode(argv []string) string {
 	named := false
 	for _, a := range argv {
-		if isNameBuiltin(baseName(a)) {
+		if isNameBuiltinBase(a) {
 			named = true
 			break
 		}

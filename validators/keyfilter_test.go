@@ -28,6 +28,11 @@ func TestKeyFilter(t *testing.T) {
 			if m[p] && !f.mayHave(p) {
 				t.Errorf("%s: filter rejects %q", name, p)
 			}
+			for _, q := range []string{p, "/usr/bin/" + p, "./" + p, p + "/", "/"} {
+				if m[baseName(q)] && !f.mayHaveBase(q) {
+					t.Errorf("%s: filter rejects the base of %q", name, q)
+				}
+			}
 		}
 	}
 	f := newKeyFilter(map[string]bool{"": true, long: true})

@@ -225,24 +225,13 @@ func getParsed(src string) *parsed {
 	return p
 }
 
-// release clears p (so that the pool keeps no syntax tree or command
-// alive) and puts it back in the pool. p must not be used afterwards,
-// nor anything of its scratch state (facts, calls, commands).
+// release puts p back in the pool, emptied. p must not be used
+// afterwards, nor anything of its scratch state (facts, calls, commands).
+// The scratch slices are only cut to length zero, not cleared: until they
+// are overwritten they keep the last command's tree alive, which is at
+// most one ordinary command per pooled value (the pool lets idle values
+// go at garbage collection, and huge commands' buffers are not pooled).
 func (p *parsed) release() {
-	p.result = ParseResult{}
-	p.src = ""
-	p.file = nil
-	clear(p.calls)
-	p.calls = p.calls[:0]
-	p.facts.reset()
-	p.collected = false
-	p.coll.reset()
-	clear(p.refs)
-	p.refs = p.refs[:0]
-	p.ctx = Context{}
-	p.paint = p.paint[:0]
-	p.reader.Reset("")
-	p.nCalls, p.nWords, p.nAssigns, p.nRedirs = 0, 0, 0, 0
 	if cap(p.paint) > maxPooledBytes || cap(p.facts.spans) > maxPooledItems ||
 		cap(p.facts.words) > maxPooledItems || cap(p.calls) > maxPooledItems ||
 		cap(p.coll.stack) > maxPooledItems || cap(p.facts.quoted) > maxPooledItems {
@@ -250,6 +239,18 @@ func (p *parsed) release() {
 		// let them go rather than keep them for ordinary commands.
 		return
 	}
+	p.result = ParseResult{}
+	p.src = ""
+	p.file = nil
+	p.calls = p.calls[:0]
+	p.facts.reset()
+	p.collected = false
+	p.coll.reset()
+	p.refs = p.refs[:0]
+	// p.ctx is overwritten field by field by the next analyze.
+	p.paint = p.paint[:0]
+	p.reader.Reset("")
+	p.nCalls, p.nWords, p.nAssigns, p.nRedirs = 0, 0, 0, 0
 	parsedPool.Put(p)
 }
 

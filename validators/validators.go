@@ -500,7 +500,7 @@ func nestedScripts(c cmdRef) []script {
 	// A shell anywhere later in the arguments: find -exec sh -c,
 	// xargs bash -c, parallel, and so on.
 	for i := len(all) - len(args) + 1; i < len(all); i++ {
-		if !isShellName(baseName(all[i].Value)) {
+		if !isShellBase(all[i].Value) {
 			continue
 		}
 		if s, ok, dash := shellScriptArg(all[i:]); ok {

@@ -99,35 +99,24 @@ func (c *collector) walk(n syntax.Node) bool {
 }
 
 // reset empties the collector for another walk, keeping its p, its track
-// setting and the capacity of its slices.
+// setting and the capacity of its slices (see parsed.release).
 func (c *collector) reset() {
 	c.depth = 0
 	c.err = nil
-	clear(c.hdocs)
 	c.hdocs = c.hdocs[:0]
-	clear(c.stack)
 	c.stack = c.stack[:0]
 }
 
 // reset empties the facts, keeping the capacity of their slices.
 func (f *facts) reset() {
-	clear(f.substs)
 	f.substs = f.substs[:0]
-	clear(f.ariths)
 	f.ariths = f.ariths[:0]
-	clear(f.params)
 	f.params = f.params[:0]
-	clear(f.ansiQuotes)
 	f.ansiQuotes = f.ansiQuotes[:0]
-	clear(f.comments)
 	f.comments = f.comments[:0]
-	clear(f.assigns)
 	f.assigns = f.assigns[:0]
-	clear(f.heredocs)
 	f.heredocs = f.heredocs[:0]
-	clear(f.words)
 	f.words = f.words[:0]
-	clear(f.quoted)
 	f.quoted = f.quoted[:0]
 	f.newlineSeps = f.newlineSeps[:0]
 	f.spans = f.spans[:0]
