@@ -1101,7 +1101,10 @@ func validateProcEnviron(ctx *Context) policy.Decision {
 // backslash-escaped quotes outside quotes, which make naive tokenizers
 // (and readers) pair quotes and braces differently from bash.
 func validateMalformedTokens(ctx *Context) policy.Decision {
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
+		if ctx.p.facts.wordLits[k]&(litBackslash|litBrace) == 0 {
+			continue // no escaped quote, no brace
+		}
 		depth, bad, escQuote := 0, false, false
 		litParts(w, func(l *syntax.Lit, _ bool) {
 			v := l.Value
@@ -1136,19 +1139,21 @@ func validateMalformedTokens(ctx *Context) policy.Decision {
 // joins what looks like two words into one; a line continuation inside a
 // word joins two lines into one word.
 func validateBackslashWhitespace(ctx *Context) policy.Decision {
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
 		found := false
-		litParts(w, func(l *syntax.Lit, _ bool) {
-			v := l.Value
-			for i := 0; i+1 < len(v); i++ {
-				if v[i] == '\\' {
-					if v[i+1] == ' ' || v[i+1] == '\t' {
-						found = true
+		if ctx.p.facts.wordLits[k]&litBackslash != 0 {
+			litParts(w, func(l *syntax.Lit, _ bool) {
+				v := l.Value
+				for i := 0; i+1 < len(v); i++ {
+					if v[i] == '\\' {
+						if v[i+1] == ' ' || v[i+1] == '\t' {
+							found = true
+						}
+						i++
 					}
-					i++
 				}
-			}
-		})
+			})
+		}
 		if found {
 			return ask(fmt.Sprintf("the word %q holds backslash-escaped whitespace", ctx.p.text(w)))
 		}
@@ -1157,6 +1162,16 @@ func validateBackslashWhitespace(ctx *Context) policy.Decision {
 		}
 	}
 	return pass()
+}
+
+// anyLits reports whether some word's lit* bits have one of bits.
+func anyLits(wordLits []byte, bits byte) bool {
+	for _, b := range wordLits {
+		if b&bits != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // 16 BRACE (brace expansion): {a,b} and {1..9} turn one word into
@@ -1248,6 +1263,9 @@ func validateUnicodeWhitespace(ctx *Context) policy.Decision {
 // 19 HASH (mid-word #): a '#' inside a word is literal for bash but
 // starts a comment for some tokenizers (and readers).
 func validateMidWordHash(ctx *Context) policy.Decision {
+	if !anyLits(ctx.p.facts.wordLits, litHash) {
+		return pass()
+	}
 	assignVals := map[*syntax.Word]bool{}
 	for _, a := range ctx.p.facts.assigns {
 		if a.Value != nil && a.Name != nil {
@@ -1320,11 +1338,14 @@ func validateZsh(ctx *Context) policy.Decision {
 			return ask(fmt.Sprintf("%s is a shell builtin that can load code or open files and sockets", n))
 		}
 	}
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
 		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "=") {
 			if raw := ctx.p.text(w); len(raw) > 1 && raw != "==" {
 				return ask(fmt.Sprintf("zsh expands the word %q (=cmd) to a program's path", raw))
 			}
+		}
+		if ctx.p.facts.wordLits[k]&litDollar == 0 {
+			continue
 		}
 		dollar := false
 		litParts(w, func(l *syntax.Lit, _ bool) {
@@ -1372,6 +1393,9 @@ func precommandModifier(args []Word) string {
 // like operators to a reader (and to naive splitters) but are literal.
 // find's "-exec ... \;" terminator is the one accepted use.
 func validateBackslashOperators(ctx *Context) policy.Decision {
+	if !anyLits(ctx.p.facts.wordLits, litBackslash) {
+		return pass()
+	}
 	ok := map[*syntax.Word]bool{}
 	for _, c := range ctx.commands() {
 		exec := false
@@ -1387,8 +1411,8 @@ func validateBackslashOperators(ctx *Context) policy.Decision {
 			}
 		}
 	}
-	for _, w := range ctx.p.facts.words {
-		if ok[w] {
+	for k, w := range ctx.p.facts.words {
+		if ok[w] || ctx.p.facts.wordLits[k]&litBackslash == 0 {
 			continue
 		}
 		found := byte(0)

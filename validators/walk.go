@@ -35,6 +35,10 @@ type facts struct {
 	heredocs []*syntax.Redirect
 	// words are the shell words (not here-document bodies), in order.
 	words []*syntax.Word
+	// wordLits[i] tells which of the characters some validators look for
+	// the unquoted literal parts of words[i] hold (lit* bits), so that
+	// they skip the words without them.
+	wordLits []byte
 	// quoted are the literal strings inside single or double quotes.
 	quoted []string
 	// newlineSeps are offsets of newlines that separate two statements.
@@ -43,6 +47,31 @@ type facts struct {
 	spans []span
 	// seen counts the node types met (for tests).
 	seen map[string]int
+}
+
+// Bits of facts.wordLits: a character in a word's unquoted literals.
+const (
+	litBackslash byte = 1 << iota // '\'
+	litBrace                      // '{' or '}'
+	litHash                       // '#'
+	litDollar                     // '$'
+)
+
+// litClass maps a byte to its lit* bit.
+var litClass = [256]byte{'\\': litBackslash, '{': litBrace, '}': litBrace, '#': litHash, '$': litDollar}
+
+// wordLits computes the lit* bits of a word's unquoted literal parts.
+func wordLits(w *syntax.Word) byte {
+	var bits byte
+	for _, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			v := l.Value
+			for i := 0; i < len(v); i++ {
+				bits |= litClass[v[i]]
+			}
+		}
+	}
+	return bits
 }
 
 // span is a byte range of the source and how it is quoted.
@@ -117,6 +146,7 @@ func (f *facts) reset() {
 	f.assigns = f.assigns[:0]
 	f.heredocs = f.heredocs[:0]
 	f.words = f.words[:0]
+	f.wordLits = f.wordLits[:0]
 	f.quoted = f.quoted[:0]
 	f.newlineSeps = f.newlineSeps[:0]
 	f.spans = f.spans[:0]
@@ -265,6 +295,7 @@ func (c *collector) visit(n syntax.Node) error {
 	case *syntax.Word:
 		if !c.isHeredoc(n) {
 			f.words = append(f.words, n)
+			f.wordLits = append(f.wordLits, wordLits(n))
 		}
 	case *syntax.Lit:
 		if err := c.dollarContinuation(n); err != nil {
