@@ -328,8 +328,14 @@ func precheck(cmd string) (ParseKind, string) {
 		return TooComplex, fmt.Sprintf("command longer than %d bytes", MaxCommandBytes)
 	}
 	depth, maxDepth := 0, 0
+	var high byte // OR of all bytes: ASCII only when below 0x80
 	for i := 0; i < len(cmd); i++ {
-		switch cmd[i] {
+		c := cmd[i]
+		high |= c
+		if !precheckByte[c] {
+			continue
+		}
+		switch c {
 		case 0:
 			// bash -c cannot even receive a NUL; mvdan.cc/sh drops it.
 			return Unavailable, "command contains a NUL byte"
@@ -351,12 +357,15 @@ func precheck(cmd string) (ParseKind, string) {
 	if maxDepth > MaxNesting {
 		return TooComplex, fmt.Sprintf("brackets nest deeper than %d", MaxNesting)
 	}
-	if !utf8.ValidString(cmd) {
+	if high >= utf8.RuneSelf && !utf8.ValidString(cmd) {
 		// bash works on bytes, mvdan.cc/sh on runes: they may not agree.
 		return Unavailable, "command is not valid UTF-8"
 	}
 	return Simple, ""
 }
+
+// precheckByte marks the bytes precheck's loop looks at.
+var precheckByte = [256]bool{0: true, '\r': true, '(': true, '{': true, '[': true, ')': true, '}': true, ']': true}
 
 type flattener struct {
 	p   *parsed
