@@ -420,7 +420,7 @@ func (s *step) analyzeParts() {
 		a.readOnly, a.kind = true, kindNeutral
 		if !clean {
 			a.readOnly = false
-			a.why = "assignment of " + firstUnsafe(p.assigns) + " can change what runs"
+			a.setWhy("assignment of " + firstUnsafe(p.assigns) + " can change what runs")
 			a.kind = displayKind(nameOf(argv))
 		} else if len(argv) > 0 {
 			analyzeInto(a, argv)
@@ -492,7 +492,7 @@ func (s *step) notReadOnlyReason() string {
 	}
 	for _, a := range s.an {
 		if !a.readOnly {
-			return a.why
+			return a.reason()
 		}
 	}
 	return "not read-only"

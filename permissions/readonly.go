@@ -49,7 +49,8 @@ type analysis struct {
 	name     string // the command name (base name of argv[0])
 	kind     string
 	readOnly bool
-	why      string // why it is not read-only
+	why      string // why it is not read-only (with whyTail: see reason)
+	whyTail  string // joined to why when read, so that it is built only then
 	edit     bool   // a file-creating or -editing command (acceptEdits)
 	reads    []string
 	writes   []string
@@ -76,6 +77,21 @@ func (a *analysis) notReadOnly(why string) {
 		a.why = why
 	}
 }
+
+// notReadOnly2 is notReadOnly(head + tail), with the string built only
+// when reason reads it.
+func (a *analysis) notReadOnly2(head, tail string) {
+	if a.readOnly {
+		a.readOnly = false
+		a.why, a.whyTail = head, tail
+	}
+}
+
+// setWhy replaces the reason.
+func (a *analysis) setWhy(why string) { a.why, a.whyTail = why, "" }
+
+// reason is why the command is not read-only.
+func (a *analysis) reason() string { return a.why + a.whyTail }
 
 func (a *analysis) mustAsk(why string) {
 	if a.ask == "" {
@@ -134,7 +150,7 @@ func analyzeInto(a *analysis, argv []string) {
 	}
 	spec, ok := readOnlySpecs()[name]
 	if !ok {
-		a.notReadOnly(name + " is not a known read-only command")
+		a.notReadOnly2(name, " is not a known read-only command")
 		return
 	}
 	if spec.anyArgs {
@@ -348,10 +364,10 @@ var editSpecs = map[string]editSpec{
 // analyzeEdit handles the file-editing commands: never read-only, allowed
 // in acceptEdits when every path stays inside the allowed directories.
 func analyzeEdit(a *analysis, spec editSpec, args []string) {
-	a.notReadOnly(a.name + " changes files")
+	a.notReadOnly2(a.name, " changes files")
 	pa, bad, ok := parseFlags(args, spec.flags, flagOpts{})
 	if !ok {
-		a.why = a.name + ": flag " + quoteWord(bad) + " is not a known file-editing flag"
+		a.setWhy(a.name + ": flag " + quoteWord(bad) + " is not a known file-editing flag")
 		return
 	}
 	for _, f := range pa.flags {
@@ -395,7 +411,7 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 		for _, src := range srcs {
 			base := path.Base(src)
 			if strings.ContainsAny(src, "*?[") || base == "." || base == ".." || base == "/" {
-				a.why = a.name + " " + src + ": what it copies cannot be named"
+				a.setWhy(a.name + " " + src + ": what it copies cannot be named")
 				return
 			}
 			for _, d := range dests {
@@ -453,7 +469,7 @@ func analyzeXargs(a *analysis, args []string) {
 	}
 	inner := analyze(rest)
 	if !inner.readOnly {
-		a.notReadOnly(inner.why)
+		a.notReadOnly2(inner.why, inner.whyTail)
 		return
 	}
 	a.kind = inner.kind
