@@ -198,6 +198,7 @@ func analyzeInto(a *analysis, argv []string) {
 		a.reads = append(a.reads, ".")
 	}
 	if spec.check != nil {
+		pa := pa // only this copy goes to the heap (a check is a func value)
 		spec.check(a, args, &pa)
 	}
 }

@@ -1,6 +1,9 @@
 package permissions
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestContainsDropOrTruncate: the one-pass scan answers as the two
 // containsFold calls it replaces.
@@ -19,6 +22,27 @@ func TestContainsDropOrTruncate(t *testing.T) {
 	for _, c := range loadCorpus(t) {
 		if got, want := containsDropOrTruncate(c), containsFold(c, "drop") || containsFold(c, "truncate"); got != want {
 			t.Errorf("%q: %v, want %v", c, got, want)
+		}
+	}
+}
+
+// TestParseFlagsPositionals: the positionals, in order, around "--".
+func TestParseFlagsPositionals(t *testing.T) {
+	tab := flags("-n= -v -x")
+	for _, tc := range []struct {
+		args []string
+		pos  []int
+	}{
+		{[]string{"a", "--", "b"}, []int{0, 2}},
+		{[]string{"a", "b", "--"}, []int{0, 1}},
+		{[]string{"--", "a", "-v"}, []int{1, 2}},
+		{[]string{"-v", "a", "-x", "b"}, []int{1, 3}},
+		{[]string{"-n", "5", "a", "--", "-x", "c"}, []int{2, 4, 5}},
+		{[]string{"-v"}, nil},
+	} {
+		pa, _, ok := parseFlags(tc.args, tab, flagOpts{})
+		if !ok || !slices.Equal(pa.pos, tc.pos) {
+			t.Errorf("parseFlags(%q): positionals %v ok=%v; want %v", tc.args, pa.pos, ok, tc.pos)
 		}
 	}
 }
