@@ -173,6 +173,10 @@ type step struct {
 	// does not allocate each slice on its own.
 	dirsBuf  [2]string
 	partsBuf [2]part
+	// argvBuf backs the parts' argv; unlike the rest of the step it is
+	// kept when the step goes back to the pool (nothing of a Result
+	// refers to it).
+	argvBuf []string
 	anBuf    [2]analysis
 }
 
@@ -182,7 +186,7 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
-	s := stepPool.Get().(*step) // zero: new, or cleared before Put
+	s := stepPool.Get().(*step) // zero but for argvBuf: new, or cleared before Put
 	s.e, s.req = e, req
 	s.res.Kind, s.res.Warnings = KindNone, []string{}
 	s.res.Decision = s.decide(ctx)
@@ -193,10 +197,17 @@ func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
 	res := s.res
 	// Nothing in res points into s (its slices and their arrays stay
 	// with the step), so s can serve the next decision.
+	argvBuf := s.argvBuf
 	*s = step{}
+	if cap(argvBuf) <= maxPooledArgv {
+		s.argvBuf = argvBuf[:0]
+	}
 	stepPool.Put(s)
 	return res
 }
+
+// maxPooledArgv bounds the argv array a pooled step keeps.
+const maxPooledArgv = 1 << 10
 
 // stepPool holds the decisions' state between decisions: a step and its
 // arrays are one sizeable object.
@@ -243,7 +254,10 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 			for i := range cmds {
 				n += len(cmds[i].Args)
 			}
-			argvs := make([]string, n)
+			if cap(s.argvBuf) < n {
+				s.argvBuf = make([]string, n)
+			}
+			argvs := s.argvBuf[:n]
 			for i := range cmds {
 				k := len(cmds[i].Args)
 				s.parts[i] = fromSimple(&cmds[i], argvs[:k:k])
