@@ -177,7 +177,7 @@ type step struct {
 	// kept when the step goes back to the pool (nothing of a Result
 	// refers to it).
 	argvBuf []string
-	anBuf    [2]analysis
+	anBuf   [2]analysis
 }
 
 func ask(reason string) policy.Decision {

@@ -1,7 +1,9 @@
 package permissions
 
 import (
+	"reflect"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -45,4 +47,35 @@ func TestParseFlagsPositionals(t *testing.T) {
 			t.Errorf("parseFlags(%q): positionals %v ok=%v; want %v", tc.args, pa.pos, ok, tc.pos)
 		}
 	}
+}
+
+// TestDecideConcurrent: decisions made from several goroutines at once
+// (the engine pools its per-decision state) are the sequential ones.
+func TestDecideConcurrent(t *testing.T) {
+	e := mustEngine(t, rules(benchRules...))
+	corpus := loadCorpus(t)
+	if testing.Short() {
+		corpus = corpus[:300]
+	}
+	modes := []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+	want := make([]Summary, len(corpus))
+	for i, c := range corpus {
+		want[i] = Summarize(e.Decide(Request{Command: c, Cwd: testCwd, Mode: modes[i%len(modes)]}))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range corpus {
+				i := (k*7 + g*101) % len(corpus)
+				got := Summarize(e.Decide(Request{Command: corpus[i], Cwd: testCwd, Mode: modes[i%len(modes)]}))
+				if !reflect.DeepEqual(got, want[i]) {
+					t.Errorf("%q: concurrent %+v, sequential %+v", corpus[i], got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
