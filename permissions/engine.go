@@ -169,15 +169,25 @@ type step struct {
 	sb     *SandboxInfo // sandbox(), once
 	sbDone bool
 
-	// Backing arrays for the usual small commands, so that a decision
-	// does not allocate each slice on its own.
+	// Backing arrays, so that a decision does not allocate each slice on
+	// its own: dirsBuf for the usual one or two directories, and the
+	// arrays behind the parts, their argv and their analyses, which
+	// unlike the rest of the step are kept when the step goes back to the
+	// pool (nothing of a Result refers to them).
 	dirsBuf  [2]string
-	partsBuf [2]part
-	// argvBuf backs the parts' argv; unlike the rest of the step it is
-	// kept when the step goes back to the pool (nothing of a Result
-	// refers to it).
-	argvBuf []string
-	anBuf   [2]analysis
+	partsBuf []part
+	argvBuf  []string
+	anBuf    []analysis
+}
+
+// recycle empties s for the pool, keeping its arrays unless they grew
+// large.
+func (s *step) recycle() {
+	parts, argv, an := s.partsBuf[:0], s.argvBuf[:0], s.anBuf[:0]
+	*s = step{}
+	if cap(parts) <= maxPooledParts && cap(an) <= maxPooledParts && cap(argv) <= maxPooledArgv {
+		s.partsBuf, s.argvBuf, s.anBuf = parts, argv, an
+	}
 }
 
 func ask(reason string) policy.Decision {
@@ -186,7 +196,7 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
-	s := stepPool.Get().(*step) // zero but for argvBuf: new, or cleared before Put
+	s := stepPool.Get().(*step) // zero but for its arrays: new, or recycled
 	s.e, s.req = e, req
 	s.res.Kind, s.res.Warnings = KindNone, []string{}
 	s.res.Decision = s.decide(ctx)
@@ -197,17 +207,16 @@ func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
 	res := s.res
 	// Nothing in res points into s (its slices and their arrays stay
 	// with the step), so s can serve the next decision.
-	argvBuf := s.argvBuf
-	*s = step{}
-	if cap(argvBuf) <= maxPooledArgv {
-		s.argvBuf = argvBuf[:0]
-	}
+	s.recycle()
 	stepPool.Put(s)
 	return res
 }
 
-// maxPooledArgv bounds the argv array a pooled step keeps.
-const maxPooledArgv = 1 << 10
+// Bounds of the arrays a pooled step keeps.
+const (
+	maxPooledArgv  = 1 << 10
+	maxPooledParts = 64
+)
 
 // stepPool holds the decisions' state between decisions: a step and its
 // arrays are one sizeable object.
@@ -244,11 +253,10 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 		}
 		if s.pr.Kind == validators.Simple {
 			cmds := s.pr.Commands
-			if len(cmds) <= len(s.partsBuf) {
-				s.parts = s.partsBuf[:len(cmds)]
-			} else {
-				s.parts = make([]part, len(cmds))
+			if cap(s.partsBuf) < len(cmds) {
+				s.partsBuf = make([]part, len(cmds), max(len(cmds), 4))
 			}
+			s.parts = s.partsBuf[:len(cmds)] // each is overwritten below
 			// The parts' argv share one allocation.
 			n := 0
 			for i := range cmds {
@@ -420,24 +428,25 @@ func (s *step) analyzeParts() {
 	if s.pr.Kind != validators.Simple {
 		return
 	}
-	if len(s.parts) <= len(s.anBuf) {
-		s.an = s.anBuf[:len(s.parts)]
-	} else {
-		s.an = make([]analysis, len(s.parts))
+	if cap(s.anBuf) < len(s.parts) {
+		s.anBuf = make([]analysis, len(s.parts), max(len(s.parts), 4))
 	}
+	s.an = s.anBuf[:len(s.parts)]
+	clear(s.an) // analyzeInto wants zero analyses
 	ro := true
 	sawCd := false
 	for i := range s.parts {
 		p := &s.parts[i]
 		argv, clean := stripStrict(p.assigns, p.argv)
 		a := &s.an[i] // zero
-		a.readOnly, a.kind = true, kindNeutral
-		if !clean {
-			a.readOnly = false
+		switch {
+		case !clean:
 			a.setWhy("assignment of " + firstUnsafe(p.assigns) + " can change what runs")
 			a.kind = displayKind(nameOf(argv))
-		} else if len(argv) > 0 {
+		case len(argv) > 0:
 			analyzeInto(a, argv)
+		default:
+			a.readOnly, a.kind = true, kindNeutral
 		}
 		if !p.static {
 			a.notReadOnly(p.why)

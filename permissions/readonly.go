@@ -107,10 +107,10 @@ func analyze(argv []string) analysis {
 	return a
 }
 
-// analyzeInto is analyze writing into *a (which it overwrites), so that
-// the analysis can live in the caller's slice.
+// analyzeInto is analyze writing into *a, which must be zero, so that the
+// analysis can live in the caller's slice.
 func analyzeInto(a *analysis, argv []string) {
-	*a = analysis{readOnly: true}
+	a.readOnly = true
 	if len(argv) == 0 {
 		a.kind = kindNeutral
 		return
