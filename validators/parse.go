@@ -184,9 +184,12 @@ type parsed struct {
 	coll   collector
 	walkFn func(syntax.Node) bool // p.coll.walk, bound once
 	refs   []cmdRef               // Context.commands, built once
-	ctx    Context
-	paint  []byte // computeViews
-	reader strings.Reader
+	// assignList is what Context.assignments reports, built once.
+	assignList  []assignment
+	assignsDone bool
+	ctx         Context
+	paint       []byte // computeViews
+	reader      strings.Reader
 	// sizes counted by the walk, to allocate the flattened commands at
 	// once.
 	nCalls, nWords, nAssigns, nRedirs int
@@ -247,6 +250,7 @@ func (p *parsed) release() {
 	p.collected = false
 	p.coll.reset()
 	p.refs = p.refs[:0]
+	p.assignList, p.assignsDone = p.assignList[:0], false
 	// p.ctx is overwritten field by field by the next analyze.
 	p.paint = p.paint[:0]
 	p.reader.Reset("")

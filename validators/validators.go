@@ -703,6 +703,27 @@ func dangerousRead(name string) bool {
 // assignments, declaration builtins, NAME=value arguments (env, sudo,
 // make...) and the names given to read, mapfile, printf -v and getopts.
 func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
+	p := ctx.p
+	if !p.assignsDone {
+		p.assignList = ctx.appendAssignments(p.assignList[:0])
+		p.assignsDone = true
+	}
+	for _, a := range p.assignList {
+		if fn(a.name, a.value) {
+			return true
+		}
+	}
+	return false
+}
+
+// assignment is one variable a command line sets.
+type assignment struct {
+	name  string
+	value Word
+}
+
+// appendAssignments appends to out what assignments reports, in order.
+func (ctx *Context) appendAssignments(out []assignment) []assignment {
 	for _, a := range ctx.p.facts.assigns {
 		if a.Name == nil {
 			continue
@@ -711,30 +732,22 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 		if a.Value != nil {
 			v = ctx.p.word(a.Value)
 		}
-		if fn(a.Name.Value, v) {
-			return true
-		}
+		out = append(out, assignment{a.Name.Value, v})
 	}
 	for _, c := range ctx.commands() {
 		args := c.sc.Args
 		for _, a := range args {
 			if strings.HasPrefix(a.Value, "BASH_FUNC_") {
 				// An exported function (env 'BASH_FUNC_ls%%=() { ...; }').
-				if fn("BASH_FUNC_", Word{Raw: a.Raw, Value: a.Raw}) {
-					return true
-				}
+				out = append(out, assignment{"BASH_FUNC_", Word{Raw: a.Raw, Value: a.Raw}})
 				continue
 			}
 			if a.Static && isAssignWord(a.Value) {
 				name, val, _ := strings.Cut(a.Value, "=")
-				if fn(name, Word{Raw: val, Value: val, Static: true}) {
-					return true
-				}
+				out = append(out, assignment{name, Word{Raw: val, Value: val, Static: true}})
 			} else if !a.Static {
 				if name, _, ok := strings.Cut(a.Raw, "="); ok && isName(name) {
-					if fn(name, Word{Raw: a.Raw, Value: a.Raw}) {
-						return true
-					}
+					out = append(out, assignment{name, Word{Raw: a.Raw, Value: a.Raw}})
 				}
 			}
 		}
@@ -744,19 +757,19 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 		switch baseName(args[0].Value) {
 		case "read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "readonly":
 			for _, a := range args[1:] {
-				if isName(a.Value) && fn(a.Value, Word{}) {
-					return true
+				if isName(a.Value) {
+					out = append(out, assignment{a.Value, Word{}})
 				}
 			}
 		case "printf":
 			for i := 1; i+1 < len(args); i++ {
-				if args[i].Value == "-v" && fn(args[i+1].Value, Word{}) {
-					return true
+				if args[i].Value == "-v" {
+					out = append(out, assignment{args[i+1].Value, Word{}})
 				}
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // 6 DANGEROUS_VARIABLES: setting variables that make the shell or other
