@@ -79,3 +79,35 @@ func TestDecideConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCommandTable: one lookup in commandTable says what displayKind,
+// editSpecs and readOnlySpecs say.
+func TestCommandTable(t *testing.T) {
+	names := []string{"", ".", "nosuchcommand", "git", "sed", "cd"}
+	for n := range kindOf {
+		names = append(names, n)
+	}
+	for n := range readOnlySpecs() {
+		names = append(names, n)
+	}
+	for n := range editSpecs {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		info, known := commandTable()[n]
+		kind := KindNone
+		if known {
+			kind = info.kind
+		}
+		if kind != displayKind(n) {
+			t.Errorf("%q: kind %q, displayKind %q", n, kind, displayKind(n))
+		}
+		es, isEdit := editSpecs[n]
+		if isEdit != (info.edit != nil) || (isEdit && !reflect.DeepEqual(es, *info.edit)) {
+			t.Errorf("%q: edit spec differs", n)
+		}
+		if rs := readOnlySpecs()[n]; rs != info.ro {
+			t.Errorf("%q: read-only spec differs", n)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package permissions
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Display kinds of a command (Result.Kind).
@@ -117,7 +118,11 @@ func analyzeInto(a *analysis, argv []string) {
 	}
 	name := argv[0]
 	a.name = path.Base(name)
-	a.kind = displayKind(a.name)
+	info, known := commandTable()[a.name]
+	a.kind = KindNone
+	if known {
+		a.kind = info.kind // displayKind(a.name)
+	}
 	if strings.Contains(name, "/") {
 		// /bin/cat is cat only if it really is; a path may name anything.
 		a.notReadOnly("the command is named by a path")
@@ -144,12 +149,15 @@ func analyzeInto(a *analysis, argv []string) {
 		analyzeXargs(a, args)
 		return
 	}
-	if spec, ok := editSpecs[name]; ok {
-		analyzeEdit(a, spec, args)
+	if a.name != name { // "" (path.Base gives "."): look name itself up
+		info = commandTable()[name]
+	}
+	if info.edit != nil { // editSpecs[name]
+		analyzeEdit(a, *info.edit, args)
 		return
 	}
-	spec, ok := readOnlySpecs()[name]
-	if !ok {
+	spec := info.ro // readOnlySpecs()[name]
+	if spec == nil {
 		a.notReadOnly2(name, " is not a known read-only command")
 		return
 	}
@@ -202,6 +210,39 @@ func analyzeInto(a *analysis, argv []string) {
 		spec.check(a, args, &pa)
 	}
 }
+
+// commandInfo is what the tables say about a command name: its display
+// kind (displayKind), its file-editing spec (editSpecs) and its read-only
+// spec (readOnlySpecs), for one map lookup instead of three.
+type commandInfo struct {
+	kind string
+	edit *editSpec
+	ro   *cmdSpec
+}
+
+var commandTable = sync.OnceValue(func() map[string]commandInfo {
+	m := map[string]commandInfo{}
+	for n := range kindOf {
+		m[n] = commandInfo{}
+	}
+	for n := range readOnlySpecs() {
+		m[n] = commandInfo{}
+	}
+	for n := range editSpecs {
+		m[n] = commandInfo{}
+	}
+	for n := range m {
+		info := commandInfo{kind: displayKind(n)}
+		if s, ok := editSpecs[n]; ok {
+			info.edit = &s
+		}
+		if s, ok := readOnlySpecs()[n]; ok {
+			info.ro = s
+		}
+		m[n] = info
+	}
+	return m
+})
 
 // displayKind is the kind shown for a command name, whatever its flags.
 func displayKind(name string) string {
