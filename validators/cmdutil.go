@@ -173,10 +173,23 @@ func newKeyFilter[V any](m map[string]V) *keyFilter {
 // mayHaveBase is mayHave(baseName(s)), rejecting most strings on their
 // last byte (which is the base name's) before looking for a '/'.
 func (f *keyFilter) mayHaveBase(s string) bool {
-	if s != "" && !f.last[s[len(s)-1]] && !f.empty {
-		return false
+	if f.empty || f.long {
+		return f.mayHave(baseName(s))
 	}
-	return f.mayHave(baseName(s))
+	n := len(s)
+	if n == 0 || !f.last[s[n-1]] {
+		return false // no key ends so (nor is empty)
+	}
+	// Keys are shorter than 64 bytes: the base name is only worth finding
+	// among the last 64 bytes (a long commit message is not scanned).
+	start := max(0, n-64)
+	base := s[start:]
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		base = base[i+1:]
+	} else if start > 0 {
+		return false // a base name of 64 bytes or more
+	}
+	return f.mayHave(base)
 }
 
 func (f *keyFilter) mayHave(s string) bool {

@@ -28,7 +28,7 @@ func TestKeyFilter(t *testing.T) {
 			if m[p] && !f.mayHave(p) {
 				t.Errorf("%s: filter rejects %q", name, p)
 			}
-			for _, q := range []string{p, "/usr/bin/" + p, "./" + p, p + "/", "/"} {
+			for _, q := range []string{p, "/usr/bin/" + p, "./" + p, p + "/", "/", long + "/" + p, long + p, "/" + long + p} {
 				if m[baseName(q)] && !f.mayHaveBase(q) {
 					t.Errorf("%s: filter rejects the base of %q", name, q)
 				}
@@ -36,7 +36,7 @@ func TestKeyFilter(t *testing.T) {
 		}
 	}
 	f := newKeyFilter(map[string]bool{"": true, long: true})
-	if !f.mayHave("") || !f.mayHave(long) || f.mayHave("x") {
+	if !f.mayHave("") || !f.mayHave(long) || f.mayHave("x") || !f.mayHaveBase("/x/"+long) || !f.mayHaveBase("x/") {
 		t.Error("empty and long keys")
 	}
 }
