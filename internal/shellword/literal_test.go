@@ -66,3 +66,15 @@ func TestLiteralValue(t *testing.T) {
 		t.Errorf("the literal path applied to %d words only", applied)
 	}
 }
+
+// TestHasAny: the byte-set scan answers as strings.ContainsAny.
+func TestHasAny(t *testing.T) {
+	for _, s := range []string{"", "plain", "a\\b", "x*", "é$", "\xff~", "a`b", "{", "héllo wörld", "[", "?"} {
+		if hasAny(s, &unquotedSpecial) != strings.ContainsAny(s, "\\*?[~{$") {
+			t.Errorf("%q: unquotedSpecial", s)
+		}
+		if hasAny(s, &doubleQuotedSpecial) != strings.ContainsAny(s, "\\$`") {
+			t.Errorf("%q: doubleQuotedSpecial", s)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func (ev Evaluator) Value(w *syntax.Word) (string, error) {
 	if len(w.Parts) == 1 { // the common cases, without allocating
 		switch p := w.Parts[0].(type) {
 		case *syntax.Lit:
-			if !strings.ContainsAny(p.Value, "\\*?[~{$") {
+			if !hasAny(p.Value, &unquotedSpecial) { // "\\*?[~{$"
 				return p.Value, nil
 			}
 		case *syntax.SglQuoted:
@@ -129,6 +129,30 @@ func (ev Evaluator) Value(w *syntax.Word) (string, error) {
 	return ev.expand(w)
 }
 
+// Byte sets for hasAny: the characters that make an unquoted literal or a
+// literal inside double quotes more than its text.
+var (
+	unquotedSpecial     = byteSet("\\*?[~{$")
+	doubleQuotedSpecial = byteSet("\\$`")
+)
+
+func byteSet(chars string) (set [256]bool) {
+	for i := 0; i < len(chars); i++ {
+		set[chars[i]] = true
+	}
+	return set
+}
+
+// hasAny is strings.ContainsAny(s, chars) for the ASCII chars of set.
+func hasAny(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
 // literalValue is the value of a word made only of literal text, without
 // calling expand: unquoted literals without a character that escapes or
 // expands (the single-literal fast path's set), single quotes, and double
@@ -140,7 +164,7 @@ func literalValue(w *syntax.Word) (string, bool) {
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "\\*?[~{$`") {
+			if hasAny(p.Value, &unquotedSpecial) || strings.IndexByte(p.Value, '`') >= 0 { // "\\*?[~{$`"
 				return "", false
 			}
 			n += len(p.Value)
@@ -155,7 +179,7 @@ func literalValue(w *syntax.Word) (string, bool) {
 			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
-				if !ok || strings.ContainsAny(l.Value, "\\$`") {
+				if !ok || hasAny(l.Value, &doubleQuotedSpecial) { // "\\$`"
 					return "", false
 				}
 				n += len(l.Value)
