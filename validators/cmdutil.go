@@ -10,6 +10,9 @@ import (
 type cmdRef struct {
 	sc  *SimpleCommand
 	ast *callAST
+	// exec is execArgs(sc.Args), computed once for the validators that
+	// look for the program that finally runs.
+	exec []Word
 }
 
 // commands returns the flattened commands (only for a Simple parse). The
@@ -20,7 +23,7 @@ func (ctx *Context) commands() []cmdRef {
 	if len(p.refs) != len(cmds) {
 		p.refs = p.refs[:0]
 		for i := range cmds {
-			p.refs = append(p.refs, cmdRef{&cmds[i], &p.calls[i]})
+			p.refs = append(p.refs, cmdRef{&cmds[i], &p.calls[i], execArgs(cmds[i].Args)})
 		}
 	}
 	return p.refs

@@ -39,7 +39,7 @@ func validateIncomplete(ctx *Context) policy.Decision {
 func (ctx *Context) jqCommands() [][]Word {
 	var out [][]Word
 	for _, c := range ctx.commands() {
-		args := execArgs(c.sc.Args)
+		args := c.exec // execArgs(c.sc.Args)
 		if len(args) > 0 && baseName(args[0].Value) == "jq" {
 			out = append(out, args)
 		}
@@ -317,7 +317,7 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 		if opt := execOption(c.sc.Args); opt != "" {
 			return ask(fmt.Sprintf("the option %s makes the program run another command", opt))
 		}
-		args := execArgs(c.sc.Args)
+		args := c.exec // execArgs(c.sc.Args)
 		if len(args) > 0 && baseName(args[0].Value) == "find" {
 			for i := 1; i+1 < len(args); i++ {
 				switch args[i].Value {
@@ -446,7 +446,7 @@ type script struct {
 func nestedScripts(c cmdRef) []script {
 	var out []script
 	all := c.sc.Args
-	args := execArgs(all)
+	args := c.exec // execArgs(all)
 	if len(args) == 0 {
 		return nil
 	}
