@@ -44,8 +44,9 @@ type redir struct {
 // isHeredoc reports whether the redirect is a here-document or here-string.
 func (r redir) isHeredoc() bool { return strings.HasPrefix(r.op, "<<") }
 
-// fromSimple converts a validators.SimpleCommand.
-func fromSimple(sc *validators.SimpleCommand) part {
+// fromSimple converts a validators.SimpleCommand. argv is where the
+// argument values go: len(sc.Args) strings, or nil to allocate them.
+func fromSimple(sc *validators.SimpleCommand, argv []string) part {
 	p := part{op: sc.Op, source: sc.Source, static: true, plain: true}
 	for _, a := range sc.Assigns {
 		p.assigns = append(p.assigns, assign{name: a.Name, value: a.Value.Value, static: a.Value.Static})
@@ -54,7 +55,11 @@ func fromSimple(sc *validators.SimpleCommand) part {
 			p.notPlain(a.Value.Raw)
 		}
 	}
-	p.argv = make([]string, len(sc.Args))
+	if len(argv) == len(sc.Args) {
+		p.argv = argv
+	} else {
+		p.argv = make([]string, len(sc.Args))
+	}
 	for i, w := range sc.Args {
 		p.argv[i] = w.Value
 		if w.Static {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/validators"
@@ -167,6 +168,26 @@ type step struct {
 
 	sb     *SandboxInfo // sandbox(), once
 	sbDone bool
+
+	// Backing arrays, so that a decision does not allocate each slice on
+	// its own: dirsBuf for the usual one or two directories, and the
+	// arrays behind the parts, their argv and their analyses, which
+	// unlike the rest of the step are kept when the step goes back to the
+	// pool (nothing of a Result refers to them).
+	dirsBuf  [2]string
+	partsBuf []part
+	argvBuf  []string
+	anBuf    []analysis
+}
+
+// recycle empties s for the pool, keeping its arrays unless they grew
+// large.
+func (s *step) recycle() {
+	parts, argv, an := s.partsBuf[:0], s.argvBuf[:0], s.anBuf[:0]
+	*s = step{}
+	if cap(parts) <= maxPooledParts && cap(an) <= maxPooledParts && cap(argv) <= maxPooledArgv {
+		s.partsBuf, s.argvBuf, s.anBuf = parts, argv, an
+	}
 }
 
 func ask(reason string) policy.Decision {
@@ -175,14 +196,31 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
-	s := &step{e: e, req: req, res: Result{Kind: KindNone, Warnings: []string{}}}
+	s := stepPool.Get().(*step) // zero but for its arrays: new, or recycled
+	s.e, s.req = e, req
+	s.res.Kind, s.res.Warnings = KindNone, []string{}
 	s.res.Decision = s.decide(ctx)
 	if s.res.Decision.Verdict != policy.Ask {
 		s.res.Suggestion = ""
 	}
 	s.res.Sandbox = s.sandbox()
-	return s.res
+	res := s.res
+	// Nothing in res points into s (its slices and their arrays stay
+	// with the step), so s can serve the next decision.
+	s.recycle()
+	stepPool.Put(s)
+	return res
 }
+
+// Bounds of the arrays a pooled step keeps.
+const (
+	maxPooledArgv  = 1 << 10
+	maxPooledParts = 64
+)
+
+// stepPool holds the decisions' state between decisions: a step and its
+// arrays are one sizeable object.
+var stepPool = sync.Pool{New: func() any { return new(step) }}
 
 func (s *step) decide(ctx context.Context) policy.Decision {
 	e, req := s.e, s.req
@@ -209,15 +247,29 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	var verdict policy.Decision // the validators' answer
 	if analysed {
 		// One parse and one run of the validator chain.
-		va := validators.Analyze(cmd)
-		s.pr, verdict = va.Parse, va.Decision
+		s.pr, verdict = validators.CheckParse(cmd)
 		if e.opts.Validate != nil {
 			verdict = e.opts.Validate(cmd)
 		}
 		if s.pr.Kind == validators.Simple {
-			s.parts = make([]part, len(s.pr.Commands))
-			for i := range s.pr.Commands {
-				s.parts[i] = fromSimple(&s.pr.Commands[i])
+			cmds := s.pr.Commands
+			if cap(s.partsBuf) < len(cmds) {
+				s.partsBuf = make([]part, len(cmds), max(len(cmds), 4))
+			}
+			s.parts = s.partsBuf[:len(cmds)] // each is overwritten below
+			// The parts' argv share one allocation.
+			n := 0
+			for i := range cmds {
+				n += len(cmds[i].Args)
+			}
+			if cap(s.argvBuf) < n {
+				s.argvBuf = make([]string, n)
+			}
+			argvs := s.argvBuf[:n]
+			for i := range cmds {
+				k := len(cmds[i].Args)
+				s.parts[i] = fromSimple(&cmds[i], argvs[:k:k])
+				argvs = argvs[k:]
 			}
 		}
 	}
@@ -317,6 +369,7 @@ func shorten(s string, n int) string {
 }
 
 func (s *step) setDirs() {
+	s.dirs = s.dirsBuf[:0]
 	if c := s.req.Cwd; c != "" && filepath.IsAbs(c) {
 		s.cwd = filepath.Clean(c)
 		s.dirs = append(s.dirs, s.cwd)
@@ -375,19 +428,25 @@ func (s *step) analyzeParts() {
 	if s.pr.Kind != validators.Simple {
 		return
 	}
-	s.an = make([]analysis, len(s.parts))
+	if cap(s.anBuf) < len(s.parts) {
+		s.anBuf = make([]analysis, len(s.parts), max(len(s.parts), 4))
+	}
+	s.an = s.anBuf[:len(s.parts)]
+	clear(s.an) // analyzeInto wants zero analyses
 	ro := true
 	sawCd := false
 	for i := range s.parts {
 		p := &s.parts[i]
 		argv, clean := stripStrict(p.assigns, p.argv)
-		a := analysis{readOnly: true, kind: kindNeutral}
-		if !clean {
-			a.readOnly = false
-			a.why = "assignment of " + firstUnsafe(p.assigns) + " can change what runs"
+		a := &s.an[i] // zero
+		switch {
+		case !clean:
+			a.setWhy("assignment of " + firstUnsafe(p.assigns) + " can change what runs")
 			a.kind = displayKind(nameOf(argv))
-		} else if len(argv) > 0 {
-			a = analyze(argv)
+		case len(argv) > 0:
+			analyzeInto(a, argv)
+		default:
+			a.readOnly, a.kind = true, kindNeutral
 		}
 		if !p.static {
 			a.notReadOnly(p.why)
@@ -420,7 +479,6 @@ func (s *step) analyzeParts() {
 				a.roButRedirect = false
 			}
 		}
-		s.an[i] = a
 		if !a.readOnly {
 			ro = false
 		}
@@ -457,7 +515,7 @@ func (s *step) notReadOnlyReason() string {
 	}
 	for _, a := range s.an {
 		if !a.readOnly {
-			return a.why
+			return a.reason()
 		}
 	}
 	return "not read-only"

@@ -41,6 +41,7 @@ type extraction struct {
 	seen       map[string]bool // candidates already in cands
 	incomplete string          // why some command could not be seen ("" if none)
 	nested     int             // bytes parsed for nested strings
+	candsBuf   [4][]string     // cands' first backing array
 }
 
 func (x *extraction) fail(why string) {
@@ -379,6 +380,9 @@ func (x *extraction) add(argv []string) {
 			if equalWords(c, argv) {
 				return
 			}
+		}
+		if x.cands == nil {
+			x.cands = x.candsBuf[:0]
 		}
 		x.cands = append(x.cands, argv)
 		return

@@ -110,11 +110,18 @@ func parseFlags(args []string, t flagTable, o flagOpts) (parsedArgs, string, boo
 		w := args[i]
 		switch {
 		case w == "--" && !o.noDoubleDash:
+			if p.pos == nil && i+1 < len(args) {
+				p.pos = make([]int, 0, len(args)-i-1)
+			}
 			for j := i + 1; j < len(args); j++ {
 				p.pos = append(p.pos, j)
 			}
 			return p, "", true
 		case len(w) < 2 || w[0] != '-':
+			if p.pos == nil {
+				// One allocation for all the positionals to come.
+				p.pos = make([]int, 0, len(args)-i)
+			}
 			p.pos = append(p.pos, i)
 		case strings.HasPrefix(w, "--"):
 			name, val, hasVal := strings.Cut(w, "=")
@@ -162,7 +169,7 @@ func parseFlags(args []string, t flagTable, o flagOpts) (parsedArgs, string, boo
 				continue
 			}
 			for j := 1; j < len(w); j++ {
-				name := "-" + w[j:j+1]
+				name := shortFlagNames[w[j]] // "-" + w[j:j+1]
 				k, ok := t[name]
 				if !ok {
 					return p, w, false
@@ -193,6 +200,14 @@ func parseFlags(args []string, t flagTable, o flagOpts) (parsedArgs, string, boo
 	}
 	return p, "", true
 }
+
+// shortFlagNames[c] is "-" followed by the byte c.
+var shortFlagNames = func() (t [256]string) {
+	for c := range t {
+		t[c] = "-" + string([]byte{byte(c)})
+	}
+	return t
+}()
 
 func isDigits(s string) bool {
 	if s == "" {

@@ -157,7 +157,7 @@ func analyzeGit(a *analysis, args []string) {
 	subName := args[i]
 	sub, ok := gitSubs[subName]
 	if !ok {
-		a.notReadOnly("git " + subName + " is not a read-only git command")
+		a.notReadOnly2("git "+subName, " is not a read-only git command")
 		return
 	}
 	rest := args[i+1:]

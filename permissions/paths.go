@@ -110,10 +110,14 @@ func (c cwdSet) with(dir string) cwdSet {
 // resolve returns the absolute forms of p in every possible directory, and
 // false when one of them is unknown.
 func (c cwdSet) resolve(p string) ([]string, bool) {
+	return c.appendResolved(nil, p)
+}
+
+// appendResolved is resolve appending to out (a caller's buffer).
+func (c cwdSet) appendResolved(out []string, p string) ([]string, bool) {
 	if strings.HasPrefix(p, "/") {
-		return []string{filepath.Clean(p)}, true
+		return append(out, filepath.Clean(p)), true
 	}
-	out := make([]string, 0, len(c))
 	for _, d := range c {
 		if d == "" {
 			return nil, false
@@ -226,7 +230,8 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) st
 	if strings.HasPrefix(p, "~") {
 		return "path " + quoteWord(p) + " is in the home directory"
 	}
-	abs, ok := cwds.resolve(p)
+	var buf [2]string
+	abs, ok := cwds.appendResolved(buf[:0], p)
 	if !ok {
 		return "relative path " + quoteWord(p) + " after cd to an unknown directory"
 	}

@@ -3,6 +3,7 @@ package permissions
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Display kinds of a command (Result.Kind).
@@ -49,7 +50,8 @@ type analysis struct {
 	name     string // the command name (base name of argv[0])
 	kind     string
 	readOnly bool
-	why      string // why it is not read-only
+	why      string // why it is not read-only (with whyTail: see reason)
+	whyTail  string // joined to why when read, so that it is built only then
 	edit     bool   // a file-creating or -editing command (acceptEdits)
 	reads    []string
 	writes   []string
@@ -77,6 +79,21 @@ func (a *analysis) notReadOnly(why string) {
 	}
 }
 
+// notReadOnly2 is notReadOnly(head + tail), with the string built only
+// when reason reads it.
+func (a *analysis) notReadOnly2(head, tail string) {
+	if a.readOnly {
+		a.readOnly = false
+		a.why, a.whyTail = head, tail
+	}
+}
+
+// setWhy replaces the reason.
+func (a *analysis) setWhy(why string) { a.why, a.whyTail = why, "" }
+
+// reason is why the command is not read-only.
+func (a *analysis) reason() string { return a.why + a.whyTail }
+
 func (a *analysis) mustAsk(why string) {
 	if a.ask == "" {
 		a.ask = why
@@ -86,56 +103,71 @@ func (a *analysis) mustAsk(why string) {
 // analyze classifies one command (argv already stripped of safe
 // assignments and wrappers).
 func analyze(argv []string) analysis {
-	a := analysis{readOnly: true}
+	var a analysis
+	analyzeInto(&a, argv)
+	return a
+}
+
+// analyzeInto is analyze writing into *a, which must be zero, so that the
+// analysis can live in the caller's slice.
+func analyzeInto(a *analysis, argv []string) {
+	a.readOnly = true
 	if len(argv) == 0 {
 		a.kind = kindNeutral
-		return a
+		return
 	}
 	name := argv[0]
 	a.name = path.Base(name)
-	a.kind = displayKind(a.name)
+	info, known := commandTable()[a.name]
+	a.kind = KindNone
+	if known {
+		a.kind = info.kind // displayKind(a.name)
+	}
 	if strings.Contains(name, "/") {
 		// /bin/cat is cat only if it really is; a path may name anything.
 		a.notReadOnly("the command is named by a path")
-		return a
+		return
 	}
 	args := argv[1:]
 	switch name {
 	case "git":
-		analyzeGit(&a, args)
-		return a
+		analyzeGit(a, args)
+		return
 	case "sed":
-		analyzeSed(&a, args)
-		return a
+		analyzeSed(a, args)
+		return
 	case "find":
-		analyzeFind(&a, args)
-		return a
+		analyzeFind(a, args)
+		return
 	case "cd", "pushd":
-		analyzeCd(&a, args)
-		return a
+		analyzeCd(a, args)
+		return
 	case "docker", "podman":
-		analyzeContainer(&a, name, args)
-		return a
+		analyzeContainer(a, name, args)
+		return
 	case "xargs":
-		analyzeXargs(&a, args)
-		return a
+		analyzeXargs(a, args)
+		return
 	}
-	if spec, ok := editSpecs[name]; ok {
-		analyzeEdit(&a, spec, args)
-		return a
+	if a.name != name { // "" (path.Base gives "."): look name itself up
+		info = commandTable()[name]
 	}
-	spec, ok := readOnlySpecs()[name]
-	if !ok {
-		a.notReadOnly(name + " is not a known read-only command")
-		return a
+	if info.edit != nil { // editSpecs[name]
+		analyzeEdit(a, *info.edit, args)
+		return
+	}
+	spec := info.ro // readOnlySpecs()[name]
+	if spec == nil {
+		a.notReadOnly2(name, " is not a known read-only command")
+		return
 	}
 	if spec.anyArgs {
-		return a
+		return
 	}
 	pa, bad, ok := parseFlags(args, spec.flags, spec.opts)
 	if !ok {
 		a.notReadOnly(name + ": flag " + quoteWord(bad) + " is not known to be read-only")
-		return a
+		return
 	}
 	for _, f := range pa.flags {
 		switch f.kind {
@@ -149,7 +181,7 @@ func analyze(argv []string) analysis {
 	pos := pa.pos
 	if (spec.maxPos < 0 && len(pos) > 0) || (spec.maxPos > 0 && len(pos) > spec.maxPos) {
 		a.notReadOnly(name + ": too many operands (the last one may be written)")
-		return a
+		return
 	}
 	switch spec.pos {
 	case posPaths:
@@ -174,10 +206,43 @@ func analyze(argv []string) analysis {
 		a.reads = append(a.reads, ".")
 	}
 	if spec.check != nil {
-		spec.check(&a, args, &pa)
+		pa := pa // only this copy goes to the heap (a check is a func value)
+		spec.check(a, args, &pa)
 	}
-	return a
 }
+
+// commandInfo is what the tables say about a command name: its display
+// kind (displayKind), its file-editing spec (editSpecs) and its read-only
+// spec (readOnlySpecs), for one map lookup instead of three.
+type commandInfo struct {
+	kind string
+	edit *editSpec
+	ro   *cmdSpec
+}
+
+var commandTable = sync.OnceValue(func() map[string]commandInfo {
+	m := map[string]commandInfo{}
+	for n := range kindOf {
+		m[n] = commandInfo{}
+	}
+	for n := range readOnlySpecs() {
+		m[n] = commandInfo{}
+	}
+	for n := range editSpecs {
+		m[n] = commandInfo{}
+	}
+	for n := range m {
+		info := commandInfo{kind: displayKind(n)}
+		if s, ok := editSpecs[n]; ok {
+			info.edit = &s
+		}
+		if s, ok := readOnlySpecs()[n]; ok {
+			info.ro = s
+		}
+		m[n] = info
+	}
+	return m
+})
 
 // displayKind is the kind shown for a command name, whatever its flags.
 func displayKind(name string) string {
@@ -341,10 +406,10 @@ var editSpecs = map[string]editSpec{
 // analyzeEdit handles the file-editing commands: never read-only, allowed
 // in acceptEdits when every path stays inside the allowed directories.
 func analyzeEdit(a *analysis, spec editSpec, args []string) {
-	a.notReadOnly(a.name + " changes files")
+	a.notReadOnly2(a.name, " changes files")
 	pa, bad, ok := parseFlags(args, spec.flags, flagOpts{})
 	if !ok {
-		a.why = a.name + ": flag " + quoteWord(bad) + " is not a known file-editing flag"
+		a.setWhy(a.name + ": flag " + quoteWord(bad) + " is not a known file-editing flag")
 		return
 	}
 	for _, f := range pa.flags {
@@ -388,7 +453,7 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 		for _, src := range srcs {
 			base := path.Base(src)
 			if strings.ContainsAny(src, "*?[") || base == "." || base == ".." || base == "/" {
-				a.why = a.name + " " + src + ": what it copies cannot be named"
+				a.setWhy(a.name + " " + src + ": what it copies cannot be named")
 				return
 			}
 			for _, d := range dests {
@@ -446,7 +511,7 @@ func analyzeXargs(a *analysis, args []string) {
 	}
 	inner := analyze(rest)
 	if !inner.readOnly {
-		a.notReadOnly(inner.why)
+		a.notReadOnly2(inner.why, inner.whyTail)
 		return
 	}
 	a.kind = inner.kind

@@ -46,10 +46,28 @@ func warnings(cands [][]string, src string) []string {
 			add(w)
 		}
 	}
-	if len(src) < MaxAnalysedBytes && (containsFold(src, "drop") || containsFold(src, "truncate")) && sqlDropRe.MatchString(src) {
+	if len(src) < MaxAnalysedBytes && containsDropOrTruncate(src) && sqlDropRe.MatchString(src) {
 		add(warnSQL)
 	}
 	return out
+}
+
+// containsDropOrTruncate is containsFold(s, "drop") ||
+// containsFold(s, "truncate") in one pass.
+func containsDropOrTruncate(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] | 0x20 {
+		case 'd':
+			if i+4 <= len(s) && s[i+1]|0x20 == 'r' && s[i+2]|0x20 == 'o' && s[i+3]|0x20 == 'p' {
+				return true
+			}
+		case 't':
+			if i+8 <= len(s) && containsFold(s[i:i+8], "truncate") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // containsFold reports whether s contains the lower-case ASCII word w in

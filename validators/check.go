@@ -78,9 +78,45 @@ func Analyze(cmd string) Result {
 	return analyze(cmd, 0)
 }
 
+// CheckParse is Analyze for callers that need only the parse and the
+// decision (the permission engine): it does not compute the views, which
+// no validator but the Original needs.
+func CheckParse(cmd string) (ParseResult, policy.Decision) {
+	p := parse(cmd)
+	res := p.analyze(0, false)
+	p.release()
+	return res.Parse, res.Decision
+}
+
 func analyze(cmd string, depth int) Result {
 	p := parse(cmd)
-	ctx := &Context{Command: cmd, Parse: p.result, Views: computeViews(p), p: p, depth: depth, recurse: analyze}
+	res := p.analyze(depth, true)
+	// Nothing of p's scratch state is in res: the commands, the views
+	// and the reasons are allocated for it.
+	p.release()
+	return res
+}
+
+// analyzeNested analyses a script handed to a nested shell: only its
+// parse and decision are read (Context.nested), so without the views.
+func analyzeNested(cmd string, depth int) Result {
+	p := parse(cmd)
+	res := p.analyze(depth, false)
+	p.release()
+	return res
+}
+
+// analyze runs the chain on p. Without views, Result.Views and
+// Context.Views hold only the Original.
+func (p *parsed) analyze(depth int, views bool) Result {
+	cmd := p.src
+	ctx := &p.ctx // every field is set here (release leaves the last one)
+	ctx.Command, ctx.Parse, ctx.p, ctx.depth, ctx.recurse = cmd, p.result, p, depth, analyzeNested
+	if views {
+		ctx.Views = computeViews(p)
+	} else {
+		ctx.Views = Views{Original: cmd}
+	}
 	res := Result{Parse: p.result, Views: ctx.Views}
 	if p.result.Kind != Simple {
 		res.Decision = policy.Decision{

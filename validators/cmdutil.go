@@ -3,7 +3,6 @@ package validators
 import (
 	"strings"
 
-	"github.com/moat-sandbox/moat/internal/shellword"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -11,16 +10,23 @@ import (
 type cmdRef struct {
 	sc  *SimpleCommand
 	ast *callAST
+	// exec is execArgs(sc.Args), computed once for the validators that
+	// look for the program that finally runs.
+	exec []Word
 }
 
-// commands returns the flattened commands (only for a Simple parse).
+// commands returns the flattened commands (only for a Simple parse). The
+// slice is built once per parse and shared: callers must not change it.
 func (ctx *Context) commands() []cmdRef {
-	cmds := ctx.p.result.Commands
-	out := make([]cmdRef, len(cmds))
-	for i := range cmds {
-		out[i] = cmdRef{&cmds[i], &ctx.p.calls[i]}
+	p := ctx.p
+	cmds := p.result.Commands
+	if len(p.refs) != len(cmds) {
+		p.refs = p.refs[:0]
+		for i := range cmds {
+			p.refs = append(p.refs, cmdRef{&cmds[i], &p.calls[i], execArgs(cmds[i].Args)})
+		}
 	}
-	return out
+	return p.refs
 }
 
 func baseName(s string) string {
@@ -59,12 +65,15 @@ var wrappers = map[string]wrapper{
 	"unbuffer":  {},
 }
 
+var wrapperKeys = newKeyFilter(wrappers)
+
 // execArgs strips wrappers (env, timeout, nice, nohup, sudo, xargs, ...)
 // and returns the words of the command that finally runs. It is a best
 // effort used to find the real program (jq, a shell); it never hides a
 // word from the checks that look at every word.
 func execArgs(args []Word) []Word {
-	starts := programStarts(args)
+	var buf [8]int
+	starts := appendProgramStarts(buf[:0], args)
 	last := starts[len(starts)-1]
 	if last >= len(args) {
 		return nil
@@ -72,14 +81,18 @@ func execArgs(args []Word) []Word {
 	return args[last:]
 }
 
-// programStarts returns the index of every program along a chain of
-// wrappers: 0, then what each wrapper runs. The last index may be
-// len(args) when a wrapper has no command.
-func programStarts(args []Word) []int {
-	starts := []int{0}
+// appendProgramStarts appends to starts the index of every program along
+// a chain of wrappers: 0, then what each wrapper runs. The last index may
+// be len(args) when a wrapper has no command.
+func appendProgramStarts(starts []int, args []Word) []int {
+	starts = append(starts, 0)
 	pos := 0
 	for pos < len(args) {
-		w, ok := wrappers[baseName(args[pos].Value)]
+		name := baseName(args[pos].Value)
+		if !wrapperKeys.mayHave(name) {
+			break
+		}
+		w, ok := wrappers[name]
 		if !ok {
 			break
 		}
@@ -130,6 +143,73 @@ func containsField(list, s string) bool {
 	return false
 }
 
+// keyFilter quickly rejects most strings that are not keys of a set of
+// names: a key has one of the set's lengths and first bytes. It never
+// rejects a key, so "f.mayHave(s) && m[s]" is m[s] without the map lookup
+// for most words (paths, flags, values).
+type keyFilter struct {
+	lens  uint64 // bit n: a key of length n (n < 64)
+	long  bool   // a key of 64 bytes or more
+	empty bool   // the empty key
+	first [256]bool
+	last  [256]bool
+}
+
+func newKeyFilter[V any](m map[string]V) *keyFilter {
+	f := &keyFilter{}
+	for k := range m {
+		switch {
+		case k == "":
+			f.empty = true
+			continue
+		case len(k) >= 64:
+			f.long = true
+		default:
+			f.lens |= 1 << len(k)
+		}
+		f.first[k[0]] = true
+		f.last[k[len(k)-1]] = true
+	}
+	return f
+}
+
+// mayHaveBase is mayHave(baseName(s)), rejecting most strings on their
+// last byte (which is the base name's) before looking for a '/'.
+func (f *keyFilter) mayHaveBase(s string) bool {
+	if f.empty || f.long {
+		return f.mayHave(baseName(s))
+	}
+	n := len(s)
+	if n == 0 || !f.last[s[n-1]] {
+		return false // no key ends so (nor is empty)
+	}
+	// Keys are shorter than 64 bytes: the base name is only worth finding
+	// among the last 64 bytes (a long commit message is not scanned).
+	start := max(0, n-64)
+	base := s[start:]
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		base = base[i+1:]
+	} else if start > 0 {
+		return false // a base name of 64 bytes or more
+	}
+	return f.mayHave(base)
+}
+
+func (f *keyFilter) mayHave(s string) bool {
+	switch {
+	case s == "":
+		return f.empty
+	case len(s) >= 64:
+		return f.long && f.first[s[0]]
+	}
+	return f.lens&(1<<len(s)) != 0 && f.first[s[0]]
+}
+
+// isShellBase is shellNames[baseName(s)].
+func isShellBase(s string) bool { return shellNameKeys.mayHaveBase(s) && shellNames[baseName(s)] }
+
+var shellNameKeys = newKeyFilter(shellNames)
+
 // shellNames are programs that run their argument as shell code.
 var shellNames = map[string]bool{
 	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
@@ -145,7 +225,3 @@ func litParts(w *syntax.Word, fn func(l *syntax.Lit, first bool)) {
 		}
 	}
 }
-
-// wordShape is the word's text with quoted and escaped characters that
-// matter to brace expansion neutralised, and expansions as 'v'.
-func wordShape(w *syntax.Word) []byte { return shellword.Shape(w) }

@@ -25,6 +25,13 @@ var nameBuiltins = map[string]bool{
 	"let": true, "select": true, "for": true, "compgen": true, "complete": true,
 }
 
+var nameBuiltinKeys = newKeyFilter(nameBuiltins)
+
+// isNameBuiltinBase is nameBuiltins[baseName(s)].
+func isNameBuiltinBase(s string) bool {
+	return nameBuiltinKeys.mayHaveBase(s) && nameBuiltins[baseName(s)]
+}
+
 // arithVars are the shell variables whose assigned value bash evaluates
 // as arithmetic (checked against bash 5.2: RANDOM, SRANDOM, OPTIND and
 // HISTCMD run a subscript's command substitution; the others are listed
@@ -177,7 +184,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 		args := ctx.p.result.Commands[i].Args
 		named := false
 		for _, a := range args {
-			if nameBuiltins[baseName(a.Value)] {
+			if isNameBuiltinBase(a.Value) {
 				named = true
 				break
 			}
@@ -185,7 +192,8 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 		if !named {
 			continue
 		}
-		for _, s := range programStarts(args) {
+		var buf [8]int
+		for _, s := range appendProgramStarts(buf[:0], args) {
 			if s >= len(args) {
 				break
 			}
@@ -211,7 +219,7 @@ func validateEvaluatedStrings(ctx *Context) policy.Decision {
 func EvaluatedCode(argv []string) string {
 	named := false
 	for _, a := range argv {
-		if nameBuiltins[baseName(a)] {
+		if isNameBuiltinBase(a) {
 			named = true
 			break
 		}
@@ -223,7 +231,8 @@ func EvaluatedCode(argv []string) string {
 	for i, a := range argv {
 		args[i] = Word{Raw: a, Value: a, Static: true}
 	}
-	for _, s := range programStarts(args) {
+	var buf [8]int
+	for _, s := range appendProgramStarts(buf[:0], args) {
 		if s >= len(args) {
 			break
 		}

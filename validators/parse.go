@@ -161,7 +161,10 @@ const (
 
 // ParseForSecurity parses cmd as bash and flattens it into simple commands.
 func ParseForSecurity(cmd string) ParseResult {
-	return parse(cmd).result
+	p := parse(cmd)
+	r := p.result
+	p.release()
+	return r
 }
 
 // parsed is the outcome of one parse: the public result plus what the
@@ -176,6 +179,20 @@ type parsed struct {
 	facts facts
 	// collected is set when the walk over the whole tree completed.
 	collected bool
+
+	// Scratch state, kept with p when it goes back to parsedPool.
+	coll   collector
+	walkFn func(syntax.Node) bool // p.coll.walk, bound once
+	refs   []cmdRef               // Context.commands, built once
+	// assignList is what Context.assignments reports, built once.
+	assignList  []assignment
+	assignsDone bool
+	ctx         Context
+	paint       []byte // computeViews
+	reader      strings.Reader
+	// sizes counted by the walk, to allocate the flattened commands at
+	// once.
+	nCalls, nWords, nAssigns, nRedirs int
 }
 
 // callAST keeps the syntax nodes of one flattened simple command.
@@ -190,20 +207,72 @@ var parserPool = sync.Pool{New: func() any {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
 }}
 
+// parsedPool holds parsed values between commands, with their scratch
+// slices, so that a decision allocates little beyond the syntax tree and
+// what its result keeps. A parsed goes back with release once nothing
+// refers to it.
+var parsedPool = sync.Pool{New: func() any { return newParsed("") }}
+
 func newParsed(src string) *parsed {
 	p := &parsed{src: src}
 	p.eval.Subst = p.heredocSubst
+	p.coll.p = p
+	p.walkFn = p.coll.walk
 	return p
 }
 
+// getParsed returns an empty parsed for src from the pool.
+func getParsed(src string) *parsed {
+	p := parsedPool.Get().(*parsed)
+	p.src = src
+	return p
+}
+
+// release puts p back in the pool, emptied. p must not be used
+// afterwards, nor anything of its scratch state (facts, calls, commands).
+// The scratch slices are only cut to length zero, not cleared: until they
+// are overwritten they keep the last command's tree alive, which is at
+// most one ordinary command per pooled value (the pool lets idle values
+// go at garbage collection, and huge commands' buffers are not pooled).
+func (p *parsed) release() {
+	if cap(p.paint) > maxPooledBytes || cap(p.facts.spans) > maxPooledItems ||
+		cap(p.facts.words) > maxPooledItems || cap(p.calls) > maxPooledItems ||
+		cap(p.coll.stack) > maxPooledItems || cap(p.facts.quoted) > maxPooledItems {
+		// A huge command (up to MaxCommandBytes) leaves large buffers:
+		// let them go rather than keep them for ordinary commands.
+		return
+	}
+	p.result = ParseResult{}
+	p.src = ""
+	p.file = nil
+	p.calls = p.calls[:0]
+	p.facts.reset()
+	p.collected = false
+	p.coll.reset()
+	p.refs = p.refs[:0]
+	p.assignList, p.assignsDone = p.assignList[:0], false
+	// p.ctx is overwritten field by field by the next analyze.
+	p.paint = p.paint[:0]
+	p.reader.Reset("")
+	p.nCalls, p.nWords, p.nAssigns, p.nRedirs = 0, 0, 0, 0
+	parsedPool.Put(p)
+}
+
+// Scratch buffers larger than this are not kept in parsedPool.
+const (
+	maxPooledBytes = 16 << 10
+	maxPooledItems = 1 << 10
+)
+
 func parse(cmd string) *parsed {
-	p := newParsed(cmd)
+	p := getParsed(cmd)
 	if kind, reason := precheck(cmd); reason != "" {
 		p.result = ParseResult{Kind: kind, Reason: reason}
 		return p
 	}
 	parser := parserPool.Get().(*syntax.Parser)
-	f, err := parser.Parse(strings.NewReader(cmd), "")
+	p.reader.Reset(cmd)
+	f, err := parser.Parse(&p.reader, "")
 	parserPool.Put(parser)
 	if err != nil {
 		p.result = ParseResult{Kind: Unavailable, Reason: "parse error: " + err.Error()}
@@ -221,6 +290,15 @@ func parse(cmd string) *parsed {
 	}
 	p.collected = true
 	fl := flattener{p: p}
+	if p.nCalls > 0 {
+		// One allocation for each kind of slice the commands keep; each
+		// command gets a full slice expression of it, so no append can
+		// reach a neighbour's part.
+		fl.out = make([]SimpleCommand, 0, p.nCalls)
+		fl.words = make([]Word, 0, p.nWords)
+		fl.assigns = make([]Assign, 0, p.nAssigns)
+		fl.redirs = make([]Redirect, 0, p.nRedirs)
+	}
 	for _, st := range f.Stmts {
 		if err := fl.stmt(st, ";", false); err != nil {
 			kind := TooComplex
@@ -254,8 +332,14 @@ func precheck(cmd string) (ParseKind, string) {
 		return TooComplex, fmt.Sprintf("command longer than %d bytes", MaxCommandBytes)
 	}
 	depth, maxDepth := 0, 0
+	var high byte // OR of all bytes: ASCII only when below 0x80
 	for i := 0; i < len(cmd); i++ {
-		switch cmd[i] {
+		c := cmd[i]
+		high |= c
+		if !precheckByte[c] {
+			continue
+		}
+		switch c {
 		case 0:
 			// bash -c cannot even receive a NUL; mvdan.cc/sh drops it.
 			return Unavailable, "command contains a NUL byte"
@@ -277,16 +361,53 @@ func precheck(cmd string) (ParseKind, string) {
 	if maxDepth > MaxNesting {
 		return TooComplex, fmt.Sprintf("brackets nest deeper than %d", MaxNesting)
 	}
-	if !utf8.ValidString(cmd) {
+	if high >= utf8.RuneSelf && !utf8.ValidString(cmd) {
 		// bash works on bytes, mvdan.cc/sh on runes: they may not agree.
 		return Unavailable, "command is not valid UTF-8"
 	}
 	return Simple, ""
 }
 
+// precheckByte marks the bytes precheck's loop looks at.
+var precheckByte = [256]bool{0: true, '\r': true, '(': true, '{': true, '[': true, ')': true, '}': true, ']': true}
+
 type flattener struct {
 	p   *parsed
 	out []SimpleCommand
+	// Backing arrays for the commands' Args, Assigns and Redirects, sized
+	// from the walk's counts.
+	words   []Word
+	assigns []Assign
+	redirs  []Redirect
+}
+
+// wordSlice returns an empty slice for n words from the backing array, or
+// nil when it is too short (append then allocates as before).
+func (fl *flattener) wordSlice(n int) []Word {
+	if n == 0 || len(fl.words)+n > cap(fl.words) {
+		return nil
+	}
+	l := len(fl.words)
+	fl.words = fl.words[:l+n]
+	return fl.words[l : l : l+n]
+}
+
+func (fl *flattener) assignSlice(n int) []Assign {
+	if n == 0 || len(fl.assigns)+n > cap(fl.assigns) {
+		return nil
+	}
+	l := len(fl.assigns)
+	fl.assigns = fl.assigns[:l+n]
+	return fl.assigns[l : l : l+n]
+}
+
+func (fl *flattener) redirSlice(n int) []Redirect {
+	if n == 0 || len(fl.redirs)+n > cap(fl.redirs) {
+		return nil
+	}
+	l := len(fl.redirs)
+	fl.redirs = fl.redirs[:l+n]
+	return fl.redirs[l : l : l+n]
 }
 
 var errTooMany = fmt.Errorf("more than %d subcommands", MaxSubcommands)
@@ -353,6 +474,8 @@ func (fl *flattener) push(sc SimpleCommand, ast callAST) error {
 func (fl *flattener) call(st *syntax.Stmt, c *syntax.CallExpr, op string) error {
 	p := fl.p
 	sc := SimpleCommand{Op: op, Negated: st.Negated, Source: p.text(st)}
+	sc.Assigns = fl.assignSlice(len(c.Assigns))
+	sc.Args = fl.wordSlice(len(c.Args))
 	for _, a := range c.Assigns {
 		if a.Append || a.Naked || a.Index != nil || a.Array != nil || a.Name == nil {
 			return fmt.Errorf("unsupported assignment %q", p.text(a))
@@ -367,7 +490,7 @@ func (fl *flattener) call(st *syntax.Stmt, c *syntax.CallExpr, op string) error 
 		sc.Args = append(sc.Args, p.word(a))
 	}
 	var err error
-	if sc.Redirects, err = p.redirects(st.Redirs); err != nil {
+	if sc.Redirects, err = p.redirects(fl.redirSlice(len(st.Redirs)), st.Redirs); err != nil {
 		return err
 	}
 	return fl.push(sc, callAST{stmt: st, args: c.Args, assigns: c.Assigns, redirs: st.Redirs})
@@ -379,6 +502,7 @@ func (fl *flattener) decl(st *syntax.Stmt, c *syntax.DeclClause, op string) erro
 	p := fl.p
 	sc := SimpleCommand{Op: op, Negated: st.Negated, Source: p.text(st), Decl: true}
 	ast := callAST{stmt: st, redirs: st.Redirs}
+	sc.Args = fl.wordSlice(len(c.Args) + 1)
 	sc.Args = append(sc.Args, Word{Raw: c.Variant.Value, Value: c.Variant.Value, Static: true})
 	ast.args = append(ast.args, nil)
 	for _, a := range c.Args {
@@ -412,14 +536,14 @@ func (fl *flattener) decl(st *syntax.Stmt, c *syntax.DeclClause, op string) erro
 		ast.assigns = append(ast.assigns, a)
 	}
 	var err error
-	if sc.Redirects, err = p.redirects(st.Redirs); err != nil {
+	if sc.Redirects, err = p.redirects(fl.redirSlice(len(st.Redirs)), st.Redirs); err != nil {
 		return err
 	}
 	return fl.push(sc, ast)
 }
 
-func (p *parsed) redirects(rs []*syntax.Redirect) ([]Redirect, error) {
-	var out []Redirect
+// redirects appends the redirections rs to out.
+func (p *parsed) redirects(out []Redirect, rs []*syntax.Redirect) ([]Redirect, error) {
 	for _, r := range rs {
 		if r.Word != nil {
 			// Digits right before '<' or '>' are a file descriptor number

@@ -39,7 +39,7 @@ func validateIncomplete(ctx *Context) policy.Decision {
 func (ctx *Context) jqCommands() [][]Word {
 	var out [][]Word
 	for _, c := range ctx.commands() {
-		args := execArgs(c.sc.Args)
+		args := c.exec // execArgs(c.sc.Args)
 		if len(args) > 0 && baseName(args[0].Value) == "jq" {
 			out = append(out, args)
 		}
@@ -317,7 +317,7 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 		if opt := execOption(c.sc.Args); opt != "" {
 			return ask(fmt.Sprintf("the option %s makes the program run another command", opt))
 		}
-		args := execArgs(c.sc.Args)
+		args := c.exec // execArgs(c.sc.Args)
 		if len(args) > 0 && baseName(args[0].Value) == "find" {
 			for i := 1; i+1 < len(args); i++ {
 				switch args[i].Value {
@@ -339,7 +339,8 @@ func validateShellMetacharacters(ctx *Context) policy.Decision {
 func execOption(all []Word) string {
 	// The program is argv[0], or what the wrappers (timeout, env, sudo,
 	// ...) run; only those positions are looked at, so the scan is linear.
-	starts := programStarts(all)
+	var buf [8]int
+	starts := appendProgramStarts(buf[:0], all)
 	for k, start := range starts {
 		if start >= len(all) {
 			continue
@@ -445,7 +446,7 @@ type script struct {
 func nestedScripts(c cmdRef) []script {
 	var out []script
 	all := c.sc.Args
-	args := execArgs(all)
+	args := c.exec // execArgs(all)
 	if len(args) == 0 {
 		return nil
 	}
@@ -499,7 +500,7 @@ func nestedScripts(c cmdRef) []script {
 	// A shell anywhere later in the arguments: find -exec sh -c,
 	// xargs bash -c, parallel, and so on.
 	for i := len(all) - len(args) + 1; i < len(all); i++ {
-		if !shellNames[baseName(all[i].Value)] {
+		if !isShellBase(all[i].Value) {
 			continue
 		}
 		if s, ok, dash := shellScriptArg(all[i:]); ok {
@@ -702,6 +703,27 @@ func dangerousRead(name string) bool {
 // assignments, declaration builtins, NAME=value arguments (env, sudo,
 // make...) and the names given to read, mapfile, printf -v and getopts.
 func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
+	p := ctx.p
+	if !p.assignsDone {
+		p.assignList = ctx.appendAssignments(p.assignList[:0])
+		p.assignsDone = true
+	}
+	for _, a := range p.assignList {
+		if fn(a.name, a.value) {
+			return true
+		}
+	}
+	return false
+}
+
+// assignment is one variable a command line sets.
+type assignment struct {
+	name  string
+	value Word
+}
+
+// appendAssignments appends to out what assignments reports, in order.
+func (ctx *Context) appendAssignments(out []assignment) []assignment {
 	for _, a := range ctx.p.facts.assigns {
 		if a.Name == nil {
 			continue
@@ -710,30 +732,22 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 		if a.Value != nil {
 			v = ctx.p.word(a.Value)
 		}
-		if fn(a.Name.Value, v) {
-			return true
-		}
+		out = append(out, assignment{a.Name.Value, v})
 	}
 	for _, c := range ctx.commands() {
 		args := c.sc.Args
 		for _, a := range args {
 			if strings.HasPrefix(a.Value, "BASH_FUNC_") {
 				// An exported function (env 'BASH_FUNC_ls%%=() { ...; }').
-				if fn("BASH_FUNC_", Word{Raw: a.Raw, Value: a.Raw}) {
-					return true
-				}
+				out = append(out, assignment{"BASH_FUNC_", Word{Raw: a.Raw, Value: a.Raw}})
 				continue
 			}
 			if a.Static && isAssignWord(a.Value) {
 				name, val, _ := strings.Cut(a.Value, "=")
-				if fn(name, Word{Raw: val, Value: val, Static: true}) {
-					return true
-				}
+				out = append(out, assignment{name, Word{Raw: val, Value: val, Static: true}})
 			} else if !a.Static {
 				if name, _, ok := strings.Cut(a.Raw, "="); ok && isName(name) {
-					if fn(name, Word{Raw: a.Raw, Value: a.Raw}) {
-						return true
-					}
+					out = append(out, assignment{name, Word{Raw: a.Raw, Value: a.Raw}})
 				}
 			}
 		}
@@ -743,19 +757,19 @@ func (ctx *Context) assignments(fn func(name string, value Word) bool) bool {
 		switch baseName(args[0].Value) {
 		case "read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export", "readonly":
 			for _, a := range args[1:] {
-				if isName(a.Value) && fn(a.Value, Word{}) {
-					return true
+				if isName(a.Value) {
+					out = append(out, assignment{a.Value, Word{}})
 				}
 			}
 		case "printf":
 			for i := 1; i+1 < len(args); i++ {
-				if args[i].Value == "-v" && fn(args[i+1].Value, Word{}) {
-					return true
+				if args[i].Value == "-v" {
+					out = append(out, assignment{args[i+1].Value, Word{}})
 				}
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // 6 DANGEROUS_VARIABLES: setting variables that make the shell or other
@@ -1100,7 +1114,10 @@ func validateProcEnviron(ctx *Context) policy.Decision {
 // backslash-escaped quotes outside quotes, which make naive tokenizers
 // (and readers) pair quotes and braces differently from bash.
 func validateMalformedTokens(ctx *Context) policy.Decision {
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
+		if ctx.p.facts.wordLits[k]&(litBackslash|litBrace) == 0 {
+			continue // no escaped quote, no brace
+		}
 		depth, bad, escQuote := 0, false, false
 		litParts(w, func(l *syntax.Lit, _ bool) {
 			v := l.Value
@@ -1135,19 +1152,21 @@ func validateMalformedTokens(ctx *Context) policy.Decision {
 // joins what looks like two words into one; a line continuation inside a
 // word joins two lines into one word.
 func validateBackslashWhitespace(ctx *Context) policy.Decision {
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
 		found := false
-		litParts(w, func(l *syntax.Lit, _ bool) {
-			v := l.Value
-			for i := 0; i+1 < len(v); i++ {
-				if v[i] == '\\' {
-					if v[i+1] == ' ' || v[i+1] == '\t' {
-						found = true
+		if ctx.p.facts.wordLits[k]&litBackslash != 0 {
+			litParts(w, func(l *syntax.Lit, _ bool) {
+				v := l.Value
+				for i := 0; i+1 < len(v); i++ {
+					if v[i] == '\\' {
+						if v[i+1] == ' ' || v[i+1] == '\t' {
+							found = true
+						}
+						i++
 					}
-					i++
 				}
-			}
-		})
+			})
+		}
 		if found {
 			return ask(fmt.Sprintf("the word %q holds backslash-escaped whitespace", ctx.p.text(w)))
 		}
@@ -1158,11 +1177,22 @@ func validateBackslashWhitespace(ctx *Context) policy.Decision {
 	return pass()
 }
 
+// anyLits reports whether some word's lit* bits have one of bits.
+func anyLits(wordLits []byte, bits byte) bool {
+	for _, b := range wordLits {
+		if b&bits != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // 16 BRACE (brace expansion): {a,b} and {1..9} turn one word into
 // several (or into flags) that the prompt does not show.
 func validateBraceExpansion(ctx *Context) policy.Decision {
+	var buf [256]byte
 	for _, w := range ctx.p.facts.words {
-		if shellword.BraceExpands(wordShape(w)) {
+		if shellword.BraceExpands(shellword.AppendShape(buf[:0], w)) {
 			return ask(fmt.Sprintf("brace expansion in %q produces words that are not shown", ctx.p.text(w)))
 		}
 	}
@@ -1246,6 +1276,9 @@ func validateUnicodeWhitespace(ctx *Context) policy.Decision {
 // 19 HASH (mid-word #): a '#' inside a word is literal for bash but
 // starts a comment for some tokenizers (and readers).
 func validateMidWordHash(ctx *Context) policy.Decision {
+	if !anyLits(ctx.p.facts.wordLits, litHash) {
+		return pass()
+	}
 	assignVals := map[*syntax.Word]bool{}
 	for _, a := range ctx.p.facts.assigns {
 		if a.Value != nil && a.Name != nil {
@@ -1318,11 +1351,14 @@ func validateZsh(ctx *Context) policy.Decision {
 			return ask(fmt.Sprintf("%s is a shell builtin that can load code or open files and sockets", n))
 		}
 	}
-	for _, w := range ctx.p.facts.words {
+	for k, w := range ctx.p.facts.words {
 		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "=") {
 			if raw := ctx.p.text(w); len(raw) > 1 && raw != "==" {
 				return ask(fmt.Sprintf("zsh expands the word %q (=cmd) to a program's path", raw))
 			}
+		}
+		if ctx.p.facts.wordLits[k]&litDollar == 0 {
+			continue
 		}
 		dollar := false
 		litParts(w, func(l *syntax.Lit, _ bool) {
@@ -1370,6 +1406,9 @@ func precommandModifier(args []Word) string {
 // like operators to a reader (and to naive splitters) but are literal.
 // find's "-exec ... \;" terminator is the one accepted use.
 func validateBackslashOperators(ctx *Context) policy.Decision {
+	if !anyLits(ctx.p.facts.wordLits, litBackslash) {
+		return pass()
+	}
 	ok := map[*syntax.Word]bool{}
 	for _, c := range ctx.commands() {
 		exec := false
@@ -1385,8 +1424,8 @@ func validateBackslashOperators(ctx *Context) policy.Decision {
 			}
 		}
 	}
-	for _, w := range ctx.p.facts.words {
-		if ok[w] {
+	for k, w := range ctx.p.facts.words {
+		if ok[w] || ctx.p.facts.wordLits[k]&litBackslash == 0 {
 			continue
 		}
 		found := byte(0)

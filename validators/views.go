@@ -32,7 +32,11 @@ func computeViews(p *parsed) Views {
 	if !p.collected {
 		paint = scanQuotes(p.src)
 	} else if len(p.facts.spans) > 0 {
-		paint = make([]byte, len(p.src))
+		if cap(p.paint) < len(p.src) {
+			p.paint = make([]byte, len(p.src))
+		}
+		paint = p.paint[:len(p.src)]
+		clear(paint)
 		for _, s := range p.facts.spans {
 			for i := s.start; i < s.end; i++ {
 				paint[i] = s.kind

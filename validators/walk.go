@@ -35,6 +35,10 @@ type facts struct {
 	heredocs []*syntax.Redirect
 	// words are the shell words (not here-document bodies), in order.
 	words []*syntax.Word
+	// wordLits[i] tells which of the characters some validators look for
+	// the unquoted literal parts of words[i] hold (lit* bits), so that
+	// they skip the words without them.
+	wordLits []byte
 	// quoted are the literal strings inside single or double quotes.
 	quoted []string
 	// newlineSeps are offsets of newlines that separate two statements.
@@ -43,6 +47,31 @@ type facts struct {
 	spans []span
 	// seen counts the node types met (for tests).
 	seen map[string]int
+}
+
+// Bits of facts.wordLits: a character in a word's unquoted literals.
+const (
+	litBackslash byte = 1 << iota // '\'
+	litBrace                      // '{' or '}'
+	litHash                       // '#'
+	litDollar                     // '$'
+)
+
+// litClass maps a byte to its lit* bit.
+var litClass = [256]byte{'\\': litBackslash, '{': litBrace, '}': litBrace, '#': litHash, '$': litDollar}
+
+// wordLits computes the lit* bits of a word's unquoted literal parts.
+func wordLits(w *syntax.Word) byte {
+	var bits byte
+	for _, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			v := l.Value
+			for i := 0; i < len(v); i++ {
+				bits |= litClass[v[i]]
+			}
+		}
+	}
+	return bits
 }
 
 // span is a byte range of the source and how it is quoted.
@@ -69,32 +98,64 @@ func (p *parsed) collect() (err error) {
 			err = fmt.Errorf("syntax tree walk failed: %v", r)
 		}
 	}()
-	c := collector{p: p}
-	syntax.Walk(p.file, func(n syntax.Node) bool {
-		if err != nil {
-			return false
-		}
-		if n == nil {
-			c.depth--
-			c.stack = c.stack[:len(c.stack)-1]
-			return true
-		}
-		if err = c.visit(n); err != nil {
-			return false
-		}
-		c.stack = append(c.stack, n)
-		c.depth++
-		if c.depth > maxASTDepth {
-			err = fmt.Errorf("syntax tree deeper than %d", maxASTDepth)
-			return false
-		}
+	c := &p.coll
+	c.reset()
+	syntax.Walk(p.file, p.walkFn)
+	return c.err
+}
+
+// walk is the function collect gives syntax.Walk (as p.walkFn, so that
+// no closure is allocated per command).
+func (c *collector) walk(n syntax.Node) bool {
+	if c.err != nil {
+		return false
+	}
+	if n == nil {
+		c.depth--
+		c.stack = c.stack[:len(c.stack)-1]
 		return true
-	})
-	return err
+	}
+	if c.err = c.visit(n); c.err != nil {
+		return false
+	}
+	c.stack = append(c.stack, n)
+	c.depth++
+	if c.depth > maxASTDepth {
+		c.err = fmt.Errorf("syntax tree deeper than %d", maxASTDepth)
+		return false
+	}
+	return true
+}
+
+// reset empties the collector for another walk, keeping its p, its track
+// setting and the capacity of its slices (see parsed.release).
+func (c *collector) reset() {
+	c.depth = 0
+	c.err = nil
+	c.hdocs = c.hdocs[:0]
+	c.stack = c.stack[:0]
+}
+
+// reset empties the facts, keeping the capacity of their slices.
+func (f *facts) reset() {
+	f.substs = f.substs[:0]
+	f.ariths = f.ariths[:0]
+	f.params = f.params[:0]
+	f.ansiQuotes = f.ansiQuotes[:0]
+	f.comments = f.comments[:0]
+	f.assigns = f.assigns[:0]
+	f.heredocs = f.heredocs[:0]
+	f.words = f.words[:0]
+	f.wordLits = f.wordLits[:0]
+	f.quoted = f.quoted[:0]
+	f.newlineSeps = f.newlineSeps[:0]
+	f.spans = f.spans[:0]
+	f.seen = nil
 }
 
 type collector struct {
 	p     *parsed
+	err   error // the walk's outcome
 	depth int
 	// hdocs are the body words of here-documents met so far.
 	hdocs []*syntax.Word
@@ -187,7 +248,11 @@ func (c *collector) visit(n syntax.Node) error {
 		}
 		f.comments = append(f.comments, *n)
 	case *syntax.Stmt:
+		c.p.nRedirs += len(n.Redirs)
 	case *syntax.CallExpr:
+		c.p.nCalls++
+		c.p.nWords += len(n.Args)
+		c.p.nAssigns += len(n.Assigns)
 	case *syntax.BinaryCmd:
 	case *syntax.Assign:
 		f.assigns = append(f.assigns, n)
@@ -217,8 +282,11 @@ func (c *collector) visit(n syntax.Node) error {
 	case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.WordIter,
 		*syntax.CStyleLoop, *syntax.CaseClause, *syntax.CaseItem, *syntax.FuncDecl,
 		*syntax.TestClause, *syntax.BinaryTest, *syntax.UnaryTest, *syntax.ParenTest,
-		*syntax.DeclClause, *syntax.TimeClause, *syntax.CoprocClause,
+		*syntax.TimeClause, *syntax.CoprocClause,
 		*syntax.ArrayExpr, *syntax.ArrayElem:
+	case *syntax.DeclClause:
+		c.p.nCalls++
+		c.p.nWords += len(n.Args) + 1
 	case *syntax.LetClause:
 		f.ariths = append(f.ariths, n)
 	case *syntax.ArithmCmd:
@@ -227,6 +295,7 @@ func (c *collector) visit(n syntax.Node) error {
 	case *syntax.Word:
 		if !c.isHeredoc(n) {
 			f.words = append(f.words, n)
+			f.wordLits = append(f.wordLits, wordLits(n))
 		}
 	case *syntax.Lit:
 		if err := c.dollarContinuation(n); err != nil {

@@ -111,7 +111,7 @@ func (ev Evaluator) Value(w *syntax.Word) (string, error) {
 	if len(w.Parts) == 1 { // the common cases, without allocating
 		switch p := w.Parts[0].(type) {
 		case *syntax.Lit:
-			if !strings.ContainsAny(p.Value, "\\*?[~{$") {
+			if !hasAny(p.Value, &unquotedSpecial) { // "\\*?[~{$"
 				return p.Value, nil
 			}
 		case *syntax.SglQuoted:
@@ -120,10 +120,92 @@ func (ev Evaluator) Value(w *syntax.Word) (string, error) {
 			}
 		}
 	}
+	if v, ok := literalValue(w); ok {
+		return v, nil
+	}
 	if err := ev.scan(w); err != nil {
 		return "", err
 	}
 	return ev.expand(w)
+}
+
+// Byte sets for hasAny: the characters that make an unquoted literal or a
+// literal inside double quotes more than its text.
+var (
+	unquotedSpecial     = byteSet("\\*?[~{$")
+	doubleQuotedSpecial = byteSet("\\$`")
+)
+
+func byteSet(chars string) (set [256]bool) {
+	for i := 0; i < len(chars); i++ {
+		set[chars[i]] = true
+	}
+	return set
+}
+
+// hasAny is strings.ContainsAny(s, chars) for the ASCII chars of set.
+func hasAny(s string, set *[256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+// literalValue is the value of a word made only of literal text, without
+// calling expand: unquoted literals without a character that escapes or
+// expands (the single-literal fast path's set), single quotes, and double
+// quotes holding only literals without '\', '$' or '`'. Such a word is
+// one field, the concatenation of its parts. ok is false for any other
+// word, and for an empty value (left to expand).
+func literalValue(w *syntax.Word) (string, bool) {
+	n := 0
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if hasAny(p.Value, &unquotedSpecial) || strings.IndexByte(p.Value, '`') >= 0 { // "\\*?[~{$`"
+				return "", false
+			}
+			n += len(p.Value)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			n += len(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok || hasAny(l.Value, &doubleQuotedSpecial) { // "\\$`"
+					return "", false
+				}
+				n += len(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	if n == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				b.WriteString(q.(*syntax.Lit).Value)
+			}
+		}
+	}
+	return b.String(), true
 }
 
 // expand runs mvdan.cc/sh's expansion with everything dynamic refused.
@@ -266,8 +348,10 @@ func appendQuotedShape(shape []byte, s string) []byte {
 // Shape is the word's text with quoted and escaped characters that matter
 // to brace expansion neutralised ('q'), and expansions as 'v': what
 // BraceExpands looks at.
-func Shape(w *syntax.Word) []byte {
-	var shape []byte
+func Shape(w *syntax.Word) []byte { return AppendShape(nil, w) }
+
+// AppendShape appends the word's Shape to shape.
+func AppendShape(shape []byte, w *syntax.Word) []byte {
 	for _, part := range w.Parts {
 		switch x := part.(type) {
 		case *syntax.Lit:

@@ -97,7 +97,9 @@ func TestSubst(t *testing.T) {
 // TestFastPath: the allocation-free paths give what mvdan.cc/sh's expand
 // gives.
 func TestFastPath(t *testing.T) {
-	for _, src := range []string{`plain`, `'single q'`, `a-b_c.d/e=f:g,h@i%j+k`, `'$(id) *'`, `a#x`, `a]`} {
+	for _, src := range []string{`plain`, `'single q'`, `a-b_c.d/e=f:g,h@i%j+k`, `'$(id) *'`, `a#x`, `a]`,
+		`"a b"`, `a"b"'c'd`, `--msg="hello, world"`, `"x}{,y"`, `'a'"b"`, `"*?[x]~"`, `x="a=~b"`, `"a
+b"`, `"a"''`, `"!x"`, `a"]"`, `"a#b"''c`} {
 		w := parseWord(t, src)
 		fast, err := Evaluator{}.Value(w)
 		if err != nil {
