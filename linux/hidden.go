@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -97,6 +98,8 @@ func (ln *launcher) startWatches(fd int) {
 	ln.inotifyFD = fd
 	ln.watchStop = make(chan struct{})
 	stop := ln.watchStop
+	ln.holderReady = make(chan struct{})
+	go ln.holdInotify(fd, ln.holderReady)
 	ln.watchMu.Unlock()
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
@@ -157,11 +160,12 @@ func (ln *launcher) closeWatches() {
 		close(ln.watchStop)
 		ln.watchStop = nil
 	}
-	if ln.inotifyFD > 0 {
-		releaseInotify(ln.inotifyFD)
-		ln.inotifyFD = 0
-	}
+	fd := ln.inotifyFD
+	ln.inotifyFD = 0
 	ln.watchMu.Unlock()
+	if fd > 0 {
+		ln.releaseInotify(fd)
+	}
 	if ln.sentDir != "" {
 		if err := os.RemoveAll(ln.sentDir); err != nil {
 			ln.l.Log.Debug("sentinels", "err", fmt.Sprint(err))
@@ -169,23 +173,54 @@ func (ln *launcher) closeWatches() {
 	}
 }
 
-// releaseInotify closes an inotify instance with watches without making the
-// run wait for it. The kernel tears a group with marks down synchronously
-// (the mark reaper's delay and an SRCU grace period: 7 to 20 ms measured on
-// this machine kind), in whichever process drops the last reference,
-// also at exit. A short-lived child that inherits the instance drops it
-// instead, after this process's copy is closed; nobody waits for it but a
-// goroutine that reaps it. Without such a child, the close is synchronous.
-func releaseInotify(fd int) {
-	f := os.NewFile(uintptr(fd), "inotify")
-	for _, sleep := range []string{"/bin/sleep", "/usr/bin/sleep"} {
-		p, err := os.StartProcess(sleep, []string{"sleep", "0.05"}, &os.ProcAttr{Files: []*os.File{nil, nil, nil, f}})
-		if err != nil {
-			continue
-		}
-		f.Close()
-		go p.Wait()
+// An inotify instance with watches is torn down synchronously by the
+// kernel (its mark reaper's delay and an SRCU grace period: 7 to 20 ms
+// measured on this machine kind), in whichever process drops the last
+// reference, also at exit. So a holder, a child that only sleeps, shares
+// the instance from the moment it arrives (off the run's critical path);
+// at the end this process closes its copy at once and kills the holder,
+// which pays the teardown while nobody waits. The holder dies with moat
+// (parent-death signal); without one, the close is synchronous.
+
+// holdInotify starts the holder for fd; done is closed when it is known
+// whether there is one.
+func (ln *launcher) holdInotify(fd int, done chan<- struct{}) {
+	defer close(done)
+	null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return
 	}
-	f.Close()
+	defer unix.Close(null)
+	for _, sleep := range []string{"/bin/sleep", "/usr/bin/sleep"} {
+		pid, err := syscall.ForkExec(sleep, []string{"sleep", "86400"}, &syscall.ProcAttr{
+			Files: []uintptr{uintptr(null), uintptr(null), uintptr(null), uintptr(fd)},
+			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		})
+		if err == nil {
+			ln.watchMu.Lock()
+			ln.holder = pid
+			ln.watchMu.Unlock()
+			return
+		}
+	}
+}
+
+// releaseInotify closes this process's copy of the instance and ends the
+// holder, without waiting for the kernel's teardown.
+func (ln *launcher) releaseInotify(fd int) {
+	if ln.holderReady != nil {
+		<-ln.holderReady
+	}
+	unix.Close(fd)
+	ln.watchMu.Lock()
+	pid := ln.holder
+	ln.holder = 0
+	ln.watchMu.Unlock()
+	if pid > 0 {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		go func() {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, 0, nil)
+		}()
+	}
 }

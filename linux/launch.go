@@ -62,11 +62,13 @@ type launcher struct {
 
 	// Reads of hidden paths: the sentinels' directory, the watches stage 2
 	// made (wd -> hidden path) and its inotify instance.
-	sentDir   string
-	watchMu   sync.Mutex
-	watchPath map[int]string
-	inotifyFD int // 0: none
-	watchStop chan struct{}
+	sentDir     string
+	watchMu     sync.Mutex
+	watchPath   map[int]string
+	inotifyFD   int // 0: none
+	watchStop   chan struct{}
+	holder      int           // pid sharing the instance (holdInotify), 0: none
+	holderReady chan struct{} // closed once holdInotify is done
 
 	ready     chan struct{} // closed once the mounts are done or the launch failed
 	readyOnce sync.Once
