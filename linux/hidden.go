@@ -122,7 +122,10 @@ func (ln *launcher) drainWatches() {
 	if ln.inotifyFD <= 0 || ln.l.Report == nil {
 		return
 	}
-	buf := make([]byte, 16*(unix.SizeofInotifyEvent+unix.PathMax))
+	if ln.watchBuf == nil {
+		ln.watchBuf = make([]byte, 16*(unix.SizeofInotifyEvent+unix.PathMax))
+	}
+	buf := ln.watchBuf
 	for {
 		n, err := unix.Read(ln.inotifyFD, buf)
 		if err == unix.EINTR {

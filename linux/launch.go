@@ -65,7 +65,8 @@ type launcher struct {
 	sentDir     string
 	watchMu     sync.Mutex
 	watchPath   map[int]string
-	inotifyFD   int // 0: none
+	inotifyFD   int    // 0: none
+	watchBuf    []byte // drainWatches' buffer, under watchMu
 	watchStop   chan struct{}
 	holder      int           // pid sharing the instance (holdInotify), 0: none
 	holderReady chan struct{} // closed once holdInotify is done

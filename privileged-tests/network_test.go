@@ -211,19 +211,7 @@ func TestUnixSocketAllowList(t *testing.T) {
 	f := newFixture(t)
 	s := startServers(t, f.root)
 	other := filepath.Join(f.root, "docker.sock")
-	l, err := net.Listen("unix", other)
-	must(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "docker")
-			c.Close()
-		}
-	}()
+	defer serveUnix(t, other, "docker").Close()
 	settings := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{s.unixPath}})
 	if got := f.sandboxedWith(settings, "unix", s.unixPath); !got.escaped() {
 		t.Fatalf("the allowed socket must work under moat:\n%s", got.out)
@@ -431,19 +419,7 @@ func TestSharedNetwork(t *testing.T) {
 func TestUnixSocketProbeNotReported(t *testing.T) {
 	f := newFixture(t)
 	sock := filepath.Join(f.root, "docker.sock")
-	l, err := net.Listen("unix", sock)
-	must(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "docker")
-			c.Close()
-		}
-	}()
+	defer serveUnix(t, sock, "docker").Close()
 	probe := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", "id >/dev/null && ls -l / >/dev/null && echo probed")
 	if probe.code != 0 || !strings.Contains(probe.out, "probed") || strings.Contains(probe.out, "unix-socket") {
 		t.Errorf("a successful id/ls -l must not report the nscd probe (exit %d):\n%s", probe.code, probe.out)
@@ -458,4 +434,23 @@ func TestUnixSocketProbeNotReported(t *testing.T) {
 	if base := f.direct("unix", sock); !base.escaped() {
 		t.Fatalf("without moat %s must be reachable:\n%s", sock, base.out)
 	}
+}
+
+// serveUnix listens on a unix socket at path and answers every connection
+// with reply (a stand-in for a daemon's socket such as docker.sock).
+func serveUnix(t *testing.T, path, reply string) net.Listener {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	must(t, err)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, reply)
+			c.Close()
+		}
+	}()
+	return l
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -126,23 +125,7 @@ func runDaemon(cmd *cobra.Command, f *daemonFlags) error {
 	ctx, stop := interrupted()
 	defer stop()
 	fmt.Fprintf(stderr, "moat: moatd serving on %s\n", sock)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	select {
-	case <-ctx.Done():
-	case err = <-served:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	serr := srv.Shutdown(sctx)
-	l.Close()
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return &exitError{code: exitMoatError, err: err}
-	}
-	if serr != nil {
-		return &exitError{code: exitMoatError, err: fmt.Errorf("shutting down: %w", serr)}
-	}
-	return nil
+	return serveUntil(ctx, srv, l)
 }
 
 // daemonListener is systemd's socket (LISTEN_FDS, fd 3) when the daemon

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,8 +111,16 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		return &exitError{code: exitMoatError, err: err}
 	}
 	fmt.Fprintf(stderr, "moat: serving the local API on %s\n", sock)
+	return serveUntil(ctx, srv, l)
+}
+
+// serveUntil serves l until ctx ends (a signal) or serving fails, then
+// shuts srv down (every session closed) and closes l (which removes a
+// socket Serve never took).
+func serveUntil(ctx context.Context, srv *api.Server, l net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-served:
@@ -119,7 +128,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	serr := srv.Shutdown(sctx)
-	l.Close() // removes the socket if Serve failed before taking it
+	l.Close()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return &exitError{code: exitMoatError, err: err}
 	}

@@ -133,7 +133,7 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 	var kept []Violation
 	paths := map[groupKey][]int{} // by parent directory: indexes into vs
 	for i, v := range vs {
-		if succeeded && v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)" {
+		if succeeded && v.isUnixProbe() {
 			continue
 		}
 		if v.Kind == FileViolation && strings.HasPrefix(v.Target, "/") && v.Count <= 1 {
@@ -187,7 +187,7 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 		}
 	}
 	for i, v := range vs {
-		if skip[i] || (succeeded && v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)") {
+		if skip[i] || (succeeded && v.isUnixProbe()) {
 			continue
 		}
 		if g, ok := group[i]; ok {
@@ -196,4 +196,9 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 		kept = append(kept, v)
 	}
 	return kept
+}
+
+// isUnixProbe: a refused socket(AF_UNIX), which names no target.
+func (v Violation) isUnixProbe() bool {
+	return v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)"
 }

@@ -117,24 +117,35 @@ func (s *Server) reserve(owner int) error {
 	return nil
 }
 
-// sessionConfig checks a session request and returns the sandbox's
-// configuration.
-func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error) {
+// checkRequest checks what every session request carries: a gate no looser
+// than this server's (what (the server, the daemon) is called in the
+// error), a known mode, a timeout that is not negative. It returns the gate.
+func (s *Server) checkRequest(req client.SessionRequest, what string) (sandbox.Gate, error) {
 	gate := sandbox.Gate(req.Gate)
 	if gate == "" {
 		gate = s.cfg.Gate
 	}
 	switch rank := gateRank(gate); {
 	case rank < 0:
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "unknown gate %q (want strict, deny or off)", req.Gate)
+		return "", errorf(http.StatusBadRequest, "gate", "unknown gate %q (want strict, deny or off)", req.Gate)
 	case rank > gateRank(s.cfg.Gate):
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "gate %q is looser than the server's (%s)", req.Gate, s.cfg.Gate)
+		return "", errorf(http.StatusBadRequest, "gate", "gate %q is looser than the %s's (%s)", req.Gate, what, s.cfg.Gate)
 	}
 	if req.Mode != "" && !policy.ValidMode(req.Mode) {
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
+		return "", errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
 	}
 	if req.TimeoutMS < 0 {
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+		return "", errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	return gate, nil
+}
+
+// sessionConfig checks a session request and returns the sandbox's
+// configuration.
+func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error) {
+	gate, err := s.checkRequest(req, "server")
+	if err != nil {
+		return sandbox.Config{}, err
 	}
 	if req.Cwd != "" && filepath.Clean(req.Cwd) != s.cfg.Policy.Cwd {
 		return sandbox.Config{}, errorf(http.StatusBadRequest, "cwd", "this server's sessions run in %s (its policy's directory); only the daemon (moat daemon) takes a cwd", s.cfg.Policy.Cwd)
@@ -300,22 +311,10 @@ func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest)
 	if err != nil {
 		return sandbox.Config{}, err
 	}
-	// The gate: the peer may ask for a stricter one than the server's.
-	gate := sandbox.Gate(req.Gate)
-	if gate == "" {
-		gate = s.cfg.Gate
-	}
-	switch rank := gateRank(gate); {
-	case rank < 0:
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "unknown gate %q (want strict, deny or off)", req.Gate)
-	case rank > gateRank(s.cfg.Gate):
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "gate", "gate %q is looser than the daemon's (%s)", req.Gate, s.cfg.Gate)
-	}
-	if req.Mode != "" && !policy.ValidMode(req.Mode) {
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "mode", "unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))
-	}
-	if req.TimeoutMS < 0 {
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	// The gate: the peer may ask for a stricter one than the daemon's.
+	gate, err := s.checkRequest(req, "daemon")
+	if err != nil {
+		return sandbox.Config{}, err
 	}
 	pol := *base
 	pol.FS.AllowWrite = slices.Clip(base.FS.AllowWrite)
