@@ -640,8 +640,11 @@ func TestDropped(t *testing.T) {
 		got++
 	}
 	dropped := f.Dropped()
-	if got != eventQueue || dropped == 0 || uint64(got)+dropped != uint64(n) {
-		t.Errorf("%d events delivered + %d dropped, want %d + the rest of %d attempts", got, dropped, eventQueue, n)
+	// The channel holds at most eventQueue events; the rest are dropped
+	// either there or, when the reader is slow (a busy machine), already in
+	// the kernel's ring buffer. Both kinds are counted, so the sum is exact.
+	if got == 0 || got > eventQueue || dropped == 0 || uint64(got)+dropped != uint64(n) {
+		t.Errorf("%d events delivered + %d dropped, want 1..%d delivered and the rest of %d attempts dropped", got, dropped, eventQueue, n)
 	}
 }
 
