@@ -3,13 +3,14 @@
 package linux
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/cgroups"
@@ -46,7 +47,16 @@ type limiter struct {
 	v2   bool
 	eff  policy.Limits
 	dirs map[string]string // controller -> directory (v1), "" -> directory (v2)
+
+	// The counter files, opened once and read with pread (a session reads
+	// them twice a command): memory OOM kills, pids refusals, CPU
+	// throttling; -1 where the limit is not set or the file is missing.
+	openOnce sync.Once
+	fds      [3]int
 }
+
+// counterKeys are the keys counters reads, in the order of limiter.fds.
+var counterKeys = [3]string{"oom_kill", "max", "nr_throttled"}
 
 // limitMechanisms says what holds each limit here, for moat policy: the
 // same choice newLimiter and rlimits make. runCgroup says whether a run
@@ -255,27 +265,48 @@ func (lm *limiter) counters() counters {
 	if lm == nil {
 		return counters{}
 	}
+	lm.openOnce.Do(lm.openCounters)
+	var buf [1024]byte
+	var n [3]int64
+	for i, fd := range lm.fds {
+		if fd >= 0 {
+			n[i] = preadKey(fd, buf[:], counterKeys[i])
+		}
+	}
+	return counters{oom: n[0], pids: n[1], throttled: n[2]}
+}
+
+// openCounters opens the counter files of the limits that are set.
+func (lm *limiter) openCounters() {
 	dir := func(c string) string {
 		if lm.v2 {
 			return lm.dirs[""]
 		}
 		return lm.dirs[c]
 	}
-	var c counters
+	var files [3]string
 	if d := dir("memory"); d != "" && lm.eff.Memory > 0 {
 		if lm.v2 {
-			c.oom = readKey(filepath.Join(d, "memory.events"), "oom_kill")
+			files[0] = filepath.Join(d, "memory.events")
 		} else {
-			c.oom = readKey(filepath.Join(d, "memory.oom_control"), "oom_kill")
+			files[0] = filepath.Join(d, "memory.oom_control")
 		}
 	}
 	if d := dir("pids"); d != "" && lm.eff.Pids > 0 {
-		c.pids = readKey(filepath.Join(d, "pids.events"), "max")
+		files[1] = filepath.Join(d, "pids.events")
 	}
 	if d := dir("cpu"); d != "" && lm.eff.CPU > 0 {
-		c.throttled = readKey(filepath.Join(d, "cpu.stat"), "nr_throttled")
+		files[2] = filepath.Join(d, "cpu.stat")
 	}
-	return c
+	for i, f := range files {
+		lm.fds[i] = -1
+		if f == "" {
+			continue
+		}
+		if fd, err := unix.Open(f, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			lm.fds[i] = fd
+		}
+	}
 }
 
 // violations says what the cgroups refused since before.
@@ -332,25 +363,33 @@ func (lm *limiter) destroy() {
 	if lm == nil {
 		return
 	}
+	lm.openOnce.Do(func() { lm.fds = [3]int{-1, -1, -1} })
+	for i, fd := range lm.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+			lm.fds[i] = -1
+		}
+	}
 	if lm.v2 {
 		return // the eBPF cgroup's owner removes it
 	}
 	_ = lm.mgr.Destroy()
 }
 
-// readKey reads "key N" from a flat-keyed cgroup file.
-func readKey(file, key string) int64 {
-	f, err := os.Open(file)
-	if err != nil {
+// preadKey reads "key N" from a flat-keyed cgroup file open on fd, from its
+// start; 0 if it is not there.
+func preadKey(fd int, buf []byte, key string) int64 {
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil || n <= 0 {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		if k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
+	rest := buf[:n]
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		if k, v, _ := bytes.Cut(line, []byte(" ")); string(k) == key {
+			x, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			return x
 		}
 	}
 	return 0
