@@ -7,6 +7,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -101,4 +102,24 @@ func BenchmarkSessionMemory(b *testing.B) {
 		b.ReportMetric(float64(int64(h3)-int64(h1))/1024, "heap-growth-500-KiB")
 		b.ReportMetric(float64(f3-f1), "fd-growth-500")
 	}
+}
+
+// BenchmarkSpawnTrue is the floor under a session command: starting
+// /bin/true at all (vfork, exec, wait) from this process, with no sandbox.
+func BenchmarkSpawnTrue(b *testing.B) {
+	took := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+			b.Fatal(err, ws)
+		}
+		took = append(took, time.Since(t0))
+	}
+	b.StopTimer()
+	reportMedian(b, took)
 }
