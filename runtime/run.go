@@ -55,6 +55,10 @@ type Request struct {
 	Signals <-chan os.Signal
 	// Trace, if set, is told each phase of the launch (MOAT_TRACE=1).
 	Trace func(phase string)
+	// As, if set, runs the sandbox as that user (enforce.Launch.As): for a
+	// root supervisor serving an unprivileged client (moatd's POST /v1/run).
+	// Env is then required (the client's; never the supervisor's own).
+	As *enforce.Identity
 }
 
 // Result says how the command ended.
@@ -167,7 +171,14 @@ func newRun(req Request) (*run, error) {
 	if err := os.MkdirAll(r.req.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	r.pol, r.cacheWarning = withToolCache(r.pol, r.log, nil, os.Getenv)
+	getenv := os.Getenv
+	if req.As != nil {
+		if req.Env == nil {
+			return nil, errors.New("runtime: a run for another user (As) needs that user's environment (Env)")
+		}
+		getenv = envLookup(req.Env)
+	}
+	r.pol, r.cacheWarning = withToolCache(r.pol, r.log, req.As, getenv)
 	r.stdio = [3]*os.File{req.Stdin, req.Stdout, req.Stderr}
 	for i, f := range r.stdio {
 		if f == nil {
@@ -216,6 +227,7 @@ func (r *run) launch(mode enforce.Mode) *enforce.Launch {
 	l := &enforce.Launch{
 		Policy: r.pol, Argv: r.req.Argv, Env: env, Stdio: r.stdio, StateDir: r.req.StateDir,
 		Mode: mode, Proxy: r.proxy, Report: r.violation, Log: r.log, Planned: r.planned, Trace: r.req.Trace,
+		As: r.req.As,
 	}
 	if hasTerminal && isTerminal(r.stdio[0]) {
 		t := &enforce.Terminal{Mask: 1}

@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/runtime/settings"
 	"github.com/moat-sandbox/moat/shell"
 	"github.com/moat-sandbox/moat/shell/api/client"
@@ -147,6 +149,27 @@ func daemonUnsuited(f *sessionFlags) string {
 	case f.idleTimeout > 0:
 		return "--idle-timeout: moatd closes idle sessions itself"
 	}
+	return userSettingsUnsuited()
+}
+
+// runUnsuited is daemonUnsuited for moat run.
+func runUnsuited(f *runFlags, controlFD bool) string {
+	switch {
+	case f.settings != "":
+		return "--settings: moatd applies root's policy for you, not your settings file"
+	case f.bestEffort:
+		return "--best-effort: moatd never runs with less than its policy"
+	case controlFD:
+		return "--control-fd: moatd takes no network-list updates"
+	case f.debug:
+		return "--debug: moatd's logs are its own"
+	}
+	return userSettingsUnsuited()
+}
+
+// userSettingsUnsuited says why settings files of the user's keep the CLI
+// rootless (where they apply), or "".
+func userSettingsUnsuited() string {
 	_, srcs, err := settings.Load(settings.Options{Check: runtime.SettingsCheck("")})
 	if err != nil {
 		return "your settings: " + err.Error()
@@ -157,6 +180,69 @@ func daemonUnsuited(f *sessionFlags) string {
 		}
 	}
 	return ""
+}
+
+// daemonRun is moat run through moatd: the command in a sandbox of the
+// daemon's, in this working directory, with this process's environment
+// and descriptors, and its signals forwarded. It returns the command's exit
+// status as moat run's.
+func daemonRun(ctx context.Context, cl *client.Client, f runFlags, argv []string, stderr io.Writer) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return &exitError{code: exitMoatError, err: err}
+	}
+	req := client.RunRequest{Argv: argv, Env: os.Environ(), Cwd: cwd, TimeoutMS: f.timeout.Milliseconds()}
+	for _, w := range f.write {
+		if w == "" || strings.ContainsRune(w, 0) {
+			return usageError("--write needs a path")
+		}
+		req.Write = append(req.Write, absPath(cwd, w))
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	end, err := cl.RunAttached(ctx, req, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, sigs)
+	if err != nil {
+		var ae *client.Error
+		if errors.As(err, &ae) {
+			return &exitError{code: exitMoatError, err: fmt.Errorf("moatd refused the run: %s", daemonErrorText(ae))}
+		}
+		return &exitError{code: exitMoatError, err: fmt.Errorf("moatd: %w", err)}
+	}
+	for _, n := range end.Notes {
+		fmt.Fprintf(stderr, "moat: note: %s\n", n)
+	}
+	if end.Event == "error" {
+		return &exitError{code: end.ExitCode, err: fmt.Errorf("moatd: %s", end.Error)}
+	}
+	for _, sk := range end.Skipped {
+		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)
+	}
+	for _, w := range end.Warnings {
+		fmt.Fprintf(stderr, "moat: warning: %s\n", w)
+	}
+	if len(end.Violations) > 0 {
+		var vs []policy.Violation
+		if err := json.Unmarshal(end.Violations, &vs); err != nil {
+			fmt.Fprintf(stderr, "moat: moatd's violation report: %v\n", err)
+		}
+		fmt.Fprint(stderr, policy.Annotate(vs))
+	}
+	if end.TimedOut {
+		fmt.Fprintf(stderr, "moat: timed out after %v: the process tree was killed\n", time.Duration(end.TimeoutMS)*time.Millisecond)
+	}
+	if end.ExitCode != 0 {
+		return &exitError{code: end.ExitCode}
+	}
+	return nil
+}
+
+// daemonErrorText is a refusal of the daemon's, with the field at fault.
+func daemonErrorText(e *client.Error) string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s (%s)", e.Message, e.Field)
+	}
+	return e.Message
 }
 
 // openDaemonSession opens a session in moatd for moat session --jsonl: in

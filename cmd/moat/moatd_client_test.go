@@ -185,7 +185,7 @@ func TestDaemonSessionJSONL(t *testing.T) {
 		t.Errorf("the daemon still holds a session of %s: %d %s", u1.name, code, body)
 	}
 
-	// moat run does not use the daemon yet: rootless, and it says so.
+	// moat run goes through the daemon too (TestDaemonRun has the rest).
 	run := func(extra ...string) (int, string) {
 		cmd := exec.Command(moatBin(t), "run", "--write", ".", "--", "sh", "-c", "id -u > run-uid")
 		cmd.Dir, cmd.Env = u1.dir, clientEnv(u1.dir, append([]string{"MOAT_DAEMON_SOCKET=" + d.sock}, extra...)...)
@@ -200,14 +200,14 @@ func TestDaemonSessionJSONL(t *testing.T) {
 		}
 		return 0, errb.String()
 	}
-	if code, e := run(); code != 0 || !strings.Contains(e, "moat: moatd not used (moat run does not run through it yet): running rootless (no eBPF layer, rlimits for limits)") {
-		t.Errorf("moat run with moatd answering: exit %d, stderr %q", code, e)
-	}
-	if b, _ := os.ReadFile(filepath.Join(u1.dir, "run-uid")); strings.TrimSpace(string(b)) != strconv.Itoa(u1.uid) {
-		t.Errorf("moat run as %s: id -u = %q", u1.name, b)
-	}
-	if code, e := run("MOAT_DAEMON=required"); code != 125 || !strings.Contains(e, "MOAT_DAEMON=required") {
-		t.Errorf("moat run, MOAT_DAEMON=required: exit %d, stderr %q; want 125", code, e)
+	for _, extra := range [][]string{nil, {"MOAT_DAEMON=required"}} {
+		os.Remove(filepath.Join(u1.dir, "run-uid"))
+		if code, e := run(extra...); code != 0 || !strings.Contains(e, "moat: running through moatd ("+d.sock+")") {
+			t.Errorf("moat run %v with moatd answering: exit %d, stderr %q", extra, code, e)
+		}
+		if b, _ := os.ReadFile(filepath.Join(u1.dir, "run-uid")); strings.TrimSpace(string(b)) != strconv.Itoa(u1.uid) {
+			t.Errorf("moat run %v as %s: id -u = %q", extra, u1.name, b)
+		}
 	}
 
 	// The daemon stopped: the note, and the session still works rootless.

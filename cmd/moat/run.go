@@ -53,11 +53,6 @@ ended it; 124 when --timeout ended it; 125 for moat's own errors; 126/127
 when the command cannot be executed / is not found.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// moat run needs the caller's stdio in the sandbox, which the
-			// daemon does not take yet (docs/DAEMON.md): rootless.
-			if err := rootlessOnly(cmd.Context(), cmd.ErrOrStderr(), "moat run"); err != nil {
-				return err
-			}
 			return runRun(cmd, f, args)
 		},
 	}
@@ -71,6 +66,21 @@ when the command cannot be executed / is not found.`,
 	fl.IntVar(&f.controlFD, "control-fd", -1, "read network-list updates from descriptor `N` while the command runs (one srt settings document per line)")
 	fl.SetInterspersed(false)
 	return c
+}
+
+// mayUseDaemon says whether moat run asks moatd at all: as a user, unless
+// MOAT_DAEMON=off, and only where a daemon is installed (its socket exists)
+// or required: without one, moat run's output stays as it always was.
+func mayUseDaemon() bool {
+	m, err := daemonMode()
+	if err != nil || m == "required" {
+		return true // chooseDaemon reports the bad value, or requires it
+	}
+	if m == "off" || os.Geteuid() == 0 {
+		return false
+	}
+	_, err = os.Lstat(daemonSocket())
+	return err == nil
 }
 
 // shellPath is the shell for -c.
@@ -104,6 +114,19 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	}
 	if f.timeout < 0 {
 		return usageError("--timeout must not be negative")
+	}
+	// As a user, through moatd when it answers (eBPF layer, cgroup
+	// limits), unless a flag or a settings file of the user's needs the
+	// rootless path; root builds its sandboxes itself.
+	if mayUseDaemon() {
+		cl, _, err := chooseDaemon(cmd.Context(), cmd.ErrOrStderr(), runUnsuited(&f, cmd.Flags().Changed("control-fd")))
+		if err != nil {
+			return err
+		}
+		if cl != nil {
+			defer cl.Close()
+			return daemonRun(context.Background(), cl, f, argv, cmd.ErrOrStderr())
+		}
 	}
 	pol, err := loadPolicy(f.settings)
 	if err != nil {
@@ -274,26 +297,7 @@ func absPath(cwd, p string) string {
 // printViolations appends the <sandbox_violations> block, minus what the
 // policy's ignoreViolations suppresses.
 func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy.Violation) {
-	cmdline := strings.Join(argv, " ")
-	var keep []policy.Violation
-	for _, v := range vs {
-		line := v.Line()
-		drop := false
-		for pat, subs := range pol.IgnoreViolations {
-			if pat != "*" && !strings.Contains(cmdline, pat) {
-				continue
-			}
-			for _, s := range subs {
-				if strings.Contains(line, s) {
-					drop = true
-				}
-			}
-		}
-		if !drop {
-			keep = append(keep, v)
-		}
-	}
-	fmt.Fprint(w, policy.Annotate(keep))
+	fmt.Fprint(w, policy.Annotate(pol.Reported(argv, vs)))
 }
 
 // policyNotes are what the user should know about the resolved policy: the

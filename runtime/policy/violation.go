@@ -202,3 +202,32 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 func (v Violation) isUnixProbe() bool {
 	return v.Kind == NetworkViolation && v.Op == "unix-socket" && v.Target == "socket(AF_UNIX)"
 }
+
+// Reported is what a run's report shows of vs: the policy's
+// ignoreViolations drop the lines they name, for the commands they name
+// ("*": every command; otherwise a substring of the command line argv).
+func (p *Policy) Reported(argv []string, vs []Violation) []Violation {
+	if len(p.IgnoreViolations) == 0 {
+		return vs
+	}
+	cmdline := strings.Join(argv, " ")
+	var keep []Violation
+	for _, v := range vs {
+		line := v.Line()
+		drop := false
+		for pat, subs := range p.IgnoreViolations {
+			if pat != "*" && !strings.Contains(cmdline, pat) {
+				continue
+			}
+			for _, s := range subs {
+				if strings.Contains(line, s) {
+					drop = true
+				}
+			}
+		}
+		if !drop {
+			keep = append(keep, v)
+		}
+	}
+	return keep
+}

@@ -117,6 +117,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions/{session}/commands", s.runCommand},
 		{"GET /v1/sessions/{session}/commands/{command}", s.readCommand},
 		{"DELETE /v1/sessions/{session}/commands/{command}", s.killCommand},
+		{"POST /v1/run", s.runAttached},
 	}
 }
 

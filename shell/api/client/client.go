@@ -32,6 +32,9 @@ type Client struct {
 	// Base is the URL the paths are joined to ("http://moat" for a unix
 	// socket: the host name is not used).
 	Base string
+	// Socket is the server's unix socket (New sets it): RunAttached dials
+	// it itself, to pass descriptors.
+	Socket string
 }
 
 // New returns a client of the server listening on the unix socket path.
@@ -43,7 +46,7 @@ func New(socket string) *Client {
 		},
 		MaxIdleConnsPerHost: 64,
 	}
-	return &Client{HTTP: &http.Client{Transport: tr}, Base: "http://moat"}
+	return &Client{HTTP: &http.Client{Transport: tr}, Base: "http://moat", Socket: socket}
 }
 
 // Close closes the idle connections.

@@ -188,3 +188,46 @@ type Decision struct {
 	SedEdit    json.RawMessage `json:"sed_edit"`
 	Kind       string          `json:"kind"`
 }
+
+// RunRequest is the body of POST /v1/run: one command in a sandbox of its
+// own, with the caller's descriptors as its stdio (moat run through moatd).
+type RunRequest struct {
+	// Argv is the command (Argv[0] looked up in the PATH of Env when it
+	// holds no slash). Required.
+	Argv []string `json:"argv"`
+	// Env is the command's environment before moat filters credentials out
+	// of it (the caller's own). Required: the server never gives its own.
+	Env []string `json:"env"`
+	// Cwd is the working directory (absolute); the daemon resolves its
+	// policy for the user there. Empty: the user's home (daemon), the
+	// policy's (moat serve).
+	Cwd string `json:"cwd,omitempty"`
+	// Write are existing paths the command may also write.
+	Write []string `json:"write,omitempty"`
+	// TimeoutMS, if set, ends the process tree after that long (it can
+	// only shorten the policy's timeout).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// RunEnd is the last line the server sends on a POST /v1/run connection:
+// how the command ended, or why it never ran.
+type RunEnd struct {
+	Event string `json:"event"` // "exit" or "error"
+	// ExitCode is the command's status (128+N for signal N, 124 for the
+	// timeout); for an error, moat's own exit code for it (125 for moat's
+	// errors, 126/127 when the command cannot be executed / is not found).
+	ExitCode int  `json:"exit_code"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// TimeoutMS is the timeout that ended it, when TimedOut.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Violations are the run's refusals as its report shows them (a JSON
+	// array of the runtime's policy.Violation).
+	Violations json.RawMessage `json:"violations,omitempty"`
+	// Skipped, Warnings and Notes are lines for the user (best effort,
+	// warnings of the run, notes on the policy).
+	Skipped  []string `json:"skipped,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	// Error says why the command never ran (Event "error").
+	Error string `json:"error,omitempty"`
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// moatRunAs is moat run as the user u in dir, through the test's daemon.
+func moatRunAs(t *testing.T, d *daemon, u *daemonUser, dir, stdin string, extraEnv []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(moatBin(t), append([]string{"run"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = clientEnv(dir, append([]string{"MOAT_DAEMON_SOCKET=" + d.sock}, extraEnv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+	cmd.Stdin = strings.NewReader(stdin)
+	return cmd
+}
+
+// TestDaemonRun: moat run as a user, through a real moatd: the command
+// gets the client's own descriptors (stdin read, stdout and stderr
+// written), runs as the user with the daemon's eBPF layer (a direct
+// connection refused with EPERM and reported), its exit status is moat
+// run's, a write outside the policy fails (the user can do it without
+// moat), a signal to the client reaches the command, and a client killed
+// with SIGKILL leaves no process behind.
+func TestDaemonRun(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	outside := filepath.Join(dir, "outside-"+u1.name)
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(outside, u1.uid, u1.gid)
+	run := func(stdin string, extraEnv []string, args ...string) (int, string, string) {
+		t.Helper()
+		cmd := moatRunAs(t, d, u1, u1.dir, stdin, extraEnv, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+
+	// Stdio are the client's: stdin read, stdout and stderr written.
+	code, out, errs := run("hello from stdin\n", nil, "--write", ".", "--", "sh", "-c", "cat; id -u; echo to-stderr >&2")
+	if code != 0 || out != "hello from stdin\n"+strconv.Itoa(u1.uid)+"\n" || !strings.Contains(errs, "to-stderr") {
+		t.Fatalf("through moatd: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !strings.Contains(errs, "moat: running through moatd ("+d.sock+"): eBPF network layer and cgroup limits") {
+		t.Errorf("no note that moatd ran it:\n%s", errs)
+	}
+	// The exit status, and moat's own codes.
+	if code, _, errs := run("", nil, "--", "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exit 7 through moatd: got %d (%s)", code, errs)
+	}
+	if code, _, errs := run("", nil, "--", "no-such-command-moat"); code != 127 {
+		t.Errorf("a missing command through moatd: exit %d, want 127 (%s)", code, errs)
+	}
+	// The eBPF layer: EPERM from the cgroup's hook (the network namespace
+	// alone says ENETUNREACH), and the report.
+	code, _, errs = run("", nil, "--", "bash", "-c", "echo > /dev/tcp/192.0.2.1/80")
+	if code == 0 || !strings.Contains(errs, "Operation not permitted") || !strings.Contains(errs, "192.0.2.1:80") {
+		t.Errorf("a direct connection through moatd: exit %d, stderr %q; want EPERM and a violation", code, errs)
+	}
+	// A write outside the policy fails; the user can do it without moat.
+	target := filepath.Join(outside, "pwned")
+	code, _, errs = run("", nil, "--write", ".", "--", "sh", "-c", "echo pwned > "+target)
+	if code == 0 {
+		t.Errorf("a write to %s through moatd succeeded", target)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("moat run through moatd wrote %s, outside its policy:\n%s", target, errs)
+	}
+	if _, stderr, err := u1.as("sh", "-c", "echo pwned > "+target+"-without-moat"); err != nil {
+		t.Fatalf("%s cannot write %s without moat either: the attack proves nothing (%s)", u1.name, outside, stderr)
+	}
+	// A bad request is moat's error (125), naming the field.
+	if code, _, errs := run("", nil, "--write", "/etc", "--", "true"); code != 125 || !strings.Contains(errs, "write") {
+		t.Errorf("--write /etc through moatd: exit %d, stderr %q; want 125 naming write", code, errs)
+	}
+	// What the daemon cannot honour runs rootless, saying why; required: 125.
+	if code, _, errs := run("", nil, "--debug", "--", "true"); code != 0 || !strings.Contains(errs, "moatd not used (--debug") {
+		t.Errorf("--debug: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run("", []string{"MOAT_DAEMON=required"}, "--debug", "--", "true"); code != 125 {
+		t.Errorf("--debug with MOAT_DAEMON=required: exit %d, stderr %q; want 125", code, errs)
+	}
+
+	// A signal to the client reaches the command.
+	marker := testutil.SleepMarker(300)
+	cmd := moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sh", "-c", "trap 'echo got-term; exit 3' TERM; sleep "+marker+" & wait")
+	var sigOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &sigOut, &sigOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitProc(t, "sleep "+marker, u1.uid)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(sigOut.String(), "got-term") {
+		t.Errorf("SIGTERM to moat run through moatd: %v, output %q; want the trap's exit 3", err, sigOut.String())
+	}
+	gone(t, "sleep "+marker)
+
+	// A client killed with SIGKILL: its connection closes, the command dies.
+	marker = testutil.SleepMarker(300)
+	cmd = moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sleep", marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitProc(t, "sleep "+marker, u1.uid)
+	cmd.Process.Kill()
+	cmd.Wait()
+	gone(t, "sleep "+marker)
+}
+
+// waitProc waits until a process of uid runs the command line want.
+func waitProc(t *testing.T, want string, uid int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); len(testutil.Procs(want, uid)) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never ran as uid %d", want, uid)
+		}
+	}
+}
+
+// gone waits (a little) until no process runs the command line want.
+func gone(t *testing.T, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(testutil.Procs(want, -1)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q is still running: %v", want, testutil.Procs(want, -1))
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell/api/client"
+)
+
+// POST /v1/run is moat run through the server: one command in a sandbox of
+// its own, whose stdio are the caller's own descriptors. HTTP cannot carry
+// descriptors, so the request upgrades its connection (client.RunUpgrade):
+// the caller sends its fds 0, 1 and 2 in one SCM_RIGHTS message, then
+// signal lines; the server answers one client.RunEnd line when the command
+// has ended. Closing the connection kills the command. No gate decides the
+// command: like moat run, it is the caller's own explicit command line,
+// and it runs with the caller's own ids in the sandbox (the daemon adds
+// only the root-only layers: the eBPF filter and the cgroup limits).
+
+// fdWait bounds the wait for the caller's descriptors after the upgrade.
+const fdWait = 10 * time.Second
+
+// runConfig is what a run needs besides its descriptors.
+type runConfig struct {
+	pol   *policy.Policy
+	notes []string
+	as    *enforce.Identity
+}
+
+func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), client.RunUpgrade) {
+		return errorf(http.StatusBadRequest, "", "POST /v1/run passes descriptors over its connection: send it with \"Connection: Upgrade\" and \"Upgrade: %s\" (client.RunAttached)", client.RunUpgrade)
+	}
+	var req client.RunRequest
+	if err := decodeBody(w, r, s.cfg.MaxRequestBytes, &req, false); err != nil {
+		return err
+	}
+	rc, err := s.runConfig(r, req)
+	if err != nil {
+		return err
+	}
+	owner := s.owner(r)
+	if err := s.reserve(owner); err != nil {
+		return err
+	}
+	defer func() {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+	}()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errors.New("the connection cannot be taken over")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return fmt.Errorf("take over the connection: %w", err)
+	}
+	defer conn.Close()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil // Serve listens on unix sockets only
+	}
+	_ = uc.SetDeadline(time.Time{})
+	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + client.RunUpgrade + "\r\n\r\n"); err != nil {
+		return nil
+	}
+	if err := brw.Flush(); err != nil {
+		return nil
+	}
+	end := func(e client.RunEnd) {
+		b, _ := json.Marshal(e)
+		_, _ = uc.Write(append(b, '\n'))
+	}
+	stdio, err := receiveStdio(uc)
+	if err != nil {
+		end(client.RunEnd{Event: "error", ExitCode: 125, Error: err.Error()})
+		return nil
+	}
+	defer func() {
+		for _, f := range stdio {
+			f.Close()
+		}
+	}()
+	// The connection now carries signal lines; its end kills the command.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 16)
+	go func() {
+		defer cancel()
+		sc := bufio.NewScanner(brw.Reader)
+		sc.Buffer(make([]byte, 256), 4096)
+		for sc.Scan() {
+			var m struct {
+				Signal int `json:"signal"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Signal <= 0 || m.Signal >= 65 {
+				continue
+			}
+			select {
+			case sigs <- syscall.Signal(m.Signal):
+			default: // a flood of signals: drop, as the kernel merges them
+			}
+		}
+	}()
+	s.log.Debug("run", "argv", req.Argv, "uid", owner)
+	res, err := runtime.Run(ctx, runtime.Request{Policy: rc.pol, Argv: req.Argv, Env: req.Env,
+		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], StateDir: s.cfg.StateDir,
+		Logger: s.cfg.Logger, Signals: sigs, As: rc.as})
+	if err != nil {
+		code := 125
+		var xe *enforce.ExecError
+		if errors.As(err, &xe) {
+			code = xe.ExitCode()
+		}
+		end(client.RunEnd{Event: "error", ExitCode: code, Error: err.Error(), Notes: rc.notes})
+		return nil
+	}
+	e := client.RunEnd{Event: "exit", ExitCode: res.ExitCode, TimedOut: res.TimedOut, Warnings: res.Warnings, Notes: rc.notes}
+	if res.TimedOut {
+		e.TimeoutMS = rc.pol.Limits.Timeout.Milliseconds()
+	}
+	if vs := rc.pol.Reported(req.Argv, res.Violations); len(vs) > 0 {
+		e.Violations, _ = json.Marshal(vs)
+	}
+	for _, sk := range res.Skipped {
+		e.Skipped = append(e.Skipped, sk.String())
+	}
+	end(e)
+	return nil
+}
+
+// runConfig checks a run request: its command and environment, and its
+// policy (the daemon's for the peer, narrowed as a session's is; the
+// server's otherwise).
+func (s *Server) runConfig(r *http.Request, req client.RunRequest) (runConfig, error) {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return runConfig{}, errorf(http.StatusBadRequest, "argv", "argv must name a command")
+	}
+	for _, a := range req.Argv {
+		if strings.ContainsRune(a, 0) {
+			return runConfig{}, errorf(http.StatusBadRequest, "argv", "argv must not contain a NUL byte")
+		}
+	}
+	if req.Env == nil {
+		return runConfig{}, errorf(http.StatusBadRequest, "env", "env is required: the command gets the caller's environment, never the server's")
+	}
+	for _, kv := range req.Env {
+		if !strings.Contains(kv, "=") || strings.ContainsRune(kv, 0) {
+			return runConfig{}, errorf(http.StatusBadRequest, "env", "each env entry must be NAME=VALUE without a NUL byte")
+		}
+	}
+	if req.TimeoutMS < 0 {
+		return runConfig{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	sreq := client.SessionRequest{Cwd: req.Cwd, Write: req.Write}
+	var rc runConfig
+	if s.cfg.Daemon != nil {
+		cfg, err := s.daemonSessionConfig(r, sreq)
+		if err != nil {
+			return runConfig{}, err
+		}
+		_, notes, _ := s.cfg.Daemon.PolicyFor(cfg.As, cfg.Policy.Cwd)
+		rc = runConfig{pol: cfg.Policy, notes: notes, as: cfg.As}
+	} else {
+		cfg, err := s.sessionConfig(sreq)
+		if err != nil {
+			return runConfig{}, err
+		}
+		rc = runConfig{pol: cfg.Policy, notes: s.cfg.Notes}
+	}
+	if t := time.Duration(req.TimeoutMS) * time.Millisecond; t > 0 && (rc.pol.Limits.Timeout == 0 || t < rc.pol.Limits.Timeout) {
+		pol := *rc.pol
+		pol.Limits.Timeout = t
+		rc.pol = &pol
+	}
+	return rc, nil
+}
+
+// receiveStdio reads the caller's three descriptors: one message, one byte
+// of data, exactly three descriptors, received close-on-exec.
+func receiveStdio(uc *net.UnixConn) ([3]*os.File, error) {
+	var out [3]*os.File
+	_ = uc.SetReadDeadline(time.Now().Add(fdWait))
+	defer uc.SetReadDeadline(time.Time{})
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return out, fmt.Errorf("the caller's descriptors did not come: %w", err)
+	}
+	var fds []int
+	if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	if n != 1 || len(fds) != 3 || flags&unix.MSG_CTRUNC != 0 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return out, fmt.Errorf("want one message with three descriptors (stdin, stdout, stderr), got %d", len(fds))
+	}
+	for i, fd := range fds {
+		unix.CloseOnExec(fd)
+		out[i] = os.NewFile(uintptr(fd), fmt.Sprintf("caller-fd-%d", i))
+	}
+	return out, nil
+}
