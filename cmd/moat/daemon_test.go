@@ -85,12 +85,23 @@ type daemon struct {
 	done   chan struct{}
 }
 
-func startDaemon(t *testing.T, bin, dir string) *daemon {
+// withFiles are descriptors startDaemon gives the daemon from fd 3 on: a
+// socket-activated daemon's listening socket, which it then serves.
+type withFiles []*os.File
+
+func startDaemon(t *testing.T, bin, dir string, activated withFiles, wrap ...string) *daemon {
 	t.Helper()
 	sock := filepath.Join(dir, "run", "moatd.sock")
+	if len(activated) > 0 {
+		if name, ok := fileSockName(activated[0]); ok {
+			sock = name
+		}
+	}
 	d := &daemon{sock: sock, stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, "daemon", "--socket", sock, "--group", "", "--gate", "off",
+	argv := append(wrap, bin, "daemon", "--socket", filepath.Join(dir, "run", "moatd.sock"), "--group", "", "--gate", "off",
 		"--state-dir", filepath.Join(dir, "state"), "--users-dir", filepath.Join(dir, "users.d"))
+	d.cmd = exec.Command(argv[0], argv[1:]...)
+	d.cmd.ExtraFiles = activated
 	d.cmd.Stderr = &lockedBuffer{b: d.stderr}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -118,6 +129,15 @@ func startDaemon(t *testing.T, bin, dir string) *daemon {
 		<-d.done
 	})
 	return d
+}
+
+// fileSockName is the path a listening unix socket's descriptor is bound to.
+func fileSockName(f *os.File) (string, bool) {
+	sa, err := syscall.Getsockname(int(f.Fd()))
+	if ua, ok := sa.(*syscall.SockaddrUnix); err == nil && ok {
+		return ua.Name, true
+	}
+	return "", false
 }
 
 type lockedBuffer struct {
@@ -152,7 +172,7 @@ func daemonFixture(t *testing.T) (d *daemon, u1, u2 *daemonUser, dir string) {
 		}
 		os.Chown(u.dir, u.uid, u.gid)
 	}
-	return startDaemon(t, bin, dir), u1, u2, dir
+	return startDaemon(t, bin, dir, nil), u1, u2, dir
 }
 
 func jsonField(t *testing.T, body, field string) string {
@@ -460,7 +480,7 @@ func TestDaemonLoadTenUsers(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	d := startDaemon(t, moatBin(t), dir)
+	d := startDaemon(t, moatBin(t), dir, nil)
 	const users, perUser, sessions = 10, 100, 4
 	var us []*daemonUser
 	for i := 0; i < users; i++ {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -98,15 +99,12 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
-	for _, ns := range []string{"user", "mnt"} {
-		// The host's namespace is PID 1's; where PID 1 cannot be read (a
-		// VM's or container's init that refuses it), the daemon's own.
-		host, err := os.Readlink("/proc/1/ns/" + ns)
-		if err != nil {
-			if host, err = os.Readlink("/proc/self/ns/" + ns); err != nil {
-				return nil, fmt.Errorf("cannot read the daemon's %s namespace: %v", ns, err)
-			}
-		}
+	ref, err := hostNamespaces()
+	if err != nil {
+		return nil, err
+	}
+	for i, ns := range []string{"user", "mnt"} {
+		host := ref[i]
 		theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/" + ns)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the peer's %s namespace: %v", ns, err)
@@ -123,3 +121,26 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	}
 	return &Peer{Uid: int(cred.Uid), Gid: int(cred.Gid), Pid: int(cred.Pid)}, nil
 }
+
+// hostNamespaces are the user and mount namespaces the daemon's clients
+// must be in, read once: PID 1's; where PID 1 cannot be read (a VM's or
+// container's init that refuses it), those of the process that started the
+// daemon, which its own may not be (a supervisor that gives the daemon a
+// mount namespace of its own, as systemd's ProtectSystem does); else the
+// daemon's own.
+var hostNamespaces = sync.OnceValues(func() ([2]string, error) {
+	var out [2]string
+	ppid := strconv.Itoa(os.Getppid())
+	for i, ns := range []string{"user", "mnt"} {
+		var err error
+		for _, pid := range []string{"1", ppid, "self"} {
+			if out[i], err = os.Readlink("/proc/" + pid + "/ns/" + ns); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return out, fmt.Errorf("cannot read the daemon's %s namespace: %v", ns, err)
+		}
+	}
+	return out, nil
+})

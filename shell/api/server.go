@@ -134,6 +134,13 @@ func New(cfg Config) (*Server, error) {
 			d.IdleTimeout = 30 * time.Minute
 		}
 	}
+	if cfg.Daemon != nil {
+		// The namespaces clients must share are read now, while the
+		// process that started the daemon is its parent.
+		if _, err := hostNamespaces(); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+	}
 	if cfg.Policy == nil && cfg.Daemon == nil {
 		return nil, errors.New("api: Config.Policy is nil")
 	}
