@@ -125,7 +125,7 @@
 //	go generate ./bpf/...
 //
 // which runs bpf2go (a tool dependency in go.mod) and needs clang,
-// llvm-strip and the libbpf-dev and linux-libc-dev headers (Debian:
+// llvm-strip and llvm-objcopy (package llvm), and the libbpf-dev and linux-libc-dev headers (Debian:
 // apt-get install clang llvm libbpf-dev). c/include holds three asm/ shims
 // so generation does not depend on the host's multiarch include path.
 // Commit the regenerated sockfilter_bpfel.go and sockfilter_bpfel.o: the

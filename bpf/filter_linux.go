@@ -186,7 +186,7 @@ func (f *Filter) load(entries map[destKey]uint8, opts Options) error {
 	if err := configure(spec, len(entries), opts); err != nil {
 		return err
 	}
-	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
+	if err := loadObjects(spec, &f.objs, opts.Bind != BindAny); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
 			return fmt.Errorf("bpf: load programs: %+v", verr)
@@ -208,6 +208,36 @@ func (f *Filter) load(entries map[destKey]uint8, opts Options) error {
 		f.objs.Close()
 		return fmt.Errorf("bpf: freeze allow-list: %w", err)
 	}
+	return nil
+}
+
+// noBindObjects are the objects of a filter with BindAny: the bind
+// programs are never attached, so they are not loaded either (each program
+// the kernel verifies and compiles costs a start 0.1-0.3 ms).
+type noBindObjects struct {
+	MoatConnect4   *ebpf.Program `ebpf:"moat_connect4"`
+	MoatConnect6   *ebpf.Program `ebpf:"moat_connect6"`
+	MoatSendmsg4   *ebpf.Program `ebpf:"moat_sendmsg4"`
+	MoatSendmsg6   *ebpf.Program `ebpf:"moat_sendmsg6"`
+	MoatSockCreate *ebpf.Program `ebpf:"moat_sock_create"`
+	sockfilterMaps
+	sockfilterVariables
+}
+
+// loadObjects loads the maps and the programs (the bind programs only when
+// withBind) into objs.
+func loadObjects(spec *ebpf.CollectionSpec, objs *sockfilterObjects, withBind bool) error {
+	if withBind {
+		return spec.LoadAndAssign(objs, nil)
+	}
+	var o noBindObjects
+	if err := spec.LoadAndAssign(&o, nil); err != nil {
+		return err
+	}
+	objs.MoatConnect4, objs.MoatConnect6 = o.MoatConnect4, o.MoatConnect6
+	objs.MoatSendmsg4, objs.MoatSendmsg6 = o.MoatSendmsg4, o.MoatSendmsg6
+	objs.MoatSockCreate = o.MoatSockCreate
+	objs.sockfilterMaps, objs.sockfilterVariables = o.sockfilterMaps, o.sockfilterVariables
 	return nil
 }
 
