@@ -264,7 +264,14 @@ func openDaemonSession(ctx context.Context, cl *client.Client, f *sessionFlags) 
 	if err != nil {
 		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("moatd refused the session: %v", err)}
 	}
-	return &moatdBackend{cl: cl, sid: s.ID, mode: f.mode, cwd: s.Cwd, cmds: map[string]*remoteCmd{}}, nil
+	b := &moatdBackend{cl: cl, sid: s.ID, mode: f.mode, cwd: s.Cwd, cmds: map[string]*remoteCmd{}}
+	// The session lives as long as this process: a connection of its own
+	// holds it, and the daemon closes the session when that connection
+	// closes (this process killed, even with SIGKILL).
+	var hold context.Context
+	hold, b.unhold = context.WithCancel(context.Background())
+	go func() { _ = cl.HoldSession(hold, s.ID) }()
+	return b, nil
 }
 
 // moatdBackend is a jsonl.Backend whose commands run in a session of
@@ -291,6 +298,7 @@ type moatdBackend struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	unhold    context.CancelFunc // ends the connection that holds the session
 }
 
 // remoteCmd is a command of the bridge.
@@ -592,6 +600,7 @@ func (b *moatdBackend) Close() error {
 		if err := b.cl.CloseSession(ctx, b.sid); err != nil {
 			b.closeErr = fmt.Errorf("moatd: closing the session: %w", err)
 		}
+		b.unhold()
 		b.cl.Close()
 	})
 	return b.closeErr

@@ -146,3 +146,30 @@ func gone(t *testing.T, want string) {
 		}
 	}
 }
+
+// TestDaemonSessionKilledClient: moat session --jsonl through moatd, killed
+// with SIGKILL while a background command runs: the daemon closes its
+// session (the connection that held it closed), and the command is gone.
+func TestDaemonSessionKilledClient(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	s := startSessionAs(t, u1, u1.dir, clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock), "--gate", "off")
+	if ev := s.run("id", "id -u"); strings.TrimSpace(ev["output"].(string)) != strconv.Itoa(u1.uid) {
+		t.Fatalf("id -u: %v", ev)
+	}
+	marker := testutil.SleepMarker(300)
+	s.send(map[string]any{"id": "bg", "op": "run", "command": "sleep " + marker, "background": true})
+	s.until("bg", "backgrounded")
+	waitProc(t, "sleep "+marker, u1.uid)
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	gone(t, "sleep "+marker)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := u1.call(t, d.sock, "GET", "/v1/sessions", "")
+		if code == 200 && !strings.Contains(body, `"id":"s`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon still holds the killed client's session: %d %s", code, body)
+		}
+	}
+}

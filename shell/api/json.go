@@ -39,6 +39,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v) // the peer went away: nothing to do
 }
 
+// writeBody writes v as JSON after the headers were sent.
+func writeBody(w http.ResponseWriter, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v) // the peer went away: nothing to do
+}
+
 // decodeBody decodes the request's body, one JSON object of at most max
 // bytes, into v. Unknown fields are refused, naming the field. An empty
 // body is {} when emptyOK, else an error.

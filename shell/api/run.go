@@ -57,10 +57,21 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	if err := s.reserve(owner); err != nil {
 		return err
 	}
+	// Shutdown sets closed under s.mu before it waits for the runs: a run
+	// counts itself under the same lock, or is refused.
+	s.mu.Lock()
+	if s.closed {
+		s.pending--
+		s.mu.Unlock()
+		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
+	}
+	s.runs.Add(1)
+	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.pending--
 		s.mu.Unlock()
+		s.runs.Done()
 	}()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
@@ -97,7 +108,7 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	// The connection now carries signal lines; its end kills the command.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(s.runsCtx)
 	defer cancel()
 	sigs := make(chan os.Signal, 16)
 	go func() {

@@ -95,6 +95,13 @@ type Server struct {
 	pending  int // sessions being opened
 	closed   bool
 	https    []*http.Server
+
+	// runsCtx is the context of every POST /v1/run (their connections are
+	// taken over, so the HTTP server does not wait for them): Shutdown and
+	// Close cancel it, which kills their commands, and wait for them.
+	runsCtx    context.Context
+	cancelRuns context.CancelFunc
+	runs       sync.WaitGroup
 }
 
 // route is one pattern of the mux and its handler.
@@ -114,6 +121,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/sessions", s.listSessions},
 		{"GET /v1/sessions/{session}", s.getSession},
 		{"DELETE /v1/sessions/{session}", s.deleteSession},
+		{"GET /v1/sessions/{session}/lifeline", s.holdSession},
 		{"POST /v1/sessions/{session}/commands", s.runCommand},
 		{"GET /v1/sessions/{session}/commands/{command}", s.readCommand},
 		{"DELETE /v1/sessions/{session}/commands/{command}", s.killCommand},
@@ -173,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, engine: eng, mux: http.NewServeMux(), log: cfg.Logger, version: version(),
 		sessions: map[string]*session{}}
+	s.runsCtx, s.cancelRuns = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -251,11 +260,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	https := s.https
 	s.mu.Unlock()
 	s.closeSessions()
-	var err error
+	err := s.endRuns(ctx)
 	for _, hs := range https {
 		err = errors.Join(err, hs.Shutdown(ctx))
 	}
 	return err
+}
+
+// endRuns kills the commands of POST /v1/run and waits for them.
+func (s *Server) endRuns(ctx context.Context) error {
+	s.cancelRuns()
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still ending: %w", ctx.Err())
+	}
 }
 
 // Close closes every session and refuses new ones; connections stay
@@ -264,7 +286,10 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	return s.closeSessions()
+	err := s.closeSessions()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(err, s.endRuns(ctx))
 }
 
 func (s *Server) closeSessions() error {

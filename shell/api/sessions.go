@@ -35,6 +35,10 @@ type session struct {
 	mu     sync.Mutex
 	bg     map[string]*bgCommand
 	nextID int
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed when the session is
+	closeErr  error
 }
 
 // bgCommand is a command started in the background. Its waiter goroutine
@@ -84,7 +88,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("opening the session's sandbox: %w", oerr)
 	}
 	ss := &session{id: "s" + randomHex(8), owner: owner, gate: cfg.Gate, mode: cfg.Mode, created: time.Now().UTC(), sh: sh,
-		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}}
+		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}, closed: make(chan struct{})}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	s.log.Debug("session opened", "session", ss.id, "gate", ss.gate, "mode", ss.mode)
@@ -232,10 +236,20 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 // processes gone, its sandbox ended, before the answer (204).
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("session")
-	owner := s.owner(r)
+	if !s.endSession(id, s.owner(r), nil) {
+		return errorf(http.StatusNotFound, "session", "no session %q", id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// endSession removes the session id of owner and closes it; if only is
+// set, only when it is still that session. It reports whether there was
+// one to close.
+func (s *Server) endSession(id string, owner int, only *session) bool {
 	s.mu.Lock()
 	ss := s.sessions[id]
-	if ss != nil && ss.owner != owner {
+	if ss != nil && (ss.owner != owner || (only != nil && ss != only)) {
 		ss = nil // another user's: as if it did not exist
 	}
 	if ss != nil {
@@ -243,13 +257,37 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.mu.Unlock()
 	if ss == nil {
-		return errorf(http.StatusNotFound, "session", "no session %q", id)
+		return false
 	}
 	if err := ss.close(); err != nil {
 		s.log.Debug("closing a session", "session", id, "err", err)
 	}
 	s.log.Debug("session closed", "session", id)
-	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// holdSession ties a session to this request's connection (GET
+// /v1/sessions/{session}/lifeline): the answer's headers come at once and
+// its body when the session ends; when the client goes away first (its
+// process killed, even with SIGKILL, closes the connection), the session
+// is closed as DELETE closes it. moat session --jsonl holds one, so that a
+// killed client leaves no session in moatd.
+func (s *Server) holdSession(w http.ResponseWriter, r *http.Request) error {
+	ss, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	select {
+	case <-ss.closed:
+		writeBody(w, map[string]string{"status": "closed"})
+	case <-r.Context().Done():
+		s.endSession(ss.id, ss.owner, ss)
+	}
 	return nil
 }
 
@@ -284,7 +322,11 @@ func (ss *session) describe() client.Session {
 
 // close kills every command and ends the sandbox.
 func (ss *session) close() error {
-	return ss.sh.Close()
+	ss.closeOnce.Do(func() {
+		ss.closeErr = ss.sh.Close()
+		close(ss.closed)
+	})
+	return ss.closeErr
 }
 
 func randomHex(n int) string {

@@ -209,6 +209,23 @@ func (c *Client) StartRaw(ctx context.Context, session string, req CommandReques
 	return st, c.do(ctx, http.MethodPost, commandsPath(session), req, &st)
 }
 
+// HoldSession ties the session to a connection of its own until ctx ends
+// (GET /v1/sessions/{session}/lifeline): when this process goes away, even
+// killed, the connection closes and the server closes the session. It
+// returns when the session is closed or ctx ends.
+func (c *Client) HoldSession(ctx context.Context, session string) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/lifeline", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
 // Decide is moat's decision on a command (POST /v1/decide); nothing runs.
 func (c *Client) Decide(ctx context.Context, req DecideRequest) (Decision, error) {
 	var d Decision
