@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,7 @@ func newKernelFilter() (*kernelFilter, error) {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	_, _ = m.CleanStale()
-	g, err := m.Create("")
+	g, err := m.Create(strconv.Itoa(os.Getpid()) + "-")
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}

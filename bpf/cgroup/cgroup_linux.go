@@ -145,11 +145,13 @@ func (g *Group) FD() int {
 }
 
 // Create makes the cgroup <Dir>/id and locks it. If id is "", a random one
-// is chosen. An id that already exists is an error.
+// is chosen; if it ends in "-", it is the prefix of a random one (moat uses
+// its pid, so a test can tell a process's cgroups apart). An id that
+// already exists is an error.
 func (m *Manager) Create(id string) (*Group, error) {
-	random := id == ""
-	if !random {
-		if err := checkName("run id", id); err != nil {
+	prefix, random := id, id == "" || strings.HasSuffix(id, "-")
+	if id != "" {
+		if err := checkName("run id", id+"0"); err != nil { // "0": a prefix is checked as a name
 			return nil, err
 		}
 	}
@@ -160,7 +162,7 @@ func (m *Manager) Create(id string) (*Group, error) {
 			if _, err := rand.Read(b[:]); err != nil {
 				return nil, fmt.Errorf("cgroup: %w", err)
 			}
-			id = hex.EncodeToString(b[:])
+			id = prefix + hex.EncodeToString(b[:])
 		}
 		g, err := m.create(filepath.Join(m.Dir, id))
 		if err == nil {

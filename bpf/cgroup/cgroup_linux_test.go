@@ -177,6 +177,28 @@ func TestCreateRemove(t *testing.T) {
 	}
 }
 
+// TestCreatePrefix: an id ending in "-" is the prefix of a random one.
+func TestCreatePrefix(t *testing.T) {
+	m := testManager(t)
+	a, err := m.Create("4242-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Remove()
+	b, err := m.Create("4242-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove()
+	na, nb := filepath.Base(a.Path()), filepath.Base(b.Path())
+	if !strings.HasPrefix(na, "4242-") || len(na) != len("4242-")+16 || na == nb {
+		t.Errorf("prefixed ids %q and %q", na, nb)
+	}
+	if _, err := m.Create(".x-"); err == nil {
+		t.Error("a prefix starting with '.' was accepted")
+	}
+}
+
 // TestRemoveNested removes a cgroup whose process moved into a child
 // cgroup of its own.
 func TestRemoveNested(t *testing.T) {
