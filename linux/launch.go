@@ -43,6 +43,7 @@ type launcher struct {
 	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
 	lock         *os.File // the cgroup's lock, kept by init
 	cgroupFD     int
+	joined       bool // stage 2 joined its cgroups during the user-namespace handshake
 
 	// made by planning
 	fp      *fsPlan
@@ -245,53 +246,106 @@ func (ln *launcher) startStage2() error {
 	for len(extra) > 0 && extra[len(extra)-1] == nil {
 		extra = extra[:len(extra)-1]
 	}
+	// No namespace flag here: stage 2 makes its namespaces itself (see
+	// enter_namespaces in nsinit.c), so that Go starts it with a vfork-style
+	// clone; a clone with CLONE_NEWUSER would copy this process's whole
+	// address space.
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{nsinit.Argv0},
-		Env:        []string{nsinit.EnvVar + "=1"},
-		Stdin:      ln.l.Stdio[0],
-		Stdout:     ln.l.Stdio[1],
-		Stderr:     ln.l.Stdio[2],
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 cloneFlags(ln.pol),
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
-			Setsid:                     true,
-			UseCgroupFD:                ln.cgroupFD >= 0,
-			CgroupFD:                   ln.cgroupFD,
-		},
+		Path:        "/proc/self/exe",
+		Args:        []string{nsinit.Argv0},
+		Env:         []string{nsinit.EnvVar + "=1"},
+		Stdin:       ln.l.Stdio[0],
+		Stdout:      ln.l.Stdio[1],
+		Stderr:      ln.l.Stdio[2],
+		ExtraFiles:  extra,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: ln.cgroupFD >= 0, CgroupFD: ln.cgroupFD},
 	}
-	if id := ln.l.As; id != nil {
-		// moatd: root clones the namespaces and writes the maps, then the
-		// child takes the client's ids inside them (its capabilities kept
-		// for stage 2's setup, in the new user namespace only) before it
-		// runs anything. Each of the client's groups maps to itself, so the
-		// client's supplementary groups are exactly what it has on the host
-		// (none of root's).
-		a := cmd.SysProcAttr
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: id.Uid, HostID: id.Uid, Size: 1}}
-		a.GidMappings = nil
-		for _, g := range identityGroups(id) {
-			a.GidMappings = append(a.GidMappings, syscall.SysProcIDMap{ContainerID: g, HostID: g, Size: 1})
-		}
-		a.GidMappingsEnableSetgroups = true
-		groups := make([]uint32, 0, len(id.Groups))
-		for _, g := range identityGroups(id) {
-			groups = append(groups, uint32(g))
-		}
-		a.Credential = &syscall.Credential{Uid: uint32(id.Uid), Gid: uint32(id.Gid), Groups: groups}
-	}
-	if ln.nons {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, UseCgroupFD: ln.cgroupFD >= 0, CgroupFD: ln.cgroupFD}
+	if !ln.nons {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%x", nsinit.EnvNSFlags, cloneFlags(ln.pol)))
 	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	ln.cmd = cmd
+	// Only stage 2 holds its end now: its exit ends what is read below.
+	ln.childSync.Close()
+	if ln.nons {
+		return nil
+	}
+	return ln.mapUserns()
+}
+
+// mapUserns answers stage 2's MsgUserns: the uid and gid maps of its new
+// user namespace (the caller's own ids; with Launch.As, the client's uid and
+// each of its groups), the limit cgroups joined while stage 2 waits (so init,
+// forked next, starts in them), and the ids stage 2 takes. A stage 2 that
+// could not make the namespace says why (an errno best effort reacts to).
+func (ln *launcher) mapUserns() error {
+	m, err := nsinit.ReadMessage(int(ln.sync.Fd()))
+	if err != nil {
+		return fmt.Errorf("stage 2 ended before its user namespace: %w", err)
+	}
+	m.CloseFDs()
+	switch m.Type {
+	case nsinit.MsgUserns:
+	case nsinit.MsgError:
+		return fmt.Errorf("%s: %w", m.Text, syscall.Errno(m.B))
+	default:
+		return fmt.Errorf("stage 2 sent message %d before its user namespace", m.Type)
+	}
+	pid := strconv.Itoa(ln.cmd.Process.Pid)
+	write := func(file, data string) error {
+		if err := os.WriteFile("/proc/"+pid+"/"+file, []byte(data), 0); err != nil {
+			return fmt.Errorf("write the sandbox's %s: %w", file, err)
+		}
+		return nil
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	groups := []int{gid}
+	ids := []byte(nil)
+	if id := ln.l.As; id != nil {
+		// moatd: the client's uid and each of its groups map to
+		// themselves, so the sandbox has exactly the client's groups and
+		// none of root's; stage 2 takes those ids inside.
+		uid, gid, groups = id.Uid, id.Gid, identityGroups(id)
+		if ids, err = nsinit.IDs(uid, gid, groups); err != nil {
+			return err
+		}
+	} else {
+		if err := write("setgroups", "deny"); err != nil {
+			return err
+		}
+		ids, _ = nsinit.IDs(-1, -1, nil)
+	}
+	var gm strings.Builder
+	for _, g := range groups {
+		fmt.Fprintf(&gm, "%d %d 1\n", g, g)
+	}
+	if err := write("uid_map", fmt.Sprintf("%d %d 1\n", uid, uid)); err != nil {
+		return err
+	}
+	if err := write("gid_map", gm.String()); err != nil {
+		return err
+	}
+	if err := ln.joinCgroups(ln.cmd.Process.Pid); err != nil {
+		return err
+	}
+	ln.joined = true
+	if _, err := unix.Write(int(ln.sync.Fd()), ids); err != nil {
+		return fmt.Errorf("answer stage 2: %w", os.NewSyscallError("write", err))
+	}
 	return nil
+}
+
+// joinCgroups moves stage 2 into the run's cgroups it did not start in: the
+// eBPF one without clone3 (CLONE_INTO_CGROUP), and the v1 limit cgroups.
+func (ln *launcher) joinCgroups(pid int) error {
+	if ln.kf != nil && ln.cgroupFD < 0 {
+		if err := ln.kf.group.Add(pid); err != nil {
+			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
+		}
+	}
+	return ln.lim.add(pid)
 }
 
 // checkAs refuses what a sandbox for another user (Launch.As) cannot do
@@ -355,16 +409,13 @@ func (ln *launcher) startError(err error) error {
 // release sends the plan and, with eBPF, lets the command exec once the
 // filter is attached; then the supervisor reads stage 2's messages.
 func (ln *launcher) release() error {
-	if ln.kf != nil && ln.cgroupFD < 0 {
-		// Without clone3 (CLONE_INTO_CGROUP), stage 2 joins the cgroup
-		// here, while it still waits for its plan: nothing runs outside.
-		if err := ln.kf.group.Add(ln.cmd.Process.Pid); err != nil {
-			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
+	if !ln.joined {
+		// Without namespaces (no user-namespace handshake), stage 2 joins
+		// its cgroups here, while it still waits for its plan: nothing
+		// runs outside them.
+		if err := ln.joinCgroups(ln.cmd.Process.Pid); err != nil {
+			return err
 		}
-	}
-	// The v1 limit cgroups, the same way.
-	if err := ln.lim.add(ln.cmd.Process.Pid); err != nil {
-		return err
 	}
 	if _, err := ln.planW.Write(ln.plan.Bytes()); err != nil {
 		return fmt.Errorf("send the plan to stage 2: %w", err)

@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1775,6 +1776,134 @@ static void load_plan(void)
 	}
 }
 
+/* ---- the namespaces ------------------------------------------------------ */
+
+/* The capabilities stage 2 keeps in its user namespace, permitted, effective,
+ * inheritable and ambient (so the clean-up helper it may exec keeps them
+ * too): mounts, the loopback, the bounding set, rlimits. */
+static const int stage2_caps[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP, CAP_SYS_RESOURCE};
+
+static void keep_stage2_caps(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	for (size_t i = 0; i < sizeof stage2_caps / sizeof stage2_caps[0]; i++) {
+		int c = stage2_caps[i];
+		d[c / 32].permitted |= 1u << (c % 32);
+	}
+	d[0].effective = d[0].inheritable = d[0].permitted;
+	d[1].effective = d[1].inheritable = d[1].permitted;
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("keep stage 2's capabilities");
+	for (size_t i = 0; i < sizeof stage2_caps / sizeof stage2_caps[0]; i++)
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, stage2_caps[i], 0, 0) < 0)
+			die("keep stage 2's capabilities across exec");
+}
+
+/* outer_relay is what remains of the process the supervisor started once
+ * init (its child, pid 1 of the new pid namespace) runs: it passes on the
+ * signals the supervisor sends and ends as init ends, so the supervisor
+ * waits for and signals one process as before. If it is killed, init gets
+ * SIGKILL (its parent-death signal) and the pid namespace ends. */
+static void __attribute__((noreturn)) outer_relay(pid_t init)
+{
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	/* Nothing of the sandbox's stays open here. */
+	if (syscall(__NR_close_range, 0u, ~0U, 0) < 0)
+		for (int fd = 0; fd < 1024; fd++)
+			close(fd);
+	int sfd = signalfd(-1, &all, SFD_CLOEXEC);
+	if (sfd < 0) {
+		kill(init, SIGKILL);
+		_exit(125);
+	}
+	for (;;) {
+		struct signalfd_siginfo si;
+		ssize_t n = read(sfd, &si, sizeof si);
+		if (n != sizeof si)
+			continue;
+		if (si.ssi_signo != SIGCHLD) {
+			kill(init, (int)si.ssi_signo);
+			continue;
+		}
+		int st;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+			if (p != init)
+				continue;
+			if (WIFSIGNALED(st)) {
+				int sig = WTERMSIG(st);
+				signal(sig, SIG_DFL);
+				sigset_t one;
+				sigemptyset(&one);
+				sigaddset(&one, sig);
+				sigprocmask(SIG_UNBLOCK, &one, NULL);
+				kill(getpid(), sig);
+			}
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 125);
+		}
+	}
+}
+
+/* enter_namespaces makes the sandbox's namespaces from here rather than in
+ * the supervisor's clone: the supervisor, a Go program, then starts this
+ * binary with a vfork-style clone instead of copying its whole address
+ * space (Go forks without CLONE_VM for a new user namespace, and a large
+ * supervisor, moatd's heap, then paid milliseconds of page-table copies and
+ * copy-on-write faults for every sandbox). The user namespace first; the
+ * supervisor writes its maps (and moves this process into the limit
+ * cgroups) and answers with the ids to take; then the other namespaces, and
+ * for a new pid namespace the fork that makes init its pid 1. */
+static void enter_namespaces(unsigned long flags)
+{
+	if (flags & CLONE_NEWUSER) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			die("create the user namespace");
+		send_msg(MSG_USERNS, 0, 0, NULL, NULL, 0);
+		struct moat_ids ids;
+		ssize_t n;
+		do
+			n = recv(MOAT_FD_SYNC, &ids, sizeof ids, 0);
+		while (n < 0 && errno == EINTR);
+		if (n < (ssize_t)offsetof(struct moat_ids, groups) || ids.ngroups > MOAT_MAX_GROUPS ||
+		    (size_t)n < offsetof(struct moat_ids, groups) + ids.ngroups * sizeof(uint32_t)) {
+			if (n == 0)
+				_exit(125); /* the supervisor gave up */
+			errno = EPROTO;
+			die("the supervisor's answer on the user namespace");
+		}
+		if (ids.uid >= 0) {
+			/* A sandbox for another user (moatd): its groups, then its
+			 * ids, inside the namespace (the maps name only these). */
+			gid_t gs[MOAT_MAX_GROUPS];
+			for (uint32_t i = 0; i < ids.ngroups; i++)
+				gs[i] = (gid_t)ids.groups[i];
+			if (setgroups(ids.ngroups, gs) < 0)
+				die("take the user's groups");
+			if (setresgid((gid_t)ids.gid, (gid_t)ids.gid, (gid_t)ids.gid) < 0)
+				die("take the user's group");
+			if (setresuid((uid_t)ids.uid, (uid_t)ids.uid, (uid_t)ids.uid) < 0)
+				die("take the user's id");
+		}
+		keep_stage2_caps();
+	}
+	unsigned long rest = flags & ~(unsigned long)CLONE_NEWUSER;
+	if (rest && unshare((int)rest) < 0)
+		die("create the namespaces");
+	if (flags & CLONE_NEWPID) {
+		pid_t c = fork();
+		if (c < 0)
+			die("start init");
+		if (c > 0)
+			outer_relay(c);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+			die("tie init to its parent");
+	}
+}
+
 /* glibc passes argc, argv and envp to constructors. Stage 2 runs only when
  * the supervisor started this binary as "moat-init" with _MOAT_NSINIT=1, so
  * a stray variable in a user's environment cannot divert moat itself. */
@@ -1786,6 +1915,12 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 		return;
 	for (int i = 0; i < MAX_SLOTS; i++)
 		slots[i] = -1;
+	const char *nsf = getenv("_MOAT_NSFLAGS");
+	if (nsf && *nsf) {
+		unsigned long flags = strtoul(nsf, NULL, 16);
+		unsetenv("_MOAT_NSFLAGS");
+		enter_namespaces(flags);
+	}
 	load_plan();
 	run_init();
 }

@@ -113,6 +113,10 @@ const (
 	MsgCmdError    = 13
 	MsgWatch       = 14
 	MsgInotify     = 15
+	MsgUserns      = 16
+
+	// MaxGroups bounds the groups of IDs (struct moat_ids).
+	MaxGroups = 64
 
 	MsgTextSize = 480
 	MsgSize     = 12 + MsgTextSize
@@ -472,4 +476,24 @@ func appendRec(b []byte, typ uint32, r *rec) []byte {
 	b = binary.NativeEndian.AppendUint32(b, typ)
 	b = binary.NativeEndian.AppendUint32(b, uint32(len(r.b)))
 	return append(b, r.b...)
+}
+
+// EnvNSFlags names the clone flags of the namespaces stage 2 makes itself
+// (hexadecimal; absent: none).
+const EnvNSFlags = "_MOAT_NSFLAGS"
+
+// IDs encodes the supervisor's answer to MsgUserns (struct moat_ids): the
+// ids stage 2 takes in its user namespace; uid -1 keeps its own.
+func IDs(uid, gid int, groups []int) ([]byte, error) {
+	if len(groups) > MaxGroups {
+		return nil, fmt.Errorf("%d groups: stage 2 takes at most %d", len(groups), MaxGroups)
+	}
+	b := make([]byte, 0, 12+4*len(groups))
+	b = binary.NativeEndian.AppendUint32(b, uint32(int32(uid)))
+	b = binary.NativeEndian.AppendUint32(b, uint32(int32(gid)))
+	b = binary.NativeEndian.AppendUint32(b, uint32(len(groups)))
+	for _, g := range groups {
+		b = binary.NativeEndian.AppendUint32(b, uint32(g))
+	}
+	return b, nil
 }

@@ -7,6 +7,8 @@
 #ifndef MOAT_PLAN_H
 #define MOAT_PLAN_H
 
+#include <stdint.h>
+
 #define MOAT_PLAN_MAGIC "MOAT"
 #define MOAT_PLAN_VERSION 1
 
@@ -97,6 +99,16 @@ enum {
 	MSG_CMD_ERROR = 13,   /* b: errno, text: what failed before the command ran */
 	MSG_WATCH = 14,       /* a: the R_WATCH record, b: its inotify watch descriptor */
 	MSG_INOTIFY = 15,     /* fd: the inotify instance of the R_WATCH records (before MSG_MOUNTED) */
+	MSG_USERNS = 16,      /* the user namespace exists: the supervisor writes its maps and answers (struct moat_ids) */
+};
+
+/* The supervisor's answer to MSG_USERNS, on MOAT_FD_SYNC: the ids stage 2
+ * takes in its user namespace (uid -1: keep its own). */
+#define MOAT_MAX_GROUPS 64
+struct moat_ids {
+	int32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[MOAT_MAX_GROUPS];
 };
 
 /* Requests on MOAT_FD_SESSION (supervisor to the session): a struct

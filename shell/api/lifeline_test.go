@@ -44,8 +44,12 @@ func TestHoldSession(t *testing.T) {
 			t.Fatalf("the session outlived its lifeline: %v", err)
 		}
 	}
-	if pids := testutil.Procs("sleep "+marker, -1); len(pids) > 0 {
-		t.Errorf("the session's command outlived its lifeline: %v", pids)
+	// (The session leaves the list before its close has killed everything:
+	// wait for that too.)
+	for deadline := time.Now().Add(10 * time.Second); len(testutil.Procs("sleep "+marker, -1)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's command outlived its lifeline: %v", testutil.Procs("sleep "+marker, -1))
+		}
 	}
 	if _, err := f.c.Session(ctx, other.ID); err != nil {
 		t.Errorf("another session was closed too: %v", err)
