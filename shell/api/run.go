@@ -129,9 +129,13 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	s.log.Debug("run", "argv", req.Argv, "uid", owner)
+	start := time.Now()
+	trace := func(phase string) {
+		s.log.Debug("run phase", "phase", phase, "ms", float64(time.Since(start).Microseconds())/1000)
+	}
 	res, err := runtime.Run(ctx, runtime.Request{Policy: rc.pol, Argv: req.Argv, Env: req.Env,
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], StateDir: s.cfg.StateDir,
-		Logger: s.cfg.Logger, Signals: sigs, As: rc.as})
+		Logger: s.cfg.Logger, Signals: sigs, As: rc.as, Trace: trace})
 	if err != nil {
 		code := 125
 		var xe *enforce.ExecError
