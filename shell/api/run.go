@@ -185,11 +185,10 @@ func (s *Server) runConfig(r *http.Request, req client.RunRequest) (runConfig, e
 	sreq := client.SessionRequest{Cwd: req.Cwd, Write: req.Write}
 	var rc runConfig
 	if s.cfg.Daemon != nil {
-		cfg, err := s.daemonSessionConfig(r, sreq)
+		cfg, notes, err := s.daemonSessionConfig(r, sreq)
 		if err != nil {
 			return runConfig{}, err
 		}
-		_, notes, _ := s.cfg.Daemon.PolicyFor(cfg.As, cfg.Policy.Cwd)
 		rc = runConfig{pol: cfg.Policy, notes: notes, as: cfg.As}
 	} else {
 		cfg, err := s.sessionConfig(sreq)

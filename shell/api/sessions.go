@@ -64,7 +64,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		err error
 	)
 	if s.cfg.Daemon != nil {
-		cfg, err = s.daemonSessionConfig(r, req)
+		cfg, _, err = s.daemonSessionConfig(r, req)
 	} else {
 		cfg, err = s.sessionConfig(req)
 	}
@@ -340,37 +340,37 @@ func randomHex(n int) string {
 // request (gate, mode), with extra writable paths only where the peer
 // itself can write (checked as the peer, and used by their real path);
 // the sandbox runs as the peer.
-func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest) (sandbox.Config, error) {
+func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest) (sandbox.Config, []string, error) {
 	id, err := s.peerIdentity(r)
 	if err != nil {
-		return sandbox.Config{}, err
+		return sandbox.Config{}, nil, err
 	}
 	cwd, err := s.daemonCwd(id, req.Cwd)
 	if err != nil {
-		return sandbox.Config{}, err
+		return sandbox.Config{}, nil, err
 	}
-	base, _, err := s.daemonPolicy(r.Context(), id, cwd)
+	base, notes, err := s.daemonPolicy(r.Context(), id, cwd)
 	if err != nil {
-		return sandbox.Config{}, err
+		return sandbox.Config{}, nil, err
 	}
 	// The gate: the peer may ask for a stricter one than the daemon's.
 	gate, err := s.checkRequest(req, "daemon")
 	if err != nil {
-		return sandbox.Config{}, err
+		return sandbox.Config{}, nil, err
 	}
 	pol := *base
 	pol.FS.AllowWrite = slices.Clip(base.FS.AllowWrite)
 	pol.FS.DenyRead = slices.Clip(base.FS.DenyRead)
 	for _, p := range req.Write {
 		if p == "" || strings.ContainsRune(p, 0) {
-			return sandbox.Config{}, errorf(http.StatusBadRequest, "write", "a writable path must be a non-empty path")
+			return sandbox.Config{}, nil, errorf(http.StatusBadRequest, "write", "a writable path must be a non-empty path")
 		}
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(cwd, p)
 		}
 		real, err := s.cfg.Daemon.CheckWritable(id, filepath.Clean(p))
 		if err != nil {
-			return sandbox.Config{}, errorf(http.StatusBadRequest, "write", "%v (a client may only add paths its user can write)", err)
+			return sandbox.Config{}, nil, errorf(http.StatusBadRequest, "write", "%v (a client may only add paths its user can write)", err)
 		}
 		pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: real, Source: "moatd client: write"})
 	}
@@ -378,9 +378,9 @@ func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest)
 		pol.FS.DenyRead = append(pol.FS.DenyRead, policy.PathRule{Path: p, Source: "moatd: the daemon's socket"})
 	}
 	if err := pol.Validate(); err != nil {
-		return sandbox.Config{}, errorf(http.StatusBadRequest, "", "%v", err)
+		return sandbox.Config{}, nil, errorf(http.StatusBadRequest, "", "%v", err)
 	}
 	return sandbox.Config{Policy: &pol, Gate: gate, Mode: req.Mode, Env: s.daemonEnv(id), StateDir: s.cfg.StateDir,
 		Timeout:     time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
-		IdleTimeout: s.cfg.Daemon.IdleTimeout, Logger: s.cfg.Logger, As: id}, nil
+		IdleTimeout: s.cfg.Daemon.IdleTimeout, Logger: s.cfg.Logger, As: id}, notes, nil
 }

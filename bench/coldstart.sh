@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Cold start of `moat run -- /bin/true` beside bubblewrap, in one hyperfine
+# run per user (issue #12's measure): as root (moat with its eBPF layer and
+# cgroup limits), and as an unprivileged user: moat rootless, moat through a
+# moatd this script starts (the same binary as root), and bwrap.
+#
+#   sudo bash bench/coldstart.sh            # RUNS=40 USER_NAME=moat-ci by default
+#
+# Needs root (it starts moatd and switches to the user with setpriv), hyperfine
+# and bwrap (make deps installs them). The user is created if missing. The
+# settings are the peer comparison's: 3 allowed domains, denyRead ~/.ssh,
+# allowWrite . (a writable working directory).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MOAT=$PWD/bin/moat
+[ -x "$MOAT" ] || make build
+RUNS=${RUNS:-40}
+U=${USER_NAME:-moat-ci}
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
+for t in hyperfine bwrap setpriv; do command -v "$t" >/dev/null || { echo "needs $t (make deps)" >&2; exit 2; }; done
+id "$U" >/dev/null 2>&1 || useradd -m "$U"
+B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
+trap 'kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; rm -rf "$B"' EXIT
+chmod 755 "$B"
+install -m 0755 "$MOAT" "$B/moat"
+cat > "$B/s.json" <<JSON
+{"network":{"allowedDomains":["example.com","*.github.com","registry.npmjs.org"],"deniedDomains":[]},
+ "filesystem":{"denyRead":["~/.ssh"],"allowWrite":["."],"denyWrite":[]}}
+JSON
+chmod 644 "$B/s.json"
+mkdir -p "$B/root" "$B/user" "$B/run"
+chown "$U" "$B/user"
+"$B/moat" daemon --socket "$B/run/moatd.sock" --group "" --gate off --state-dir "$B/state" --users-dir "$B/users.d" 2>"$B/moatd.log" &
+DPID=$!
+for _ in $(seq 100); do [ -S "$B/run/moatd.sock" ] && break; sleep 0.05; done
+chmod 666 "$B/run/moatd.sock"
+BWRAP='bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind DIR DIR --unshare-all /bin/true'
+
+echo "== as root ($(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
+(cd "$B/root" && hyperfine -N --warmup 5 --runs "$RUNS" \
+  -n "moat (root: eBPF layer, cgroup limits)" "$B/moat run --settings $B/s.json -- /bin/true" \
+  -n "bwrap" "${BWRAP//DIR/$B/root}")
+
+echo "== as $U"
+(cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$(getent passwd "$U" | cut -d: -f6)" PATH=/usr/bin:/bin \
+  MOAT_DAEMON_SOCKET="$B/run/moatd.sock" hyperfine -N --warmup 5 --runs "$RUNS" \
+  -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" \
+  -n "moat through moatd (eBPF layer, cgroup limits)" "env MOAT_DAEMON=required $B/moat run --write . -- /bin/true" \
+  -n "bwrap" "${BWRAP//DIR/$B/user}")
