@@ -286,6 +286,7 @@ func (ln *launcher) mapUserns() error {
 		return fmt.Errorf("stage 2 ended before its user namespace: %w", err)
 	}
 	m.CloseFDs()
+	ln.step("stage 2 in its user namespace")
 	switch m.Type {
 	case nsinit.MsgUserns:
 	case nsinit.MsgError:
@@ -327,10 +328,12 @@ func (ln *launcher) mapUserns() error {
 	if err := write("gid_map", gm.String()); err != nil {
 		return err
 	}
+	ln.step("maps written")
 	if err := ln.joinCgroups(ln.cmd.Process.Pid); err != nil {
 		return err
 	}
 	ln.joined = true
+	ln.step("cgroups joined")
 	if _, err := unix.Write(int(ln.sync.Fd()), ids); err != nil {
 		return fmt.Errorf("answer stage 2: %w", os.NewSyscallError("write", err))
 	}
