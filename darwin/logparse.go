@@ -2,11 +2,11 @@ package darwin
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -37,7 +37,7 @@ type Denial struct {
 	Target  string // the path, address or name
 }
 
-var denialRE = regexp.MustCompile(`^Sandbox: (.+)\((\d+)\) deny\((\d+)\) (\S+)(?: (.*))?$`)
+var denialRE = lazyre.New(`^Sandbox: (.+)\((\d+)\) deny\((\d+)\) (\S+)(?: (.*))?$`)
 
 // ParseDenial reads one report's text (the tag already removed).
 func ParseDenial(msg string) (Denial, bool) {
@@ -114,7 +114,7 @@ type logEvent struct {
 }
 
 // timeRE matches the start of an event line: "2024-06-01 10:20:30.123456".
-var timeRE = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\S* `)
+var timeRE = lazyre.New(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\S* `)
 
 // Line reads one line of output and returns the violations it completed
 // (an event is complete when the next one starts, or at Flush).

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -87,7 +87,7 @@ func (p *Profile) Inline() string { return render(p.entries, p.Tag, nil) }
 
 // tagPattern is what a tag may hold: it is written into the profile and
 // into log stream's predicate as it is.
-var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_]{8,64}$`)
+var tagPattern = lazyre.New(`^[A-Za-z0-9_]{8,64}$`)
 
 // NewTag returns a fresh run tag.
 func NewTag() string {

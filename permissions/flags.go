@@ -2,6 +2,7 @@ package permissions
 
 import (
 	"strings"
+	"sync"
 )
 
 // argKind says what a flag takes.
@@ -16,46 +17,62 @@ const (
 	argTwo              // two values: jq --arg NAME VALUE
 )
 
-// flagTable maps a flag as written ("-n", "--lines") to what it takes.
-type flagTable map[string]argKind
+// flagTable maps a flag as written ("-n", "--lines") to what it takes. A
+// table is parsed from its description on first use: the package holds
+// about 110 of them, and every moat process (moat run among them) would
+// otherwise build them all before main.
+type flagTable = *lazyFlags
+
+type lazyFlags struct {
+	once  sync.Once
+	desc  string
+	parts []flagTable
+	m     map[string]argKind
+}
 
 // flags builds a table from a compact description: space-separated flags,
 // each optionally followed by '=' (takes a value), '@' (takes a path read),
 // '>' (takes a path written), '?' (optional attached value) or '%' (takes
 // two values).
-func flags(desc string) flagTable {
-	t := flagTable{}
-	for _, f := range strings.Fields(desc) {
-		k := argNone
-		switch f[len(f)-1] {
-		case '=':
-			k = argValue
-		case '@':
-			k = argPath
-		case '>':
-			k = argWrite
-		case '?':
-			k = argOptional
-		case '%':
-			k = argTwo
-		}
-		if k != argNone {
-			f = f[:len(f)-1]
-		}
-		t[f] = k
-	}
-	return t
-}
+func flags(desc string) flagTable { return &lazyFlags{desc: desc} }
 
 // merge returns a table holding the flags of all the tables.
-func merge(ts ...flagTable) flagTable {
-	out := flagTable{}
-	for _, t := range ts {
-		for k, v := range t {
-			out[k] = v
-		}
+func merge(ts ...flagTable) flagTable { return &lazyFlags{parts: ts} }
+
+// table is the parsed table (nil for a nil table).
+func (t *lazyFlags) table() map[string]argKind {
+	if t == nil {
+		return nil
 	}
-	return out
+	t.once.Do(func() {
+		m := map[string]argKind{}
+		for _, p := range t.parts {
+			for k, v := range p.table() {
+				m[k] = v
+			}
+		}
+		for _, f := range strings.Fields(t.desc) {
+			k := argNone
+			switch f[len(f)-1] {
+			case '=':
+				k = argValue
+			case '@':
+				k = argPath
+			case '>':
+				k = argWrite
+			case '?':
+				k = argOptional
+			case '%':
+				k = argTwo
+			}
+			if k != argNone {
+				f = f[:len(f)-1]
+			}
+			m[f] = k
+		}
+		t.m = m
+	})
+	return t.m
 }
 
 // parsedArgs is a command's arguments sorted into flags and positionals.
@@ -104,7 +121,8 @@ type flagOpts struct {
 // letter and every letter must be known, and a letter that takes a value
 // ends the bundle (the rest of the word, or the next word, is its value).
 // It returns the offending word when a flag is not in the table.
-func parseFlags(args []string, t flagTable, o flagOpts) (parsedArgs, string, bool) {
+func parseFlags(args []string, ft flagTable, o flagOpts) (parsedArgs, string, bool) {
+	t := ft.table()
 	var p parsedArgs
 	for i := 0; i < len(args); i++ {
 		w := args[i]

@@ -486,10 +486,10 @@ func analyzeXargs(a *analysis, args []string) {
 			break
 		}
 		name, _, attached := strings.Cut(w, "=")
-		k, ok := xargsFlags[name]
+		k, ok := xargsFlags.table()[name]
 		if !attached && !ok && len(w) > 2 && w[1] != '-' {
 			// -n5, -d'\n': a short flag with its value attached
-			k, ok = xargsFlags[w[:2]]
+			k, ok = xargsFlags.table()[w[:2]]
 			attached = ok && k == argValue
 		}
 		if !ok || (attached && k != argValue) {

@@ -1,8 +1,9 @@
 package permissions
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/moat-sandbox/moat/internal/lazyre"
 )
 
 // safeEnvVars are the variables whose leading assignments are stripped
@@ -70,9 +71,9 @@ func stripStrict(assigns []assign, argv []string) ([]string, bool) {
 }
 
 var (
-	durationRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[smhd]?$`)
-	signalRe   = regexp.MustCompile(`^(SIG)?[A-Z][A-Z0-9+-]*$|^[0-9]{1,2}$`)
-	niceRe     = regexp.MustCompile(`^-?[0-9]{1,2}$`)
+	durationRe = lazyre.New(`^[0-9]+(\.[0-9]+)?[smhd]?$`)
+	signalRe   = lazyre.New(`^(SIG)?[A-Z][A-Z0-9+-]*$|^[0-9]{1,2}$`)
+	niceRe     = lazyre.New(`^-?[0-9]{1,2}$`)
 )
 
 // stripTimeout parses "timeout [OPTION] DURATION COMMAND...". It returns

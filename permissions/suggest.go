@@ -1,13 +1,14 @@
 package permissions
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/moat-sandbox/moat/internal/lazyre"
 )
 
 // subcommandRe is what a second word must look like to be a subcommand
 // worth a prefix rule ("commit", "run", "pr-create").
-var subcommandRe = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+var subcommandRe = lazyre.New(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 // noPrefix are commands a prefix rule must never cover: a rule for them
 // would allow any command at all (shells, wrappers, interpreters, sudo).

@@ -1,8 +1,9 @@
 package permissions
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/moat-sandbox/moat/internal/lazyre"
 )
 
 // Destructive-command warnings are notes shown with the permission prompt.
@@ -28,7 +29,7 @@ const (
 	warnShred     = "Note: may destroy file contents beyond recovery"
 )
 
-var sqlDropRe = regexp.MustCompile(`(?i)\b(DROP|TRUNCATE)\s+(TABLE|DATABASE|SCHEMA)\b`)
+var sqlDropRe = lazyre.New(`(?i)\b(DROP|TRUNCATE)\s+(TABLE|DATABASE|SCHEMA)\b`)
 
 // warnings returns the notes for a command line (never nil).
 func warnings(cands [][]string, src string) []string {

@@ -2,9 +2,9 @@ package settings
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -36,7 +36,7 @@ func decodeClaude(o *object, r resolver) (*layer, error) {
 
 // ruleRe splits "Tool(content)" and "Tool". Tool names are identifiers,
 // optionally MCP-style (mcp__server__tool).
-var ruleRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*)(?:\((.*)\))?$`)
+var ruleRe = lazyre.New(`^([A-Za-z][A-Za-z0-9_-]*)(?:\((.*)\))?$`)
 
 // ParseRule splits a permission rule string into tool and content. has is
 // false for a bare tool name ("Bash").

@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -474,7 +474,7 @@ outer:
 	return dst
 }
 
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // decodeMoat reads moat's own section, in either format.
 func decodeMoat(top *object, l *layer) error {

@@ -7,19 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/shell"
 	"github.com/moat-sandbox/moat/shell/api/client"
 	"github.com/moat-sandbox/moat/shell/jsonl"
 )
 
 // validID is what a client may name a command: it is a path segment.
-var validID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var validID = lazyre.New(`^[A-Za-z0-9._-]{1,64}$`)
 
 // runCommand runs a command (POST /v1/sessions/{session}/commands): in the
 // foreground as a stream of NDJSON events until "finished" (the request's
