@@ -117,6 +117,31 @@ func TestDaemonRun(t *testing.T) {
 	}
 	gone(t, "sleep "+marker)
 
+	// One user holds at most 16 runs (--max-sessions-per-user): the 17th is
+	// refused (125), and the others keep running.
+	limMarker := testutil.SleepMarker(300)
+	var held []*exec.Cmd
+	for i := 0; i < 16; i++ {
+		c := moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sleep", limMarker)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	for deadline := time.Now().Add(time.Minute); len(testutil.Procs("sleep "+limMarker, u1.uid)) < 16; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("16 runs never ran: %d", len(testutil.Procs("sleep "+limMarker, u1.uid)))
+		}
+	}
+	if code, _, errs := run("", nil, "--", "true"); code != 125 || !strings.Contains(errs, "the most the daemon allows a user") {
+		t.Errorf("a 17th run: exit %d, stderr %q; want 125 saying why", code, errs)
+	}
+	for _, c := range held {
+		c.Process.Kill()
+		c.Wait()
+	}
+	gone(t, "sleep "+limMarker)
+
 	// A client killed with SIGKILL: its connection closes, the command dies.
 	marker = testutil.SleepMarker(300)
 	cmd = moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sleep", marker)

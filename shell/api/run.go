@@ -59,17 +59,28 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Shutdown sets closed under s.mu before it waits for the runs: a run
 	// counts itself under the same lock, or is refused.
+	// A user runs at most as many commands this way as it may hold
+	// sessions (MaxSessionsPerUser), so one user cannot take every slot.
 	s.mu.Lock()
 	if s.closed {
 		s.pending--
 		s.mu.Unlock()
 		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
 	}
+	if d := s.cfg.Daemon; d != nil && s.runsOf[owner] >= d.MaxSessionsPerUser {
+		s.pending--
+		s.mu.Unlock()
+		return errorf(http.StatusTooManyRequests, "", "you have %d commands running through POST /v1/run, the most the daemon allows a user: wait for one to end", d.MaxSessionsPerUser)
+	}
+	s.runsOf[owner]++
 	s.runs.Add(1)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.pending--
+		if s.runsOf[owner]--; s.runsOf[owner] <= 0 {
+			delete(s.runsOf, owner)
+		}
 		s.mu.Unlock()
 		s.runs.Done()
 	}()

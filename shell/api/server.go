@@ -102,6 +102,7 @@ type Server struct {
 	runsCtx    context.Context
 	cancelRuns context.CancelFunc
 	runs       sync.WaitGroup
+	runsOf     map[int]int // POST /v1/run commands running, by owner (daemon)
 }
 
 // route is one pattern of the mux and its handler.
@@ -180,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, engine: eng, mux: http.NewServeMux(), log: cfg.Logger, version: version(),
-		sessions: map[string]*session{}}
+		sessions: map[string]*session{}, runsOf: map[int]int{}}
 	s.runsCtx, s.cancelRuns = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
