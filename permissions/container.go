@@ -19,25 +19,30 @@ var (
 	ctrSystemDf     = flags("-v --verbose --format=")
 )
 
-// containerSubs maps "sub" or "group sub" to its flags and display kind.
-var containerSubs = map[string]struct {
+// containerSub is a subcommand's flags and display kind.
+type containerSub struct {
 	flags flagTable
 	kind  string
-}{
-	"ps": {ctrListFlags, KindList}, "images": {ctrListFlags, KindList},
-	"container ls": {ctrListFlags, KindList}, "container ps": {ctrListFlags, KindList}, "container list": {ctrListFlags, KindList},
-	"image ls": {ctrListFlags, KindList}, "image list": {ctrListFlags, KindList},
-	"network ls": {ctrListFlags, KindList}, "volume ls": {ctrListFlags, KindList},
-	"inspect": {ctrInspectFlags, KindRead}, "container inspect": {ctrInspectFlags, KindRead},
-	"image inspect": {ctrInspectFlags, KindRead}, "network inspect": {ctrInspectFlags, KindRead},
-	"volume inspect": {ctrInspectFlags, KindRead},
-	"version":        {ctrFormatFlags, KindRead}, "info": {ctrFormatFlags, KindRead},
-	"logs": {ctrLogsFlags, KindRead}, "container logs": {ctrLogsFlags, KindRead},
-	"history": {ctrHistoryFlags, KindRead}, "image history": {ctrHistoryFlags, KindRead},
-	"port": {flags(""), KindRead}, "container port": {flags(""), KindRead},
-	"stats": {ctrStatsFlags, KindRead}, "container stats": {ctrStatsFlags, KindRead},
-	"system df": {ctrSystemDf, KindList},
 }
+
+// containerSubs maps "sub" or "group sub" to its flags and display kind.
+var containerSubs = lazy[map[string]containerSub]{make: func() map[string]containerSub {
+	return map[string]containerSub{
+		"ps": {ctrListFlags, KindList}, "images": {ctrListFlags, KindList},
+		"container ls": {ctrListFlags, KindList}, "container ps": {ctrListFlags, KindList}, "container list": {ctrListFlags, KindList},
+		"image ls": {ctrListFlags, KindList}, "image list": {ctrListFlags, KindList},
+		"network ls": {ctrListFlags, KindList}, "volume ls": {ctrListFlags, KindList},
+		"inspect": {ctrInspectFlags, KindRead}, "container inspect": {ctrInspectFlags, KindRead},
+		"image inspect": {ctrInspectFlags, KindRead}, "network inspect": {ctrInspectFlags, KindRead},
+		"volume inspect": {ctrInspectFlags, KindRead},
+		"version":        {ctrFormatFlags, KindRead}, "info": {ctrFormatFlags, KindRead},
+		"logs": {ctrLogsFlags, KindRead}, "container logs": {ctrLogsFlags, KindRead},
+		"history": {ctrHistoryFlags, KindRead}, "image history": {ctrHistoryFlags, KindRead},
+		"port": {flags(""), KindRead}, "container port": {flags(""), KindRead},
+		"stats": {ctrStatsFlags, KindRead}, "container stats": {ctrStatsFlags, KindRead},
+		"system df": {ctrSystemDf, KindList},
+	}
+}}
 
 // analyzeContainer handles docker and podman.
 func analyzeContainer(a *analysis, name string, args []string) {
@@ -47,11 +52,11 @@ func analyzeContainer(a *analysis, name string, args []string) {
 	}
 	key, rest := args[0], args[1:]
 	if len(rest) > 0 {
-		if _, ok := containerSubs[key+" "+rest[0]]; ok {
+		if _, ok := containerSubs.get()[key+" "+rest[0]]; ok {
 			key, rest = key+" "+rest[0], rest[1:]
 		}
 	}
-	sub, ok := containerSubs[key]
+	sub, ok := containerSubs.get()[key]
 	if !ok {
 		a.notReadOnly(name + " " + key + " is not a read-only " + name + " command")
 		return

@@ -459,7 +459,7 @@ func (s *step) analyzeParts() {
 				a.notReadOnly(why)
 			}
 		}
-		if p.riskyGlob && !globOK[a.name] {
+		if p.riskyGlob && !globOK.get()[a.name] {
 			a.notReadOnly("a glob pattern may expand to an option of " + a.name)
 		}
 		if a.git && sawCd {
@@ -471,7 +471,7 @@ func (s *step) analyzeParts() {
 		a.roButRedirect = a.readOnly
 		for _, r := range p.redirs {
 			w, rd := redirPath(r)
-			if w != "" && !specialOK[w] {
+			if w != "" && !specialOK.get()[w] {
 				a.notReadOnly("output redirected to " + w)
 			}
 			if netDevice(w) || netDevice(rd) {

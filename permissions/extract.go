@@ -421,7 +421,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		x.add(nv)
 		argv = nv
 	}
-	if shellNames[name] {
+	if shellNames.get()[name] {
 		x.shell(argv, depth, stdin, haveStdin)
 		return
 	}
@@ -442,7 +442,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		}
 		return
 	case "watch":
-		rests := wrapperRests(argv, wrappers["watch"])
+		rests := wrapperRests(argv, wrappers.get()["watch"])
 		for _, r := range rests {
 			x.nestedSource(strings.Join(r, " "), depth+1)
 		}
@@ -482,7 +482,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	case "xargs", "parallel":
 		x.fail(name + " builds its command from its input")
 	}
-	spec, ok := wrappers[name]
+	spec, ok := wrappers.get()[name]
 	if !ok {
 		return
 	}
@@ -522,15 +522,17 @@ func (x *extraction) findExec(argv []string, depth int, budget *int) {
 	}
 }
 
-var shellNames = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
-	"ash": true, "yash": true, "posh": true, "fish": true, "rbash": true, "tcsh": true, "csh": true,
-}
+var shellNames = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
+		"ash": true, "yash": true, "posh": true, "fish": true, "rbash": true, "tcsh": true, "csh": true,
+	}
+}}
 
 // readsScriptFromStdin reports whether a shell invocation reads its script
 // from standard input (no -c and no script file).
 func readsScriptFromStdin(argv []string) bool {
-	if len(argv) == 0 || !shellNames[path.Base(argv[0])] {
+	if len(argv) == 0 || !shellNames.get()[path.Base(argv[0])] {
 		return false
 	}
 	cmd, script, _ := shellArgs(argv)
@@ -619,46 +621,48 @@ func set(s ...string) map[string]bool {
 // wrappers are the commands deny and ask rules look through. Unknown flags
 // are read both ways (with and without a value), so no spelling hides the
 // command.
-var wrappers = map[string]wrapperSpec{
-	"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
-		plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
-	"command":      {plainFlags: set("-p", "-v", "-V")},
-	"builtin":      {},
-	"exec":         {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
-	"nohup":        {},
-	"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability")},
-	"timeout":      {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
-	"nice":         {valueFlags: set("-n", "--adjustment")},
-	"ionice":       {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
-	"stdbuf":       {valueFlags: set("-i", "--input", "-o", "--output", "-e", "--error")},
-	"setsid":       {plainFlags: set("-c", "--ctty", "-f", "--fork", "-w", "--wait")},
-	"sudo":         {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
-	"doas":         {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
-	"pkexec":       {valueFlags: set("--user")},
-	"su":           {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
-	"runuser":      {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
-	"script":       {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
-	"flock":        {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
-	"chroot":       {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
-	"chrt":         {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
-	"taskset":      {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
-	"unshare":      {},
-	"nsenter":      {},
-	"firejail":     {},
-	"busybox":      {},
-	"toybox":       {},
-	"caffeinate":   {valueFlags: set("-t", "-w"), plainFlags: set("-d", "-i", "-m", "-s", "-u")},
-	"unbuffer":     {plainFlags: set("-p")},
-	"proxychains":  {valueFlags: set("-f"), plainFlags: set("-q")},
-	"proxychains4": {valueFlags: set("-f"), plainFlags: set("-q")},
-	"torsocks":     {},
-	"strace":       {valueFlags: set("-o", "-e", "-p", "-s", "-E", "-u", "-a", "-b", "-I", "-O", "-S", "-P", "-X")},
-	"ltrace":       {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
-	"xargs":        {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
-	"parallel":     {},
-	"watch":        {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
-	"sg":           {positionals: 1},
-}
+var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
+			plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
+		"command":      {plainFlags: set("-p", "-v", "-V")},
+		"builtin":      {},
+		"exec":         {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
+		"nohup":        {},
+		"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability")},
+		"timeout":      {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
+		"nice":         {valueFlags: set("-n", "--adjustment")},
+		"ionice":       {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
+		"stdbuf":       {valueFlags: set("-i", "--input", "-o", "--output", "-e", "--error")},
+		"setsid":       {plainFlags: set("-c", "--ctty", "-f", "--fork", "-w", "--wait")},
+		"sudo":         {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
+		"doas":         {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
+		"pkexec":       {valueFlags: set("--user")},
+		"su":           {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+		"runuser":      {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
+		"script":       {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
+		"flock":        {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+		"chroot":       {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
+		"chrt":         {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
+		"taskset":      {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
+		"unshare":      {},
+		"nsenter":      {},
+		"firejail":     {},
+		"busybox":      {},
+		"toybox":       {},
+		"caffeinate":   {valueFlags: set("-t", "-w"), plainFlags: set("-d", "-i", "-m", "-s", "-u")},
+		"unbuffer":     {plainFlags: set("-p")},
+		"proxychains":  {valueFlags: set("-f"), plainFlags: set("-q")},
+		"proxychains4": {valueFlags: set("-f"), plainFlags: set("-q")},
+		"torsocks":     {},
+		"strace":       {valueFlags: set("-o", "-e", "-p", "-s", "-E", "-u", "-a", "-b", "-I", "-O", "-S", "-P", "-X")},
+		"ltrace":       {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
+		"xargs":        {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
+		"parallel":     {},
+		"watch":        {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
+		"sg":           {positionals: 1},
+	}
+}}
 
 // wrapperRests returns the possible commands a wrapper runs: argv with the
 // wrapper, its flags, its positionals and (for env and sudo) its
@@ -749,7 +753,9 @@ func isAssignmentWord(w string) bool {
 }
 
 // gitGlobalValue are git's global options that take a value.
-var gitGlobalValue = set("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path", "--list-cmds", "--attr-source")
+var gitGlobalValue = lazy[map[string]bool]{make: func() map[string]bool {
+	return set("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--exec-path", "--list-cmds", "--attr-source")
+}}
 
 // gitStripGlobals returns "git SUBCOMMAND ARGS..." with the global options
 // between git and the subcommand removed, or nil when there are none.
@@ -762,7 +768,7 @@ func gitStripGlobals(argv []string) []string {
 		}
 		name, _, hasEq := strings.Cut(w, "=")
 		switch {
-		case gitGlobalValue[name] && !hasEq && name != "--exec-path":
+		case gitGlobalValue.get()[name] && !hasEq && name != "--exec-path":
 			i += 2
 		case len(w) > 2 && (strings.HasPrefix(w, "-C") || strings.HasPrefix(w, "-c")) && w[1] != '-':
 			i++

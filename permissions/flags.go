@@ -186,8 +186,9 @@ func parseFlags(args []string, ft flagTable, o flagOpts) (parsedArgs, string, bo
 				p.flags = append(p.flags, flagUse{name: w, value: args[i], kind: k})
 				continue
 			}
+			names := shortFlagNames.get()
 			for j := 1; j < len(w); j++ {
-				name := shortFlagNames[w[j]] // "-" + w[j:j+1]
+				name := names[w[j]] // "-" + w[j:j+1]
 				k, ok := t[name]
 				if !ok {
 					return p, w, false
@@ -220,12 +221,13 @@ func parseFlags(args []string, ft flagTable, o flagOpts) (parsedArgs, string, bo
 }
 
 // shortFlagNames[c] is "-" followed by the byte c.
-var shortFlagNames = func() (t [256]string) {
+var shortFlagNames = lazy[*[256]string]{make: func() *[256]string {
+	var t [256]string
 	for c := range t {
 		t[c] = "-" + string([]byte{byte(c)})
 	}
-	return t
-}()
+	return &t
+}}
 
 func isDigits(s string) bool {
 	if s == "" {

@@ -15,11 +15,13 @@ import (
 // --filters (run configured programs, as the seed says), grep's
 // -O/--open-files-in-pager, and every subcommand or flag that writes.
 
-var gitGlobalSafe = map[string]bool{
-	"--no-pager": true, "-P": true, "--no-optional-locks": true, "--literal-pathspecs": true,
-	"--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
-	"--no-replace-objects": true, "--no-advice": true,
-}
+var gitGlobalSafe = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"--no-pager": true, "-P": true, "--no-optional-locks": true, "--literal-pathspecs": true,
+		"--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
+		"--no-replace-objects": true, "--no-advice": true,
+	}
+}}
 
 // gitLogFlags are the formatting and selection flags shared by log, show,
 // diff, whatchanged, shortlog, reflog, rev-list, cherry, stash show and the
@@ -62,71 +64,73 @@ type gitSub struct {
 	maxPos int
 }
 
-var gitSubs = map[string]gitSub{
-	"status": {flags: flags("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? --untracked-files? " +
-		"--ignore-submodules? --ignored? -z --column? --no-column --ahead-behind --no-ahead-behind --renames " +
-		"--no-renames --find-renames?")},
-	"log":         {flags: gitLogFlags},
-	"show":        {flags: gitLogFlags},
-	"diff":        {flags: gitLogFlags},
-	"whatchanged": {flags: gitLogFlags},
-	"shortlog":    {flags: merge(gitLogFlags, flags("-n --numbered -s --summary --email --committer -w? --group="))},
-	"rev-list":    {flags: gitLogFlags},
-	"cherry":      {flags: gitLogFlags},
-	"diff-tree":   {flags: gitLogFlags},
-	"diff-files":  {flags: gitLogFlags},
-	"diff-index":  {flags: gitLogFlags},
-	"reflog":      {flags: gitLogFlags, subs: []string{"show", "list", "exists"}},
-	"stash":       {flags: gitLogFlags, subs: []string{"list", "show"}},
-	"branch": {flags: flags("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains? --no-contains? " +
-		"--merged? --no-merged? --points-at= --sort= --format= --column? --no-column --color? --no-color -i --ignore-case " +
-		"--abbrev? --no-abbrev --omit-empty"), posWith: []string{"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged"}},
-	"tag": {flags: flags("-l --list -n? --sort= --format= --contains? --no-contains? --merged? --no-merged? --points-at= " +
-		"--column? --no-column -i --ignore-case --color? --omit-empty"), posWith: []string{"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged"}},
-	"remote": {flags: flags("-v --verbose --push --all"), subs: []string{"get-url"}},
-	"config": {flags: flags("--get --get-all --get-regexp --get-urlmatch -l --list --show-origin --show-scope --name-only " +
-		"-z --null --global --system --local --worktree --file@ -f@ --blob= --type= --bool --int --bool-or-int --path " +
-		"--expiry-date --default= --includes --no-includes"), subs: []string{"get", "list"}, maxPos: 2},
-	"rev-parse": {flags: flags("--abbrev-ref? --symbolic-full-name --symbolic --short? --verify -q --quiet --git-dir " +
-		"--git-common-dir --show-toplevel --show-prefix --show-cdup --is-inside-work-tree --is-inside-git-dir " +
-		"--is-bare-repository --is-shallow-repository --absolute-git-dir --local-env-vars --all --branches? --tags? " +
-		"--remotes? --glob= --exclude= --default= --sq --sq-quote --not --since= --until= --after= --before= --git-path= " +
-		"--show-object-format? --show-ref-format --shared-index-path --prefix= --revs-only --no-revs --flags --no-flags " +
-		"--show-superproject-working-tree --disambiguate= --path-format=")},
-	"ls-files": {flags: flags("-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage " +
-		"--unmerged --killed --directory --no-empty-directory --eol --exclude= -x= --exclude-from@ -X@ " +
-		"--exclude-per-directory= --exclude-standard --error-unmatch --full-name --recurse-submodules --abbrev? --debug " +
-		"--deduplicate --format= --sparse --with-tree=")},
-	"ls-tree": {flags: flags("-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev? --format=")},
-	"cat-file": {flags: flags("-t -s -e -p --batch? --batch-check? --batch-all-objects --buffer " +
-		"--unordered --follow-symlinks --allow-unknown-type -Z --use-mailmap --no-use-mailmap --path=")},
-	"blame": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= --first-parent -p --porcelain --line-porcelain " +
-		"--incremental --encoding= --contents@ --date= --progress --no-progress -M? -C? --ignore-rev= --ignore-revs-file@ " +
-		"-c --score-debug -f --show-name -n --show-number -s -e --show-email -w --abbrev= --color-lines --color-by-age --minimal")},
-	"annotate": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= -p --porcelain --incremental --encoding= " +
-		"--contents@ --date= -M? -C? -c -f -n -s -e -w")},
-	"describe": {flags: flags("--all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= " +
-		"--exclude= --always --first-parent --dirty? --broken?")},
-	"grep": {flags: flags("-a --text --no-textconv -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
-		"-w --word-regexp -v --invert-match -h -H --full-name -E -G -F -P --extended-regexp --basic-regexp " +
-		"--fixed-strings --perl-regexp -n --line-number --column -l --files-with-matches --name-only -L " +
-		"--files-without-match -z --null -o --only-matching -c --count --color? --no-color --break --heading -p " +
-		"--show-function -A= -B= -C= --after-context= --before-context= --context= -W --function-context --threads= " +
-		"-f@ -e= --and --or --not --all-match -q --quiet --cached --untracked --no-index --exclude-standard " +
-		"--no-exclude-standard --recurse-submodules -m= --max-count=")},
-	"merge-base":    {flags: flags("-a --all --octopus --independent --is-ancestor --fork-point")},
-	"name-rev":      {flags: flags("--tags --refs= --exclude= --all --name-only --no-undefined --always --annotate-stdin")},
-	"show-ref":      {flags: flags("--head --heads --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exists")},
-	"for-each-ref":  {flags: flags("--count= --sort= --format= --color? --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --shell --perl --python --tcl --stdin")},
-	"count-objects": {flags: flags("-v --verbose -H --human-readable"), maxPos: -1},
-	"check-ignore":  {flags: flags("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index")},
-	"check-attr":    {flags: flags("-a --all --cached --stdin -z --source=")},
-	"var":           {flags: flags("-l"), maxPos: 1},
-	"version":       {flags: flags("--build-options"), maxPos: -1},
-	"help":          {flags: flags("-a --all -g --guides -c --config --no-verbose --no-external-commands --no-aliases"), maxPos: 1},
-	"worktree":      {flags: flags("--porcelain -v --verbose --expire= -z"), subs: []string{"list"}},
-	"merge-tree":    {flags: flags("--write-tree --name-only --no-messages --messages -z --merge-base= --quiet --allow-unrelated-histories")},
-}
+var gitSubs = lazy[map[string]gitSub]{make: func() map[string]gitSub {
+	return map[string]gitSub{
+		"status": {flags: flags("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? --untracked-files? " +
+			"--ignore-submodules? --ignored? -z --column? --no-column --ahead-behind --no-ahead-behind --renames " +
+			"--no-renames --find-renames?")},
+		"log":         {flags: gitLogFlags},
+		"show":        {flags: gitLogFlags},
+		"diff":        {flags: gitLogFlags},
+		"whatchanged": {flags: gitLogFlags},
+		"shortlog":    {flags: merge(gitLogFlags, flags("-n --numbered -s --summary --email --committer -w? --group="))},
+		"rev-list":    {flags: gitLogFlags},
+		"cherry":      {flags: gitLogFlags},
+		"diff-tree":   {flags: gitLogFlags},
+		"diff-files":  {flags: gitLogFlags},
+		"diff-index":  {flags: gitLogFlags},
+		"reflog":      {flags: gitLogFlags, subs: []string{"show", "list", "exists"}},
+		"stash":       {flags: gitLogFlags, subs: []string{"list", "show"}},
+		"branch": {flags: flags("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains? --no-contains? " +
+			"--merged? --no-merged? --points-at= --sort= --format= --column? --no-column --color? --no-color -i --ignore-case " +
+			"--abbrev? --no-abbrev --omit-empty"), posWith: []string{"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged"}},
+		"tag": {flags: flags("-l --list -n? --sort= --format= --contains? --no-contains? --merged? --no-merged? --points-at= " +
+			"--column? --no-column -i --ignore-case --color? --omit-empty"), posWith: []string{"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged"}},
+		"remote": {flags: flags("-v --verbose --push --all"), subs: []string{"get-url"}},
+		"config": {flags: flags("--get --get-all --get-regexp --get-urlmatch -l --list --show-origin --show-scope --name-only " +
+			"-z --null --global --system --local --worktree --file@ -f@ --blob= --type= --bool --int --bool-or-int --path " +
+			"--expiry-date --default= --includes --no-includes"), subs: []string{"get", "list"}, maxPos: 2},
+		"rev-parse": {flags: flags("--abbrev-ref? --symbolic-full-name --symbolic --short? --verify -q --quiet --git-dir " +
+			"--git-common-dir --show-toplevel --show-prefix --show-cdup --is-inside-work-tree --is-inside-git-dir " +
+			"--is-bare-repository --is-shallow-repository --absolute-git-dir --local-env-vars --all --branches? --tags? " +
+			"--remotes? --glob= --exclude= --default= --sq --sq-quote --not --since= --until= --after= --before= --git-path= " +
+			"--show-object-format? --show-ref-format --shared-index-path --prefix= --revs-only --no-revs --flags --no-flags " +
+			"--show-superproject-working-tree --disambiguate= --path-format=")},
+		"ls-files": {flags: flags("-c -d -m -o -i -s -u -k -z -t -v -f --cached --deleted --modified --others --ignored --stage " +
+			"--unmerged --killed --directory --no-empty-directory --eol --exclude= -x= --exclude-from@ -X@ " +
+			"--exclude-per-directory= --exclude-standard --error-unmatch --full-name --recurse-submodules --abbrev? --debug " +
+			"--deduplicate --format= --sparse --with-tree=")},
+		"ls-tree": {flags: flags("-d -r -t -l -z --long --name-only --name-status --object-only --full-name --full-tree --abbrev? --format=")},
+		"cat-file": {flags: flags("-t -s -e -p --batch? --batch-check? --batch-all-objects --buffer " +
+			"--unordered --follow-symlinks --allow-unknown-type -Z --use-mailmap --no-use-mailmap --path=")},
+		"blame": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= --first-parent -p --porcelain --line-porcelain " +
+			"--incremental --encoding= --contents@ --date= --progress --no-progress -M? -C? --ignore-rev= --ignore-revs-file@ " +
+			"-c --score-debug -f --show-name -n --show-number -s -e --show-email -w --abbrev= --color-lines --color-by-age --minimal")},
+		"annotate": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= -p --porcelain --incremental --encoding= " +
+			"--contents@ --date= -M? -C? -c -f -n -s -e -w")},
+		"describe": {flags: flags("--all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= " +
+			"--exclude= --always --first-parent --dirty? --broken?")},
+		"grep": {flags: flags("-a --text --no-textconv -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
+			"-w --word-regexp -v --invert-match -h -H --full-name -E -G -F -P --extended-regexp --basic-regexp " +
+			"--fixed-strings --perl-regexp -n --line-number --column -l --files-with-matches --name-only -L " +
+			"--files-without-match -z --null -o --only-matching -c --count --color? --no-color --break --heading -p " +
+			"--show-function -A= -B= -C= --after-context= --before-context= --context= -W --function-context --threads= " +
+			"-f@ -e= --and --or --not --all-match -q --quiet --cached --untracked --no-index --exclude-standard " +
+			"--no-exclude-standard --recurse-submodules -m= --max-count=")},
+		"merge-base":    {flags: flags("-a --all --octopus --independent --is-ancestor --fork-point")},
+		"name-rev":      {flags: flags("--tags --refs= --exclude= --all --name-only --no-undefined --always --annotate-stdin")},
+		"show-ref":      {flags: flags("--head --heads --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exists")},
+		"for-each-ref":  {flags: flags("--count= --sort= --format= --color? --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --shell --perl --python --tcl --stdin")},
+		"count-objects": {flags: flags("-v --verbose -H --human-readable"), maxPos: -1},
+		"check-ignore":  {flags: flags("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index")},
+		"check-attr":    {flags: flags("-a --all --cached --stdin -z --source=")},
+		"var":           {flags: flags("-l"), maxPos: 1},
+		"version":       {flags: flags("--build-options"), maxPos: -1},
+		"help":          {flags: flags("-a --all -g --guides -c --config --no-verbose --no-external-commands --no-aliases"), maxPos: 1},
+		"worktree":      {flags: flags("--porcelain -v --verbose --expire= -z"), subs: []string{"list"}},
+		"merge-tree":    {flags: flags("--write-tree --name-only --no-messages --messages -z --merge-base= --quiet --allow-unrelated-histories")},
+	}
+}}
 
 // analyzeGit classifies a git command.
 func analyzeGit(a *analysis, args []string) {
@@ -145,7 +149,7 @@ func analyzeGit(a *analysis, args []string) {
 		if w == "--version" || w == "--help" || w == "-h" {
 			return
 		}
-		if !gitGlobalSafe[w] {
+		if !gitGlobalSafe.get()[w] {
 			a.notReadOnly("git " + w + " can point git at other code or repositories")
 			return
 		}
@@ -155,7 +159,7 @@ func analyzeGit(a *analysis, args []string) {
 		return
 	}
 	subName := args[i]
-	sub, ok := gitSubs[subName]
+	sub, ok := gitSubs.get()[subName]
 	if !ok {
 		a.notReadOnly2("git "+subName, " is not a read-only git command")
 		return

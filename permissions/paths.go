@@ -28,11 +28,13 @@ func (d dirSet) contains(p string) bool {
 }
 
 // specialOK are device files any command may read or write.
-var specialOK = map[string]bool{
-	"/dev/null": true, "/dev/stdin": true, "/dev/stdout": true, "/dev/stderr": true,
-	"/dev/fd/0": true, "/dev/fd/1": true, "/dev/fd/2": true, "/dev/zero": true,
-	"/dev/random": true, "/dev/urandom": true, "/dev/tty": true, "-": true,
-}
+var specialOK = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"/dev/null": true, "/dev/stdin": true, "/dev/stdout": true, "/dev/stderr": true,
+		"/dev/fd/0": true, "/dev/fd/1": true, "/dev/fd/2": true, "/dev/zero": true,
+		"/dev/random": true, "/dev/urandom": true, "/dev/tty": true, "-": true,
+	}
+}}
 
 // dangerousPath reports why a path must never pass without a prompt,
 // wherever it appears in a command: bash's network pseudo-files and other
@@ -224,7 +226,7 @@ func (r *resolver) resolve(p string) string {
 
 // checkPath returns why a read or write of p needs a prompt, or "".
 func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) string {
-	if specialOK[p] {
+	if specialOK.get()[p] {
 		return ""
 	}
 	if strings.HasPrefix(p, "~") {
@@ -236,7 +238,7 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) st
 		return "relative path " + quoteWord(p) + " after cd to an unknown directory"
 	}
 	for _, a := range abs {
-		if specialOK[a] {
+		if specialOK.get()[a] {
 			continue
 		}
 		if why := dangerousPath(a); why != "" {

@@ -84,17 +84,17 @@ func TestDecideConcurrent(t *testing.T) {
 // editSpecs and readOnlySpecs say.
 func TestCommandTable(t *testing.T) {
 	names := []string{"", ".", "nosuchcommand", "git", "sed", "cd"}
-	for n := range kindOf {
+	for n := range kindOf.get() {
 		names = append(names, n)
 	}
-	for n := range readOnlySpecs() {
+	for n := range readOnlySpecs.get() {
 		names = append(names, n)
 	}
-	for n := range editSpecs {
+	for n := range editSpecs.get() {
 		names = append(names, n)
 	}
 	for _, n := range names {
-		info, known := commandTable()[n]
+		info, known := commandTable.get()[n]
 		kind := KindNone
 		if known {
 			kind = info.kind
@@ -102,11 +102,11 @@ func TestCommandTable(t *testing.T) {
 		if kind != displayKind(n) {
 			t.Errorf("%q: kind %q, displayKind %q", n, kind, displayKind(n))
 		}
-		es, isEdit := editSpecs[n]
+		es, isEdit := editSpecs.get()[n]
 		if isEdit != (info.edit != nil) || (isEdit && !reflect.DeepEqual(es, *info.edit)) {
 			t.Errorf("%q: edit spec differs", n)
 		}
-		if rs := readOnlySpecs()[n]; rs != info.ro {
+		if rs := readOnlySpecs.get()[n]; rs != info.ro {
 			t.Errorf("%q: read-only spec differs", n)
 		}
 	}

@@ -3,7 +3,6 @@ package permissions
 import (
 	"path"
 	"strings"
-	"sync"
 )
 
 // Display kinds of a command (Result.Kind).
@@ -118,7 +117,7 @@ func analyzeInto(a *analysis, argv []string) {
 	}
 	name := argv[0]
 	a.name = path.Base(name)
-	info, known := commandTable()[a.name]
+	info, known := commandTable.get()[a.name]
 	a.kind = KindNone
 	if known {
 		a.kind = info.kind // displayKind(a.name)
@@ -150,13 +149,13 @@ func analyzeInto(a *analysis, argv []string) {
 		return
 	}
 	if a.name != name { // "" (path.Base gives "."): look name itself up
-		info = commandTable()[name]
+		info = commandTable.get()[name]
 	}
-	if info.edit != nil { // editSpecs[name]
+	if info.edit != nil { // editSpecs.get()[name]
 		analyzeEdit(a, *info.edit, args)
 		return
 	}
-	spec := info.ro // readOnlySpecs()[name]
+	spec := info.ro // readOnlySpecs.get()[name]
 	if spec == nil {
 		a.notReadOnly2(name, " is not a known read-only command")
 		return
@@ -220,54 +219,56 @@ type commandInfo struct {
 	ro   *cmdSpec
 }
 
-var commandTable = sync.OnceValue(func() map[string]commandInfo {
+var commandTable = lazy[map[string]commandInfo]{make: func() map[string]commandInfo {
 	m := map[string]commandInfo{}
-	for n := range kindOf {
+	for n := range kindOf.get() {
 		m[n] = commandInfo{}
 	}
-	for n := range readOnlySpecs() {
+	for n := range readOnlySpecs.get() {
 		m[n] = commandInfo{}
 	}
-	for n := range editSpecs {
+	for n := range editSpecs.get() {
 		m[n] = commandInfo{}
 	}
 	for n := range m {
 		info := commandInfo{kind: displayKind(n)}
-		if s, ok := editSpecs[n]; ok {
+		if s, ok := editSpecs.get()[n]; ok {
 			info.edit = &s
 		}
-		if s, ok := readOnlySpecs()[n]; ok {
+		if s, ok := readOnlySpecs.get()[n]; ok {
 			info.ro = s
 		}
 		m[n] = info
 	}
 	return m
-})
+}}
 
 // displayKind is the kind shown for a command name, whatever its flags.
 func displayKind(name string) string {
-	if k, ok := kindOf[name]; ok {
+	if k, ok := kindOf.get()[name]; ok {
 		return k
 	}
-	if s, ok := readOnlySpecs()[name]; ok {
+	if s, ok := readOnlySpecs.get()[name]; ok {
 		return s.kind
 	}
 	return KindNone
 }
 
-var kindOf = map[string]string{
-	"find": KindSearch, "grep": KindSearch, "egrep": KindSearch, "fgrep": KindSearch,
-	"rg": KindSearch, "ag": KindSearch, "ack": KindSearch, "fd": KindSearch, "fdfind": KindSearch,
-	"locate": KindSearch, "which": KindSearch, "whereis": KindSearch,
-	"cat": KindRead, "head": KindRead, "tail": KindRead, "less": KindRead, "more": KindRead,
-	"jq": KindRead, "awk": KindRead, "gawk": KindRead, "mawk": KindRead, "nawk": KindRead,
-	"wc": KindRead, "stat": KindRead, "file": KindRead, "sed": KindRead,
-	"ls": KindList, "tree": KindList, "du": KindList,
-	"mv": KindSilent, "cp": KindSilent, "rm": KindSilent, "mkdir": KindSilent,
-	"rmdir": KindSilent, "touch": KindSilent, "ln": KindSilent, "chmod": KindSilent,
-	"chown": KindSilent, "chgrp": KindSilent,
-	"cd": kindNeutral, "pushd": kindNeutral, "popd": kindNeutral, "git": KindNone,
-}
+var kindOf = lazy[map[string]string]{make: func() map[string]string {
+	return map[string]string{
+		"find": KindSearch, "grep": KindSearch, "egrep": KindSearch, "fgrep": KindSearch,
+		"rg": KindSearch, "ag": KindSearch, "ack": KindSearch, "fd": KindSearch, "fdfind": KindSearch,
+		"locate": KindSearch, "which": KindSearch, "whereis": KindSearch,
+		"cat": KindRead, "head": KindRead, "tail": KindRead, "less": KindRead, "more": KindRead,
+		"jq": KindRead, "awk": KindRead, "gawk": KindRead, "mawk": KindRead, "nawk": KindRead,
+		"wc": KindRead, "stat": KindRead, "file": KindRead, "sed": KindRead,
+		"ls": KindList, "tree": KindList, "du": KindList,
+		"mv": KindSilent, "cp": KindSilent, "rm": KindSilent, "mkdir": KindSilent,
+		"rmdir": KindSilent, "touch": KindSilent, "ln": KindSilent, "chmod": KindSilent,
+		"chown": KindSilent, "chgrp": KindSilent,
+		"cd": kindNeutral, "pushd": kindNeutral, "popd": kindNeutral, "git": KindNone,
+	}
+}}
 
 // analyzeCd handles cd and pushd: no effect but on the working directory.
 func analyzeCd(a *analysis, args []string) {
@@ -329,9 +330,9 @@ func analyzeFind(a *analysis, args []string) {
 	}
 	for ; i < len(args); i++ {
 		w := args[i]
-		n, ok := findPrimaries[w]
+		n, ok := findPrimaries.get()[w]
 		if !ok {
-			if findWrites[w] {
+			if findWrites.get()[w] {
 				a.notReadOnly("find " + w + " runs a command or writes")
 			} else {
 				a.notReadOnly("find: " + quoteWord(w) + " is not known to be read-only")
@@ -355,7 +356,7 @@ func analyzeFind(a *analysis, args []string) {
 
 // findPrimaries are find's read-only tests, options and actions, with the
 // number of arguments each takes.
-var findPrimaries = func() map[string]int {
+var findPrimaries = lazy[map[string]int]{make: func() map[string]int {
 	m := map[string]int{}
 	for _, w := range strings.Fields("( ) ! , -not -a -and -o -or -true -false -empty -executable -readable -writable " +
 		"-nouser -nogroup -prune -print -print0 -ls -quit -depth -d -mount -xdev -follow -noleaf -daystart " +
@@ -373,12 +374,14 @@ var findPrimaries = func() map[string]int {
 		}
 	}
 	return m
-}()
+}}
 
-var findWrites = map[string]bool{
-	"-exec": true, "-execdir": true, "-ok": true, "-okdir": true, "-delete": true,
-	"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
-}
+var findWrites = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"-exec": true, "-execdir": true, "-ok": true, "-okdir": true, "-delete": true,
+		"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
+	}
+}}
 
 // editSpec is one row of the acceptEdits table: commands that only create,
 // copy, move or edit files.
@@ -391,17 +394,19 @@ type editSpec struct {
 	targetFlags []string
 }
 
-var editSpecs = map[string]editSpec{
-	"mkdir": {flags: flags("-p -v --parents --verbose")},
-	"touch": {flags: flags("-a -c -h -m -d= -t= -r@ --no-create --no-dereference --date= --reference@ --time=")},
-	"cp": {flags: flags("-a -b -d -f -H -i -L -n -P -p -R -r -T -u -v -x -t> -S= --archive --backup? --force --interactive " +
-		"--dereference --no-clobber --no-dereference --preserve? --no-preserve= --parents --recursive --remove-destination " +
-		"--strip-trailing-slashes --suffix= --target-directory> --no-target-directory --update? --verbose --one-file-system " +
-		"--sparse= --reflink? --attributes-only"), lastIsTarget: true, targetFlags: []string{"-t", "--target-directory"}},
-	"mv": {flags: flags("-b -f -i -n -T -u -v -t> -S= --backup? --force --interactive --no-clobber --no-target-directory " +
-		"--update? --verbose --target-directory> --strip-trailing-slashes --suffix= --no-copy")},
-	"tee": {flags: flags("-a -i -p --append --ignore-interrupts --output-error?")},
-}
+var editSpecs = lazy[map[string]editSpec]{make: func() map[string]editSpec {
+	return map[string]editSpec{
+		"mkdir": {flags: flags("-p -v --parents --verbose")},
+		"touch": {flags: flags("-a -c -h -m -d= -t= -r@ --no-create --no-dereference --date= --reference@ --time=")},
+		"cp": {flags: flags("-a -b -d -f -H -i -L -n -P -p -R -r -T -u -v -x -t> -S= --archive --backup? --force --interactive " +
+			"--dereference --no-clobber --no-dereference --preserve? --no-preserve= --parents --recursive --remove-destination " +
+			"--strip-trailing-slashes --suffix= --target-directory> --no-target-directory --update? --verbose --one-file-system " +
+			"--sparse= --reflink? --attributes-only"), lastIsTarget: true, targetFlags: []string{"-t", "--target-directory"}},
+		"mv": {flags: flags("-b -f -i -n -T -u -v -t> -S= --backup? --force --interactive --no-clobber --no-target-directory " +
+			"--update? --verbose --target-directory> --strip-trailing-slashes --suffix= --no-copy")},
+		"tee": {flags: flags("-a -i -p --append --ignore-interrupts --output-error?")},
+	}
+}}
 
 // analyzeEdit handles the file-editing commands: never read-only, allowed
 // in acceptEdits when every path stays inside the allowed directories.
@@ -505,7 +510,7 @@ func analyzeXargs(a *analysis, args []string) {
 	if i < len(args) {
 		rest = args[i:]
 	}
-	if !globOK[rest[0]] {
+	if !globOK.get()[rest[0]] {
 		a.notReadOnly("xargs runs " + rest[0] + ", whose options may write or run programs")
 		return
 	}

@@ -14,30 +14,32 @@ import (
 // PYTHONSTARTUP, PERL5LIB, PERL5OPT, RUBYOPT, NODE_OPTIONS, NODE_PATH,
 // BASH_ENV, ENV, CDPATH, IFS, PS4, PROMPT_COMMAND, SHELLOPTS, GIT_*, PAGER,
 // EDITOR, VISUAL, LESSOPEN, GOFLAGS, RUSTFLAGS, JAVA_TOOL_OPTIONS, HOME.
-var safeEnvVars = map[string]bool{
-	// locale
-	"LANG": true, "LANGUAGE": true, "LC_ALL": true, "LC_CTYPE": true,
-	"LC_COLLATE": true, "LC_MESSAGES": true, "LC_NUMERIC": true,
-	"LC_TIME": true, "LC_MONETARY": true, "TZ": true,
-	// terminal and colour
-	"TERM": true, "COLORTERM": true, "NO_COLOR": true, "FORCE_COLOR": true,
-	"CLICOLOR": true, "CLICOLOR_FORCE": true, "COLUMNS": true, "LINES": true,
-	// build and run modes
-	"NODE_ENV": true, "RAILS_ENV": true, "RACK_ENV": true, "MIX_ENV": true,
-	"APP_ENV": true, "CI": true, "DEBUG": true, "VERBOSE": true,
-	"RUST_BACKTRACE": true, "RUST_LOG": true, "RUST_LOG_STYLE": true,
-	"GOOS": true, "GOARCH": true, "CGO_ENABLED": true, "GOEXPERIMENT": true,
-	"PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true,
-	"PYTHONIOENCODING": true, "NODE_NO_WARNINGS": true,
-}
+var safeEnvVars = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		// locale
+		"LANG": true, "LANGUAGE": true, "LC_ALL": true, "LC_CTYPE": true,
+		"LC_COLLATE": true, "LC_MESSAGES": true, "LC_NUMERIC": true,
+		"LC_TIME": true, "LC_MONETARY": true, "TZ": true,
+		// terminal and colour
+		"TERM": true, "COLORTERM": true, "NO_COLOR": true, "FORCE_COLOR": true,
+		"CLICOLOR": true, "CLICOLOR_FORCE": true, "COLUMNS": true, "LINES": true,
+		// build and run modes
+		"NODE_ENV": true, "RAILS_ENV": true, "RACK_ENV": true, "MIX_ENV": true,
+		"APP_ENV": true, "CI": true, "DEBUG": true, "VERBOSE": true,
+		"RUST_BACKTRACE": true, "RUST_LOG": true, "RUST_LOG_STYLE": true,
+		"GOOS": true, "GOARCH": true, "CGO_ENABLED": true, "GOEXPERIMENT": true,
+		"PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true,
+		"PYTHONIOENCODING": true, "NODE_NO_WARNINGS": true,
+	}
+}}
 
 // SafeEnvVar reports whether a leading assignment of name is stripped
 // before allow rules and the read-only tables are consulted (see
 // safeEnvVars for the list).
-func SafeEnvVar(name string) bool { return safeEnvVars[name] }
+func SafeEnvVar(name string) bool { return safeEnvVars.get()[name] }
 
 // safeAssign reports whether a leading assignment may be stripped.
-func safeAssign(a assign) bool { return a.static && safeEnvVars[a.name] }
+func safeAssign(a assign) bool { return a.static && safeEnvVars.get()[a.name] }
 
 // stripStrict removes, in a fixed-point loop, the safe leading assignments
 // and the wrappers timeout, time and nice, parsing each wrapper's

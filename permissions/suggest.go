@@ -12,15 +12,17 @@ var subcommandRe = lazyre.New(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 // noPrefix are commands a prefix rule must never cover: a rule for them
 // would allow any command at all (shells, wrappers, interpreters, sudo).
-var noPrefix = map[string]bool{
-	"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "exec": true, "eval": true,
-	"command": true, "builtin": true, "nohup": true, "time": true, "timeout": true, "nice": true,
-	"ionice": true, "stdbuf": true, "setsid": true, "watch": true, "find": true, "parallel": true,
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "busybox": true,
-	"python": true, "python3": true, "node": true, "perl": true, "ruby": true, "php": true, "deno": true,
-	"bun": true, "osascript": true, "ssh": true, "script": true, "flock": true, "chroot": true,
-	"source": true, ".": true, "awk": true, "gawk": true, "sed": true,
-}
+var noPrefix = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "exec": true, "eval": true,
+		"command": true, "builtin": true, "nohup": true, "time": true, "timeout": true, "nice": true,
+		"ionice": true, "stdbuf": true, "setsid": true, "watch": true, "find": true, "parallel": true,
+		"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "busybox": true,
+		"python": true, "python3": true, "node": true, "perl": true, "ruby": true, "php": true, "deno": true,
+		"bun": true, "osascript": true, "ssh": true, "script": true, "flock": true, "chroot": true,
+		"source": true, ".": true, "awk": true, "gawk": true, "sed": true,
+	}
+}}
 
 // CommandPrefix returns the stable prefix of a simple command, for a
 // prefix rule: "git commit -m x" -> "git commit". Safe assignments and
@@ -40,7 +42,7 @@ func CommandPrefix(argv []string, assigns map[string]string) string {
 }
 
 func prefixOf(argv []string) string {
-	if len(argv) < 2 || noPrefix[argv[0]] || strings.ContainsAny(argv[0], "=") {
+	if len(argv) < 2 || noPrefix.get()[argv[0]] || strings.ContainsAny(argv[0], "=") {
 		return ""
 	}
 	if !subcommandRe.MatchString(argv[1]) {

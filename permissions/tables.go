@@ -1,9 +1,6 @@
 package permissions
 
-import (
-	"strings"
-	"sync"
-)
+import "strings"
 
 // readOnlySpecs is the read-only table: commands that only search, read or
 // list files, or print something, with the flags known to keep them so.
@@ -23,7 +20,7 @@ import (
 // printf -v, xxd with an output file, uniq with an output file, diff -l
 // (--paginate runs pr),
 // --files0-from (it names the files to read inside another file).
-var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
+var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 	m := map[string]*cmdSpec{}
 	add := func(names string, s cmdSpec) {
 		for _, n := range strings.Fields(names) {
@@ -233,16 +230,18 @@ var readOnlySpecs = sync.OnceValue(func() map[string]*cmdSpec {
 	add("awk gawk mawk nawk", cmdSpec{kind: KindRead, pos: posPattern, flags: flags("-F= -v= --field-separator= --assign="),
 		check: checkAwk})
 	return m
-})
+}}
 
 // globOK are the read-only commands none of whose flags, known or not, can
 // write a file or run a program: a glob such as "*" that expands to a file
 // named like an option ("-rf", "--pre=sh") cannot change what they do
 // beyond reading. Other commands ask for such globs.
-var globOK = map[string]bool{
-	"ls": true, "cat": true, "head": true, "tail": true, "wc": true, "grep": true, "egrep": true,
-	"fgrep": true, "stat": true, "du": true, "nl": true, "strings": true, "echo": true,
-}
+var globOK = lazy[map[string]bool]{make: func() map[string]bool {
+	return map[string]bool{
+		"ls": true, "cat": true, "head": true, "tail": true, "wc": true, "grep": true, "egrep": true,
+		"fgrep": true, "stat": true, "du": true, "nl": true, "strings": true, "echo": true,
+	}
+}}
 
 // checkJq refuses jq programs that read the environment or load modules.
 func checkJq(a *analysis, args []string, pa *parsedArgs) {
