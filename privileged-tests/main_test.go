@@ -158,6 +158,7 @@ func (f *fixture) writeSettings(extra map[string]any) string {
 type result struct {
 	code int
 	out  string
+	pid  int // the process run (moat's pid names its cgroups)
 }
 
 func (r result) escaped() bool { return r.code == 0 && strings.Contains(r.out, "ESCAPED") }
@@ -256,7 +257,7 @@ func (f *fixture) execEnv(env []string, bin string, args ...string) result {
 	} else if err != nil {
 		f.t.Fatalf("run %s: %v", bin, err)
 	}
-	return result{code: code, out: out.String()}
+	return result{code: code, out: out.String(), pid: cmd.Process.Pid}
 }
 
 // attack runs one attack both ways: it must escape without moat and be

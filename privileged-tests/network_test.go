@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
@@ -355,16 +356,20 @@ func TestEBPFReportsDirectAttempts(t *testing.T) {
 		}
 		t.Fatalf("no eBPF violation for a direct connect:\n%s", got.out)
 	}
+	first := got.pid
 	got = f.exec(moatBin, "run", "--settings", f.settings, "--", self, "udp", "192.0.2.53:53")
 	if !strings.Contains(got.out, "deny network-sendmsg-udp 192.0.2.53:53") && !strings.Contains(got.out, "deny network-connect-udp 192.0.2.53:53") {
 		t.Fatalf("no eBPF violation for UDP:\n%s", got.out)
 	}
-	// The run's cgroup is gone afterwards.
-	if es, err := os.ReadDir("/sys/fs/cgroup/unified/moat"); err == nil {
-		for _, e := range es {
-			if e.IsDir() {
-				t.Errorf("a run's cgroup was left: %s", e.Name())
-			}
+	// The runs' cgroups are gone afterwards (each is named after the moat
+	// process that made it: other tests' runs may be going on).
+	mnt, err := cgroup.Mountpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{first, got.pid} {
+		if left, _ := filepath.Glob(filepath.Join(mnt, cgroup.DefaultName, strconv.Itoa(pid)+"-*")); len(left) > 0 {
+			t.Errorf("a run's cgroup was left: %v", left)
 		}
 	}
 }
