@@ -5,6 +5,7 @@ package linux
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
@@ -39,7 +40,7 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver()}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver()}
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
 	}
@@ -79,3 +80,7 @@ func Reexec(args []string) (handled bool, err error) {
 func (e *Enforcer) Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
 	return describe(pol, stateDir)
 }
+
+// Sweep removes what runs of a supervisor that died left in stateDir (the
+// placeholders its journals record): moatd sweeps when it starts.
+func Sweep(stateDir string) error { return journal.SweepAll(filepath.Join(stateDir, "journal")) }

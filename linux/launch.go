@@ -3,6 +3,7 @@
 package linux
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,7 @@ type launcher struct {
 	// made by planning
 	fp      *fsPlan
 	jr      *journal.Journal
+	ctx     context.Context // the launch's: a wait for the journal's lock gives up with it
 	plan    *nsinit.Plan
 	net     *network
 	tmpDir  string // the no-namespace tier's TMPDIR
@@ -109,6 +111,19 @@ func (ln *launcher) step(what string) {
 	}
 }
 
+// journalDir is the journal this launch's placeholders go through. moatd
+// keeps one per client uid: a journal's global lock is held until a
+// sandbox's stage 2 reports its mounts, and stage 2 runs as the client by
+// then, so a client that stops its own stage 2 holds that lock; with a
+// journal of its own it holds up only its own runs.
+func (ln *launcher) journalDir() string {
+	dir := filepath.Join(ln.l.StateDir, "journal")
+	if id := ln.l.As; id != nil {
+		return filepath.Join(dir, "uid-"+strconv.Itoa(id.Uid))
+	}
+	return dir
+}
+
 // prepare makes what stage 2 is started with.
 func (ln *launcher) prepare() error {
 	if err := checkAs(ln.l, ln.pol, ln.nons); err != nil {
@@ -118,7 +133,7 @@ func (ln *launcher) prepare() error {
 	if err := os.MkdirAll(st, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	if err := journal.SweepDir(filepath.Join(st, "journal")); err != nil {
+	if err := journal.SweepDir(ln.journalDir()); err != nil {
 		ln.l.Log.Debug("sweep", "err", err)
 	}
 	var err error
@@ -231,6 +246,9 @@ func (ln *launcher) start() error {
 		return ln.startError(startErr)
 	case ln.planErr != nil:
 		return ln.planErr
+	}
+	if err := ln.ctx.Err(); err != nil {
+		return err // given up while planning (moatd: the client went away)
 	}
 	return ln.release()
 }

@@ -142,7 +142,7 @@ func (ln *launcher) commandEnv(base []string) []string {
 // placeholder this one mounts over.
 func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 	if ln.jr == nil {
-		jr, err := journal.Begin(filepath.Join(ln.l.StateDir, "journal"))
+		jr, err := journal.BeginContext(ln.ctx, ln.journalDir())
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 			}
 		}
 		if ln.jr != nil && len(ln.jr.Placeholders()) > 0 {
-			p.Cleanup([]string{"/proc/self/exe", cleanupArg, filepath.Join(ln.l.StateDir, "journal"), ln.jr.ID()})
+			p.Cleanup([]string{"/proc/self/exe", cleanupArg, ln.journalDir(), ln.jr.ID()})
 		}
 		ln.fp.build(p)
 		// No new user namespaces, as a second layer behind seccomp. With

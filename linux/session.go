@@ -45,7 +45,7 @@ func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver(), session: true}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver(), session: true}
 	if err := ln.prepare(); err != nil {
 		ln.Close()
 		return nil, err

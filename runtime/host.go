@@ -57,3 +57,9 @@ func Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error)
 }
 
 func goos() string { return runtime.GOOS }
+
+// Sweep removes what the runs of a supervisor that died (killed with
+// SIGKILL, say) left in stateDir: the mount points it made on the host for
+// its sandboxes. A run sweeps its own journal as it starts; a root daemon
+// serving many users (moatd) calls Sweep when it starts, for every user's.
+func Sweep(stateDir string) error { return platformSweep(stateDir) }

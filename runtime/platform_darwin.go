@@ -11,3 +11,5 @@ func platform() enforce.Enforcer { return seatbelt{} }
 // platformReexec handles moat's binary re-executed by a Seatbelt run to
 // set the command's rlimits before it becomes sandbox-exec.
 func platformReexec(args []string) (bool, error) { return darwin.Reexec(args) }
+
+func platformSweep(string) error { return nil }

@@ -8,3 +8,5 @@ import (
 func platform() enforce.Enforcer { return linux.New() }
 
 func platformReexec(args []string) (bool, error) { return linux.Reexec(args) }
+
+func platformSweep(stateDir string) error { return linux.Sweep(stateDir) }

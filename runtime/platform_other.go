@@ -8,3 +8,5 @@ import "github.com/moat-sandbox/moat/runtime/enforce"
 func platform() enforce.Enforcer { return nil }
 
 func platformReexec([]string) (bool, error) { return false, nil }
+
+func platformSweep(string) error { return nil }

@@ -5,6 +5,7 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -70,7 +71,11 @@ func (j *Journal) do(fn func() error) error {
 // Begin prepares this run's use of the journal in dir (created mode 0700 if
 // needed), takes the global lock and reads the other runs' records. This
 // run's own record is created only when it records something.
-func Begin(dir string) (*Journal, error) {
+func Begin(dir string) (*Journal, error) { return BeginContext(context.Background(), dir) }
+
+// BeginContext is Begin, giving up the wait for the global lock when ctx
+// is done.
+func BeginContext(ctx context.Context, dir string) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -82,7 +87,7 @@ func Begin(dir string) (*Journal, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &Journal{dir: dir, id: hex.EncodeToString(b[:])}
-	if err := j.Lock(); err != nil {
+	if err := j.lock(ctx); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -129,12 +134,33 @@ func (j *Journal) ID() string { return j.id }
 func (j *Journal) LockFile() *os.File { return j.rec }
 
 // Lock takes the global lock (blocking). Create and Release need it.
-func (j *Journal) Lock() error {
+func (j *Journal) Lock() error { return j.lock(context.Background()) }
+
+// lock takes the global lock, waiting until ctx is done. The wait polls
+// (a try, then sleeps of 0.2 ms doubling to 20 ms): a goroutine that
+// sleeps can give up, where one blocked in flock(2) holds its OS thread
+// until the holder lets go, however long that is.
+func (j *Journal) lock(ctx context.Context) error {
 	f, err := os.OpenFile(filepath.Join(j.dir, "journal.lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	err = sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) })
+	wait := 200 * time.Microsecond
+	for {
+		err = sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+		if err != unix.EWOULDBLOCK {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return fmt.Errorf("journal: waiting for the global lock (%s): %w", j.dir, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("journal: global lock: %w", err)
@@ -293,17 +319,18 @@ func (j *Journal) liveOwner(path string) (Placeholder, bool) {
 }
 
 // Close removes this run's placeholders that no other live run uses, then
-// its record. It takes the global lock itself.
+// its record. It takes the global lock itself if needed and always leaves
+// it released: a launch that failed before its sandbox reported its mounts
+// closes with the lock still held.
 func (j *Journal) Close() error {
+	defer j.Unlock()
 	if j.rec == nil {
-		j.Unlock()
 		return nil
 	}
 	if !j.locked() {
 		if err := j.Lock(); err != nil {
 			return err
 		}
-		defer j.Unlock()
 	}
 	var errs []error
 	inUse := j.inUseByOthers()
@@ -352,10 +379,15 @@ func (p Placeholder) pristine() bool {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return false
 		}
-		f, err := os.Open(p.Path)
+		// Whatever was renamed over the path since the Lstat is refused,
+		// not opened (a FIFO would block, a device open has effects).
+		fd, err := sys.RetryValue(func() (int, error) {
+			return unix.Open(p.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		})
 		if err != nil {
 			return false
 		}
+		f := os.NewFile(uintptr(fd), p.Path)
 		defer f.Close()
 		names, _ := f.Readdirnames(1)
 		return len(names) == 0
@@ -363,7 +395,7 @@ func (p Placeholder) pristine() bool {
 		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(len(p.Content)) {
 			return false
 		}
-		b, err := os.ReadFile(p.Path)
+		b, err := sys.ReadRegular(p.Path, int64(len(p.Content)), true)
 		return err == nil && string(b) == p.Content
 	}
 	return false
@@ -620,4 +652,18 @@ func SweepDir(dir string) error {
 	}
 	defer j.Unlock()
 	return j.Sweep()
+}
+
+// SweepAll is SweepDir on dir and on each journal under it of one client
+// uid ("uid-N", moatd's): a daemon that starts again after it was killed
+// removes what its runs left, for users who may not run again.
+func SweepAll(dir string) error {
+	err := SweepDir(dir)
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "uid-") {
+			err = errors.Join(err, SweepDir(filepath.Join(dir, e.Name())))
+		}
+	}
+	return err
 }

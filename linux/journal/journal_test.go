@@ -206,3 +206,32 @@ func TestRecover(t *testing.T) {
 		t.Fatal("Recover left the placeholder")
 	}
 }
+
+// SweepAll sweeps moatd's journals of one uid each, besides its own: what
+// a killed daemon's runs left is removed when it starts again, for users
+// who do not run again.
+func TestSweepAllPerUserJournals(t *testing.T) {
+	dir, tree := setup(t)
+	var ps []string
+	for _, sub := range []string{"", "uid-1000", "uid-1001"} {
+		d := filepath.Join(tree, "ph"+sub)
+		j, err := Begin(filepath.Join(dir, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Create(d, Dir, ""); err != nil {
+			t.Fatal(err)
+		}
+		j.Unlock()
+		j.rec.Close() // died
+		ps = append(ps, d)
+	}
+	if err := SweepAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if exists(p) {
+			t.Errorf("a dead run's placeholder %s survived SweepAll", p)
+		}
+	}
+}
