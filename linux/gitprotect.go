@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -149,12 +150,5 @@ func gitRepoTargets(g, worktree, home string, global gitFacts) []gitTarget {
 // readSmallFile reads a regular file of at most max bytes (a FIFO or a
 // device is refused, not read).
 func readSmallFile(p string, max int64) ([]byte, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, os.ErrInvalid
-	}
-	return os.ReadFile(p)
+	return sys.ReadRegular(p, max, false)
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // Glob expansion. Patterns in denyRead/allowRead/allowWrite/denyWrite
@@ -40,7 +42,8 @@ var errGlobBudget = fmt.Errorf("glob expansion read more than %d directory entri
 
 func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
 	st, ok := pathStampOf(dir)
-	es, err := os.ReadDir(dir)
+	es, err := sys.ReadDir(dir, false) // a FIFO here is not opened
+
 	if err != nil {
 		return nil, nil // unreadable or gone: matches nothing here
 	}

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -882,10 +885,15 @@ func mayBePlaceholder(p string) bool {
 	}
 	switch {
 	case fi.IsDir():
-		f, err := os.Open(p)
+		// O_DIRECTORY|O_NOFOLLOW: whatever was renamed over p since the
+		// Lstat (a FIFO, a symlink to a device) is refused, not opened.
+		fd, err := sys.RetryValue(func() (int, error) {
+			return unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		})
 		if err != nil {
 			return true
 		}
+		f := os.NewFile(uintptr(fd), p)
 		defer f.Close()
 		names, _ := f.Readdirnames(1)
 		return len(names) == 0

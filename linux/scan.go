@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -107,7 +108,10 @@ type scanDir struct {
 
 // readDir reads one directory for the search.
 func readDir(dir string, st stamp) (scanDir, error) {
-	es, err := os.ReadDir(dir)
+	// Only a directory, not through a symlink: what was renamed over one
+	// since it was listed (a FIFO, a symlink) is refused, not opened
+	// (moatd searches a client's tree as root).
+	es, err := sys.ReadDir(dir, true)
 	if err != nil {
 		return scanDir{}, err
 	}
@@ -286,14 +290,13 @@ func isBareRepo(has map[string]os.DirEntry) bool {
 // first line, surrounding whitespace trimmed, relative to the file's
 // directory. Anything odd (no prefix, NUL, too large) yields nothing.
 func readGitPointer(p string) (string, bool) {
-	f, err := os.Open(p)
+	// Only a regular file is read (moatd plans as root, in a client's
+	// tree: a FIFO there must not block it, a device must not be opened).
+	b, err := sys.ReadRegular(p, 4096, false)
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	n, _ := f.Read(buf)
-	line := string(buf[:n])
+	line := string(b)
 	if i := strings.IndexAny(line, "\r\n"); i >= 0 {
 		line = line[:i]
 	}
@@ -314,8 +317,8 @@ func readGitPointer(p string) (string, bool) {
 }
 
 func readCommondir(gitdir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
-	if err != nil || len(b) > 4096 {
+	b, err := sys.ReadRegular(filepath.Join(gitdir, "commondir"), 4096, false)
+	if err != nil {
 		return "", false
 	}
 	s := strings.TrimRight(string(b), "\r\n")

@@ -37,7 +37,25 @@ func withToolCache(pol *policy.Policy, log *slog.Logger, as *enforce.Identity, g
 		}
 	}
 	q := pol.WithToolCache()
-	if proxy := goModProxy(pol, getenv); proxy != "" {
+	isDir := func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.IsDir()
+	}
+	if as != nil {
+		// moatd: GOMODCACHE is the client's to name; the daemon looks
+		// as the client, or it would tell whether any path is a
+		// directory through the command's GOPROXY.
+		isDir = func(p string) bool {
+			return ascred.Do(as.Uid, as.Gid, as.Groups, func() error {
+				fi, err := os.Stat(p)
+				if err == nil && !fi.IsDir() {
+					err = os.ErrInvalid
+				}
+				return err
+			}) == nil
+		}
+	}
+	if proxy := goModProxy(pol, getenv, isDir); proxy != "" {
 		q.Env.Set["GOPROXY"] = proxy
 	}
 	return q, ""
@@ -49,7 +67,7 @@ func withToolCache(pol *policy.Policy, log *slog.Logger, as *enforce.Identity, g
 // file:// proxy (read-only, and verified against go.sum as any proxy is),
 // then the user's GOPROXY. "" when the user set GOMODCACHE or GOPROXY in
 // moat.env.set, or the host has no download cache.
-func goModProxy(pol *policy.Policy, getenv func(string) string) string {
+func goModProxy(pol *policy.Policy, getenv func(string) string, isDir func(string) bool) string {
 	if _, ok := pol.Env.Set["GOMODCACHE"]; ok {
 		return ""
 	}
@@ -70,7 +88,7 @@ func goModProxy(pol *policy.Policy, getenv func(string) string) string {
 	if !filepath.IsAbs(host) || strings.ContainsAny(dl, ",|") {
 		return ""
 	}
-	if fi, err := os.Stat(dl); err != nil || !fi.IsDir() {
+	if !isDir(dl) {
 		return ""
 	}
 	next := getenv("GOPROXY")
