@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // These tests run the moat binary ($MOAT_BIN, or one built from this
@@ -543,5 +544,30 @@ func TestPolicyCommand(t *testing.T) {
 	r = tr.moat(t, "", nil, "policy", "--settings", tr.settings)
 	if r.code != 0 || !strings.Contains(r.stdout, "enforcement on this machine") {
 		t.Errorf("text form: %s", r.stdout)
+	}
+}
+
+// A memfd as stdin (what a host passes as a command's input without a
+// file on disk): the command reads it. A memfd is a regular file of a
+// kernel-internal filesystem, on which Landlock takes no rule: moat's rule
+// for the descriptor was refused and the run failed before its command.
+func TestRunMemfdStdin(t *testing.T) {
+	tr := newTree(t)
+	fd, err := unix.MemfdCreate("moat-test-stdin", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Skipf("memfd_create: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd")
+	defer f.Close()
+	if _, err := f.WriteString("from a memfd\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Seek(0, 0)
+	cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "--", "cat")
+	cmd.Dir, cmd.Env = tr.dir, tr.env()
+	cmd.Stdin = f
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "from a memfd\n" {
+		t.Errorf("moat run with a memfd as stdin: %v\n%s", err, out)
 	}
 }

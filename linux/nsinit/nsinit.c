@@ -678,7 +678,11 @@ static void landlock_stdio(struct rd *r)
 		uint64_t a = access;
 		if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY)
 			a &= ~(uint64_t)0x2; /* WRITE_FILE */
-		landlock_add(fd, a & (0x1 | 0x2 | 0x4 | (1ull << 14)), p);
+		/* A file of a kernel-internal filesystem (a memfd, as stdin)
+		 * takes no rule (EBADFD): Landlock does not restrict those. */
+		struct x_ll_path_beneath pb = {.allowed_access = a & (0x1 | 0x2 | 0x4 | (1ull << 14)), .parent_fd = fd};
+		if (syscall(__NR_landlock_add_rule, ll_fd, X_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0 && errno != EBADFD)
+			die("add a Landlock rule for %s", p);
 		close(fd);
 	}
 }
