@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/term"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/live"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -55,6 +56,13 @@ type Request struct {
 	Signals <-chan os.Signal
 	// Trace, if set, is told each phase of the launch (MOAT_TRACE=1).
 	Trace func(phase string)
+	// OnTerminal, if set, receives the command's pty master (the command
+	// gets a pty when Stdin is a terminal) in place of the runtime's
+	// relay: the caller relays and owns the file, and SIGWINCH on Signals
+	// does nothing. moatd hands the master to its client, so that the
+	// daemon never writes to a client's terminal (a client that does not
+	// read its terminal would hold a daemon thread in write(2)).
+	OnTerminal func(master *os.File)
 	// As, if set, runs the sandbox as that user (enforce.Launch.As): for a
 	// root supervisor serving an unprivileged client (moatd's POST /v1/run).
 	// Env is then required (the client's; never the supervisor's own).
@@ -131,7 +139,7 @@ type run struct {
 	stdio    [3]*os.File
 	opened   []*os.File
 	proxy    *proxy
-	term     *terminal
+	term     *term.Relay
 	announce *os.File
 	mode     enforce.Mode
 	skipped  []enforce.Skip
@@ -229,16 +237,19 @@ func (r *run) launch(mode enforce.Mode) *enforce.Launch {
 		Mode: mode, Proxy: r.proxy, Report: r.violation, Log: r.log, Planned: r.planned, Trace: r.req.Trace,
 		As: r.req.As,
 	}
-	if hasTerminal && isTerminal(r.stdio[0]) {
+	if term.Supported && term.IsTerminal(r.stdio[0]) {
 		t := &enforce.Terminal{Mask: 1}
 		for i, f := range r.stdio[1:] {
-			if isTerminal(f) {
+			if term.IsTerminal(f) {
 				t.Mask |= 1 << (i + 1)
 			}
 		}
-		t.Rows, t.Cols = termSize(r.stdio[0])
+		t.Rows, t.Cols = term.Size(r.stdio[0])
 		l.Terminal = t
 		l.OnTerminal = r.attachTerminal
+		if r.req.OnTerminal != nil {
+			l.OnTerminal = r.req.OnTerminal
+		}
 	}
 	return l
 }
@@ -315,11 +326,11 @@ func (r *run) planned(fp enforce.Footprint) {
 func (r *run) attachTerminal(master *os.File) {
 	r.mu.Lock()
 	if r.term == nil {
-		r.term = newTerminal(r.stdio[0], r.stdio[1])
+		r.term = term.New(r.stdio[0], r.stdio[1])
 	}
 	t := r.term
 	r.mu.Unlock()
-	t.attach(master)
+	t.Attach(master)
 }
 
 // finishTerminal drains the command's output and restores the caller's
@@ -329,7 +340,7 @@ func (r *run) finishTerminal() {
 	t := r.term
 	r.mu.Unlock()
 	if t != nil {
-		t.finish()
+		t.Finish()
 	}
 }
 
@@ -393,7 +404,7 @@ func (r *run) forwardSignals(proc enforce.Process, done <-chan struct{}) {
 				t := r.term
 				r.mu.Unlock()
 				if t != nil {
-					t.resize()
+					t.Resize()
 				}
 				continue
 			}

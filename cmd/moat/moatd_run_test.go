@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // moatRunAs is moat run as the user u in dir, through the test's daemon.
@@ -198,5 +199,71 @@ func TestDaemonSessionKilledClient(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemon still holds the killed client's session: %d %s", code, body)
 		}
+	}
+}
+
+// TestDaemonRunTerminal: moat run on a terminal, through moatd: the
+// command gets a terminal of its own (of the client's size), keystrokes
+// reach it and its output comes back, and the client's terminal is as it
+// was afterwards. moatd hands the pty's master to the client, which relays
+// (the daemon never writes to a client's terminal).
+func TestDaemonRunTerminal(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	master, slave := testutil.OpenPTY(t)
+	defer master.Close()
+	defer slave.Close()
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 101}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sh", "-c", "test -t 0 && test -t 1 && echo tty-yes; stty size; read line; echo got:$line")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	out := make(chan string, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if strings.Contains(string(b), "got:") || err != nil {
+				out <- string(b)
+				return
+			}
+			if strings.Contains(string(b), "33 101") && !strings.Contains(string(b), "sent") {
+				master.Write([]byte("hello\r"))
+				b = append(b, "sent"...)
+			}
+		}
+	}()
+	var got string
+	select {
+	case got = <-out:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("no answer from the command on its terminal in 60 s")
+	}
+	if err := <-done; err != nil {
+		t.Errorf("moat run: %v\n%s", err, got)
+	}
+	for _, want := range []string{"tty-yes", "33 101", "got:hello"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, got)
+		}
+	}
+	after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
+		t.Errorf("the client's terminal was left changed: lflag %#x -> %#x, iflag %#x -> %#x, oflag %#x -> %#x",
+			before.Lflag, after.Lflag, before.Iflag, after.Iflag, before.Oflag, after.Oflag)
 	}
 }

@@ -3,12 +3,14 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell/api/client"
 	"github.com/moat-sandbox/moat/shell/sandbox"
@@ -601,5 +604,69 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := os.Stat(f.sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Shutdown left the socket: %v", err)
+	}
+}
+
+// A daemon serves each user at most MaxConnsPerUser connections at once:
+// one more gets a 429 before anything is read from it, and once one of
+// them is closed a new one is served again. Without the bound, a user's
+// idle connections (each a goroutine and a descriptor of the daemon, as
+// root) had no end.
+func TestDaemonConnsPerUser(t *testing.T) {
+	const max = 3
+	f := newFixture(t, func(c *Config) {
+		c.Daemon = &Daemon{MaxConnsPerUser: max,
+			PolicyFor: func(*enforce.Identity, string) (*policy.Policy, []string, error) {
+				return nil, nil, errors.New("not used")
+			},
+			CheckWritable: func(*enforce.Identity, string) (string, error) { return "", errors.New("not used") },
+			CheckDir:      func(*enforce.Identity, string) (string, error) { return "", errors.New("not used") },
+		}
+	})
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("unix", f.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// status sends GET /v1/health on c and returns the answer's status line.
+	status := func(c net.Conn) string {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "GET /v1/health HTTP/1.1\r\nHost: moatd\r\n\r\n")
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		return strings.TrimSpace(line)
+	}
+	var conns []net.Conn
+	for i := 0; i < max; i++ {
+		conns = append(conns, dial())
+	}
+	if got := status(conns[0]); strings.Contains(got, "429") {
+		t.Fatalf("a connection within the bound: %s", got)
+	}
+	extra := dial()
+	extra.SetDeadline(time.Now().Add(30 * time.Second))
+	b, _ := io.ReadAll(extra) // answered and closed without a request
+	if !strings.HasPrefix(string(b), "HTTP/1.1 429 ") || !strings.Contains(string(b), "connections open to the daemon") {
+		t.Errorf("connection %d of one user: %q, want a 429 naming the limit", max+1, b)
+	}
+	conns[1].Close()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c := dial()
+		got := status(c)
+		if !strings.Contains(got, "429") {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a connection closed, yet a new one still gets %s", got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -32,6 +32,10 @@ type Daemon struct {
 	CheckDir      func(id *enforce.Identity, path string) (string, error)
 	// MaxSessionsPerUser bounds each user's open sessions (default 16).
 	MaxSessionsPerUser int
+	// MaxConnsPerUser bounds each user's connections to the daemon at
+	// once (default 256): an extra one gets a 429 and is closed, before
+	// the daemon reads anything from it.
+	MaxConnsPerUser int
 	// IdleTimeout closes a session no command has used for that long
 	// (default 30 minutes): a client that went away leaves nothing.
 	IdleTimeout time.Duration

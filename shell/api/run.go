@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,7 +55,7 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	owner := s.owner(r)
-	if err := s.reserve(owner); err != nil {
+	if err := s.reserve(owner, false); err != nil {
 		return err
 	}
 	// Shutdown sets closed under s.mu before it waits for the runs: a run
@@ -104,9 +105,25 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	if err := brw.Flush(); err != nil {
 		return nil
 	}
+	var wmu sync.Mutex // the run's end and its terminal are written apart
 	end := func(e client.RunEnd) {
 		b, _ := json.Marshal(e)
+		wmu.Lock()
+		defer wmu.Unlock()
 		_, _ = uc.Write(append(b, '\n'))
+	}
+	// A command with a terminal gets a pty; its master goes back to the
+	// client, which relays it to its terminal: the daemon never writes to
+	// a client's terminal (a terminal nobody reads would hold the writing
+	// thread for ever).
+	onTerminal := func(master *os.File) {
+		defer master.Close()
+		b, _ := json.Marshal(client.RunEnd{Event: client.RunTerminal})
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = uc.SetWriteDeadline(time.Now().Add(fdWait))
+		defer uc.SetWriteDeadline(time.Time{})
+		_, _, _ = uc.WriteMsgUnix(append(b, '\n'), unix.UnixRights(int(master.Fd())), nil)
 	}
 	stdio, err := receiveStdio(uc)
 	if err != nil {
@@ -146,7 +163,7 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := runtime.Run(ctx, runtime.Request{Policy: rc.pol, Argv: req.Argv, Env: req.Env,
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], StateDir: s.cfg.StateDir,
-		Logger: s.cfg.Logger, Signals: sigs, As: rc.as, Trace: trace})
+		Logger: s.cfg.Logger, Signals: sigs, As: rc.as, Trace: trace, OnTerminal: onTerminal})
 	if err != nil {
 		code := 125
 		var xe *enforce.ExecError

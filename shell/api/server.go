@@ -24,6 +24,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +35,9 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell/api/client"
 	"github.com/moat-sandbox/moat/shell/sandbox"
 )
 
@@ -92,9 +95,16 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	pending  int // sessions being opened
-	closed   bool
-	https    []*http.Server
+	pending  int // sessions being opened and POST /v1/run commands
+	// openingOf counts sessions being opened, by owner: a user's requests
+	// sent at once are counted against its limit before any is open.
+	openingOf map[int]int
+	// connsOf counts each uid's connections (daemon), connUID names the
+	// uid a counted connection was counted for.
+	connsOf map[int]int
+	connUID map[net.Conn]int
+	closed  bool
+	https   []*http.Server
 
 	// runsCtx is the context of every POST /v1/run (their connections are
 	// taken over, so the HTTP server does not wait for them): Shutdown and
@@ -142,12 +152,22 @@ func New(cfg Config) (*Server, error) {
 		if d.IdleTimeout <= 0 {
 			d.IdleTimeout = 30 * time.Minute
 		}
+		if d.MaxConnsPerUser <= 0 {
+			d.MaxConnsPerUser = 256
+		}
 	}
 	if cfg.Daemon != nil {
 		// The namespaces clients must share are read now, while the
 		// process that started the daemon is its parent.
 		if _, err := hostNamespaces(); err != nil {
 			return nil, fmt.Errorf("api: %w", err)
+		}
+	}
+	if cfg.Daemon != nil && cfg.StateDir != "" {
+		// What a daemon that was killed left for its users (each run
+		// sweeps only its own user's journal).
+		if err := runtime.Sweep(cfg.StateDir); err != nil && cfg.Logger != nil {
+			cfg.Logger.Debug("sweep", "err", err)
 		}
 	}
 	if cfg.Policy == nil && cfg.Daemon == nil {
@@ -181,7 +201,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, engine: eng, mux: http.NewServeMux(), log: cfg.Logger, version: version(),
-		sessions: map[string]*session{}, runsOf: map[int]int{}}
+		sessions: map[string]*session{}, runsOf: map[int]int{}, openingOf: map[int]int{},
+		connsOf: map[int]int{}, connUID: map[net.Conn]int{}}
 	s.runsCtx, s.cancelRuns = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -232,15 +253,23 @@ func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		// A connection waiting for its next request is closed after
+		// this long (the default, none, keeps an idle one for ever);
+		// streams and held lifelines are not idle.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if s.cfg.Daemon != nil {
 				p, err := checkDaemonPeer(c)
+				if err == nil && !s.countConn(c, p.Uid) {
+					refuseConn(c, s.cfg.Daemon.MaxConnsPerUser)
+				}
 				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
 			}
 			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c)})
 		},
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnState: s.connState,
+		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -250,6 +279,48 @@ func (s *Server) Serve(l net.Listener) error {
 	s.https = append(s.https, hs)
 	s.mu.Unlock()
 	return hs.Serve(l)
+}
+
+// countConn counts a daemon connection for uid, or reports that uid has
+// as many as it may.
+func (s *Server) countConn(c net.Conn, uid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.connsOf[uid] >= s.cfg.Daemon.MaxConnsPerUser {
+		return false
+	}
+	s.connsOf[uid]++
+	s.connUID[c] = uid
+	return true
+}
+
+// connState uncounts a connection once it is closed or taken over (a
+// POST /v1/run's, which its own limit bounds).
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uid, ok := s.connUID[c]
+	if !ok {
+		return
+	}
+	delete(s.connUID, c)
+	if s.connsOf[uid]--; s.connsOf[uid] <= 0 {
+		delete(s.connsOf, uid)
+	}
+}
+
+// refuseConn answers a connection over its user's limit with a 429 and
+// closes it, without reading from it. The answer is small and the socket
+// new (its buffer empty): the write does not wait, and a deadline makes
+// sure of it.
+func refuseConn(c net.Conn, max int) {
+	body, _ := json.Marshal(client.Error{Message: fmt.Sprintf("you have %d connections open to the daemon, the most it allows a user: close some first", max)})
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n", len(body)+1, body)
+	c.Close()
 }
 
 // Shutdown stops accepting sessions and connections, closes every session

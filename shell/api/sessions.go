@@ -71,13 +71,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reserve(owner); err != nil {
+	if err := s.reserve(owner, true); err != nil {
 		return err
 	}
 	// The session outlives the request: its context must not end it.
 	sh, oerr := sandbox.Open(context.Background(), cfg)
 	s.mu.Lock()
 	s.pending--
+	if s.openingOf[owner]--; s.openingOf[owner] <= 0 {
+		delete(s.openingOf, owner)
+	}
 	if oerr == nil && s.closed {
 		s.mu.Unlock()
 		sh.Close()
@@ -96,8 +99,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// reserve counts a session about to be opened against MaxSessions.
-func (s *Server) reserve(owner int) error {
+// reserve counts a session about to be opened (or a POST /v1/run command)
+// against MaxSessions, and a session against the owner's limit (daemon).
+func (s *Server) reserve(owner int, session bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -108,6 +112,9 @@ func (s *Server) reserve(owner int) error {
 	}
 	if d := s.cfg.Daemon; d != nil {
 		n := 0
+		if session {
+			n = s.openingOf[owner]
+		}
 		for _, ss := range s.sessions {
 			if ss.owner == owner {
 				n++
@@ -118,6 +125,9 @@ func (s *Server) reserve(owner int) error {
 		}
 	}
 	s.pending++
+	if session {
+		s.openingOf[owner]++
+	}
 	return nil
 }
 

@@ -209,10 +209,18 @@ type RunRequest struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
+// RunTerminal is the Event of the line that hands the client the command's
+// pty master.
+const RunTerminal = "terminal"
+
 // RunEnd is the last line the server sends on a POST /v1/run connection:
 // how the command ended, or why it never ran.
 type RunEnd struct {
-	Event string `json:"event"` // "exit" or "error"
+	// Event is "exit" or "error" on the line that ends the run. A line
+	// with Event "terminal" (RunTerminal) comes before it when the command
+	// has a terminal: it carries the command's pty master (SCM_RIGHTS),
+	// which the client relays to its own terminal (RunAttached does).
+	Event string `json:"event"`
 	// ExitCode is the command's status (128+N for signal N, 124 for the
 	// timeout); for an error, moat's own exit code for it (125 for moat's
 	// errors, 126/127 when the command cannot be executed / is not found).

@@ -1,4 +1,4 @@
-package runtime
+package term
 
 import "golang.org/x/sys/unix"
 

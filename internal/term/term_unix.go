@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package runtime
+package term
 
 import (
 	"io"
@@ -13,10 +13,10 @@ import (
 	"github.com/moat-sandbox/moat/internal/sys"
 )
 
-// hasTerminal is true where the runtime relays terminals.
-const hasTerminal = true
+// Supported is true where terminals are relayed.
+const Supported = true
 
-func isTerminal(f *os.File) bool {
+func IsTerminal(f *os.File) bool {
 	if f == nil {
 		return false
 	}
@@ -24,7 +24,7 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-func termSize(f *os.File) (rows, cols uint16) {
+func Size(f *os.File) (rows, cols uint16) {
 	if f == nil {
 		return 0, 0
 	}
@@ -35,10 +35,10 @@ func termSize(f *os.File) (rows, cols uint16) {
 	return ws.Row, ws.Col
 }
 
-// terminal relays between the caller's terminal and the sandbox's pty (as
+// Relay relays between the caller's terminal and the sandbox's pty (as
 // docker run -t does): the caller's terminal goes raw, bytes flow both ways,
 // and the command never holds a descriptor of the caller's terminal.
-type terminal struct {
+type Relay struct {
 	in, out *os.File
 	saved   *unix.Termios
 
@@ -49,11 +49,11 @@ type terminal struct {
 	outEnd chan struct{}
 }
 
-func newTerminal(in, out *os.File) *terminal {
-	if !isTerminal(out) {
+func New(in, out *os.File) *Relay {
+	if !IsTerminal(out) {
 		out = in
 	}
-	t := &terminal{in: in, out: out}
+	t := &Relay{in: in, out: out}
 	if st, err := unix.IoctlGetTermios(int(in.Fd()), ioctlGetTermios); err == nil {
 		t.saved = st
 		raw := *st
@@ -69,8 +69,8 @@ func newTerminal(in, out *os.File) *terminal {
 	return t
 }
 
-// attach starts relaying to and from the pty master.
-func (t *terminal) attach(master *os.File) {
+// Attach starts relaying to and from the pty master.
+func (t *Relay) Attach(master *os.File) {
 	t.mu.Lock()
 	t.master = master
 	t.outEnd = make(chan struct{})
@@ -78,7 +78,7 @@ func (t *terminal) attach(master *os.File) {
 		t.stopR, t.stopW = r, w
 	}
 	t.mu.Unlock()
-	t.resize()
+	t.Resize()
 	go func() {
 		defer close(t.outEnd)
 		_, _ = io.Copy(t.out, master) // ends with EIO once every slave fd is closed
@@ -88,7 +88,7 @@ func (t *terminal) attach(master *os.File) {
 
 // copyInput copies the caller's terminal to the pty until stopped, polling
 // so that it never steals a keystroke after the command has ended.
-func (t *terminal) copyInput() {
+func (t *Relay) copyInput() {
 	if t.stopR == nil {
 		return
 	}
@@ -119,9 +119,9 @@ func (t *terminal) copyInput() {
 	}
 }
 
-// resize copies the caller's window size to the pty (the kernel then sends
+// Resize copies the caller's window size to the pty (the kernel then sends
 // SIGWINCH to the command's foreground process group).
-func (t *terminal) resize() {
+func (t *Relay) Resize() {
 	t.mu.Lock()
 	m := t.master
 	t.mu.Unlock()
@@ -133,9 +133,9 @@ func (t *terminal) resize() {
 	}
 }
 
-// finish drains the command's output, stops the relay and restores the
+// Finish drains the command's output, stops the relay and restores the
 // caller's terminal.
-func (t *terminal) finish() {
+func (t *Relay) Finish() {
 	t.mu.Lock()
 	m, end := t.master, t.outEnd
 	t.mu.Unlock()
