@@ -6,11 +6,13 @@
 package bpf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +55,12 @@ func Supported() error {
 		{"bpf_get_current_pid_tgid in cgroup sock programs", func() error {
 			return features.HaveProgramHelper(ebpf.CGroupSock, asm.FnGetCurrentPidTgid)
 		}},
+		{"bpf_get_current_cgroup_id in cgroup sock_addr programs", func() error {
+			return features.HaveProgramHelper(ebpf.CGroupSockAddr, asm.FnGetCurrentCgroupId)
+		}},
+		{"bpf_get_current_cgroup_id in cgroup sock programs", func() error {
+			return features.HaveProgramHelper(ebpf.CGroupSock, asm.FnGetCurrentCgroupId)
+		}},
 	}
 	for _, p := range probes {
 		err := p.probe()
@@ -76,17 +84,92 @@ func haveComm() bool {
 		features.HaveProgramHelper(ebpf.CGroupSock, asm.FnGetCurrentComm) == nil
 }
 
-// Filter is a set of socket programs attached to one cgroup.
+// Programs is one loaded set of the filter's programs and maps. Every rule
+// in it is keyed by the id of the calling process's cgroup, so filters on
+// many cgroups can share one set: a supervisor that starts many sandboxes
+// (moatd) loads it once and attaches it to each run's cgroup, paying the
+// kernel's verifier once instead of at every run. [Attach] loads a set of
+// its own for one filter.
+type Programs struct {
+	objs    sockfilterObjects
+	bind    bool // the bind programs are loaded
+	reader  *ringbuf.Reader
+	done    chan struct{}
+	flushed chan struct{} // the read loop reached a Flush
+	drainMu sync.Mutex
+	unknown atomic.Uint64 // events of cgroups with no filter here
+
+	mu      sync.Mutex
+	filters map[uint64]*Filter // by cgroup id
+	closed  bool
+}
+
+// LoadOptions size a set of programs.
+type LoadOptions struct {
+	// EventBuffer is the size of the ring buffer all its filters share,
+	// in bytes: a power of two and a multiple of the page size. If 0,
+	// 64 KiB (about 1100 events waiting to be read).
+	EventBuffer int
+	// Filters is how many cgroups can have a filter from the set at once
+	// (default 1).
+	Filters int
+	// Destinations is how many allow-list entries its filters can have
+	// together (default 64).
+	Destinations int
+	// NoBind leaves the bind programs out: filters from the set must then
+	// use BindAny (each program loaded costs 0.1-0.3 ms).
+	NoBind bool
+}
+
+// Load loads a set of the programs, which [Programs.Attach] attaches to
+// cgroups. Close releases this process's handles on it; programs attached
+// to a cgroup stay there, with their maps, until the cgroup is removed.
+func Load(opts LoadOptions) (*Programs, error) {
+	if n := opts.EventBuffer; n != 0 && (n < 4096 || n&(n-1) != 0) {
+		return nil, fmt.Errorf("bpf: event buffer of %d bytes: want a power of two, at least a page", n)
+	}
+	if opts.Filters < 0 || opts.Destinations < 0 {
+		return nil, errors.New("bpf: negative map sizes")
+	}
+	p := &Programs{bind: !opts.NoBind, filters: map[uint64]*Filter{}}
+	spec, err := loadSockfilter()
+	if err != nil {
+		return nil, fmt.Errorf("bpf: %w", err)
+	}
+	if err := configure(spec, opts); err != nil {
+		return nil, err
+	}
+	if err := loadObjects(spec, &p.objs, p.bind); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("bpf: load programs: %+v", verr)
+		}
+		return nil, fmt.Errorf("bpf: load programs: %w", err)
+	}
+	p.reader, err = ringbuf.NewReader(p.objs.Events)
+	if err != nil {
+		p.objs.Close()
+		return nil, fmt.Errorf("bpf: ring buffer reader: %w", err)
+	}
+	p.done = make(chan struct{})
+	p.flushed = make(chan struct{}, 1)
+	go p.read()
+	return p, nil
+}
+
+// Filter is the filter of one cgroup: a set of programs attached to it,
+// with the cgroup's rules in the set's maps.
 type Filter struct {
+	progs    *Programs
+	own      bool // the set is this filter's alone (Attach): Close closes it
 	cgroup   *os.File
-	objs     sockfilterObjects
+	cgid     uint64
+	keys     []sockfilterDestKey
 	attached []attachment
-	reader   *ringbuf.Reader
 	events   chan Event
-	done     chan struct{}
+	chClosed bool // events is closed (guarded by progs.mu)
 	lost     atomic.Uint64
 	sent     atomic.Uint64 // events delivered on the channel
-	flushed  chan struct{} // the read loop reached a Flush
 
 	mu      sync.Mutex
 	closed  bool
@@ -102,12 +185,13 @@ type attachment struct {
 // are dropped (and counted).
 const eventQueue = 256
 
-// Attach loads the filter and attaches it to the cgroup2 directory
-// cgroupDir. From then on, the processes in that cgroup and its
-// descendants may connect() (TCP, UDP, ICMP) and send UDP datagrams only
-// to the addresses in allow (and loopback with opts.AllowLoopback); they
-// may bind() as opts says, and create only TCP and UDP sockets. Everything
-// else fails with EPERM and is reported on Events.
+// Attach loads a set of the programs for this filter alone and attaches it
+// to the cgroup2 directory cgroupDir. From then on, the processes in that
+// cgroup may connect() (TCP, UDP, ICMP) and send UDP datagrams only to the
+// addresses in allow (and loopback with opts.AllowLoopback); they may
+// bind() as opts says, and create only TCP and UDP sockets. Everything else
+// fails with EPERM and is reported on Events. A process in a cgroup below
+// it (which the filter's rules do not name) is refused everything.
 //
 // Attach with the cgroup still empty, before the sandbox starts in it
 // (CLONE_INTO_CGROUP), so no system call of the sandbox escapes it.
@@ -128,34 +212,150 @@ func Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, er
 	if err != nil {
 		return nil, err
 	}
+	p, err := Load(LoadOptions{EventBuffer: opts.EventBuffer, Filters: 1, Destinations: max(len(entries), 1), NoBind: opts.Bind == BindAny})
+	if err != nil {
+		return nil, err
+	}
+	opts.EventBuffer = 0
+	f, err := p.attach(cgroupDir, entries, opts)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	f.own = true
+	return f, nil
+}
+
+// Attach attaches the set to the cgroup2 directory cgroupDir, with the
+// rules of allow and opts (as [Attach] says) for that cgroup. opts'
+// EventBuffer must be 0: the set's buffer is shared ([LoadOptions]).
+// Processes in the cgroup are refused everything until Attach returns, and
+// again after the filter's Close.
+func (p *Programs) Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, error) {
+	if err := checkOptions(opts); err != nil {
+		return nil, err
+	}
+	if opts.EventBuffer != 0 {
+		return nil, errors.New("bpf: a set's filters share its event buffer: set LoadOptions.EventBuffer")
+	}
+	entries, err := allowEntries(allow, opts.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return p.attach(cgroupDir, entries, opts)
+}
+
+func (p *Programs) attach(cgroupDir string, entries map[destKey]uint8, opts Options) (*Filter, error) {
+	if opts.Bind != BindAny && !p.bind {
+		return nil, fmt.Errorf("bpf: bind policy %v needs the bind programs, which this set was loaded without", opts.Bind)
+	}
 	dir, err := openCgroup(cgroupDir)
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{cgroup: dir}
-	if err := f.load(entries, opts); err != nil {
-		dir.Close()
-		return nil, err
-	}
-	if err := f.attach(opts); err != nil {
-		f.objs.Close()
-		dir.Close()
-		return nil, err
-	}
-	f.reader, err = ringbuf.NewReader(f.objs.Events)
+	id, err := cgroupID(dir)
 	if err != nil {
-		// The programs are attached and enforce; only reporting failed.
-		// Undo everything: a caller that sees an error runs nothing.
-		derr := f.detachAll()
-		f.objs.Close()
 		dir.Close()
-		return nil, errors.Join(fmt.Errorf("bpf: ring buffer reader: %w", err), derr)
+		return nil, err
 	}
-	f.events = make(chan Event, eventQueue)
-	f.done = make(chan struct{})
-	f.flushed = make(chan struct{}, 1)
-	go f.read()
+	f := &Filter{progs: p, cgroup: dir, cgid: id, events: make(chan Event, eventQueue)}
+	p.mu.Lock()
+	switch {
+	case p.closed:
+		err = errors.New("bpf: attach from a closed set of programs")
+	case p.filters[id] != nil:
+		err = fmt.Errorf("bpf: %s already has a filter from this set of programs", cgroupDir)
+	default:
+		p.filters[id] = f // its events are delivered from now on
+	}
+	p.mu.Unlock()
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := f.fill(entries, opts); err != nil {
+		f.unregister()
+		f.removeRules()
+		dir.Close()
+		return nil, err
+	}
+	if err := f.attachAll(opts); err != nil {
+		f.unregister()
+		f.removeRules()
+		dir.Close()
+		return nil, err
+	}
 	return f, nil
+}
+
+// cgroupID is the id of the cgroup2 directory dir, as
+// bpf_get_current_cgroup_id returns it: its kernfs file handle.
+func cgroupID(dir *os.File) (uint64, error) {
+	h, _, err := unix.NameToHandleAt(int(dir.Fd()), "", unix.AT_EMPTY_PATH)
+	if err == nil && h.Size() == 8 {
+		return binary.NativeEndian.Uint64(h.Bytes()), nil
+	}
+	var st unix.Stat_t
+	if ferr := unix.Fstat(int(dir.Fd()), &st); ferr != nil || strconv.IntSize < 64 {
+		return 0, fmt.Errorf("bpf: the id of cgroup %s: %v", dir.Name(), errors.Join(err, ferr))
+	}
+	return st.Ino, nil // kernfs: the inode number is the id on 64-bit kernels
+}
+
+// fill puts the cgroup's rules in the set's maps: the allow-list, then
+// the options (the entry that lets anything through).
+func (f *Filter) fill(entries map[destKey]uint8, opts Options) error {
+	for k, flags := range entries {
+		key := sockfilterDestKey{Cgid: f.cgid, Port: k.port}
+		for i := range key.Addr {
+			key.Addr[i] = binary.NativeEndian.Uint32(k.addr[4*i:])
+		}
+		if err := f.progs.objs.Allowed.Update(&key, flags, ebpf.UpdateNoExist); err != nil {
+			return fmt.Errorf("bpf: fill allow-list: %w", err)
+		}
+		f.keys = append(f.keys, key)
+	}
+	cfg := sockfilterRunConfig{BindPolicy: uint8(opts.Bind)}
+	if opts.AllowLoopback {
+		cfg.AllowLoopback = 1
+	}
+	if err := f.progs.objs.Configs.Update(&f.cgid, &cfg, ebpf.UpdateNoExist); err != nil {
+		return fmt.Errorf("bpf: the cgroup's options: %w", err)
+	}
+	return nil
+}
+
+// removeRules deletes the cgroup's rules from the set's maps: its
+// processes are refused everything from then on.
+func (f *Filter) removeRules() error {
+	var errs []error
+	if err := f.progs.objs.Configs.Delete(&f.cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
+	for i := range f.keys {
+		if err := f.progs.objs.Allowed.Delete(&f.keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	f.keys = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bpf: remove the rules of %s: %w", f.cgroup.Name(), err)
+	}
+	return nil
+}
+
+// unregister stops delivering the cgroup's events and closes Events.
+func (f *Filter) unregister() {
+	p := f.progs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.filters[f.cgid] == f {
+		delete(p.filters, f.cgid)
+	}
+	if !f.chClosed {
+		f.chClosed = true
+		close(f.events)
+	}
 }
 
 // openCgroup opens a cgroup2 directory for BPF_PROG_ATTACH.
@@ -174,41 +374,6 @@ func openCgroup(path string) (*os.File, error) {
 		return nil, fmt.Errorf("bpf: %s is not a cgroup2 directory", path)
 	}
 	return os.NewFile(uintptr(fd), path), nil
-}
-
-// load sets the policy into the spec, loads it (the verifier runs here)
-// and fills and freezes the allow-list.
-func (f *Filter) load(entries map[destKey]uint8, opts Options) error {
-	spec, err := loadSockfilter()
-	if err != nil {
-		return fmt.Errorf("bpf: %w", err)
-	}
-	if err := configure(spec, len(entries), opts); err != nil {
-		return err
-	}
-	if err := loadObjects(spec, &f.objs, opts.Bind != BindAny); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return fmt.Errorf("bpf: load programs: %+v", verr)
-		}
-		return fmt.Errorf("bpf: load programs: %w", err)
-	}
-	for k, flags := range entries {
-		key := sockfilterDestKey{Port: k.port}
-		for i := range key.Addr {
-			key.Addr[i] = binary.NativeEndian.Uint32(k.addr[4*i:])
-		}
-		if err := f.objs.Allowed.Update(&key, flags, ebpf.UpdateNoExist); err != nil {
-			f.objs.Close()
-			return fmt.Errorf("bpf: fill allow-list: %w", err)
-		}
-	}
-	// Nobody changes the allow-list after this, from user space either.
-	if err := f.objs.Allowed.Freeze(); err != nil {
-		f.objs.Close()
-		return fmt.Errorf("bpf: freeze allow-list: %w", err)
-	}
-	return nil
 }
 
 // noBindObjects are the objects of a filter with BindAny: the bind
@@ -241,39 +406,22 @@ func loadObjects(spec *ebpf.CollectionSpec, objs *sockfilterObjects, withBind bo
 	return nil
 }
 
-// configure writes the options into the spec's constants and map sizes.
-func configure(spec *ebpf.CollectionSpec, entries int, opts Options) error {
-	set := func(name string, v uint8) error {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return fmt.Errorf("bpf: object has no variable %s", name)
-		}
-		if err := vs.Set(v); err != nil {
-			return fmt.Errorf("bpf: set %s: %w", name, err)
-		}
-		return nil
+// configure writes the set's constants and map sizes into the spec.
+func configure(spec *ebpf.CollectionSpec, opts LoadOptions) error {
+	vs, ok := spec.Variables[sockfilterVarHaveComm]
+	if !ok {
+		return fmt.Errorf("bpf: object has no variable %s", sockfilterVarHaveComm)
 	}
-	var loopback, comm uint8
-	if opts.AllowLoopback {
-		loopback = 1
-	}
+	var comm uint8
 	if haveComm() {
 		comm = 1
 	}
-	for _, err := range []error{
-		set(sockfilterVarAllowLoopback, loopback),
-		set(sockfilterVarBindPolicy, uint8(opts.Bind)),
-		set(sockfilterVarHaveComm, comm),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := vs.Set(comm); err != nil {
+		return fmt.Errorf("bpf: set %s: %w", sockfilterVarHaveComm, err)
 	}
-	spec.Maps[sockfilterMapAllowed].MaxEntries = uint32(max(entries, 1))
-	size := opts.EventBuffer
-	if size == 0 {
-		size = defaultEventBuffer
-	}
+	spec.Maps[sockfilterMapAllowed].MaxEntries = uint32(cmp.Or(opts.Destinations, 64))
+	spec.Maps[sockfilterMapConfigs].MaxEntries = uint32(cmp.Or(opts.Filters, 1))
+	size := cmp.Or(opts.EventBuffer, defaultEventBuffer)
 	if size%os.Getpagesize() != 0 {
 		return fmt.Errorf("bpf: event buffer of %d bytes is not a multiple of the page size", size)
 	}
@@ -281,19 +429,20 @@ func configure(spec *ebpf.CollectionSpec, entries int, opts Options) error {
 	return nil
 }
 
-// attach attaches the programs, or none of them.
-func (f *Filter) attach(opts Options) error {
+// attachAll attaches the programs, or none of them.
+func (f *Filter) attachAll(opts Options) error {
+	o := &f.progs.objs
 	progs := []attachment{
-		{f.objs.MoatSockCreate, ebpf.AttachCGroupInetSockCreate},
-		{f.objs.MoatConnect4, ebpf.AttachCGroupInet4Connect},
-		{f.objs.MoatConnect6, ebpf.AttachCGroupInet6Connect},
-		{f.objs.MoatSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
-		{f.objs.MoatSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{o.MoatSockCreate, ebpf.AttachCGroupInetSockCreate},
+		{o.MoatConnect4, ebpf.AttachCGroupInet4Connect},
+		{o.MoatConnect6, ebpf.AttachCGroupInet6Connect},
+		{o.MoatSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
+		{o.MoatSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
 	}
 	if opts.Bind != BindAny {
 		progs = append(progs,
-			attachment{f.objs.MoatBind4, ebpf.AttachCGroupInet4Bind},
-			attachment{f.objs.MoatBind6, ebpf.AttachCGroupInet6Bind})
+			attachment{o.MoatBind4, ebpf.AttachCGroupInet4Bind},
+			attachment{o.MoatBind6, ebpf.AttachCGroupInet6Bind})
 	}
 	for _, a := range progs {
 		err := rawAttach(int(f.cgroup.Fd()), a)
@@ -336,19 +485,19 @@ func (f *Filter) detachAll() error {
 	return errors.Join(errs...)
 }
 
-// read turns ring buffer records into Events until the reader is closed.
-func (f *Filter) read() {
-	defer close(f.done)
-	defer close(f.events)
+// read turns ring buffer records into Events of their cgroup's filter
+// until the reader is closed.
+func (p *Programs) read() {
+	defer close(p.done)
 	var rec ringbuf.Record
 	for {
-		if err := f.reader.ReadInto(&rec); err != nil {
+		if err := p.reader.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
 			}
 			if errors.Is(err, ringbuf.ErrFlushed) {
 				select {
-				case f.flushed <- struct{}{}:
+				case p.flushed <- struct{}{}:
 				default:
 				}
 				continue
@@ -356,26 +505,33 @@ func (f *Filter) read() {
 			// Unexpected: stop reporting (the programs keep enforcing).
 			return
 		}
-		ev, ok := decodeEvent(rec.RawSample)
-		if !ok {
+		ev, cgid, ok := decodeEvent(rec.RawSample)
+		p.mu.Lock()
+		f := p.filters[cgid]
+		switch {
+		case f == nil:
+			p.unknown.Add(1)
+		case !ok:
 			f.lost.Add(1)
-			continue
-		}
-		select {
-		case f.events <- ev:
-			f.sent.Add(1)
 		default:
-			f.lost.Add(1)
+			select {
+			case f.events <- ev:
+				f.sent.Add(1)
+			default:
+				f.lost.Add(1)
+			}
 		}
+		p.mu.Unlock()
 	}
 }
 
 // eventSize is sizeof(struct event) in c/sockfilter.bpf.c.
-const eventSize = 48
+const eventSize = 56
 
-func decodeEvent(b []byte) (Event, bool) {
+// decodeEvent decodes a record: the event and its cgroup's id.
+func decodeEvent(b []byte) (Event, uint64, bool) {
 	if len(b) < eventSize {
-		return Event{}, false
+		return Event{}, 0, false
 	}
 	ne := binary.NativeEndian
 	var raw sockfilterEvent
@@ -390,6 +546,7 @@ func decodeEvent(b []byte) (Event, bool) {
 	raw.Op = b[29]
 	raw.SockType = b[30]
 	comm := b[32:48]
+	cgid := ne.Uint64(b[48:])
 	ev := Event{
 		Pid:   int(raw.Tgid),
 		Tid:   int(raw.Pid),
@@ -410,7 +567,7 @@ func decodeEvent(b []byte) (Event, bool) {
 		}
 		ev.Addr = netip.AddrPortFrom(netip.AddrFrom16(a).Unmap(), raw.Port)
 	}
-	return ev, true
+	return ev, cgid, true
 }
 
 // Events returns the refused attempts, in the order the kernel reported
@@ -431,11 +588,11 @@ func (f *Filter) Dropped() uint64 {
 }
 
 func (f *Filter) kernelDropped() uint64 {
-	var n uint64
-	if f.objs.Dropped == nil || f.objs.Dropped.Get(&n) != nil {
+	var cfg sockfilterRunConfig
+	if f.progs.objs.Configs == nil || f.progs.objs.Configs.Lookup(&f.cgid, &cfg) != nil {
 		return 0
 	}
-	return n
+	return cfg.Dropped
 }
 
 // Drain makes every event the kernel has recorded so far available on
@@ -444,28 +601,40 @@ func (f *Filter) kernelDropped() uint64 {
 // when the sandbox is gone and its last events must be reported.
 func (f *Filter) Drain() uint64 {
 	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		return f.sent.Load()
-	}
-	err := f.reader.Flush()
+	closed := f.closed
 	f.mu.Unlock()
-	if err == nil {
-		select {
-		case <-f.flushed:
-		case <-f.done:
-		case <-time.After(time.Second):
-		}
+	if !closed {
+		f.progs.drain()
 	}
 	return f.sent.Load()
 }
 
-// Close stops reporting and releases this process's handles on the
-// programs and maps. It does not detach: the programs keep enforcing on
-// the cgroup until the cgroup is removed (remove it when the run is over;
-// the kernel then frees them). This is the fail-closed default: moat
-// exiting, crashing or closing a filter never opens the sandbox's network.
-// Close is idempotent.
+// drain waits until the read loop has read what the ring buffer holds now
+// (a second at most).
+func (p *Programs) drain() {
+	p.drainMu.Lock()
+	defer p.drainMu.Unlock()
+	select { // a flush that an earlier drain gave up waiting for
+	case <-p.flushed:
+	default:
+	}
+	if p.reader.Flush() != nil {
+		return
+	}
+	select {
+	case <-p.flushed:
+	case <-p.done:
+	case <-time.After(time.Second):
+	}
+}
+
+// Close stops reporting and releases this process's handles. It does not
+// detach: the cgroup stays filtered until it is removed, the fail-closed
+// default (moat exiting, crashing or closing a filter never opens the
+// sandbox's network). A filter of its own set ([Attach]) keeps its rules
+// with the programs; a filter from a shared set ([Programs.Attach]) takes
+// its rules out of the set's maps, so that the cgroup's processes, if any
+// are left, are refused everything. Close is idempotent.
 func (f *Filter) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -478,9 +647,14 @@ func (f *Filter) closeLocked() error {
 	}
 	f.closed = true
 	f.dropped = f.kernelDropped()
-	errs := []error{f.reader.Close()}
-	<-f.done
-	errs = append(errs, f.objs.Close(), f.cgroup.Close())
+	f.unregister()
+	var errs []error
+	if f.own {
+		errs = append(errs, f.progs.Close())
+	} else if !f.progs.isClosed() {
+		errs = append(errs, f.removeRules())
+	}
+	errs = append(errs, f.cgroup.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bpf: close filter: %w", err)
 	}
@@ -500,4 +674,41 @@ func (f *Filter) Detach() error {
 	}
 	err := f.detachAll()
 	return errors.Join(err, f.closeLocked())
+}
+
+func (p *Programs) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// Unknown returns how many refusals the set reported for cgroups it has no
+// filter on (a process in a cgroup below a filtered one, say).
+func (p *Programs) Unknown() uint64 { return p.unknown.Load() }
+
+// Close stops reporting and releases this process's handles on the set.
+// Its filters' attachments stay, enforcing with the rules they have. Close
+// is idempotent.
+func (p *Programs) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	for id, f := range p.filters {
+		delete(p.filters, id)
+		if !f.chClosed {
+			f.chClosed = true
+			close(f.events)
+		}
+	}
+	p.mu.Unlock()
+	errs := []error{p.reader.Close()}
+	<-p.done
+	errs = append(errs, p.objs.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bpf: close programs: %w", err)
+	}
+	return nil
 }

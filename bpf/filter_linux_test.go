@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/testutil"
@@ -53,26 +54,23 @@ func TestSpec(t *testing.T) {
 			t.Errorf("%s attaches as %v, want %v", name, p.AttachType, at)
 		}
 	}
-	if m := spec.Maps[sockfilterMapAllowed]; m == nil || m.Type != ebpf.Hash || m.KeySize != 20 || m.ValueSize != 1 {
+	if m := spec.Maps[sockfilterMapAllowed]; m == nil || m.Type != ebpf.Hash || m.KeySize != 32 || m.ValueSize != 1 {
 		t.Errorf("allowed map: %v", m)
+	}
+	if m := spec.Maps[sockfilterMapConfigs]; m == nil || m.Type != ebpf.Hash || m.KeySize != 8 || m.ValueSize != 16 {
+		t.Errorf("configs map: %v", m)
 	}
 	if m := spec.Maps[sockfilterMapEvents]; m == nil || m.Type != ebpf.RingBuf {
 		t.Errorf("events map: %v", m)
 	}
-	for _, v := range []string{sockfilterVarAllowLoopback, sockfilterVarBindPolicy, sockfilterVarHaveComm} {
-		if vs := spec.Variables[v]; vs == nil || !vs.Constant() || vs.Size() != 1 {
-			t.Errorf("variable %s: %v", v, vs)
-		}
+	if vs := spec.Variables[sockfilterVarHaveComm]; vs == nil || !vs.Constant() || vs.Size() != 1 {
+		t.Errorf("variable %s: %v", sockfilterVarHaveComm, vs)
 	}
-	if err := configure(spec, 3, Options{AllowLoopback: true, Bind: BindLoopback, EventBuffer: 8192}); err != nil {
+	if err := configure(spec, LoadOptions{Filters: 5, Destinations: 3, EventBuffer: 8192}); err != nil {
 		t.Fatal(err)
 	}
-	if spec.Maps[sockfilterMapAllowed].MaxEntries != 3 || spec.Maps[sockfilterMapEvents].MaxEntries != 8192 {
+	if spec.Maps[sockfilterMapAllowed].MaxEntries != 3 || spec.Maps[sockfilterMapConfigs].MaxEntries != 5 || spec.Maps[sockfilterMapEvents].MaxEntries != 8192 {
 		t.Errorf("configure did not size the maps")
-	}
-	var b uint8
-	if err := spec.Variables[sockfilterVarBindPolicy].Get(&b); err != nil || BindPolicy(b) != BindLoopback {
-		t.Errorf("bind_policy = %d, %v", b, err)
 	}
 }
 
@@ -128,9 +126,10 @@ func TestDecodeEvent(t *testing.T) {
 	b[26] = 6
 	b[28], b[29], b[30] = 10, opConnect, 1
 	copy(b[32:], "curl")
-	ev, ok := decodeEvent(b)
-	if !ok {
-		t.Fatal("not decoded")
+	b[48], b[49] = 0x34, 0x12 // cgroup id 0x1234, little-endian
+	ev, cgid, ok := decodeEvent(b)
+	if !ok || cgid != 0x1234 {
+		t.Fatalf("not decoded, or cgroup id %#x", cgid)
 	}
 	want := Event{Pid: 4242, Tid: 4243, Comm: "curl", Op: "connect", Proto: "tcp", Addr: netip.MustParseAddrPort("203.0.113.7:443")}
 	if ev != want {
@@ -139,7 +138,7 @@ func TestDecodeEvent(t *testing.T) {
 	if got := ev.String(); got != "connect tcp 203.0.113.7:443 refused (pid 4242 curl)" {
 		t.Errorf("String = %q", got)
 	}
-	if _, ok := decodeEvent(b[:20]); ok {
+	if _, _, ok := decodeEvent(b[:20]); ok {
 		t.Error("decoded a short record")
 	}
 }
@@ -172,24 +171,25 @@ func TestSupported(t *testing.T) {
 // without attaching them.
 func TestLoad(t *testing.T) {
 	requireFilter(t)
-	for _, opts := range []Options{
+	for _, opts := range []LoadOptions{
 		{},
-		{AllowLoopback: true, Bind: BindLoopback},
-		{Bind: BindAny, EventBuffer: 1 << 20},
+		{NoBind: true, EventBuffer: 1 << 20},
+		{Filters: 1024, Destinations: 4096},
 	} {
-		entries, err := allowEntries([]netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}, nil)
+		p, err := Load(opts)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var f Filter
-		if err := f.load(entries, opts); err != nil {
 			t.Fatalf("%+v: %v", opts, err)
 		}
-		if err := f.objs.Allowed.Put(&sockfilterDestKey{}, uint8(1)); err == nil {
-			t.Error("allow-list is writable after load")
+		if (p.objs.MoatBind4 == nil) != opts.NoBind {
+			t.Errorf("%+v: bind programs loaded: %v", opts, p.objs.MoatBind4 != nil)
 		}
-		if err := f.objs.Close(); err != nil {
+		if err := p.Close(); err != nil {
 			t.Error(err)
+		}
+	}
+	for _, bad := range []LoadOptions{{EventBuffer: 1000}, {Filters: -1}} {
+		if _, err := Load(bad); err == nil {
+			t.Errorf("Load(%+v) succeeded", bad)
 		}
 	}
 }
@@ -706,4 +706,144 @@ func TestNoLeaks(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestSharedSet: one loaded set of programs filters two cgroups, each by
+// its own rules, and each filter gets only its own cgroup's events. A
+// cgroup below a filtered one (which no rule names) is refused everything;
+// a shared filter's Close takes its rules out (its cgroup is then refused
+// everything: fail closed); closing the set leaves the other filter's
+// attachment enforcing its rules.
+func TestSharedSet(t *testing.T) {
+	requireFilter(t)
+	a := listen(t, "tcp4", "127.0.0.1:0")
+	b := listen(t, "tcp4", "127.0.0.1:0")
+	p, err := Load(LoadOptions{Filters: 4, Destinations: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	g1, g2 := newGroup(t), newGroup(t)
+	f1, err := p.Attach(g1.Path(), []netip.AddrPort{a}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := p.Attach(g2.Path(), []netip.AddrPort{b}, Options{AllowLoopback: true, Bind: BindAny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Attach(g1.Path(), nil, Options{}); err == nil || !strings.Contains(err.Error(), "already has a filter") {
+		t.Errorf("a second filter of the set on one cgroup: %v", err)
+	}
+	if _, err := p.Attach(g2.Path(), nil, Options{EventBuffer: 8192}); err == nil {
+		t.Error("a shared set's filter took an event buffer of its own")
+	}
+	// Each cgroup by its rules; check fails on an event from another pid,
+	// so a filter that got the other cgroup's events fails here.
+	check(t, f1, g1, 0, []expect{
+		{op: op{"tcp4", a.String()}, want: "ok"},
+		{op: op{"tcp4", b.String()}, want: "EPERM", ev: ev("connect", "tcp", b.String())},
+		{op: op{"udp4", "127.0.0.1:9"}, want: "EPERM", ev: ev("sendmsg", "udp", "127.0.0.1:9")},
+	})
+	check(t, f2, g2, 0, []expect{
+		{op: op{"tcp4", b.String()}, want: "ok"},
+		{op: op{"tcp4", a.String()}, want: "ok"}, // loopback, allowed here
+		{op: op{"tcp4", "192.0.2.1:80"}, want: "EPERM", ev: ev("connect", "tcp", "192.0.2.1:80")},
+		{op: op{"raw4", "-"}, want: "EPERM", ev: ev("socket", "raw", "")},
+	})
+	// A cgroup below g2: no rule names it.
+	child := filepath.Join(g2.Path(), "child")
+	if err := os.Mkdir(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(child) })
+	cfd, err := unix.Open(child, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(cfd)
+	before := p.Unknown()
+	run := runHelper(t, cfd, 0, []op{{"tcp4", b.String()}, {"tcp4", a.String()}})
+	for k, got := range run.results {
+		if got != "EPERM" {
+			t.Errorf("in a cgroup below a filtered one: %s = %s, want EPERM", k, got)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); p.Unknown() < before+2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Unknown() < before+2 {
+		t.Errorf("refusals below a filtered cgroup counted as unknown: %d, want %d", p.Unknown()-before, 2)
+	}
+	// Closing f1 takes its rules out: g1 is refused everything.
+	if err := f1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, nil, g1, 0, []expect{{op: op{"tcp4", a.String()}, want: "EPERM"}})
+	// Closing the set: f2's attachment keeps enforcing its rules.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-f2.Events(); ok {
+		t.Error("Events of a filter still open after its set's Close")
+	}
+	check(t, nil, g2, 0, []expect{
+		{op: op{"tcp4", b.String()}, want: "ok"},
+		{op: op{"raw4", "-"}, want: "EPERM"},
+	})
+	if err := f2.Close(); err != nil {
+		t.Errorf("Close of a filter after its set's: %v", err)
+	}
+	if _, err := p.Attach(g1.Path(), nil, Options{}); err == nil {
+		t.Error("Attach from a closed set succeeded")
+	}
+}
+
+// BenchmarkAttach: what a run pays for its filter, loading a set of its
+// own (Attach) or attaching a loaded one (Programs.Attach), then detaching
+// (the cgroup is reused; a run removes it instead).
+//
+//	go test -run XXX -bench Attach ./bpf/   # as root
+func BenchmarkAttach(b *testing.B) {
+	if os.Geteuid() != 0 || Supported() != nil {
+		b.Skip("needs root and the filter")
+	}
+	m, err := cgroup.New(fmt.Sprintf("moat-bench-bpf-%d", os.Getpid()))
+	if err != nil {
+		b.Skip(err)
+	}
+	g, err := m.Create("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { g.Remove(); os.Remove(m.Dir) }()
+	allow := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:3128"), netip.MustParseAddrPort("[::1]:3128")}
+	opts := Options{AllowLoopback: true, Bind: BindAny, Listen: allow}
+	b.Run("own", func(b *testing.B) {
+		for b.Loop() {
+			f, err := Attach(g.Path(), allow, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Detach(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("shared", func(b *testing.B) {
+		p, err := Load(LoadOptions{Filters: 1024, Destinations: 8192, EventBuffer: 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		for b.Loop() {
+			f, err := p.Attach(g.Path(), allow, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Detach(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -13,7 +13,30 @@ var errPlatform = fmt.Errorf("%w on %s/%s (Linux on a little-endian architecture
 // Supported returns an error wrapping [ErrUnsupported].
 func Supported() error { return errPlatform }
 
-// Filter is a set of socket programs attached to one cgroup.
+// Programs is a loaded set of the filter's programs (none here).
+type Programs struct{}
+
+// LoadOptions size a set of programs.
+type LoadOptions struct {
+	EventBuffer, Filters, Destinations int
+	NoBind                             bool
+}
+
+// Load returns an error wrapping [ErrUnsupported].
+func Load(LoadOptions) (*Programs, error) { return nil, errPlatform }
+
+// Attach returns an error wrapping [ErrUnsupported].
+func (p *Programs) Attach(string, []netip.AddrPort, Options) (*Filter, error) {
+	return nil, errPlatform
+}
+
+// Unknown returns 0.
+func (p *Programs) Unknown() uint64 { return 0 }
+
+// Close does nothing.
+func (p *Programs) Close() error { return nil }
+
+// Filter is the filter of one cgroup.
 type Filter struct{}
 
 // Attach returns an error wrapping [ErrUnsupported].

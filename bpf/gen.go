@@ -10,5 +10,5 @@ package bpf
 // spec parses and the programs load in 0.99 instead of 1.29 ms, which every
 // root start pays; only a verifier error's log loses its source lines.
 //
-//go:generate go tool bpf2go -tags linux -target bpfel -type event -type dest_key sockfilter c/sockfilter.bpf.c -- -I./c/include -Wall -Werror
+//go:generate go tool bpf2go -tags linux -target bpfel -type event -type dest_key -type run_config sockfilter c/sockfilter.bpf.c -- -I./c/include -Wall -Werror
 //go:generate llvm-objcopy --remove-section .BTF.ext --remove-section .rel.BTF.ext sockfilter_bpfel.o

@@ -15,9 +15,11 @@ import (
 
 type sockfilterDestKey struct {
 	_    structs.HostLayout
+	Cgid uint64
 	Addr [4]uint32
 	Port uint16
 	Pad  uint16
+	Pad2 uint32
 }
 
 type sockfilterEvent struct {
@@ -32,6 +34,15 @@ type sockfilterEvent struct {
 	SockType uint8
 	Pad      uint8
 	Comm     [16]int8
+	Cgid     uint64
+}
+
+type sockfilterRunConfig struct {
+	_             structs.HostLayout
+	AllowLoopback uint8
+	BindPolicy    uint8
+	Pad           [6]uint8
+	Dropped       uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -39,6 +50,7 @@ type sockfilterEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	sockfilterMapAllowed         = "allowed"
+	sockfilterMapConfigs         = "configs"
 	sockfilterMapEvents          = "events"
 	sockfilterProgMoatBind4      = "moat_bind4"
 	sockfilterProgMoatBind6      = "moat_bind6"
@@ -47,8 +59,6 @@ const (
 	sockfilterProgMoatSendmsg4   = "moat_sendmsg4"
 	sockfilterProgMoatSendmsg6   = "moat_sendmsg6"
 	sockfilterProgMoatSockCreate = "moat_sock_create"
-	sockfilterVarAllowLoopback   = "allow_loopback"
-	sockfilterVarBindPolicy      = "bind_policy"
 	sockfilterVarDropped         = "dropped"
 	sockfilterVarEventType       = "event_type"
 	sockfilterVarHaveComm        = "have_comm"
@@ -110,6 +120,7 @@ type sockfilterProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockfilterMapSpecs struct {
 	Allowed *ebpf.MapSpec `ebpf:"allowed"`
+	Configs *ebpf.MapSpec `ebpf:"configs"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
 }
 
@@ -117,11 +128,9 @@ type sockfilterMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockfilterVariableSpecs struct {
-	AllowLoopback *ebpf.VariableSpec `ebpf:"allow_loopback"`
-	BindPolicy    *ebpf.VariableSpec `ebpf:"bind_policy"`
-	Dropped       *ebpf.VariableSpec `ebpf:"dropped"`
-	EventType     *ebpf.VariableSpec `ebpf:"event_type"`
-	HaveComm      *ebpf.VariableSpec `ebpf:"have_comm"`
+	Dropped   *ebpf.VariableSpec `ebpf:"dropped"`
+	EventType *ebpf.VariableSpec `ebpf:"event_type"`
+	HaveComm  *ebpf.VariableSpec `ebpf:"have_comm"`
 }
 
 // sockfilterObjects contains all objects after they have been loaded into the kernel.
@@ -145,12 +154,14 @@ func (o *sockfilterObjects) Close() error {
 // It can be passed to loadSockfilterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockfilterMaps struct {
 	Allowed *ebpf.Map `ebpf:"allowed"`
+	Configs *ebpf.Map `ebpf:"configs"`
 	Events  *ebpf.Map `ebpf:"events"`
 }
 
 func (m *sockfilterMaps) Close() error {
 	return _SockfilterClose(
 		m.Allowed,
+		m.Configs,
 		m.Events,
 	)
 }
@@ -159,11 +170,9 @@ func (m *sockfilterMaps) Close() error {
 //
 // It can be passed to loadSockfilterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockfilterVariables struct {
-	AllowLoopback *ebpf.Variable `ebpf:"allow_loopback"`
-	BindPolicy    *ebpf.Variable `ebpf:"bind_policy"`
-	Dropped       *ebpf.Variable `ebpf:"dropped"`
-	EventType     *ebpf.Variable `ebpf:"event_type"`
-	HaveComm      *ebpf.Variable `ebpf:"have_comm"`
+	Dropped   *ebpf.Variable `ebpf:"dropped"`
+	EventType *ebpf.Variable `ebpf:"event_type"`
+	HaveComm  *ebpf.Variable `ebpf:"have_comm"`
 }
 
 // sockfilterPrograms contains all programs after they have been loaded into the kernel.

@@ -164,7 +164,7 @@ func (ln *launcher) prepare() error {
 		return &enforce.UnsupportedFeatureError{Feature: "eBPF network confinement", Need: "moat.shareNetwork runs the command in the host's network namespace, which only eBPF can confine", Err: kfErr}
 	}
 	if kfErr == nil {
-		if ln.kf, err = newKernelFilter(); err != nil {
+		if ln.kf, err = newKernelFilter(ln.l.As != nil); err != nil {
 			return err
 		}
 	}

@@ -1,15 +1,22 @@
-// Cgroup socket filter for a moat sandbox.
+// Cgroup socket filter for moat sandboxes.
 //
-// Attached to the sandbox's cgroup, these programs decide every inet
+// Attached to a sandbox's cgroup, these programs decide every inet
 // connect(), unconnected UDP sendmsg(), bind() and socket() of the processes
-// in it. A destination is allowed when its (address, port) is in the
-// `allowed` map (moat's proxy listeners and the loopback ports the policy
-// names), or, when allow_loopback is set, when it is a loopback address.
-// A bind() is allowed to the map's ALLOW_BIND entries and as bind_policy says.
-// Everything else is refused with EPERM and reported on the `events` ring
-// buffer. The verdict never depends on the report: when the ring buffer is
-// full, or nobody reads it any more, the attempt is still refused and only
-// counted in `dropped`.
+// in it. Every rule is looked up by the id of the calling process's cgroup,
+// so one loaded set of programs serves many sandboxes (moatd loads it once
+// and attaches it to each run's cgroup): `configs` holds each cgroup's
+// options, `allowed` its destinations. A process whose cgroup has no entry
+// in `configs` is refused everything.
+//
+// A destination is allowed when its (cgroup, address, port) is in
+// `allowed` (moat's proxy listeners and the loopback ports the policy
+// names), or, when the cgroup's allow_loopback is set, when it is a
+// loopback address. A bind() is allowed to the map's ALLOW_BIND entries and
+// as the cgroup's bind_policy says. Everything else is refused with EPERM
+// and reported on the `events` ring buffer, with the cgroup's id. The
+// verdict never depends on the report: when the ring buffer is full, or
+// nobody reads it any more, the attempt is still refused and only counted
+// (in the cgroup's config, or in `dropped` without one).
 //
 // Addresses are judged in one form: IPv4 addresses become IPv4-mapped IPv6
 // addresses (::ffff:a.b.c.d), so an AF_INET6 socket that names a mapped
@@ -52,12 +59,23 @@ enum {
 	BIND_ANY = 2,      // bind programs are not attached at all
 };
 
-// dest_key is an allowed destination: the address in network byte order,
-// IPv4 as ::ffff:a.b.c.d, and the port in host byte order.
+// dest_key is an allowed destination of one cgroup: the cgroup's id, the
+// address in network byte order, IPv4 as ::ffff:a.b.c.d, and the port in
+// host byte order.
 struct dest_key {
+	__u64 cgid;
 	__u32 addr[4];
 	__u16 port;
 	__u16 pad;
+	__u32 pad2;
+};
+
+// run_config is one cgroup's options.
+struct run_config {
+	__u8 allow_loopback; // connect and sendmsg to loopback are allowed
+	__u8 bind_policy;    // BIND_*
+	__u8 pad[6];
+	__u64 dropped;       // refusals not reported: the ring buffer was full
 };
 
 // event is one refused attempt.
@@ -72,22 +90,29 @@ struct event {
 	__u8 sock_type; // SOCK_*
 	__u8 pad;
 	char comm[16];  // task name, empty when the kernel lacks the helper here
+	__u64 cgid;     // the caller's cgroup
 };
 
 // Set from Go before loading (rewritten in .rodata, frozen by the loader).
-volatile const __u8 allow_loopback = 0;
-volatile const __u8 bind_policy = BIND_DENY;
 volatile const __u8 have_comm = 0;
 
-// Events that could not be reported because the ring buffer was full.
+// Refusals of processes in a cgroup without a config that could not be
+// reported because the ring buffer was full.
 __u64 dropped = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct dest_key);
 	__type(value, __u8); // ALLOW_* flags
-	__uint(max_entries, 1); // resized from Go to the allow-list's length
+	__uint(max_entries, 1); // sized from Go
 } allowed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64); // cgroup id
+	__type(value, struct run_config);
+	__uint(max_entries, 1); // sized from Go
+} configs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -115,14 +140,18 @@ static __always_inline int is_loopback(const struct dest_key *k, int wildcard)
 	return k->addr[3] == bpf_htonl(1) || (wildcard && k->addr[3] == 0);
 }
 
-static __always_inline void report(__u8 op, __u8 family, __u16 protocol, __u8 type,
-				   const struct dest_key *k)
+static __always_inline void report(struct run_config *cfg, __u64 cgid, __u8 op, __u8 family,
+				   __u16 protocol, __u8 type, const struct dest_key *k)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__sync_fetch_and_add(&dropped, 1);
+		if (cfg)
+			__sync_fetch_and_add(&cfg->dropped, 1);
+		else
+			__sync_fetch_and_add(&dropped, 1);
 		return;
 	}
+	e->cgid = cgid;
 	__u64 id = bpf_get_current_pid_tgid();
 	e->tgid = id >> 32;
 	e->pid = (__u32)id;
@@ -142,9 +171,11 @@ static __always_inline void report(__u8 op, __u8 family, __u16 protocol, __u8 ty
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void destination(struct bpf_sock_addr *ctx, int v6, struct dest_key *k)
+static __always_inline void destination(struct bpf_sock_addr *ctx, int v6, __u64 cgid, struct dest_key *k)
 {
+	k->cgid = cgid;
 	k->pad = 0;
+	k->pad2 = 0;
 	k->port = bpf_ntohs((__u16)ctx->user_port);
 	if (v6) {
 		k->addr[0] = ctx->user_ip6[0];
@@ -165,14 +196,18 @@ static __always_inline int judge(struct bpf_sock_addr *ctx, int v6, __u8 op)
 {
 	struct dest_key k;
 	__u8 *flags;
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct run_config *cfg = bpf_map_lookup_elem(&configs, &cgid);
 
-	destination(ctx, v6, &k);
-	flags = bpf_map_lookup_elem(&allowed, &k);
-	if (flags && (*flags & ALLOW_CONNECT))
-		return 1;
-	if (allow_loopback && is_loopback(&k, 1))
-		return 1;
-	report(op, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
+	destination(ctx, v6, cgid, &k);
+	if (cfg) {
+		flags = bpf_map_lookup_elem(&allowed, &k);
+		if (flags && (*flags & ALLOW_CONNECT))
+			return 1;
+		if (cfg->allow_loopback && is_loopback(&k, 1))
+			return 1;
+	}
+	report(cfg, cgid, op, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
 	return 0;
 }
 
@@ -180,16 +215,20 @@ static __always_inline int judge_bind(struct bpf_sock_addr *ctx, int v6)
 {
 	struct dest_key k;
 	__u8 *flags;
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct run_config *cfg = bpf_map_lookup_elem(&configs, &cgid);
 
-	destination(ctx, v6, &k);
-	flags = bpf_map_lookup_elem(&allowed, &k);
-	if (flags && (*flags & ALLOW_BIND))
-		return 1;
-	if (bind_policy == BIND_ANY)
-		return 1;
-	if (bind_policy == BIND_LOOPBACK && is_loopback(&k, 0))
-		return 1;
-	report(OP_BIND, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
+	destination(ctx, v6, cgid, &k);
+	if (cfg) {
+		flags = bpf_map_lookup_elem(&allowed, &k);
+		if (flags && (*flags & ALLOW_BIND))
+			return 1;
+		if (cfg->bind_policy == BIND_ANY)
+			return 1;
+		if (cfg->bind_policy == BIND_LOOPBACK && is_loopback(&k, 0))
+			return 1;
+	}
+	report(cfg, cgid, OP_BIND, v6 ? AF_INET6 : AF_INET, ctx->protocol, ctx->type, &k);
 	return 0;
 }
 
@@ -242,13 +281,15 @@ int moat_sock_create(struct bpf_sock *sk)
 {
 	__u32 type = sk->type;
 	__u32 protocol = sk->protocol;
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct run_config *cfg = bpf_map_lookup_elem(&configs, &cgid);
 
-	if ((type == SOCK_STREAM && (protocol == IPPROTO_TCP || protocol == IPPROTO_MPTCP)) ||
-	    (type == SOCK_DGRAM && protocol == IPPROTO_UDP))
+	if (cfg && ((type == SOCK_STREAM && (protocol == IPPROTO_TCP || protocol == IPPROTO_MPTCP)) ||
+		    (type == SOCK_DGRAM && protocol == IPPROTO_UDP)))
 		return 1;
 
 	struct dest_key none = {};
-	report(OP_SOCKET, sk->family, protocol, type, &none);
+	report(cfg, cgid, OP_SOCKET, sk->family, protocol, type, &none);
 	return 0;
 }
 

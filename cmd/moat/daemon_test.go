@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,8 +516,20 @@ func TestDaemonLoadTenUsers(t *testing.T) {
 		return out
 	}
 	var first []string
+	var progs []string
 	for round := range us3 {
 		loadRound(t, d, us, perUser, sessions)
+		// The eBPF programs stay loaded across runs: the daemon holds
+		// the same programs after every round.
+		p := daemonBPFPrograms(pid)
+		if round == 0 {
+			progs = p
+			if len(p) == 0 {
+				t.Errorf("moatd holds no eBPF program after %d runs and sessions: it does not keep them loaded", users*perUser)
+			}
+		} else if !slices.Equal(p, progs) {
+			t.Errorf("moatd's eBPF programs after round %d: %v, after round 1: %v (loaded again)", round+1, p, progs)
+		}
 		fds := fdsOf()
 		if round == 0 {
 			first = fds
@@ -669,4 +682,24 @@ func procsOf(uid int) []int {
 		}
 	}
 	return out
+}
+
+// daemonBPFPrograms lists the ids of the eBPF programs pid holds
+// descriptors of (their fdinfo's prog_id), sorted.
+func daemonBPFPrograms(pid int) []string {
+	es, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
+	var ids []string
+	for _, e := range es {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "prog_id:"); ok {
+				ids = append(ids, strings.TrimSpace(v))
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
