@@ -94,6 +94,12 @@ type withFiles []*os.File
 
 func startDaemon(t *testing.T, bin, dir string, activated withFiles, wrap ...string) *daemon {
 	t.Helper()
+	return startDaemonGate(t, bin, dir, "off", activated, wrap...)
+}
+
+// startDaemonGate is startDaemon with the daemon's --gate.
+func startDaemonGate(t *testing.T, bin, dir, gate string, activated withFiles, wrap ...string) *daemon {
+	t.Helper()
 	sock := filepath.Join(dir, "run", "moatd.sock")
 	if len(activated) > 0 {
 		if name, ok := fileSockName(activated[0]); ok {
@@ -101,7 +107,7 @@ func startDaemon(t *testing.T, bin, dir string, activated withFiles, wrap ...str
 		}
 	}
 	d := &daemon{sock: sock, stderr: &bytes.Buffer{}, done: make(chan struct{})}
-	argv := append(wrap, bin, "daemon", "--socket", filepath.Join(dir, "run", "moatd.sock"), "--group", "", "--gate", "off",
+	argv := append(wrap, bin, "daemon", "--socket", filepath.Join(dir, "run", "moatd.sock"), "--group", "", "--gate", gate,
 		"--state-dir", filepath.Join(dir, "state"), "--users-dir", filepath.Join(dir, "users.d"))
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.ExtraFiles = activated

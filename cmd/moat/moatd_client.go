@@ -107,35 +107,6 @@ func chooseDaemon(ctx context.Context, stderr io.Writer, notUsed string) (*clien
 	return cl, sock, nil
 }
 
-// rootlessOnly is for the commands that do not use moatd yet (moat run,
-// moat shell): they run rootless, saying so when a daemon is installed
-// (its socket exists): where there is none, the output of moat run stays
-// as it always was.
-func rootlessOnly(ctx context.Context, stderr io.Writer, what string) error {
-	mode, err := daemonMode()
-	if err != nil {
-		return err
-	}
-	if mode == "off" || os.Geteuid() == 0 {
-		return nil
-	}
-	if mode == "required" {
-		return usageError("MOAT_DAEMON=required, but %s does not run through moatd yet (moat session --jsonl does)", what)
-	}
-	sock := daemonSocket()
-	if _, err := os.Lstat(sock); err != nil {
-		return nil
-	}
-	cl, err := probeDaemon(ctx, sock)
-	if err != nil {
-		fmt.Fprintf(stderr, "moat: moatd not reachable (%v): running rootless (%s)\n", err, noteRootless)
-		return nil
-	}
-	cl.Close()
-	fmt.Fprintf(stderr, "moat: moatd not used (%s does not run through it yet): running rootless (%s)\n", what, noteRootless)
-	return nil
-}
-
 // daemonUnsuited says why the daemon cannot serve these session flags:
 // the daemon applies root's policy for the user (users.d) and reads no file
 // of the user's, so a session whose policy would come from the user's own
@@ -604,4 +575,117 @@ func (b *moatdBackend) Close() error {
 		b.cl.Close()
 	})
 	return b.closeErr
+}
+
+// daemonShell is moat shell's session in moatd: the daemon's decision for
+// the user (its policy for you, from users.d) is printed and, for "ask",
+// you are asked; the command then runs in the daemon's session. The
+// session is opened with gate "deny" (what you approve runs) where the
+// daemon allows it; a daemon whose gate is strict runs only what its
+// policy allows, and moat shell says so instead of asking.
+type daemonShell struct {
+	cl     *client.Client
+	sid    string
+	gate   string
+	mode   string
+	dir    string
+	unhold context.CancelFunc
+}
+
+func openDaemonShell(ctx context.Context, cl *client.Client, f *sessionFlags) (*daemonShell, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, &exitError{code: exitMoatError, err: err}
+	}
+	req := client.SessionRequest{Gate: "deny", Mode: f.mode, TimeoutMS: f.timeout.Milliseconds(), Cwd: cwd}
+	for _, w := range f.write {
+		if w == "" || strings.ContainsRune(w, 0) {
+			return nil, usageError("--write needs a path")
+		}
+		req.Write = append(req.Write, absPath(cwd, w))
+	}
+	s, err := cl.CreateSession(ctx, req)
+	var ae *client.Error
+	if errors.As(err, &ae) && ae.Field == "gate" {
+		req.Gate = "strict" // the daemon's gate is strict: its policy alone decides
+		s, err = cl.CreateSession(ctx, req)
+	}
+	if err != nil {
+		return nil, &exitError{code: exitMoatError, err: fmt.Errorf("moatd refused the session: %v", err)}
+	}
+	d := &daemonShell{cl: cl, sid: s.ID, gate: s.Gate, mode: f.mode, dir: s.Cwd}
+	// The session lives as long as this process (see openDaemonSession).
+	var hold context.Context
+	hold, d.unhold = context.WithCancel(context.Background())
+	go func() { _ = cl.HoldSession(hold, s.ID) }()
+	return d, nil
+}
+
+func (d *daemonShell) ready() string {
+	return fmt.Sprintf("moatd session ready in %s (gate %s)", d.dir, d.gate)
+}
+
+func (d *daemonShell) cwd() string { return d.dir }
+
+func (d *daemonShell) decide(ctx context.Context, command string) (shellDecision, error) {
+	r, err := d.cl.Decide(ctx, client.DecideRequest{Command: command, Cwd: d.dir, Mode: d.mode})
+	if err != nil {
+		return shellDecision{}, fmt.Errorf("moatd: %w", err)
+	}
+	v, err := policy.ParseVerdict(r.Decision)
+	if err != nil {
+		return shellDecision{}, fmt.Errorf("moatd's decision: %w", err)
+	}
+	out := shellDecision{verdict: v, reason: r.Reason, warnings: r.Warnings, sedEdit: len(r.SedEdit) > 0 && string(r.SedEdit) != "null"}
+	if r.Rule != nil {
+		out.rule = *r.Rule
+	}
+	if r.Suggestion != nil {
+		out.suggestion = *r.Suggestion
+	}
+	return out, nil
+}
+
+func (d *daemonShell) refusesAsk() string {
+	if d.gate == "strict" {
+		return "moatd runs only what its policy for you allows (its gate is strict)"
+	}
+	return ""
+}
+
+func (d *daemonShell) preview(context.Context, string) (string, error) {
+	return "", errors.New("moatd shows no preview of an edit")
+}
+
+func (d *daemonShell) run(ctx context.Context, command string) (shell.Result, error) {
+	ev, err := d.cl.RunWait(ctx, d.sid, client.CommandRequest{Command: command})
+	if err != nil {
+		if ctx.Err() != nil {
+			return shell.Result{Command: command, ExitCode: -1, Interrupted: true, Cwd: d.dir}, nil
+		}
+		return shell.Result{}, fmt.Errorf("moatd: %w", err)
+	}
+	if ev.Refused != nil {
+		return shell.Result{}, fmt.Errorf("moatd's gate (%s) refused it: %s", d.gate, ev.Refused.Reason)
+	}
+	// The finished event is the session's result, field for field.
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return shell.Result{}, err
+	}
+	var res shell.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return shell.Result{}, fmt.Errorf("moatd's result: %w", err)
+	}
+	if res.Cwd != "" {
+		d.dir = res.Cwd
+	}
+	return res, nil
+}
+
+func (d *daemonShell) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	_ = d.cl.CloseSession(ctx, d.sid)
+	d.unhold()
 }

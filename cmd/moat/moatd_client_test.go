@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -295,5 +296,91 @@ func TestDaemonClientFallback(t *testing.T) {
 	s.in.Close()
 	if err := s.cmd.Wait(); err == nil || !strings.Contains(s.errb.String(), "MOAT_DAEMON") {
 		t.Errorf("MOAT_DAEMON=sometimes: %v %s", err, s.errb)
+	}
+}
+
+// moatShellAs runs moat shell as u in u.dir through the daemon d with
+// script as its input, and returns its stdout and stderr.
+func moatShellAs(t *testing.T, d *daemon, u *daemonUser, script string, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, moatBin(t), append([]string{"shell"}, args...)...)
+	cmd.Dir = u.dir
+	cmd.Env = clientEnv(u.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+	cmd.Stdin = strings.NewReader(script)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("moat shell: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// TestDaemonShell: moat shell as a user, through moatd. Its decisions are
+// the daemon's for the user; "ask" asks, and only what is approved runs
+// (as the user, in the daemon's session: cwd carries over); a write
+// outside the policy, approved, still fails (the user can do it without
+// moat). Through a daemon whose gate is strict, an "ask" command is not
+// run and moat shell says why instead of asking.
+func TestDaemonShell(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	outside := filepath.Join(dir, "outside-"+u1.name)
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(outside, u1.uid, u1.gid)
+	sub := filepath.Join(u1.dir, "sub")
+	os.Mkdir(sub, 0o755)
+	os.Chown(sub, u1.uid, u1.gid)
+	script := strings.Join([]string{
+		"id -u",
+		"cd sub",
+		"touch declined", "n",
+		"touch approved", "y",
+		"touch " + outside + "/escaped", "y",
+		"exit",
+	}, "\n") + "\n"
+	out, errs := moatShellAs(t, d, u1, script, "--write", ".")
+	for _, want := range []string{"running through moatd", "moatd session ready in " + u1.dir + " (gate deny)"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	for _, want := range []string{"\n" + strconv.Itoa(u1.uid) + "\n", "moat:" + sub + "$ ", "ask: ", "not run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sub, "declined")); err == nil {
+		t.Error("a command declined at the prompt ran")
+	}
+	if fi, err := os.Stat(filepath.Join(sub, "approved")); err != nil {
+		t.Errorf("the approved command did not run: %v\n%s", err, out)
+	} else if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u1.uid {
+		t.Errorf("the approved command's file is uid %d's, want %d", st.Uid, u1.uid)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Errorf("an approved write outside the policy got through:\n%s", out)
+	}
+	if _, stderr, err := u1.as("touch", filepath.Join(outside, "escaped-without-moat")); err != nil {
+		t.Fatalf("%s cannot write %s without moat either (%v %s): the check proves nothing", u1.name, outside, err, stderr)
+	}
+
+	// A daemon whose gate is strict: "ask" is not run, nor asked about.
+	dir2, err := os.MkdirTemp("/var/tmp", "moatd-strict-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir2) })
+	os.Chmod(dir2, 0o755)
+	strict := startDaemonGate(t, moatBin(t), dir2, "strict", nil)
+	out, errs = moatShellAs(t, strict, u1, "touch strict-ask\ny\nexit\n", "--write", ".")
+	if !strings.Contains(errs, "(gate strict)") || !strings.Contains(out, "not run: moatd runs only what its policy for you allows") || strings.Contains(out, "run it?") {
+		t.Errorf("through a strict daemon:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(u1.dir, "strict-ask")); err == nil {
+		t.Error("an ask command ran through a daemon whose gate is strict")
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell"
@@ -58,11 +57,6 @@ type shellEnv struct {
 }
 
 func (e *shellEnv) close() { e.Close() }
-
-// decide is the permission pipeline's decision for a command in cwd.
-func (e *shellEnv) decide(ctx context.Context, command, cwd string) permissions.Result {
-	return e.Decide(ctx, command, cwd)
-}
 
 // openShell loads the policy, opens the session sandbox and the shell on it
 // (sandbox.Open, what a library host calls).

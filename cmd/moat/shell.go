@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
 type shellFlags struct {
@@ -51,17 +51,37 @@ session (and every process in it).`,
 }
 
 func runShell(cmd *cobra.Command, f *shellFlags) error {
-	f.gate = "off" // moat shell decides and asks itself
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx := context.Background()
-	if err := rootlessOnly(ctx, stderr, "moat shell"); err != nil {
+	if err := checkSessionFlags(&f.sessionFlags); err != nil {
 		return err
 	}
-	e, err := openShell(ctx, &f.sessionFlags, stderr)
-	if err != nil {
-		return err
+	// Through moatd where one is installed (its socket exists) or
+	// required, as moat run; where there is none, nothing is said.
+	var cl *client.Client
+	if mayUseDaemon() {
+		var err error
+		if cl, _, err = chooseDaemon(ctx, stderr, daemonUnsuited(&f.sessionFlags)); err != nil {
+			return err
+		}
 	}
-	defer e.close()
+	var b shellBackend
+	if cl != nil {
+		defer cl.Close()
+		d, err := openDaemonShell(ctx, cl, &f.sessionFlags)
+		if err != nil {
+			return err
+		}
+		b = d
+	} else {
+		f.gate = "off" // moat shell decides and asks itself
+		e, err := openShell(ctx, &f.sessionFlags, stderr)
+		if err != nil {
+			return err
+		}
+		b = e
+	}
+	defer b.close()
 	interactive := false
 	if fi, ok := cmd.InOrStdin().(*os.File); ok {
 		if st, err := fi.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -72,7 +92,7 @@ func runShell(cmd *cobra.Command, f *shellFlags) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	fmt.Fprintf(stderr, "moat shell: session sandbox ready in %s (%s). Commands run as an agent's; \"exit\" ends the session.\n", e.pol.Cwd, e.sb.Mode())
+	fmt.Fprintf(stderr, "moat shell: %s. Commands run as an agent's; \"exit\" ends the session.\n", b.ready())
 	in := bufio.NewReader(cmd.InOrStdin())
 	readLine := func(prompt string) (string, bool) {
 		fmt.Fprint(stdout, prompt)
@@ -86,7 +106,7 @@ func runShell(cmd *cobra.Command, f *shellFlags) error {
 		return strings.TrimRight(line, "\r\n"), true
 	}
 	for {
-		line, ok := readLine(fmt.Sprintf("moat:%s$ ", e.sess.Cwd()))
+		line, ok := readLine(fmt.Sprintf("moat:%s$ ", b.cwd()))
 		if !ok {
 			return nil
 		}
@@ -97,17 +117,26 @@ func runShell(cmd *cobra.Command, f *shellFlags) error {
 		case "exit", "quit", "logout":
 			return nil
 		}
-		res := e.decide(ctx, command, e.sess.Cwd())
-		printDecision(stdout, res)
-		d := res.Decision.Final()
-		if d.Verdict == policy.Deny {
+		d, err := b.decide(ctx, command)
+		if err != nil {
+			fmt.Fprintf(stdout, "moat: %v\nnot run\n", err)
+			continue
+		}
+		printDecision(stdout, d)
+		if d.verdict == policy.Deny {
 			fmt.Fprintln(stdout, "not run")
 			continue
 		}
-		if d.Verdict != policy.Allow && !f.yes {
-			if res.SedEdit != nil {
-				if fe, err := e.sess.PreviewEdit(ctx, command); err == nil && fe != nil {
-					fmt.Fprintf(stdout, "edit of %s:\n%s", fe.Path, fe.Diff)
+		if d.verdict != policy.Allow {
+			if why := b.refusesAsk(); why != "" {
+				fmt.Fprintf(stdout, "not run: %s\n", why)
+				continue
+			}
+		}
+		if d.verdict != policy.Allow && !f.yes {
+			if d.sedEdit {
+				if diff, err := b.preview(ctx, command); err == nil && diff != "" {
+					fmt.Fprint(stdout, diff)
 				} else if err != nil {
 					fmt.Fprintf(stdout, "(no preview: %v)\n", err)
 				}
@@ -121,14 +150,63 @@ func runShell(cmd *cobra.Command, f *shellFlags) error {
 				continue
 			}
 		}
-		if err := runOne(ctx, e, command, sigs, stdout); err != nil {
+		if err := runOne(ctx, b, command, sigs, stdout); err != nil {
 			return err
 		}
 	}
 }
 
+// shellBackend is where moat shell decides and runs its commands: a
+// session sandbox of its own (rootless), or a session of moatd's.
+type shellBackend interface {
+	ready() string // what the ready line says
+	cwd() string
+	decide(ctx context.Context, command string) (shellDecision, error)
+	// refusesAsk says why a command the decision asks about is not run
+	// even when you approve it (moatd's gate), or "".
+	refusesAsk() string
+	preview(ctx context.Context, command string) (string, error)
+	run(ctx context.Context, command string) (shell.Result, error)
+	close()
+}
+
+// shellDecision is a decision as moat shell prints it.
+type shellDecision struct {
+	verdict                  policy.Verdict
+	reason, rule, suggestion string
+	warnings                 []string
+	sedEdit                  bool
+}
+
+func (e *shellEnv) ready() string {
+	return fmt.Sprintf("session sandbox ready in %s (%s)", e.pol.Cwd, e.sb.Mode())
+}
+
+func (e *shellEnv) cwd() string { return e.sess.Cwd() }
+
+func (e *shellEnv) decide(ctx context.Context, command string) (shellDecision, error) {
+	r := e.Decide(ctx, command, e.sess.Cwd())
+	d := r.Decision.Final()
+	return shellDecision{verdict: d.Verdict, reason: d.Reason, rule: d.Rule, suggestion: r.Suggestion,
+		warnings: r.Warnings, sedEdit: r.SedEdit != nil}, nil
+}
+
+func (e *shellEnv) refusesAsk() string { return "" }
+
+func (e *shellEnv) preview(ctx context.Context, command string) (string, error) {
+	fe, err := e.sess.PreviewEdit(ctx, command)
+	if err != nil || fe == nil {
+		return "", err
+	}
+	return fmt.Sprintf("edit of %s:\n%s", fe.Path, fe.Diff), nil
+}
+
+func (e *shellEnv) run(ctx context.Context, command string) (shell.Result, error) {
+	return e.sess.Run(ctx, shell.Request{Command: command, AutoBackground: -1})
+}
+
 // runOne runs one command in the session; a signal ends the command.
-func runOne(ctx context.Context, e *shellEnv, command string, sigs <-chan os.Signal, w io.Writer) error {
+func runOne(ctx context.Context, b shellBackend, command string, sigs <-chan os.Signal, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -140,7 +218,7 @@ func runOne(ctx context.Context, e *shellEnv, command string, sigs <-chan os.Sig
 		case <-done:
 		}
 	}()
-	res, err := e.sess.Run(ctx, shell.Request{Command: command, AutoBackground: -1})
+	res, err := b.run(ctx, command)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		if errors.Is(err, shell.ErrClosed) {
 			return &exitError{code: exitMoatError, err: errors.New("the session sandbox ended")}
@@ -152,18 +230,17 @@ func runOne(ctx context.Context, e *shellEnv, command string, sigs <-chan os.Sig
 	return nil
 }
 
-func printDecision(w io.Writer, r permissions.Result) {
-	d := r.Decision.Final()
-	fmt.Fprintf(w, "%s: %s", d.Verdict, d.Reason)
-	if d.Rule != "" {
-		fmt.Fprintf(w, " [%s]", d.Rule)
+func printDecision(w io.Writer, d shellDecision) {
+	fmt.Fprintf(w, "%s: %s", d.verdict, d.reason)
+	if d.rule != "" {
+		fmt.Fprintf(w, " [%s]", d.rule)
 	}
 	fmt.Fprintln(w)
-	for _, wn := range r.Warnings {
+	for _, wn := range d.warnings {
 		fmt.Fprintf(w, "  warning: %s\n", wn)
 	}
-	if r.Suggestion != "" {
-		fmt.Fprintf(w, "  to allow it from now on: %s\n", r.Suggestion)
+	if d.suggestion != "" {
+		fmt.Fprintf(w, "  to allow it from now on: %s\n", d.suggestion)
 	}
 }
 
