@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/linux/seccomp"
@@ -47,15 +48,18 @@ type launcher struct {
 	joined       bool // stage 2 joined its cgroups during the user-namespace handshake
 
 	// made by planning
-	fp      *fsPlan
-	jr      *journal.Journal
-	ctx     context.Context // the launch's: a wait for the journal's lock gives up with it
-	plan    *nsinit.Plan
-	net     *network
-	tmpDir  string // the no-namespace tier's TMPDIR
-	dirs    *resolver
-	planErr error
-	planned chan struct{}
+	fp  *fsPlan
+	jr  *journal.Journal
+	ctx context.Context // the launch's: a wait for the journal's lock gives up with it
+	// asWorker is the thread with the client's credentials that makes and
+	// removes the placeholders (moatd).
+	asWorker *ascred.Worker
+	plan     *nsinit.Plan
+	net      *network
+	tmpDir   string // the no-namespace tier's TMPDIR
+	dirs     *resolver
+	planErr  error
+	planned  chan struct{}
 	// attached delivers the eBPF attach result (nil channel: no eBPF).
 	attached chan error
 	abort    chan struct{}
@@ -653,6 +657,9 @@ func (ln *launcher) Close() error {
 			errs = append(errs, err)
 		}
 		ln.step("placeholders removed")
+	}
+	if ln.asWorker != nil {
+		ln.asWorker.Close()
 	}
 	ln.closeWatches()
 	ln.step("watches closed")

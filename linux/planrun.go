@@ -149,9 +149,16 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 		ln.jr = jr
 		if id := ln.l.As; id != nil {
 			// moatd: placeholders in the client's trees are made and
-			// removed with the client's credentials.
-			groups := identityGroups(id)
-			jr.SetAs(func(fn func() error) error { return ascred.Do(id.Uid, id.Gid, groups, fn) })
+			// removed with the client's credentials, on one thread of
+			// them for the whole launch.
+			w, err := ascred.NewWorker(id.Uid, id.Gid, identityGroups(id))
+			if err != nil {
+				jr.Close()
+				ln.jr = nil
+				return err
+			}
+			ln.asWorker = w
+			jr.SetAs(w.Do)
 		}
 	}
 	if _, err := os.Lstat(path); err == nil {

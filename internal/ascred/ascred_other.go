@@ -16,3 +16,15 @@ func Writable(uid, gid int, groups []int, path string) (string, error) { return 
 
 // Usable is Linux-only.
 func Usable(uid, gid int, groups []int, path string) (string, error) { return "", errUnsupported }
+
+// Worker runs functions with a user's credentials (Linux only).
+type Worker struct{}
+
+// NewWorker returns an error off Linux.
+func NewWorker(uid, gid int, groups []int) (*Worker, error) { return nil, errUnsupported }
+
+// Do returns an error off Linux.
+func (w *Worker) Do(fn func() error) error { return errUnsupported }
+
+// Close does nothing.
+func (w *Worker) Close() {}
