@@ -4,9 +4,12 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
+	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -82,5 +85,16 @@ func (e *Enforcer) Describe(pol *policy.Policy, stateDir string) (*enforce.Descr
 }
 
 // Sweep removes what runs of a supervisor that died left in stateDir (the
-// placeholders its journals record): moatd sweeps when it starts.
-func Sweep(stateDir string) error { return journal.SweepAll(filepath.Join(stateDir, "journal")) }
+// placeholders its journals record) and, as root, the eBPF cgroups of dead
+// runs (killing what still runs in them): moatd sweeps when it starts.
+func Sweep(stateDir string) error {
+	err := journal.SweepAll(filepath.Join(stateDir, "journal"))
+	if os.Geteuid() == 0 {
+		if m, merr := cgroup.New("moat"); merr == nil {
+			_, cerr := m.CleanStale()
+			err = errors.Join(err, cerr)
+		}
+		sweepAllLimitCgroups()
+	}
+	return err
+}

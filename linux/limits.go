@@ -226,8 +226,36 @@ func sweepLimitCgroups(parent string) {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
+		if fi, err := e.Info(); err == nil && (time.Since(fi.ModTime()) > time.Minute || !creatorAlive(e.Name())) {
 			_ = unix.Rmdir(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// creatorAlive reports whether the moat process whose pid a run's cgroup
+// is named after ("run-PID-...") still runs: a dead one's cgroup is stale
+// however young it is.
+func creatorAlive(name string) bool {
+	f := strings.SplitN(name, "-", 3)
+	if len(f) < 3 {
+		return true
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	return unix.Kill(pid, 0) != unix.ESRCH
+}
+
+// sweepAllLimitCgroups is sweepLimitCgroups in each v1 hierarchy moat
+// uses (moatd's start).
+func sweepAllLimitCgroups() {
+	if cgroups.IsCgroup2UnifiedMode() {
+		return
+	}
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if mnt, err := cgroups.FindCgroupMountpoint("", c); err == nil {
+			sweepLimitCgroups(filepath.Join(mnt, "moat"))
 		}
 	}
 }

@@ -408,12 +408,14 @@ func TestDaemonMalformed(t *testing.T) {
 }
 
 // TestDaemonSIGKILL: a SIGKILLed daemon leaves none of its users' commands
-// running.
+// running, and the next daemon's start removes what it left: the
+// placeholders in its users' trees (the sandboxes' clean-up helper runs as
+// the user and cannot read root's journal) and its runs' eBPF cgroups.
 func TestDaemonSIGKILL(t *testing.T) {
-	d, u1, u2, _ := daemonFixture(t)
+	d, u1, u2, dir := daemonFixture(t)
 	var markers []string
 	for _, u := range []*daemonUser{u1, u2} {
-		sid := u.openSession(t, d, fmt.Sprintf(`{"cwd":%q}`, u.dir))
+		sid := u.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u.dir, u.dir))
 		m := testutil.SleepMarker(300)
 		markers = append(markers, m)
 		b, _ := json.Marshal(map[string]any{"command": "sleep " + m, "background": true})
@@ -426,6 +428,21 @@ func TestDaemonSIGKILL(t *testing.T) {
 			}
 		}
 	}
+	// The writable trees hold the sessions' placeholders now.
+	placeholders := func() []string {
+		var out []string
+		for _, u := range []*daemonUser{u1, u2} {
+			es, _ := os.ReadDir(u.dir)
+			for _, e := range es {
+				out = append(out, filepath.Join(u.dir, e.Name()))
+			}
+		}
+		return out
+	}
+	if len(placeholders()) == 0 {
+		t.Fatal("the sessions made no placeholder in their writable trees: the clean-up below proves nothing")
+	}
+	oldPid := d.cmd.Process.Pid
 	d.cmd.Process.Signal(syscall.SIGKILL)
 	<-d.done
 	// Each sandbox's init sees its supervisor's end close and ends its
@@ -436,6 +453,22 @@ func TestDaemonSIGKILL(t *testing.T) {
 				t.Fatalf("SIGKILL of moatd left %v", testutil.Procs("sleep "+m, -1))
 			}
 		}
+	}
+	left, cgs := placeholders(), daemonCgroups(oldPid)
+	t.Logf("the killed daemon left %d placeholders and %d cgroups", len(left), len(cgs))
+	// The next start, without a run.
+	os.Remove(d.sock)
+	d2 := startDaemon(t, moatBin(t), dir, nil)
+	for _, u := range []*daemonUser{u1, u2} {
+		if code, body := u.call(t, d2.sock, "GET", "/v1/health", ""); code != 200 {
+			t.Fatalf("the next daemon: %d %s", code, body)
+		}
+	}
+	if p := placeholders(); len(p) > 0 {
+		t.Errorf("after the next daemon's start, the killed one's placeholders are still there: %v", p)
+	}
+	if c := daemonCgroups(oldPid); len(c) > 0 {
+		t.Errorf("after the next daemon's start, the killed one's eBPF cgroups are still there: %v", c)
 	}
 }
 
