@@ -98,7 +98,7 @@ func (j *Journal) ensureRecord() error {
 	if j.rec != nil {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(j.dir, j.id+".run"), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(filepath.Join(j.dir, j.id+".run"), os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -197,10 +197,7 @@ func (j *Journal) append(line string) error {
 	if err := j.ensureRecord(); err != nil {
 		return err
 	}
-	if _, err := j.rec.Seek(0, 2); err != nil {
-		return err
-	}
-	_, err := j.rec.WriteString(line + "\n")
+	_, err := j.rec.WriteString(line + "\n") // O_APPEND: at the end
 	return err
 }
 
@@ -402,7 +399,9 @@ func (p Placeholder) pristine() bool {
 }
 
 func (p Placeholder) remove() error {
-	if !p.pristine() {
+	// A directory is checked below (its inode, then rmdir, which refuses
+	// one that is not empty); a file's content must still be moat's.
+	if p.Kind != Dir && !p.pristine() {
 		return nil // gone, replaced or used: not ours to remove any more
 	}
 	// The parent is opened without following any symlink, and the name is
@@ -423,6 +422,9 @@ func (p Placeholder) remove() error {
 	base := filepath.Base(p.Path)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Dev != p.dev || st.Ino != p.ino {
+		return nil
+	}
+	if p.Kind == Dir && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
 	flags := 0
