@@ -651,6 +651,7 @@ func (ln *launcher) Close() error {
 	}
 	if ln.net != nil {
 		ln.net.close()
+		ln.step("network closed")
 	}
 	if ln.jr != nil {
 		if err := ln.jr.Close(); err != nil {
