@@ -39,6 +39,10 @@ func (ln *launcher) makePlan() error {
 		pol2.Protect = append(pol2.Protect, exe)
 	}
 	pol2.Protect = append(pol2.Protect, pol.Sources...)
+	if id := ln.l.As; id != nil && id.Home != "" {
+		// moatd: the git audit quarantines into the user's own state.
+		pol2.Protect = append(pol2.Protect, filepath.Join(id.Home, ".local", "state", "moat"))
+	}
 	if ln.nons {
 		dir, err := os.MkdirTemp("", "moat-run-")
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -16,10 +17,17 @@ import (
 // violations; it returns warnings (an audit that could not cover
 // everything).
 func (r *run) auditGit(fp enforce.Footprint) []string {
-	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.violation)
+	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.req.As, r.violation)
 }
 
-func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, report func(policy.Violation)) []string {
+// auditGit audits the trees the command could write. With as (moatd), the
+// audit runs with that user's credentials on a thread of its own, its
+// quarantine is the user's (~/.local/state/moat/quarantine) and it keeps no
+// cache: the user can change its own tree while root would read, copy,
+// write and rename in it by path, and so make root write or move any file
+// (a symlink swapped in between a check and a use); as the user, a swap
+// reaches only what the user could reach without moat.
+func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *enforce.Identity, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -28,21 +36,40 @@ func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, repo
 	if len(fp.WritableRoots) == 0 {
 		return nil
 	}
-	if h, err := filepath.EvalSymlinks(home); err == nil {
-		home = h
-	}
 	readOnly := fp.ReadOnly
 	if readOnly == nil {
 		readOnly = func(string) bool { return false }
 	}
-	rep, err := gitguard.Audit(gitguard.Options{
+	opts := gitguard.Options{
 		Roots:         fp.WritableRoots,
 		Since:         since,
-		Home:          home,
 		QuarantineDir: filepath.Join(stateDir, "quarantine"),
 		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,
-	})
+	}
+	var (
+		rep *gitguard.Report
+		err error
+	)
+	if as == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+		opts.Home = home
+		rep, err = gitguard.Audit(opts)
+	} else {
+		opts.QuarantineDir = filepath.Join(as.Home, ".local", "state", "moat", "quarantine")
+		opts.CacheDir = ""
+		err = ascred.Do(as.Uid, as.Gid, as.Groups, func() error {
+			if h, err := filepath.EvalSymlinks(home); err == nil {
+				home = h
+			}
+			opts.Home = home
+			var aerr error
+			rep, aerr = gitguard.Audit(opts)
+			return aerr
+		})
+	}
 	var warnings []string
 	if err != nil {
 		warnings = append(warnings, "git audit failed: "+err.Error())
