@@ -36,6 +36,10 @@ type Daemon struct {
 	// once (default 256): an extra one gets a 429 and is closed, before
 	// the daemon reads anything from it.
 	MaxConnsPerUser int
+	// MaxConns bounds the daemon's connections at once, of all users
+	// together (default 4096, well below the descriptors a process may
+	// hold): an extra one gets a 429 and is closed.
+	MaxConns int
 	// IdleTimeout closes a session no command has used for that long
 	// (default 30 minutes): a client that went away leaves nothing.
 	IdleTimeout time.Duration

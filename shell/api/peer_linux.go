@@ -78,13 +78,18 @@ func peerCred(c net.Conn) (*syscall.Ucred, error) {
 // PID 1; the daemon itself may run in a mount namespace of its own,
 // systemd's ProtectSystem): a command inside a sandbox, or in a container,
 // never gets a session of the user's.
+//
+// A refused peer's Peer is returned too, with the error: its uid (from the
+// kernel, in the daemon's user namespace) still counts against that user's
+// connections.
 func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	cred, err := peerCred(c)
 	if err != nil {
 		return nil, err
 	}
+	p := &Peer{Uid: int(cred.Uid), Gid: int(cred.Gid), Pid: int(cred.Pid)}
 	if cred.Pid <= 0 {
-		return nil, errors.New("the peer's process is not visible from the daemon's PID namespace")
+		return p, errors.New("the peer's process is not visible from the daemon's PID namespace")
 	}
 	pidfd := -1
 	if uc, ok := c.(*net.UnixConn); ok {
@@ -101,25 +106,25 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	}
 	ref, err := hostNamespaces()
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	for i, ns := range []string{"user", "mnt"} {
 		host := ref[i]
 		theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/" + ns)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read the peer's %s namespace: %v", ns, err)
+			return p, fmt.Errorf("cannot read the peer's %s namespace: %v", ns, err)
 		}
 		if host != theirs {
-			return nil, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
+			return p, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
 		}
 	}
 	if pidfd >= 0 {
 		// The pid still names the peer (it has not exited and been reused).
 		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
-			return nil, fmt.Errorf("the peer's process ended while it was checked: %v", err)
+			return p, fmt.Errorf("the peer's process ended while it was checked: %v", err)
 		}
 	}
-	return &Peer{Uid: int(cred.Uid), Gid: int(cred.Gid), Pid: int(cred.Pid)}, nil
+	return p, nil
 }
 
 // hostNamespaces are the user and mount namespaces the daemon's clients

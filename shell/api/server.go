@@ -155,6 +155,9 @@ func New(cfg Config) (*Server, error) {
 		if d.MaxConnsPerUser <= 0 {
 			d.MaxConnsPerUser = 256
 		}
+		if d.MaxConns <= 0 {
+			d.MaxConns = 4096
+		}
 	}
 	if cfg.Daemon != nil {
 		// The namespaces clients must share are read now, while the
@@ -260,9 +263,19 @@ func (s *Server) Serve(l net.Listener) error {
 		MaxHeaderBytes: 64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if s.cfg.Daemon != nil {
+				// Every connection counts, a refused peer's too (its
+				// uid is the kernel's): against its user's bound and
+				// the daemon's.
 				p, err := checkDaemonPeer(c)
-				if err == nil && !s.countConn(c, p.Uid) {
-					refuseConn(c, s.cfg.Daemon.MaxConnsPerUser)
+				uid := -1
+				if p != nil {
+					uid = p.Uid
+				}
+				if why := s.countConn(c, uid); why != "" {
+					refuseConn(c, why)
+				}
+				if err != nil {
+					p = nil
 				}
 				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
 			}
@@ -281,17 +294,22 @@ func (s *Server) Serve(l net.Listener) error {
 	return hs.Serve(l)
 }
 
-// countConn counts a daemon connection for uid, or reports that uid has
-// as many as it may.
-func (s *Server) countConn(c net.Conn, uid int) bool {
+// countConn counts a daemon connection for uid (-1: a peer the kernel
+// did not name), or says why it is refused: its user has as many as it
+// may, or the daemon has.
+func (s *Server) countConn(c net.Conn, uid int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.connsOf[uid] >= s.cfg.Daemon.MaxConnsPerUser {
-		return false
+	d := s.cfg.Daemon
+	switch {
+	case len(s.connUID) >= d.MaxConns:
+		return fmt.Sprintf("the daemon has %d connections open, the most it allows: try again later", d.MaxConns)
+	case uid >= 0 && s.connsOf[uid] >= d.MaxConnsPerUser:
+		return fmt.Sprintf("you have %d connections open to the daemon, the most it allows a user: close some first", d.MaxConnsPerUser)
 	}
 	s.connsOf[uid]++
 	s.connUID[c] = uid
-	return true
+	return ""
 }
 
 // connState uncounts a connection once it is closed or taken over (a
@@ -316,8 +334,8 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 // closes it, without reading from it. The answer is small and the socket
 // new (its buffer empty): the write does not wait, and a deadline makes
 // sure of it.
-func refuseConn(c net.Conn, max int) {
-	body, _ := json.Marshal(client.Error{Message: fmt.Sprintf("you have %d connections open to the daemon, the most it allows a user: close some first", max)})
+func refuseConn(c net.Conn, why string) {
+	body, _ := json.Marshal(client.Error{Message: why})
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n", len(body)+1, body)
 	c.Close()
@@ -389,6 +407,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if pr.err != nil {
 		s.log.Debug("peer refused", "err", pr.err)
+		w.Header().Set("Connection", "close") // nothing more to say to it
 		writeError(w, errorf(http.StatusForbidden, "", "%v", pr.err))
 		return
 	}
