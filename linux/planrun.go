@@ -166,8 +166,15 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 		}
 	}
 	if _, err := os.Lstat(path); err == nil {
-		_, err := ln.jr.Adopt(path)
-		return err
+		adopted, err := ln.jr.Adopt(path)
+		if err != nil || adopted {
+			return err
+		}
+		if _, err := os.Lstat(path); err == nil {
+			return nil // the user's own: mounted over as it is
+		}
+		// Another run's placeholder, removed while this run waited to
+		// adopt it: made again below.
 	}
 	if ph == nil {
 		return errVanished

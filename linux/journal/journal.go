@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,38 @@ type Journal struct {
 	// remove) with the credentials of the user the sandbox is for (moatd):
 	// root never creates or removes a file in a client's tree as root.
 	as func(func() error) error
+	// top is the directory of every journal (moatd keeps one per client
+	// uid under it, "uid-N", and root's own in it): the records of them
+	// all count, so that a placeholder one user's run mounts over is never
+	// removed by another user's run (see adopt).
+	top string
+}
+
+// topOf is the directory of every journal for the journal in dir: its
+// parent for a journal of one uid ("uid-N"), else dir itself.
+func topOf(dir string) string {
+	if strings.HasPrefix(filepath.Base(dir), "uid-") {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// dirs lists the journal directories whose records count.
+func (j *Journal) dirs() []string {
+	if j.top == "" {
+		return []string{j.dir}
+	}
+	out := []string{j.top}
+	es, _ := os.ReadDir(j.top)
+	for _, e := range es {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "uid-") {
+			out = append(out, filepath.Join(j.top, e.Name()))
+		}
+	}
+	if !slices.Contains(out, j.dir) {
+		out = append(out, j.dir)
+	}
+	return out
 }
 
 // SetAs makes Create and Close touch placeholders through as (which runs
@@ -86,7 +119,7 @@ func BeginContext(ctx context.Context, dir string) (*Journal, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &Journal{dir: dir, id: hex.EncodeToString(b[:])}
+	j := &Journal{dir: dir, id: hex.EncodeToString(b[:]), top: topOf(dir)}
 	if err := j.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -145,25 +178,9 @@ func (j *Journal) lock(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	wait := 200 * time.Microsecond
-	for {
-		err = sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
-		if err != unix.EWOULDBLOCK {
-			break
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return fmt.Errorf("journal: waiting for the global lock (%s): %w", j.dir, ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, 20*time.Millisecond)
-	}
-	if err != nil {
+	if err := pollFlock(ctx, f); err != nil {
 		f.Close()
-		return fmt.Errorf("journal: global lock: %w", err)
+		return fmt.Errorf("journal: the global lock of %s: %w", j.dir, err)
 	}
 	j.mu.Lock()
 	j.global = f
@@ -175,6 +192,26 @@ func (j *Journal) lock(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pollFlock takes f's exclusive flock, trying again after sleeps of 0.2 ms
+// doubling to 20 ms, until ctx is done.
+func pollFlock(ctx context.Context, f *os.File) error {
+	wait := 200 * time.Microsecond
+	for {
+		err := sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+		if err != unix.EWOULDBLOCK {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 20*time.Millisecond)
+	}
 }
 
 // Unlock releases the global lock (idempotent, safe from any goroutine).
@@ -208,12 +245,10 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 	if !j.locked() {
 		return errors.New("journal: Create without the global lock")
 	}
-	if p, ok := j.liveOwner(path); ok {
-		if err := j.append(p.line()); err != nil {
+	if r, p, ok := j.liveOwner(path); ok {
+		if err := j.adopt(r, p); err != errGone {
 			return err
 		}
-		j.ps = append(j.ps, p)
-		return nil
 	}
 	if err := j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + hex.EncodeToString([]byte(path))); err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -249,11 +284,9 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		for _, r := range j.records() {
 			for _, p := range r.ps {
 				if p.Path == path && p.pristine() {
-					if err := j.append(p.line()); err != nil {
+					if err := j.adopt(r, p); err != errGone {
 						return err
 					}
-					j.ps = append(j.ps, p)
-					return nil
 				}
 			}
 		}
@@ -292,27 +325,66 @@ func (j *Journal) Adopt(path string) (bool, error) {
 	if !j.locked() {
 		return false, errors.New("journal: Adopt without the global lock")
 	}
-	p, ok := j.liveOwner(path)
+	r, p, ok := j.liveOwner(path)
 	if !ok {
 		return false, nil
 	}
-	if err := j.append(p.line()); err != nil {
+	switch err := j.adopt(r, p); err {
+	case nil:
+		return true, nil
+	case errGone:
+		return false, nil
+	default:
 		return false, err
 	}
+}
+
+// errGone: the placeholder to adopt was removed meanwhile.
+var errGone = errors.New("journal: the placeholder is gone")
+
+// adoptWait bounds the wait for another journal's lock to adopt one of its
+// placeholders (moatd: another user's run, which may hold its journal's
+// lock while its sandbox starts, for as long as that user likes).
+const adoptWait = 5 * time.Second
+
+// adopt records p, a placeholder of record r, as this run's too. In this
+// journal the caller's lock keeps r's clean-up away; a placeholder of
+// another journal is adopted under that journal's lock (its runs remove
+// placeholders only under it, after reading every journal's records), and
+// is checked again there: errGone when it was removed meanwhile.
+func (j *Journal) adopt(r record, p Placeholder) error {
+	if r.dir != "" && r.dir != j.dir {
+		f, err := os.OpenFile(filepath.Join(r.dir, "journal.lock"), os.O_RDWR|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("journal: adopt %s: %w", p.Path, err)
+		}
+		defer f.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), adoptWait)
+		defer cancel()
+		if err := pollFlock(ctx, f); err != nil {
+			return fmt.Errorf("moat would mount over %s, a placeholder of another user's run, which holds its journal (%w): try again when it has started", p.Path, err)
+		}
+		if !p.pristine() {
+			return errGone
+		}
+	}
+	if err := j.append(p.line()); err != nil {
+		return err
+	}
 	j.ps = append(j.ps, p)
-	return true, nil
+	return nil
 }
 
 // liveOwner finds path among the placeholders of other live runs.
-func (j *Journal) liveOwner(path string) (Placeholder, bool) {
+func (j *Journal) liveOwner(path string) (record, Placeholder, bool) {
 	for _, r := range j.others {
 		for _, p := range r.ps {
 			if p.Path == path && p.pristine() {
-				return p, true
+				return r, p, true
 			}
 		}
 	}
-	return Placeholder{}, false
+	return record{}, Placeholder{}, false
 }
 
 // Close removes this run's placeholders that no other live run uses, then
@@ -441,6 +513,7 @@ type record struct {
 	id   string
 	live bool
 	file string
+	dir  string // the journal directory it is in
 	ps   []Placeholder
 	// intents are paths whose creation may not have been recorded.
 	intents []intent
@@ -473,23 +546,25 @@ func hexOrDash(s string) string {
 	return hex.EncodeToString([]byte(s))
 }
 
-// records reads every run record.
+// records reads every run record, of every journal that counts.
 func (j *Journal) records() []record {
-	es, _ := os.ReadDir(j.dir)
 	var out []record
-	for _, e := range es {
-		id, ok := strings.CutSuffix(e.Name(), ".run")
-		if !ok {
-			continue
+	for _, dir := range j.dirs() {
+		es, _ := os.ReadDir(dir)
+		for _, e := range es {
+			id, ok := strings.CutSuffix(e.Name(), ".run")
+			if !ok {
+				continue
+			}
+			r := record{id: id, file: filepath.Join(dir, e.Name()), dir: dir}
+			if id == j.id && dir == j.dir {
+				r.live = true
+			} else {
+				r.live = isLive(r.file)
+			}
+			r.ps, r.intents = parseRecord(r.file)
+			out = append(out, r)
 		}
-		r := record{id: id, file: filepath.Join(j.dir, e.Name())}
-		if id == j.id {
-			r.live = true
-		} else {
-			r.live = isLive(r.file)
-		}
-		r.ps, r.intents = parseRecord(r.file)
-		out = append(out, r)
 	}
 	return out
 }
@@ -562,8 +637,8 @@ func (j *Journal) Sweep() error {
 	}
 	var errs []error
 	for _, r := range recs {
-		if r.live {
-			continue
+		if r.live || r.dir != j.dir {
+			continue // live, or another journal's (its own runs sweep it, under its lock)
 		}
 		recorded := map[string]bool{}
 		for i := len(r.ps) - 1; i >= 0; i-- {
@@ -611,7 +686,7 @@ func removeUnrecorded(in intent) {
 // after the supervisor died: it removes the run's placeholders like Close
 // would. lock is the record file init kept open.
 func Recover(dir, id string) error {
-	j := &Journal{dir: dir, id: id}
+	j := &Journal{dir: dir, id: id, top: topOf(dir)}
 	rec, err := os.OpenFile(filepath.Join(dir, id+".run"), os.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -648,7 +723,7 @@ func SweepDir(dir string) error {
 	if err := checkOwned(dir); err != nil {
 		return err
 	}
-	j := &Journal{dir: dir}
+	j := &Journal{dir: dir, top: topOf(dir)}
 	if err := j.Lock(); err != nil {
 		return err
 	}

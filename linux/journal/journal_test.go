@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -234,4 +236,77 @@ func TestSweepAllPerUserJournals(t *testing.T) {
 			t.Errorf("a dead run's placeholder %s survived SweepAll", p)
 		}
 	}
+}
+
+// Journals of different uids (moatd's) are one register: a run of one
+// adopts another's placeholder, under that journal's lock, and neither
+// the other's Close nor a sweep of its journal removes it while the
+// adopting run lives.
+func TestSharedJournalsAcrossUids(t *testing.T) {
+	top, tree := setup(t)
+	d := filepath.Join(tree, ".vscode")
+	j1, err := Begin(filepath.Join(top, "uid-1001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Create(d, Dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	j1.Unlock()
+	j2, err := Begin(filepath.Join(top, "uid-1002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := j2.Adopt(d); err != nil || !ok {
+		t.Fatalf("another uid's run did not adopt the placeholder: %v %v", ok, err)
+	}
+	j2.Unlock()
+	if err := j1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(d) {
+		t.Fatal("the first run's Close removed a placeholder another uid's live run adopted")
+	}
+	// The first uid's journal swept (as its next run would): kept too.
+	if err := SweepDir(filepath.Join(top, "uid-1001")); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(d) {
+		t.Fatal("a sweep of the first uid's journal removed a placeholder another uid's live run uses")
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(d) {
+		t.Fatal("the last run's Close left the placeholder")
+	}
+}
+
+// Adopting another journal's placeholder waits for that journal's lock,
+// and gives up with an error naming the path when it is held too long
+// (moatd: a user holding its journal cannot hold up another's run for
+// ever).
+func TestAdoptWaitsForTheOwnersLock(t *testing.T) {
+	top, tree := setup(t)
+	d := filepath.Join(tree, ".idea")
+	j1, err := Begin(filepath.Join(top, "uid-1001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Create(d, Dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	// j1 keeps its lock (its sandbox never reports its mounts).
+	j2, err := Begin(filepath.Join(top, "uid-1002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = j2.Adopt(d)
+	if err == nil || !strings.Contains(err.Error(), d) {
+		t.Errorf("Adopt while the owner holds its lock: %v, want an error naming %s", err, d)
+	}
+	t.Logf("gave up after %v", time.Since(start).Round(time.Millisecond))
+	j2.Close()
+	j1.Close()
 }
