@@ -29,8 +29,11 @@ type kernelFilter struct {
 	group   *cgroup.Group
 	progs   *bpf.Programs // the process's loaded set (moatd), or nil: a set of the run's own
 	filter  *bpf.Filter
+	report  func(policy.Violation)
 	wg      sync.WaitGroup
 	handled atomic.Uint64
+	mu      sync.Mutex
+	dropped uint64 // refusals already said to be unreported (guarded by mu)
 }
 
 // loaded is the set of eBPF programs a supervisor that serves other users
@@ -131,7 +134,7 @@ func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool,
 	if err != nil {
 		return fmt.Errorf("eBPF filter: %w", err)
 	}
-	k.filter = f
+	k.filter, k.report = f, report
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
@@ -154,6 +157,15 @@ func (k *kernelFilter) flush() {
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for k.handled.Load() < n && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
+	}
+	// Refusals the kernel could not queue (the ring buffer was full) were
+	// refused all the same: the report says how many it lacks.
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if d := k.filter.Dropped(); d > k.dropped {
+		k.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unreported", Target: strconv.FormatUint(d-k.dropped, 10) + " more refused attempts",
+			Rule: "eBPF: refused, but not reported one by one (too many at once)"})
+		k.dropped = d
 	}
 }
 
