@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -524,7 +525,11 @@ func TestDaemonLoadTenUsers(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	// The daemon traces its garbage collections: the live heap after each
+	// (gctrace's "A->B->C MB": C) is what a leak makes grow.
+	t.Setenv("GODEBUG", "gctrace=1")
 	d := startDaemon(t, moatBin(t), dir, nil)
+	os.Unsetenv("GODEBUG")
 	const users, perUser, sessions = 10, 100, 4
 	var us []*daemonUser
 	for i := 0; i < users; i++ {
@@ -542,8 +547,9 @@ func TestDaemonLoadTenUsers(t *testing.T) {
 	// both are high-water marks of the Go runtime, set by the busiest moment
 	// so far (RSS 132, 122, 139 MiB in one run; 74, 159, 129 in another under
 	// a full parallel test run; threads about 1,000), not a leak signal.
-	type usage struct{ rss, fds, threads int }
+	type usage struct{ rss, fds, threads, heap int }
 	var us3 [3]usage
+	seen := 0 // bytes of the daemon's stderr read so far
 	pid := d.cmd.Process.Pid
 	fdsOf := func() []string {
 		es, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
@@ -579,12 +585,21 @@ func TestDaemonLoadTenUsers(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			fds = fdsOf()
 		}
-		us3[round] = usage{rss: vmRSS(t, pid), fds: len(fds), threads: procThreads(t, pid)}
+		var heap int
+		heap, seen = minLiveHeap(d, seen)
+		us3[round] = usage{rss: vmRSS(t, pid), fds: len(fds), threads: procThreads(t, pid), heap: heap}
 		if len(fds) > len(first) {
 			t.Errorf("moatd's descriptors grew from %d to %d after round %d:\nfirst: %v\nnow:   %v", len(first), len(fds), round+1, first, fds)
 		}
 	}
-	t.Logf("moatd after each round of %d requests (RSS KiB, descriptors, threads): %v", users*perUser, us3)
+	t.Logf("moatd after each round of %d requests (RSS KiB, descriptors, threads, smallest live heap of the round's collections in MB): %v", users*perUser, us3)
+	// Flat memory: the smallest live heap of the last round's collections
+	// is not above the second round's by more than a quarter and 4 MB (the
+	// smallest, not the last: the rounds' load has the same shape, its
+	// moments do not; the first round's includes the daemon's start).
+	if us3[1].heap > 0 && us3[2].heap > us3[1].heap*5/4+4 {
+		t.Errorf("moatd's live heap grew from %d MB (round 2) to %d MB (round 3)", us3[1].heap, us3[2].heap)
+	}
 	for _, u := range us {
 		if pids := procsOf(u.uid); len(pids) > 0 {
 			t.Errorf("%s has processes left after its sessions closed: %v", u.name, pids)
@@ -741,4 +756,22 @@ func daemonBPFPrograms(pid int) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+var gcLine = regexp.MustCompile(`(\d+)->(\d+)->(\d+) MB`)
+
+// minLiveHeap reads the daemon's gctrace lines after byte from and returns
+// the smallest live heap (MB) among them (0 if none) and where it stopped.
+func minLiveHeap(d *daemon, from int) (int, int) {
+	lb := d.cmd.Stderr.(*lockedBuffer)
+	lb.mu.Lock()
+	b := append([]byte(nil), lb.b.Bytes()[from:]...)
+	lb.mu.Unlock()
+	min := 0
+	for _, m := range gcLine.FindAllSubmatch(b, -1) {
+		if v, err := strconv.Atoi(string(m[3])); err == nil && (min == 0 || v < min) {
+			min = v
+		}
+	}
+	return min, from + len(b)
 }
