@@ -352,3 +352,36 @@ func TestAuditCache(t *testing.T) {
 		t.Fatal("the planted repository in a cached directory was not found")
 	}
 }
+
+// Without a quarantine (moatd's audit runs as the user and keeps it in the
+// user's home, which may not be writable), what was planted does not stay:
+// a config is rewritten, a hook removed, and the findings say the
+// originals were not kept.
+func TestAuditWithoutQuarantine(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.w, `git clone -q "$REPO" c; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> c/.git/config; printf '#!/bin/sh\n"$PROG"\n' > c/.git/hooks/pre-commit; chmod +x c/.git/hooks/pre-commit`)
+	blocked := filepath.Join(s.root, "not-a-dir")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Audit(Options{Roots: []string{s.w}, Since: s.since, Home: s.home, QuarantineDir: filepath.Join(blocked, "quarantine")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 2 {
+		t.Fatalf("want 2 findings, got %+v", rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		t.Logf("finding: %s: %s (%s)", f.Path, f.Reason, f.Action)
+		if !strings.Contains(f.Action, "not kept") || strings.HasPrefix(f.Action, "failed") {
+			t.Errorf("%s: %s, want it acted on and the original said not kept", f.Path, f.Action)
+		}
+	}
+	if s.userGit(filepath.Join(s.w, "c"), "status") {
+		t.Error("the planted fsmonitor still runs")
+	}
+	if _, err := os.Lstat(filepath.Join(s.w, "c/.git/hooks/pre-commit")); err == nil {
+		t.Error("the planted hook is still there")
+	}
+}

@@ -28,12 +28,30 @@ func (a *auditor) quarantine(p, reason string) {
 	a.done[p] = true
 	f := Finding{Path: p, Reason: reason, Action: "quarantined"}
 	dest, err := a.moveOut(p)
-	if err != nil {
+	var qe *noQuarantineError
+	switch {
+	case errors.As(err, &qe):
+		// The plant must not stay: without a quarantine it is removed.
+		if rerr := os.Remove(p); rerr != nil {
+			f.Action = "failed: " + err.Error() + "; " + rerr.Error()
+		} else {
+			f.Action = "removed (not kept: " + err.Error() + ")"
+		}
+	case err != nil:
 		f.Action = "failed: " + err.Error()
 	}
 	f.MovedTo = dest
 	a.record(f)
 }
+
+// noQuarantineError: the quarantine directory could not be made (moatd's
+// audit runs as the user, and keeps it in the user's home, which may not
+// be writable): what was planted is then removed or rewritten all the
+// same, and the finding says the original was not kept.
+type noQuarantineError struct{ err error }
+
+func (e *noQuarantineError) Error() string { return "no quarantine: " + e.err.Error() }
+func (e *noQuarantineError) Unwrap() error { return e.err }
 
 // rewrite replaces the config at p by the entries kept, the original going
 // to the quarantine.
@@ -44,14 +62,26 @@ func (a *auditor) rewrite(p string, keep []Entry, why string) {
 	a.done[p] = true
 	f := Finding{Path: p, Reason: "a git config written during the run sets " + why, Action: "rewrote without those settings"}
 	dest, err := a.copyOut(p)
-	if err == nil {
+	var qe *noQuarantineError
+	if errors.As(err, &qe) {
+		// No quarantine: rewritten all the same, the original not kept.
+		if err = replaceFile(p, FormatConfig(keep)); err == nil {
+			f.Action = "rewrote without those settings (the original not kept: " + qe.Error() + ")"
+			a.record(f)
+			return
+		}
+	} else if err == nil {
 		err = replaceFile(p, FormatConfig(keep))
 	}
 	if err != nil {
 		// The risky file must not stay: move it out whole.
-		if d, err2 := a.moveOut(p); err2 == nil {
+		d, err2 := a.moveOut(p)
+		switch {
+		case err2 == nil:
 			f.Action, dest = "quarantined (could not rewrite it: "+err.Error()+")", d
-		} else {
+		case errors.As(err2, &qe) && os.Remove(p) == nil:
+			f.Action = "removed (could not rewrite it: " + err.Error() + "; not kept: " + err2.Error() + ")"
+		default:
 			f.Action = "failed: " + err.Error() + "; " + err2.Error()
 		}
 	}
@@ -67,7 +97,7 @@ func (a *auditor) dir() (string, error) {
 	_, _ = rand.Read(b[:])
 	d := filepath.Join(a.o.QuarantineDir, time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(b[:]))
 	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", err
+		return "", &noQuarantineError{err}
 	}
 	a.qdir = d
 	return d, nil
