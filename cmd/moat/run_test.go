@@ -25,6 +25,16 @@ import (
 
 var binDir string
 
+// TestMain removes the directory moatBin made (each run of this package's
+// tests left one in /var/tmp).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 func moatBin(t *testing.T) string {
 	t.Helper()
 	testutil.RequireUserns(t)
