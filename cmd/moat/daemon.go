@@ -249,6 +249,6 @@ func daemonCheck(ctx context.Context) enforce.Check {
 		c.Fix = "install moatd (docs/DAEMON.md) and join group moat, for the eBPF network layer and cgroup limits as a user"
 		return c
 	}
-	c.OK, c.Detail = true, fmt.Sprintf("answers on %s (version %s): moat session --jsonl and the API through it run sessions as you, with eBPF and cgroups (moat run and moat shell: rootless)", sock, h.Version)
+	c.OK, c.Detail = true, fmt.Sprintf("answers on %s (version %s): moat run, moat shell and moat session --jsonl run through it as you, with eBPF and cgroups, unless your own settings file applies (then rootless, said on stderr)", sock, h.Version)
 	return c
 }
