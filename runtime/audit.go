@@ -21,12 +21,16 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 }
 
 // auditGit audits the trees the command could write. With as (moatd), the
-// audit runs with that user's credentials on a thread of its own, its
-// quarantine is the user's (~/.local/state/moat/quarantine) and it keeps no
-// cache: the user can change its own tree while root would read, copy,
-// write and rename in it by path, and so make root write or move any file
-// (a symlink swapped in between a check and a use); as the user, a swap
-// reaches only what the user could reach without moat.
+// audit runs with that user's credentials on a thread of its own, and its
+// quarantine and record of the trees are the user's
+// (~/.local/state/moat/quarantine and cache, read-only in the user's
+// sandboxes): the user can change its own tree while root would read,
+// copy, write and rename in it by path, and so make root write or move any
+// file (a symlink swapped in between a check and a use); as the user, a
+// swap reaches only what the user could reach without moat. The record is
+// what lets an audit tell a directory moved into place during the run
+// (with what an earlier run made where no audit looked) from one that was
+// there.
 func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *enforce.Identity, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
@@ -59,7 +63,7 @@ func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *
 		rep, err = gitguard.Audit(opts)
 	} else {
 		opts.QuarantineDir = filepath.Join(as.Home, ".local", "state", "moat", "quarantine")
-		opts.CacheDir = ""
+		opts.CacheDir = filepath.Join(as.Home, ".local", "state", "moat", "cache")
 		err = ascred.Do(as.Uid, as.Gid, as.Groups, func() error {
 			if h, err := filepath.EvalSymlinks(home); err == nil {
 				home = h

@@ -102,7 +102,7 @@ func Audit(o Options) (*Report, error) {
 	if o.Protected == nil {
 		o.Protected = func(string) bool { return false }
 	}
-	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}}
 	a.globalHooks = globalHooksPaths(o.Home)
 	for _, root := range o.Roots {
 		if err := a.walkRoot(root); err != nil {
@@ -118,6 +118,7 @@ type auditor struct {
 	rep         *Report
 	seen        map[string]bool // candidate git directories evaluated
 	done        map[string]bool // files already acted on
+	fresh       map[string]bool // directories moved in during the run
 	budget      int
 	globalHooks []string
 	qdir        string // this audit's quarantine directory, made on first use
@@ -127,6 +128,50 @@ type auditor struct {
 }
 
 func (a *auditor) changed(id fileID) bool { return id.ctime >= a.since }
+
+// movedIn reports a directory put at its path during the run (made,
+// renamed there or put in place of another): its inode changed during the
+// run and the last audit saw no directory, or another one, there. What it
+// holds may keep change times from before the run (a tree made in an
+// earlier run where no audit could see it, then moved into place), so all
+// of it is judged as changed. Without an earlier audit's record of the
+// tree nothing can be told apart: nothing counts as moved.
+func (a *auditor) movedIn(dir string, id fileID) bool {
+	if a.cache == nil || !a.changed(id) {
+		return false
+	}
+	old, ok := a.cache.old(dir)
+	return !ok || old.id.dev != id.dev || old.id.ino != id.ino
+}
+
+// gitObjectDir reports the names git gives the directories of a
+// repository's objects: two hex digits, pack and info. The walk skips them
+// (they hold objects and nothing git would run), and looks at anything
+// else there (a tree hidden among them is judged where it is).
+func gitObjectDir(name string) bool {
+	if name == "pack" || name == "info" {
+		return true
+	}
+	return len(name) == 2 && isHex(name[0]) && isHex(name[1])
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+// inFresh reports whether p lies in a directory moved in during the run.
+func (a *auditor) inFresh(p string) bool {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if a.fresh[d] {
+			return true
+		}
+		if d == "/" || d == "." {
+			return false
+		}
+	}
+}
+
+// changedAt reports a file changed during the run: its inode, or the
+// directory it was moved in with.
+func (a *auditor) changedAt(p string, id fileID) bool { return a.changed(id) || a.inFresh(p) }
 
 // ---- the walk ---------------------------------------------------------
 
@@ -141,9 +186,15 @@ func (a *auditor) walkRoot(root string) error {
 	// The directories the cache knows are looked at a few at a time: the
 	// lstat calls are what a warm audit costs.
 	pre := prestat(a.cache)
-	queue := []string{root}
+	type item struct {
+		dir     string
+		fresh   bool // put where it is during the run, with all it holds
+		objects bool // a repository's objects directory
+	}
+	queue := []item{{dir: root}}
 	for len(queue) > 0 {
-		dir := queue[0]
+		it := queue[0]
+		dir := it.dir
 		queue = queue[1:]
 		if a.budget >= a.o.MaxDirs {
 			a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than %d directories; the rest was not checked", root, a.o.MaxDirs))
@@ -162,6 +213,10 @@ func (a *auditor) walkRoot(root string) error {
 			continue
 		}
 		id := idOf(fi)
+		fresh := it.fresh || dir != root && a.movedIn(dir, id)
+		if fresh {
+			a.fresh[dir] = true
+		}
 		d, ok := a.cache.lookup(dir, id)
 		if !ok {
 			d, err = readDirInfo(dir, id)
@@ -176,10 +231,11 @@ func (a *auditor) walkRoot(root string) error {
 			return err
 		}
 		for _, s := range d.subdirs {
-			if s == ".git" || d.flags&flagHEAD != 0 && s == "objects" {
-				continue
+			if s == ".git" || it.objects && gitObjectDir(s) {
+				continue // read from its repository; git's own objects
 			}
-			queue = append(queue, filepath.Join(dir, s))
+			queue = append(queue, item{dir: filepath.Join(dir, s), fresh: fresh,
+				objects: s == "objects" && d.flags&flagHEAD != 0})
 		}
 	}
 	next.save(a.o.CacheDir)
@@ -196,7 +252,7 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		// HEAD in a directory: git would take it for a bare repository.
 		head := filepath.Join(dir, "HEAD")
 		var res []string
-		if hid, err := lstatID(head); err == nil && a.changed(hid) && !a.knewRepo(dir) {
+		if hid, err := lstatID(head); err == nil && (a.inFresh(head) || a.changed(hid) && !a.knewRepo(dir)) {
 			res = append(res, head)
 		}
 		a.repo(dir, "", res)
@@ -240,6 +296,9 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 			return
 		}
 	} else if lfi.IsDir() {
+		if a.gitMovedIn(worktree, lid) {
+			a.fresh[dotgit] = true
+		}
 		a.repo(dotgit, worktree, nil)
 		return
 	}
@@ -249,10 +308,20 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 		return
 	}
 	a.next.redirects[dotgit] = target
-	if a.changed(id) && !a.knewRedirect(dotgit, target) {
+	if a.changedAt(dotgit, id) && !a.knewRedirect(dotgit, target) {
 		res = append(res, dotgit)
 	}
 	a.repo(target, worktree, res)
+}
+
+// gitMovedIn reports a .git directory put in worktree during the run: the
+// last audit saw worktree without one, or with another.
+func (a *auditor) gitMovedIn(worktree string, id fileID) bool {
+	if !a.changed(id) {
+		return false
+	}
+	old, ok := a.cache.old(worktree)
+	return ok && (old.flags&flagDotGit == 0 || old.git.dev != id.dev || old.git.ino != id.ino)
 }
 
 // ---- one repository -----------------------------------------------------
@@ -272,7 +341,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		if a.next != nil {
 			a.next.redirects[filepath.Join(g, "commondir")] = c
 		}
-		if a.changed(id) && !a.knewRedirect(filepath.Join(g, "commondir"), c) {
+		if a.changedAt(filepath.Join(g, "commondir"), id) && !a.knewRedirect(filepath.Join(g, "commondir"), c) {
 			resolution = append(resolution, filepath.Join(g, "commondir"))
 		}
 	}
@@ -366,7 +435,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	}
 	data, id, err := readSmall(p, maxConfigSize)
 	lid := idOf(lfi)
-	changed := a.changed(lid) || err == nil && a.changed(id)
+	changed := a.changedAt(p, lid) || err == nil && a.changed(id)
 	if real, ok := a.actionable(p); changed && ok {
 		p = real
 		if err != nil {
@@ -418,10 +487,18 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 
 // hookDir quarantines hooks changed during the run in dir, and reports
 // whether any hook remains.
+//
+// A hooks directory whose inode changed during the run had hooks added,
+// removed or renamed, or was itself put there: every hook in it counts as
+// changed (a hook moved in keeps the change time it had before).
 func (a *auditor) hookDir(dir string) bool {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return false
+	}
+	all := false
+	if did, err := lstatID(dir); err == nil && a.changedAt(dir, did) {
+		all = true
 	}
 	remain := false
 	for _, e := range es {
@@ -436,7 +513,7 @@ func (a *auditor) hookDir(dir string) bool {
 		if e.IsDir() {
 			continue // git runs files named after hooks only
 		}
-		if real, ok := a.actionable(p); a.changed(id) && ok {
+		if real, ok := a.actionable(p); (all || a.changedAt(p, id)) && ok {
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
@@ -447,7 +524,7 @@ func (a *auditor) hookDir(dir string) bool {
 
 func (a *auditor) settingsFile(p string) {
 	id, err := lstatID(p)
-	if err != nil || !a.changed(id) {
+	if err != nil || !a.changedAt(p, id) {
 		return
 	}
 	if real, ok := a.actionable(p); ok {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -25,6 +26,9 @@ type dirInfo struct {
 	id      fileID
 	flags   uint8
 	subdirs []string
+	// git is the identity (device and inode) of the .git entry, if any:
+	// a .git directory put in place of another is a new repository.
+	git fileID
 }
 
 func readDirInfo(dir string, id fileID) (dirInfo, error) {
@@ -40,6 +44,9 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 		switch {
 		case strings.EqualFold(name, ".git"):
 			d.flags |= flagDotGit
+			if g, err := lstatID(filepath.Join(dir, name)); err == nil {
+				d.git = fileID{dev: g.dev, ino: g.ino}
+			}
 		case strings.EqualFold(name, "HEAD"):
 			if !e.IsDir() {
 				d.flags |= flagHEAD
@@ -99,28 +106,80 @@ func (c *walkCache) redirect(file string) string {
 	return c.redirects[file]
 }
 
-const cacheMagic = "moat-gitguard 1\n"
+const cacheMagic = "moat-gitguard 2\n"
 
 func cacheFile(dir, root string) string {
 	h := sha256.Sum256([]byte(root))
 	return filepath.Join(dir, "gitguard-"+hex.EncodeToString(h[:12]))
 }
 
-// loadCache reads the cache of root; any damage means no cache.
+// loadCache reads the cache of root; any damage means no cache. Without
+// one of its own, root gets what the caches of the trees around it and
+// inside it saw (audits of runs that could write another tree than this
+// run): what an earlier run left is then judged against what was there,
+// whichever tree that run was given.
 func loadCache(dir, root string) *walkCache {
 	if dir == "" {
 		return nil
 	}
-	f, err := os.Open(cacheFile(dir, root))
+	if c, err := readCache(cacheFile(dir, root)); err == nil && c.root == root {
+		return c
+	}
+	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
+	}
+	type found struct {
+		c     *walkCache
+		mtime int64
+	}
+	var all []found
+	for _, e := range es {
+		if !strings.HasPrefix(e.Name(), "gitguard-") || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		c, err := readCache(filepath.Join(dir, e.Name()))
+		if err != nil || !(within(root, c.root) || within(c.root, root)) {
+			continue
+		}
+		var mt int64
+		if fi, err := e.Info(); err == nil {
+			mt = fi.ModTime().UnixNano()
+		}
+		all = append(all, found{c, mt})
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mtime < all[j].mtime })
+	merged := newCache(root)
+	for _, f := range all { // the newest last, so that it wins
+		for p, d := range f.c.dirs {
+			if within(p, root) {
+				merged.dirs[p] = d
+			}
+		}
+		for k, v := range f.c.redirects {
+			if within(k, root) {
+				merged.redirects[k] = v
+			}
+		}
+	}
+	return merged
+}
+
+// within reports whether p is root or lies under it.
+func within(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+func readCache(file string) (*walkCache, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	c, err := decodeCache(bufio.NewReaderSize(f, 64<<10), root)
-	if err != nil {
-		return nil
-	}
-	return c
+	return decodeCache(bufio.NewReaderSize(f, 64<<10))
 }
 
 func (c *walkCache) save(dir string) {
@@ -160,6 +219,8 @@ func (c *walkCache) encode(w *bufio.Writer) {
 		u(d.id.ino)
 		u(uint64(d.id.ctime))
 		w.WriteByte(d.flags)
+		u(d.git.dev)
+		u(d.git.ino)
 		u(uint64(len(d.subdirs)))
 		for _, n := range d.subdirs {
 			s(n)
@@ -174,7 +235,7 @@ func (c *walkCache) encode(w *bufio.Writer) {
 
 var errCache = errors.New("bad cache")
 
-func decodeCache(r *bufio.Reader, root string) (*walkCache, error) {
+func decodeCache(r *bufio.Reader) (*walkCache, error) {
 	magic := make([]byte, len(cacheMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != cacheMagic {
 		return nil, errCache
@@ -189,8 +250,8 @@ func decodeCache(r *bufio.Reader, root string) (*walkCache, error) {
 		_, err = io.ReadFull(r, b)
 		return string(b), err
 	}
-	got, err := s()
-	if err != nil || got != root {
+	root, err := s()
+	if err != nil || !filepath.IsAbs(root) {
 		return nil, errCache
 	}
 	c := newCache(root)
@@ -212,6 +273,12 @@ func decodeCache(r *bufio.Reader, root string) (*walkCache, error) {
 		}
 		d.id = fileID{dev: v[0], ino: v[1], ctime: int64(v[2])}
 		if d.flags, err = r.ReadByte(); err != nil {
+			return nil, errCache
+		}
+		if d.git.dev, err = u(); err != nil {
+			return nil, errCache
+		}
+		if d.git.ino, err = u(); err != nil {
 			return nil, errCache
 		}
 		ns, err := u()
