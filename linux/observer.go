@@ -28,7 +28,9 @@ import (
 // never depends on the observer (without it the kernel answers ENOSYS).
 //
 // Filesystem writes arrive too. The observer reads the path, records a
-// violation when the policy refuses writing there, and lets the kernel run
+// violation when the policy refuses writing there (unless the call only
+// creates a name that already exists, such as mkdir -p on an existing
+// directory: the kernel answers EEXIST either way), and lets the kernel run
 // the syscall (SECCOMP_USER_NOTIF_FLAG_CONTINUE). That is a hint, never a
 // decision: the mounts and Landlock decide. Reading the path races with the
 // command's other threads, so a hostile command can make the report wrong,
@@ -228,9 +230,69 @@ func (o *observer) observeWrite(n *notif, name string) {
 			continue
 		}
 		if ok, why := o.view.writable(p); !ok {
+			if createCalls[name] && !o.protectedName(p) && existsIn(int(n.pid), p) {
+				// mkdir -p walks every ancestor: the kernel answers
+				// EEXIST whatever the policy, so the refusal says
+				// nothing a user can act on.
+				continue
+			}
 			o.report(policy.Violation{Kind: policy.FileViolation, Op: "write", Target: p, Rule: why, Pid: int(n.pid)})
 		}
 	}
+}
+
+// protectedName reports whether p itself is a mandatory protection (.vscode,
+// .git/hooks, ...): such a name may exist only because moat put a
+// placeholder there, so creating it is reported even when the kernel
+// answers EEXIST: the line says why the name is there and never writable.
+func (o *observer) protectedName(p string) bool {
+	r, ok := closest(p, o.view.protect)
+	return ok && r.path == p
+}
+
+// createCalls are the syscalls that make a new name and fail with EEXIST
+// when it exists (their only path argument in pathArgs is the new name).
+var createCalls = map[string]bool{
+	"mkdir": true, "mkdirat": true, "mknod": true, "mknodat": true,
+	"symlink": true, "symlinkat": true, "link": true, "linkat": true,
+}
+
+// existsIn reports whether p exists (not following a last symlink, as
+// mkdir(2) does not) in the filesystem pid sees: its parent is opened
+// through /proc/pid/root with RESOLVE_IN_ROOT (an absolute symlink on the
+// way stays in the sandbox's tree), the name is looked up with fstatat,
+// which no inotify watch on a hidden path sees. It races with the command
+// like every other read here; a name that exists when looked up cannot be
+// made by the syscall the command is waiting on, unless the command
+// removes it in between, which takes writing the same directory.
+func existsIn(pid int, p string) bool {
+	if p == "/" {
+		return true
+	}
+	root, err := sys.RetryValue(func() (int, error) {
+		return unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	dir, base := filepath.Split(p)
+	dir = strings.TrimPrefix(filepath.Clean(dir), "/")
+	if dir == "" {
+		dir = "."
+	}
+	d, err := sys.RetryValue(func() (int, error) {
+		return unix.Openat2(root, dir, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(d)
+	var st unix.Stat_t
+	return sys.Retry(func() error { return unix.Fstatat(d, base, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil
 }
 
 // resolve makes a syscall's path absolute as the sandbox sees it.

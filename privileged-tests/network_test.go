@@ -441,6 +441,51 @@ func TestUnixSocketProbeNotReported(t *testing.T) {
 	}
 }
 
+// mkdir -p walks every ancestor of the directory it makes, and the kernel
+// answers EEXIST for each: that is no refusal a user can act on, so no
+// line for it (nor for mkdir -p of a read-only directory that exists, nor
+// a symlink or hard link over an existing name). A write the sandbox
+// really refused is still reported, and so is making a protected name,
+// which exists inside only as moat's placeholder.
+func TestExistingCreateTargetNotReported(t *testing.T) {
+	f := newFixture(t)
+	run := func(script string) result {
+		t.Helper()
+		argv := []string{"/bin/sh", "-c", script}
+		if viaSession() {
+			return f.inSession(f.settings, argv)
+		}
+		return f.exec(moatBin, append([]string{"run", "--settings", f.settings, "--"}, argv...)...)
+	}
+	deep := filepath.Join(f.work, "a", "b", "c")
+	script := "mkdir -p " + deep + " /usr/share " + f.outside + " /tmp/x/y && mkdir -p " + deep +
+		" && ln -s /etc " + f.outside + "/target.txt 2>/dev/null; ln " + f.target + " " + f.target + " 2>/dev/null; echo made"
+	got := run(script)
+	if got.code != 0 || !strings.Contains(got.out, "made") || strings.Contains(got.out, "<sandbox_violations>") {
+		t.Errorf("mkdir -p of existing directories must report nothing (exit %d):\n%s", got.code, got.out)
+	}
+	if st, err := os.Stat(deep); err != nil || !st.IsDir() {
+		t.Errorf("mkdir -p in the writable tree did not make %s: %v", deep, err)
+	}
+	fresh := filepath.Join(f.outside, "new-dir")
+	for _, refused := range []struct{ script, target string }{
+		{"touch " + f.outside + "/x", f.outside + "/x"},
+		{"mkdir -p " + fresh + "/sub", fresh},
+		{"ln -s /etc " + f.outside + "/link", f.outside + "/link"},
+		// A protected name exists in the sandbox (moat's placeholder)
+		// even where it does not on the host: making it is reported.
+		{"mkdir " + f.work + "/.vscode", f.work + "/.vscode"},
+	} {
+		got := run(refused.script)
+		if got.code == 0 || !strings.Contains(got.out, "deny file-write "+refused.target) {
+			t.Errorf("%q: a refused write must be reported (exit %d):\n%s", refused.script, got.code, got.out)
+		}
+		if _, err := os.Lstat(refused.target); err == nil {
+			t.Fatalf("ESCAPE: %q made %s", refused.script, refused.target)
+		}
+	}
+}
+
 // serveUnix listens on a unix socket at path and answers every connection
 // with reply (a stand-in for a daemon's socket such as docker.sock).
 func serveUnix(t *testing.T, path, reply string) net.Listener {
