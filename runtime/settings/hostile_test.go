@@ -103,6 +103,24 @@ func TestImplicitWorkingDirectory(t *testing.T) {
 			t.Errorf("cwd %s: %v", cwd, err)
 		}
 	}
+	// A home directory that is / or a system directory exempts nothing
+	// (HOME=/ or HOME=/etc is one variable away).
+	for _, home := range []string{"/", "/etc", "/usr/local", "/var"} {
+		p, _, err := Load(Options{File: cc, Cwd: home, Home: home, ManagedFile: e.managed})
+		if err == nil || !strings.Contains(err.Error(), "system directory") || !strings.Contains(err.Error(), "also the home directory") {
+			t.Errorf("cwd and home %s: %v", home, err)
+		}
+		if p != nil {
+			t.Errorf("cwd and home %s: a policy, notes %q", home, p.Notes)
+		}
+	}
+	// root's home is a home.
+	if p, _, err := Load(Options{File: cc, Cwd: "/root", Home: "/root", ManagedFile: e.managed}); err != nil || len(p.Notes) == 0 || !strings.Contains(p.Notes[0], "home directory") {
+		t.Errorf("root in /root: %v", err)
+	}
+	if _, _, err := Load(Options{File: cc, Cwd: "/root", Home: e.home, ManagedFile: e.managed}); err == nil {
+		t.Errorf("/root, not the home: allowed")
+	}
 	// Said explicitly, it is the user's choice.
 	explicit := e.write(filepath.Join(e.home, "cc2.json"), `{"sandbox":{"filesystem":{"allowWrite":["//etc"]}}}`)
 	if _, _, err := Load(Options{File: explicit, Cwd: "/etc", Home: e.home, ManagedFile: e.managed}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -592,6 +593,10 @@ var systemTrees = []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/l
 // (their subdirectories may be projects).
 var systemDirs = []string{"/", "/var", "/home", "/Users", "/opt", "/srv", "/mnt", "/media", "/root", "/private", "/private/var"}
 
+// homeDirs are system directories that are a user's home (root's): the
+// working directory may be one when it is the home directory.
+var homeDirs = []string{"/root", "/var/root", "/private/var/root"}
+
 // checkImplicitCwd refuses the implicit writable working directory where
 // it would hand the system to the command (moat started from /, /etc, ...),
 // unless an explicit allowWrite says the user wants it; and notes a whole
@@ -612,26 +617,35 @@ func checkImplicitCwd(p *policy.Policy) error {
 			return nil // the user said so explicitly
 		}
 	}
+	// The system directories first: a home directory of / or /etc (HOME=/
+	// is one variable away) exempts nothing.
+	if systemDir(cwd, p.Home) {
+		also := ""
+		if cwd == p.Home {
+			also = fmt.Sprintf(" (it is also the home directory, which does not make %s one moat makes writable)", cwd)
+		}
+		return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory%s: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") if you mean it", cwd, also, cwd, strings.TrimPrefix(cwd, "/"))}
+	}
 	if cwd == p.Home {
 		p.Notes = append(p.Notes, fmt.Sprintf("the working directory is your home directory %s: all of it is writable to the command (shell start-up files, .gitconfig, .ssh and the other protected names stay read-only or hidden)", cwd))
-		return nil
 	}
-	system := false
+	return nil
+}
+
+// systemDir says whether dir is a system directory the implicit rule must
+// not make writable: one of systemDirs (but a home directory among
+// homeDirs when it is the home), inside one of systemTrees, or an ancestor
+// of the home directory.
+func systemDir(dir, home string) bool {
 	for _, d := range systemDirs {
-		if cwd == d && cwd != p.Home {
-			system = true
+		if dir == d && !(dir == home && slices.Contains(homeDirs, d)) {
+			return true
 		}
 	}
 	for _, d := range systemTrees {
-		if cwd == d || strings.HasPrefix(cwd, d+"/") {
-			system = true
+		if dir == d || strings.HasPrefix(dir, d+"/") {
+			return true
 		}
 	}
-	if p.Home != "" && strings.HasPrefix(p.Home, cwd+"/") {
-		system = true // an ancestor of the home directory
-	}
-	if !system {
-		return nil
-	}
-	return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") if you mean it", cwd, cwd, strings.TrimPrefix(cwd, "/"))}
+	return home != "" && home != "/" && strings.HasPrefix(home, dir+"/")
 }
