@@ -20,7 +20,10 @@ import (
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-var _ enforce.SessionEnforcer = (*Enforcer)(nil)
+var (
+	_ enforce.SessionEnforcer = (*Enforcer)(nil)
+	_ enforce.Readier         = (*session)(nil)
+)
 
 // StartSession builds one sandbox for many commands: stage 2 sets up the
 // namespaces and the filesystem once, then serves requests on its session
@@ -46,6 +49,9 @@ func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce
 		pol = &p
 	}
 	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver(), session: true}
+	if !ln.nons {
+		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
+	}
 	if err := ln.prepare(); err != nil {
 		ln.Close()
 		return nil, err
@@ -75,6 +81,11 @@ type session struct {
 func (s *session) Exec(c *enforce.Command) (enforce.Process, error) { return s.ln.exec(c) }
 func (s *session) Footprint() enforce.Footprint                     { return s.ln.Footprint() }
 func (s *session) Done() <-chan struct{}                            { return s.done }
+
+// Ready implements enforce.Readier: it waits until the session's stage 2
+// has built the filesystem (or failed to: a container that refuses a new
+// /proc says so only then), as a run's launch does.
+func (s *session) Ready() error { return s.ln.Ready() }
 
 // Close ends the session: closing the request socket makes the session's
 // server kill every command and exit, init then exits and the pid namespace

@@ -206,12 +206,21 @@ func viaSession() bool { return os.Getenv("MOAT_VIA") == "session" }
 // violations block included, as the agent gets it).
 func (f *fixture) inSession(settings string, argv []string) result {
 	f.t.Helper()
+	return f.inSessionVia(nil, []string{"--settings", settings}, argv)
+}
+
+// inSessionVia is inSession with moat's flags given and moat started
+// through wrap (a program and its arguments before moat's path, such as a
+// container's emulation; nil: moat itself).
+func (f *fixture) inSessionVia(wrap, flags, argv []string) result {
+	f.t.Helper()
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'"'"'`) + "'"
 	}
 	req, _ := json.Marshal(map[string]any{"id": "attack", "op": "run", "command": strings.Join(quoted, " "), "auto_background_ms": -1})
-	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", settings)
+	args := append(append(append([]string(nil), wrap...), moatBin, "session", "--jsonl", "--gate", "off"), flags...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir, cmd.Env = f.work, f.env()
 	cmd.Stdin = bytes.NewReader(append(req, '\n'))
 	var out, errb bytes.Buffer

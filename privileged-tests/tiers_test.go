@@ -113,6 +113,16 @@ func TestDoctorNoUserns(t *testing.T) {
 // is then refused in a user namespace); if roCgroups, the cgroups
 // read-only.
 func (f *fixture) inContainer(maskProc, roCgroups bool) func(bin string, args ...string) result {
+	wrap := containerWrap(maskProc, roCgroups)
+	return func(bin string, args ...string) result {
+		f.t.Helper()
+		return f.exec(wrap[0], append(append(append([]string(nil), wrap[1:]...), bin), args...)...)
+	}
+}
+
+// containerWrap is inContainer's emulation as the program and arguments
+// that go before the program to run.
+func containerWrap(maskProc, roCgroups bool) []string {
 	script := "set -e\n"
 	if maskProc {
 		script += `mount --bind -o ro /proc/sys /proc/sys
@@ -125,10 +135,7 @@ for p in /proc/timer_list /proc/sched_debug /proc/keys; do [ -e "$p" ] && mount 
 `
 	}
 	script += `exec "$@"`
-	return func(bin string, args ...string) result {
-		f.t.Helper()
-		return f.exec("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", bin}, args...)...)
-	}
+	return []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"}
 }
 
 // A container that masks /proc: moat run refuses (naming
@@ -155,6 +162,29 @@ func TestDoctorMaskedProc(t *testing.T) {
 	f.attackWith(bestEffort, []string{"write", f.target, "x"}, func() { must(t, os.WriteFile(f.target, []byte(targetText), 0o644)) })
 	if got := bestEffort("unshare-user"); got.escaped() {
 		t.Errorf("ESCAPE: a user namespace in the host-proc tier:\n%s", got.out)
+	}
+
+	// A session sandbox steps down the same way: the container refuses
+	// the new /proc only once stage 2 mounts, after StartSession returned.
+	// (A session's shell finds the attack helper inside the sandbox, where
+	// the host's /tmp, and the go tool's build directory, is hidden.)
+	helper, err := copyExecutable(self, filepath.Join(f.root, "attack"))
+	must(t, err)
+	wrap := containerWrap(true, false)
+	inSession := func(flags []string, args ...string) result {
+		return f.inSessionVia(wrap, append([]string{"--settings", f.settings}, flags...), append([]string{helper}, args...))
+	}
+	if got := inSession(nil, "writable-kernel-files"); got.code != 125 || !strings.Contains(got.out, "enableWeakerNestedSandbox") {
+		t.Errorf("moat session must refuse and name the switch: exit %d\n%s", got.code, got.out)
+	}
+	bestEffortSession := func(args ...string) result { return inSession([]string{"--best-effort"}, args...) }
+	if got := bestEffortSession("writable-kernel-files"); !strings.Contains(got.out, "not enforced: proc:") {
+		t.Errorf("moat session --best-effort must say it shows the host's /proc: exit %d\n%s", got.code, got.out)
+	}
+	f.attackWith(bestEffortSession, []string{"writable-kernel-files"}, nil)
+	f.attackWith(bestEffortSession, []string{"write", f.target, "x"}, func() { must(t, os.WriteFile(f.target, []byte(targetText), 0o644)) })
+	if got := bestEffortSession("unshare-user"); got.escaped() {
+		t.Errorf("ESCAPE: a user namespace in a host-proc session:\n%s", got.out)
 	}
 }
 

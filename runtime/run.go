@@ -261,50 +261,20 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 	if enf == nil {
 		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox on " + goos(), Need: "moat enforces on Linux (and macOS)"}
 	}
-	mode := enforce.Full
-	if r.pol.FS.WeakerNested {
-		mode = enforce.HostProc
+	proc, mode, skipped, err := startTiers(r.pol, r.log, tierStart[enforce.Process]{
+		start:   func(mode enforce.Mode) (enforce.Process, error) { return enf.Start(ctx, r.launch(mode)) },
+		discard: discardProcess,
+		stepDown: func() {
+			live.Withdraw(r.announce)
+			r.announce = nil
+		},
+	})
+	r.skipped = append(r.skipped, skipped...)
+	if err != nil {
+		return nil, err
 	}
-	for {
-		proc, err := enf.Start(ctx, r.launch(mode))
-		if err == nil && r.pol.BestEffort && mode != enforce.NoNamespaces {
-			// Some refusals (a new /proc, or any mount, in a container)
-			// only show once stage 2 mounts: with best effort, wait.
-			if rd, ok := proc.(enforce.Readier); ok {
-				if rerr := rd.Ready(); errors.Is(rerr, enforce.ErrNoProcfs) || errors.Is(rerr, enforce.ErrNoMounts) {
-					_ = proc.Kill()
-					_, _ = proc.Wait()
-					_ = proc.Close()
-					proc, err = nil, rerr
-				}
-			}
-		}
-		if err == nil {
-			r.mode = mode
-			r.log.Debug("sandbox started", "tier", mode.String())
-			return proc, nil
-		}
-		next := mode
-		switch {
-		case !r.pol.BestEffort:
-		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
-			next = enforce.HostProc
-			r.skipped = append(r.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
-		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces,
-			errors.Is(err, enforce.ErrNoMounts) && mode != enforce.NoNamespaces:
-			next = enforce.NoNamespaces
-		}
-		if next == mode {
-			return nil, err
-		}
-		if err := belowMinimum(r.pol, next, err); err != nil {
-			return nil, err
-		}
-		r.log.Debug("best effort", "mode", next.String(), "because", err)
-		live.Withdraw(r.announce)
-		r.announce = nil
-		mode = next
-	}
+	r.mode = mode
+	return proc, nil
 }
 
 // planned announces what the command can write before it can run.

@@ -155,38 +155,29 @@ func (s *Session) start(ctx context.Context) error {
 	if !ok {
 		return &enforce.UnsupportedFeatureError{Feature: "session sandboxes on " + goos(), Need: "moat has them on Linux"}
 	}
-	mode := enforce.Full
-	if s.pol.FS.WeakerNested {
-		mode = enforce.HostProc
+	sess, mode, skipped, err := startTiers(s.pol, s.log, tierStart[enforce.Session]{
+		start: func(mode enforce.Mode) (enforce.Session, error) {
+			return enf.StartSession(ctx, &enforce.Launch{Policy: s.pol, Env: s.req.Env, Stdio: [3]*os.File{s.null, s.null, s.null}, StateDir: s.req.StateDir,
+				Mode: mode, Proxy: s.proxy, Report: s.fromSandbox, Log: s.log, Planned: s.planned, Trace: s.req.Trace, As: s.req.As})
+		},
+		discard: func(sess enforce.Session) { _ = sess.Close() },
+		stepDown: func() {
+			live.Withdraw(s.announce)
+			s.announce = nil
+		},
+		alwaysReady: true,
+	})
+	s.skipped = append(s.skipped, skipped...)
+	if err != nil {
+		return err
 	}
-	for {
-		l := &enforce.Launch{Policy: s.pol, Env: s.req.Env, Stdio: [3]*os.File{s.null, s.null, s.null}, StateDir: s.req.StateDir,
-			Mode: mode, Proxy: s.proxy, Report: s.fromSandbox, Log: s.log, Planned: s.planned, Trace: s.req.Trace, As: s.req.As}
-		sess, err := enf.StartSession(ctx, l)
-		if err == nil {
-			s.sess, s.mode = sess, mode
-			s.log.Debug("session sandbox started", "tier", mode.String())
-			return nil
-		}
-		next := mode
-		switch {
-		case !s.pol.BestEffort:
-		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
-			next = enforce.HostProc
-			s.skipped = append(s.skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
-		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces,
-			errors.Is(err, enforce.ErrNoMounts) && mode != enforce.NoNamespaces:
-			next = enforce.NoNamespaces
-			s.skipped = append(s.skipped, enforce.Skip{Protection: "namespaces", Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
-		}
-		if next == mode {
-			return err
-		}
-		if err := belowMinimum(s.pol, next, err); err != nil {
-			return err
-		}
-		mode = next
+	if mode == enforce.NoNamespaces {
+		// (A run's enforcer reports what this tier leaves out with its
+		// exit; a session's commands have no such report.)
+		s.skipped = append(s.skipped, enforce.Skip{Protection: "namespaces", Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
 	}
+	s.sess, s.mode = sess, mode
+	return nil
 }
 
 func (s *Session) planned(fp enforce.Footprint) {
