@@ -138,6 +138,44 @@ func TestImplicitWorkingDirectory(t *testing.T) {
 	}
 }
 
+// The system directories of a Debian host (README.md's list): none
+// becomes writable by the implicit rule; the folders below the ones that
+// hold projects, and /var/tmp, may be working directories.
+func TestImplicitWorkingDirectorySystemList(t *testing.T) {
+	e := newEnv(t)
+	cc := e.write(filepath.Join(e.home, "cc.json"), `{"permissions":{"allow":[]}}`)
+	refused := []string{
+		"/var/lib", "/var/lib/dpkg", "/var/spool", "/var/spool/cron", "/var/log", "/var/log/apt",
+		"/var/cache", "/var/cache/apt", "/var/mail", "/var/backups", "/var/lib/systemd", "/var/opt",
+		"/var/opt/x", "/var/local", "/var/local/x", "/var/run", "/var/lock", "/var/crash", "/var/www",
+		"/srv", "/opt", "/usr/local", "/usr/local/bin", "/snap", "/snap/core", "/lib", "/lib64",
+		"/lib/x86_64-linux-gnu", "/bin", "/sbin", "/sys", "/sys/fs/cgroup", "/dev", "/dev/shm",
+		"/mnt", "/media", "/boot", "/boot/efi", "/run", "/run/user", "/proc", "/proc/self",
+		"/lost+found", "/nix/store", "/home", "/root", "/var", "/",
+		"/private/var/lib", "/private/etc/ssh",
+	}
+	for _, cwd := range refused {
+		if _, _, err := Load(Options{File: cc, Cwd: cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "system directory") {
+			t.Errorf("cwd %s: %v", cwd, err)
+		}
+	}
+	allowed := []string{"/var/tmp", "/var/tmp/proj", "/var/www/site", "/srv/www", "/opt/app", "/mnt/disk/proj", "/media/usb/proj", "/home/someone/proj", "/tmp/proj"}
+	for _, cwd := range allowed {
+		if _, _, err := Load(Options{File: cc, Cwd: cwd, Home: e.home, ManagedFile: e.managed}); err != nil {
+			t.Errorf("cwd %s: %v", cwd, err)
+		}
+	}
+	// A working directory that is a symbolic link into a system directory
+	// is the system directory.
+	link := filepath.Join(e.cwd, "etc")
+	if err := os.Symlink("/etc", link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(Options{File: cc, Cwd: link, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "(it is /etc)") {
+		t.Errorf("cwd %s -> /etc: %v", link, err)
+	}
+}
+
 func TestDefaultSecretsOnce(t *testing.T) {
 	e := newEnv(t)
 	p, _, err := Load(Options{Cwd: e.cwd, Home: "/root", ManagedFile: e.managed, NoDefaults: true})

@@ -584,14 +584,42 @@ func decodeToolCache(m *object) (*string, error) {
 // directory is writable.
 const implicitCwdSource = "working directory"
 
-// systemTrees are directories whose contents belong to the system: a
-// working directory inside one must not become writable by the implicit
-// rule.
-var systemTrees = []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys", "/proc", "/dev", "/run", "/snap", "/System", "/Library", "/Applications", "/private/etc"}
+// The system directories: the implicit rule of Claude Code's format (the
+// working directory is writable) never makes one of them writable. The
+// list is README.md's ("Settings"); an explicit allowWrite still may.
+//
+// systemTrees are directories whose contents belong to the system: the
+// directory and everything under it. /var's are the package manager's and
+// the services' state, caches, logs, spools and mail (/var/tmp is not
+// one: a scratch folder like /tmp, whose subfolders are projects).
+var systemTrees = withPrivateVar([]string{
+	"/bin", "/boot", "/dev", "/efi", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/lost+found",
+	"/nix", "/proc", "/run", "/sbin", "/snap", "/sys", "/usr",
+	"/var/backups", "/var/cache", "/var/crash", "/var/db", "/var/empty", "/var/lib", "/var/local",
+	"/var/lock", "/var/log", "/var/mail", "/var/opt", "/var/run", "/var/spool",
+	// macOS
+	"/System", "/Library", "/Applications", "/private/etc",
+})
 
-// systemDirs are directories that must not be made writable themselves
-// (their subdirectories may be projects).
-var systemDirs = []string{"/", "/var", "/home", "/Users", "/opt", "/srv", "/mnt", "/media", "/root", "/private", "/private/var"}
+// systemDirs are directories that must not be made writable themselves:
+// their subdirectories are where projects and data live (/srv/www,
+// /opt/app, /home/you/proj, /mnt/disk/proj).
+var systemDirs = withPrivateVar([]string{
+	"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/var", "/var/www",
+	// macOS
+	"/Users", "/Volumes", "/private",
+})
+
+// withPrivateVar adds macOS's /private/var/X for each /var/X (/var is a
+// symbolic link to /private/var there).
+func withPrivateVar(dirs []string) []string {
+	for _, d := range dirs {
+		if d == "/var" || strings.HasPrefix(d, "/var/") {
+			dirs = append(dirs, "/private"+d)
+		}
+	}
+	return dirs
+}
 
 // homeDirs are system directories that are a user's home (root's): the
 // working directory may be one when it is the home directory.
@@ -618,9 +646,17 @@ func checkImplicitCwd(p *policy.Policy) error {
 		}
 	}
 	// The system directories first: a home directory of / or /etc (HOME=/
-	// is one variable away) exempts nothing.
-	if systemDir(cwd, p.Home) {
+	// is one variable away) exempts nothing. The working directory is
+	// checked as named and as it resolves (a symbolic link into /etc).
+	resolved, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		resolved = cwd
+	}
+	if systemDir(cwd, p.Home) || systemDir(resolved, p.Home) {
 		also := ""
+		if resolved != cwd {
+			also = fmt.Sprintf(" (it is %s)", resolved)
+		}
 		if cwd == p.Home {
 			also = fmt.Sprintf(" (it is also the home directory, which does not make %s one moat makes writable)", cwd)
 		}
