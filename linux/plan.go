@@ -369,11 +369,15 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 		n.prot = reserved[r.path]
 		pinAncestors(r.path)
 	}
-	for _, list := range [][]rule{v.denyWrite, v.denyRead} {
-		for _, r := range list {
-			if lstatKind(r.path) != 0 {
-				pinAncestors(r.path)
-			}
+	// A denyWrite of a missing file gets a placeholder: its ancestors are
+	// pinned too (renamed aside, they would take the placeholder along and
+	// leave the name free); a missing ancestor is not mounted.
+	for _, r := range v.denyWrite {
+		pinAncestors(r.path)
+	}
+	for _, r := range v.denyRead {
+		if lstatKind(r.path) != 0 {
+			pinAncestors(r.path)
 		}
 	}
 	for _, p := range in.exposeRO {

@@ -267,8 +267,10 @@ func TestRenameParentOfDenyRule(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(f.work, "cfg/deploy.conf"), []byte("safe\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(f.work, "sec/inner"), 0o755))
 	must(t, os.WriteFile(filepath.Join(f.work, "sec/inner/key"), []byte(secretText+"\n"), 0o644))
+	// A rule naming a file that does not exist yet (its parent does).
+	must(t, os.MkdirAll(filepath.Join(f.work, "top"), 0o755))
 	settings := f.writeSettings(map[string]any{
-		"denyWrite": []string{filepath.Join(f.work, "cfg/deploy.conf")},
+		"denyWrite": []string{filepath.Join(f.work, "cfg/deploy.conf"), filepath.Join(f.work, "top/notyet.conf")},
 		"denyRead":  []string{filepath.Join(f.work, "sec/inner")},
 	})
 	reset := func() {
@@ -276,6 +278,9 @@ func TestRenameParentOfDenyRule(t *testing.T) {
 		os.RemoveAll(filepath.Join(f.work, "cfg"))
 		must(t, os.MkdirAll(filepath.Join(f.work, "cfg"), 0o755))
 		must(t, os.WriteFile(filepath.Join(f.work, "cfg/deploy.conf"), []byte("safe\n"), 0o644))
+		os.RemoveAll(filepath.Join(f.work, "top.old"))
+		os.RemoveAll(filepath.Join(f.work, "top"))
+		must(t, os.MkdirAll(filepath.Join(f.work, "top"), 0o755))
 		if _, err := os.Stat(filepath.Join(f.work, "sec.old")); err == nil {
 			os.RemoveAll(filepath.Join(f.work, "sec"))
 			os.Rename(filepath.Join(f.work, "sec.old"), filepath.Join(f.work, "sec"))
@@ -284,6 +289,16 @@ func TestRenameParentOfDenyRule(t *testing.T) {
 	run := func(args ...string) result { return f.sandboxedWith(settings, args...) }
 	f.attackWith(run, []string{"rename-parent-write", filepath.Join(f.work, "cfg"), "deploy.conf", "evil"}, reset)
 	f.attackWith(run, []string{"rename-parent-read", filepath.Join(f.work, "sec"), "inner/key"}, reset)
+	f.attackWith(run, []string{"rename-parent-write", filepath.Join(f.work, "top"), "notyet.conf", "evil"}, reset)
+	// The placeholder of the missing file stayed where it was made and was
+	// removed: nothing is left behind, under either name.
+	top := filepath.Join(f.work, "top")
+	r := f.exec(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", "mv "+top+" "+top+".old; mv "+top+" "+top+".moved; true")
+	for _, p := range []string{"top/notyet.conf", "top.old", "top.moved"} {
+		if _, err := os.Lstat(filepath.Join(f.work, p)); err == nil {
+			t.Errorf("%s is left on the host after the run:\n%s", p, r.out)
+		}
+	}
 }
 
 // A settings file a sandboxed command writes never widens a later run: not
