@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -127,10 +128,7 @@ func (ln *launcher) drainWatches() {
 	}
 	buf := ln.watchBuf
 	for {
-		n, err := unix.Read(ln.inotifyFD, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := sys.RetryValue(func() (int, error) { return unix.Read(ln.inotifyFD, buf) })
 		if err != nil || n <= 0 {
 			return // EAGAIN: nothing more queued
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/linux/seccomp"
@@ -146,14 +147,14 @@ func (ln *launcher) prepare() error {
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("socketpair: %w", os.NewSyscallError("socketpair", err))
+		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
 	}
 	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
 	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	if ln.session {
 		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("socketpair: %w", os.NewSyscallError("socketpair", err))
+			return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
 		}
 		// Requests carry a command's environment: let them be large.
 		_ = unix.SetsockoptInt(sfds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
@@ -357,7 +358,7 @@ func (ln *launcher) mapUserns() error {
 	ln.joined = true
 	ln.step("cgroups joined")
 	if _, err := unix.Write(int(ln.sync.Fd()), ids); err != nil {
-		return fmt.Errorf("answer stage 2: %w", os.NewSyscallError("write", err))
+		return fmt.Errorf("answer stage 2: %w", sys.Named("write", err))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -179,7 +179,7 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 		if errors.Is(err, unix.EMSGSIZE) {
 			return nil, fmt.Errorf("the command's arguments and environment are too large for a session request (%d bytes)", len(req))
 		}
-		return nil, fmt.Errorf("send the command to the session: %w", os.NewSyscallError("sendmsg", err))
+		return nil, fmt.Errorf("send the command to the session: %w", sys.Named("sendmsg", err))
 	}
 	return h, nil
 }

@@ -206,7 +206,7 @@ func (m *Manager) create(path string) (*Group, error) {
 	var held, now unix.Stat_t
 	if err := unix.Fstat(int(dir.Fd()), &held); err != nil {
 		dir.Close()
-		return nil, fmt.Errorf("cgroup: %w", os.NewSyscallError("fstat", err))
+		return nil, fmt.Errorf("cgroup: %w", sys.Named("fstat", err))
 	}
 	if err := unix.Stat(path, &now); err != nil || now.Ino != held.Ino || now.Dev != held.Dev {
 		dir.Close()
@@ -379,7 +379,7 @@ func killEach(path string) error {
 		}
 		for _, pid := range pids {
 			if err := unix.Kill(pid, unix.SIGKILL); err != nil && err != unix.ESRCH {
-				return fmt.Errorf("cgroup: kill %d: %w", pid, os.NewSyscallError("kill", err))
+				return fmt.Errorf("cgroup: kill %d: %w", pid, sys.Named("kill", err))
 			}
 		}
 		if time.Now().After(deadline) {
