@@ -65,7 +65,7 @@ func decodePermissions(o *object, r resolver, l *layer) error {
 			field := o.field(fmt.Sprintf("%s[%d]", kind, i))
 			tool, content, has, err := ParseRule(s)
 			if err != nil {
-				return &Error{File: r.file, Field: field, Reason: err.Error()}
+				return &Error{File: r.file, Field: field, Reason: err.Error(), Err: err}
 			}
 			rule := policy.Rule{Rule: s, Source: r.file + ": " + field, Dir: r.dir}
 			switch kind {
@@ -137,7 +137,7 @@ func sandboxRule(tool, content, kind, field string, r resolver, l *layer) error 
 			return nil // URL rules are the fetch tool's business, not the sandbox's
 		}
 		if err := validateDomain(d, kind == "deny"); err != nil {
-			return &Error{File: r.file, Field: field, Reason: err.Error()}
+			return &Error{File: r.file, Field: field, Reason: err.Error(), Err: err}
 		}
 		dr := policy.DomainRule{Pattern: d, Source: r.file + ": " + field}
 		if kind == "deny" {

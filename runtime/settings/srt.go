@@ -243,7 +243,7 @@ func domains(o *object, key string, list []string, deny bool) ([]policy.DomainRu
 	for i, d := range list {
 		f := fmt.Sprintf("%s[%d]", key, i)
 		if err := validateDomain(d, deny); err != nil {
-			return nil, o.errf(f, "%v", err)
+			return nil, &Error{File: o.file, Field: o.field(f), Reason: err.Error(), Err: err}
 		}
 		out = append(out, policy.DomainRule{Pattern: d, Source: fmt.Sprintf("%s: %s", o.file, o.field(f))})
 	}
