@@ -37,7 +37,7 @@ type checkFlags struct {
 func newCheckCmd() *cobra.Command {
 	var f checkFlags
 	c := &cobra.Command{
-		Use:   "check [flags] (-- 'COMMAND' | --jsonl)",
+		Use:   "check [flags] (-- 'COMMAND' | COMMAND WORDS... | --jsonl)",
 		Short: "Decide whether a command may run: allow, ask or deny",
 		Long: `Decide whether an agent's shell command may run, with the permission
 rules of the settings (Bash(git status), Bash(npm run:*), Bash(git * --force)
@@ -47,6 +47,16 @@ directory. Nothing is run.
   moat check -- 'git status && npm run build'
   moat check --json --mode plan -- 'rm -rf build'
   moat check --jsonl < requests.jsonl
+
+The command is one argument after --, or the words after moat's flags:
+moat's flags end at the first word that is not one of them (or at --), and
+every word from there on is the command's, flags included: moat check ls
+-la --json decides "ls -la --json" and prints text; write moat check --json
+ls -la for JSON. The words are quoted back into one command as a person
+would quote them (moat check git log --format='%H <%ae>' decides what moat
+check -- "git log --format='%H <%ae>'" does); a command with shell syntax
+of its own (pipes, &&, redirections, $variables) must be one quoted
+argument, or your shell acts on it first.
 
 With --json, one object: decision (allow, ask or deny), reason, rule (the
 rule that decided, or null), readonly, warnings (a list), suggestion (a rule
@@ -388,17 +398,60 @@ func (env *checkEnv) engineFor(rules []string) (*permissions.Engine, error) {
 }
 
 // quoteWords joins words into one shell command that splits back into
-// them (single quotes where a word needs any).
+// them, quoted as a person would write them, so that the validators read
+// the same command as the quoted form (moat check ls -la is moat check --
+// 'ls -la'): a word of plain characters stays bare; a flag keeps its name
+// bare and quotes its value (--format='%H <%ae>': a quoted dash reads as
+// an obfuscated flag); a value is single-quoted, double-quoted when it
+// holds a single quote and nothing double quotes expand, else single-quoted
+// pieces joined by "'" (never a backslash-escaped quote, which the
+// validators read as a malformed token).
 func quoteWords(words []string) string {
 	out := make([]string, len(words))
 	for i, w := range words {
-		if w != "" && strings.IndexFunc(w, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			out[i] = w
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		out[i] = quoteWord(w)
 	}
 	return strings.Join(out, " ")
+}
+
+func bareChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_./=:,+@%", c) >= 0
+}
+
+func quoteWord(w string) string {
+	n := 0
+	for n < len(w) && bareChar(w[n]) {
+		n++
+	}
+	if w != "" && n == len(w) {
+		return w
+	}
+	prefix := ""
+	if strings.HasPrefix(w, "-") {
+		// The flag's name, through its "=", stays bare.
+		if eq := strings.IndexByte(w[:n], '='); eq >= 0 {
+			n = eq + 1
+		}
+		prefix, w = w[:n], w[n:]
+	}
+	return prefix + quoteValue(w)
+}
+
+func quoteValue(v string) string {
+	if !strings.Contains(v, "'") {
+		return "'" + v + "'"
+	}
+	if !strings.ContainsAny(v, "\"$`\\!") {
+		return `"` + v + `"`
+	}
+	var b strings.Builder
+	for i, piece := range strings.Split(v, "'") {
+		if i > 0 {
+			b.WriteString(`"'"`)
+		}
+		if piece != "" {
+			b.WriteString("'" + piece + "'")
+		}
+	}
+	return b.String()
 }

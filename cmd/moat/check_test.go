@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -311,6 +312,74 @@ func TestCheckUnquotedWords(t *testing.T) {
 	var o checkOutput
 	if code != 0 || json.Unmarshal([]byte(out), &o) != nil || o.Decision != "ask" {
 		t.Fatalf("quoted back: %d %q", code, out)
+	}
+}
+
+// The words of an unquoted command decide as the quoted command does: the
+// words are quoted back as a person would quote them, so the validators
+// read the same command.
+func TestCheckUnquotedWordsDecideAsQuoted(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	for _, tc := range []struct {
+		words  []string
+		quoted string
+	}{
+		{[]string{"git", "log", "--format=%H <%ae>"}, `git log --format='%H <%ae>'`},
+		{[]string{"git", "log", "-n", "5", "--pretty=format:%h %s"}, `git log -n 5 --pretty=format:'%h %s'`},
+		{[]string{"echo", "it's"}, `echo "it's"`},
+		{[]string{"git", "commit", "-m", "fix: it's done"}, `git commit -m "fix: it's done"`},
+		{[]string{"git", "commit", "-m", "a > b"}, `git commit -m 'a > b'`},
+		{[]string{"echo", `say "hi"`}, `echo 'say "hi"'`},
+		{[]string{"echo", "$HOME isn't set"}, `echo '$HOME isn'"'"'t set'`},
+		{[]string{"grep", "-rn", "foo bar", "src"}, `grep -rn 'foo bar' src`},
+		{[]string{"find", ".", "-name", "*.go"}, `find . -name '*.go'`},
+		{[]string{"sed", "-i", "s/a/b/", "x.txt"}, `sed -i s/a/b/ x.txt`},
+		{[]string{"ls", "-la"}, `ls -la`},
+		{[]string{"npm", "run", "build"}, `npm run build`},
+		{[]string{"git", "push", "--force"}, `git push --force`},
+		{[]string{"rm", "-rf", "/"}, `rm -rf /`},
+		{[]string{"echo", ""}, `echo ''`},
+	} {
+		_, out, _ := runMoat(t, "", append([]string{"check", "--settings", file, "--cwd", cwd, "--json"}, tc.words...)...)
+		_, want, _ := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--json", "--", tc.quoted)
+		var a, b checkOutput
+		if json.Unmarshal([]byte(out), &a) != nil || json.Unmarshal([]byte(want), &b) != nil {
+			t.Fatalf("%q: %q / %q", tc.quoted, out, want)
+		}
+		if a.Decision != b.Decision || a.Reason != b.Reason || !reflect.DeepEqual(a.Rule, b.Rule) {
+			t.Errorf("%q: unquoted %s (%s), quoted %s (%s)", tc.quoted, a.Decision, a.Reason, b.Decision, b.Reason)
+		}
+	}
+}
+
+// quoteWords' command splits back into its words (bash is the judge).
+func TestQuoteWordsRoundTrip(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	words := []string{"git", "--format=%H <%ae>", "it's", `say "hi" it's`, "$HOME `x` it's!", "a\\b", "", "-x y", "--a=b'c", "'", "''", "~/x", "*", "a\nb", "ünï cödé", "--=x y", "-"}
+	q := quoteWords(words)
+	out, err := exec.Command("bash", "-c", `printf '%s\0' `+q).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if !reflect.DeepEqual(got, words) {
+		t.Fatalf("%s\nsplits into %q\nnot %q", q, got, words)
+	}
+}
+
+// moat's flags end at the first word of the command: a flag after it is
+// the command's.
+func TestCheckFlagsAfterTheCommand(t *testing.T) {
+	cwd, file := checkSetup(t, checkSettings)
+	code, out, errs := runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "ls", "-la", "--json")
+	if code != 0 || json.Valid([]byte(out)) || !strings.Contains(out, "Bash(ls -la --json)") {
+		t.Fatalf("moat check ls -la --json: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runMoat(t, "", "check", "--settings", file, "--cwd", cwd, "--json", "--", "ls", "-la")
+	if code != 0 || !json.Valid([]byte(out)) {
+		t.Fatalf("moat check --json -- ls -la: %d %q", code, out)
 	}
 }
 
