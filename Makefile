@@ -8,11 +8,12 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # behavioural oracle of the permission decisions (permissions/oracle_linux_test.go).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client strace
 
-.PHONY: help deps build test test-unit test-privileged darwin ci bench clean mcp-clients install-daemon
+.PHONY: help deps build test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
+	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin)"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime"
 	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
 
@@ -29,17 +30,29 @@ build: deps
 	@mkdir -p $(BIN)
 	CGO_ENABLED=1 $(GO) build -trimpath -buildvcs=auto -tags '$(STATIC_TAGS)' -ldflags '$(STATIC_LDFLAGS)' -o $(BIN)/moat ./cmd/moat
 
-# test runs everything this user can run. CI (.ci/run) runs it as root with
-# MOAT_REQUIRE_PRIVILEGED=1, then runs the sandbox suites again as an
-# unprivileged user.
+# test runs everything this user can run: vet and gofmt, the whole test
+# suite, the attack suite through sessions, the macOS and no-cgo builds.
+# Each part runs even when an earlier one failed (make -k); make test fails
+# at the end if any did. CI (.ci/run) runs the parts one by one as root with
+# MOAT_REQUIRE_PRIVILEGED=1, each its own entry in its report, then runs the
+# sandbox suites again as an unprivileged user.
 test: deps build
+	$(MAKE) -k vet test-go test-sessions darwin
+
+# vet: go vet and gofmt.
+vet:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+# test-go: the whole test suite (needs bin/moat: make build).
+test-go:
 	MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 15m ./...
-	@echo "--- the attack suite again, each attack a command of a session sandbox"
+
+# test-sessions: the attack suite again, each attack a command of a session
+# sandbox (needs bin/moat: make build).
+test-sessions:
 	MOAT_VIA=session MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 10m ./privileged-tests
-	$(MAKE) darwin
 
 # darwin and no-cgo builds must keep compiling (checked by make test and CI).
 darwin:
