@@ -5,6 +5,7 @@ package linux
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/sys"
@@ -96,18 +97,45 @@ func gitPath(v, base, home string) string {
 	return filepath.Join(base, v)
 }
 
-// globalGitFacts reads the system's and the user's git configuration.
+// globalGitFacts reads the system's and the user's git configuration;
+// home is the user's (under moatd, Launch.As: a client's, not this
+// process's).
 func globalGitFacts(home string) gitFacts {
+	return readGitFacts(globalGitConfigs(home, ownXDGConfigHome(home)), home)
+}
+
+// globalGitConfigs are the files git reads for the system's and the
+// user's configuration: /etc/gitconfig, ~/.gitconfig and
+// $XDG_CONFIG_HOME/git/config, ~/.config/git/config where XDG_CONFIG_HOME
+// is unset. Both of the last two are read when xdgConfigHome names
+// another place: a shell of the user's may set it where this one did not,
+// and a hooks directory protected for nothing costs nothing.
+func globalGitConfigs(home, xdgConfigHome string) []string {
 	files := []string{"/etc/gitconfig"}
 	if home != "" {
-		files = append(files, filepath.Join(home, ".gitconfig"))
+		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}
-	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		files = append(files, filepath.Join(x, "git", "config"))
-	} else if home != "" {
-		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	if filepath.IsAbs(xdgConfigHome) {
+		if x := filepath.Join(xdgConfigHome, "git", "config"); !slices.Contains(files, x) {
+			files = append(files, x)
+		}
 	}
-	return readGitFacts(files, home)
+	return files
+}
+
+// ownXDGConfigHome is this process's $XDG_CONFIG_HOME when home is this
+// process's own $HOME, and "" otherwise: a root supervisor planning a
+// client's sandbox (moatd) must not read its own environment as the
+// client's, where git's config of root would stand for the user's.
+func ownXDGConfigHome(home string) string {
+	own := os.Getenv("HOME")
+	if r, err := filepath.EvalSymlinks(own); err == nil {
+		own = r
+	}
+	if filepath.Clean(own) != filepath.Clean(home) {
+		return ""
+	}
+	return os.Getenv("XDG_CONFIG_HOME")
 }
 
 // gitRepoTargets lists what repository g (worktree: the directory holding

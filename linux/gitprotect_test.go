@@ -1,0 +1,54 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// The user's git configuration is the user's: planning a client's sandbox
+// (moatd, whose $HOME and $XDG_CONFIG_HOME are root's) reads the client's
+// ~/.config/git/config, never the one this process's XDG_CONFIG_HOME
+// names; a process planning for its own home reads both.
+func TestGlobalGitFactsUsersConfig(t *testing.T) {
+	root := t.TempDir()
+	own, client := filepath.Join(root, "own"), filepath.Join(root, "client")
+	ownXDG := filepath.Join(root, "own-xdg")
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(ownXDG, "git", "config"), "[core]\n\thooksPath = /own-xdg-hooks\n")
+	write(filepath.Join(own, ".config", "git", "config"), "[core]\n\thooksPath = /own-hooks\n")
+	write(filepath.Join(client, ".config", "git", "config"), "[core]\n\thooksPath = /client-hooks\n")
+	write(filepath.Join(client, ".gitconfig"), "[core]\n\thooksPath = ~/client-gitconfig-hooks\n")
+	t.Setenv("HOME", own)
+	t.Setenv("XDG_CONFIG_HOME", ownXDG)
+
+	got := globalGitFacts(client).hooksPaths
+	for _, want := range []string{"/client-hooks", "~/client-gitconfig-hooks"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("another user's home: core.hooksPath %s not read (%q)", want, got)
+		}
+	}
+	for _, bad := range []string{"/own-xdg-hooks", "/own-hooks"} {
+		if slices.Contains(got, bad) {
+			t.Errorf("another user's home: this process's %s read as the user's (%q)", bad, got)
+		}
+	}
+
+	got = globalGitFacts(own).hooksPaths
+	for _, want := range []string{"/own-xdg-hooks", "/own-hooks"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("this process's own home: core.hooksPath %s not read (%q)", want, got)
+		}
+	}
+}
