@@ -9,15 +9,24 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // MaxFileSize bounds a settings file: no real one comes close, and a huge
 // or endless one must not stall moat or fill its memory.
 const MaxFileSize = 4 << 20
 
+// readTimeout bounds the reading of one settings file (a file of a FUSE
+// filesystem may never answer).
+const readTimeout = 5 * time.Second
+
 // readFile reads a settings file: a regular file (through a symlink, as the
 // user may keep them), at most MaxFileSize. A FIFO, a device or a directory
-// is refused at once, without blocking on it.
+// is refused at once, without blocking on it, and so is a file of the
+// kernel's pseudo filesystems (procfs, sysfs, ...: /proc/kmsg is "regular"
+// and blocks). The file is opened non-blocking; where the file can be
+// polled (Go's runtime then waits for it rather than the kernel), the read
+// has a deadline too.
 func readFile(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -31,9 +40,15 @@ func readFile(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: not a regular file (%s)", errNotRegular, describeMode(fi.Mode()))
 	}
+	if kfs, err := kernelFilesystem(f); err != nil {
+		return nil, err
+	} else if kfs != "" {
+		return nil, fmt.Errorf("%w: a file of %s, the kernel's own view of itself, not a settings file (its reads may block or change)", errNotRegular, kfs)
+	}
 	if fi.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d a settings file may have", errTooLarge, fi.Size(), MaxFileSize)
 	}
+	_ = f.SetReadDeadline(time.Now().Add(readTimeout)) // os.ErrNoDeadline: a plain file, whose reads do not wait
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, err
