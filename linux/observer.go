@@ -210,6 +210,8 @@ var pathArgs = map[string][][2]int{
 	"chown": {{-1, 0}}, "lchown": {{-1, 0}}, "fchownat": {{0, 1}},
 	"utime": {{-1, 0}}, "utimes": {{-1, 0}}, "futimesat": {{0, 1}},
 	"setxattr": {{-1, 0}}, "lsetxattr": {{-1, 0}}, "removexattr": {{-1, 0}}, "lremovexattr": {{-1, 0}},
+	// Counted, not reported: the file is one the command opened already.
+	"fchmod": {}, "fchown": {}, "fsetxattr": {}, "fremovexattr": {},
 }
 
 func (o *observer) observeWrite(n *notif, name string) {

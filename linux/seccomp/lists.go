@@ -80,6 +80,10 @@ var WriteSyscalls = []struct {
 	{"chown", -1}, {"lchown", -1}, {"fchownat", -1},
 	{"utime", -1}, {"utimes", -1}, {"futimesat", -1},
 	{"setxattr", -1}, {"lsetxattr", -1}, {"removexattr", -1}, {"lremovexattr", -1},
+	// Through a descriptor (no path to report): counted, so that a run
+	// whose only change is a mode, an owner or an ACL (a directory made
+	// readable again with fchmod) is still audited.
+	{"fchmod", -1}, {"fchown", -1}, {"fsetxattr", -1}, {"fremovexattr", -1},
 }
 
 // writeOpenFlags are the open flags that make an open a write.

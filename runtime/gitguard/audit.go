@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -102,14 +103,96 @@ func Audit(o Options) (*Report, error) {
 	if o.Protected == nil {
 		o.Protected = func(string) bool { return false }
 	}
-	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
 	a.globalHooks = globalHooksPaths(o.Home)
+	defer a.putModesBack()
 	for _, root := range o.Roots {
 		if err := a.walkRoot(root); err != nil {
 			return a.rep, err
 		}
 	}
 	return a.rep, nil
+}
+
+type modeChange struct {
+	path string
+	mode fs.FileMode
+}
+
+// reach makes sure the audit can list and search the directory p of a
+// writable tree. A directory without read or search permission for its
+// owner hides what it holds from an audit running as that user, while git
+// needs only search permission to use a repository in it (mode 0100), and
+// a later run can open it again through a descriptor: the audit adds u+rx
+// to a directory the user owns for as long as it runs, and puts the mode
+// back after.
+func (a *auditor) reach(p string) {
+	if a.reached[p] || !a.inRoots(p) {
+		return
+	}
+	a.reached[p] = true
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o500 == 0o500 {
+		return
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() {
+		return
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()|0o500); err == nil {
+		a.restore = append(a.restore, modeChange{p, fi.Mode().Perm()})
+	}
+}
+
+// unlock lets the audit change the entries of dir (move a plant out of
+// it, put a rewritten config in its place): a directory of a writable tree
+// the user owns gets u+rwx for as long as the audit runs (a command that
+// wrote a hook and then took write permission off its directory made the
+// move out fail, and the hook stayed).
+func (a *auditor) unlock(dir string) {
+	if !a.inRoots(dir) {
+		return
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o700 == 0o700 {
+		return
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) != os.Geteuid() {
+		return
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()|0o700); err == nil {
+		a.restore = append(a.restore, modeChange{dir, fi.Mode().Perm()})
+	}
+}
+
+// reachPath reaches every directory from p's root down to p's directory.
+func (a *auditor) reachPath(p string) {
+	for _, r := range a.o.Roots {
+		if !within(p, r) {
+			continue
+		}
+		rel := strings.TrimPrefix(filepath.Dir(p), r)
+		d := r
+		a.reach(d)
+		for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
+			if part == "" {
+				continue
+			}
+			d = filepath.Join(d, part)
+			a.reach(d)
+		}
+		return
+	}
+}
+
+// putModesBack restores what reach changed, deepest first (a directory
+// the audit moved out is no longer there).
+func (a *auditor) putModesBack() {
+	for i := len(a.restore) - 1; i >= 0; i-- {
+		c := a.restore[i]
+		os.Chmod(c.path, c.mode)
+	}
 }
 
 type auditor struct {
@@ -119,6 +202,8 @@ type auditor struct {
 	seen        map[string]bool // candidate git directories evaluated
 	done        map[string]bool // files already acted on
 	fresh       map[string]bool // directories moved in during the run
+	reached     map[string]bool // directories made searchable (or found so)
+	restore     []modeChange    // modes to put back when the audit ends
 	budget      int
 	globalHooks []string
 	qdir        string // this audit's quarantine directory, made on first use
@@ -136,11 +221,23 @@ func (a *auditor) changed(id fileID) bool { return id.ctime >= a.since }
 // earlier run where no audit could see it, then moved into place), so all
 // of it is judged as changed. Without an earlier audit's record of the
 // tree nothing can be told apart: nothing counts as moved.
+//
+// A directory the last audit saw listed but could not read (mode 000 to
+// the user it ran as) is judged whole too, whenever it changed: what it
+// holds was never looked at.
 func (a *auditor) movedIn(dir string, id fileID) bool {
-	if a.cache == nil || !a.changed(id) {
+	if a.cache == nil {
 		return false
 	}
 	old, ok := a.cache.old(dir)
+	if !ok {
+		if parent, pok := a.cache.old(filepath.Dir(dir)); pok && slices.Contains(parent.subdirs, filepath.Base(dir)) {
+			return true
+		}
+	}
+	if !a.changed(id) {
+		return false
+	}
 	return !ok || old.id.dev != id.dev || old.id.ino != id.ino
 }
 
@@ -212,6 +309,7 @@ func (a *auditor) walkRoot(root string) error {
 		if !fi.IsDir() {
 			continue
 		}
+		a.reach(dir)
 		id := idOf(fi)
 		fresh := it.fresh || dir != root && a.movedIn(dir, id)
 		if fresh {
@@ -258,6 +356,7 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		a.repo(dir, "", res)
 	}
 	if d.flags&flagClaude != 0 {
+		a.reach(filepath.Join(dir, ".claude"))
 		for _, n := range []string{"settings.json", "settings.local.json"} {
 			a.settingsFile(filepath.Join(dir, ".claude", n))
 		}
@@ -296,6 +395,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 			return
 		}
 	} else if lfi.IsDir() {
+		a.reach(dotgit)
 		if a.gitMovedIn(worktree, lid) {
 			a.fresh[dotgit] = true
 		}
@@ -335,6 +435,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		return
 	}
 	a.seen[key] = true
+	a.reachPath(filepath.Join(g, "HEAD"))
 	common := g
 	if c, id, ok := readCommondir(g); ok {
 		common = c
@@ -345,6 +446,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			resolution = append(resolution, filepath.Join(g, "commondir"))
 		}
 	}
+	a.reachPath(filepath.Join(common, "config"))
 	configs := []string{filepath.Join(common, "config"), filepath.Join(g, "config.worktree")}
 	var entries []Entry
 	for _, c := range configs {
@@ -391,6 +493,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		}
 	}
 	// Linked worktrees and submodules have git directories of their own.
+	a.reach(filepath.Join(common, "worktrees"))
 	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
 		for _, w := range wts {
 			if w.IsDir() {
@@ -405,6 +508,7 @@ func (a *auditor) modules(dir string, depth int) {
 	if depth > 8 {
 		return
 	}
+	a.reach(dir)
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -429,6 +533,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	if depth > 10 {
 		return nil
 	}
+	a.reachPath(p)
 	lfi, err := os.Lstat(p)
 	if err != nil {
 		return nil
@@ -492,6 +597,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 // removed or renamed, or was itself put there: every hook in it counts as
 // changed (a hook moved in keeps the change time it had before).
 func (a *auditor) hookDir(dir string) bool {
+	a.reachPath(filepath.Join(dir, "x"))
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -523,6 +629,7 @@ func (a *auditor) hookDir(dir string) bool {
 }
 
 func (a *auditor) settingsFile(p string) {
+	a.reachPath(p)
 	id, err := lstatID(p)
 	if err != nil || !a.changedAt(p, id) {
 		return

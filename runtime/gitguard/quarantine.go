@@ -26,6 +26,7 @@ func (a *auditor) quarantine(p, reason string) {
 		return
 	}
 	a.done[p] = true
+	a.unlock(filepath.Dir(p))
 	f := Finding{Path: p, Reason: reason, Action: "quarantined"}
 	dest, err := a.moveOut(p)
 	var qe *noQuarantineError
@@ -60,6 +61,7 @@ func (a *auditor) rewrite(p string, keep []Entry, why string) {
 		return
 	}
 	a.done[p] = true
+	a.unlock(filepath.Dir(p))
 	f := Finding{Path: p, Reason: "a git config written during the run sets " + why, Action: "rewrote without those settings"}
 	dest, err := a.copyOut(p)
 	var qe *noQuarantineError
