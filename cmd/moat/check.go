@@ -164,10 +164,7 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	}
 	res := eng.DecideContext(cmd.Context(), permissions.Request{Command: command, Cwd: cwd, Mode: f.mode, AdditionalDirs: f.addDirs, DangerouslyDisableSandbox: f.noSandbox})
 	if f.json {
-		// The same encoder settings as --jsonl: ">" and "&" as they are.
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		return writeErr(enc.Encode(toOutput(res)))
+		return writeErr(newJSONEncoder(out, false).Encode(toOutput(res)))
 	}
 	return writeErr(printText(out, res))
 }
@@ -230,8 +227,7 @@ const maxRequestLine = 4 << 20
 func (env *checkEnv) stream(in io.Reader, out io.Writer) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := newJSONEncoder(w, false)
 	for {
 		line, tooLong, err := readLine(r, maxRequestLine)
 		if err == io.EOF && line == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -47,9 +46,7 @@ refuses (the report says why), 125 for moat's own errors.`,
 			rep.Checks = append(rep.Checks, daemonCheck(cmd.Context()))
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := newJSONEncoder(out, true).Encode(rep); err != nil {
 					return err
 				}
 			} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -49,9 +48,7 @@ writes each parameter in place (a self-contained profile); --json prints
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return newJSONEncoder(out, true).Encode(struct {
 					Policy      *policy.Policy `json:"policy"`
 					Notes       []string       `json:"notes"`
 					Enforcement any            `json:"enforcement"`
@@ -82,9 +79,7 @@ func printSeatbelt(w io.Writer, pol *policy.Policy, asJSON, inline bool) error {
 	}
 	switch {
 	case asJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sb)
+		return newJSONEncoder(w, true).Encode(sb)
 	case inline:
 		_, err = io.WriteString(w, sb.Inline)
 	default:

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -120,5 +122,43 @@ func TestPolicySeatbeltErrors(t *testing.T) {
 	code, out, errs := runMoat(t, "", "policy", "--seatbelt", "--settings", file)
 	if code != 125 || out != "" || !strings.Contains(errs, "allowLocalBinding") || !strings.Contains(errs, "best effort") {
 		t.Errorf("allowLocalBinding without best effort: %d %q %q", code, out, errs)
+	}
+}
+
+// Every JSON output of moat's has the one encoder setting: "<", ">" and
+// "&" as they are (moat policy --json printed p\u0026\u003cq\u003e where
+// moat check --json printed p&<q>).
+func TestJSONOutputKeepsHTMLCharacters(t *testing.T) {
+	cwd, file := checkSetup(t, `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["p&<q>"],"allowWrite":[],"denyWrite":[]}}`)
+	t.Chdir(cwd)
+	for _, args := range [][]string{
+		{"policy", "--json", "--settings", file},
+		{"policy", "--seatbelt", "--json", "--settings", file},
+	} {
+		code, out, errs := runMoat(t, "", args...)
+		if code != 0 || !json.Valid([]byte(out)) {
+			t.Fatalf("moat %s: %d %q %q", strings.Join(args, " "), code, out, errs)
+		}
+		if !strings.Contains(out, "p&<q>") || strings.Contains(out, `\u0026`) || strings.Contains(out, `\u003c`) {
+			t.Errorf("moat %s: the path is not as written: %s", strings.Join(args, " "), out)
+		}
+	}
+	// And no other encoder: every JSON output of this command goes through
+	// newJSONEncoder (moat doctor --json too, which runs sandboxes).
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "jsonout.go" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("json.NewEncoder(")) || bytes.Contains(b, []byte("json.MarshalIndent(")) {
+			t.Errorf("%s encodes JSON without newJSONEncoder", f)
+		}
 	}
 }

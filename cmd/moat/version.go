@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -20,9 +19,7 @@ func newVersionCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := runtime.Version()
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return newJSONEncoder(cmd.OutOrStdout(), true).Encode(v)
 			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), v)
 			return err
