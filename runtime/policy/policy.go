@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Policy is what a sandboxed command may do. It is plain data, built
@@ -345,12 +346,53 @@ func CheckPath(p string) error {
 		return errors.New("path contains a NUL byte")
 	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("path %q contains a control character (a newline, a tab, ...)", p)
+	case UnsafeChar(p) >= 0:
+		i := UnsafeChar(p)
+		return fmt.Errorf("path %q contains %s: a path with one cannot be shown or recorded safely", p, UnsafeCharName(p, i))
 	case !filepath.IsAbs(p):
 		return fmt.Errorf("path %q is not absolute", p)
 	case filepath.Clean(p) != p:
 		return fmt.Errorf("path %q is not clean", p)
 	}
 	return nil
+}
+
+// UnsafeChar is the byte offset of the first character of s that a path
+// may not hold, or -1: a control character (C0, DEL, C1: U+0085 is a line
+// break), a Unicode line or paragraph separator (U+2028, U+2029: a new line
+// to many terminals and editors, and to JavaScript), or a bidirectional
+// control (U+202A-U+202E, U+2066-U+2069, and the marks U+200E, U+200F,
+// U+061C), which reorders what is shown after it (a path printed as
+// /home/u/txt.exe may be another). moat prints and records paths: such a
+// path cannot be shown or recorded safely.
+func UnsafeChar(s string) int {
+	return strings.IndexFunc(s, unsafeRune)
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
+
+// UnsafeCharName names the character at byte i of s (UnsafeChar's).
+func UnsafeCharName(s string, i int) string {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r < 0x20 || r >= 0x7f && r <= 0x9f:
+		return fmt.Sprintf("a control character (%U at byte %d)", r, i)
+	case r == 0x2028:
+		return fmt.Sprintf("the Unicode line separator (U+2028 at byte %d)", i)
+	case r == 0x2029:
+		return fmt.Sprintf("the Unicode paragraph separator (U+2029 at byte %d)", i)
+	}
+	return fmt.Sprintf("a bidirectional text control (%U at byte %d)", r, i)
 }
 
 // HasGlob reports whether s holds glob metacharacters.

@@ -1,7 +1,9 @@
 package settings
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +76,36 @@ func TestControlCharactersInPaths(t *testing.T) {
 	f := e.write(filepath.Join(e.cwd, "nl.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":["a\nb"],"denyWrite":[]}}`)
 	if _, err := e.load(f); err == nil || !strings.Contains(err.Error(), "control character") || !strings.Contains(err.Error(), "allowWrite") {
 		t.Fatalf("a newline in a path: %v", err)
+	}
+}
+
+// Unicode line separators and bidirectional controls are refused like
+// control characters, with the field: printed raw, they break a line or
+// reorder what the reader sees.
+func TestLineSeparatorsAndBidiControlsInPaths(t *testing.T) {
+	e := newEnv(t)
+	runes := []rune{0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c, 0x0085, 0x009b}
+	for _, r := range runes {
+		for _, field := range []string{"allowWrite", "denyRead"} {
+			path, _ := json.Marshal("a" + string(r) + "b")
+			f := e.write(filepath.Join(e.cwd, "u.json"), strings.Replace(`{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, `"`+field+`":[]`, `"`+field+`":[`+string(path)+`]`, 1))
+			_, err := e.load(f)
+			if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), fmt.Sprintf("%U", r)) || !strings.Contains(err.Error(), "cannot be shown or recorded safely") {
+				t.Errorf("%U in %s: %v", r, field, err)
+			} else if strings.ContainsRune(err.Error(), r) {
+				t.Errorf("%U in %s: the error holds it raw: %v", r, field, err)
+			}
+		}
+	}
+	// Claude Code's format too.
+	cc := e.write(filepath.Join(e.cwd, "cc.json"), `{"permissions":{"deny":["Read(//etc/\u202egpj.exe)"]}}`)
+	if _, err := e.load(cc); err == nil || !strings.Contains(err.Error(), "U+202E") || !strings.Contains(err.Error(), "bidirectional") {
+		t.Errorf("Claude Code's format: %v", err)
+	}
+	// Other characters are paths like any.
+	ok := e.write(filepath.Join(e.cwd, "ok.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["caf\u00e9/\u65e5\u672c"],"allowWrite":[],"denyWrite":[]}}`)
+	if _, err := e.load(ok); err != nil {
+		t.Errorf("accented and CJK characters: %v", err)
 	}
 }
 

@@ -84,6 +84,9 @@ func (r resolver) finish(field, orig, abs, base string, k pathKind) (policy.Path
 	if i := strings.IndexFunc(orig, func(c rune) bool { return c < 0x20 || c == 0x7f }); i >= 0 {
 		return bad("%q contains a control character (%q at byte %d): a path with one cannot be shown or recorded safely", orig, orig[i], i)
 	}
+	if i := policy.UnsafeChar(orig); i >= 0 {
+		return bad("%q contains %s: a path with one cannot be shown or recorded safely", orig, policy.UnsafeCharName(orig, i))
+	}
 	if strings.HasPrefix(orig, "~") && !strings.HasPrefix(orig, "~/") && orig != "~" {
 		return bad("%q: only ~ and ~/... refer to the home directory (~user is not supported)", orig)
 	}
