@@ -180,3 +180,15 @@ func gitRepoTargets(g, worktree, home string, global gitFacts) []gitTarget {
 func readSmallFile(p string, max int64) ([]byte, error) {
 	return sys.ReadRegular(p, max, false)
 }
+
+// envValue is the value of name in env (the last one wins, as getenv's
+// callers see it), "" if absent.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, e := range env {
+		if k, val, ok := strings.Cut(e, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}

@@ -71,6 +71,12 @@ type planInput struct {
 	// and reported) and returns its host path. If nil, /dev/null on a
 	// nodev mount hides files (opening them fails) and nothing is watched.
 	sentinel func(hidden string) (string, error)
+	// xdgConfigHome is $XDG_CONFIG_HOME of the command's environment (the
+	// client's under moatd), where the user's git config may live.
+	xdgConfigHome string
+	// asClient: the sandbox is a client's (moatd): this process's own
+	// environment says nothing of the user's.
+	asClient bool
 }
 
 // node is one path the mount plan must consider.
@@ -193,7 +199,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	if pol.Home != "" {
 		home, _, _ = in.dirs.canonical(pol.Home)
 	}
-	global := globalGitFacts(home)
+	xdg := in.xdgConfigHome
+	if xdg == "" && !in.asClient {
+		xdg = ownXDGConfigHome(home)
+	}
+	global := readGitFacts(globalGitConfigs(home, xdg), home)
 	// A reserved path needs a mount point, made in its parent: only where
 	// the parent exists.
 	reserveIfParent := func(p string) bool { return lstatKind(filepath.Dir(p)) == 'd' }

@@ -52,7 +52,8 @@ func (ln *launcher) makePlan() error {
 	}
 	uid, gid := ln.ids()
 	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
-		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs}
+		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
+		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), asClient: ln.l.As != nil}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // violations; it returns warnings (an audit that could not cover
 // everything).
 func (r *run) auditGit(fp enforce.Footprint) []string {
-	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.req.As, r.violation)
+	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.req.As, xdgConfigHome(r.req.Env, r.req.As), r.violation)
 }
 
 // auditGit audits the trees the command could write. With as (moatd), the
@@ -31,7 +32,7 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 // what lets an audit tell a directory moved into place during the run
 // (with what an earlier run made where no audit looked) from one that was
 // there.
-func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *enforce.Identity, report func(policy.Violation)) []string {
+func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -50,6 +51,7 @@ func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *
 		QuarantineDir: filepath.Join(stateDir, "quarantine"),
 		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,
+		XDGConfigHome: xdgConfigHome,
 	}
 	var (
 		rep *gitguard.Report
@@ -92,6 +94,15 @@ func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *
 		warnings = append(warnings, "git audit incomplete: "+in)
 	}
 	return warnings
+}
+
+// xdgConfigHome is $XDG_CONFIG_HOME of the command's environment: env's,
+// or this process's when the command inherits it (no env, not a client's).
+func xdgConfigHome(env []string, as *enforce.Identity) string {
+	if env == nil && as == nil {
+		return os.Getenv("XDG_CONFIG_HOME")
+	}
+	return envLookup(env)("XDG_CONFIG_HOME")
 }
 
 func randomID() string {

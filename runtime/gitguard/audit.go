@@ -32,6 +32,9 @@ type Options struct {
 	// Home is the user's home directory (for ~/ in include and hooksPath
 	// values, and the global git config).
 	Home string
+	// XDGConfigHome is $XDG_CONFIG_HOME of the command's environment (the
+	// user's git config may be there); this process's own is never read.
+	XDGConfigHome string
 	// QuarantineDir receives what the audit takes out of the trees. It must
 	// be outside every root. Required.
 	QuarantineDir string
@@ -104,7 +107,7 @@ func Audit(o Options) (*Report, error) {
 		o.Protected = func(string) bool { return false }
 	}
 	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
-	a.globalHooks = globalHooksPaths(o.Home)
+	a.globalHooks = globalHooksPaths(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
 	for _, root := range o.Roots {
 		if err := a.walkRoot(root); err != nil {
@@ -782,15 +785,17 @@ func readCommondir(g string) (string, fileID, bool) {
 // globalHooksPaths are the core.hooksPath values of the user's and the
 // system's git configuration (read-only to the command, but they name where
 // hooks live, maybe inside a writable tree).
-func globalHooksPaths(home string) []string {
+// Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
+// shell of the user's may set the variable where the command's did not.
+func globalHooksPaths(home, xdgConfigHome string) []string {
 	files := []string{"/etc/gitconfig"}
 	if home != "" {
-		files = append(files, filepath.Join(home, ".gitconfig"))
+		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}
-	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
-		files = append(files, filepath.Join(x, "git", "config"))
-	} else if home != "" {
-		files = append(files, filepath.Join(home, ".config", "git", "config"))
+	if filepath.IsAbs(xdgConfigHome) {
+		if x := filepath.Join(xdgConfigHome, "git", "config"); !slices.Contains(files, x) {
+			files = append(files, x)
+		}
 	}
 	var out []string
 	for _, f := range files {
