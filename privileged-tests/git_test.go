@@ -392,19 +392,37 @@ func TestNoUsernsGitAudit(t *testing.T) {
 		`git init -q sub; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config`,
 		`printf '#!/bin/sh\n%s\n' "$PROG" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
 	} {
+		checks := []struct {
+			dir  string
+			args []string
+		}{{"", []string{"status"}}, {"sub", []string{"status"}}, {"", []string{"commit", "-q", "--allow-empty", "-m", "x"}}}
+		// Without moat the attack plants: this test can fail.
 		s := newGitScene(t)
+		if r := s.run(attack, false); r.code != 0 {
+			t.Fatalf("without moat %q failed:\n%s", attack, r.out)
+		}
+		planted := false
+		for _, c := range checks {
+			if d := filepath.Join(s.repo, c.dir); !planted {
+				if _, err := os.Stat(d); err == nil && s.userGit(d, c.args...) {
+					planted = true
+				}
+			}
+		}
+		if !planted {
+			t.Fatalf("without moat, %q plants nothing the user's git runs: this test could not detect an escape", attack)
+		}
+		s = newGitScene(t)
 		cmd := exec.Command(self, moatBin, "run", "--best-effort", "--settings", s.settings, "-c", attack)
 		cmd.Dir, cmd.Env = s.repo, append(s.env(), denyUsernsEnv+"=1")
 		out, _ := cmd.CombinedOutput()
 		if !strings.Contains(string(out), "best effort") {
 			t.Fatalf("not the no-namespace tier:\n%s", out)
 		}
-		for _, c := range []struct {
-			dir  string
-			args []string
-		}{{s.repo, []string{"status"}}, {filepath.Join(s.repo, "sub"), []string{"status"}}, {s.repo, []string{"commit", "-q", "--allow-empty", "-m", "x"}}} {
-			if _, err := os.Stat(c.dir); err == nil && s.userGit(c.dir, c.args...) {
-				t.Fatalf("ESCAPE in the no-namespace tier: git %v in %s ran the planted program after %q\n%s", c.args, c.dir, attack, out)
+		for _, c := range checks {
+			d := filepath.Join(s.repo, c.dir)
+			if _, err := os.Stat(d); err == nil && s.userGit(d, c.args...) {
+				t.Fatalf("ESCAPE in the no-namespace tier: git %v in %s ran the planted program after %q\n%s", c.args, d, attack, out)
 			}
 		}
 	}
