@@ -70,7 +70,9 @@ result per line on standard output, in order, with the id echoed. A line that
 is not a valid request gets {"id": ..., "error": "..."} and the stream goes on.
 
 Exit status: 0 whenever a decision was printed, whatever it is; 125 for a
-usage or settings error.`,
+usage or settings error. From a working directory moat run refuses (a
+system directory, with Claude Code's settings), the command is decided all
+the same, with a note on standard error that moat run would refuse.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd, f, args)
@@ -138,9 +140,16 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if err != nil {
 		return usageError("--cwd %q: %v", f.cwd, err)
 	}
-	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd, Check: runtime.SettingsCheck("")})
+	pol, _, err := settings.Load(settings.Options{File: f.settings, Cwd: cwd, Check: runtime.SettingsCheck(""), RunsNothing: true})
 	if err != nil {
 		return &exitError{code: exitMoatError, err: err}
+	}
+	// moat check runs nothing: a working directory moat run would refuse
+	// is said, and the command decided all the same.
+	for _, n := range pol.Notes {
+		if strings.HasPrefix(n, settings.RunRefusalNote) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "moat: note: %s\n", n)
+		}
 	}
 	// Path constraints follow symbolic links on this machine.
 	opts := permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox}

@@ -443,3 +443,34 @@ func TestCheckSandboxSwitches(t *testing.T) {
 		t.Errorf("--json must carry the sandbox answer: %q", out)
 	}
 }
+
+// From a working directory moat run refuses (/, with Claude Code's
+// settings), moat check and moat policy, which run nothing, still answer,
+// with a note that moat run would refuse.
+func TestCheckAndPolicyWhereRunRefuses(t *testing.T) {
+	_, file := checkSetup(t, `{"permissions":{"allow":["Bash(npm run:*)"]}}`)
+	t.Setenv("MOAT_DAEMON", "off")
+	code, out, errs := runMoat(t, "", "check", "--settings", file, "--cwd", "/", "--", "npm run build")
+	if code != 0 || !strings.HasPrefix(out, "allow") || !strings.Contains(errs, "moat: note: moat run would refuse to start here: / is a system directory") {
+		t.Fatalf("moat check from /: %d %q %q", code, out, errs)
+	}
+	code, out, errs = runMoat(t, "", "check", "--settings", file, "--cwd", "/var/lib", "--json", "--", "ls")
+	if code != 0 || !json.Valid([]byte(out)) || !strings.Contains(errs, "/var/lib is a system directory") {
+		t.Fatalf("moat check --json from /var/lib: %d %q %q", code, out, errs)
+	}
+	t.Chdir("/")
+	code, out, errs = runMoat(t, "", "policy", "--settings", file)
+	if code != 0 || !strings.Contains(out, "note: moat run would refuse to start here: / is a system directory") {
+		t.Fatalf("moat policy from /: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runMoat(t, "", "policy", "--json", "--settings", file)
+	var p struct{ Notes []string }
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || len(p.Notes) == 0 || !strings.HasPrefix(p.Notes[0], "moat run would refuse") {
+		t.Fatalf("moat policy --json from /: %d %q", code, out)
+	}
+	// moat run does refuse.
+	code, _, errs = runMoat(t, "", "run", "--settings", file, "--", "true")
+	if code != 125 || !strings.Contains(errs, "/ is a system directory") {
+		t.Fatalf("moat run from /: %d %q", code, errs)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/runtime/settings"
 )
 
 func init() { subcommands = append(subcommands, newPolicyCmd) }
@@ -26,7 +27,11 @@ With --seatbelt, print instead the macOS Seatbelt profile a Mac would
 enforce for this policy (on any platform): the profile text, whose
 policy strings are parameters, then sandbox-exec's -D arguments. --inline
 writes each parameter in place (a self-contained profile); --json prints
-{profile, params, description}.`,
+{profile, params, description}.
+
+From a working directory moat run refuses (a system directory, with Claude
+Code's settings), the policy is printed all the same, with a note that moat
+run would refuse.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if inline && !seatbelt {
@@ -35,9 +40,11 @@ writes each parameter in place (a self-contained profile); --json prints
 			if inline && asJSON {
 				return usageError("--inline and --json do not go together: --json already carries the profile's parameters")
 			}
-			pol, err := loadPolicy(file)
+			// moat policy runs nothing: where moat run would refuse the
+			// working directory, the policy is shown with a note saying so.
+			pol, _, err := settings.Load(settings.Options{File: file, Check: runtime.SettingsCheck(""), RunsNothing: true})
 			if err != nil {
-				return err
+				return &exitError{code: exitMoatError, err: err}
 			}
 			if seatbelt {
 				return printSeatbelt(cmd.OutOrStdout(), pol, asJSON, inline)

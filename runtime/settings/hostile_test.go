@@ -153,6 +153,10 @@ func TestImplicitWorkingDirectory(t *testing.T) {
 	if _, _, err := Load(Options{File: cc, Cwd: "/root", Home: e.home, ManagedFile: e.managed}); err == nil {
 		t.Errorf("/root, not the home: allowed")
 	}
+	// For a caller that runs nothing (moat check, moat policy), a note.
+	if p, _, err := Load(Options{File: cc, Cwd: "/", Home: e.home, ManagedFile: e.managed, RunsNothing: true}); err != nil || len(p.Notes) != 1 || !strings.HasPrefix(p.Notes[0], RunRefusalNote+"/ is a system directory") {
+		t.Errorf("RunsNothing from /: %v", err)
+	}
 	// Said explicitly, it is the user's choice.
 	explicit := e.write(filepath.Join(e.home, "cc2.json"), `{"sandbox":{"filesystem":{"allowWrite":["//etc"]}}}`)
 	if _, _, err := Load(Options{File: explicit, Cwd: "/etc", Home: e.home, ManagedFile: e.managed}); err != nil {

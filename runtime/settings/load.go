@@ -37,6 +37,11 @@ type Options struct {
 	// NoDefaults reads no default user or project file (only File and the
 	// managed file).
 	NoDefaults bool
+	// RunsNothing says the caller runs nothing (moat check, moat policy):
+	// a working directory that Claude Code's implicit rule may not make
+	// writable (a system directory) is then a note, starting with
+	// RunRefusalNote, instead of an error.
+	RunsNothing bool
 	// Check, if set, is called for every default project or user file that
 	// exists, before it is read; an error stops the load (a file that a
 	// running sandbox could have written, say). If nil, nothing is checked.
@@ -203,7 +208,14 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	p := merge(layers, cwd, home)
 	p.Notes = append(p.Notes, notes...)
 	if err := checkImplicitCwd(p); err != nil {
-		return nil, nil, err
+		if !opts.RunsNothing {
+			return nil, nil, err
+		}
+		reason := err.Error()
+		if se := (*Error)(nil); errors.As(err, &se) {
+			reason = se.Reason
+		}
+		p.Notes = append(p.Notes, RunRefusalNote+reason)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -579,6 +591,10 @@ func decodeToolCache(m *object) (*string, error) {
 	}
 	return &d, nil
 }
+
+// RunRefusalNote begins the note of a load with RunsNothing where moat run
+// would refuse to start.
+const RunRefusalNote = "moat run would refuse to start here: "
 
 // implicitCwdSource marks the rule Claude Code's format adds: the working
 // directory is writable.
