@@ -2,16 +2,19 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
+# make install puts bin/moat in $(PREFIX)/bin ($(DESTDIR) for packaging).
+PREFIX ?= /usr/local
 STATIC_TAGS := netgo osusergo
 STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # System packages the build and the tests need (Debian names). strace: the
 # behavioural oracle of the permission decisions (permissions/oracle_linux_test.go).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client strace
 
-.PHONY: help deps build test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
+.PHONY: help deps build install test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
+	@echo "make install copy bin/moat to $(PREFIX)/bin (as root, or sudo make install; PREFIX=~/.local for your own)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
 	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin)"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime"
@@ -78,6 +81,13 @@ bench: build
 
 clean:
 	rm -rf $(BIN)
+
+# install copies the built binary; it does not build (sudo's PATH often has
+# no go): make build first, as yourself.
+install:
+	@[ -x $(BIN)/moat ] || { echo "$(BIN)/moat is not built: run make build first"; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/moat $(DESTDIR)$(PREFIX)/bin/moat
 
 # moatd (docs/DAEMON.md): the binary, group moat, the systemd units, the
 # per-user policy directory. Add users with: usermod -aG moat USER

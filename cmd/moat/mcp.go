@@ -50,7 +50,11 @@ loopback only, and requests whose Host or Origin is not loopback are refused).
 
 docs/MCP.md has the tools, the results and the client configuration, e.g.
 
-  claude mcp add moat -- moat mcp --settings ~/.claude/settings.json
+  claude mcp add moat -- moat mcp
+
+It reads the settings moat run reads (managed, the project's in the
+directory the client starts it in, ~/.claude/settings.json); --settings FILE
+replaces the user and project files.
 
 Exit status: 0 when the client went away (stdio) or on SIGINT/SIGTERM (HTTP);
 125 for moat's own errors (bad settings, no sandbox, bad address).`,

@@ -151,6 +151,42 @@ func TestMCPStdio(t *testing.T) {
 	}
 }
 
+// The README's configuration, `claude mcp add moat -- moat mcp`, names no
+// settings file: moat mcp reads the user's ~/.claude/settings.json (and the
+// project's) as moat run does. --settings with a file that does not exist
+// is moat's error, exit 125, before anything is served.
+func TestMCPReadsTheUsersSettings(t *testing.T) {
+	tr := newTree(t)
+	os.MkdirAll(filepath.Join(tr.home, ".claude"), 0o755)
+	writeJSON(t, filepath.Join(tr.home, ".claude", "settings.json"), map[string]any{
+		"permissions": map[string]any{"deny": []string{"Bash(rm:*)"}},
+	})
+	cmd := exec.Command(moatBin(t), "mcp")
+	cmd.Dir, cmd.Env = tr.dir, tr.env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcpClient("").Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	victim := filepath.Join(tr.dir, "victim")
+	os.WriteFile(victim, []byte("x"), 0o644)
+	if r, m, txt := mcpCall(t, cs, "bash", map[string]any{"command": "rm -f " + victim}); !r.IsError || m["refused"] == nil || !strings.Contains(txt, "Bash(rm:*)") {
+		t.Errorf("rm under the user's deny rule: %v %q", r.IsError, txt)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the denied rm ran: %v", err)
+	}
+	if r, m, txt := mcpCall(t, cs, "bash", map[string]any{"command": "echo hi"}); r.IsError || m["output"] != "hi\n" {
+		t.Errorf("echo hi: %v %q", r.IsError, txt)
+	}
+	missing := filepath.Join(tr.home, ".claude", "no-such-settings.json")
+	if out := tr.moat(t, "", tr.env(), "mcp", "--settings", missing); out.code != exitMoatError || !strings.Contains(out.stderr, "no such file") {
+		t.Errorf("moat mcp --settings with a missing file: exit %d, %q", out.code, out.stderr)
+	}
+}
+
 // startHTTP starts moat mcp --http addr and returns the URL it serves.
 func startHTTP(t *testing.T, tr tree, addr string) (*exec.Cmd, string) {
 	t.Helper()
