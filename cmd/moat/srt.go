@@ -54,6 +54,14 @@ runtime's own errors (bad settings, bad command line, no sandbox), as srt.`,
 					}
 				}
 			}
+			if f.command == "" && len(args) == 0 && !cmd.Flags().Changed("command") {
+				// srt's own usage, not moat run's.
+				name := "moat srt"
+				if filepath.Base(os.Args[0]) == "srt" {
+					name = "srt"
+				}
+				return srtError(usageError("no command: use %s [-s FILE] -c 'STRING' or %s [-s FILE] [--] CMD [ARGS...]", name, name))
+			}
 			if f.command == "" && len(args) > 0 {
 				// srt joins the words, quoted, and runs them with a shell.
 				f.command = quoteWords(args)

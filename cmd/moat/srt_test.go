@@ -37,7 +37,7 @@ func TestSRTCompat(t *testing.T) {
 		{"SRT_DEBUG", []string{"srt", "-s", tr.settings, "true"}, tr.env("SRT_DEBUG=1"), 0, "", "stage 2"},
 		{"bad settings", []string{"srt", "-s", "/nonexistent/s.json", "true"}, nil, 1, "", "no such file"},
 		{"bad flag", []string{"srt", "--bogus", "true"}, nil, 1, "", "unknown flag"},
-		{"no command", []string{"srt", "-s", tr.settings}, nil, 1, "", "no command"},
+		{"no command", []string{"srt", "-s", tr.settings}, nil, 1, "", "no command: use moat srt [-s FILE] -c 'STRING' or moat srt [-s FILE] [--] CMD [ARGS...]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tr.moat(t, "", tc.env, tc.args...)
@@ -46,7 +46,18 @@ func TestSRTCompat(t *testing.T) {
 			}
 		})
 	}
+	for _, args := range [][]string{{"srt", "-s", tr.settings}, {"srt"}} {
+		if r := tr.moat(t, "", nil, args...); strings.Contains(r.stderr, "moat run") {
+			t.Errorf("moat %v names moat run's usage: %q", args, r.stderr)
+		}
+	}
 	// Under the name srt, the same command line without the subcommand.
+	cmd0 := exec.Command(link, "-s", tr.settings)
+	cmd0.Dir, cmd0.Env = tr.dir, tr.env()
+	out0, err := cmd0.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out0), "no command: use srt [-s FILE] -c 'STRING' or srt [-s FILE] [--] CMD") {
+		t.Errorf("srt with no command: %v\n%s", err, out0)
+	}
 	cmd := exec.Command(link, "-s", tr.settings, "-c", "echo as-srt; touch "+outside+"/y")
 	cmd.Dir, cmd.Env = tr.dir, tr.env()
 	out, err := cmd.CombinedOutput()
