@@ -67,6 +67,11 @@ type BashInput struct {
 	Timeout         int64  `json:"timeout,omitempty" jsonschema:"kill the command after this many milliseconds (at most 600000; default 120000)"`
 	RunInBackground bool   `json:"run_in_background,omitempty" jsonschema:"start the command in the background and return at once with its id; read it with bash_output, end it with bash_kill"`
 	Description     string `json:"description,omitempty" jsonschema:"what the command does, in a few words (shown when the user is asked)"`
+	// DangerouslyDisableSandbox is Claude Code's request to run the
+	// command outside the sandbox: it counts in the decision as the
+	// settings say (sandbox.allowUnsandboxedCommands), and moat runs the
+	// command in its sandbox all the same.
+	DangerouslyDisableSandbox bool `json:"dangerouslyDisableSandbox,omitempty" jsonschema:"ask to run the command outside the sandbox (Claude Code's switch): the user's settings decide whether the request counts (it takes autoAllowBashIfSandboxed's allowance away), and moat still runs the command inside its sandbox"`
 }
 
 // IDInput is the bash_output and bash_kill tools' arguments.
@@ -86,6 +91,11 @@ type Result struct {
 	// SuggestedRule is an allow rule the user may add to the settings so
 	// that such commands run without asking.
 	SuggestedRule string `json:"suggested_rule,omitempty"`
+	// Sandbox says whether the settings' sandbox switches (enabled,
+	// excludedCommands, a dangerouslyDisableSandbox request that
+	// allowUnsandboxedCommands permits) would run the command in the
+	// sandbox; moat runs it there either way.
+	Sandbox *permissions.SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // OutputResult is the bash_output tool's structured content.
@@ -216,10 +226,10 @@ func (s *server) bash(ctx context.Context, req *sdk.CallToolRequest, in BashInpu
 	case in.Timeout < 0 || in.Timeout > MaxTimeoutMS:
 		return inputError("timeout", "%d ms is out of range (0 to %d)", in.Timeout, MaxTimeoutMS), nil, nil
 	}
-	dec := s.sh.Decide(ctx, in.Command, "")
+	dec := s.sh.DecideRequest(ctx, permissions.Request{Command: in.Command, DangerouslyDisableSandbox: in.DangerouslyDisableSandbox})
 	d := dec.Decision.Final()
 	s.log.Debug("mcp bash", "cmd", in.Command, "decision", d.Verdict.String(), "reason", d.Reason)
-	res := Result{Decision: &d, SuggestedRule: dec.Suggestion}
+	res := Result{Decision: &d, SuggestedRule: dec.Suggestion, Sandbox: dec.Sandbox}
 	switch d.Verdict {
 	case policy.Allow:
 	case policy.Deny:
@@ -258,7 +268,16 @@ func (s *server) bash(ctx context.Context, req *sdk.CallToolRequest, in BashInpu
 		return &out, nil, nil
 	}
 	res.Result = r
-	return &sdk.CallToolResult{Content: content(r, Format(r)), StructuredContent: res, IsError: r.IsError}, nil, nil
+	return &sdk.CallToolResult{Content: content(r, Format(r)+outsideNote(dec.Sandbox)), StructuredContent: res, IsError: r.IsError}, nil, nil
+}
+
+// outsideNote is the line a result gets when the settings would have run
+// the command outside the sandbox, or "".
+func outsideNote(sb *permissions.SandboxInfo) string {
+	if sb == nil || sb.Sandboxed {
+		return ""
+	}
+	return "[note: the settings would run this command outside the sandbox (" + sb.Reason + "); moat ran it inside]\n"
 }
 
 func reasonOf(d policy.Decision) string {
@@ -282,6 +301,9 @@ func askMessage(in BashInput, dec permissions.Result) string {
 		fmt.Fprintf(&b, "\n(%s)\n", oneLine(in.Description))
 	}
 	fmt.Fprintf(&b, "\nWhy you are asked: %s\n", reasonOf(dec.Decision.Final()))
+	if sb := dec.Sandbox; sb != nil && !sb.Sandboxed {
+		fmt.Fprintf(&b, "The settings would run it outside the sandbox (%s); moat runs it inside.\n", sb.Reason)
+	}
 	for _, w := range dec.Warnings {
 		fmt.Fprintf(&b, "Warning: %s\n", w)
 	}

@@ -38,6 +38,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with the policy changed by edit first.
+func newFixtureWith(t *testing.T, edit func(*policy.Policy)) *fixture {
+	t.Helper()
 	testutil.RequireUserns(t)
 	root := os.Getenv("MOAT_TEST_DIR")
 	if root == "" {
@@ -55,6 +61,9 @@ func newFixture(t *testing.T) *fixture {
 	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
 	pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "test"}}
 	pol.Permissions.Deny = []policy.Rule{{Rule: "Bash(rm:*)"}}
+	if edit != nil {
+		edit(pol)
+	}
 	sh, err := sandbox.Open(context.Background(), sandbox.Config{Policy: pol, Gate: sandbox.GateOff,
 		StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C"}})
 	if err != nil {
@@ -165,7 +174,7 @@ func TestListTools(t *testing.T) {
 		}
 	}
 	b, _ := json.Marshal(tools["bash"].InputSchema)
-	for _, want := range []string{`"command"`, `"timeout"`, `"run_in_background"`, `"description"`, `"maximum":600000`, `"required":["command"]`} {
+	for _, want := range []string{`"command"`, `"timeout"`, `"run_in_background"`, `"description"`, `"dangerouslyDisableSandbox"`, `"maximum":600000`, `"required":["command"]`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("bash's schema lacks %s: %s", want, b)
 		}
@@ -502,5 +511,100 @@ func TestWriteOutsidePolicy(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "pwned\n" {
 		t.Fatalf("without moat: %q", b)
+	}
+}
+
+// Claude Code's sandbox switches act on the bash tool's decisions as in
+// moat check: autoAllowBashIfSandboxed allows a command no rule denies or
+// asks; excludedCommands and a dangerouslyDisableSandbox request (which
+// allowUnsandboxedCommands permits) mark the command as one the settings
+// would run outside the sandbox, which takes that allowance away (the user
+// is asked), says so in the result (sandbox, and a note), and still runs it
+// inside moat's sandbox.
+func TestSandboxSwitches(t *testing.T) {
+	f := newFixtureWith(t, func(p *policy.Policy) {
+		p.Sandbox.AutoAllowBashIfSandboxed = true
+		p.Sandbox.ExcludedCommands = []string{"touch"}
+	})
+	el := &elicitations{action: "accept"}
+	cs := f.connect(t, el, nil)
+	sandboxOf := func(r *sdk.CallToolResult) map[string]any {
+		t.Helper()
+		sb, _ := structured(t, r)["sandbox"].(map[string]any)
+		if sb == nil {
+			t.Fatalf("no sandbox in the result: %v", structured(t, r))
+		}
+		return sb
+	}
+
+	// autoAllowBashIfSandboxed: mkdir (no rule allows it) runs unasked.
+	r := call(t, cs, "bash", map[string]any{"command": "mkdir auto"})
+	if r.IsError || el.count() != 0 || structured(t, r)["decision"].(map[string]any)["decision"] != "allow" {
+		t.Fatalf("autoAllowBashIfSandboxed: %v %q, asked %v", r.IsError, text(r), el.asked)
+	}
+	if sb := sandboxOf(r); sb["sandboxed"] != true || strings.Contains(text(r), "outside the sandbox") {
+		t.Errorf("an auto-allowed command: sandbox %v, %q", sb, text(r))
+	}
+
+	// excludedCommands: touch is asked about, and runs in the sandbox all
+	// the same: its write outside the policy is refused.
+	outside := filepath.Join(f.dir, "outside-excluded")
+	inside := filepath.Join(f.work, "excluded")
+	r = call(t, cs, "bash", map[string]any{"command": "touch " + inside + " " + outside})
+	if el.count() != 1 || !strings.Contains(el.asked[0], "outside the sandbox") || !strings.Contains(el.asked[0], "excludedCommands") {
+		t.Fatalf("an excluded command must be asked about, saying so: %q", el.asked)
+	}
+	if sb := sandboxOf(r); sb["sandboxed"] != false || !strings.Contains(sb["reason"].(string), "excludedCommands") {
+		t.Errorf("an excluded command: sandbox %v", sb)
+	}
+	if !strings.Contains(text(r), "[note: the settings would run this command outside the sandbox") || !strings.Contains(text(r), "moat ran it inside") {
+		t.Errorf("no note that moat ran it inside: %q", text(r))
+	}
+	if _, err := os.Stat(inside); err != nil {
+		t.Errorf("the approved excluded command did not run: %v", err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatalf("ESCAPE: an excluded command ran outside the sandbox (%s written)", outside)
+	}
+	if !r.IsError || !strings.Contains(text(r), "<sandbox_violations>") {
+		t.Errorf("the excluded command's write outside the policy must be refused and reported: %q", text(r))
+	}
+
+	// dangerouslyDisableSandbox: accepted by the schema, counted (the
+	// allowance goes, the user is asked), run inside.
+	r = call(t, cs, "bash", map[string]any{"command": "mkdir requested", "dangerouslyDisableSandbox": true})
+	if el.count() != 2 || !strings.Contains(el.asked[1], "dangerouslyDisableSandbox") {
+		t.Fatalf("dangerouslyDisableSandbox must take the allowance away: %v %q, asked %q", r.IsError, text(r), el.asked)
+	}
+	if sb := sandboxOf(r); r.IsError || sb["sandboxed"] != false || !strings.Contains(text(r), "moat ran it inside") {
+		t.Errorf("dangerouslyDisableSandbox: %v %v %q", r.IsError, sb, text(r))
+	}
+	if _, err := os.Stat(filepath.Join(f.work, "requested")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	// false is the default: allowed as before.
+	if r = call(t, cs, "bash", map[string]any{"command": "mkdir plain", "dangerouslyDisableSandbox": false}); r.IsError || el.count() != 2 {
+		t.Errorf("dangerouslyDisableSandbox false: %v %q", r.IsError, text(r))
+	}
+}
+
+// With allowUnsandboxedCommands false a dangerouslyDisableSandbox request
+// does not count: the command stays sandboxed (the result says why) and
+// keeps autoAllowBashIfSandboxed's allowance.
+func TestDangerouslyDisableSandboxNotAllowed(t *testing.T) {
+	no := false
+	f := newFixtureWith(t, func(p *policy.Policy) {
+		p.Sandbox.AutoAllowBashIfSandboxed = true
+		p.Sandbox.AllowUnsandboxedCommands = &no
+	})
+	el := &elicitations{action: "decline"}
+	cs := f.connect(t, el, nil)
+	r := call(t, cs, "bash", map[string]any{"command": "mkdir kept", "dangerouslyDisableSandbox": true})
+	sb, _ := structured(t, r)["sandbox"].(map[string]any)
+	if r.IsError || el.count() != 0 || sb == nil || sb["sandboxed"] != true || !strings.Contains(sb["reason"].(string), "not honoured") {
+		t.Errorf("dangerouslyDisableSandbox without allowUnsandboxedCommands: %v %q %v, asked %q", r.IsError, text(r), sb, el.asked)
+	}
+	if strings.Contains(text(r), "outside the sandbox") {
+		t.Errorf("a sandboxed command got the note: %q", text(r))
 	}
 }

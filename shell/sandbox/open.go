@@ -64,6 +64,10 @@ type Config struct {
 	// moatd, root, serving an unprivileged client). Env must then be set:
 	// the supervisor's own environment is never the client's.
 	As *enforce.Identity
+	// Enforcer, if set, is a long-lived supervisor's enforcer
+	// (runtime.SessionRequest.Enforcer: moatd's); nil, one of the
+	// session's own.
+	Enforcer *runtime.Enforcer
 }
 
 // Shell is a shell.Session on a session sandbox, with moat's decisions in
@@ -108,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As})
+	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As, Enforcer: cfg.Enforcer})
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +168,20 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 // Decide is the permission pipeline's decision for command in cwd (the
 // shell's working directory if empty).
 func (s *Shell) Decide(ctx context.Context, command, cwd string) permissions.Result {
-	if cwd == "" {
-		cwd = s.Session.Cwd()
+	return s.DecideRequest(ctx, permissions.Request{Command: command, Cwd: cwd})
+}
+
+// DecideRequest is Decide for a whole request (an agent's
+// dangerouslyDisableSandbox, say): an empty Cwd is the shell's working
+// directory, an empty Mode the shell's (Config.Mode).
+func (s *Shell) DecideRequest(ctx context.Context, req permissions.Request) permissions.Result {
+	if req.Cwd == "" {
+		req.Cwd = s.Session.Cwd()
 	}
-	return s.Engine.DecideContext(ctx, permissions.Request{Command: command, Cwd: cwd, Mode: s.mode})
+	if req.Mode == "" {
+		req.Mode = s.mode
+	}
+	return s.Engine.DecideContext(ctx, req)
 }
 
 // Close kills what still runs, ends the sandbox and removes the output
