@@ -362,7 +362,12 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		a.repo(dir, "", res)
 	}
 	if d.flags&flagClaude != 0 {
-		a.reach(filepath.Join(dir, ".claude"))
+		cl := filepath.Join(dir, ".claude")
+		a.reach(cl)
+		// Judged before the walk reaches .claude itself: moved in?
+		if fi, err := os.Lstat(cl); err == nil && fi.IsDir() && (a.fresh[dir] || a.movedIn(cl, idOf(fi))) {
+			a.fresh[cl] = true
+		}
 		for _, n := range []string{"settings.json", "settings.local.json"} {
 			a.settingsFile(filepath.Join(dir, ".claude", n))
 		}
@@ -389,7 +394,8 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	var res []string
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
-		if a.changed(lid) {
+		real := mustReal(dotgit)
+		if a.pointer(dotgit, real, a.changed(lid)) {
 			res = append(res, dotgit)
 		}
 		fi, err := os.Stat(dotgit)
@@ -397,7 +403,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 			return
 		}
 		if fi.IsDir() {
-			a.repo(mustReal(dotgit), worktree, res)
+			a.repo(real, worktree, res)
 			return
 		}
 	} else if lfi.IsDir() {
@@ -413,11 +419,42 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	if !ok {
 		return
 	}
-	a.next.redirects[dotgit] = target
-	if a.changedAt(dotgit, id) && !a.knewRedirect(dotgit, target) {
+	if a.pointer(dotgit, target, a.changedAt(dotgit, id)) {
 		res = append(res, dotgit)
 	}
 	a.repo(target, worktree, res)
+}
+
+// pointer records where a pointer file (a .git file or symlink, a
+// commondir) leads now, and reports whether it made git find a repository
+// during the run: the pointer changed during the run and led elsewhere at
+// the last audit (or there was none), or it did not change but leads to
+// another directory than at the last audit (a symlink or directory put at
+// the path it names: what the target holds may date from an earlier run).
+// A retargeted pointer's target is judged whole, as moved in.
+func (a *auditor) pointer(file, target string, changed bool) bool {
+	key := target + "\x00" + dirIdentity(target)
+	if a.next != nil {
+		a.next.redirects[file] = key
+	}
+	if a.cache != nil {
+		if old, ok := a.cache.redirects[file]; ok && old != key {
+			a.fresh[target] = true
+			return true
+		}
+	}
+	return changed && !a.knewRedirect(file, key)
+}
+
+// dirIdentity is the device and inode of the directory p leads to, "-" if
+// there is none.
+func dirIdentity(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		return "-"
+	}
+	id := idOf(fi)
+	return fmt.Sprintf("%d:%d", id.dev, id.ino)
 }
 
 // gitMovedIn reports a .git directory put in worktree during the run: the
@@ -445,11 +482,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	common := g
 	if c, id, ok := readCommondir(g); ok {
 		common = c
-		if a.next != nil {
-			a.next.redirects[filepath.Join(g, "commondir")] = c
-		}
-		if a.changedAt(filepath.Join(g, "commondir"), id) && !a.knewRedirect(filepath.Join(g, "commondir"), c) {
-			resolution = append(resolution, filepath.Join(g, "commondir"))
+		cd := filepath.Join(g, "commondir")
+		if a.pointer(cd, c, a.changedAt(cd, id)) {
+			resolution = append(resolution, cd)
 		}
 	}
 	a.reachPath(filepath.Join(common, "config"))

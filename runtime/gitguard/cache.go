@@ -106,7 +106,7 @@ func (c *walkCache) redirect(file string) string {
 	return c.redirects[file]
 }
 
-const cacheMagic = "moat-gitguard 2\n"
+const cacheMagic = "moat-gitguard 3\n"
 
 func cacheFile(dir, root string) string {
 	h := sha256.Sum256([]byte(root))
