@@ -164,7 +164,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	}
 	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr, control)
 	if err != nil {
-		return runError(err)
+		return runError(explainReserveError(pol, err))
 	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)

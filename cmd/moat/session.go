@@ -86,7 +86,7 @@ func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEn
 	}
 	sh, err := sandbox.Open(ctx, cfg)
 	if err != nil {
-		return nil, runError(err)
+		return nil, runError(explainReserveError(pol, err))
 	}
 	for _, sk := range sh.Sandbox.Skipped() {
 		fmt.Fprintf(stderr, "moat: best effort: not enforced: %s\n", sk)

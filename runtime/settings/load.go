@@ -442,7 +442,7 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 	}
 	// (Last, so that an explicit rule for the same path is the one kept.)
 	if implicitCwd {
-		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, []policy.PathRule{{Path: cwd, Source: implicitCwdSource}})
+		p.FS.AllowWrite = appendPaths(p.FS.AllowWrite, []policy.PathRule{{Path: cwd, Source: ImplicitCwdSource}})
 	}
 	return p
 }
@@ -596,9 +596,9 @@ func decodeToolCache(m *object) (*string, error) {
 // would refuse to start.
 const RunRefusalNote = "moat run would refuse to start here: "
 
-// implicitCwdSource marks the rule Claude Code's format adds: the working
-// directory is writable.
-const implicitCwdSource = "working directory"
+// ImplicitCwdSource is the Source of the rule Claude Code's format adds:
+// the working directory is writable.
+const ImplicitCwdSource = "working directory"
 
 // The system directories: the implicit rule of Claude Code's format (the
 // working directory is writable) never makes one of them writable. The
@@ -648,7 +648,7 @@ var homeDirs = []string{"/root", "/var/root", "/private/var/root"}
 func checkImplicitCwd(p *policy.Policy) error {
 	implicit := false
 	for _, r := range p.FS.AllowWrite {
-		if r.Source == implicitCwdSource {
+		if r.Source == ImplicitCwdSource {
 			implicit = true
 		}
 	}
@@ -657,7 +657,7 @@ func checkImplicitCwd(p *policy.Policy) error {
 	}
 	cwd := p.Cwd
 	for _, r := range p.FS.AllowWrite {
-		if r.Source != implicitCwdSource && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
+		if r.Source != ImplicitCwdSource && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
 			return nil // the user said so explicitly
 		}
 	}
