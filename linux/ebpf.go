@@ -27,7 +27,8 @@ import (
 // only makes fail (a direct connect to 203.0.113.7:443, DNS to 8.8.8.8).
 type kernelFilter struct {
 	group   *cgroup.Group
-	progs   *bpf.Programs // the process's loaded set (moatd), or nil: a set of the run's own
+	shared  *sharedPrograms // the enforcer's loaded set (moatd), or nil: a set of the run's own
+	progs   *bpf.Programs   // shared's set, acquired
 	filter  *bpf.Filter
 	report  func(policy.Violation)
 	wg      sync.WaitGroup
@@ -36,23 +37,35 @@ type kernelFilter struct {
 	dropped uint64 // refusals already said to be unreported (guarded by mu)
 }
 
-// loaded is the set of eBPF programs a supervisor that serves other users
-// (moatd: Launch.As set) loads at its first run and attaches to each run's
-// cgroup after that: the kernel verifies the programs once (2.8-3.4 ms a
-// run for a set of the run's own, 0.47-0.49 ms to attach a loaded one and
-// detach it again: go test -bench Attach ./bpf/). A moat run of its own
-// loads a set for its one run: it would pay the load either way, and a
-// set's maps sized for many runs cost more to make.
-var loaded struct {
-	mu sync.Mutex
-	p  *bpf.Programs
+// sharedPrograms is the set of eBPF programs a long-lived enforcer
+// (NewShared: moatd's, kept for its life) loads at its first root launch and
+// attaches to each run's and session's cgroup after that: the kernel
+// verifies the programs once (2.8-3.4 ms a run for a set of the run's own,
+// 0.47-0.49 ms to attach a loaded one and detach it again: go test -bench
+// Attach ./bpf/). An enforcer of one run (New: a root moat run) loads a set
+// for its one run: it would pay the load either way, and a set's maps sized
+// for many runs cost more to make.
+//
+// The enforcer owns it: Enforcer.Close releases it, once the last filter
+// attached from it is closed (a run still going keeps its reports).
+type sharedPrograms struct {
+	mu     sync.Mutex
+	p      *bpf.Programs
+	users  int  // kernel filters attached from p, not yet closed
+	closed bool // the enforcer was closed: p goes with its last user
 }
 
-// loadedPrograms returns the process's loaded set, loading it first.
-func loadedPrograms() (*bpf.Programs, error) {
-	loaded.mu.Lock()
-	defer loaded.mu.Unlock()
-	if loaded.p == nil {
+// errEnforcerClosed is a launch asked of a closed shared enforcer.
+var errEnforcerClosed = errors.New("the enforcer's shared eBPF programs were released (Enforcer.Close)")
+
+// acquire returns the set, loading it first; release must follow.
+func (s *sharedPrograms) acquire() (*bpf.Programs, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errEnforcerClosed
+	}
+	if s.p == nil {
 		// Room for 4096 runs and sessions at once (moatd allows 64
 		// sessions and 16 runs a user by default), a 1 MiB ring buffer
 		// for their refusals (about 18,000 waiting to be read).
@@ -60,9 +73,35 @@ func loadedPrograms() (*bpf.Programs, error) {
 		if err != nil {
 			return nil, err
 		}
-		loaded.p = p
+		s.p = p
 	}
-	return loaded.p, nil
+	s.users++
+	return s.p, nil
+}
+
+// release ends one acquire; the set goes with the last user once the
+// enforcer is closed.
+func (s *sharedPrograms) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users--
+	if s.closed && s.users == 0 && s.p != nil {
+		_ = s.p.Close()
+		s.p = nil
+	}
+}
+
+// close releases the set now, or with its last user. Idempotent.
+func (s *sharedPrograms) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.users > 0 || s.p == nil {
+		return nil
+	}
+	err := s.p.Close()
+	s.p = nil
+	return err
 }
 
 // kernelFilterSupported tells whether this run gets the eBPF layer, and
@@ -91,25 +130,28 @@ func kernelFilterSupported(cacheDir string) error {
 }
 
 // newKernelFilter creates the run's cgroup (and removes those of dead runs).
-// With keep, the run's filter comes from the process's loaded set.
-func newKernelFilter(keep bool) (*kernelFilter, error) {
-	var progs *bpf.Programs
-	if keep {
-		var err error
-		if progs, err = loadedPrograms(); err != nil {
+// With shared, the run's filter comes from the enforcer's loaded set.
+func newKernelFilter(shared *sharedPrograms) (*kernelFilter, error) {
+	k := &kernelFilter{}
+	if shared != nil {
+		p, err := shared.acquire()
+		if err != nil {
 			return nil, fmt.Errorf("eBPF filter: %w", err)
 		}
+		k.shared, k.progs = shared, p
 	}
 	m, err := cgroup.New("moat")
+	if err == nil {
+		_, _ = m.CleanStale()
+		k.group, err = m.Create(strconv.Itoa(os.Getpid()) + "-")
+	}
 	if err != nil {
+		if k.shared != nil {
+			k.shared.release()
+		}
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
-	_, _ = m.CleanStale()
-	g, err := m.Create(strconv.Itoa(os.Getpid()) + "-")
-	if err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-	return &kernelFilter{group: g, progs: progs}, nil
+	return k, nil
 }
 
 // attach loads the programs onto the (still empty) cgroup. With the
@@ -175,6 +217,9 @@ func (k *kernelFilter) close() {
 		k.filter.Close()
 	}
 	k.wg.Wait()
+	if k.shared != nil {
+		k.shared.release()
+	}
 	if err := k.group.Remove(); err != nil {
 		k.group.Close() // the next start's CleanStale removes it
 	}

@@ -19,10 +19,30 @@ import (
 // Enforcer is the Linux enforcer: namespaces, mounts, Landlock, seccomp
 // and (as root) eBPF, set up by a C stage 2 from a plan the supervisor
 // computes (see doc.go).
-type Enforcer struct{}
+type Enforcer struct {
+	// progs is the eBPF set its root launches share (NewShared), or nil:
+	// each loads a set of its own.
+	progs *sharedPrograms
+}
 
-// New returns the Linux enforcer.
+// New returns an enforcer that keeps nothing between launches (a root
+// launch loads eBPF programs of its own): for one run.
 func New() *Enforcer { return &Enforcer{} }
+
+// NewShared returns an enforcer for a long-lived supervisor (moatd): as
+// root, it loads the eBPF programs at its first launch and attaches that
+// one set to every launch's cgroup after that, until Close.
+func NewShared() *Enforcer { return &Enforcer{progs: &sharedPrograms{}} }
+
+// Close releases what the enforcer keeps (NewShared's eBPF programs), once
+// the launches still using it have ended; a launch that needs the programs
+// after Close fails. It does nothing for New's. Idempotent.
+func (e *Enforcer) Close() error {
+	if e.progs == nil {
+		return nil
+	}
+	return e.progs.close()
+}
 
 var _ enforce.Enforcer = (*Enforcer)(nil)
 
@@ -43,7 +63,7 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver()}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver()}
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
 	}

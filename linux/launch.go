@@ -37,6 +37,7 @@ type launcher struct {
 	pol   *policy.Policy
 	nons  bool // the no-namespace tier
 	trace func(string)
+	progs *sharedPrograms // the enforcer's loaded eBPF set, or nil (newKernelFilter)
 
 	// made by prepare
 	planR, planW *os.File
@@ -169,7 +170,7 @@ func (ln *launcher) prepare() error {
 		return &enforce.UnsupportedFeatureError{Feature: "eBPF network confinement", Need: "moat.shareNetwork runs the command in the host's network namespace, which only eBPF can confine", Err: kfErr}
 	}
 	if kfErr == nil {
-		if ln.kf, err = newKernelFilter(ln.l.As != nil); err != nil {
+		if ln.kf, err = newKernelFilter(ln.progs); err != nil {
 			return err
 		}
 	}

@@ -48,7 +48,7 @@ func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, dirs: newResolver(), session: true}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver(), session: true}
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
 	}

@@ -7,6 +7,8 @@ import (
 
 func platform() enforce.Enforcer { return linux.New() }
 
+func platformShared() enforce.Enforcer { return linux.NewShared() }
+
 func platformReexec(args []string) (bool, error) { return linux.Reexec(args) }
 
 func platformSweep(stateDir string) error { return linux.Sweep(stateDir) }

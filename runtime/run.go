@@ -67,6 +67,10 @@ type Request struct {
 	// root supervisor serving an unprivileged client (moatd's POST /v1/run).
 	// Env is then required (the client's; never the supervisor's own).
 	As *enforce.Identity
+	// Enforcer, if set, is a long-lived supervisor's enforcer (NewEnforcer:
+	// moatd's), which keeps what runs can share. If nil, the run gets an
+	// enforcer of its own.
+	Enforcer *Enforcer
 }
 
 // Result says how the command ended.
@@ -257,7 +261,7 @@ func (r *run) launch(mode enforce.Mode) *enforce.Launch {
 // start asks the platform's enforcer for the sandbox, and with best effort
 // for less of it when the host refuses a part, saying what was left out.
 func (r *run) start(ctx context.Context) (enforce.Process, error) {
-	enf := platform()
+	enf := r.req.Enforcer.enforcer()
 	if enf == nil {
 		return nil, &enforce.UnsupportedFeatureError{Feature: "a sandbox on " + goos(), Need: "moat enforces on Linux (and macOS)"}
 	}

@@ -47,6 +47,8 @@ type SessionRequest struct {
 	// As, if set, runs the sandbox as that user (enforce.Launch.As): for a
 	// root supervisor serving an unprivileged client (moatd).
 	As *enforce.Identity
+	// Enforcer is Request.Enforcer, for the session.
+	Enforcer *Enforcer
 }
 
 // Command is one command of a session.
@@ -151,7 +153,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 }
 
 func (s *Session) start(ctx context.Context) error {
-	enf, ok := platform().(enforce.SessionEnforcer)
+	enf, ok := s.req.Enforcer.enforcer().(enforce.SessionEnforcer)
 	if !ok {
 		return &enforce.UnsupportedFeatureError{Feature: "session sandboxes on " + goos(), Need: "moat has them on Linux"}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/runtime/settings"
@@ -100,8 +101,13 @@ func runDaemon(cmd *cobra.Command, f *daemonFlags) error {
 	if err != nil {
 		return &exitError{code: exitMoatError, err: err}
 	}
+	// One enforcer for the daemon's life: it loads the eBPF programs once
+	// and attaches them to every run's and session's cgroup; released
+	// once the server has shut down.
+	enf := runtime.NewEnforcer()
+	defer enf.Close()
 	cfg := api.Config{Gate: sandbox.Gate(f.gate), MaxSessions: f.maxSessions, MaxCommandsPerSession: f.maxCommands,
-		StateDir: f.stateDir, Hide: []string{sock},
+		StateDir: f.stateDir, Hide: []string{sock}, Enforcer: enf,
 		Daemon: &api.Daemon{
 			PolicyFor: func(id *enforce.Identity, cwd string) (*policy.Policy, []string, error) {
 				return userPolicy(f.usersDir, id, cwd)

@@ -163,7 +163,7 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := runtime.Run(ctx, runtime.Request{Policy: rc.pol, Argv: req.Argv, Env: req.Env,
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], StateDir: s.cfg.StateDir,
-		Logger: s.cfg.Logger, Signals: sigs, As: rc.as, Trace: trace, OnTerminal: onTerminal})
+		Logger: s.cfg.Logger, Signals: sigs, As: rc.as, Trace: trace, OnTerminal: onTerminal, Enforcer: s.cfg.Enforcer})
 	if err != nil {
 		code := 125
 		var xe *enforce.ExecError

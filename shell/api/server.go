@@ -82,6 +82,10 @@ type Config struct {
 	// with its own policy and sessions, sandboxes run as that user
 	// (moatd: the server runs as root). Policy is then unused.
 	Daemon *Daemon
+	// Enforcer, if set, is the enforcer of every session and run
+	// (runtime.Request.Enforcer): moatd makes one for its life and closes
+	// it after Shutdown. If nil, each gets one of its own.
+	Enforcer *runtime.Enforcer
 }
 
 // Server answers the API's routes. Use it through Serve, which checks who

@@ -170,7 +170,7 @@ func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error
 	}
 	return sandbox.Config{Policy: pol, Gate: gate, Mode: req.Mode, Env: s.cfg.Env, StateDir: s.cfg.StateDir,
 		Timeout: time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
-		Logger:  s.cfg.Logger}, nil
+		Logger:  s.cfg.Logger, Enforcer: s.cfg.Enforcer}, nil
 }
 
 // sessionPolicy is a copy of the server's policy with the extra writable
@@ -392,5 +392,5 @@ func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest)
 	}
 	return sandbox.Config{Policy: &pol, Gate: gate, Mode: req.Mode, Env: s.daemonEnv(id), StateDir: s.cfg.StateDir,
 		Timeout:     time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
-		IdleTimeout: s.cfg.Daemon.IdleTimeout, Logger: s.cfg.Logger, As: id}, notes, nil
+		IdleTimeout: s.cfg.Daemon.IdleTimeout, Logger: s.cfg.Logger, As: id, Enforcer: s.cfg.Enforcer}, notes, nil
 }
