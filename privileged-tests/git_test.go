@@ -477,3 +477,46 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 		})
 	}
 }
+
+// A moat run SIGKILLed after its command planted, before its audit: the
+// next moat run audits the killed run's trees first (its announcement
+// stays in the state directory), so the user's git runs nothing (found by
+// an attack pass: no audit ever happened).
+func TestGitAuditAfterKilledRun(t *testing.T) {
+	plant := `git init -q k && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> k/.git/config && echo planted > k/ready`
+	s := newGitScene(t)
+	if r := s.run(plant, false); r.code != 0 {
+		t.Fatalf("%s", r.out)
+	}
+	if !s.userGit(filepath.Join(s.repo, "k"), "status") {
+		t.Fatal("the plant does not work without moat: this test could not detect an escape")
+	}
+	s = newGitScene(t)
+	cmd := exec.Command(moatBin, "run", "--settings", s.settings, "-c", plant+" && sleep 60")
+	cmd.Dir, cmd.Env = s.repo, s.env()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(s.repo, "k/ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the sandboxed command did not plant within 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	// The next moat run, of anything.
+	r := s.run("true", true)
+	if !strings.Contains(r.out, "killed before its audit") {
+		t.Errorf("the next run did not say it audited the killed run:\n%s", r.out)
+	}
+	if s.userGit(filepath.Join(s.repo, "k"), "status") {
+		t.Fatalf("ESCAPE: after a moat run was SIGKILLed, its plant ran in the user's git\n%s", r.out)
+	}
+}

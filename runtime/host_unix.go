@@ -15,8 +15,8 @@ import (
 func writableDir(d string) bool { return unix.Access(d, unix.W_OK) == nil }
 
 // SettingsCheck returns a check for settings.Options.Check: a default
-// settings file that a live sandbox could have written since it started is
-// refused, because a sandboxed command must never widen a later run (when
+// settings file that a live sandbox (or one killed before its audit: see
+// AuditDeadRuns) could have written since it started is refused, because a sandboxed command must never widen a later run (when
 // that run ends, its audit takes such a file out).
 func SettingsCheck(stateDir string) func(file string) error {
 	if stateDir == "" {
@@ -24,7 +24,7 @@ func SettingsCheck(stateDir string) func(file string) error {
 	}
 	dir := filepath.Join(stateDir, "journal")
 	return func(file string) error {
-		ws := live.LiveWriters(dir)
+		ws := live.Writers(dir) // the dead ones too, until their audit
 		if len(ws) == 0 {
 			return nil
 		}
@@ -42,6 +42,9 @@ func SettingsCheck(stateDir string) func(file string) error {
 			return false
 		}
 		for _, w := range ws {
+			if (w.Writes(file) || w.Writes(real)) && changed(w) && w.Dead {
+				return fmt.Errorf("changed since a moat run that could write it (%s, started %s) was killed before its git audit: moat does not load settings a sandbox could have written; the next moat run or session audits that run's trees first", w.ID, w.Since.Format("15:04:05"))
+			}
 			if (w.Writes(file) || w.Writes(real)) && changed(w) {
 				return fmt.Errorf("changed while a sandboxed command that can write it is running (moat run %s, started %s): moat does not load settings a sandbox could have written; when that run ends its audit takes the file out if it did", w.ID, w.Since.Format("15:04:05"))
 			}

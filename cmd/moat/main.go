@@ -84,6 +84,11 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError("%v", err)
 	})
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if runsSandboxes[cmd.Name()] {
+			auditKilledRuns(stderr)
+		}
+	}
 	for _, add := range subcommands {
 		root.AddCommand(add())
 	}

@@ -30,6 +30,14 @@ type Writer struct {
 	Since    time.Time
 	Roots    []string
 	ReadOnly []string
+	// As is the uid the sandbox ran as when it is not this process's
+	// (moatd: a client's); -1 or 0 when it is.
+	As int
+	// Dead: the run ended without withdrawing its announcement (it was
+	// killed): its sandbox could write Roots from Since on, and no audit
+	// looked at them.
+	Dead bool
+	file string
 }
 
 // Writes reports whether p lies in what the run can write.
@@ -69,6 +77,9 @@ func Announce(dir, id string, w Writer) (*os.File, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "S %d\n", w.Since.UnixNano())
+	if w.As > 0 {
+		fmt.Fprintf(&b, "U %d\n", w.As)
+	}
 	for _, r := range w.Roots {
 		fmt.Fprintf(&b, "W %s\n", hex.EncodeToString([]byte(r)))
 	}
@@ -93,9 +104,22 @@ func Withdraw(f *os.File) {
 	f.Close()
 }
 
-// LiveWriters lists the runs that hold their announcement (live ones);
-// announcements left by dead runs are removed.
+// LiveWriters lists the runs that hold their announcement (live ones).
 func LiveWriters(dir string) []Writer {
+	var out []Writer
+	for _, w := range Writers(dir) {
+		if !w.Dead {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Writers lists every announcement: live runs' and those of runs killed
+// before they withdrew theirs (Dead: what they could write was never
+// audited; Claim, then Done after the audit, removes one). A damaged
+// announcement of a dead run is removed.
+func Writers(dir string) []Writer {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -107,16 +131,43 @@ func LiveWriters(dir string) []Writer {
 			continue
 		}
 		file := filepath.Join(dir, e.Name())
-		if !isLive(file) {
-			os.Remove(file)
+		dead := !isLive(file)
+		w, ok := readAnnouncement(file)
+		if !ok {
+			if dead {
+				os.Remove(file)
+			}
 			continue
 		}
-		if w, ok := readAnnouncement(file); ok {
-			w.ID = id
-			out = append(out, w)
-		}
+		w.ID, w.Dead, w.file = id, dead, file
+		out = append(out, w)
 	}
 	return out
+}
+
+// Claim takes a dead run's announcement for its audit: ok is false when
+// another moat holds it (a live run, or another audit). Done ends the
+// claim: after the audit, the announcement is removed.
+func Claim(w Writer) (done func(audited bool), ok bool) {
+	f, err := os.OpenFile(w.file, os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	// Still there (not removed by the audit that held it before us)?
+	if _, err := os.Stat(w.file); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return func(audited bool) {
+		if audited {
+			os.Remove(w.file)
+		}
+		f.Close()
+	}, true
 }
 
 func readAnnouncement(file string) (Writer, bool) {
@@ -138,6 +189,12 @@ func readAnnouncement(file string) (Writer, bool) {
 				return Writer{}, false
 			}
 			w.Since = time.Unix(0, ns)
+		case "U":
+			uid, err := strconv.Atoi(v)
+			if err != nil || uid <= 0 {
+				return Writer{}, false
+			}
+			w.As = uid
 		case "W", "R":
 			b, err := hex.DecodeString(v)
 			if err != nil || !cleanAbs(string(b)) {

@@ -1,0 +1,100 @@
+//go:build unix
+
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/live"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// AuditDeadRuns audits what runs killed before their own git audit could
+// write (moat SIGKILLed: its announcement in STATE/journal stays, its lock
+// gone), each from when it started, and removes their announcements. It
+// returns what it found and took out (violations whose rule says they were
+// left by a killed run) and what it could not cover. moat run, moat
+// session and moatd's start call it before anything else, so that no
+// settings file or git state such a run planted is used; until a dead
+// run's trees are audited, SettingsCheck refuses settings files it could
+// have written. Only the runs of this process's user are audited, and as
+// root the runs moatd made as a client (as that user).
+func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	var (
+		vs    []policy.Violation
+		warns []string
+	)
+	for _, w := range live.Writers(filepath.Join(stateDir, "journal")) {
+		if !w.Dead {
+			continue
+		}
+		done, ok := live.Claim(w)
+		if !ok {
+			continue
+		}
+		var as *enforce.Identity
+		home, _ := os.UserHomeDir()
+		if w.As > 0 && w.As != os.Geteuid() {
+			if os.Geteuid() != 0 {
+				done(false)
+				continue
+			}
+			id, err := identityOfUID(w.As)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("git audit of a killed run (uid %d) not done: %v", w.As, err))
+				done(false)
+				continue
+			}
+			as, home = id, id.Home
+		}
+		ro := w.ReadOnly
+		fp := enforce.Footprint{WritableRoots: w.Roots, ReadOnly: func(p string) bool {
+			for _, r := range ro {
+				if p == r || strings.HasPrefix(p, r+"/") {
+					return true
+				}
+			}
+			return false
+		}}
+		since := w.Since
+		report := func(v policy.Violation) {
+			v.Rule += fmt.Sprintf(" (left by a moat run killed before its audit, started %s)", since.Format("2006-01-02 15:04:05"))
+			vs = append(vs, v)
+		}
+		warns = append(warns, auditGit(fp, since, home, stateDir, as, xdgConfigHome(nil, as), report)...)
+		done(true)
+	}
+	return vs, warns
+}
+
+// identityOfUID is a user's identity from the user database.
+func identityOfUID(uid int) (*enforce.Identity, error) {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return nil, err
+	}
+	id := &enforce.Identity{Uid: uid, Gid: gid, Home: filepath.Clean(u.HomeDir), Name: u.Username}
+	gids, err := u.GroupIds()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gids {
+		if n, err := strconv.Atoi(g); err == nil {
+			id.Groups = append(id.Groups, n)
+		}
+	}
+	return id, nil
+}

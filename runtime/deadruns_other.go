@@ -1,0 +1,8 @@
+//go:build !unix
+
+package runtime
+
+import "github.com/moat-sandbox/moat/runtime/policy"
+
+// AuditDeadRuns has nothing to audit where moat keeps no announcements.
+func AuditDeadRuns(string) ([]policy.Violation, []string) { return nil, nil }
