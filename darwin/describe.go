@@ -24,17 +24,17 @@ const (
 // reports what its policy asked for and did not get (Unenforced).
 func Limits(pol *policy.Policy) []enforce.Skip {
 	out := []enforce.Skip{
-		{Protection: "namespaces", Reason: "macOS has no namespaces: the command runs in the host's process, mount and network spaces, confined by the Seatbelt profile alone"},
-		{Protection: "process-isolation", Reason: "no pid namespace: the command can learn that other processes exist (kern.proc.pid), though Seatbelt lets it signal or inspect only the sandbox's own"},
-		{Protection: "private-tmp", Reason: "no mount namespace: the command gets a private TMPDIR (mode 0700, removed afterwards) instead of a private /tmp; the host's /tmp is not writable unless allowWrite names it"},
-		{Protection: "network", Reason: "no network namespace: the command shares the host's network stack; Seatbelt refuses every connection but to moat's proxy on the host's loopback, which any local process can reach too (the proxy asks for a per-run credential)"},
-		{Protection: "syscall-filter", Reason: "no seccomp: Seatbelt's operations (files, network, IPC, sysctl, Mach services, signals) are the only filter"},
-		{Protection: "process-tree", Reason: "no cgroup or pid namespace to end everything the command started: moat kills its session's process group, then every process of the user that carries the run's marker in its environment; a process that left the group and cleared its environment outlives the run (still inside the sandbox)"},
-		{Protection: "resource-limits", Reason: "no cgroups: only the timeout is enforced, no memory or process-count limit"},
-		{Protection: "sandbox-exec", Reason: "sandbox-exec is deprecated by Apple (still shipped, and what every peer uses); a future macOS may drop it"},
+		{Protection: enforce.ProtectionNamespaces, Reason: "macOS has no namespaces: the command runs in the host's process, mount and network spaces, confined by the Seatbelt profile alone"},
+		{Protection: enforce.ProtectionProcessIsolation, Reason: "no pid namespace: the command can learn that other processes exist (kern.proc.pid), though Seatbelt lets it signal or inspect only the sandbox's own"},
+		{Protection: enforce.ProtectionPrivateTmp, Reason: "no mount namespace: the command gets a private TMPDIR (mode 0700, removed afterwards) instead of a private /tmp; the host's /tmp is not writable unless allowWrite names it"},
+		{Protection: enforce.ProtectionNetwork, Reason: "no network namespace: the command shares the host's network stack; Seatbelt refuses every connection but to moat's proxy on the host's loopback, which any local process can reach too (the proxy asks for a per-run credential)"},
+		{Protection: enforce.ProtectionSyscallFilter, Reason: "no seccomp: Seatbelt's operations (files, network, IPC, sysctl, Mach services, signals) are the only filter"},
+		{Protection: enforce.ProtectionProcessTree, Reason: "no cgroup or pid namespace to end everything the command started: moat kills its session's process group, then every process of the user that carries the run's marker in its environment; a process that left the group and cleared its environment outlives the run (still inside the sandbox)"},
+		{Protection: enforce.ProtectionResourceLimits, Reason: "no cgroups: only the timeout is enforced, no memory or process-count limit"},
+		{Protection: enforce.ProtectionSandboxExec, Reason: "sandbox-exec is deprecated by Apple (still shipped, and what every peer uses); a future macOS may drop it"},
 	}
 	if pol != nil && pol.Net.AllowLocalBinding {
-		out = append(out, enforce.Skip{Protection: "network-loopback", Reason: "allowLocalBinding opens every loopback port of the host to the command, not only its own servers (needs best effort)"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkLoopback, Reason: "allowLocalBinding opens every loopback port of the host to the command, not only its own servers (needs best effort)"})
 	}
 	return out
 }
@@ -89,7 +89,7 @@ func Describe(pol *policy.Policy) (*enforce.Description, error) {
 	viol := "the sandbox's log, read with log stream by the run's tag"
 	add("violations", pol.Violations, viol, "file and network denials; a second of delay; needs permission to read the log")
 	for _, s := range Limits(pol) {
-		if s.Protection == "sandbox-exec" {
+		if s.Protection == enforce.ProtectionSandboxExec {
 			d.Notes = append(d.Notes, s.Reason)
 		}
 	}

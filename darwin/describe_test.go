@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/moat-sandbox/moat/internal/policycases"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 )
 
 // TestDescribe: what macOS enforces and what it cannot, for moat policy
@@ -42,14 +43,14 @@ func TestDescribe(t *testing.T) {
 	if !strings.Contains(strings.Join(d.Notes, "\n"), "never run on a Mac") {
 		t.Error("the description does not say the runner never ran on a Mac")
 	}
-	names := map[string]bool{}
+	names := map[enforce.Protection]bool{}
 	for _, s := range Limits(pol) {
 		if s.Reason == "" {
 			t.Errorf("%s: no reason", s.Protection)
 		}
 		names[s.Protection] = true
 	}
-	for _, n := range []string{"namespaces", "process-isolation", "network", "private-tmp", "process-tree", "sandbox-exec"} {
+	for _, n := range []enforce.Protection{"namespaces", "process-isolation", "network", "private-tmp", "process-tree", "sandbox-exec"} {
 		if !names[n] {
 			t.Errorf("Limits does not name %q", n)
 		}

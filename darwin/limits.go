@@ -27,17 +27,17 @@ import (
 
 // unheldLimit is one limit macOS cannot hold.
 type unheldLimit struct {
-	setting string // moat.limits.memory
-	skip    string // the enforce.Skip name: limit-memory
-	value   int64  // the policy's value: 0 default, -1 unlimited, >0 set
+	setting string             // moat.limits.memory
+	skip    enforce.Protection // what the Skip names
+	value   int64              // the policy's value: 0 default, -1 unlimited, >0 set
 	why     string
 }
 
 func unheldLimits(l policy.Limits) []unheldLimit {
 	return []unheldLimit{
-		{"moat.limits.memory", "limit-memory", l.Memory, "macOS has no cgroups, and RLIMIT_DATA does not bound what malloc maps"},
-		{"moat.limits.pids", "limit-pids", l.Pids, "macOS has no cgroups, and RLIMIT_NPROC would count every process of this user on the host"},
-		{"moat.limits.cpu", "limit-cpu", l.CPU, "only a cgroup throttles a CPU rate, and macOS has none"},
+		{"moat.limits.memory", enforce.ProtectionLimitMemory, l.Memory, "macOS has no cgroups, and RLIMIT_DATA does not bound what malloc maps"},
+		{"moat.limits.pids", enforce.ProtectionLimitPids, l.Pids, "macOS has no cgroups, and RLIMIT_NPROC would count every process of this user on the host"},
+		{"moat.limits.cpu", enforce.ProtectionLimitCPU, l.CPU, "only a cgroup throttles a CPU rate, and macOS has none"},
 	}
 }
 
@@ -66,12 +66,12 @@ func Unenforced(pol *policy.Policy) ([]enforce.Skip, error) {
 	}
 	if len(defaults) > 0 {
 		out = append(out, enforce.Skip{
-			Protection: "limits-default",
+			Protection: enforce.ProtectionLimitsDefault,
 			Reason:     "the default " + strings.Join(defaults, " and ") + ": macOS has no cgroups to hold a process tree's memory or process count; set them to -1 (unlimited) to accept that",
 		})
 	}
 	if pol.Net.AllowLocalBinding && pol.BestEffort {
-		out = append(out, enforce.Skip{Protection: "network-loopback", Reason: "allowLocalBinding opens every loopback port of the host to the command, not only its own servers"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkLoopback, Reason: "allowLocalBinding opens every loopback port of the host to the command, not only its own servers"})
 	}
 	return out, nil
 }

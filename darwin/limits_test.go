@@ -16,7 +16,7 @@ import (
 func skipNames(ss []enforce.Skip) []string {
 	var out []string
 	for _, s := range ss {
-		out = append(out, s.Protection)
+		out = append(out, string(s.Protection))
 	}
 	return out
 }

@@ -317,7 +317,7 @@ func (p *Process) report(v policy.Violation) {
 // streams (its first line), so that no denial of the command is missed.
 func (p *Process) startLog() {
 	skip := func(err error) {
-		p.logSkip = &enforce.Skip{Protection: "violations", Reason: "the sandbox's log could not be read (" + err.Error() + "): denials are enforced, not reported"}
+		p.logSkip = &enforce.Skip{Protection: enforce.ProtectionViolations, Reason: "the sandbox's log could not be read (" + err.Error() + "): denials are enforced, not reported"}
 	}
 	logCmd := p.spec.LogCommand
 	if logCmd == "" {

@@ -213,7 +213,7 @@ func (ln *launcher) prepareLimits() error {
 		if !ln.pol.BestEffort {
 			return &enforce.UnsupportedFeatureError{Feature: "a CPU rate limit (moat.limits.cpu)", Need: "only a cgroup can throttle a rate, and moat may write cgroups only as root here: run as root, or drop moat.limits.cpu, or --best-effort to run without it"}
 		}
-		ln.skipped = append(ln.skipped, enforce.Skip{Protection: "limit-cpu", Reason: "the CPU rate limit (no cgroup moat may write)"})
+		ln.skipped = append(ln.skipped, enforce.Skip{Protection: enforce.ProtectionLimitCPU, Reason: "the CPU rate limit (no cgroup moat may write)"})
 	}
 	ln.limStart = lm.counters()
 	return nil

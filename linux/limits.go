@@ -441,7 +441,7 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 	}
 	if eff.Pids > 0 && !lm.holds("pids") {
 		if nons {
-			skipped = append(skipped, enforce.Skip{Protection: "limit-pids", Reason: "the process limit (no user namespace: RLIMIT_NPROC would count every process of this user on the host, and no cgroup is writable)"})
+			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: "the process limit (no user namespace: RLIMIT_NPROC would count every process of this user on the host, and no cgroup is writable)"})
 		} else {
 			p.Rlimit(unix.RLIMIT_NPROC, uint64(eff.Pids), uint64(eff.Pids))
 		}

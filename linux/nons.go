@@ -25,27 +25,27 @@ import (
 // noNSSkipped says what the no-namespace tier does not enforce.
 func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []enforce.Skip {
 	out := []enforce.Skip{
-		{Protection: "namespaces", Reason: "this system refuses user namespaces: the command shares the host's mount, pid, network, ipc and uts namespaces"},
-		{Protection: "private-tmp", Reason: "the command gets a directory of its own in the host's /tmp (TMPDIR)"},
-		{Protection: "process-isolation", Reason: "the command sees the host's processes in /proc (ptrace and process_vm are still refused by seccomp)"},
+		{Protection: enforce.ProtectionNamespaces, Reason: "this system refuses user namespaces: the command shares the host's mount, pid, network, ipc and uts namespaces"},
+		{Protection: enforce.ProtectionPrivateTmp, Reason: "the command gets a directory of its own in the host's /tmp (TMPDIR)"},
+		{Protection: enforce.ProtectionProcessIsolation, Reason: "the command sees the host's processes in /proc (ptrace and process_vm are still refused by seccomp)"},
 	}
 	if len(protected) > 0 {
 		sort.Strings(protected)
-		out = append(out, enforce.Skip{Protection: "mandatory-protections", Reason: "mandatory protections and denyWrite inside writable paths (Landlock cannot carve them out; the git audit still runs after the command): " + strings.Join(protected, ", ")})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionMandatory, Reason: "mandatory protections and denyWrite inside writable paths (Landlock cannot carve them out; the git audit still runs after the command): " + strings.Join(protected, ", ")})
 	}
 	if len(pol.FS.DenyRead) > 0 && abi > 0 {
-		out = append(out, enforce.Skip{Protection: "hidden-listing", Reason: "hidden directories can still be listed (their files cannot be read); files created later next to a hidden path cannot be read"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionHiddenListing, Reason: "hidden directories can still be listed (their files cannot be read); files created later next to a hidden path cannot be read"})
 	}
 	switch {
 	case ebpf:
 		// The cgroup's eBPF programs confine every protocol, as usual.
 	case abi < 4:
-		out = append(out, enforce.Skip{Protection: "network", Reason: "network confinement (Landlock ABI < 4): the command reaches the network directly"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetwork, Reason: "network confinement (Landlock ABI < 4): the command reaches the network directly"})
 	default:
-		out = append(out, enforce.Skip{Protection: "network-udp", Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkUDP, Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly"})
 	}
 	if abi < 6 {
-		out = append(out, enforce.Skip{Protection: "landlock-scoping", Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
 	}
 	return out
 }

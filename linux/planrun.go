@@ -214,7 +214,7 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 		// /proc/sys read-only, the knob cannot be written: seccomp alone
 		// holds it, and that is said.
 		if pol.FS.WeakerNested && readOnlyMount("/proc/sys") {
-			ln.skipped = append(ln.skipped, enforce.Skip{Protection: "userns-sysctl",
+			ln.skipped = append(ln.skipped, enforce.Skip{Protection: enforce.ProtectionUsernsSysctl,
 				Reason: "user.max_user_namespaces=0 inside (this host's /proc/sys is read-only): seccomp alone refuses new user namespaces"})
 		} else {
 			p.Sysctl("/proc/sys/user/max_user_namespaces", "0")

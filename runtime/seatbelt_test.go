@@ -171,7 +171,7 @@ func TestSeatbeltOffMac(t *testing.T) {
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "macOS") {
 		t.Errorf("err = %v, want unsupported: needs macOS", err)
 	}
-	skip := []enforce.Skip{{Protection: "violations", Reason: "r"}}
+	skip := []enforce.Skip{{Protection: enforce.ProtectionViolations, Reason: "r"}}
 	e := seatbeltExit(&darwin.Result{ExitCode: 137, Signal: syscall.SIGKILL, Skipped: skip})
 	if e.Code != 137 || e.Signal != syscall.SIGKILL || !reflect.DeepEqual(e.Skipped, skip) {
 		t.Errorf("exit %+v", e)

@@ -176,7 +176,7 @@ func (s *Session) start(ctx context.Context) error {
 	if mode == enforce.NoNamespaces {
 		// (A run's enforcer reports what this tier leaves out with its
 		// exit; a session's commands have no such report.)
-		s.skipped = append(s.skipped, enforce.Skip{Protection: "namespaces", Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
+		s.skipped = append(s.skipped, enforce.Skip{Protection: enforce.ProtectionNamespaces, Reason: "this system refuses user namespaces: the session shares the host's namespaces (Landlock, seccomp)"})
 	}
 	s.sess, s.mode = sess, mode
 	return nil

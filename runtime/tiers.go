@@ -62,7 +62,7 @@ func startTiers[T any](pol *policy.Policy, log *slog.Logger, ts tierStart[T]) (T
 		case !pol.BestEffort:
 		case errors.Is(err, enforce.ErrNoProcfs) && mode == enforce.Full:
 			next = enforce.HostProc
-			skipped = append(skipped, enforce.Skip{Protection: "proc", Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
+			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionProc, Reason: "a new /proc for the sandbox (the container refuses it): the host's /proc is visible"})
 		case errors.Is(err, enforce.ErrNoUserNamespace) && mode != enforce.NoNamespaces,
 			errors.Is(err, enforce.ErrNoMounts) && mode != enforce.NoNamespaces:
 			next = enforce.NoNamespaces

@@ -243,15 +243,69 @@ type Footprint struct {
 
 // Skip is one protection that a launch did not provide.
 type Skip struct {
-	// Protection names it (stable: "namespaces", "private-tmp",
-	// "process-isolation", "mandatory-protections", "proc", "network-udp",
-	// "network", "landlock-scoping", "hidden-listing").
-	Protection string `json:"protection"`
+	// Protection names it: one of the Protection constants.
+	Protection Protection `json:"protection"`
 	// Reason says why, and what that leaves open.
 	Reason string `json:"reason"`
 }
 
-func (s Skip) String() string { return s.Protection + ": " + s.Reason }
+func (s Skip) String() string { return string(s.Protection) + ": " + s.Reason }
+
+// Protection names a part of the sandbox a launch can leave out (a Skip).
+// The names are stable (JSON, moat's messages): every Skip uses one of the
+// constants below, never a literal (a test reads the sources).
+type Protection string
+
+// The protections an enforcer or the runtime may report as skipped.
+const (
+	// ProtectionNamespaces: the command shares the host's namespaces (the
+	// no-namespace tier; macOS).
+	ProtectionNamespaces Protection = "namespaces"
+	// ProtectionPrivateTmp: no private /tmp (a TMPDIR of its own instead).
+	ProtectionPrivateTmp Protection = "private-tmp"
+	// ProtectionProcessIsolation: the host's processes are visible.
+	ProtectionProcessIsolation Protection = "process-isolation"
+	// ProtectionMandatory: the mandatory protections and denyWrite inside
+	// writable paths.
+	ProtectionMandatory Protection = "mandatory-protections"
+	// ProtectionProc: the host's /proc instead of a new one (host-proc).
+	ProtectionProc Protection = "proc"
+	// ProtectionNetwork: the network is not confined, or only by a layer
+	// other processes share (macOS).
+	ProtectionNetwork Protection = "network"
+	// ProtectionNetworkUDP: UDP and other non-TCP protocols go unconfined.
+	ProtectionNetworkUDP Protection = "network-udp"
+	// ProtectionNetworkLoopback: every loopback port of the host is open
+	// to the command (allowLocalBinding without a namespace).
+	ProtectionNetworkLoopback Protection = "network-loopback"
+	// ProtectionLandlockScoping: signals and abstract sockets of host
+	// processes (Landlock ABI < 6).
+	ProtectionLandlockScoping Protection = "landlock-scoping"
+	// ProtectionHiddenListing: hidden directories can be listed.
+	ProtectionHiddenListing Protection = "hidden-listing"
+	// ProtectionUsernsSysctl: user.max_user_namespaces=0 inside (seccomp
+	// alone refuses new user namespaces).
+	ProtectionUsernsSysctl Protection = "userns-sysctl"
+	// ProtectionViolations: refusals are enforced, not reported.
+	ProtectionViolations Protection = "violations"
+	// ProtectionSyscallFilter: no seccomp filter (macOS).
+	ProtectionSyscallFilter Protection = "syscall-filter"
+	// ProtectionProcessTree: no kernel object holds every process the
+	// command started (macOS).
+	ProtectionProcessTree Protection = "process-tree"
+	// ProtectionResourceLimits: no memory or process-count limit (macOS).
+	ProtectionResourceLimits Protection = "resource-limits"
+	// ProtectionSandboxExec: the mechanism itself is deprecated (macOS's
+	// sandbox-exec).
+	ProtectionSandboxExec Protection = "sandbox-exec"
+	// ProtectionLimitMemory, ProtectionLimitPids, ProtectionLimitCPU: a
+	// limit the policy sets that this host cannot hold (best effort).
+	ProtectionLimitMemory Protection = "limit-memory"
+	ProtectionLimitPids   Protection = "limit-pids"
+	ProtectionLimitCPU    Protection = "limit-cpu"
+	// ProtectionLimitsDefault: moat's default limits (macOS).
+	ProtectionLimitsDefault Protection = "limits-default"
+)
 
 // Description is what `moat policy` shows of a policy on this host.
 type Description struct {
