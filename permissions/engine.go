@@ -435,6 +435,7 @@ func (s *step) analyzeParts() {
 	clear(s.an) // analyzeInto wants zero analyses
 	ro := true
 	sawCd := false
+	var cwds cwdSet // the directories cd named (unresolved), for partDanger
 	for i := range s.parts {
 		p := &s.parts[i]
 		argv, clean := stripStrict(p.assigns, p.argv)
@@ -450,6 +451,13 @@ func (s *step) analyzeParts() {
 		}
 		if !p.static {
 			a.notReadOnly(p.why)
+		}
+		// Paths that always ask (another process's environment or
+		// arguments, bash's network files), wherever they appear: as for
+		// env and ps, a command that reads them is not read-only.
+		a.danger = s.partDanger(p, a, cwds)
+		if a.danger != "" {
+			a.notReadOnly("the command uses " + a.danger)
 		}
 		if why := validators.EvaluatedCode(p.argv); why != "" {
 			a.notReadOnly(why)
@@ -467,6 +475,9 @@ func (s *step) analyzeParts() {
 		}
 		if a.cd {
 			sawCd = true
+			if a.cdTarget != "" && p.static {
+				cwds = cwds.with(a.cdTarget)
+			}
 		}
 		a.roButRedirect = a.readOnly
 		for _, r := range p.redirs {
@@ -488,6 +499,61 @@ func (s *step) analyzeParts() {
 	if len(s.parts) == 1 && s.an[0].sed != nil {
 		s.res.SedEdit = s.an[0].sed
 	}
+}
+
+// partDanger is why a part uses a path that always asks (dangerousPath): a
+// word, an assignment's value or a redirection's target, or a relative
+// path it reads that leads to one from the working directory or from a
+// directory named by a cd before it (cd /proc/self && cat environ).
+func (s *step) partDanger(p *part, a *analysis, cds cwdSet) string {
+	for _, w := range p.argv {
+		if why := dangerousPath(w); why != "" {
+			return why
+		}
+	}
+	for _, as := range p.assigns {
+		if why := dangerousPath(as.value); why != "" {
+			return why
+		}
+	}
+	for _, r := range p.redirs {
+		if !r.isHeredoc() {
+			if why := dangerousPath(r.target); why != "" {
+				return why
+			}
+		}
+	}
+	inProc := strings.Contains(s.cwd, "/proc")
+	for _, d := range cds {
+		inProc = inProc || strings.Contains(d, "proc")
+	}
+	relative := func(r string) string {
+		if r == "" || r[0] == '/' || r[0] == '~' || !inProc && !strings.Contains(r, "proc") {
+			return ""
+		}
+		for _, d := range append(cwdSet{s.cwd}, cds...) {
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(s.cwd, d)
+			}
+			if why := dangerousPath(filepath.Join(d, r)); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	for _, r := range a.reads {
+		if why := relative(r); why != "" {
+			return why
+		}
+	}
+	for _, r := range p.redirs {
+		if _, rd := redirPath(r); rd != "" {
+			if why := relative(rd); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 func nameOf(argv []string) string {
@@ -591,16 +657,9 @@ func (s *step) constraints() (policy.Decision, bool) {
 				return ask("several cd in one command"), true
 			}
 		}
-		// Dangerous paths anywhere in the words.
-		for _, w := range p.argv {
-			if why := dangerousPath(w); why != "" {
-				return ask("the command uses " + why), true
-			}
-		}
-		for _, as := range p.assigns {
-			if why := dangerousPath(as.value); why != "" {
-				return ask("the command uses " + why), true
-			}
+		// Dangerous paths anywhere in the words (analyzeParts found them).
+		if a.danger != "" {
+			return ask("the command uses " + a.danger), true
 		}
 		for _, r := range p.redirs {
 			if r.isHeredoc() {

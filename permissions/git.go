@@ -14,6 +14,11 @@ import (
 // pager), --output (writes a file), --ext-diff, --textconv and cat-file
 // --filters (run configured programs, as the seed says), grep's
 // -O/--open-files-in-pager, and every subcommand or flag that writes.
+// Signature verification runs gpg.program (git log --show-signature, a %G
+// placeholder in --format, %(signature) in a ref format, verify-commit);
+// git describe --dirty and --broken refresh the index; --remerge-diff
+// writes objects into a temporary directory; merge-tree --write-tree
+// writes objects.
 
 var gitGlobalSafe = lazy[map[string]bool]{make: func() map[string]bool {
 	return map[string]bool{
@@ -34,7 +39,7 @@ var gitLogFlags = flags("--oneline -n= --max-count= --skip= --since= --after= --
 	"--merge --boundary --simplify-by-decoration --full-history --dense --sparse --simplify-merges --ancestry-path? " +
 	"--show-pulls --date-order --author-date-order --topo-order --reverse --no-walk? --do-walk --pretty? --format= " +
 	"--abbrev-commit --no-abbrev-commit --encoding= --expand-tabs? --no-expand-tabs --notes? --no-notes --show-notes? " +
-	"--show-signature --relative-date --date= --parents --children --left-right --graph --show-linear-break? " +
+	"--no-show-signature --relative-date --date= --parents --children --left-right --graph --show-linear-break? " +
 	"--decorate? --no-decorate --decorate-refs= --decorate-refs-exclude= --clear-decorations --source --use-mailmap " +
 	"--mailmap --no-mailmap --full-diff --log-size --follow --no-follow -L= --stat? --numstat --shortstat --dirstat? " +
 	"--cumulative --dirstat-by-file? --summary --name-only --name-status --patch -p -u -U= --unified= --raw " +
@@ -47,7 +52,7 @@ var gitLogFlags = flags("--oneline -n= --max-count= --skip= --since= --after= --
 	"--ita-invisible-in-index --ita-visible-in-index -R --text -a --minimal --patience --histogram --diff-algorithm= " +
 	"--anchored= --indent-heuristic --no-indent-heuristic --inter-hunk-context= --function-context -W --exit-code " +
 	"--quiet --check --ws-error-highlight= --compact-summary --stat-width= --stat-name-width= --stat-graph-width= " +
-	"--stat-count= --cc -c -m --diff-merges= --no-diff-merges --combined-all-paths --remerge-diff --no-renames " +
+	"--stat-count= --cc -c -m --diff-merges= --no-diff-merges --combined-all-paths --no-renames " +
 	"--rename-empty --no-rename-empty --submodule? --no-textconv --no-ext-diff --ignore-submodules? -z " +
 	"--since-as-filter= --show-origin --count --objects --objects-edge --no-object-names --timestamp --header " +
 	"--cached --staged --merge-base --no-index -0 -1 -2 -3 --base --ours --theirs -t -r --root --no-commit-id " +
@@ -109,7 +114,7 @@ var gitSubs = lazy[map[string]gitSub]{make: func() map[string]gitSub {
 		"annotate": {flags: flags("-b --root --show-stats -L= -l -t -S@ --reverse= -p --porcelain --incremental --encoding= " +
 			"--contents@ --date= -M? -C? -c -f -n -s -e -w")},
 		"describe": {flags: flags("--all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= " +
-			"--exclude= --always --first-parent --dirty? --broken?")},
+			"--exclude= --always --first-parent")},
 		"grep": {flags: flags("-a --text --no-textconv -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
 			"-w --word-regexp -v --invert-match -h -H --full-name -E -G -F -P --extended-regexp --basic-regexp " +
 			"--fixed-strings --perl-regexp -n --line-number --column -l --files-with-matches --name-only -L " +
@@ -128,7 +133,9 @@ var gitSubs = lazy[map[string]gitSub]{make: func() map[string]gitSub {
 		"version":       {flags: flags("--build-options"), maxPos: -1},
 		"help":          {flags: flags("-a --all -g --guides -c --config --no-verbose --no-external-commands --no-aliases"), maxPos: 1},
 		"worktree":      {flags: flags("--porcelain -v --verbose --expire= -z"), subs: []string{"list"}},
-		"merge-tree":    {flags: flags("--write-tree --name-only --no-messages --messages -z --merge-base= --quiet --allow-unrelated-histories")},
+		// merge-tree only in its deprecated trivial form (three trees):
+		// the default --write-tree form writes the merged objects.
+		"merge-tree": {flags: flags("--trivial-merge"), maxPos: 3},
 	}
 }}
 
@@ -201,7 +208,19 @@ func analyzeGit(a *analysis, args []string) {
 		a.notReadOnly("git " + subName + " with an operand creates or changes it")
 		return
 	}
+	for _, f := range pa.flags {
+		if why := gitFlagValue(subName, f); why != "" {
+			a.notReadOnly("git " + subName + " " + f.name + "=" + f.value + " " + why)
+			return
+		}
+	}
 	switch subName {
+	case "merge-tree":
+		if len(pa.pos) != 3 {
+			// Two commits (git 2.38 and later): --write-tree.
+			a.notReadOnly("git merge-tree without a merge base writes the merged objects (--write-tree)")
+			return
+		}
 	case "config":
 		first := ""
 		if len(args) > i+1 {
@@ -295,4 +314,81 @@ func gitPathPart(w string) string {
 		}
 	}
 	return w
+}
+
+// gitFlagValue reports why a flag's value makes a git command not
+// read-only: a format that verifies signatures (git runs gpg.program, which
+// writes ~/.gnupg and temporary files), a format named by the
+// configuration, or a way of showing merges that merges again.
+func gitFlagValue(sub string, f flagUse) string {
+	switch f.name {
+	case "--format", "--pretty":
+		switch sub {
+		case "branch", "tag", "for-each-ref":
+			// ref-filter: %(signature...) (git 2.43) verifies.
+			if strings.Contains(f.value, "%(signature") || strings.Contains(f.value, "%(*signature") {
+				return "verifies signatures (it runs gpg)"
+			}
+		case "ls-files", "ls-tree":
+		default:
+			return gitPrettyWhy(f.value)
+		}
+	case "--diff-merges":
+		switch f.value {
+		case "off", "none", "1", "first-parent", "separate", "c", "combined", "cc", "dense-combined", "m", "on":
+			return ""
+		}
+		// remerge (r) merges again, writing objects into a temporary
+		// directory of .git/objects.
+		return "is not known to be read-only"
+	}
+	return ""
+}
+
+// gitPrettyWhy reports why a --format or --pretty value is not read-only:
+// a %G placeholder verifies the commit's signature, and a name that is not
+// git's own is a pretty.<name> alias of the configuration, unseen here.
+func gitPrettyWhy(v string) string {
+	if v == "" {
+		return ""
+	}
+	if f, ok := strings.CutPrefix(v, "format:"); ok {
+		v = f
+	} else if f, ok := strings.CutPrefix(v, "tformat:"); ok {
+		v = f
+	} else if !strings.Contains(v, "%") {
+		switch v {
+		case "oneline", "short", "medium", "full", "fuller", "reference", "email", "mboxrd", "raw":
+			return ""
+		}
+		return "is not one of git's formats (an alias of the configuration may verify signatures)"
+	}
+	if prettyVerifies(v) {
+		return "verifies signatures (%G placeholders run gpg)"
+	}
+	return ""
+}
+
+// prettyVerifies reports whether a pretty format has a %G placeholder
+// (%G?, %GS, %GK...: git checks the signature for any of them), with or
+// without a %+, %- or "% " modifier. %% is a literal percent sign. A %G
+// inside another placeholder's parentheses counts too.
+func prettyVerifies(f string) bool {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		if i+1 < len(f) && f[i+1] == '%' {
+			i++
+			continue
+		}
+		j := i + 1
+		if j < len(f) && (f[j] == '+' || f[j] == '-' || f[j] == ' ') {
+			j++
+		}
+		if j < len(f) && f[j] == 'G' {
+			return true
+		}
+	}
+	return false
 }

@@ -37,8 +37,10 @@ var specialOK = lazy[map[string]bool]{make: func() map[string]bool {
 }}
 
 // dangerousPath reports why a path must never pass without a prompt,
-// wherever it appears in a command: bash's network pseudo-files and other
-// processes' environment and memory.
+// wherever it appears in a command: bash's network pseudo-files, processes'
+// environment and memory, other processes' arguments (as for ps: they hold
+// secrets), and patterns below /proc/PID that may name any of them. A
+// command that uses one is not read-only either (docs/DECISIONS.md).
 func dangerousPath(p string) string {
 	if !strings.Contains(p, "/dev/") && !strings.Contains(p, "/proc/") {
 		return ""
@@ -54,8 +56,16 @@ func dangerousPath(p string) string {
 		c = filepath.Clean(p[i:])
 		parts := strings.Split(c, "/")
 		for k, s := range parts {
-			if k >= 3 && (s == "environ" || s == "mem" || s == "auxv") {
+			if k < 3 {
+				continue
+			}
+			switch {
+			case s == "environ" || s == "mem" || s == "auxv":
 				return "process memory or environment " + c
+			case s == "cmdline" && (k > 3 || parts[2] != "self" && parts[2] != "thread-self"):
+				return "another process's arguments " + c
+			case strings.ContainsAny(s, "*?["):
+				return "a pattern below /proc that may name a process's environment " + c
 			}
 		}
 	}

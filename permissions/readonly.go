@@ -62,6 +62,9 @@ type analysis struct {
 	cdTarget string // "" when unknown (cd, cd -, cd ~)
 	sed      *SedEdit
 	git      bool // a git command (refused after a cd)
+	// danger: why a word of the part names a path that always asks
+	// (dangerousPath), set by analyzeParts; the part is not read-only.
+	danger string
 	// roButRedirect: read-only except for output redirections (echo x >
 	// file), which the path constraints check; acceptEdits allows it.
 	roButRedirect bool

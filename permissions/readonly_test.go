@@ -165,3 +165,108 @@ func TestFlagParsing(t *testing.T) {
 		}
 	}
 }
+
+// auditedEffects are commands an audit found allowed and read-only that
+// write or run programs (each traced under strace), with their read-only
+// neighbours. The behavioural oracle runs their likes
+// (testdata/oracle.jsonl) in a project where they have their effects.
+var auditedEffects = map[string][]seedCase{
+	"git signature verification (runs gpg.program, writes ~/.gnupg and a temporary file)": {
+		{"git log --show-signature -1", askV, false}, {"git show -s --show-signature", askV, false},
+		{"git log -1 --format=%G?", askV, false}, {"git log -1 --pretty=format:%GS", askV, false},
+		{"git log --format='%h %GK'", askV, false}, {"git log --format=%GF", askV, false},
+		{"git log --format=%GP", askV, false}, {"git log --format=%GT", askV, false}, {"git log --format=%GG", askV, false},
+		{"git log --format='%+G?'", askV, false}, {"git log --format='%-%G?'", askV, false},
+		{"git log --pretty=tformat:%G?", askV, false}, {"git show -s --format=%GS HEAD", askV, false},
+		{"git rev-list --format=%G? HEAD", askV, false}, {"git shortlog --format=%GS", askV, false},
+		{"git stash list --format=%G?", askV, false}, {"git reflog --format=%G?", askV, false},
+		{"git whatchanged --format=%G?", askV, false}, {"git diff-tree -s --format=%G? HEAD", askV, false},
+		{"git for-each-ref --format='%(signature)'", askV, false},
+		{"git for-each-ref --format='%(refname) %(signature:grade)'", askV, false},
+		{"git branch --format='%(*signature:signer)'", askV, false}, {"git tag -l --format='%(signature)'", askV, false},
+		{"git -c log.showSignature=true log", askV, false}, {"git verify-commit HEAD", askV, false},
+		{"git verify-tag v1", askV, false}, {"git tag -v v1", askV, false},
+		// a format name that is not git's own is an alias of the configuration
+		{"git log --pretty=sig", askV, false}, {"git log --format=one", askV, false},
+		// read-only: no %G placeholder, %% is a literal percent sign
+		{"git log --pretty=raw", allow, true}, {"git show -s --pretty=raw", allow, true},
+		{"git log --format='%H %an %s'", allow, true}, {"git log --format='%%G'", allow, true},
+		{"git log --pretty=oneline", allow, true}, {"git log --pretty=fuller", allow, true}, {"git log --pretty", allow, true},
+		{"git log --format='%h %gd %gs' -g", allow, true}, {"git log --date=format:%G-%V", allow, true},
+		{"git log --no-show-signature", allow, true}, {"git for-each-ref --format='%(refname) %(contents:signature)'", allow, true},
+		{"git ls-files --format='%(objectname)'", allow, true},
+	},
+	"git merge-tree (--write-tree, the default with two commits, writes objects)": {
+		{"git merge-tree --write-tree x y", askV, false}, {"git merge-tree x y", askV, false},
+		{"git merge-tree --write-tree --quiet x y", askV, false}, {"git merge-tree --merge-base=b x y", askV, false},
+		{"git merge-tree --trivial-merge", askV, false}, {"git merge-tree a b c d", askV, false},
+		{"git merge-tree --trivial-merge b x y", allow, true}, {"git merge-tree b x y", allow, true},
+	},
+	"git remerge-diff (merges again into a temporary object directory)": {
+		{"git log --remerge-diff", askV, false}, {"git show --remerge-diff HEAD", askV, false},
+		{"git log --diff-merges=remerge -p", askV, false}, {"git show --diff-merges=r", askV, false},
+		{"git log --diff-merges=bogus", askV, false},
+		{"git log --diff-merges=first-parent -p", allow, true}, {"git log --diff-merges=cc", allow, true},
+		{"git show --diff-merges=off", allow, true}, {"git log -m -p", allow, true}, {"git show --cc HEAD", allow, true},
+	},
+	"git describe --dirty, --broken (take .git/index.lock, refresh the index)": {
+		{"git describe --dirty", askV, false}, {"git describe --dirty=-mod", askV, false},
+		{"git describe --tags --dirty --always", askV, false}, {"git describe --broken", askV, false},
+		{"git describe", allow, true}, {"git describe --tags --always", allow, true}, {"git describe --long HEAD", allow, true},
+	},
+	"file decompressing (runs zstd, lz4, gzip... found on PATH)": {
+		{"file -z x.zst", askV, false}, {"file -Z x.lz4", askV, false}, {"file -bz x", askV, false},
+		{"file --uncompress x", askV, false}, {"file --uncompress-noreport x", askV, false},
+		{"file x.gz", allow, true}, {"file -b --mime-type x", allow, true},
+	},
+	"sort's temporary files (kept read-only: docs/DECISIONS.md)": {
+		{"sort -S 1K big.txt", allow, true}, {"sort --buffer-size=1K -n big.txt", allow, true},
+		{"sort -T /tmp x", askV, false}, {"sort -o out x", askV, false},
+	},
+	"/proc: environment and other processes' arguments (as env and ps)": {
+		{"cat /proc/self/environ", askV, false}, {"strings /proc/self/environ", askV, false},
+		{"cat /proc/1/environ", askV, false}, {"cat < /proc/self/environ", askV, false},
+		{"grep -a KEY /proc/self/environ", askV, false}, {"cat /proc/1/task/1/environ", askV, false},
+		{"cd /proc/self && cat environ", askV, false}, {"cd /proc && cat 1/environ", askV, false},
+		{"cd / && cat proc/1/environ", askV, false},
+		{"cat /proc/1/cmdline", askV, false}, {"cat /proc/*/cmdline", askV, false}, {"cat /proc/self/*", askV, false},
+		{"cat /proc/self/task/1/cmdline", askV, false},
+		// outside the working directory (asks), but read-only
+		{"cat /proc/self/cmdline", askV, true}, {"cat /proc/cpuinfo", askV, true}, {"cat /proc/self/status", askV, true},
+		{"ls /proc", askV, true},
+	},
+}
+
+func TestAuditedEffects(t *testing.T) {
+	e := mustEngine(t, policy.Permissions{})
+	for cat, cases := range auditedEffects {
+		for _, tc := range cases {
+			r := e.Decide(Request{Command: tc.cmd, Cwd: testCwd})
+			if r.Decision.Verdict != tc.verdict || r.ReadOnly != tc.readOnly {
+				t.Errorf("%s: %q = %v, read-only %v; want %v, read-only %v", cat, tc.cmd, r.Decision, r.ReadOnly, tc.verdict, tc.readOnly)
+			}
+		}
+	}
+	// With / as an additional directory, the /proc paths that are not
+	// dangerous are allowed; the others still ask.
+	for cmd, want := range map[string]policy.Verdict{
+		"cat /proc/self/cmdline": allow, "cat /proc/cpuinfo": allow, "cat /proc/1/cmdline": askV,
+		"cat /proc/self/environ": askV, "cat /proc/1/*": askV,
+	} {
+		if r := e.Decide(Request{Command: cmd, Cwd: testCwd, AdditionalDirs: []string{"/"}}); r.Decision.Verdict != want {
+			t.Errorf("%q with / added: %v; want %v", cmd, r.Decision, want)
+		}
+	}
+}
+
+func TestPrettyVerifies(t *testing.T) {
+	for f, want := range map[string]bool{
+		"%G?": true, "%GS": true, "%Gx": true, "x%GG": true, "%+GS": true, "%-GK": true, "% GF": true, "%-%G?": true,
+		"%%G?": false, "%%%G?": true, "%H %s": false, "%gd": false, "G": false, "%": false, "%%": false, "%C(%G)": true,
+		"%-%%G": false,
+	} {
+		if got := prettyVerifies(f); got != want {
+			t.Errorf("prettyVerifies(%q) = %v; want %v", f, got, want)
+		}
+	}
+}

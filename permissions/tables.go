@@ -110,9 +110,11 @@ var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 		"-ps -plain -autoskip -bits -cols= -groupsize= -len= -seek= -uppercase -include -postscript -revert -version")})
 	add("strings", cmdSpec{kind: KindRead, flags: flags("-a -d -f -n= -t= -e= -w -s= -o --all --data --print-file-name " +
 		"--bytes= --radix= --encoding= --include-all-whitespace --output-separator=")})
-	add("file", cmdSpec{kind: KindRead, flags: flags("-b -d -E -h -i -k -l -L -N -n -r -s -z -Z -0 -e= -F= -m@ -P= -f@ " +
+	// not -z, -Z, --uncompress, --uncompress-noreport: file runs the
+	// decompressors it finds on PATH (zstd, lz4, gzip for .Z...).
+	add("file", cmdSpec{kind: KindRead, flags: flags("-b -d -E -h -i -k -l -L -N -n -r -s -0 -e= -F= -m@ -P= -f@ " +
 		"--brief --dereference --no-dereference --mime --mime-type --mime-encoding --keep-going --raw --special-files " +
-		"--uncompress --uncompress-noreport --extension --apple --print0 --exclude= --exclude-quiet= --separator= " +
+		"--extension --apple --print0 --exclude= --exclude-quiet= --separator= " +
 		"--magic-file@ --parameter= --no-pad --no-buffer --files-from@")})
 	add("stat", cmdSpec{kind: KindRead, flags: flags("-L -f -t -c= --format= --printf= --dereference --file-system --terse --cached=")})
 	add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", cmdSpec{kind: KindRead,
@@ -126,6 +128,9 @@ var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 		"--canonicalize-missing --no-newline --quiet --silent --verbose --zero")})
 	add("cut", cmdSpec{kind: KindRead, flags: flags("-b= -c= -d= -f= -n -s -z --bytes= --characters= --delimiter= --fields= " +
 		"--complement --only-delimited --output-delimiter= --zero-terminated")})
+	// sort spills a large input into temporary files of $TMPDIR, which it
+	// removes (-S makes that sooner): private files of the run, not a
+	// change (docs/DECISIONS.md); -T, -o and --compress-program are not here.
 	add("sort", cmdSpec{kind: KindRead, flags: flags("-b -c -C -d -f -g -h -i -k= -m -M -n -r -R -s -t= -u -V -z -S= " +
 		"--ignore-leading-blanks --check? --dictionary-order --ignore-case --general-numeric-sort --human-numeric-sort " +
 		"--ignore-nonprinting --key= --merge --month-sort --numeric-sort --reverse --random-sort --random-source@ --stable " +
