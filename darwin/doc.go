@@ -34,25 +34,28 @@
 //     proxy, the file size and CPU time rlimits (set by moat's binary
 //     re-executed: Reexec), a new session and process group killed as a
 //     whole, and a `log stream` reader attributing denials to the run by
-//     its tag, then a sweep of what left the group. Run adds the timeout
-//     and signal forwarding (the runtime does both itself). Elsewhere they
-//     return an error wrapping enforce.ErrUnsupported.
+//     its tag, then a sweep of what left the group. The timeout and
+//     signals are the runtime's: darwin has no lifecycle of its own.
+//     Elsewhere Start returns an error wrapping enforce.ErrUnsupported.
 //
 // # The runner's API
 //
-//	res, err := darwin.Run(ctx, darwin.Spec{
+//	p, err := darwin.Start(ctx, darwin.Spec{
 //		Policy: pol,                // validated
 //		Argv:   []string{"npm", "test"},
 //		Env:    os.Environ(),        // filtered: credentials removed
 //		Stdio:  [3]*os.File{os.Stdin, os.Stdout, os.Stderr},
 //		Proxy:  proxy,               // an enforce.Proxy: moat's proxy, served on loopback listeners the run makes
+//		Report: report,              // each denial, as the log reader reads it
 //	})
-//	// res.ExitCode, res.Signal, res.TimedOut, res.Violations, res.Skipped
+//	exit, err := p.Wait()          // an *enforce.Exit: Code, Signal, Skipped
 //
 // Spec mirrors enforce.Launch (Policy, Argv, Env, Stdio, Terminal and
-// OnTerminal, Proxy, Report, Planned, StateDir, Log) so that the runtime's
-// enforce.Enforcer for macOS (runtime/platform_darwin.go) is a thin adapter; Start returns a Process with Wait, Signal and Kill for
-// callers that manage the lifecycle themselves. The git audit after a run
+// OnTerminal, Proxy, Report, Planned, StateDir, Log) and Process is an
+// enforce.Process (Wait, Signal, Kill, Footprint, Close), so that the
+// runtime's enforce.Enforcer for macOS (runtime/seatbelt.go) is a thin
+// adapter of the Launch alone; the runtime owns the lifecycle (the
+// timeout, signals, the terminal relay). The git audit after a run
 // (runtime/gitguard) is the runtime's, as on Linux.
 //
 // Nothing in this package has ever run on a Mac: the generator is checked

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -21,163 +20,210 @@ import (
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-// Run runs a command under Seatbelt and waits for it and everything it
-// started. The policy's timeout kills the process group (Result.TimedOut).
-// Unless s.NoSignals, SIGINT, SIGTERM, SIGHUP and SIGQUIT that moat
-// receives go to the command's process group. An error means the command
-// did not run.
-func Run(ctx context.Context, s Spec) (*Result, error) {
-	p, err := Start(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	if d := s.Policy.Limits.Timeout; d > 0 {
-		t := time.AfterFunc(d, func() {
-			p.mu.Lock()
-			p.timedOut = true
-			p.mu.Unlock()
-			_ = p.Kill()
-		})
-		defer t.Stop()
-	}
-	if !s.NoSignals {
-		sigs := make(chan os.Signal, 4)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		defer signal.Stop(sigs)
-		go func() {
-			for {
-				select {
-				case sig := <-sigs:
-					_ = p.Signal(sig.(syscall.Signal))
-				case <-p.done:
-					return
-				}
-			}
-		}()
-	}
-	return p.Wait()
-}
-
 // Start sets the run up and starts the command; the caller must Wait.
-// Cancelling ctx kills the process group; the caller enforces the timeout
-// and forwards signals (Run does). The steps, in order: what the policy
-// asks that macOS cannot give (Unenforced: refused unless best effort); a
-// private TMPDIR; the proxy's listeners on the host's loopback; a pty of
-// the run's own, if asked; the survey and the profile; Spec.Planned; the
-// environment; the log reader; sandbox-exec in a new session. If a step
-// fails, nothing runs and what the earlier ones made is undone.
+// Cancelling ctx kills the process group; the timeout and signals are the
+// caller's (the runtime's). The steps, in order: what the policy asks that
+// macOS cannot give (Unenforced: refused unless best effort); a private
+// TMPDIR (makeTmpDir); the proxy's listeners on the host's loopback
+// (listenProxy); a pty of the run's own, if asked (openTerminal); the
+// survey and the profile (makeProfile); Spec.Planned; the environment
+// (environment); the log reader (startLog); sandbox-exec in a new session
+// (exec). Each step adds the undoing of what it made to p.cleanup: if one
+// fails, nothing runs and the one deferred runCleanup undoes the others.
 func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 	if s.Policy == nil || len(s.Argv) == 0 {
 		return nil, errors.New("darwin: a policy and a command are required")
 	}
-	pol := s.Policy
-	skipped, err := Unenforced(pol)
+	skipped, err := Unenforced(s.Policy)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{spec: s, done: make(chan struct{}), start: time.Now(), skipped: skipped}
+	p := &Process{spec: s, done: make(chan struct{}), skipped: skipped, moatPath: s.MoatPath}
+	if p.moatPath == "" {
+		p.moatPath, _ = os.Executable()
+	}
 	defer func() {
 		if err != nil {
 			p.runCleanup()
 		}
 	}()
-	log := s.logger()
-
-	tmp, err := os.MkdirTemp(s.TmpRoot, "moat-") // mode 0700
-	if err != nil {
-		return nil, &enforce.SetupError{Step: "private TMPDIR", Err: err}
+	if err := p.makeTmpDir(); err != nil {
+		return nil, err
 	}
-	p.cleanup = append(p.cleanup, func() { os.RemoveAll(tmp) })
-	p.tmpDir = tmp
-
-	moatPath := s.MoatPath
-	if moatPath == "" {
-		moatPath, _ = os.Executable()
-	}
-	var httpPort, socksPort int
-	var proxyEnv []string
-	switch {
-	case pol.Net.HTTPProxyPort != 0 || pol.Net.SOCKSProxyPort != 0:
-		// An external filtering proxy already listens on the host's
-		// loopback: the profile lets the command reach it there (Generate
-		// takes the policy's ports), and that proxy decides.
-		if s.Proxy == nil {
-			return nil, errors.New("darwin: the policy names an external proxy: Spec.Proxy is required (it gives the command's proxy variables)")
-		}
-		h, k := externalProxyAddrs(pol.Net)
-		proxyEnv = s.Proxy.Env(h, k, moatPath)
-	case s.Proxy != nil:
-		lh, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, &enforce.SetupError{Step: "proxy listener", Err: err}
-		}
-		p.cleanup = append(p.cleanup, func() { lh.Close() })
-		ls, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, &enforce.SetupError{Step: "proxy listener", Err: err}
-		}
-		p.cleanup = append(p.cleanup, func() { ls.Close() })
-		// Any process of the host can reach the host's loopback.
-		if _, err := s.Proxy.RequireCredential(); err != nil {
-			return nil, &enforce.SetupError{Step: "proxy credential", Err: err}
-		}
-		s.Proxy.Serve(lh, false)
-		s.Proxy.Serve(ls, true)
-		httpPort, socksPort = lh.Addr().(*net.TCPAddr).Port, ls.Addr().(*net.TCPAddr).Port
-		proxyEnv = s.Proxy.Env(lh.Addr().String(), ls.Addr().String(), moatPath)
-	case pol.Net.WantsNetwork():
-		return nil, errors.New("darwin: the policy allows network destinations: Spec.Proxy is required")
-	}
-
-	var master, slave *os.File
-	tty := ""
-	if s.Terminal != nil {
-		if master, slave, tty, err = openPTY(s.Terminal.Rows, s.Terminal.Cols); err != nil {
-			return nil, &enforce.SetupError{Step: "pseudo-terminal", Err: err}
-		}
-		p.cleanup = append(p.cleanup, func() { slave.Close() })
-		defer func() {
-			if err != nil || s.OnTerminal == nil {
-				master.Close() // not handed to the caller
-			}
-		}()
-	}
-
-	prot, err := Survey(pol, SurveyOptions{XDGConfigHome: lookupEnv(s.Env, "XDG_CONFIG_HOME")})
-	if err != nil {
-		return nil, &enforce.SetupError{Step: "survey of the writable trees", Err: err}
-	}
-	if moatPath != "" {
-		prot = append(prot, Protection{Path: moatPath, Why: "moat: its own binary is never writable"})
-	}
-	p.profile, err = Generate(pol, Options{Tag: NewTag(), HTTPProxyPort: httpPort, SOCKSProxyPort: socksPort, TmpDir: tmp, TTY: tty, Protect: prot})
+	route, err := p.listenProxy()
 	if err != nil {
 		return nil, err
 	}
-	log.Debug("seatbelt profile", "tag", p.profile.Tag, "rules", len(p.profile.entries), "params", len(p.profile.Params))
+	tty, err := p.openTerminal()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.makeProfile(route, tty.name); err != nil {
+		return nil, err
+	}
 	if s.Planned != nil {
 		s.Planned(p.Footprint())
 	}
-
-	env, removed := policy.FilterEnv(s.Env, pol.Env.Allow, pol.Env.Set)
-	if len(removed) > 0 {
-		log.Debug("environment", "removed", strings.Join(removed, ","))
-	}
-	p.marker = randomHex(12)
-	env = setEnv(env, proxyEnv...)
-	env = setEnv(env, "TMPDIR="+tmp+"/", markerVar+"="+p.marker)
-
-	// The command is looked up here, in its own PATH, so that "not found"
-	// is moat's answer (127), not sandbox-exec's.
-	if _, err := lookPath(s.Argv[0], lookupEnv(env, "PATH"), pol.Cwd); err != nil {
+	env, err := p.environment(route.env)
+	if err != nil {
 		return nil, err
 	}
-
-	if pol.Violations {
+	if s.Policy.Violations {
 		p.startLog()
 		p.cleanup = append(p.cleanup, p.stopLogNow)
 	}
+	if err := p.exec(env, tty); err != nil {
+		return nil, err
+	}
+	tty.handOver(s.OnTerminal)
+	go p.wait(ctx)
+	return p, nil
+}
 
+// makeTmpDir makes the run's private TMPDIR (mode 0700).
+func (p *Process) makeTmpDir() error {
+	tmp, err := os.MkdirTemp(p.spec.TmpRoot, "moat-")
+	if err != nil {
+		return &enforce.SetupError{Step: "private TMPDIR", Err: err}
+	}
+	p.cleanup = append(p.cleanup, func() { os.RemoveAll(tmp) })
+	p.tmpDir = tmp
+	return nil
+}
+
+// proxyRoute is where the command reaches its proxy: the loopback ports
+// the profile opens (none for an external proxy: Generate takes the
+// policy's) and the variables that name them.
+type proxyRoute struct {
+	httpPort, socksPort int
+	env                 []string
+}
+
+// listenProxy makes the proxy's listeners on the host's loopback and
+// hands them to Spec.Proxy, or names the policy's external proxy.
+func (p *Process) listenProxy() (proxyRoute, error) {
+	s, pol := p.spec, p.spec.Policy
+	switch {
+	case pol.Net.HTTPProxyPort != 0 || pol.Net.SOCKSProxyPort != 0:
+		// An external filtering proxy already listens on the host's
+		// loopback: the profile lets the command reach it there, and
+		// that proxy decides.
+		if s.Proxy == nil {
+			return proxyRoute{}, errors.New("darwin: the policy names an external proxy: Spec.Proxy is required (it gives the command's proxy variables)")
+		}
+		h, k := externalProxyAddrs(pol.Net)
+		return proxyRoute{env: s.Proxy.Env(h, k, p.moatPath)}, nil
+	case s.Proxy != nil:
+		var ls [2]net.Listener // HTTP, SOCKS5
+		for i := range ls {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return proxyRoute{}, &enforce.SetupError{Step: "proxy listener", Err: err}
+			}
+			p.cleanup = append(p.cleanup, func() { l.Close() })
+			ls[i] = l
+		}
+		// Any process of the host can reach the host's loopback.
+		if _, err := s.Proxy.RequireCredential(); err != nil {
+			return proxyRoute{}, &enforce.SetupError{Step: "proxy credential", Err: err}
+		}
+		s.Proxy.Serve(ls[0], false)
+		s.Proxy.Serve(ls[1], true)
+		return proxyRoute{
+			httpPort:  ls[0].Addr().(*net.TCPAddr).Port,
+			socksPort: ls[1].Addr().(*net.TCPAddr).Port,
+			env:       s.Proxy.Env(ls[0].Addr().String(), ls[1].Addr().String(), p.moatPath),
+		}, nil
+	case pol.Net.WantsNetwork():
+		return proxyRoute{}, errors.New("darwin: the policy allows network destinations: Spec.Proxy is required")
+	}
+	return proxyRoute{}, nil
+}
+
+// terminal is the run's own pseudo-terminal (Spec.Terminal), or none.
+type terminal struct {
+	master, slave *os.File
+	name          string // the slave's path, which the profile lets the command use
+	handed        bool   // the master is no longer the run's to close
+}
+
+// openTerminal opens the run's pty when the caller has a terminal.
+func (p *Process) openTerminal() (*terminal, error) {
+	t := &terminal{}
+	if p.spec.Terminal == nil {
+		return t, nil
+	}
+	var err error
+	if t.master, t.slave, t.name, err = openPTY(p.spec.Terminal.Rows, p.spec.Terminal.Cols); err != nil {
+		return nil, &enforce.SetupError{Step: "pseudo-terminal", Err: err}
+	}
+	p.cleanup = append(p.cleanup, func() {
+		t.slave.Close()
+		if !t.handed {
+			t.master.Close()
+		}
+	})
+	return t, nil
+}
+
+// handOver gives the master to onTerminal once the command runs (the
+// caller relays it and owns it), or closes it; this process no longer
+// needs the slave.
+func (t *terminal) handOver(onTerminal func(master *os.File)) {
+	if t.master == nil {
+		return
+	}
+	t.slave.Close()
+	t.handed = true
+	if onTerminal == nil {
+		t.master.Close()
+		return
+	}
+	onTerminal(t.master)
+}
+
+// makeProfile surveys the writable trees for what must stay read-only in
+// them and generates the run's profile.
+func (p *Process) makeProfile(route proxyRoute, tty string) error {
+	pol := p.spec.Policy
+	prot, err := Survey(pol, SurveyOptions{XDGConfigHome: lookupEnv(p.spec.Env, "XDG_CONFIG_HOME")})
+	if err != nil {
+		return &enforce.SetupError{Step: "survey of the writable trees", Err: err}
+	}
+	if p.moatPath != "" {
+		prot = append(prot, Protection{Path: p.moatPath, Why: "moat: its own binary is never writable"})
+	}
+	p.profile, err = Generate(pol, Options{Tag: NewTag(), HTTPProxyPort: route.httpPort, SOCKSProxyPort: route.socksPort, TmpDir: p.tmpDir, TTY: tty, Protect: prot})
+	if err != nil {
+		return err
+	}
+	p.spec.logger().Debug("seatbelt profile", "tag", p.profile.Tag, "rules", len(p.profile.entries), "params", len(p.profile.Params))
+	return nil
+}
+
+// environment is the command's environment: credentials filtered out, the
+// proxy's variables, TMPDIR and the run's marker. The command is looked up
+// here, in its own PATH, so that "not found" is moat's answer (127), not
+// sandbox-exec's.
+func (p *Process) environment(proxyEnv []string) ([]string, error) {
+	pol := p.spec.Policy
+	env, removed := policy.FilterEnv(p.spec.Env, pol.Env.Allow, pol.Env.Set)
+	if len(removed) > 0 {
+		p.spec.logger().Debug("environment", "removed", strings.Join(removed, ","))
+	}
+	p.marker = randomHex(12)
+	env = setEnv(env, proxyEnv...)
+	env = setEnv(env, "TMPDIR="+p.tmpDir+"/", markerVar+"="+p.marker)
+	if _, err := lookPath(p.spec.Argv[0], lookupEnv(env, "PATH"), pol.Cwd); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// command is sandbox-exec with the profile and the command, or moat's
+// binary setting the rlimits first and becoming sandbox-exec.
+func (p *Process) command(env []string) (*exec.Cmd, error) {
+	s := p.spec
 	args := p.profile.Args()
 	if strings.HasPrefix(s.Argv[0], "-") {
 		args = append(args, "--")
@@ -188,32 +234,41 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		sandboxExec = "/usr/bin/sandbox-exec"
 	}
 	cmd := exec.Command(sandboxExec, args...)
-	if rl := runRlimits(pol.Limits); rl != (rlimits{}) {
-		// moat's binary sets the limits and becomes sandbox-exec.
-		if moatPath == "" {
+	if rl := runRlimits(s.Policy.Limits); rl != (rlimits{}) {
+		if p.moatPath == "" {
 			return nil, &enforce.SetupError{Step: "resource limits", Err: errors.New("moat's binary is unknown: it sets the file size and CPU time limits")}
 		}
-		argv := trampoline(moatPath, rl, sandboxExec, args)
-		cmd = &exec.Cmd{Path: moatPath, Args: argv}
+		cmd = &exec.Cmd{Path: p.moatPath, Args: trampoline(p.moatPath, rl, sandboxExec, args)}
 	}
-	cmd.Env, cmd.Dir = env, pol.Cwd
+	cmd.Env, cmd.Dir = env, s.Policy.Cwd
+	return cmd, nil
+}
+
+// exec starts the command on its descriptors (the pty's slave for those
+// the terminal replaces, /dev/null for a nil one) in a session of its own:
+// no controlling terminal of the caller's (its /dev/tty would take the
+// caller's keystrokes, and TIOCSTI inject them), and a process group to
+// kill as a whole.
+func (p *Process) exec(env []string, tty *terminal) error {
+	s := p.spec
+	cmd, err := p.command(env)
+	if err != nil {
+		return err
+	}
 	files := [3]*os.File{}
 	for i, f := range s.Stdio {
 		if s.Terminal != nil && s.Terminal.Mask&(1<<i) != 0 {
-			f = slave
+			f = tty.slave
 		}
 		if f == nil {
 			if f, err = os.Open(os.DevNull); err != nil {
-				return nil, err
+				return err
 			}
-			defer f.Close()
+			defer f.Close() // the command has its own copy
 		}
 		files[i] = f
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
-	// A session of its own: no controlling terminal of the caller's (its
-	// /dev/tty would take the caller's keystrokes, and TIOCSTI inject
-	// them), and a process group to kill as a whole.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if s.Terminal != nil {
 		cmd.SysProcAttr.Setctty = true
@@ -226,24 +281,17 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		}
 	}
 	if err := cmd.Start(); err != nil {
-		p.stopLogNow()
-		return nil, &enforce.SetupError{Step: "sandbox-exec", Err: err}
+		return &enforce.SetupError{Step: "sandbox-exec", Err: err}
 	}
 	p.cmd = cmd
-	if slave != nil {
-		slave.Close()
-	}
-	if master != nil && s.OnTerminal != nil {
-		s.OnTerminal(master)
-	}
-	go p.wait(ctx)
-	return p, nil
+	return nil
 }
 
-// Wait waits for the command and everything it started.
-func (p *Process) Wait() (*Result, error) {
+// Wait waits for the command and everything it started. The violations
+// already went to Spec.Report as the log reader read them.
+func (p *Process) Wait() (*enforce.Exit, error) {
 	<-p.done
-	return p.res, p.err
+	return p.exit, nil
 }
 
 // Signal delivers sig to the command's process group.
@@ -278,22 +326,12 @@ func (p *Process) wait(ctx context.Context) {
 	p.sweep()
 	p.finishLog()
 
-	res := &Result{Tag: p.profile.Tag, Skipped: append([]enforce.Skip(nil), p.skipped...)}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.Signal = ws.Signal()
-		res.ExitCode = 128 + int(res.Signal)
-	} else {
-		res.ExitCode = p.cmd.ProcessState.ExitCode()
-	}
-	p.mu.Lock()
-	res.TimedOut = p.timedOut
-	res.Violations = append(res.Violations, p.violations...)
+	exit := exitOf(p.cmd.ProcessState, append([]enforce.Skip(nil), p.skipped...))
 	if p.logSkip != nil {
-		res.Skipped = append(res.Skipped, *p.logSkip)
+		exit.Skipped = append(exit.Skipped, *p.logSkip)
 	}
-	p.mu.Unlock()
 	p.runCleanup()
-	p.res = res
+	p.exit = exit
 	close(p.done)
 }
 
@@ -305,9 +343,6 @@ func (p *Process) runCleanup() {
 }
 
 func (p *Process) report(v policy.Violation) {
-	p.mu.Lock()
-	p.violations = append(p.violations, v)
-	p.mu.Unlock()
 	if p.spec.Report != nil {
 		p.spec.Report(v)
 	}

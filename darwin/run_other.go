@@ -23,14 +23,11 @@ func (notMacError) Error() string {
 
 func (notMacError) Unwrap() error { return enforce.ErrUnsupported }
 
-// Run runs a command under Seatbelt (macOS only).
-func Run(context.Context, Spec) (*Result, error) { return nil, errNotMac }
-
 // Start starts a command under Seatbelt (macOS only).
 func Start(context.Context, Spec) (*Process, error) { return nil, errNotMac }
 
 // Wait waits for the command (macOS only).
-func (p *Process) Wait() (*Result, error) { return nil, errNotMac }
+func (p *Process) Wait() (*enforce.Exit, error) { return nil, errNotMac }
 
 // Signal signals the command's process group (macOS only).
 func (p *Process) Signal(syscall.Signal) error { return errNotMac }

@@ -4,10 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -15,7 +12,8 @@ import (
 
 // Spec is one command to run under Seatbelt. Its fields follow
 // enforce.Launch, so that an enforce.Enforcer for macOS adapts one to the
-// other field by field.
+// other field by field. Like Launch, it has no timeout and no signals:
+// the runtime, the caller, owns both (darwin has no lifecycle of its own).
 type Spec struct {
 	// Policy is validated. Required.
 	Policy *policy.Policy
@@ -40,7 +38,7 @@ type Spec struct {
 	// ProxyCommand); it is protected from writes. If "", os.Executable.
 	MoatPath string
 	// Report receives each refusal as the log reader sees it. If nil,
-	// refusals are only collected in Result.Violations.
+	// refusals are not reported (they are refused all the same).
 	Report func(policy.Violation)
 	// Planned, if set, is called with what the command will be able to
 	// write (Process.Footprint) once the profile exists, before the
@@ -51,12 +49,6 @@ type Spec struct {
 	StateDir string
 	// Log receives debug logs. If nil, nothing is logged.
 	Log *slog.Logger
-	// NoSignals stops Run from forwarding SIGINT, SIGTERM, SIGHUP and
-	// SIGQUIT to the command. Start never forwards signals, nor enforces
-	// the policy's timeout: Run does both, the runtime does both when it
-	// is the caller.
-	NoSignals bool
-
 	// SandboxExec and LogCommand are the tools run (if "",
 	// /usr/bin/sandbox-exec and /usr/bin/log).
 	SandboxExec, LogCommand string
@@ -65,47 +57,34 @@ type Spec struct {
 	TmpRoot string
 }
 
-// Result is how a run ended.
-type Result struct {
-	// ExitCode is the command's status, 128+N when signal N ended it.
-	ExitCode int
-	Signal   syscall.Signal
-	// TimedOut is set when the policy's timeout ended the run.
-	TimedOut bool
-	// Violations are the refusals the log reader attributed to the run.
-	Violations []policy.Violation
-	// Skipped are what the policy asked for that this run did not give
-	// (Unenforced: best effort, default limits), and the violation reader
-	// if it could not start. The platform's standing limits (Limits) are
-	// not repeated here: moat policy shows them.
-	Skipped []enforce.Skip
-	// Tag is the run's tag (in the profile's deny messages).
-	Tag string
-}
-
-// Process is a started run.
+// Process is a started run: an enforce.Process (the runtime uses it as
+// it is).
 type Process struct {
-	spec    Spec
-	cmd     *exec.Cmd
-	profile *Profile
-	marker  string
-	start   time.Time
-	tmpDir  string
-	skipped []enforce.Skip // Unenforced
+	spec     Spec
+	cmd      *exec.Cmd
+	profile  *Profile
+	marker   string
+	tmpDir   string
+	moatPath string         // the moat binary the command may run (Spec.MoatPath)
+	skipped  []enforce.Skip // Unenforced
 
+	// cleanup undoes what Start's steps made, last first: on a failed
+	// Start, or once the command ended.
 	cleanup []func()
 	logDone chan struct{}
 	stopLog func()
 	lastLog atomic.Int64 // when the log reader last read a line (UnixNano)
 	logSkip *enforce.Skip
 
-	mu         sync.Mutex
-	violations []policy.Violation
-	timedOut   bool
-	done       chan struct{}
-	res        *Result
-	err        error
+	done chan struct{}
+	exit *enforce.Exit
 }
+
+var _ enforce.Process = (*Process)(nil)
+
+// Close does nothing: Wait already removed the TMPDIR, closed the
+// listeners and stopped the log reader.
+func (p *Process) Close() error { return nil }
 
 // Profile is the profile the run uses.
 func (p *Process) Profile() *Profile { return p.profile }

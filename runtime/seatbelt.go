@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"syscall"
 
 	"github.com/moat-sandbox/moat/darwin"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -90,7 +89,10 @@ func (seatbelt) Start(ctx context.Context, l *enforce.Launch) (enforce.Process, 
 	if l.Trace != nil {
 		l.Trace("sandbox-exec started")
 	}
-	return seatbeltProcess{p}, nil
+	// A darwin.Process is an enforce.Process: its Wait gives the Exit (the
+	// violations already went to Launch.Report as the log reader read
+	// them), its Close does nothing (Wait removed what the run made).
+	return p, nil
 }
 
 // Describe is darwin.Describe: the state directory holds nothing it needs.
@@ -128,32 +130,6 @@ func seatbeltSpec(l *enforce.Launch) darwin.Spec {
 		Planned:    l.Planned,
 		StateDir:   l.StateDir,
 		Log:        l.Log,
-		// Signals and the timeout are the runtime's: darwin.Start (unlike
-		// darwin.Run) does neither.
+		// Signals and the timeout are the runtime's: darwin has neither.
 	}
 }
-
-// seatbeltProcess is a darwin.Process as an enforce.Process.
-type seatbeltProcess struct{ p *darwin.Process }
-
-// Wait waits for the command and everything it started; the violations
-// already went to Launch.Report as the log reader read them.
-func (s seatbeltProcess) Wait() (*enforce.Exit, error) {
-	res, err := s.p.Wait()
-	if err != nil {
-		return nil, err
-	}
-	return seatbeltExit(res), nil
-}
-
-func seatbeltExit(res *darwin.Result) *enforce.Exit {
-	return &enforce.Exit{Code: res.ExitCode, Signal: res.Signal, Skipped: res.Skipped}
-}
-
-func (s seatbeltProcess) Signal(sig syscall.Signal) error { return s.p.Signal(sig) }
-func (s seatbeltProcess) Kill() error                     { return s.p.Kill() }
-func (s seatbeltProcess) Footprint() enforce.Footprint    { return s.p.Footprint() }
-
-// Close does nothing: darwin's Wait already removed the TMPDIR, closed the
-// listeners and stopped the log reader.
-func (s seatbeltProcess) Close() error { return nil }
