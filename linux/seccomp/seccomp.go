@@ -13,14 +13,38 @@ import (
 )
 
 // Build compiles the filter and returns the BPF program (an array of
-// struct sock_filter, native byte order).
+// struct sock_filter, native byte order). Its steps, in the order the rules
+// are added: the filter's attributes (newFilter); syscalls refused outright
+// (denySyscalls); syscalls refused by their arguments (denyArguments:
+// clone3, MPTCP, namespace flags, ioctls, personalities); socket families
+// (denyFamilies); unix sockets (unixSockets); the writes the supervisor is
+// told of (notifyWrites); then the export.
 func Build(o Options) ([]byte, error) {
+	f, err := newFilter()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Release()
+	b := &builder{f: f, deny: lsc.ActErrno.SetReturnCode(int16(unix.EPERM))}
+	if o.Notify {
+		b.deny = lsc.ActNotify
+	}
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFamilies, b.unixSockets, b.notifyWrites} {
+		if err := step(o); err != nil {
+			return nil, err
+		}
+	}
+	return export(f)
+}
+
+// newFilter is an empty filter that allows, with moat's attributes.
+func newFilter() (*lsc.ScmpFilter, error) {
 	f, err := lsc.NewFilter(lsc.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: new filter: %w", err)
 	}
-	defer f.Release()
 	if err := f.SetBadArchAction(lsc.ActKillProcess); err != nil {
+		f.Release()
 		return nil, fmt.Errorf("seccomp: bad-arch action: %w", err)
 	}
 	// A binary tree of syscall numbers rather than libseccomp's default
@@ -29,77 +53,90 @@ func Build(o Options) ([]byte, error) {
 	// kernel emulates it for every syscall number to build its cache of
 	// always-allowed syscalls (under a spin lock, in every command's start).
 	if err := f.SetOptimize(2); err != nil {
+		f.Release()
 		return nil, fmt.Errorf("seccomp: binary-tree optimization: %w", err)
 	}
 	if err := f.SetNoNewPrivsBit(false); err != nil { // stage 2 sets it itself
+		f.Release()
 		return nil, fmt.Errorf("seccomp: nnp attribute: %w", err)
 	}
-	eperm := lsc.ActErrno.SetReturnCode(int16(unix.EPERM))
-	deny := eperm
-	if o.Notify {
-		deny = lsc.ActNotify
+	return f, nil
+}
+
+// builder adds rules to a filter.
+type builder struct {
+	f *lsc.ScmpFilter
+	// deny is a refusal: EPERM, or a notification the supervisor reports
+	// and answers EPERM (Options.Notify).
+	deny lsc.ScmpAction
+}
+
+// add adds a rule for the syscall name, if this architecture has it.
+func (b *builder) add(name string, act lsc.ScmpAction, conds ...lsc.ScmpCondition) error {
+	sc, err := lsc.GetSyscallFromName(name)
+	if err != nil {
+		return nil // not a syscall of this architecture
 	}
-	add := func(name string, act lsc.ScmpAction, conds ...lsc.ScmpCondition) error {
-		sc, err := lsc.GetSyscallFromName(name)
-		if err != nil {
-			return nil // not a syscall of this architecture
-		}
-		if len(conds) == 0 {
-			err = f.AddRule(sc, act)
-		} else {
-			err = f.AddRuleConditional(sc, act, conds)
-		}
-		if err != nil {
-			return fmt.Errorf("seccomp: rule for %s: %w", name, err)
-		}
-		return nil
+	if len(conds) == 0 {
+		err = b.f.AddRule(sc, act)
+	} else {
+		err = b.f.AddRuleConditional(sc, act, conds)
 	}
-	addCmp := func(name string, act lsc.ScmpAction, op lsc.ScmpCompareOp, arg uint, value uint64) error {
-		c, err := lsc.MakeCondition(arg, op, value)
-		if err != nil {
-			return fmt.Errorf("seccomp: condition for %s: %w", name, err)
-		}
-		return add(name, act, c)
+	if err != nil {
+		return fmt.Errorf("seccomp: rule for %s: %w", name, err)
 	}
-	masked := func(arg uint, mask, value uint64) lsc.ScmpCondition {
-		c, err := lsc.MakeCondition(arg, lsc.CompareMaskedEqual, mask, value)
-		if err != nil {
-			panic(err) // only with an invalid operator or argument index
-		}
-		return c
+	return nil
+}
+
+// masked is the condition "argument arg, masked with mask, is value".
+func masked(arg uint, mask, value uint64) lsc.ScmpCondition {
+	c, err := lsc.MakeCondition(arg, lsc.CompareMaskedEqual, mask, value)
+	if err != nil {
+		panic(err) // only with an invalid operator or argument index
 	}
+	return c
+}
+
+// denySyscalls refuses the syscalls of Denied and rawDenied, whatever
+// their arguments.
+func (b *builder) denySyscalls(Options) error {
 	for _, name := range Denied {
-		if err := add(name, deny); err != nil {
-			return nil, err
+		if err := b.add(name, b.deny); err != nil {
+			return err
 		}
 	}
 	for _, sc := range rawDenied {
-		if err := f.AddRule(lsc.ScmpSyscall(sc), deny); err != nil {
-			return nil, fmt.Errorf("seccomp: rule for syscall %d: %w", sc, err)
+		if err := b.f.AddRule(lsc.ScmpSyscall(sc), b.deny); err != nil {
+			return fmt.Errorf("seccomp: rule for syscall %d: %w", sc, err)
 		}
 	}
+	return nil
+}
+
+// denyArguments refuses syscalls by their arguments.
+func (b *builder) denyArguments(Options) error {
 	// clone3 keeps its flags in memory, out of seccomp's sight: ENOSYS
 	// makes libc fall back to clone, whose flags are checked below.
-	if err := add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
-		return nil, err
+	if err := b.add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+		return err
 	}
 	// MPTCP sockets escape Landlock's TCP rights (which check for
 	// IPPROTO_TCP): answer "protocol not supported", so programs (Go's
 	// listeners among them) fall back to plain TCP.
-	if err := add("socket", lsc.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT)), masked(2, 0xffffffff, unix.IPPROTO_MPTCP)); err != nil {
-		return nil, err
+	if err := b.add("socket", lsc.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT)), masked(2, 0xffffffff, unix.IPPROTO_MPTCP)); err != nil {
+		return err
 	}
 	for _, fl := range nsFlags {
-		if err := add("unshare", deny, masked(0, fl, fl)); err != nil {
-			return nil, err
+		if err := b.add("unshare", b.deny, masked(0, fl, fl)); err != nil {
+			return err
 		}
-		if err := add("clone", deny, masked(0, fl, fl)); err != nil {
-			return nil, err
+		if err := b.add("clone", b.deny, masked(0, fl, fl)); err != nil {
+			return err
 		}
 	}
 	for _, req := range deniedIoctls {
-		if err := add("ioctl", deny, masked(1, 0xffffffff, req)); err != nil {
-			return nil, err
+		if err := b.add("ioctl", b.deny, masked(1, 0xffffffff, req)); err != nil {
+			return err
 		}
 	}
 	// personality(2): the query and the plain Linux personas only
@@ -108,71 +145,79 @@ func Build(o Options) ([]byte, error) {
 	// runs next), READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest are
 	// refused.
 	for _, c := range personalityDenied() {
-		if err := add("personality", deny, masked(0, c[0], c[1])); err != nil {
-			return nil, err
+		if err := b.add("personality", b.deny, masked(0, c[0], c[1])); err != nil {
+			return err
 		}
 	}
-	// socket(2) families: an allow-list. AF_INET and AF_INET6 (the proxy,
-	// and servers with allowLocalBinding), AF_UNIX (decided below), and
-	// AF_NETLINK for NETLINK_ROUTE only (the C library asks it for the
-	// interfaces). Everything else (AF_PACKET, AF_VSOCK, AF_ALG, AF_KEY,
-	// AF_XDP, Bluetooth, CAN, TIPC, RDS, ...) is kernel attack surface or a
-	// route out that nothing here needs.
+	return nil
+}
+
+// denyFamilies makes socket(2)'s families an allow-list. AF_INET and
+// AF_INET6 (the proxy, and servers with allowLocalBinding), AF_UNIX
+// (unixSockets decides), and AF_NETLINK for NETLINK_ROUTE only (the C
+// library asks it for the interfaces). Everything else (AF_PACKET,
+// AF_VSOCK, AF_ALG, AF_KEY, AF_XDP, Bluetooth, CAN, TIPC, RDS, ...) is
+// kernel attack surface or a route out that nothing here needs.
+func (b *builder) denyFamilies(Options) error {
 	for _, fam := range deniedFamilies() {
-		if err := add("socket", deny, masked(0, 0xffffffff, fam)); err != nil {
-			return nil, err
+		if err := b.add("socket", b.deny, masked(0, 0xffffffff, fam)); err != nil {
+			return err
 		}
 	}
-	if err := addCmp("socket", deny, lsc.CompareGreater, 0, unix.AF_NETLINK); err != nil {
-		return nil, err
+	above, err := lsc.MakeCondition(0, lsc.CompareGreater, unix.AF_NETLINK)
+	if err != nil {
+		return fmt.Errorf("seccomp: condition for socket: %w", err)
 	}
-	if sc, err := lsc.GetSyscallFromName("socket"); err == nil {
-		c0 := masked(0, 0xffffffff, unix.AF_NETLINK)
-		c2, err := lsc.MakeCondition(2, lsc.CompareGreater, unix.NETLINK_ROUTE)
-		if err != nil {
-			return nil, fmt.Errorf("seccomp: netlink condition: %w", err)
-		}
-		if err := f.AddRuleConditional(sc, deny, []lsc.ScmpCondition{c0, c2}); err != nil {
-			return nil, fmt.Errorf("seccomp: rule for socket: %w", err)
-		}
+	if err := b.add("socket", b.deny, above); err != nil {
+		return err
 	}
+	notRoute, err := lsc.MakeCondition(2, lsc.CompareGreater, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("seccomp: netlink condition: %w", err)
+	}
+	return b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_NETLINK), notRoute)
+}
+
+// unixSockets decides AF_UNIX: left alone (AllowUnix), stream sockets only
+// with every connect(2) told to the supervisor (UnixBroker), or refused.
+func (b *builder) unixSockets(o Options) error {
 	switch {
 	case o.AllowUnix:
 	case o.UnixBroker:
 		// Anything but SOCK_STREAM (the low 4 bits of the type) is refused.
 		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM, unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET} {
-			c0 := masked(0, 0xffffffff, unix.AF_UNIX)
-			c1 := masked(1, 0xf, typ)
-			if sc, err := lsc.GetSyscallFromName("socket"); err == nil {
-				if err := f.AddRuleConditional(sc, deny, []lsc.ScmpCondition{c0, c1}); err != nil {
-					return nil, fmt.Errorf("seccomp: rule for socket: %w", err)
-				}
+			if err := b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_UNIX), masked(1, 0xf, typ)); err != nil {
+				return err
 			}
 		}
-		if err := add("connect", lsc.ActNotify); err != nil {
-			return nil, err
-		}
+		return b.add("connect", lsc.ActNotify)
 	default:
-		if err := add("socket", deny, masked(0, 0xffffffff, unix.AF_UNIX)); err != nil {
-			return nil, err
+		return b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_UNIX))
+	}
+	return nil
+}
+
+// notifyWrites (Notify) tells the supervisor of every syscall that writes
+// to the filesystem: those of WriteSyscalls, the opening ones only with a
+// flag of writeOpenFlags.
+func (b *builder) notifyWrites(o Options) error {
+	if !o.Notify {
+		return nil
+	}
+	for _, w := range WriteSyscalls {
+		if w.FlagArg < 0 {
+			if err := b.add(w.Name, lsc.ActNotify); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, fl := range writeOpenFlags {
+			if err := b.add(w.Name, lsc.ActNotify, masked(uint(w.FlagArg), fl, fl)); err != nil {
+				return err
+			}
 		}
 	}
-	if o.Notify {
-		for _, w := range WriteSyscalls {
-			if w.FlagArg < 0 {
-				if err := add(w.Name, lsc.ActNotify); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			for _, fl := range writeOpenFlags {
-				if err := add(w.Name, lsc.ActNotify, masked(uint(w.FlagArg), fl, fl)); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	return export(f)
+	return nil
 }
 
 func export(f *lsc.ScmpFilter) ([]byte, error) {
