@@ -77,6 +77,9 @@ type planInput struct {
 	// asClient: the sandbox is a client's (moatd): this process's own
 	// environment says nothing of the user's.
 	asClient bool
+	// clientReach, for a client's sandbox, reports for each path whether
+	// the client can look it up (false: its permissions refuse it).
+	clientReach func(paths []string) []bool
 }
 
 // node is one path the mount plan must consider.
@@ -142,6 +145,23 @@ func expandRules(in planInput) (*fsPlan, error) {
 	}
 	if v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cacheDir); err != nil {
 		return nil, err
+	}
+	if in.clientReach != nil && len(v.denyRead) > 0 {
+		// A client's sandbox (moatd, planned as root): a path the client
+		// cannot reach (/root/.ssh) is hidden by the kernel already, and
+		// its sandbox, made as the client, could not mount over it.
+		paths := make([]string, len(v.denyRead))
+		for i, r := range v.denyRead {
+			paths[i] = r.path
+		}
+		ok := in.clientReach(paths)
+		kept := v.denyRead[:0]
+		for i, r := range v.denyRead {
+			if ok[i] {
+				kept = append(kept, r)
+			}
+		}
+		v.denyRead = kept
 	}
 	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
 		return nil, err

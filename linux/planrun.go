@@ -4,7 +4,9 @@ package linux
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,6 +56,9 @@ func (ln *launcher) makePlan() error {
 	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
 		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
 		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), asClient: ln.l.As != nil}
+	if id := ln.l.As; id != nil {
+		in.clientReach = func(paths []string) []bool { return clientReach(id, paths) }
+	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
 	}
@@ -361,4 +366,28 @@ func fixTmpdir(env []string, v *view) []string {
 		}
 	}
 	return env
+}
+
+// clientReach reports, for each path, whether the client can look it up
+// (lstat with its credentials: false only when permissions refuse it). If
+// the check cannot be made, every path counts as reachable.
+func clientReach(id *enforce.Identity, paths []string) []bool {
+	ok := make([]bool, len(paths))
+	for i := range ok {
+		ok[i] = true
+	}
+	res := make([]bool, len(paths))
+	copy(res, ok)
+	err := ascred.Do(id.Uid, id.Gid, identityGroups(id), func() error {
+		for i, p := range paths {
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrPermission) {
+				res[i] = false
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ok
+	}
+	return res
 }

@@ -176,6 +176,16 @@ func New(cfg Config) (*Server, error) {
 		if err := runtime.Sweep(cfg.StateDir); err != nil && cfg.Logger != nil {
 			cfg.Logger.Debug("sweep", "err", err)
 		}
+		// The git audit its killed runs never made, as each client.
+		vs, warns := runtime.AuditDeadRuns(cfg.StateDir)
+		if cfg.Logger != nil {
+			for _, v := range vs {
+				cfg.Logger.Warn("a killed run's plant taken out", "path", v.Target, "rule", v.Rule)
+			}
+			for _, w := range warns {
+				cfg.Logger.Warn(w)
+			}
+		}
 	}
 	if cfg.Policy == nil && cfg.Daemon == nil {
 		return nil, errors.New("api: Config.Policy is nil")
