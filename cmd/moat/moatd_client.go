@@ -31,8 +31,11 @@ import (
 // MOAT_DAEMON=required refuses to run without it.
 
 // daemonProbeTimeout bounds the health check that decides whether moatd
-// is used.
-const daemonProbeTimeout = 200 * time.Millisecond
+// is used. A missing daemon fails at once (no socket, or nobody
+// listening); the bound is for a daemon that does not answer, and is wide
+// enough that a busy machine's daemon is not taken for a missing one (at
+// 200 ms, runs fell back to rootless under load).
+const daemonProbeTimeout = time.Second
 
 const (
 	noteDaemon   = "eBPF network layer and cgroup limits"

@@ -123,7 +123,7 @@ func TestDaemonRun(t *testing.T) {
 	limMarker := testutil.SleepMarker(300)
 	var held []*exec.Cmd
 	for i := 0; i < 16; i++ {
-		c := moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sleep", limMarker)
+		c := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, "--", "sleep", limMarker)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
