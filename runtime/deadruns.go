@@ -98,3 +98,13 @@ func identityOfUID(uid int) (*enforce.Identity, error) {
 	}
 	return id, nil
 }
+
+// announcedUID is the uid a run's announcement records: a client's (moatd),
+// so that the audit of a killed run is made as that user; 0 for this
+// process's own user.
+func announcedUID(as *enforce.Identity) int {
+	if as == nil {
+		return 0
+	}
+	return as.Uid
+}
