@@ -107,11 +107,19 @@ func Audit(o Options) (*Report, error) {
 		o.Protected = func(string) bool { return false }
 	}
 	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
-	a.globalHooks = globalHooksPaths(o.Home, o.XDGConfigHome)
+	var includes []string
+	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
 	for _, root := range o.Roots {
 		if err := a.walkRoot(root); err != nil {
 			return a.rep, err
+		}
+	}
+	// A file the user's global config includes, in a writable tree: git
+	// reads it for every repository (or those its condition names).
+	for _, inc := range includes {
+		if a.inRoots(inc) {
+			a.configFile(inc, 1)
 		}
 	}
 	return a.rep, nil
@@ -367,6 +375,11 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		// Judged before the walk reaches .claude itself: moved in?
 		if fi, err := os.Lstat(cl); err == nil && fi.IsDir() && (a.fresh[dir] || a.movedIn(cl, idOf(fi))) {
 			a.fresh[cl] = true
+		} else if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// A symlinked .claude: a pointer, like a .git symlink.
+			if a.pointer(cl, physical(cl), a.changedAt(cl, idOf(fi))) || a.fresh[dir] {
+				a.fresh[cl] = true
+			}
 		}
 		for _, n := range []string{"settings.json", "settings.local.json"} {
 			a.settingsFile(filepath.Join(dir, ".claude", n))
@@ -582,7 +595,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	data, id, err := readSmall(p, maxConfigSize)
 	lid := idOf(lfi)
 	changed := a.changedAt(p, lid) || err == nil && a.changed(id)
-	if real, ok := a.actionable(p); changed && ok {
+	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
 		if err != nil {
 			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())
@@ -660,7 +673,7 @@ func (a *auditor) hookDir(dir string) bool {
 		if e.IsDir() {
 			continue // git runs files named after hooks only
 		}
-		if real, ok := a.actionable(p); (all || a.changedAt(p, id)) && ok {
+		if real, ok := a.changedActionable(p); (all || a.changedAt(p, id)) && ok {
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
@@ -675,7 +688,7 @@ func (a *auditor) settingsFile(p string) {
 	if err != nil || !a.changedAt(p, id) {
 		return
 	}
-	if real, ok := a.actionable(p); ok {
+	if real, ok := a.changedActionable(p); ok {
 		a.quarantine(real, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
 	}
 }
@@ -709,6 +722,19 @@ func (a *auditor) actionable(p string) (string, bool) {
 	return real, a.inRoots(real) && !a.o.Protected(real) && !a.o.Protected(p)
 }
 
+// changedActionable is actionable for a file that changed during the run:
+// one that was read-only to the command changed all the same (through a
+// hard link made in an earlier run, where it was writable), so its
+// protection is no reason to keep what it now holds.
+func (a *auditor) changedActionable(p string) (string, bool) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return p, false
+	}
+	real := filepath.Join(dir, filepath.Base(p))
+	return real, a.inRoots(real)
+}
+
 func (a *auditor) inRoots(p string) bool {
 	for _, r := range a.o.Roots {
 		if p == r || strings.HasPrefix(p, r+"/") || r == "/" {
@@ -731,6 +757,29 @@ func (a *auditor) resolve(v, base string) string {
 		return filepath.Clean(v)
 	}
 	return filepath.Join(base, v)
+}
+
+// physical resolves p as the kernel (and so git) does: each ".." applies
+// to the directory reached so far, after the symlinks before it
+// ("link/.." is the parent of link's target, not the directory holding
+// link). filepath.EvalSymlinks walks the path that way; a path that does
+// not resolve is cleaned as text (nothing is there for git either).
+func physical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	// Resolve the longest prefix that exists, then add the rest as text.
+	parts := strings.Split(p, "/")
+	for i := len(parts) - 1; i > 0; i-- {
+		head := strings.Join(parts[:i], "/")
+		if head == "" {
+			head = "/"
+		}
+		if r, err := filepath.EvalSymlinks(head); err == nil {
+			return filepath.Join(append([]string{r}, parts[i:]...)...)
+		}
+	}
+	return filepath.Clean(p)
 }
 
 func mustReal(p string) string {
@@ -798,9 +847,9 @@ func readGitfile(p string) (string, fileID, bool) {
 		return "", id, false
 	}
 	if !filepath.IsAbs(t) {
-		t = filepath.Join(filepath.Dir(p), t)
+		t = filepath.Dir(p) + "/" + t
 	}
-	return mustReal(filepath.Clean(t)), id, true
+	return physical(t), id, true
 }
 
 // readCommondir reads g/commondir: the directory holding the repository's
@@ -815,9 +864,9 @@ func readCommondir(g string) (string, fileID, bool) {
 		return "", id, false
 	}
 	if !filepath.IsAbs(s) {
-		s = filepath.Join(g, s)
+		s = g + "/" + s
 	}
-	return mustReal(filepath.Clean(s)), id, true
+	return physical(s), id, true
 }
 
 // globalHooksPaths are the core.hooksPath values of the user's and the
@@ -826,6 +875,15 @@ func readCommondir(g string) (string, fileID, bool) {
 // Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
 // shell of the user's may set the variable where the command's did not.
 func globalHooksPaths(home, xdgConfigHome string) []string {
+	hooks, _ := globalGitConfig(home, xdgConfigHome)
+	return hooks
+}
+
+// globalGitConfig reads the system's and the user's git config files:
+// the core.hooksPath values they set, and the files their include.path
+// and includeIf.*.path entries name (absolute; every condition counts as
+// met: a file the user's git may read).
+func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
 	files := []string{"/etc/gitconfig"}
 	if home != "" {
 		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
@@ -835,7 +893,6 @@ func globalHooksPaths(home, xdgConfigHome string) []string {
 			files = append(files, x)
 		}
 	}
-	var out []string
 	for _, f := range files {
 		b, _, err := readSmall(f, maxConfigSize)
 		if err != nil {
@@ -847,10 +904,23 @@ func globalHooksPaths(home, xdgConfigHome string) []string {
 		}
 		for _, e := range es {
 			if e.Name == "core.hookspath" && e.HasValue {
-				out = append(out, e.Value)
+				hooks = append(hooks, e.Value)
+			}
+			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
+				v := e.Value
+				switch {
+				case v == "~" || strings.HasPrefix(v, "~/"):
+					if home == "" {
+						continue
+					}
+					v = filepath.Join(home, strings.TrimPrefix(v, "~"))
+				case !filepath.IsAbs(v):
+					v = filepath.Join(filepath.Dir(f), v)
+				}
+				includes = append(includes, physical(v))
 			}
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(hooks)
+	return hooks, includes
 }
