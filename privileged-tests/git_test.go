@@ -450,6 +450,17 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 				_, err := os.Lstat(filepath.Join(s.repo, "sub/.claude/settings.json"))
 				return err == nil
 			}},
+		{"a repository's config written through a hard link made before moat protected it",
+			`mkdir r && cd r && git init -q && cd .. && ln r/.git/config h`,
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> h`,
+			func(s *gitScene) bool { return s.userGit(filepath.Join(s.repo, "r"), "status") }},
+		{"a .claude symlink to a directory staged earlier",
+			`mkdir -p data/cl proj && printf '{"sandbox":{"filesystem":{"allowWrite":["/%s"]}}}' "$OUT" > data/cl/settings.json`,
+			`ln -s ../data/cl proj/.claude`,
+			func(s *gitScene) bool {
+				_, err := os.Stat(filepath.Join(s.repo, "proj/.claude/settings.json"))
+				return err == nil
+			}},
 		{"a repository in a directory made unreadable, opened again with fchmod",
 			`git init -q sub && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config && chmod 400 sub`,
 			`python3 -c 'import os; fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY); os.fchmod(fd, 0o755)'`,
