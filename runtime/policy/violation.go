@@ -122,6 +122,9 @@ const groupAt = 4
 //     for nscd, from id, ls -l, git...) and is left out. When the command
 //     failed it is kept: a client that needed a unix socket is what
 //     network.allowUnixSockets is for.
+//   - A refused write of the go command's telemetry counters
+//     (~/.config/go, ~/.config/go/telemetry/...: every go command tries)
+//     is left out when the command succeeded: the build did not need it.
 //
 // The order is that of each line's first refusal.
 func Summarize(vs []Violation, succeeded bool) []Violation {
@@ -133,7 +136,7 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 	var kept []Violation
 	paths := map[groupKey][]int{} // by parent directory: indexes into vs
 	for i, v := range vs {
-		if succeeded && v.isUnixProbe() {
+		if succeeded && (v.isUnixProbe() || v.isGoTelemetry()) {
 			continue
 		}
 		if v.Kind == FileViolation && strings.HasPrefix(v.Target, "/") && v.Count <= 1 {
@@ -187,7 +190,7 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 		}
 	}
 	for i, v := range vs {
-		if skip[i] || (succeeded && v.isUnixProbe()) {
+		if skip[i] || (succeeded && (v.isUnixProbe() || v.isGoTelemetry())) {
 			continue
 		}
 		if g, ok := group[i]; ok {
@@ -196,6 +199,16 @@ func Summarize(vs []Violation, succeeded bool) []Violation {
 		kept = append(kept, v)
 	}
 	return kept
+}
+
+// isGoTelemetry: a refused write of the go command's telemetry directory
+// (os.UserConfigDir()/go/telemetry, made on every go command).
+func (v Violation) isGoTelemetry() bool {
+	if v.Kind != FileViolation || v.Op != "write" {
+		return false
+	}
+	t := v.Target
+	return strings.HasSuffix(t, "/.config/go") || strings.HasSuffix(t, "/.config/go/telemetry") || strings.Contains(t, "/.config/go/telemetry/")
 }
 
 // isUnixProbe: a refused socket(AF_UNIX), which names no target.

@@ -40,3 +40,20 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("three of a rule are not a group, and another rule is its own line: %v", got)
 	}
 }
+
+// The go command's telemetry writes (every go command tries them) are left
+// out of a successful command's report, and kept when it failed; a write
+// elsewhere in ~/.config stays.
+func TestSummarizeGoTelemetry(t *testing.T) {
+	w := func(p string) Violation {
+		return Violation{Kind: FileViolation, Op: "write", Target: p, Rule: "not in allowWrite"}
+	}
+	vs := []Violation{w("/home/u/.config/go"), w("/home/u/.config/go/telemetry/local/x.count"), w("/home/u/.config/gh/hosts.yml")}
+	got := Summarize(vs, true)
+	if len(got) != 1 || got[0].Target != "/home/u/.config/gh/hosts.yml" {
+		t.Errorf("a successful command: %v", got)
+	}
+	if got := Summarize(vs, false); len(got) != 3 {
+		t.Errorf("a failed command keeps every refusal: %v", got)
+	}
+}
