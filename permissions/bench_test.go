@@ -22,7 +22,17 @@ var benchRules = []string{
 // loadCorpus reads testdata/corpus.jsonl: realistic agent commands.
 func loadCorpus(tb testing.TB) []string {
 	tb.Helper()
-	f, err := os.Open("testdata/corpus.jsonl")
+	out := loadCommands(tb, "testdata/corpus.jsonl")
+	if len(out) < 1000 {
+		tb.Fatalf("corpus has %d commands", len(out))
+	}
+	return out
+}
+
+// loadCommands reads a file of JSON lines {"cmd": "..."}.
+func loadCommands(tb testing.TB, name string) []string {
+	tb.Helper()
+	f, err := os.Open(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -37,8 +47,8 @@ func loadCorpus(tb testing.TB) []string {
 		}
 		out = append(out, r.Cmd)
 	}
-	if len(out) < 1000 {
-		tb.Fatalf("corpus has %d commands", len(out))
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }

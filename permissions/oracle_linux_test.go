@@ -12,6 +12,7 @@ package permissions
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math/rand"
@@ -97,16 +98,22 @@ var builtinNames = map[string]bool{"echo": true, "printf": true, "pwd": true, "t
 
 // oracleRun is one command run under strace.
 type oracleRun struct {
-	cmd     string
-	effects []string
-	timeout bool
-	noTrace bool // strace wrote nothing
+	cmd      string
+	effects  []string
+	timeout  bool
+	noTrace  bool // strace wrote nothing
+	tmpFiles int  // sort's temporary files (accepted)
+	took     time.Duration
 }
 
 var (
 	straceLine = regexp.MustCompile(`^(\d+)\s+(.*)$`)
 	callRe     = regexp.MustCompile(`^([a-z0-9_]+)\((.*)\)\s+=\s+(-?\d+|\?|0x[0-9a-f]+)`)
 	quotedRe   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+	openWrite  = regexp.MustCompile(`O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND`)
+	// environRe: a process's environment, which holds secrets (env and
+	// printenv are not read-only for that reason).
+	environRe = regexp.MustCompile(`^/proc/[^/]+/(task/[^/]+/)?environ$`)
 )
 
 // writeCalls are the %file syscalls that change the filesystem.
@@ -135,9 +142,17 @@ func harmlessUnix(args string) bool {
 		strings.Contains(args, "/var/run/nscd")
 }
 
-// effectsOf reads an strace -f log and lists the effects.
-func effectsOf(log []byte, named map[string]bool) []string {
-	var effects []string
+// sortTemp reports whether p is one of the temporary files GNU sort
+// makes in TMPDIR (sortXXXXXX, created O_EXCL, removed before it exits):
+// private files, not a change (docs/DECISIONS.md).
+func sortTemp(p, tmp string) bool {
+	dir, base := filepath.Split(p)
+	return tmp != "" && filepath.Clean(dir) == tmp && len(base) == len("sortXXXXXX") && strings.HasPrefix(base, "sort")
+}
+
+// effectsOf reads an strace -f log and lists the effects (and counts
+// sort's temporary files in tmp, which are not one).
+func effectsOf(log []byte, named map[string]bool, tmp string) (effects []string, tmpFiles int) {
 	pending := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -182,18 +197,33 @@ func effectsOf(log []byte, named map[string]bool) []string {
 				effects = append(effects, "exec of a program the command does not name: "+line)
 			}
 		case name == "open" || name == "openat" || name == "openat2":
-			if !ok || !regexp.MustCompile(`O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND`).MatchString(args) {
+			if !ok {
 				continue
 			}
 			q := quotedRe.FindStringSubmatch(args)
+			if q != nil && environRe.MatchString(q[1]) {
+				effects = append(effects, "secret: read of an environment: "+line)
+				continue
+			}
+			if !openWrite.MatchString(args) {
+				continue
+			}
 			if q != nil && harmlessWrite(q[1]) {
+				continue
+			}
+			if q != nil && sortTemp(q[1], tmp) && strings.Contains(args, "O_EXCL") {
+				tmpFiles++
 				continue
 			}
 			effects = append(effects, "write: "+line)
 		case writeCalls[name]:
-			if ok {
-				effects = append(effects, "write: "+line)
+			if !ok {
+				continue
 			}
+			if q := quotedRe.FindStringSubmatch(args); q != nil && name == "unlink" && sortTemp(q[1], tmp) {
+				continue
+			}
+			effects = append(effects, "write: "+line)
 		case name == "connect" || name == "sendto" || name == "sendmsg" || name == "bind":
 			if strings.Contains(args, "AF_UNIX") && harmlessUnix(args) {
 				continue
@@ -208,7 +238,7 @@ func effectsOf(log []byte, named map[string]bool) []string {
 			effects = append(effects, "network: "+line)
 		}
 	}
-	return effects
+	return effects, tmpFiles
 }
 
 // manHelpers are the formatters man runs (never a pager: the output is a
@@ -264,7 +294,8 @@ func TestBehaviouralOracle(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	proj, home, traces := filepath.Join(root, "proj"), filepath.Join(root, "home"), filepath.Join(root, "traces")
-	for _, d := range []string{proj, home, traces} {
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{proj, home, traces, tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -277,34 +308,40 @@ func TestBehaviouralOracle(t *testing.T) {
 		}
 		os.WriteFile(p+".orig", []byte(body+"old\n"), 0o644)
 	}
+	// The environment of a moat session's commands (shell.Session adds
+	// GIT_EDITOR=true and GIT_OPTIONAL_LOCKS=0), with a fake home and a
+	// TMPDIR of the test's (a moat run's is private).
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb",
+		"GIT_EDITOR=true", "GIT_OPTIONAL_LOCKS=0", "TMPDIR=" + tmp,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	fx := oracleFixtures(t, proj, home, env)
+
 	// Old modification times: no index entry is racily clean, so git diff
 	// has no stat information to refresh (see docs/DECISIONS.md: git diff
-	// refreshes .git/index when a tracked file's stat changed).
+	// refreshes .git/index when a tracked file's stat changed). The index
+	// is then written again with them, and one tracked file changed after
+	// it (git describe --dirty, git diff and git status see a change).
 	old := time.Now().Add(-time.Hour)
-	filepath.Walk(proj, func(p string, _ os.FileInfo, err error) error {
+	filepath.Walk(proj, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.IsDir() && fi.Name() == ".git" {
+			return filepath.SkipDir
+		}
 		if err == nil {
 			os.Chtimes(p, old, old)
 		}
 		return nil
 	})
-	// The environment of a moat session's commands (shell.Session adds
-	// GIT_EDITOR=true and GIT_OPTIONAL_LOCKS=0), with a fake home.
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb",
-		"GIT_EDITOR=true", "GIT_OPTIONAL_LOCKS=0",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
-	if git, err := exec.LookPath("git"); err == nil {
-		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "init"},
-			{"tag", "v1"}} {
-			c := exec.Command(git, args...)
-			c.Dir, c.Env = proj, env
-			if out, err := c.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v: %s", args, err, out)
-			}
+	if fx.git != "" {
+		oracleGit(t, fx.git, proj, env, "update-index", "-q", "--refresh")
+		changed := filepath.Join(proj, "src/main.go")
+		if err := os.WriteFile(changed, []byte(oracleProject["src/main.go"]+"// changed after the index\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		os.Chtimes(changed, old.Add(time.Minute), old.Add(time.Minute))
 	}
 
 	// The oracle must see effects: each of these has one.
-	for _, c := range [][2]string{
+	selfChecks := [][2]string{
 		{"touch new.txt", "write: "},
 		{"echo x > out.txt", "write: "},
 		{"mkdir newdir", "write: "},
@@ -312,12 +349,35 @@ func TestBehaviouralOracle(t *testing.T) {
 		{"echo $(/usr/bin/id)", "exec of a program"},
 		{"exec 3<>/dev/tcp/127.0.0.1/9", "network: "},
 		{"cp README.md copy.txt", "write: "},
-	} {
+		{"cat /proc/self/environ", "secret: "},
+		// the audit's findings, on the fixtures (oracleFixtures)
+		{"file -z archive/data.Z", "exec of a program"}, // gzip
+	}
+	if fx.git != "" {
+		selfChecks = append(selfChecks,
+			[2]string{"git describe --dirty", "write: "},      // .git/index.lock
+			[2]string{"git log --remerge-diff -1", "write: "}, // a temporary object directory
+			[2]string{"git merge-tree main topic", "write: "}, // the merged objects
+			[2]string{"git log --diff-merges=r -1 -p", "write: "})
+	}
+	if fx.signed {
+		selfChecks = append(selfChecks, [2]string{"git log --show-signature -3", "exec of a program"}, // gpg, ssh-keygen
+			[2]string{"git log -3 --format=%G?", "exec of a program"})
+	}
+	if fx.zstd {
+		selfChecks = append(selfChecks, [2]string{"file -z data.csv.zst", "exec of a program"})
+	}
+	for _, c := range selfChecks {
 		cmd, want := c[0], c[1]
 		r := runTraced(t, strace, cmd, proj, env, filepath.Join(traces, "self"))
 		if !slices.ContainsFunc(r.effects, func(e string) bool { return strings.HasPrefix(e, want) }) {
 			t.Errorf("the oracle missed the effect of %q (want %q...): %q", cmd, want, r.effects)
 		}
+	}
+	// sort spills into TMPDIR with -S 1K: accepted (docs/DECISIONS.md),
+	// but it must spill, or the exception tests nothing.
+	if r := runTraced(t, strace, "sort -S 1K big.txt", proj, env, filepath.Join(traces, "self")); len(r.effects) > 0 || r.tmpFiles == 0 {
+		t.Errorf("sort -S 1K big.txt: effects %q, %d temporary files (want none, and some)", r.effects, r.tmpFiles)
 	}
 	for _, f := range []string{"new.txt", "out.txt", "newdir", "moved", "copy.txt"} {
 		os.RemoveAll(filepath.Join(proj, f))
@@ -338,7 +398,9 @@ func TestBehaviouralOracle(t *testing.T) {
 			}
 		}
 	}
-	corpus := loadCorpus(t)
+	// The corpus, and the commands an audit found with effects
+	// (testdata/oracle.jsonl: only those moat allows or calls read-only run).
+	corpus := append(loadCorpus(t), loadCommands(t, "testdata/oracle.jsonl")...)
 	for _, c := range corpus {
 		add(c)
 	}
@@ -377,19 +439,32 @@ func TestBehaviouralOracle(t *testing.T) {
 		close(work)
 	}()
 	var failures, timeouts int
+	var slowest []oracleRun
 	for range cmds {
 		r := <-results
 		if r.timeout {
 			timeouts++
 		}
-		for _, ef := range r.effects {
+		slowest = append(slowest, oracleRun{cmd: r.cmd, took: r.took})
+		slices.SortFunc(slowest, func(a, b oracleRun) int { return int(b.took - a.took) })
+		slowest = slowest[:min(len(slowest), 5)]
+		if len(r.effects) > 0 {
 			failures++
-			if failures <= 50 {
+		}
+		// The first effects of the first 100 commands that had one.
+		for k, ef := range r.effects {
+			if failures <= 100 && k < 3 {
 				t.Errorf("%q (allowed or read-only) had an effect: %s", r.cmd, ef)
 			}
 		}
 	}
+	if failures > 0 {
+		t.Errorf("%d commands had effects", failures)
+	}
 	t.Logf("ran %d commands in %v (%d stopped at the time limit)", len(cmds), time.Since(start).Round(time.Millisecond), timeouts)
+	for _, r := range slowest {
+		t.Logf("slowest: %v %q", r.took.Round(time.Millisecond), r.cmd)
+	}
 }
 
 // oracleSample is how many generated mutations a default run tries.
@@ -422,6 +497,7 @@ func runTracedFor(strace, cmd, dir string, env []string, trace string, limit tim
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
 	r := oracleRun{cmd: cmd}
+	t0 := time.Now()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -429,6 +505,7 @@ func runTracedFor(strace, cmd, dir string, env []string, trace string, limit tim
 		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+	r.took = time.Since(t0)
 	log, err := os.ReadFile(trace)
 	if err != nil {
 		r.noTrace = true
@@ -436,6 +513,154 @@ func runTracedFor(strace, cmd, dir string, env []string, trace string, limit tim
 		return r
 	}
 	os.Remove(trace)
-	r.effects = effectsOf(log, namedPrograms(cmd))
+	tmp := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			tmp = v
+		}
+	}
+	r.effects, r.tmpFiles = effectsOf(log, namedPrograms(cmd), tmp)
 	return r
+}
+
+// oracleFixture says what oracleFixtures could make.
+type oracleFixture struct {
+	git    string // git's path ("" without git: no repository)
+	signed bool   // a commit signed with gpg or ssh
+	zstd   bool   // data.csv.zst
+}
+
+// oracleFixtures makes what the audit's commands need to show their
+// effects: compressed files (file -z runs gzip for compress's .Z, zstd and
+// lz4 when they exist), a large file (sort -S 1K spills into TMPDIR), and
+// a history with signed commits (gpg, ssh-keygen), a merge that resolved a
+// conflict (--remerge-diff) and a branch that conflicts with main
+// (merge-tree). Whatever a missing tool prevents is logged and left out.
+func oracleFixtures(t *testing.T, proj, home string, env []string) oracleFixture {
+	var fx oracleFixture
+	write := func(name, body string) {
+		p := filepath.Join(proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(oracleProject["data.csv"]))
+	zw.Close()
+	write("data.csv.gz", gz.String())
+	// compress(1)'s magic: libmagic cannot read it and runs gzip -cd.
+	write("archive/data.Z", "\x1f\x9d\x90hello world\n")
+	for _, z := range [][3]string{{"zstd", "data.csv.zst", "-qkfo"}, {"lz4", "data.csv.lz4", "-qf"}} {
+		prog, err := exec.LookPath(z[0])
+		if err != nil {
+			t.Logf("no %s: %s left out (file -z)", z[0], z[1])
+			continue
+		}
+		var c *exec.Cmd
+		if z[0] == "zstd" {
+			c = exec.Command(prog, z[2], z[1], "data.csv")
+		} else {
+			c = exec.Command(prog, z[2], "data.csv", z[1])
+		}
+		c.Dir = proj
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", z[0], err, out)
+		}
+		fx.zstd = fx.zstd || z[0] == "zstd"
+	}
+	var big strings.Builder
+	for i := 300; i > 0; i-- { // about 50 temporary files with -S 1K
+		fmt.Fprintf(&big, "%d line %d\n", i*7919%3001, i)
+	}
+	write("big.txt", big.String())
+
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Log("no git: the oracle's project is not a repository")
+		return fx
+	}
+	fx.git = git
+	run := func(args ...string) { oracleGit(t, git, proj, env, args...) }
+	run("init", "-q", "-b", "main")
+	run("add", "-A")
+	run("commit", "-qm", "init")
+	run("tag", "v1")
+	// side and main change the same line: the merge below conflicts.
+	run("checkout", "-qb", "side")
+	write("data.csv", strings.Replace(oracleProject["data.csv"], "2,bob,40", "2,bob,41", 1))
+	run("commit", "-qam", "side")
+	run("checkout", "-q", "main")
+	write("data.csv", strings.Replace(oracleProject["data.csv"], "2,bob,40", "2,bob,42", 1))
+	run("commit", "-qam", "main")
+	// Signed commits: git verifies them by running gpg (gpg.program) or
+	// ssh-keygen (gpg.ssh.program).
+	if gpg, err := exec.LookPath("gpg"); err == nil {
+		c := exec.Command(gpg, "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
+			"--quick-gen-key", "oracle <t@example.com>", "ed25519", "sign", "never")
+		c.Env = env
+		out, err := c.CombinedOutput()
+		t.Cleanup(func() {
+			// the agent gpg started for the key and the signature
+			if gc, err := exec.LookPath("gpgconf"); err == nil {
+				k := exec.Command(gc, "--kill", "all")
+				k.Env = env
+				k.Run()
+			}
+		})
+		if err != nil {
+			t.Fatalf("gpg --quick-gen-key: %v: %s", err, out)
+		}
+		write("README.md", oracleProject["README.md"]+"gpg\n")
+		run("-c", "user.signingKey=t@example.com", "commit", "-qS", "-am", "signed with gpg")
+		fx.signed = true
+	} else {
+		t.Log("no gpg: no gpg-signed commit (git's gpg verification is not exercised)")
+	}
+	if kg, err := exec.LookPath("ssh-keygen"); err == nil {
+		key := filepath.Join(home, ".ssh", "sign")
+		os.MkdirAll(filepath.Dir(key), 0o700)
+		if out, err := exec.Command(kg, "-q", "-t", "ed25519", "-N", "", "-C", "t@example.com", "-f", key).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v: %s", err, out)
+		}
+		pub, err := os.ReadFile(key + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		signers := filepath.Join(home, "allowed_signers")
+		os.WriteFile(signers, []byte(`t@example.com namespaces="git" `+string(pub)), 0o644)
+		// The user's configuration names the allowed signers: without it
+		// git does not verify an ssh signature.
+		os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[gpg \"ssh\"]\n\tallowedSignersFile = "+signers+"\n"), 0o644)
+		write("README.md", oracleProject["README.md"]+"gpg\nssh\n")
+		run("-c", "gpg.format=ssh", "-c", "user.signingKey="+key, "commit", "-qS", "-am", "signed with ssh")
+		fx.signed = true
+	} else {
+		t.Log("no ssh-keygen: no ssh-signed commit")
+	}
+	run("tag", "-a", "v2", "-m", "v2")
+	// The merge conflicts; its resolution is a third line (what
+	// --remerge-diff shows by merging again).
+	c := exec.Command(git, "merge", "-q", "side")
+	c.Dir, c.Env = proj, env
+	c.CombinedOutput() // exits 1: the conflict
+	write("data.csv", strings.Replace(oracleProject["data.csv"], "2,bob,40", "2,bob,43", 1))
+	run("commit", "-qam", "merge side")
+	// topic changes the line again: merge-tree main topic conflicts.
+	run("checkout", "-qb", "topic", "side")
+	write("data.csv", strings.Replace(oracleProject["data.csv"], "2,bob,40", "2,bob,44", 1))
+	run("commit", "-qam", "topic")
+	run("checkout", "-q", "main")
+	return fx
+}
+
+// oracleGit runs git in the oracle's project, failing the test if it fails.
+func oracleGit(t *testing.T, git, dir string, env []string, args ...string) {
+	t.Helper()
+	c := exec.Command(git, args...)
+	c.Dir, c.Env = dir, env
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
 }
