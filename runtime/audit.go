@@ -32,7 +32,11 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 // what lets an audit tell a directory moved into place during the run
 // (with what an earlier run made where no audit looked) from one that was
 // there.
-func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
+//
+// start is when the run began (the precise time; "changed during the run"
+// is taken from enforce.Since(start), a second or two earlier, except for
+// files that were read-only to the command).
+func auditGit(fp enforce.Footprint, start time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -47,7 +51,8 @@ func auditGit(fp enforce.Footprint, since time.Time, home, stateDir string, as *
 	}
 	opts := gitguard.Options{
 		Roots:         fp.WritableRoots,
-		Since:         since,
+		Since:         enforce.Since(start),
+		Start:         start,
 		QuarantineDir: filepath.Join(stateDir, "quarantine"),
 		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,

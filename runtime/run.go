@@ -173,7 +173,7 @@ func newRun(req Request) (*run, error) {
 	if err := req.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	r := &run{req: req, pol: req.Policy, log: req.Logger, since: enforce.Since(time.Now())}
+	r := &run{req: req, pol: req.Policy, log: req.Logger, since: time.Now()}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -286,7 +286,7 @@ func (r *run) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: r.since, Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As)})
+	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As)})
 	if err != nil {
 		r.log.Debug("announce", "err", err)
 		return

@@ -108,7 +108,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if err := req.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Session{req: req, pol: req.Policy, log: req.Logger, since: enforce.Since(time.Now()), done: make(chan struct{}), stop: make(chan struct{})}
+	s := &Session{req: req, pol: req.Policy, log: req.Logger, since: time.Now(), done: make(chan struct{}), stop: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -186,7 +186,7 @@ func (s *Session) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: s.since, Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As)})
+	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As)})
 	if err != nil {
 		s.log.Debug("announce", "err", err)
 		return
@@ -312,7 +312,7 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 		s.idle.Stop()
 	}
 	s.mu.Unlock()
-	r := &Running{s: s, since: enforce.Since(time.Now()), onViol: c.OnViolation}
+	r := &Running{s: s, since: time.Now(), onViol: c.OnViolation}
 	s.mu.Lock()
 	if s.active == nil {
 		s.active = map[*Running]struct{}{}

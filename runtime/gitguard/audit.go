@@ -24,6 +24,12 @@ type Options struct {
 	// Since is when the run began: anything whose inode changed at or after
 	// it was changed during the run.
 	Since time.Time
+	// Start is the precise time the run began (Since is a second or two
+	// earlier, for coarse timestamps). A file that was read-only to the
+	// command (Protected) counts as changed only after Start: it changed
+	// through a hard link, and the user's own edit just before the run is
+	// not taken for the command's. Zero: Since.
+	Start time.Time
 	// Protected reports paths that were read-only to the command during the
 	// run (moat's mounts): they cannot have been changed by it, and a
 	// repository whose config is protected is the user's own. If nil,
@@ -100,13 +106,16 @@ func Audit(o Options) (*Report, error) {
 	if o.QuarantineDir == "" {
 		return nil, errors.New("gitguard: no quarantine directory")
 	}
+	if o.Start.IsZero() || o.Start.Before(o.Since) {
+		o.Start = o.Since
+	}
 	if o.MaxDirs <= 0 {
 		o.MaxDirs = DefaultMaxDirs
 	}
 	if o.Protected == nil {
 		o.Protected = func(string) bool { return false }
 	}
-	a := &auditor{o: o, since: o.Since.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), start: o.Start.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
 	var includes []string
 	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
@@ -212,6 +221,7 @@ func (a *auditor) putModesBack() {
 type auditor struct {
 	o           Options
 	since       int64
+	start       int64 // the precise start (for protected files)
 	rep         *Report
 	seen        map[string]bool // candidate git directories evaluated
 	done        map[string]bool // files already acted on
@@ -595,6 +605,9 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	data, id, err := readSmall(p, maxConfigSize)
 	lid := idOf(lfi)
 	changed := a.changedAt(p, lid) || err == nil && a.changed(id)
+	if changed && a.protectedFile(p) {
+		changed = lid.ctime > a.start || err == nil && id.ctime > a.start
+	}
 	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
 		if err != nil {
@@ -673,7 +686,11 @@ func (a *auditor) hookDir(dir string) bool {
 		if e.IsDir() {
 			continue // git runs files named after hooks only
 		}
-		if real, ok := a.changedActionable(p); (all || a.changedAt(p, id)) && ok {
+		changed := all || a.changedAt(p, id)
+		if changed && a.protectedFile(p) {
+			changed = id.ctime > a.start
+		}
+		if real, ok := a.changedActionable(p); changed && ok {
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
@@ -685,7 +702,7 @@ func (a *auditor) hookDir(dir string) bool {
 func (a *auditor) settingsFile(p string) {
 	a.reachPath(p)
 	id, err := lstatID(p)
-	if err != nil || !a.changedAt(p, id) {
+	if err != nil || !a.changedAt(p, id) || a.protectedFile(p) && id.ctime <= a.start {
 		return
 	}
 	if real, ok := a.changedActionable(p); ok {
@@ -720,6 +737,18 @@ func (a *auditor) actionable(p string) (string, bool) {
 	}
 	real := filepath.Join(dir, filepath.Base(p))
 	return real, a.inRoots(real) && !a.o.Protected(real) && !a.o.Protected(p)
+}
+
+// protectedFile reports a file that was read-only to the command (by
+// either of its names).
+func (a *auditor) protectedFile(p string) bool {
+	if a.o.Protected(p) {
+		return true
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return a.o.Protected(filepath.Join(dir, filepath.Base(p)))
+	}
+	return false
 }
 
 // changedActionable is actionable for a file that changed during the run:

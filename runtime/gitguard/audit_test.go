@@ -124,7 +124,7 @@ func (s *scene) userGit(dir string, args ...string) bool {
 func (s *scene) audit() *Report {
 	s.t.Helper()
 	rep, err := Audit(Options{
-		Roots: []string{s.w}, Since: s.since, Home: s.home,
+		Roots: []string{s.w}, Since: s.since, Start: s.since.Add(-time.Nanosecond), Home: s.home,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),
 		Protected: func(p string) bool {
