@@ -40,7 +40,7 @@ func TestNoStdio(t *testing.T) {
 		"log/slog": {"Debug": true, "Info": true, "Warn": true, "Error": true, "DebugContext": true, "InfoContext": true, "WarnContext": true, "ErrorContext": true, "Log": true, "LogAttrs": true, "Default": true},
 	}
 	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(testutil.PackageDir(t), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

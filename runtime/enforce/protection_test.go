@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // The Protection constants are the whole set: distinct names, each
@@ -64,7 +66,7 @@ func TestSkipsUseConstants(t *testing.T) {
 	}
 	var files []file
 	fset := token.NewFileSet()
-	root := filepath.Join("..", "..")
+	root := filepath.Join(testutil.PackageDir(t), "..", "..")
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -88,7 +90,7 @@ func TestSkipsUseConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, _ := filepath.Abs(".")
+	self, _ := filepath.Abs(testutil.PackageDir(t))
 	isProtection := func(e ast.Expr) bool {
 		switch e := e.(type) {
 		case *ast.Ident:
