@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/moat-sandbox/moat/internal/testutil"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,12 +146,12 @@ func TestJSONOutputKeepsHTMLCharacters(t *testing.T) {
 	}
 	// And no other encoder: every JSON output of this command goes through
 	// newJSONEncoder (moat doctor --json too, which runs sandboxes).
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(filepath.Join(testutil.PackageDir(t), "*.go"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("the command's sources: %d files, %v", len(files), err)
 	}
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || f == "jsonout.go" {
+		if strings.HasSuffix(f, "_test.go") || filepath.Base(f) == "jsonout.go" {
 			continue
 		}
 		b, err := os.ReadFile(f)

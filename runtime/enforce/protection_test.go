@@ -17,7 +17,7 @@ import (
 // declared with the type.
 func TestProtectionConstants(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "enforce.go", nil, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, filepath.Join(testutil.PackageDir(t), "enforce.go"), nil, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
