@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/moat-sandbox/moat/internal/testutil"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // seatbeltSettings has a denyRead path that SBPL must escape (a quote, a
