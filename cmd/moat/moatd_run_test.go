@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,5 +266,36 @@ func TestDaemonRunTerminal(t *testing.T) {
 	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
 		t.Errorf("the client's terminal was left changed: lflag %#x -> %#x, iflag %#x -> %#x, oflag %#x -> %#x",
 			before.Lflag, after.Lflag, before.Iflag, after.Iflag, before.Oflag, after.Oflag)
+	}
+}
+
+// A denyRead path its client cannot reach (in a root-only directory, as
+// /root/.ssh is) does not break the client's runs: moatd plans as root,
+// and the mount over it, made in the client's sandbox, was refused, so
+// every run failed on a host with /root/.ssh. The file stays unreadable.
+func TestDaemonUnreachableDenyRead(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	ro := filepath.Join(dir, "rootonly")
+	if err := os.Mkdir(ro, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(ro, "secret")
+	if err := os.WriteFile(secret, []byte("SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "users.d")
+	if err := os.MkdirAll(users, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := fmt.Sprintf(`{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[%q],"allowWrite":[],"denyWrite":[]}}`, secret)
+	if err := os.WriteFile(filepath.Join(users, "default.json"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, "--", "sh", "-c", "echo ran; cat "+secret+" 2>/dev/null || echo refused")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil || out.String() != "ran\nrefused\n" {
+		t.Fatalf("through moatd with an unreachable denyRead path: %v, stdout %q, stderr %q", err, out.String(), errb.String())
 	}
 }
