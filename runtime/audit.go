@@ -18,7 +18,7 @@ import (
 // violations; it returns warnings (an audit that could not cover
 // everything).
 func (r *run) auditGit(fp enforce.Footprint) []string {
-	return auditGit(fp, r.since, r.pol.Home, r.req.StateDir, r.req.As, xdgConfigHome(r.req.Env, r.req.As), r.violation)
+	return auditGit(fp, r.since, unsettledSince(r.req.StateDir, fp.WritableRoots, r.announce), r.pol.Home, r.req.StateDir, r.req.As, xdgConfigHome(r.req.Env, r.req.As), r.violation)
 }
 
 // auditGit audits the trees the command could write. With as (moatd), the
@@ -36,7 +36,10 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 // start is when the run began (the precise time; "changed during the run"
 // is taken from enforce.Since(start), a second or two earlier, except for
 // files that were read-only to the command).
-func auditGit(fp enforce.Footprint, start time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
+//
+// unsettled is when the earliest other sandbox still running that can write
+// these trees began (zero: none): see gitguard.Options.Unsettled.
+func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -57,6 +60,7 @@ func auditGit(fp enforce.Footprint, start time.Time, home, stateDir string, as *
 		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,
 		XDGConfigHome: xdgConfigHome,
+		Unsettled:     unsettled,
 	}
 	var (
 		rep *gitguard.Report

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/live"
@@ -70,7 +71,7 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 			v.Rule += fmt.Sprintf(" (left by a moat run killed before its audit, started %s)", since.Format("2006-01-02 15:04:05"))
 			vs = append(vs, v)
 		}
-		warns = append(warns, auditGit(fp, since, home, stateDir, as, xdgConfigHome(nil, as), report)...)
+		warns = append(warns, auditGit(fp, since, unsettledSince(stateDir, w.Roots, nil), home, stateDir, as, xdgConfigHome(nil, as), report)...)
 		done(true)
 	}
 	return vs, warns
@@ -107,4 +108,35 @@ func announcedUID(as *enforce.Identity) int {
 		return 0
 	}
 	return as.Uid
+}
+
+// unsettledSince is when the earliest live sandbox that can write roots
+// began (other than own, this run's announcement: nil counts every one,
+// as a session's command does, whose session is live): zero if none.
+func unsettledSince(stateDir string, roots []string, own *os.File) time.Time {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	ownID := ""
+	if own != nil {
+		ownID = strings.TrimSuffix(filepath.Base(own.Name()), ".live")
+	}
+	var earliest time.Time
+	for _, w := range live.LiveWriters(filepath.Join(stateDir, "journal")) {
+		if w.ID == ownID {
+			continue
+		}
+		overlap := false
+		for _, r := range roots {
+			for _, wr := range w.Roots {
+				if r == wr || r == "/" || wr == "/" || strings.HasPrefix(wr, r+"/") || strings.HasPrefix(r, wr+"/") {
+					overlap = true
+				}
+			}
+		}
+		if overlap && (earliest.IsZero() || w.Since.Before(earliest)) {
+			earliest = w.Since
+		}
+	}
+	return earliest
 }

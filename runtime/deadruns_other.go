@@ -3,6 +3,9 @@
 package runtime
 
 import (
+	"os"
+	"time"
+
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -11,3 +14,5 @@ import (
 func AuditDeadRuns(string) ([]policy.Violation, []string) { return nil, nil }
 
 func announcedUID(*enforce.Identity) int { return 0 }
+
+func unsettledSince(string, []string, *os.File) time.Time { return time.Time{} }

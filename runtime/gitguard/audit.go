@@ -49,6 +49,14 @@ type Options struct {
 	CacheDir string
 	// MaxDirs bounds the directories one audit visits (0: DefaultMaxDirs).
 	MaxDirs int
+	// Unsettled, if set, is when the earliest sandbox still running that
+	// can write the roots began (another run, or another command of the
+	// same session). What changed since then may still be that sandbox's
+	// work in progress: the record keeps, for it, what the previous audit
+	// saw, so that the audit after that sandbox ends judges it against the
+	// tree from before it began (a directory it moved into place is then
+	// still "moved in").
+	Unsettled time.Time
 }
 
 // DefaultMaxDirs is the default bound of one audit: far above a real
@@ -115,7 +123,7 @@ func Audit(o Options) (*Report, error) {
 	if o.Protected == nil {
 		o.Protected = func(string) bool { return false }
 	}
-	a := &auditor{o: o, since: o.Since.UnixNano(), start: o.Start.UnixNano(), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), start: o.Start.UnixNano(), unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
 	var includes []string
 	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
@@ -222,6 +230,7 @@ type auditor struct {
 	o           Options
 	since       int64
 	start       int64 // the precise start (for protected files)
+	unsettled   int64 // Options.Unsettled (0: none)
 	rep         *Report
 	seen        map[string]bool // candidate git directories evaluated
 	done        map[string]bool // files already acted on
@@ -237,6 +246,29 @@ type auditor struct {
 }
 
 func (a *auditor) changed(id fileID) bool { return id.ctime >= a.since }
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// unsettledAt reports a change that may be a live sandbox's work.
+func (a *auditor) unsettledAt(ctime int64) bool { return a.unsettled != 0 && ctime >= a.unsettled }
+
+// recordDir puts what the walk saw of dir in the next record, or, where it
+// changed while another sandbox that can write it runs, what the previous
+// record had (nothing, if it had nothing).
+func (a *auditor) recordDir(next *walkCache, dir string, id fileID, d dirInfo) {
+	if !a.unsettledAt(id.ctime) {
+		next.put(dir, d)
+		return
+	}
+	if old, ok := a.cache.old(dir); ok {
+		next.put(dir, old)
+	}
+}
 
 // movedIn reports a directory put at its path during the run (made,
 // renamed there or put in place of another): its inode changed during the
@@ -348,7 +380,7 @@ func (a *auditor) walkRoot(root string) error {
 			}
 			a.rep.Read++
 		}
-		next.put(dir, d)
+		a.recordDir(next, dir, id, d)
 		if err := a.visit(dir, d); err != nil {
 			return err
 		}
@@ -458,7 +490,15 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 func (a *auditor) pointer(file, target string, changed bool) bool {
 	key := target + "\x00" + dirIdentity(target)
 	if a.next != nil {
-		a.next.redirects[file] = key
+		if a.unsettledAt(ctimeOf(file, os.Lstat)) || a.unsettledAt(ctimeOf(target, os.Stat)) {
+			if a.cache != nil {
+				if old, ok := a.cache.redirects[file]; ok {
+					a.next.redirects[file] = old
+				}
+			}
+		} else {
+			a.next.redirects[file] = key
+		}
 	}
 	if a.cache != nil {
 		if old, ok := a.cache.redirects[file]; ok && old != key {
@@ -467,6 +507,15 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 		}
 	}
 	return changed && !a.knewRedirect(file, key)
+}
+
+// ctimeOf is p's change time (0 if it cannot be read).
+func ctimeOf(p string, stat func(string) (os.FileInfo, error)) int64 {
+	fi, err := stat(p)
+	if err != nil {
+		return 0
+	}
+	return idOf(fi).ctime
 }
 
 // dirIdentity is the device and inode of the directory p leads to, "-" if

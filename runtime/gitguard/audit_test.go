@@ -570,3 +570,43 @@ func TestAuditKeepsTheUsersNestedRepository(t *testing.T) {
 		t.Errorf("core.hooksPath = %q", got)
 	}
 }
+
+// A session: a background command moves a repository staged in an earlier
+// run into place; another command's audit runs while it is still live
+// (Unsettled: the session's start), then the session's closing audit. The
+// audit in between must not record the moved directory as the tree's, or
+// the closing audit takes it for one that was there (found by an attack
+// pass, with gitguard.Audit driven directly).
+func TestAuditWhileAnotherSandboxRuns(t *testing.T) {
+	stage := `d=.git/objects/ab/evil; mkdir -p $d && git init -q --bare $d && git --git-dir=$d config core.fsmonitor "$PROG" && git --git-dir=$d config core.bare false`
+	move := `mkdir ../new && mv .git/objects/ab/evil ../new/.git`
+	// Without audits the attack works.
+	s := newScene(t)
+	s.sh(s.repo, stage)
+	s.sh(s.repo, move)
+	if !s.userGit(filepath.Join(s.w, "new"), "status") {
+		t.Fatal("the attack does not work without moat's audits")
+	}
+	s = newScene(t)
+	s.begin()
+	s.audit() // the tree as the user left it
+	s.begin()
+	s.sh(s.repo, stage)
+	s.audit() // the staging run's own audit: objects/ab is git's
+	s.begin()
+	session := s.since
+	s.sh(s.repo, move) // a background command of the session
+	s.begin()
+	audit := func(since, unsettled time.Time) {
+		t.Helper()
+		if _, err := Audit(Options{Roots: []string{s.w}, Since: since, Home: s.home, Unsettled: unsettled,
+			QuarantineDir: filepath.Join(s.root, "quarantine"), CacheDir: filepath.Join(s.root, "cache")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audit(s.since, session) // another command's audit, the background one still live
+	audit(session, time.Time{})
+	if s.userGit(filepath.Join(s.w, "new"), "status") {
+		t.Fatal("ESCAPE: the repository moved in during the session ran its program after the session's audits")
+	}
+}
