@@ -780,12 +780,8 @@ func (a *auditor) knewRedirect(file, target string) bool {
 // is what is acted on) and reports whether the result lies in a root and
 // was writable during the run: only then may the audit move or rewrite it.
 func (a *auditor) actionable(p string) (string, bool) {
-	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
-	if err != nil {
-		return p, false
-	}
-	real := filepath.Join(dir, filepath.Base(p))
-	return real, a.inRoots(real) && !a.o.Protected(real) && !a.o.Protected(p)
+	real, ok := a.changedActionable(p)
+	return real, ok && !a.o.Protected(real) && !a.o.Protected(p)
 }
 
 // protectedFile reports a file that was read-only to the command (by
