@@ -185,7 +185,15 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 	if ph == nil {
 		return errVanished
 	}
-	return ln.jr.Create(ph.path, ph.kind, ph.content)
+	if err := ln.jr.Create(ph.path, ph.kind, ph.content); err != nil {
+		return err
+	}
+	// What was made (a filesystem without socket inodes gets a directory)
+	// or adopted.
+	if k, ok := ln.jr.KindOf(ph.path); ok {
+		ph.kind = k
+	}
+	return nil
 }
 
 // buildPlan encodes everything stage 2 does, in order.

@@ -275,6 +275,45 @@ func TestReservedNamesInCwd(t *testing.T) {
 	}
 }
 
+// The placeholders moat makes for reserved names are sockets: git lists
+// none of them (git add -A inside the sandbox stages nothing of moat's),
+// and in a writable home the git audit does not take the placeholder of
+// ~/.srt-settings.json for a planted settings file (it used to move
+// moat's own placeholder into the quarantine when the command wrote
+// anything).
+func TestPlaceholdersInsideAndAfter(t *testing.T) {
+	s := newGitScene(t)
+	// The working directory is the home: its names are reserved too.
+	s.home = s.repo
+	script := `stat -c '%n %F' .bashrc .claude .mcp.json .srt-settings.json HEAD; echo made > made.txt; git add -A && git status --porcelain`
+	r := s.run(script, true)
+	for _, n := range []string{".bashrc", ".claude", ".mcp.json", ".srt-settings.json", "HEAD"} {
+		if !strings.Contains(r.out, n+" socket") {
+			t.Errorf("%s is not a socket inside the sandbox:\n%s", n, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "A  made.txt") {
+		t.Fatalf("git status inside the sandbox:\n%s", r.out)
+	}
+	for _, l := range strings.Split(r.out, "\n") {
+		if strings.HasPrefix(l, "A  ") && !strings.HasPrefix(l, "A  made.txt") {
+			t.Errorf("git add -A staged a placeholder: %q\n%s", l, r.out)
+		}
+	}
+	if strings.Contains(r.out, "plant") || strings.Contains(r.out, "quarantine") {
+		t.Errorf("the audit acted on a placeholder:\n%s", r.out)
+	}
+	es, _ := os.ReadDir(filepath.Join(s.repo, ".local/state/moat/quarantine"))
+	if len(es) > 0 {
+		t.Errorf("the quarantine holds %v", es)
+	}
+	for _, n := range []string{".bashrc", ".claude", ".mcp.json", ".srt-settings.json", "HEAD"} {
+		if _, err := os.Lstat(filepath.Join(s.repo, n)); err == nil {
+			t.Errorf("the placeholder %s was left behind", n)
+		}
+	}
+}
+
 // A rule inside a writable tree cannot be undone by renaming its parent
 // and making the path again.
 func TestRenameParentOfDenyRule(t *testing.T) {

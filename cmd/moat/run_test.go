@@ -360,7 +360,7 @@ func TestRunConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			script := fmt.Sprintf("echo %d > out-%d.txt && test -d .vscode && ! mkdir .vscode/x 2>/dev/null && ! touch .git/commondir 2>/dev/null && cat out-%d.txt", i, i, i)
+			script := fmt.Sprintf("echo %d > out-%d.txt && test -S .vscode && ! mkdir .vscode/x 2>/dev/null && ! touch .git/commondir 2>/dev/null && cat out-%d.txt", i, i, i)
 			r := tr.moat(t, "", nil, "run", "--settings", tr.settings, "-c", script)
 			if r.code != 0 || strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
 				errs <- fmt.Sprintf("run %d: exit %d stdout %q stderr %q", i, r.code, r.stdout, r.stderr)

@@ -54,6 +54,58 @@ func TestCreateAndClose(t *testing.T) {
 	}
 }
 
+// A Node placeholder is a socket inode of mode 0; it is removed at the end,
+// by a sweep after a killed run, and never when something else took its
+// name meanwhile.
+func TestNodePlaceholder(t *testing.T) {
+	dir, tree := setup(t)
+	p := filepath.Join(tree, ".bashrc")
+	j, err := Begin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := j.KindOf(p); !ok || k != Node {
+		t.Fatalf("KindOf: %q %v", k, ok)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0 {
+		t.Fatalf("placeholder: %v %v", fi.Mode(), err)
+	}
+	j.Unlock()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("placeholder left behind")
+	}
+
+	// Killed: the sweep removes it.
+	j, _ = Begin(dir)
+	j.Create(p, Node, "")
+	j.Unlock()
+	j.rec.Close()
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("a dead run's socket placeholder survived the sweep")
+	}
+
+	// Replaced by the user's own file: kept.
+	j, _ = Begin(dir)
+	j.Create(p, Node, "")
+	j.Unlock()
+	os.Remove(p)
+	os.WriteFile(p, nil, 0o644)
+	j.Close()
+	if !exists(p) {
+		t.Fatal("removed the file that replaced the placeholder")
+	}
+}
+
 // A placeholder two runs share is removed by the last one only.
 func TestSharedPlaceholder(t *testing.T) {
 	dir, tree := setup(t)

@@ -750,6 +750,12 @@ func (a *auditor) hookDir(dir string) bool {
 
 func (a *auditor) settingsFile(p string) {
 	a.reachPath(p)
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		// Nothing reads settings from a socket, and moat's placeholders
+		// for reserved names (.srt-settings.json in a writable home) are
+		// sockets, made after the run began: one is never moved away.
+		return
+	}
 	id, err := lstatID(p)
 	if err != nil || !a.changedAt(p, id) || a.protectedFile(p) && id.ctime <= a.start {
 		return

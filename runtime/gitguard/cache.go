@@ -48,7 +48,10 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 				d.git = fileID{dev: g.dev, ino: g.ino}
 			}
 		case strings.EqualFold(name, "HEAD"):
-			if !e.IsDir() {
+			// Only a file git can read as HEAD (a regular file or a
+			// symlink) makes a repository; a socket (moat's placeholder),
+			// FIFO or device does not.
+			if t := e.Type(); t.IsRegular() || t&os.ModeSymlink != 0 {
 				d.flags |= flagHEAD
 			}
 		case strings.EqualFold(name, ".claude"):
