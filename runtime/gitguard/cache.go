@@ -48,10 +48,11 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 				d.git = fileID{dev: g.dev, ino: g.ino}
 			}
 		case strings.EqualFold(name, "HEAD"):
-			// Only a file git can read as HEAD (a regular file or a
-			// symlink) makes a repository; a socket (moat's placeholder),
-			// FIFO or device does not.
-			if t := e.Type(); t.IsRegular() || t&os.ModeSymlink != 0 {
+			// A socket (moat's placeholder) cannot be opened, so git
+			// never reads it as HEAD; anything else that is not a
+			// directory may be (a FIFO that a live sandbox's process
+			// keeps feeding "ref: refs/heads/main" to each reader).
+			if t := e.Type(); t&os.ModeSocket == 0 {
 				d.flags |= flagHEAD
 			}
 		case strings.EqualFold(name, ".claude"):
