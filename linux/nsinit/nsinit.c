@@ -1915,6 +1915,15 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 {
 	(void)envp;
 	const char *v = getenv("_MOAT_NSINIT");
+	if (v && strcmp(v, "hold") == 0 && argc == 1 && argv && argv[0] && strcmp(argv[0], MOAT_HOLD_ARGV0) == 0) {
+		/* The holder of an inotify instance (linux/hidden.go): it only
+		 * keeps the descriptors it was given until it is killed (by
+		 * moat, or by the parent-death signal the supervisor set before
+		 * the exec), so that the kernel's teardown of the instance runs
+		 * in this process, which nobody waits for. No Go runtime. */
+		for (;;)
+			pause();
+	}
 	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
 		return;
 	for (int i = 0; i < MAX_SLOTS; i++)

@@ -27,6 +27,10 @@ const (
 	// makes the binary run stage 2 instead of main.
 	EnvVar = "_MOAT_NSINIT"
 	Argv0  = "moat-init"
+	// EnvVar set to "hold", with HoldArgv0 as argv[0] and no other
+	// argument, makes the binary only keep its descriptors until killed
+	// (an inotify instance's holder), without starting the Go runtime.
+	HoldArgv0 = "moat-hold"
 )
 
 // Record types.

@@ -14,6 +14,7 @@
 
 /* argv[0] of stage 2 (with _MOAT_NSINIT=1 in its environment). */
 #define MOAT_INIT_ARGV0 "moat-init"
+#define MOAT_HOLD_ARGV0 "moat-hold"
 
 /* Fixed file descriptors of stage 2 (os/exec ExtraFiles start at 3). */
 #define MOAT_FD_PLAN 3 /* a pipe: the plan, then EOF */
