@@ -500,6 +500,10 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 				_, err := os.Stat(filepath.Join(s.repo, "proj/.claude/settings.json"))
 				return err == nil
 			}},
+		{"a bare repository whose HEAD is a socket, used later as a worktree's commondir",
+			`mkdir -p sock/objects sock/refs && printf '[core]\n\tbare = true\n\tfsmonitor = "%s"\n' "$PROG" > sock/config && python3 -c 'import os, stat; os.mknod("sock/HEAD", 0o644 | stat.S_IFSOCK)'`,
+			`mkdir -p wt proj && echo 'ref: refs/heads/main' > wt/HEAD && echo ../sock > wt/commondir && echo "gitdir: $PWD/wt" > proj/.git && echo "$PWD/proj/.git" > wt/gitdir`,
+			func(s *gitScene) bool { return s.userGit(filepath.Join(s.repo, "proj"), "status") }},
 		{"a repository in a directory made unreadable, opened again with fchmod",
 			`git init -q sub && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config && chmod 400 sub`,
 			`python3 -c 'import os; fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY); os.fchmod(fd, 0o755)'`,

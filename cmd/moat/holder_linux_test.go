@@ -96,6 +96,15 @@ func TestInotifyHolder(t *testing.T) {
 	}
 
 	cmd, holder := start("cat " + secret + "/key 2>/dev/null && exit 9; sleep 1; exit 3")
+	// It keeps stdio and the instance, nothing else of moat's.
+	if es, err := os.ReadDir("/proc/" + strconv.Itoa(holder) + "/fd"); err == nil && len(es) != 4 {
+		var fds []string
+		for _, e := range es {
+			l, _ := os.Readlink("/proc/" + strconv.Itoa(holder) + "/fd/" + e.Name())
+			fds = append(fds, e.Name()+" -> "+l)
+		}
+		t.Errorf("the holder has %d descriptors: %v", len(es), fds)
+	}
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("reading the hidden path: %v", err)

@@ -1920,7 +1920,12 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 		 * keeps the descriptors it was given until it is killed (by
 		 * moat, or by the parent-death signal the supervisor set before
 		 * the exec), so that the kernel's teardown of the instance runs
-		 * in this process, which nobody waits for. No Go runtime. */
+		 * in this process, which nobody waits for. No Go runtime. It
+		 * keeps stdio and the instance (fd 3), nothing else the
+		 * supervisor had open without close-on-exec. */
+		if (syscall(__NR_close_range, 4u, ~0U, 0) < 0)
+			for (int fd = 4; fd < 1024; fd++)
+				close(fd);
 		for (;;)
 			pause();
 	}

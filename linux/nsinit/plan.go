@@ -395,7 +395,7 @@ func ReadMessage(fd int) (Message, error) {
 	for {
 		type got struct{ n, oobn int }
 		g, err := sys.RetryValue(func() (got, error) {
-			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			return got{n, oobn}, err
 		})
 		n, oobn := g.n, g.oobn

@@ -380,6 +380,9 @@ func (a *auditor) walkRoot(root string) error {
 			}
 			a.rep.Read++
 		}
+		if d.flags&flagHEAD != 0 && a.ownPlaceholder(filepath.Join(dir, "HEAD")) {
+			d.flags &^= flagHEAD // moat's reserved HEAD: no repository
+		}
 		a.recordDir(next, dir, id, d)
 		if err := a.visit(dir, d); err != nil {
 			return err
@@ -750,10 +753,7 @@ func (a *auditor) hookDir(dir string) bool {
 
 func (a *auditor) settingsFile(p string) {
 	a.reachPath(p)
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		// Nothing reads settings from a socket, and moat's placeholders
-		// for reserved names (.srt-settings.json in a writable home) are
-		// sockets, made after the run began: one is never moved away.
+	if a.ownPlaceholder(p) {
 		return
 	}
 	id, err := lstatID(p)
@@ -763,6 +763,15 @@ func (a *auditor) settingsFile(p string) {
 	if real, ok := a.changedActionable(p); ok {
 		a.quarantine(real, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
 	}
+}
+
+// ownPlaceholder reports moat's placeholder for a reserved name: a socket
+// at a path that was read-only to the command, which therefore did not
+// make it. A socket the command made (a HEAD that makes its directory a
+// repository for git through another one's commondir) is judged.
+func (a *auditor) ownPlaceholder(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&os.ModeSocket != 0 && a.o.Protected(p)
 }
 
 // ---- what the cache knew ------------------------------------------------

@@ -48,11 +48,11 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 				d.git = fileID{dev: g.dev, ino: g.ino}
 			}
 		case strings.EqualFold(name, "HEAD"):
-			// A socket (moat's placeholder) cannot be opened, so git
-			// never reads it as HEAD; anything else that is not a
-			// directory may be (a FIFO that a live sandbox's process
-			// keeps feeding "ref: refs/heads/main" to each reader).
-			if t := e.Type(); t&os.ModeSocket == 0 {
+			// Anything but a directory: git may read it, or never read
+			// it and still take the directory as a repository through
+			// another one's commondir (a socket HEAD). moat's own
+			// placeholders are told apart by the walk (ownPlaceholder).
+			if !e.IsDir() {
 				d.flags |= flagHEAD
 			}
 		case strings.EqualFold(name, ".claude"):
