@@ -455,6 +455,25 @@ func TestDaemonSIGKILL(t *testing.T) {
 			}
 		}
 	}
+	// Then for what init runs last in each sandbox's cgroups (the clean-up
+	// of its placeholders, which holds the cgroup's lock while it runs):
+	// a cgroup with a process in it belongs to a run not over yet, which
+	// no sweep may take (on a loaded machine the clean-up can outlast the
+	// sleeps by seconds).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		busy := ""
+		for _, c := range daemonCgroups(oldPid) {
+			if b, err := os.ReadFile(filepath.Join(c, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				busy = c
+			}
+		}
+		if busy == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGKILL of moatd left processes in %s", busy)
+		}
+	}
 	left, cgs := placeholders(), daemonCgroups(oldPid)
 	t.Logf("the killed daemon left %d placeholders and %d cgroups", len(left), len(cgs))
 	// The next start, without a run.

@@ -363,8 +363,13 @@ func TestBackgroundReadKill(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
-		t.Fatal("the background sleep is not running (the marker does not find it)")
+	// "started" comes before the shell has forked and exec'd sleep: on a
+	// loaded machine that takes a while.
+	for len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background sleep is not running (the marker does not find it)")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	k := call(t, cs, "bash_kill", map[string]any{"id": id})
 	if k.IsError || structured(t, k)["interrupted"] != true {
