@@ -95,9 +95,18 @@ func TestInotifyHolder(t *testing.T) {
 		}
 	}
 
+	var err error
 	cmd, holder := start("cat " + secret + "/key 2>/dev/null && exit 9; sleep 1; exit 3")
-	// It keeps stdio and the instance, nothing else of moat's.
-	if es, err := os.ReadDir("/proc/" + strconv.Itoa(holder) + "/fd"); err == nil && len(es) != 4 {
+	// It keeps stdio and the instance, nothing else of moat's (once its
+	// constructor has run: argv[0] is moat-hold from the exec on).
+	var es []os.DirEntry
+	for i := 0; i < 200; i++ {
+		if es, err = os.ReadDir("/proc/" + strconv.Itoa(holder) + "/fd"); err != nil || len(es) == 4 {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err == nil && len(es) != 4 {
 		var fds []string
 		for _, e := range es {
 			l, _ := os.Readlink("/proc/" + strconv.Itoa(holder) + "/fd/" + e.Name())
@@ -105,7 +114,7 @@ func TestInotifyHolder(t *testing.T) {
 		}
 		t.Errorf("the holder has %d descriptors: %v", len(es), fds)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("reading the hidden path: %v", err)
 	}
