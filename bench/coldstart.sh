@@ -5,6 +5,9 @@
 # moatd this script starts (the same binary as root), and bwrap.
 #
 #   sudo bash bench/coldstart.sh            # RUNS=40 USER_NAME=moat-ci by default
+#   sudo BASELINE=/path/to/older/moat bash bench/coldstart.sh
+#                                           # adds that binary's cold start (root and
+#                                           # rootless) to the same hyperfine runs
 #
 # Needs root (it starts moatd and switches to the user with setpriv), hyperfine
 # and bwrap (make deps installs them). The user is created if missing. The
@@ -23,6 +26,12 @@ B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
 trap 'kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; rm -rf "$B"' EXIT
 chmod 755 "$B"
 install -m 0755 "$MOAT" "$B/moat"
+ROOTBASE=() USERBASE=()
+if [ -n "${BASELINE:-}" ]; then
+  install -m 0755 "$BASELINE" "$B/moat-baseline"
+  ROOTBASE=(-n "baseline moat (root)" "$B/moat-baseline run --settings $B/s.json -- /bin/true")
+  USERBASE=(-n "baseline moat rootless" "env MOAT_DAEMON=off $B/moat-baseline run --settings $B/s.json -- /bin/true")
+fi
 cat > "$B/s.json" <<JSON
 {"network":{"allowedDomains":["example.com","*.github.com","registry.npmjs.org"],"deniedDomains":[]},
  "filesystem":{"denyRead":["~/.ssh"],"allowWrite":["."],"denyWrite":[]}}
@@ -39,11 +48,11 @@ BWRAP='bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind DIR DIR -
 echo "== as root ($(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 (cd "$B/root" && hyperfine -N --warmup 5 --runs "$RUNS" \
   -n "moat (root: eBPF layer, cgroup limits)" "$B/moat run --settings $B/s.json -- /bin/true" \
-  -n "bwrap" "${BWRAP//DIR/$B/root}")
+  "${ROOTBASE[@]}" -n "bwrap" "${BWRAP//DIR/$B/root}")
 
 echo "== as $U"
 (cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$(getent passwd "$U" | cut -d: -f6)" PATH=/usr/bin:/bin \
   MOAT_DAEMON_SOCKET="$B/run/moatd.sock" hyperfine -N --warmup 5 --runs "$RUNS" \
-  -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" \
+  -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" "${USERBASE[@]}" \
   -n "moat through moatd (eBPF layer, cgroup limits)" "env MOAT_DAEMON=required $B/moat run --write . -- /bin/true" \
   -n "bwrap" "${BWRAP//DIR/$B/user}")
