@@ -612,6 +612,9 @@ func (ln *launcher) Footprint() enforce.Footprint {
 	v := ln.fp.view
 	fp.ReadOnly = func(p string) bool { ok, _ := v.writable(p); return !ok }
 	fp.ReadOnlyPaths = append(fp.ReadOnlyPaths, ln.fp.protected...)
+	if jr := ln.jr; jr != nil {
+		fp.Placeholder = jr.Holds
+	}
 	for _, list := range [][]rule{v.denyWrite, v.denyRead, v.protect} {
 		for _, r := range list {
 			fp.ReadOnlyPaths = append(fp.ReadOnlyPaths, r.path)

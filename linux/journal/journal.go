@@ -344,6 +344,21 @@ func (j *Journal) KindOf(path string) (Kind, bool) {
 	return 0, false
 }
 
+// Holds reports whether path is one of this run's placeholders (made or
+// adopted), still the inode that was recorded.
+func (j *Journal) Holds(path string) bool {
+	for _, p := range j.ps {
+		if p.Path != path {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err == nil && st.Dev == p.dev && st.Ino == p.ino {
+			return true
+		}
+	}
+	return false
+}
+
 // Placeholders lists what this run created or adopted.
 func (j *Journal) Placeholders() []Placeholder { return j.ps }
 

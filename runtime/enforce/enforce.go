@@ -235,6 +235,10 @@ type Footprint struct {
 	ReadOnly func(path string) bool
 	// ReadOnlyPaths lists them (for the runtime's announcement).
 	ReadOnlyPaths []string
+	// Placeholder reports whether path is one of the placeholders the
+	// enforcer made on the host for the run (still the same inode), or
+	// is nil if it made none.
+	Placeholder func(path string) bool
 	// Observed is true when every filesystem write of the command was
 	// reported to the enforcer, and Wrote whether there was any (a command
 	// that wrote nothing changed nothing).

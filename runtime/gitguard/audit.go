@@ -30,6 +30,11 @@ type Options struct {
 	// through a hard link, and the user's own edit just before the run is
 	// not taken for the command's. Zero: Since.
 	Start time.Time
+	// Placeholder reports the placeholders moat made for the run's
+	// reserved names (still the inodes it made), which the command could
+	// not have written: never a repository's HEAD or a settings file.
+	// Nil: none are known (sockets and all are judged).
+	Placeholder func(path string) bool
 	// Protected reports paths that were read-only to the command during the
 	// run (moat's mounts): they cannot have been changed by it, and a
 	// repository whose config is protected is the user's own. If nil,
@@ -765,13 +770,13 @@ func (a *auditor) settingsFile(p string) {
 	}
 }
 
-// ownPlaceholder reports moat's placeholder for a reserved name: a socket
-// at a path that was read-only to the command, which therefore did not
-// make it. A socket the command made (a HEAD that makes its directory a
-// repository for git through another one's commondir) is judged.
+// ownPlaceholder reports moat's own placeholder for a reserved name, as the
+// enforcer recorded it (Options.Placeholder: the same inode). Anything
+// else at such a path, a socket the command made included (a HEAD that
+// makes its directory a repository for git through another one's
+// commondir, in a tier whose reservations are not mounts), is judged.
 func (a *auditor) ownPlaceholder(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode()&os.ModeSocket != 0 && a.o.Protected(p)
+	return a.o.Placeholder != nil && a.o.Placeholder(p)
 }
 
 // ---- what the cache knew ------------------------------------------------

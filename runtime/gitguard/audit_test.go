@@ -480,6 +480,17 @@ func TestAuditStagedAcrossRuns(t *testing.T) {
 			`mkdir -p y/objects && touch y/HEAD && git init -q y/objects/sub && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> y/objects/sub/.git/config`,
 			`rm y/HEAD`,
 			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "y/objects/sub"), "status") }},
+		{"a socket HEAD at a reserved path moat did not mount (the no-namespace tier), the bare repository used later as a commondir",
+			func(s *scene) {
+				// The socket sits where a HEAD is reserved; the later run's
+				// planner takes sock for a repository and mounts its config
+				// read-only.
+				s.protected[filepath.Join(s.repo, "sock/HEAD")] = true
+				s.protected[filepath.Join(s.repo, "sock/config")] = true
+			},
+			`mkdir -p sock/objects sock/refs && printf '[core]\n\tbare = true\n\tfsmonitor = "%s"\n' "$PROG" > sock/config && python3 -c 'import os, stat; os.mknod("sock/HEAD", 0o644 | stat.S_IFSOCK)'`,
+			`mkdir -p wt proj && echo 'ref: refs/heads/main' > wt/HEAD && echo ../sock > wt/commondir && echo "gitdir: $PWD/wt" > proj/.git && echo "$PWD/proj/.git" > wt/gitdir`,
+			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "proj"), "status") }},
 		{"a repository's .git replaced by one staged earlier",
 			func(s *scene) {
 				p := filepath.Join(s.repo, "a/b/proj")
