@@ -258,7 +258,7 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 			return err
 		}
 	}
-	if err := j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + hex.EncodeToString([]byte(path))); err != nil {
+	if err := j.append(intentLine(kind, content, path)); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	var err error
@@ -271,7 +271,7 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 				// A filesystem without socket inodes (some FUSE and
 				// network ones): a directory, recorded as one.
 				kind = Dir
-				if err = j.append("I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + hex.EncodeToString([]byte(path))); err != nil {
+				if err = j.append(intentLine(kind, content, path)); err != nil {
 					return err
 				}
 				err = unix.Mkdirat(unix.AT_FDCWD, path, 0o755)
@@ -322,6 +322,11 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 	}
 	j.ps = append(j.ps, p)
 	return nil
+}
+
+// intentLine records that a placeholder of kind is about to be made at path.
+func intentLine(kind Kind, content, path string) string {
+	return "I " + strconv.FormatInt(time.Now().Unix(), 10) + " " + string(kind) + " " + hexOrDash(content) + " " + hex.EncodeToString([]byte(path))
 }
 
 func (p Placeholder) line() string {
