@@ -135,9 +135,97 @@ func (v *view) access(p string) access {
 // directory, are looked up once). A nil resolver remembers nothing.
 type resolver struct {
 	dirs sync.Map // string -> string (canonical)
+
+	// stats, while set (between beginStats and endStats), remembers lstat
+	// results: the first two planning steps look up the same names many
+	// times over (each reserved name in the working directory three
+	// times, the home's components for every rule under it), and moat
+	// changes nothing on disk until the mount step, which runs after
+	// endStats.
+	mu    sync.Mutex
+	stats map[string]lstatResult
+	canon map[string]canonResult
+}
+
+type canonResult struct {
+	path   string
+	exists bool
+	err    error
+}
+
+type lstatResult struct {
+	kind byte // 'd', 'f', 0 (nothing, or an error)
+	link bool
+	err  error
 }
 
 func newResolver() *resolver { return &resolver{} }
+
+// beginStats makes rs remember lstat results until endStats: only while
+// nothing on disk changes under moat's own hand.
+func (rs *resolver) beginStats() {
+	if rs != nil {
+		rs.mu.Lock()
+		rs.stats = map[string]lstatResult{}
+		rs.canon = map[string]canonResult{}
+		rs.mu.Unlock()
+	}
+}
+
+func (rs *resolver) endStats() {
+	if rs != nil {
+		rs.mu.Lock()
+		rs.stats, rs.canon = nil, nil
+		rs.mu.Unlock()
+	}
+}
+
+// lstat is os.Lstat of p, remembered between beginStats and endStats.
+func (rs *resolver) lstat(p string) lstatResult {
+	if rs != nil {
+		rs.mu.Lock()
+		r, ok := rs.stats[p]
+		rs.mu.Unlock()
+		if ok {
+			return r
+		}
+	}
+	var r lstatResult
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		r.err = err
+	case fi.IsDir():
+		r.kind = 'd'
+	default:
+		r.kind = 'f'
+		r.link = fi.Mode()&fs.ModeSymlink != 0
+	}
+	if rs != nil {
+		rs.mu.Lock()
+		if rs.stats != nil {
+			rs.stats[p] = r
+		}
+		rs.mu.Unlock()
+	}
+	return r
+}
+
+// planning reports whether rs is inside a planning pass (beginStats):
+// only then does canonical take the shortcuts through remembered parents.
+// The violation observer, later, walks every component again (a command
+// may have swapped a directory for a symlink meanwhile).
+func (rs *resolver) planning() bool {
+	if rs == nil {
+		return false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.stats != nil
+}
+
+// kind is lstatKind, remembered between beginStats and endStats.
+func (rs *resolver) kind(p string) byte { return rs.lstat(p).kind }
 
 // canonical resolves symlinks in p (no memory).
 func canonical(p string) (string, bool, error) { return (*resolver)(nil).canonical(p) }
@@ -147,10 +235,58 @@ func canonical(p string) (string, bool, error) { return (*resolver)(nil).canonic
 // a file that appears later still names the right place.
 func (rs *resolver) canonical(p string) (string, bool, error) {
 	p = filepath.Clean(p)
+	if rs == nil {
+		return rs.resolve(p)
+	}
+	rs.mu.Lock()
+	r, ok := rs.canon[p]
+	rs.mu.Unlock()
+	if ok {
+		return r.path, r.exists, r.err
+	}
+	r.path, r.exists, r.err = rs.resolve(p)
+	rs.mu.Lock()
+	if rs.canon != nil {
+		rs.canon[p] = r
+	}
+	rs.mu.Unlock()
+	return r.path, r.exists, r.err
+}
+
+// resolve is canonical without its memory of this planning pass.
+func (rs *resolver) resolve(p string) (string, bool, error) {
 	// Most rule paths (the default secrets, say) do not exist: one lstat
 	// tells, and a path that does not exist needs no mount.
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !rs.mayHideSymlink(p) {
+	st := rs.lstat(p)
+	planning := rs.planning()
+	if errors.Is(st.err, fs.ErrNotExist) && planning {
+		// The missing name under its parent's canonical form (lstat
+		// follows every component but the last, so p cannot be found
+		// through any of them either).
+		dir, base := filepath.Split(p)
+		if dir == "" || dir == p {
+			return p, false, nil
+		}
+		dir = filepath.Clean(dir)
+		if rs.lstat(dir).err == nil {
+			if d, err := rs.evalDir(dir); err == nil {
+				return filepath.Join(d, base), false, nil
+			}
+		} else if d, _, err := rs.canonical(dir); err == nil {
+			return filepath.Join(d, base), false, nil
+		}
+	}
+	if errors.Is(st.err, fs.ErrNotExist) && !rs.mayHideSymlink(p) {
 		return p, false, nil
+	}
+	// An absolute path that exists and is not a symlink itself is its
+	// parent's canonical form (remembered by rs) and its name: no walk of
+	// every component again.
+	if st.err == nil && !st.link && planning && filepath.IsAbs(p) && p != "/" {
+		dir, base := filepath.Split(p)
+		if d, err := rs.evalDir(filepath.Clean(dir)); err == nil {
+			return filepath.Join(d, base), true, nil
+		}
 	}
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r, true, nil

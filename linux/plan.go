@@ -110,19 +110,27 @@ func (s state) hostHidden() bool { return s != stRO && s != stRW }
 // must stay read-only inside writable trees, and which missing names are
 // reserved), mount (the fewest mounts that give every path its access).
 func makeFSPlan(in planInput) (*fsPlan, error) {
+	// The first steps only look: their lstats are remembered, and
+	// forgotten before the mount step makes placeholders.
+	in.dirs.beginStats()
 	fp, err := expandRules(in)
 	if err != nil {
+		in.dirs.endStats()
 		return nil, err
 	}
 	reserved, err := findProtections(in, fp)
 	if err != nil {
+		in.dirs.endStats()
 		return nil, err
 	}
 	if in.noMounts {
+		in.dirs.endStats()
 		landlockOnly(fp)
 		return fp, nil
 	}
-	if err := planMounts(in, fp, gatherNodes(in, fp.view, reserved)); err != nil {
+	nodes := gatherNodes(in, fp.view, reserved)
+	in.dirs.endStats()
+	if err := planMounts(in, fp, nodes); err != nil {
 		return nil, err
 	}
 	fp.lockdown = kernelLockdown(in.uid, in.gid)
@@ -207,7 +215,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	var prot []rule
 	reserved := map[string]bool{}
 	protect := func(p, why string, reserve bool) {
-		if !reserve && lstatKind(p) == 0 {
+		if !reserve && in.dirs.kind(p) == 0 {
 			return
 		}
 		prot = append(prot, rule{path: p, source: why})
@@ -226,7 +234,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	global := readGitFacts(globalGitConfigs(home, xdg), home)
 	// A reserved path needs a mount point, made in its parent: only where
 	// the parent exists.
-	reserveIfParent := func(p string) bool { return lstatKind(filepath.Dir(p)) == 'd' }
+	reserveIfParent := func(p string) bool { return in.dirs.kind(filepath.Dir(p)) == 'd' }
 	gitEntries := func(g string, reserve bool) {
 		for _, n := range policy.GitProtected {
 			if (n == "config" || n == "config.worktree") && pol.FS.AllowGitConfig {
@@ -258,7 +266,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			if n == "HEAD" {
 				// Reserved only where it is absent: an existing HEAD is a
 				// repository's, and git must keep writing it.
-				if lstatKind(p) == 0 {
+				if in.dirs.kind(p) == 0 {
 					protect(p, "git: a HEAD here would make this directory a repository", true)
 				}
 				continue
@@ -267,7 +275,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		}
 	}
 	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
-		if lstatKind(r.path) != 'd' {
+		if in.dirs.kind(r.path) != 'd' {
 			continue
 		}
 		names(r.path, policy.ReservedNames)
@@ -371,7 +379,7 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 	add := func(p string) *node {
 		n, ok := nodes[p]
 		if !ok {
-			n = &node{path: p, kind: lstatKind(p)}
+			n = &node{path: p, kind: in.dirs.kind(p)}
 			nodes[p] = n
 		}
 		return n
@@ -406,7 +414,7 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 		pinAncestors(r.path)
 	}
 	for _, r := range v.denyRead {
-		if lstatKind(r.path) != 0 {
+		if in.dirs.kind(r.path) != 0 {
 			pinAncestors(r.path)
 		}
 	}

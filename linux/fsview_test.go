@@ -1,0 +1,67 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The resolver's shortcuts (a path's canonical form from its parent's,
+// remembered lstats and results during planning) give what a full walk of
+// every component gives (the nil resolver), through symlinked parents,
+// symlinks as the last name, missing names and missing parents.
+func TestResolverMatchesWalk(t *testing.T) {
+	root := canon(t, t.TempDir())
+	mkTree(t, root, "real/dir/file", "real/dir/sub/", "other/f")
+	for _, l := range [][2]string{
+		{"real", root + "/link"},              // a symlinked directory
+		{"dir/file", root + "/real/filelink"}, // relative, to a file
+		{root + "/other", root + "/real/dir/sub/abs"},
+		{"nowhere", root + "/dangling"},
+		{"loop2", root + "/loop1"}, {"loop1", root + "/loop2"},
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []string{
+		root, root + "/real/dir/file", root + "/link/dir/file", root + "/link/dir", root + "/link",
+		root + "/real/filelink", root + "/link/filelink", root + "/link/dir/sub/abs/f", root + "/link/dir/sub/abs",
+		root + "/link/missing", root + "/link/missing/deeper/still", root + "/real/missing/x",
+		root + "/dangling", root + "/dangling/x", root + "/loop1", root + "/loop1/x",
+		root + "/real/dir/file/under-a-file", root + "/link/dir/sub/abs/missing/x", "/", "/nonexistent-moat-test/a/b",
+	}
+	rs := newResolver()
+	rs.beginStats()
+	defer rs.endStats()
+	for round := 0; round < 2; round++ { // the second round is served from memory
+		for _, p := range paths {
+			want, wantOK, wantErr := canonical(p)
+			got, gotOK, gotErr := rs.canonical(p)
+			if got != want || gotOK != wantOK || (gotErr == nil) != (wantErr == nil) {
+				t.Errorf("round %d: %s: resolver (%q, %v, %v), walk (%q, %v, %v)", round, p, got, gotOK, gotErr, want, wantOK, wantErr)
+			}
+			if k := rs.kind(p); k != lstatKind(p) {
+				t.Errorf("round %d: %s: kind %q, lstat %q", round, p, k, lstatKind(p))
+			}
+		}
+	}
+	// Outside a planning pass nothing is remembered: a name made since is
+	// seen (the mount step makes placeholders after the pass).
+	later := root + "/link/made-later"
+	if _, ok, _ := rs.canonical(later); ok {
+		t.Fatalf("%s exists before it is made", later)
+	}
+	if err := os.WriteFile(filepath.Join(root, "real/made-later"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := rs.canonical(later); ok {
+		t.Errorf("inside the pass, the first answer is remembered")
+	}
+	rs.endStats()
+	if c, ok, _ := rs.canonical(later); !ok || c != root+"/real/made-later" || rs.kind(later) != 'f' {
+		t.Errorf("a file made during the pass is not seen after it: %q %v", c, ok)
+	}
+}
