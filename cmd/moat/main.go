@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +41,11 @@ func usageError(format string, a ...any) error {
 	return &exitError{code: exitMoatError, err: fmt.Errorf(format, a...)}
 }
 
+// mainStarted is when main began (MOAT_TRACE's "main" phase).
+var mainStarted time.Time
+
 func main() {
+	mainStarted = time.Now()
 	// A sandbox's init re-executes moat to clean up after a killed moat.
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)

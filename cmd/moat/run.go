@@ -257,11 +257,26 @@ type tracer struct {
 	lines []string
 }
 
-func newTracer() *tracer { return &tracer{start: time.Now()} }
+// newTracer counts from the process's start where it is known (the C
+// constructor's clock reading), so the Go runtime's start and moat's own
+// before the launch show as the first phases; from now otherwise.
+func newTracer() *tracer {
+	now := time.Now()
+	t := &tracer{start: now.Add(-sinceStart())}
+	if !t.start.Equal(now) {
+		t.at(mainStarted, "main")
+	}
+	t.at(now, "tracer")
+	return t
+}
+
+func (t *tracer) at(when time.Time, what string) {
+	t.lines = append(t.lines, fmt.Sprintf("%8.3f ms  %s", float64(when.Sub(t.start).Microseconds())/1000, what))
+}
 
 func (t *tracer) phase(what string) {
 	t.mu.Lock()
-	t.lines = append(t.lines, fmt.Sprintf("%8.3f ms  %s", float64(time.Since(t.start).Microseconds())/1000, what))
+	t.at(time.Now(), what)
 	t.mu.Unlock()
 }
 

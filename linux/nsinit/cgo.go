@@ -5,8 +5,13 @@ package nsinit
 /*
 #cgo CFLAGS: -O2 -Wall -Wno-unused-parameter -fstack-protector-strong
 #include "plan.h"
+extern long long moat_start_ns;
 */
 import "C"
+
+// StartNanos is CLOCK_MONOTONIC (ns) when the process's first user code
+// ran, stage 2's constructor, before the Go runtime started.
+func StartNanos() int64 { return int64(C.moat_start_ns) }
 
 // Linked reports whether stage 2 is part of this binary.
 const Linked = true

@@ -7,3 +7,6 @@ package nsinit
 const Linked = false
 
 func cConstants() map[string]int { return nil }
+
+// StartNanos is 0: without cgo there is no constructor to record the start.
+func StartNanos() int64 { return 0 }

@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -1911,9 +1912,17 @@ static void enter_namespaces(unsigned long flags)
 /* glibc passes argc, argv and envp to constructors. Stage 2 runs only when
  * the supervisor started this binary as "moat-init" with _MOAT_NSINIT=1, so
  * a stray variable in a user's environment cannot divert moat itself. */
+/* moat_start_ns is CLOCK_MONOTONIC when this constructor ran, the first
+ * user code of the process (before the Go runtime): MOAT_TRACE counts its
+ * phases from here, so that the Go runtime's start shows too. */
+long long moat_start_ns;
+
 __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char **envp)
 {
 	(void)envp;
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+		moat_start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	const char *v = getenv("_MOAT_NSINIT");
 	if (v && strcmp(v, "hold") == 0 && argc == 1 && argv && argv[0] && strcmp(argv[0], MOAT_HOLD_ARGV0) == 0) {
 		/* The holder of an inotify instance (linux/hidden.go): it only
