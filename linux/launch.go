@@ -668,6 +668,7 @@ func (ln *launcher) Close() error {
 		ln.asWorker.Close()
 	}
 	ln.closeWatches()
+	nsinit.DropHolder() // a run with nothing to watch did not take it
 	ln.step("watches closed")
 	ln.lim.destroy()
 	if ln.kf != nil {

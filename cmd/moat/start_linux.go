@@ -18,3 +18,7 @@ func sinceStart() time.Duration {
 	}
 	return time.Duration(ts.Nano() - s)
 }
+
+// dropHolder ends the inotify holder moat's constructor forked for a run
+// this process will not make itself (moatd makes it).
+func dropHolder() { nsinit.DropHolder() }

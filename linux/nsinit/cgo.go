@@ -6,8 +6,28 @@ package nsinit
 #cgo CFLAGS: -O2 -Wall -Wno-unused-parameter -fstack-protector-strong
 #include "plan.h"
 extern long long moat_start_ns;
+extern int moat_holder_pid, moat_holder_sock;
 */
 import "C"
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+var holderTaken atomic.Bool
+
+// TakeHolder hands over, once, the inotify holder the C constructor forked
+// for `moat run` before the Go runtime started: its pid (a child of this
+// process) and the socket to send it the instance on (SCM_RIGHTS, one
+// descriptor; the holder leaves if the socket closes without one).
+func TakeHolder() (pid, sock int, ok bool) {
+	if C.moat_holder_pid <= 0 || !holderTaken.CompareAndSwap(false, true) {
+		return 0, -1, false
+	}
+	return int(C.moat_holder_pid), int(C.moat_holder_sock), true
+}
 
 // StartNanos is CLOCK_MONOTONIC (ns) when the process's first user code
 // ran, stage 2's constructor, before the Go runtime started.
@@ -38,4 +58,18 @@ func cConstants() map[string]int {
 		"MSG_EXIT": C.MSG_EXIT, "MSG_LISTEN": C.MSG_LISTEN, "MSG_CHILD": C.MSG_CHILD, "MSG_MOUNTED": C.MSG_MOUNTED,
 		"MOAT_MSG_TEXT": C.MOAT_MSG_TEXT, "sizeof(struct moat_msg)": C.sizeof_struct_moat_msg,
 	}
+}
+
+// DropHolder ends the forked holder if nothing took it (a run with nothing
+// to watch): its socket closes, it leaves, and it is reaped.
+func DropHolder() {
+	if C.moat_holder_pid <= 0 || !holderTaken.CompareAndSwap(false, true) {
+		return
+	}
+	unix.Close(int(C.moat_holder_sock))
+	pid := int(C.moat_holder_pid)
+	go func() {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	}()
 }

@@ -10,3 +10,9 @@ func cConstants() map[string]int { return nil }
 
 // StartNanos is 0: without cgo there is no constructor to record the start.
 func StartNanos() int64 { return 0 }
+
+// TakeHolder has no holder to give: there is no constructor to fork one.
+func TakeHolder() (pid, sock int, ok bool) { return 0, -1, false }
+
+// DropHolder has nothing to drop.
+func DropHolder() {}

@@ -1912,6 +1912,95 @@ static void enter_namespaces(unsigned long flags)
 /* glibc passes argc, argv and envp to constructors. Stage 2 runs only when
  * the supervisor started this binary as "moat-init" with _MOAT_NSINIT=1, so
  * a stray variable in a user's environment cannot divert moat itself. */
+/* The holder of the inotify instance that reports reads of hidden paths
+ * (linux/hidden.go), forked here, before the Go runtime starts, for
+ * `moat run`: a fork of this small single-threaded process costs ~0.1 ms,
+ * where starting one later from Go costs a fork and an exec (~2 ms of CPU
+ * here, spent while the sandbox's command is being set up). The holder
+ * waits on a socket for the instance, keeps it until it is killed (by moat
+ * after the command, or by its parent-death signal), and leaves when the
+ * socket closes without one (a run with nothing to watch). Go takes it
+ * once, through nsinit.TakeHolder. */
+int moat_holder_pid;
+int moat_holder_sock = -1;
+
+static void __attribute__((noreturn)) holder_wait(int sock, char **argv, int argc)
+{
+	/* Its name and argv[0] say what it is (moat-hold), as the exec'd
+	 * holder's do. */
+	prctl(PR_SET_NAME, MOAT_HOLD_ARGV0, 0, 0, 0);
+	if (argc > 0 && argv[0]) {
+		char *end = argv[argc - 1] + strlen(argv[argc - 1]);
+		if ((size_t)(end - argv[0]) >= sizeof MOAT_HOLD_ARGV0) {
+			memset(argv[0], 0, (size_t)(end - argv[0]));
+			memcpy(argv[0], MOAT_HOLD_ARGV0, sizeof MOAT_HOLD_ARGV0);
+		}
+	}
+	char b;
+	struct iovec iov = {.iov_base = &b, .iov_len = 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, 0);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		_exit(0);
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	if (fd != 3) {
+		dup2(fd, 3);
+		close(fd);
+	}
+	close(sock);
+	for (;;)
+		pause();
+}
+
+static void prefork_holder(char **argv, int argc)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	pid_t parent = getpid();
+	pid_t c = fork();
+	if (c < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	if (c > 0) {
+		close(sv[1]);
+		moat_holder_pid = c;
+		moat_holder_sock = sv[0];
+		return;
+	}
+	/* Only SIGKILL ends it: moat's, or the parent-death signal's (a
+	 * terminal's ^C is for the command and moat). */
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+		_exit(0);
+	/* Stdio on /dev/null, the socket, nothing else of moat's. */
+	int sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (sock < 0 || null < 0)
+		_exit(0);
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(null, fd) < 0)
+			_exit(0);
+	if (syscall(__NR_close_range, 3u, (unsigned)sock - 1, 0) < 0 || syscall(__NR_close_range, (unsigned)sock + 1, ~0U, 0) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != sock)
+				close(fd);
+	holder_wait(sock, argv, argc);
+}
+
 /* moat_start_ns is CLOCK_MONOTONIC when this constructor ran, the first
  * user code of the process (before the Go runtime): MOAT_TRACE counts its
  * phases from here, so that the Go runtime's start shows too. */
@@ -1937,6 +2026,10 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 				close(fd);
 		for (;;)
 			pause();
+	}
+	if (!v && argc >= 2 && argv && argv[1] && strcmp(argv[1], "run") == 0) {
+		prefork_holder(argv, argc);
+		return;
 	}
 	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
 		return;
