@@ -43,6 +43,7 @@ type launcher struct {
 	planR, planW *os.File
 	sync         *os.File // supervisor's end of the SEQPACKET socket
 	childSync    *os.File
+	forked       int // the pid of the stage 2 the C constructor forked (nsinit.TakeStage2), or 0
 	kf           *kernelFilter
 	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
 	lock         *os.File // the cgroup's lock, kept by init
@@ -143,15 +144,6 @@ func (ln *launcher) prepare() error {
 		ln.l.Log.Debug("sweep", "err", err)
 	}
 	var err error
-	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
-		return fmt.Errorf("pipe: %w", err)
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
-	}
-	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
-	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	if ln.session {
 		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -177,6 +169,25 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
+	if ln.kf == nil && !ln.session && ln.l.As == nil && ln.l.Stdio == [3]*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		// A rootless `moat run`: the stage 2 the C constructor forked,
+		// with its plan pipe and sync socket (fds 3 and 4 in it).
+		if pid, plan, sync, ok := nsinit.TakeStage2(); ok {
+			ln.forked = pid
+			ln.planW = os.NewFile(uintptr(plan), "moat-plan")
+			ln.sync = os.NewFile(uintptr(sync), "moat-sync")
+			return nil
+		}
+	}
+	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
+	}
+	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	if ln.kf == nil {
 		return nil
 	}
@@ -262,6 +273,26 @@ func (ln *launcher) start() error {
 // startStage2 clones stage 2: the binary again, as moat-init, in the new
 // namespaces (none in the no-namespace tier), into the run's cgroup.
 func (ln *launcher) startStage2() error {
+	if ln.forked > 0 {
+		// Forked before the Go runtime started, waiting for its
+		// namespace flags.
+		proc, err := os.FindProcess(ln.forked)
+		if err != nil {
+			return err
+		}
+		ln.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{nsinit.Argv0}, Process: proc}
+		flags := uint64(0)
+		if !ln.nons {
+			flags = uint64(cloneFlags(ln.pol))
+		}
+		if err := nsinit.StartStage2(int(ln.sync.Fd()), flags); err != nil {
+			return fmt.Errorf("start stage 2: %w", sys.Named("write", err))
+		}
+		if ln.nons {
+			return nil
+		}
+		return ln.mapUserns()
+	}
 	// fds 3 (plan), 4 (sync), 5 (go, with eBPF), 6 (cgroup lock), 7 (session).
 	extra := []*os.File{ln.planR, ln.childSync, ln.goR, ln.lock}
 	if ln.session {
@@ -669,6 +700,7 @@ func (ln *launcher) Close() error {
 	}
 	ln.closeWatches()
 	nsinit.DropHolder() // a run with nothing to watch did not take it
+	nsinit.DropStage2() // a run that needed the exec'd stage 2 did not take it
 	ln.step("watches closed")
 	ln.lim.destroy()
 	if ln.kf != nil {

@@ -21,4 +21,7 @@ func sinceStart() time.Duration {
 
 // dropHolder ends the inotify holder moat's constructor forked for a run
 // this process will not make itself (moatd makes it).
-func dropHolder() { nsinit.DropHolder() }
+func dropHolder() {
+	nsinit.DropHolder()
+	nsinit.DropStage2()
+}

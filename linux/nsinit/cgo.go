@@ -7,10 +7,12 @@ package nsinit
 #include "plan.h"
 extern long long moat_start_ns;
 extern int moat_holder_pid, moat_holder_sock;
+extern int moat_stage2_pid, moat_stage2_plan, moat_stage2_sync;
 */
 import "C"
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -68,6 +70,44 @@ func DropHolder() {
 	}
 	unix.Close(int(C.moat_holder_sock))
 	pid := int(C.moat_holder_pid)
+	go func() {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	}()
+}
+
+var stage2Taken atomic.Bool
+
+// TakeStage2 hands over, once, the stage 2 the C constructor forked for a
+// rootless `moat run` before the Go runtime started: its pid (a child of
+// this process), the plan pipe's write end and this side of the sync
+// socket. It waits for StartStage2.
+func TakeStage2() (pid, plan, sync int, ok bool) {
+	if C.moat_stage2_pid <= 0 || !stage2Taken.CompareAndSwap(false, true) {
+		return 0, -1, -1, false
+	}
+	return int(C.moat_stage2_pid), int(C.moat_stage2_plan), int(C.moat_stage2_sync), true
+}
+
+// StartStage2 tells a forked stage 2 which namespaces to make (0: none).
+func StartStage2(sync int, flags uint64) error {
+	var b [C.sizeof_struct_moat_start]byte
+	binary.NativeEndian.PutUint32(b[0:], C.MOAT_START_MAGIC)
+	binary.NativeEndian.PutUint64(b[8:], flags)
+	_, err := unix.Write(sync, b[:])
+	return err
+}
+
+// DropStage2 ends the forked stage 2 if nothing took it (the run went to
+// moatd, or needs the exec'd one): its socket closes, it leaves, and it is
+// reaped.
+func DropStage2() {
+	if C.moat_stage2_pid <= 0 || !stage2Taken.CompareAndSwap(false, true) {
+		return
+	}
+	unix.Close(int(C.moat_stage2_plan))
+	unix.Close(int(C.moat_stage2_sync))
+	pid := int(C.moat_stage2_pid)
 	go func() {
 		var ws unix.WaitStatus
 		_, _ = unix.Wait4(pid, &ws, 0, nil)

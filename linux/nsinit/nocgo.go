@@ -16,3 +16,12 @@ func TakeHolder() (pid, sock int, ok bool) { return 0, -1, false }
 
 // DropHolder has nothing to drop.
 func DropHolder() {}
+
+// TakeStage2 has no stage 2 to give: without cgo there is none.
+func TakeStage2() (pid, plan, sync int, ok bool) { return 0, -1, -1, false }
+
+// StartStage2 is never called without a stage 2.
+func StartStage2(sync int, flags uint64) error { return nil }
+
+// DropStage2 has nothing to drop.
+func DropStage2() {}

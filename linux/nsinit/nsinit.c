@@ -2001,6 +2001,94 @@ static void prefork_holder(char **argv, int argc)
 	holder_wait(sock, argv, argc);
 }
 
+/* Stage 2, forked here for a rootless `moat run` before the Go runtime
+ * starts, rather than started later from Go with a clone and an exec of
+ * this binary (~2 ms of CPU here, and ~5 ms before it was in its user
+ * namespace, on the path of every run). The child is this process as the
+ * kernel and glibc made it, single-threaded, before any Go code: it takes
+ * the plan pipe as fd 3 and its end of the sync socket as fd 4, exactly
+ * the descriptors the exec'd stage 2 gets, drops the rest, scrubs the
+ * caller's arguments and environment from its memory (init's
+ * /proc/1/cmdline says moat-init, as the exec'd one's does), and waits on
+ * the socket for the namespace flags (struct moat_start). Go takes it once
+ * (nsinit.TakeStage2) or drops it: the socket closes and it leaves. */
+int moat_stage2_pid;
+int moat_stage2_plan = -1; /* the plan pipe's write end */
+int moat_stage2_sync = -1; /* the supervisor's end of the sync socket */
+
+static void scrub_args(int argc, char **argv, char **envp, const char *name)
+{
+	if (argc <= 0 || !argv || !argv[0])
+		return;
+	char *start = argv[0], *end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+	if (envp)
+		for (char **e = envp; *e; e++)
+			if (*e >= end && *e <= end + 4096 * 64)
+				end = *e + strlen(*e) + 1;
+	memset(start, 0, (size_t)(end - start));
+	size_t n = strlen(name) + 1;
+	if ((size_t)(end - start) >= n)
+		memcpy(start, name, n);
+	clearenv();
+}
+
+static void prefork_stage2(int argc, char **argv, char **envp)
+{
+	/* Its stdio are this process's 0, 1 and 2 (Go uses it only for a run
+	 * with exactly those): all three must be open, or the pipe below
+	 * would take one's place. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			return;
+	int pl[2], sv[2];
+	if (pipe2(pl, O_CLOEXEC) < 0)
+		return;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		close(pl[0]);
+		close(pl[1]);
+		return;
+	}
+	pid_t c = fork();
+	if (c < 0) {
+		close(pl[0]);
+		close(pl[1]);
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	if (c > 0) {
+		close(pl[0]);
+		close(sv[1]);
+		moat_stage2_pid = c;
+		moat_stage2_plan = pl[1];
+		moat_stage2_sync = sv[0];
+		return;
+	}
+	/* The exec'd stage 2 starts in a session of its own (Setsid). */
+	setsid();
+	int p = fcntl(pl[0], F_DUPFD, 10), s = fcntl(sv[1], F_DUPFD, 10);
+	if (p < 0 || s < 0 || dup2(p, MOAT_FD_PLAN) < 0 || dup2(s, MOAT_FD_SYNC) < 0)
+		_exit(125);
+	if (syscall(__NR_close_range, 5u, ~0U, 0) < 0)
+		for (int fd = 5; fd < 1024; fd++)
+			close(fd);
+	scrub_args(argc, argv, envp, MOAT_INIT_ARGV0);
+	prctl(PR_SET_NAME, "exe", 0, 0, 0);
+	struct moat_start st;
+	ssize_t n;
+	do
+		n = recv(MOAT_FD_SYNC, &st, sizeof st, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof st || st.magic != MOAT_START_MAGIC)
+		_exit(125); /* dropped: the run went elsewhere, or failed first */
+	for (int i = 0; i < MAX_SLOTS; i++)
+		slots[i] = -1;
+	if (st.flags)
+		enter_namespaces((unsigned long)st.flags);
+	load_plan();
+	run_init();
+}
+
 /* moat_start_ns is CLOCK_MONOTONIC when this constructor ran, the first
  * user code of the process (before the Go runtime): MOAT_TRACE counts its
  * phases from here, so that the Go runtime's start shows too. */
@@ -2029,6 +2117,10 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 	}
 	if (!v && argc >= 2 && argv && argv[1] && strcmp(argv[1], "run") == 0) {
 		prefork_holder(argv, argc);
+		/* As root, stage 2 starts in the run's eBPF cgroup
+		 * (CLONE_INTO_CGROUP), which only Go knows: exec'd from Go. */
+		if (geteuid() != 0)
+			prefork_stage2(argc, argv, envp);
 		return;
 	}
 	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
