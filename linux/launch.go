@@ -276,6 +276,7 @@ func (ln *launcher) startStage2() error {
 	if ln.forked > 0 {
 		// Forked before the Go runtime started, waiting for its
 		// namespace flags.
+		ln.step("stage 2 forked before the Go runtime")
 		proc, err := os.FindProcess(ln.forked)
 		if err != nil {
 			return err

@@ -125,3 +125,49 @@ func TestInotifyHolder(t *testing.T) {
 	cmd.Wait()
 	gone(holder, "moat was killed")
 }
+
+// A rootless moat run takes the stage 2 its C constructor forked before
+// the Go runtime started (root starts one into the eBPF cgroup instead),
+// and that stage 2 holds nothing of the caller's: init's command line is
+// moat-init alone, the caller's arguments and environment are not in what
+// the sandbox can read of init, and the command's descriptors are stdio.
+func TestForkedStage2(t *testing.T) {
+	tr := newTree(t)
+	bin := moatBin(t)
+	const secret = "moat-forked-stage2-secret-7c1e"
+	cmd := exec.Command(bin, "run", "--settings", tr.settings, "--", "sh", "-c",
+		`printf '%s|' "$(tr '\0' ' ' </proc/1/cmdline)"; cat /proc/1/environ >/dev/null 2>&1 && echo environ-readable; ls /proc/self/fd | tr '\n' ' '`,
+		secret)
+	cmd.Dir, cmd.Env = tr.dir, tr.env("MOAT_DAEMON=off", "MOAT_TRACE=1", "MOAT_TEST_SECRET="+secret)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	parts := strings.SplitN(out.String(), "|", 2)
+	if strings.TrimSpace(parts[0]) != "moat-init" {
+		t.Errorf("init's command line is %q, want moat-init alone", parts[0])
+	}
+	if len(parts) < 2 || strings.Contains(parts[1], "environ-readable") {
+		t.Errorf("the sandbox reads init's environment: %q", out.String())
+	}
+	if got := strings.Fields(parts[len(parts)-1]); !slicesEqual(got, []string{"0", "1", "2", "3"}) {
+		t.Errorf("the command's descriptors are %v, want stdio and ls's own", got)
+	}
+	forked := strings.Contains(errb.String(), "stage 2 forked before the Go runtime")
+	if want := os.Geteuid() != 0; forked != want {
+		t.Errorf("stage 2 forked before the Go runtime: %v, want %v (euid %d)\n%s", forked, want, os.Geteuid(), errb.String())
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
