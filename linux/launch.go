@@ -169,29 +169,32 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
-	if ln.kf == nil && !ln.session && ln.l.As == nil && ln.l.Stdio == [3]*os.File{os.Stdin, os.Stdout, os.Stderr} {
-		// A rootless `moat run`: the stage 2 the C constructor forked,
-		// with its plan pipe and sync socket (fds 3 and 4 in it).
+	if !ln.session && ln.l.As == nil && ln.l.Stdio == [3]*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		// `moat run`: the stage 2 the C constructor forked, with its
+		// plan pipe and sync socket (fds 3 and 4 in it).
 		if pid, plan, sync, ok := nsinit.TakeStage2(); ok {
 			ln.forked = pid
 			ln.planW = os.NewFile(uintptr(plan), "moat-plan")
 			ln.sync = os.NewFile(uintptr(sync), "moat-sync")
-			return nil
 		}
 	}
-	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
-		return fmt.Errorf("pipe: %w", err)
+	if ln.forked == 0 {
+		if ln.planR, ln.planW, err = os.Pipe(); err != nil {
+			return fmt.Errorf("pipe: %w", err)
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
+		}
+		ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+		ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
-	}
-	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
-	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	if ln.kf == nil {
 		return nil
 	}
-	if clone3Works() {
+	// A forked stage 2 is moved into the cgroup by pid (joinCgroups)
+	// before it makes init.
+	if ln.forked == 0 && clone3Works() {
 		ln.cgroupFD = ln.kf.group.FD()
 	}
 	if ln.goR, ln.goW, err = os.Pipe(); err != nil {
@@ -286,7 +289,13 @@ func (ln *launcher) startStage2() error {
 		if !ln.nons {
 			flags = uint64(cloneFlags(ln.pol))
 		}
-		if err := nsinit.StartStage2(int(ln.sync.Fd()), flags); err != nil {
+		var fds []int
+		for _, f := range []*os.File{ln.goR, ln.lock} {
+			if f != nil {
+				fds = append(fds, int(f.Fd()))
+			}
+		}
+		if err := nsinit.StartStage2(int(ln.sync.Fd()), flags, fds...); err != nil {
 			return fmt.Errorf("start stage 2: %w", sys.Named("write", err))
 		}
 		if ln.nons {

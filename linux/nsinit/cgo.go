@@ -78,8 +78,8 @@ func DropHolder() {
 
 var stage2Taken atomic.Bool
 
-// TakeStage2 hands over, once, the stage 2 the C constructor forked for a
-// rootless `moat run` before the Go runtime started: its pid (a child of
+// TakeStage2 hands over, once, the stage 2 the C constructor forked for
+// `moat run` before the Go runtime started: its pid (a child of
 // this process), the plan pipe's write end and this side of the sync
 // socket. It waits for StartStage2.
 func TakeStage2() (pid, plan, sync int, ok bool) {
@@ -89,13 +89,18 @@ func TakeStage2() (pid, plan, sync int, ok bool) {
 	return int(C.moat_stage2_pid), int(C.moat_stage2_plan), int(C.moat_stage2_sync), true
 }
 
-// StartStage2 tells a forked stage 2 which namespaces to make (0: none).
-func StartStage2(sync int, flags uint64) error {
+// StartStage2 tells a forked stage 2 which namespaces to make (0: none)
+// and gives it the descriptors the exec'd stage 2 gets as 5 and 6, in
+// order (the eBPF wait pipe, the cgroup's lock), if any.
+func StartStage2(sync int, flags uint64, fds ...int) error {
 	var b [C.sizeof_struct_moat_start]byte
 	binary.NativeEndian.PutUint32(b[0:], C.MOAT_START_MAGIC)
 	binary.NativeEndian.PutUint64(b[8:], flags)
-	_, err := unix.Write(sync, b[:])
-	return err
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	return unix.Sendmsg(sync, b[:], oob, nil, 0)
 }
 
 // DropStage2 ends the forked stage 2 if nothing took it (the run went to

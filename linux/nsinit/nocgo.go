@@ -21,7 +21,7 @@ func DropHolder() {}
 func TakeStage2() (pid, plan, sync int, ok bool) { return 0, -1, -1, false }
 
 // StartStage2 is never called without a stage 2.
-func StartStage2(sync int, flags uint64) error { return nil }
+func StartStage2(sync int, flags uint64, fds ...int) error { return nil }
 
 // DropStage2 has nothing to drop.
 func DropStage2() {}

@@ -2001,7 +2001,7 @@ static void prefork_holder(char **argv, int argc)
 	holder_wait(sock, argv, argc);
 }
 
-/* Stage 2, forked here for a rootless `moat run` before the Go runtime
+/* Stage 2, forked here for `moat run` before the Go runtime
  * starts, rather than started later from Go with a clone and an exec of
  * this binary (~2 ms of CPU here, and ~5 ms before it was in its user
  * namespace, on the path of every run). The child is this process as the
@@ -2010,8 +2010,11 @@ static void prefork_holder(char **argv, int argc)
  * the descriptors the exec'd stage 2 gets, drops the rest, scrubs the
  * caller's arguments and environment from its memory (init's
  * /proc/1/cmdline says moat-init, as the exec'd one's does), and waits on
- * the socket for the namespace flags (struct moat_start). Go takes it once
- * (nsinit.TakeStage2) or drops it: the socket closes and it leaves. */
+ * the socket for the namespace flags (struct moat_start) and, as root, the
+ * eBPF wait pipe and the cgroup's lock, which it puts at 5 and 6 as the
+ * exec'd one has them (Go moves it into the run's cgroup meanwhile). Go
+ * takes it once (nsinit.TakeStage2) or drops it: the socket closes and it
+ * leaves. */
 int moat_stage2_pid;
 int moat_stage2_plan = -1; /* the plan pipe's write end */
 int moat_stage2_sync = -1; /* the supervisor's end of the sync socket */
@@ -2074,13 +2077,40 @@ static void prefork_stage2(int argc, char **argv, char **envp)
 			close(fd);
 	scrub_args(argc, argv, envp, MOAT_INIT_ARGV0);
 	prctl(PR_SET_NAME, "exe", 0, 0, 0);
+	/* The flags, and as root the descriptors the exec'd stage 2 gets as
+	 * 5 and 6 (the eBPF wait pipe, the cgroup's lock). */
 	struct moat_start st;
+	struct iovec iov = {.iov_base = &st, .iov_len = sizeof st};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
 	ssize_t n;
 	do
-		n = recv(MOAT_FD_SYNC, &st, sizeof st, 0);
+		n = recvmsg(MOAT_FD_SYNC, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof st || st.magic != MOAT_START_MAGIC)
+	if (n != (ssize_t)sizeof st || st.magic != MOAT_START_MAGIC || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		_exit(125); /* dropped: the run went elsewhere, or failed first */
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	if (cm) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			_exit(125);
+		int nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int fds[2];
+		if (nfd < 1 || nfd > 2)
+			_exit(125);
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
+		for (int i = 0; i < nfd; i++) {
+			/* No exec follows but the command's, and the
+			 * descriptors must reach init and the command as the
+			 * exec'd stage 2's do: without close-on-exec. */
+			if (dup2(fds[i], MOAT_FD_GO + i) < 0)
+				_exit(125);
+			if (fds[i] != MOAT_FD_GO + i)
+				close(fds[i]);
+		}
+	}
 	for (int i = 0; i < MAX_SLOTS; i++)
 		slots[i] = -1;
 	if (st.flags)
@@ -2117,10 +2147,7 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 	}
 	if (!v && argc >= 2 && argv && argv[1] && strcmp(argv[1], "run") == 0) {
 		prefork_holder(argv, argc);
-		/* As root, stage 2 starts in the run's eBPF cgroup
-		 * (CLONE_INTO_CGROUP), which only Go knows: exec'd from Go. */
-		if (geteuid() != 0)
-			prefork_stage2(argc, argv, envp);
+		prefork_stage2(argc, argv, envp);
 		return;
 	}
 	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
