@@ -169,7 +169,7 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
-	if !ln.session && ln.l.As == nil && ln.l.Stdio == [3]*os.File{os.Stdin, os.Stdout, os.Stderr} {
+	if !ln.session && ln.l.As == nil && ownStdio(ln.l.Stdio) {
 		// `moat run`: the stage 2 the C constructor forked, with its
 		// plan pipe and sync socket (fds 3 and 4 in it).
 		if pid, plan, sync, ok := nsinit.TakeStage2(); ok {
@@ -271,6 +271,26 @@ func (ln *launcher) start() error {
 		return err // given up while planning (moatd: the client went away)
 	}
 	return ln.release()
+}
+
+// ownStdio reports whether stdio are this process's descriptors 0, 1 and
+// 2, which a stage 2 forked at its start has (without changing their
+// blocking mode, as Fd would).
+func ownStdio(stdio [3]*os.File) bool {
+	for i, f := range stdio {
+		if f == nil {
+			return false
+		}
+		rc, err := f.SyscallConn()
+		if err != nil {
+			return false
+		}
+		same := false
+		if rc.Control(func(fd uintptr) { same = fd == uintptr(i) }) != nil || !same {
+			return false
+		}
+	}
+	return true
 }
 
 // startStage2 clones stage 2: the binary again, as moat-init, in the new
