@@ -35,6 +35,8 @@ type kernelFilter struct {
 	handled atomic.Uint64
 	mu      sync.Mutex
 	dropped uint64 // refusals already said to be unreported (guarded by mu)
+	// preloaded: the filter's set is the one PreloadKernelFilter loaded.
+	preloaded bool
 }
 
 // sharedPrograms is the set of eBPF programs a long-lived enforcer
@@ -219,6 +221,8 @@ func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool,
 		if f, err = p.AttachOwned(k.group.Path(), allow, opts); err != nil {
 			p.Close()
 			f, err = bpf.Attach(k.group.Path(), allow, opts)
+		} else {
+			k.preloaded = true
 		}
 	} else {
 		f, err = bpf.Attach(k.group.Path(), allow, opts)

@@ -519,7 +519,11 @@ func (ln *launcher) release() error {
 			return fmt.Errorf("release the command: %w", err)
 		}
 		ln.goW.Close()
-		ln.step("eBPF attached")
+		if ln.kf.preloaded {
+			ln.step("eBPF attached (the set loaded from main's start)")
+		} else {
+			ln.step("eBPF attached")
+		}
 	}
 	ln.ended = make(chan struct{})
 	ln.readers.Add(1)

@@ -157,6 +157,10 @@ func TestForkedStage2(t *testing.T) {
 	if !strings.Contains(errb.String(), "stage 2 forked before the Go runtime") {
 		t.Errorf("the run did not take the stage 2 forked before the Go runtime (euid %d):\n%s", os.Geteuid(), errb.String())
 	}
+	// As root, the eBPF set loaded from main's start is the one attached.
+	if preloaded := strings.Contains(errb.String(), "eBPF attached (the set loaded from main's start)"); preloaded != (os.Geteuid() == 0) {
+		t.Errorf("eBPF set loaded from main's start: %v (euid %d):\n%s", preloaded, os.Geteuid(), errb.String())
+	}
 }
 
 func slicesEqual(a, b []string) bool {
