@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -124,7 +123,7 @@ func BeginContext(ctx context.Context, dir string) (*Journal, error) {
 		return nil, err
 	}
 	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if err := sys.Random(b[:]); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &Journal{dir: dir, id: hex.EncodeToString(b[:]), top: topOf(dir)}
