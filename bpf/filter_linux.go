@@ -226,22 +226,6 @@ func Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, er
 	return f, nil
 }
 
-// AttachOwned is [Attach] with a set loaded ahead for this one filter
-// (Load with Filters 1 and room for allow): the filter owns the set, and
-// its Close closes the set too. The verifier is most of Attach's cost, so
-// a caller that knows the options early loads the set while it does other
-// work and attaches once the cgroup exists. On error the set stays open.
-func (p *Programs) AttachOwned(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, error) {
-	f, err := p.Attach(cgroupDir, allow, opts)
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	f.own = true
-	f.mu.Unlock()
-	return f, nil
-}
-
 // Attach attaches the set to the cgroup2 directory cgroupDir, with the
 // rules of allow and opts (as [Attach] says) for that cgroup. opts'
 // EventBuffer must be 0: the set's buffer is shared ([LoadOptions]).

@@ -30,11 +30,6 @@ func (p *Programs) Attach(string, []netip.AddrPort, Options) (*Filter, error) {
 	return nil, errPlatform
 }
 
-// AttachOwned returns an error wrapping [ErrUnsupported].
-func (p *Programs) AttachOwned(string, []netip.AddrPort, Options) (*Filter, error) {
-	return nil, errPlatform
-}
-
 // Unknown returns 0.
 func (p *Programs) Unknown() uint64 { return 0 }
 

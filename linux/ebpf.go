@@ -35,8 +35,6 @@ type kernelFilter struct {
 	handled atomic.Uint64
 	mu      sync.Mutex
 	dropped uint64 // refusals already said to be unreported (guarded by mu)
-	// preloaded: the filter's set is the one PreloadKernelFilter loaded.
-	preloaded bool
 }
 
 // sharedPrograms is the set of eBPF programs a long-lived enforcer
@@ -106,51 +104,6 @@ func (s *sharedPrograms) close() error {
 	return err
 }
 
-// preload is the set a root `moat run` starts loading first thing in main
-// (PreloadKernelFilter), for the usual case of a run in its own network
-// namespace: one filter, the proxy's listeners, no bind programs. The
-// verifier's work (3-9 ms of CPU here) then overlaps moat's own start
-// instead of holding the command back at its exec.
-var preload struct {
-	once  sync.Once
-	done  chan struct{}
-	p     *bpf.Programs
-	taken atomic.Bool
-}
-
-// PreloadKernelFilter starts loading a run's eBPF set in the background. A
-// run that cannot use it (shared network, moatd) loads its own as before.
-func PreloadKernelFilter() {
-	preload.once.Do(func() {
-		preload.done = make(chan struct{})
-		go func() {
-			defer close(preload.done)
-			if p, err := bpf.Load(bpf.LoadOptions{Filters: 1, Destinations: len(listenAddrs), NoBind: true}); err == nil {
-				preload.p = p
-			}
-		}()
-	})
-}
-
-// takePreloaded waits for the preloaded set and hands it over, once; nil
-// if there is none.
-func takePreloaded() *bpf.Programs {
-	if preload.done == nil || !preload.taken.CompareAndSwap(false, true) {
-		return nil
-	}
-	<-preload.done
-	return preload.p
-}
-
-// takePreloadedFor is the preloaded set for a filter in the sandbox's own
-// network namespace (the options it was loaded for); nil otherwise.
-func takePreloadedFor(shared bool) *bpf.Programs {
-	if shared {
-		return nil
-	}
-	return takePreloaded()
-}
-
 // kernelFilterSupported tells whether this run gets the eBPF layer, and
 // why not. Only root can load the programs.
 func kernelFilterSupported(cacheDir string) error {
@@ -217,13 +170,6 @@ func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool,
 	var err error
 	if k.progs != nil {
 		f, err = k.progs.Attach(k.group.Path(), allow, opts)
-	} else if p := takePreloadedFor(shared); p != nil {
-		if f, err = p.AttachOwned(k.group.Path(), allow, opts); err != nil {
-			p.Close()
-			f, err = bpf.Attach(k.group.Path(), allow, opts)
-		} else {
-			k.preloaded = true
-		}
 	} else {
 		f, err = bpf.Attach(k.group.Path(), allow, opts)
 	}

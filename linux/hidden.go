@@ -188,22 +188,6 @@ func (ln *launcher) closeWatches() {
 // whether there is one.
 func (ln *launcher) holdInotify(fd int, done chan<- struct{}) {
 	defer close(done)
-	// The holder `moat run` forked before its Go runtime started: no exec.
-	if pid, sock, ok := nsinit.TakeHolder(); ok {
-		err := unix.Sendmsg(sock, []byte{0}, unix.UnixRights(fd), nil, 0)
-		unix.Close(sock)
-		if err == nil {
-			ln.watchMu.Lock()
-			ln.holder = pid
-			ln.watchMu.Unlock()
-			return
-		}
-		_ = unix.Kill(pid, unix.SIGKILL)
-		go func() {
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, 0, nil)
-		}()
-	}
 	null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return

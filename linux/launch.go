@@ -43,7 +43,6 @@ type launcher struct {
 	planR, planW *os.File
 	sync         *os.File // supervisor's end of the SEQPACKET socket
 	childSync    *os.File
-	forked       int // the pid of the stage 2 the C constructor forked (nsinit.TakeStage2), or 0
 	kf           *kernelFilter
 	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
 	lock         *os.File // the cgroup's lock, kept by init
@@ -144,6 +143,15 @@ func (ln *launcher) prepare() error {
 		ln.l.Log.Debug("sweep", "err", err)
 	}
 	var err error
+	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
+	}
+	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
 	if ln.session {
 		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -169,32 +177,10 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
-	if !ln.session && ln.l.As == nil && ownStdio(ln.l.Stdio) {
-		// `moat run`: the stage 2 the C constructor forked, with its
-		// plan pipe and sync socket (fds 3 and 4 in it).
-		if pid, plan, sync, ok := nsinit.TakeStage2(); ok {
-			ln.forked = pid
-			ln.planW = os.NewFile(uintptr(plan), "moat-plan")
-			ln.sync = os.NewFile(uintptr(sync), "moat-sync")
-		}
-	}
-	if ln.forked == 0 {
-		if ln.planR, ln.planW, err = os.Pipe(); err != nil {
-			return fmt.Errorf("pipe: %w", err)
-		}
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
-		}
-		ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
-		ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
-	}
 	if ln.kf == nil {
 		return nil
 	}
-	// A forked stage 2 is moved into the cgroup by pid (joinCgroups)
-	// before it makes init.
-	if ln.forked == 0 && clone3Works() {
+	if clone3Works() {
 		ln.cgroupFD = ln.kf.group.FD()
 	}
 	if ln.goR, ln.goW, err = os.Pipe(); err != nil {
@@ -273,56 +259,9 @@ func (ln *launcher) start() error {
 	return ln.release()
 }
 
-// ownStdio reports whether stdio are this process's descriptors 0, 1 and
-// 2, which a stage 2 forked at its start has (without changing their
-// blocking mode, as Fd would).
-func ownStdio(stdio [3]*os.File) bool {
-	for i, f := range stdio {
-		if f == nil {
-			return false
-		}
-		rc, err := f.SyscallConn()
-		if err != nil {
-			return false
-		}
-		same := false
-		if rc.Control(func(fd uintptr) { same = fd == uintptr(i) }) != nil || !same {
-			return false
-		}
-	}
-	return true
-}
-
 // startStage2 clones stage 2: the binary again, as moat-init, in the new
 // namespaces (none in the no-namespace tier), into the run's cgroup.
 func (ln *launcher) startStage2() error {
-	if ln.forked > 0 {
-		// Forked before the Go runtime started, waiting for its
-		// namespace flags.
-		ln.step("stage 2 forked before the Go runtime")
-		proc, err := os.FindProcess(ln.forked)
-		if err != nil {
-			return err
-		}
-		ln.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{nsinit.Argv0}, Process: proc}
-		flags := uint64(0)
-		if !ln.nons {
-			flags = uint64(cloneFlags(ln.pol))
-		}
-		var fds []int
-		for _, f := range []*os.File{ln.goR, ln.lock} {
-			if f != nil {
-				fds = append(fds, int(f.Fd()))
-			}
-		}
-		if err := nsinit.StartStage2(int(ln.sync.Fd()), flags, fds...); err != nil {
-			return fmt.Errorf("start stage 2: %w", sys.Named("write", err))
-		}
-		if ln.nons {
-			return nil
-		}
-		return ln.mapUserns()
-	}
 	// fds 3 (plan), 4 (sync), 5 (go, with eBPF), 6 (cgroup lock), 7 (session).
 	extra := []*os.File{ln.planR, ln.childSync, ln.goR, ln.lock}
 	if ln.session {
@@ -519,11 +458,7 @@ func (ln *launcher) release() error {
 			return fmt.Errorf("release the command: %w", err)
 		}
 		ln.goW.Close()
-		if ln.kf.preloaded {
-			ln.step("eBPF attached (the set loaded from main's start)")
-		} else {
-			ln.step("eBPF attached")
-		}
+		ln.step("eBPF attached")
 	}
 	ln.ended = make(chan struct{})
 	ln.readers.Add(1)
@@ -733,8 +668,6 @@ func (ln *launcher) Close() error {
 		ln.asWorker.Close()
 	}
 	ln.closeWatches()
-	nsinit.DropHolder() // a run with nothing to watch did not take it
-	nsinit.DropStage2() // a run that needed the exec'd stage 2 did not take it
 	ln.step("watches closed")
 	ln.lim.destroy()
 	if ln.kf != nil {

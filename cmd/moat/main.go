@@ -50,7 +50,6 @@ func main() {
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	preload(os.Args)
 	os.Exit(run(srtArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
 }
 

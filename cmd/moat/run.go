@@ -125,7 +125,6 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 		}
 		if cl != nil {
 			defer cl.Close()
-			dropHolder() // moatd's sandbox reports its own reads
 			return daemonRun(context.Background(), cl, f, argv, cmd.ErrOrStderr())
 		}
 	}

@@ -6,7 +6,3 @@ import "time"
 
 // sinceStart is 0: only Linux builds record the process's start.
 func sinceStart() time.Duration { return 0 }
-
-func dropHolder() {}
-
-func preload([]string) {}

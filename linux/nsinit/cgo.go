@@ -6,30 +6,8 @@ package nsinit
 #cgo CFLAGS: -O2 -Wall -Wno-unused-parameter -fstack-protector-strong
 #include "plan.h"
 extern long long moat_start_ns;
-extern int moat_holder_pid, moat_holder_sock;
-extern int moat_stage2_pid, moat_stage2_plan, moat_stage2_sync;
 */
 import "C"
-
-import (
-	"encoding/binary"
-	"sync/atomic"
-
-	"golang.org/x/sys/unix"
-)
-
-var holderTaken atomic.Bool
-
-// TakeHolder hands over, once, the inotify holder the C constructor forked
-// for `moat run` before the Go runtime started: its pid (a child of this
-// process) and the socket to send it the instance on (SCM_RIGHTS, one
-// descriptor; the holder leaves if the socket closes without one).
-func TakeHolder() (pid, sock int, ok bool) {
-	if C.moat_holder_pid <= 0 || !holderTaken.CompareAndSwap(false, true) {
-		return 0, -1, false
-	}
-	return int(C.moat_holder_pid), int(C.moat_holder_sock), true
-}
 
 // StartNanos is CLOCK_MONOTONIC (ns) when the process's first user code
 // ran, stage 2's constructor, before the Go runtime started.
@@ -60,61 +38,4 @@ func cConstants() map[string]int {
 		"MSG_EXIT": C.MSG_EXIT, "MSG_LISTEN": C.MSG_LISTEN, "MSG_CHILD": C.MSG_CHILD, "MSG_MOUNTED": C.MSG_MOUNTED,
 		"MOAT_MSG_TEXT": C.MOAT_MSG_TEXT, "sizeof(struct moat_msg)": C.sizeof_struct_moat_msg,
 	}
-}
-
-// DropHolder ends the forked holder if nothing took it (a run with nothing
-// to watch): its socket closes, it leaves, and it is reaped.
-func DropHolder() {
-	if C.moat_holder_pid <= 0 || !holderTaken.CompareAndSwap(false, true) {
-		return
-	}
-	unix.Close(int(C.moat_holder_sock))
-	pid := int(C.moat_holder_pid)
-	go func() {
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
-	}()
-}
-
-var stage2Taken atomic.Bool
-
-// TakeStage2 hands over, once, the stage 2 the C constructor forked for
-// `moat run` before the Go runtime started: its pid (a child of
-// this process), the plan pipe's write end and this side of the sync
-// socket. It waits for StartStage2.
-func TakeStage2() (pid, plan, sync int, ok bool) {
-	if C.moat_stage2_pid <= 0 || !stage2Taken.CompareAndSwap(false, true) {
-		return 0, -1, -1, false
-	}
-	return int(C.moat_stage2_pid), int(C.moat_stage2_plan), int(C.moat_stage2_sync), true
-}
-
-// StartStage2 tells a forked stage 2 which namespaces to make (0: none)
-// and gives it the descriptors the exec'd stage 2 gets as 5 and 6, in
-// order (the eBPF wait pipe, the cgroup's lock), if any.
-func StartStage2(sync int, flags uint64, fds ...int) error {
-	var b [C.sizeof_struct_moat_start]byte
-	binary.NativeEndian.PutUint32(b[0:], C.MOAT_START_MAGIC)
-	binary.NativeEndian.PutUint64(b[8:], flags)
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
-	return unix.Sendmsg(sync, b[:], oob, nil, 0)
-}
-
-// DropStage2 ends the forked stage 2 if nothing took it (the run went to
-// moatd, or needs the exec'd one): its socket closes, it leaves, and it is
-// reaped.
-func DropStage2() {
-	if C.moat_stage2_pid <= 0 || !stage2Taken.CompareAndSwap(false, true) {
-		return
-	}
-	unix.Close(int(C.moat_stage2_plan))
-	unix.Close(int(C.moat_stage2_sync))
-	pid := int(C.moat_stage2_pid)
-	go func() {
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
-	}()
 }

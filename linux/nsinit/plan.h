@@ -103,16 +103,6 @@ enum {
 	MSG_USERNS = 16,      /* the user namespace exists: the supervisor writes its maps and answers (struct moat_ids) */
 };
 
-/* The first message to a stage 2 the C constructor forked (nsinit.c,
- * prefork_stage2), on MOAT_FD_SYNC: the namespaces to make (0: none, the
- * no-namespace tier). */
-#define MOAT_START_MAGIC 0x6d6f6174u /* "moat" */
-struct moat_start {
-	uint32_t magic;
-	uint32_t pad;
-	uint64_t flags;
-};
-
 /* The supervisor's answer to MSG_USERNS, on MOAT_FD_SYNC: the ids stage 2
  * takes in its user namespace (uid -1: keep its own). */
 #define MOAT_MAX_GROUPS 64
