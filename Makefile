@@ -87,12 +87,12 @@ clean:
 install:
 	@[ -x $(BIN)/moat ] || { echo "$(BIN)/moat is not built: run make build first"; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN)/moat $(DESTDIR)$(PREFIX)/bin/moat
+	sh dist/install-binary.sh $(BIN)/moat $(DESTDIR)$(PREFIX)/bin/moat
 
 # moatd (docs/DAEMON.md): the binary, group moat, the systemd units, the
 # per-user policy directory. Add users with: usermod -aG moat USER
 install-daemon: build
-	install -m 0755 bin/moat /usr/local/bin/moat
+	sh dist/install-binary.sh bin/moat /usr/local/bin/moat
 	getent group moat >/dev/null || groupadd --system moat
 	install -d -m 0755 /etc/moat /etc/moat/users.d
 	install -m 0644 dist/systemd/moatd.service dist/systemd/moatd.socket /etc/systemd/system/

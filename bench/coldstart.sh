@@ -25,10 +25,13 @@ id "$U" >/dev/null 2>&1 || useradd -m "$U"
 B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
 trap 'kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; rm -rf "$B"' EXIT
 chmod 755 "$B"
-install -m 0755 "$MOAT" "$B/moat"
+# Both binaries are written the same way (one write, dist/install-binary.sh):
+# how a binary's file was written changes its start by 5-10 ms here (its
+# page-cache folios, docs/PERFORMANCE.md), which would decide an A/B alone.
+sh dist/install-binary.sh "$MOAT" "$B/moat"
 ROOTBASE=() USERBASE=()
 if [ -n "${BASELINE:-}" ]; then
-  install -m 0755 "$BASELINE" "$B/moat-baseline"
+  sh dist/install-binary.sh "$BASELINE" "$B/moat-baseline"
   ROOTBASE=(-n "baseline moat (root)" "$B/moat-baseline run --settings $B/s.json -- /bin/true")
   USERBASE=(-n "baseline moat rootless" "env MOAT_DAEMON=off $B/moat-baseline run --settings $B/s.json -- /bin/true")
 fi

@@ -6,6 +6,11 @@ command once, in a rotating order).
 
     python3 bench/interleave.py [-n ROUNDS] [-w WARMUP] 'cmd A' 'cmd B' ...
 
+Binaries compared must have been written the same way (both built by the
+Go linker, or both through dist/install-binary.sh): a copy made by cp or
+install(1) starts 5-10 ms slower here than the same bytes written in one
+go, from its page-cache layout alone (docs/PERFORMANCE.md).
+
 Each command is split on spaces (no shell), started with posix_spawn and
 waited for; the figure is wall time from spawn to reap. Prints the mean,
 the median and the 10th/90th percentiles per command, and each command's
