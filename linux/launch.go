@@ -69,9 +69,10 @@ type launcher struct {
 	cmd     *exec.Cmd
 	readers sync.WaitGroup
 
-	// Reads of hidden paths: the sentinels' directory, the watches stage 2
-	// made (wd -> hidden path) and its inotify instance.
-	sentDir     string
+	// Reads of hidden paths: the sentinels made, the watches stage 2 made
+	// (wd -> hidden path) and its inotify instance.
+	sentinels   []string
+	sentReady   bool // the sentinels' directory was swept and made
 	watchMu     sync.Mutex
 	watchPath   map[int]string
 	inotifyFD   int    // 0: none

@@ -125,3 +125,36 @@ func TestInotifyHolder(t *testing.T) {
 	cmd.Wait()
 	gone(holder, "moat was killed")
 }
+
+// A hidden file is masked by a sentinel of its own under moat's state
+// directory; the run removes its sentinels when it ends (a killed run's
+// are swept a day later).
+func TestSentinelsRemoved(t *testing.T) {
+	tr := newTree(t)
+	bin := moatBin(t)
+	secret := filepath.Join(tr.home, "token.txt")
+	if err := os.WriteFile(secret, []byte("s3cr3t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(filepath.Dir(tr.settings), "hidefile.json")
+	writeJSON(t, settings, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{secret}, "allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	cmd := exec.Command(bin, "run", "--settings", settings, "--", "sh", "-c", "cat "+secret+"; ls $XDG_STATE_HOME/moat/sentinel")
+	cmd.Dir, cmd.Env = tr.dir, tr.env("MOAT_DAEMON=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "s3cr3t") {
+		t.Fatalf("the hidden file was read: %s", out)
+	}
+	es, err := os.ReadDir(filepath.Join(tr.state, "moat", "sentinel"))
+	if err != nil {
+		t.Fatalf("no sentinel directory (was the file masked by a sentinel?): %v", err)
+	}
+	for _, e := range es {
+		t.Errorf("left behind in the sentinel directory: %s", e.Name())
+	}
+}
