@@ -262,7 +262,7 @@ type tracer struct {
 // before the launch show as the first phases; from now otherwise.
 func newTracer() *tracer {
 	now := time.Now()
-	t := &tracer{start: now.Add(-sinceStart())}
+	t := &tracer{start: now.Add(-runtime.SinceStart())}
 	if !t.start.Equal(now) {
 		t.at(mainStarted, "main")
 	}

@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"time"
@@ -8,9 +8,10 @@ import (
 	"github.com/moat-sandbox/moat/linux/nsinit"
 )
 
-// sinceStart is how long ago the process's first user code ran (stage 2's C
-// constructor, before the Go runtime): MOAT_TRACE's origin. 0 if unknown.
-func sinceStart() time.Duration {
+// SinceStart is how long ago the process's first user code ran (stage 2's
+// C constructor, before the Go runtime started): MOAT_TRACE's origin. 0 if
+// unknown (a build without cgo).
+func SinceStart() time.Duration {
 	s := nsinit.StartNanos()
 	var ts unix.Timespec
 	if s == 0 || unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
