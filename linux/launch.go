@@ -465,9 +465,9 @@ func (ln *launcher) release() error {
 	ln.readers.Add(1)
 	go func() {
 		defer ln.readers.Done()
-		ln.readMessages()
+		err := ln.readMessages()
 		ln.markReady()
-		ln.endSession()
+		ln.endSession(err)
 		close(ln.ended)
 	}()
 	return nil

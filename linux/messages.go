@@ -13,12 +13,12 @@ import (
 )
 
 // readMessages handles what stage 2 sends until the socket closes.
-func (ln *launcher) readMessages() {
+func (ln *launcher) readMessages() error {
 	fd := int(ln.sync.Fd())
 	for {
 		m, err := nsinit.ReadMessage(fd)
 		if err != nil {
-			return
+			return err
 		}
 		ln.handle(m)
 	}

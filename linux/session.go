@@ -257,7 +257,7 @@ func (ln *launcher) finishCmdUsed(h *sessionCmd, e *enforce.Exit, err error, use
 }
 
 // endSession fails the commands still waiting when the sandbox is gone.
-func (ln *launcher) endSession() {
+func (ln *launcher) endSession(readErr error) {
 	if !ln.session {
 		return
 	}
@@ -266,7 +266,19 @@ func (ln *launcher) endSession() {
 	for _, h := range ln.cmds {
 		hs = append(hs, h)
 	}
+	closed := ln.sessionW == nil
 	ln.sessMu.Unlock()
+	if len(hs) > 0 && !closed {
+		// Nobody closed the session, yet its sandbox ended (or its
+		// channel failed) under running commands: say how, so that a
+		// session lost under load can be told from one that was closed.
+		status := "running"
+		if err := ln.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			status = err.Error()
+		}
+		ln.l.Log.Warn("session sandbox ended with commands running; they are reported killed",
+			"commands", len(hs), "channel", fmt.Sprint(readErr), "stage2", status)
+	}
 	for _, h := range hs {
 		ln.finishCmd(h, &enforce.Exit{Code: 128 + int(unix.SIGKILL), Signal: unix.SIGKILL}, nil)
 	}

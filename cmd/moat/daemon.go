@@ -120,9 +120,14 @@ func runDaemon(cmd *cobra.Command, f *daemonFlags) error {
 			},
 			MaxSessionsPerUser: f.maxPerUser, IdleTimeout: f.idle,
 		}}
+	// Warnings always reach the daemon's stderr (the journal, under
+	// systemd): a killed run's plant taken out, a session whose sandbox
+	// ended under running commands. --debug adds everything else.
+	level := slog.LevelWarn
 	if f.debug {
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := api.New(cfg)
 	if err != nil {
 		l.Close()

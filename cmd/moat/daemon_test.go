@@ -137,6 +137,17 @@ func startDaemonGate(t *testing.T, bin, dir, gate string, activated withFiles, w
 	t.Cleanup(func() {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		<-d.done
+		if t.Failed() {
+			// What the daemon warned of (a session lost under load says
+			// how it ended), without its debug lines and GC traces.
+			n := 0
+			for _, line := range strings.Split(d.stderr.String(), "\n") {
+				if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && n < 50 {
+					t.Logf("moatd: %s", line)
+					n++
+				}
+			}
+		}
 	})
 	return d
 }
