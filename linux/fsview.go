@@ -361,16 +361,7 @@ func dedupe(rs []rule) []rule {
 }
 
 // lstatKind says what is at p: 'd' directory, 'f' anything else, 0 nothing.
-func lstatKind(p string) byte {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return 0
-	}
-	if fi.IsDir() {
-		return 'd'
-	}
-	return 'f'
-}
+func lstatKind(p string) byte { return (*resolver)(nil).kind(p) }
 
 // mayHideSymlink reports whether a missing path's parent might be reached
 // through a symlink, so that its canonical form differs from it.

@@ -110,31 +110,39 @@ func (s state) hostHidden() bool { return s != stRO && s != stRW }
 // must stay read-only inside writable trees, and which missing names are
 // reserved), mount (the fewest mounts that give every path its access).
 func makeFSPlan(in planInput) (*fsPlan, error) {
-	// The first steps only look: their lstats are remembered, and
-	// forgotten before the mount step makes placeholders.
-	in.dirs.beginStats()
-	fp, err := expandRules(in)
+	fp, nodes, err := survey(in)
 	if err != nil {
-		in.dirs.endStats()
-		return nil, err
-	}
-	reserved, err := findProtections(in, fp)
-	if err != nil {
-		in.dirs.endStats()
 		return nil, err
 	}
 	if in.noMounts {
-		in.dirs.endStats()
 		landlockOnly(fp)
 		return fp, nil
 	}
-	nodes := gatherNodes(in, fp.view, reserved)
-	in.dirs.endStats()
 	if err := planMounts(in, fp, nodes); err != nil {
 		return nil, err
 	}
 	fp.lockdown = kernelLockdown(in.uid, in.gid)
 	return fp, nil
+}
+
+// survey runs the steps that only look (expand, protect, and the mount
+// step's gathering of nodes) with their lstats remembered, forgotten before
+// the mount step makes placeholders. No nodes in the no-namespace tier.
+func survey(in planInput) (*fsPlan, []*node, error) {
+	in.dirs.beginStats()
+	defer in.dirs.endStats()
+	fp, err := expandRules(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	reserved, err := findProtections(in, fp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.noMounts {
+		return fp, nil, nil
+	}
+	return fp, gatherNodes(in, fp.view, reserved), nil
 }
 
 // expandRules is the first step: the policy's rules as canonical paths

@@ -261,9 +261,9 @@ type tracer struct {
 // constructor's clock reading), so the Go runtime's start and moat's own
 // before the launch show as the first phases; from now otherwise.
 func newTracer() *tracer {
-	now := time.Now()
-	t := &tracer{start: now.Add(-runtime.SinceStart())}
-	if !t.start.Equal(now) {
+	now, since := time.Now(), runtime.SinceStart()
+	t := &tracer{start: now.Add(-since)}
+	if since > 0 {
 		t.at(mainStarted, "main")
 	}
 	t.at(now, "tracer")
