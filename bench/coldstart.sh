@@ -2,7 +2,8 @@
 # Cold start of `moat run -- /bin/true` beside bubblewrap, in one hyperfine
 # run per user (issue #12's measure): as root (moat with its eBPF layer and
 # cgroup limits), and as an unprivileged user: moat rootless, moat through a
-# moatd this script starts (the same binary as root), and bwrap.
+# moatd this script starts (the same binary as root), and bwrap; for both
+# users also moat run handed to a moat serve of that user (MOAT_SERVER).
 #
 #   sudo bash bench/coldstart.sh            # RUNS=40 USER_NAME=moat-ci by default
 #   sudo BASELINE=/path/to/older/moat bash bench/coldstart.sh
@@ -23,7 +24,8 @@ U=${USER_NAME:-moat-ci}
 for t in hyperfine bwrap setpriv; do command -v "$t" >/dev/null || { echo "needs $t (make deps)" >&2; exit 2; }; done
 id "$U" >/dev/null 2>&1 || useradd -m "$U"
 B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
-trap 'kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; rm -rf "$B"' EXIT
+SPIDS=()
+trap 'kill "$DPID" "${SPIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$B"' EXIT
 chmod 755 "$B"
 # Both binaries are written the same way (one write, dist/install-binary.sh):
 # how a binary's file was written changes its start by 5-10 ms here (its
@@ -47,15 +49,26 @@ DPID=$!
 for _ in $(seq 100); do [ -S "$B/run/moatd.sock" ] && break; sleep 0.05; done
 chmod 666 "$B/run/moatd.sock"
 BWRAP='bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind DIR DIR --unshare-all /bin/true'
+# moat run handed to a moat serve of the same user (MOAT_SERVER), started
+# in the same environment as the runs (the server takes only runs whose
+# process state is its own: docs/API.md).
+UENV=(env -i HOME="$(getent passwd "$U" | cut -d: -f6)" PATH=/usr/bin:/bin MOAT_DAEMON_SOCKET="$B/run/moatd.sock")
+(cd "$B/root" && exec env MOAT_DAEMON=off "$B/moat" serve --socket "$B/run/root-api.sock" 2>"$B/serve-root.log") &
+SPIDS+=($!)
+(cd "$B/user" && exec setpriv --reuid="$U" --regid="$U" --init-groups "${UENV[@]}" MOAT_DAEMON=off \
+  "$B/moat" serve --socket "$B/run/user-api.sock" 2>"$B/serve-user.log") &
+SPIDS+=($!)
+for _ in $(seq 200); do [ -S "$B/run/root-api.sock" ] && [ -S "$B/run/user-api.sock" ] && break; sleep 0.05; done
 
 echo "== as root ($(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 (cd "$B/root" && hyperfine -N --warmup 5 --runs "$RUNS" \
   -n "moat (root: eBPF layer, cgroup limits)" "$B/moat run --settings $B/s.json -- /bin/true" \
+  -n "moat handed to moat serve (MOAT_SERVER)" "env MOAT_DAEMON=off MOAT_SERVER=$B/run/root-api.sock $B/moat run --settings $B/s.json -- /bin/true" \
   "${ROOTBASE[@]}" -n "bwrap" "${BWRAP//DIR/$B/root}")
 
 echo "== as $U"
-(cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups env -i HOME="$(getent passwd "$U" | cut -d: -f6)" PATH=/usr/bin:/bin \
-  MOAT_DAEMON_SOCKET="$B/run/moatd.sock" hyperfine -N --warmup 5 --runs "$RUNS" \
+(cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups "${UENV[@]}" hyperfine -N --warmup 5 --runs "$RUNS" \
   -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" "${USERBASE[@]}" \
+  -n "moat rootless handed to moat serve (MOAT_SERVER)" "env MOAT_DAEMON=off MOAT_SERVER=$B/run/user-api.sock $B/moat run --settings $B/s.json -- /bin/true" \
   -n "moat through moatd (eBPF layer, cgroup limits)" "env MOAT_DAEMON=required $B/moat run --write . -- /bin/true" \
   -n "bwrap" "${BWRAP//DIR/$B/user}")

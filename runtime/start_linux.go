@@ -19,3 +19,14 @@ func SinceStart() time.Duration {
 	}
 	return time.Duration(ts.Nano() - s)
 }
+
+// ServerFallback is why MOAT_SERVER was set but this moat run was not
+// handed to that server before the Go runtime started (a terminal, no
+// server, a process state the server does not share), "" otherwise; quiet
+// when the reason is not worth a note.
+func ServerFallback() (why string, quiet bool) { return nsinit.ServerNote() }
+
+// StartRlimitNofile is RLIMIT_NOFILE as this process was started with it,
+// before the Go runtime raised its soft limit to the hard one; ok is false
+// if unknown (a build without cgo).
+func StartRlimitNofile() (cur, max uint64, ok bool) { return nsinit.StartNofile() }

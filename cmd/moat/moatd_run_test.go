@@ -103,6 +103,31 @@ func TestDaemonRun(t *testing.T) {
 		t.Errorf("--debug with MOAT_DAEMON=required: exit %d, stderr %q; want 125", code, errs)
 	}
 
+	// A client under no_new_privs (a command of another sandbox: Landlock
+	// sets it) is refused, so that the daemon's commands do not escape
+	// that sandbox; without MOAT_DAEMON=required it runs rootless, where
+	// its own confinement stays.
+	nnp := func(extraEnv []string) (int, string) {
+		cmd := moatRunAs(t, d, u1, u1.dir, "", extraEnv, "--", "true")
+		cmd.Args = append([]string{"setpriv", "--no-new-privs"}, cmd.Args...)
+		cmd.Path, _ = exec.LookPath("setpriv")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), errb.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, errb.String()
+	}
+	if code, errs := nnp([]string{"MOAT_DAEMON=required"}); code != 125 || !strings.Contains(errs, "no_new_privs") {
+		t.Errorf("a client under no_new_privs with MOAT_DAEMON=required: exit %d, stderr %q; want 125 naming no_new_privs", code, errs)
+	}
+	if code, errs := nnp(nil); code != 0 || !strings.Contains(errs, "running rootless") {
+		t.Errorf("a client under no_new_privs: exit %d, stderr %q; want a rootless run", code, errs)
+	}
+
 	// A signal to the client reaches the command.
 	marker := testutil.SleepMarker(300)
 	cmd := moatRunAs(t, d, u1, u1.dir, "", nil, "--", "sh", "-c", "trap 'echo got-term; exit 3' TERM; sleep "+marker+" & wait")

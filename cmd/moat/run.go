@@ -94,6 +94,12 @@ func shellPath() string {
 }
 
 func runRun(cmd *cobra.Command, f runFlags, args []string) error {
+	inv := invocationOf(cmd.Context())
+	if inv == nil {
+		if why, quiet := runtime.ServerFallback(); why != "" && !quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), "moat: note: MOAT_SERVER not used (%s): sandboxing from this process\n", why)
+		}
+	}
 	var argv []string
 	switch {
 	case f.command != "" && len(args) > 0:
@@ -118,7 +124,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	// As a user, through moatd when it answers (eBPF layer, cgroup
 	// limits), unless a flag or a settings file of the user's needs the
 	// rootless path; root builds its sandboxes itself.
-	if mayUseDaemon() {
+	if inv == nil && mayUseDaemon() { // moat serve checked it before (cliRunCheck)
 		cl, _, err := chooseDaemon(cmd.Context(), cmd.ErrOrStderr(), runUnsuited(&f, cmd.Flags().Changed("control-fd")))
 		if err != nil {
 			return err
@@ -128,10 +134,12 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 			return daemonRun(context.Background(), cl, f, argv, cmd.ErrOrStderr())
 		}
 	}
-	pol, err := loadPolicy(f.settings)
+	inv.mark("moat run started")
+	pol, err := inv.loadPolicy(f.settings)
 	if err != nil {
 		return err
 	}
+	inv.mark("settings loaded")
 	if f.timeout > 0 {
 		pol.Limits.Timeout = f.timeout
 	}
@@ -152,6 +160,9 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 		return &exitError{code: exitMoatError, err: err}
 	}
 	var control *os.File
+	if cmd.Flags().Changed("control-fd") && inv != nil {
+		return usageError("--control-fd names a descriptor of the caller's: run moat yourself") // cliRunCheck refused it before
+	}
 	if cmd.Flags().Changed("control-fd") {
 		if control, err = controlFile(f.controlFD); err != nil {
 			return err
@@ -162,7 +173,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	for _, n := range policyNotes(pol) {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
-	res, err := sandboxRun(context.Background(), pol, argv, f.debug, stderr, control)
+	res, err := sandboxRun(inv, pol, argv, f.debug, stderr, control)
 	if err != nil {
 		return runError(explainReserveError(pol, err))
 	}
@@ -185,15 +196,23 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 // sandboxRun wires the command line to runtime.Run: the caller's stdio and
 // signals, --control-fd lines parsed into network updates, --debug,
 // MOAT_TRACE.
-func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bool, stderr io.Writer, control *os.File) (*runtime.Result, error) {
+func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug bool, stderr io.Writer, control *os.File) (*runtime.Result, error) {
+	ctx := context.Background()
 	req := runtime.Request{Policy: pol, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if debug {
 		req.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	req.Signals = sigs
+	if inv != nil {
+		ctx = inv.ctx
+		req.Stdin, req.Stdout, req.Stderr = inv.stdio[0], inv.stdio[1], inv.stdio[2]
+		req.Env = inv.env
+		req.Signals = inv.signals
+	} else {
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, forwardedSignals...)
+		defer signal.Stop(sigs)
+		req.Signals = sigs
+	}
 	if control != nil {
 		name := control.Name()
 		updates := make(chan policy.Network)
@@ -204,8 +223,16 @@ func sandboxRun(ctx context.Context, pol *policy.Policy, argv []string, debug bo
 		go readControl(control, name, pol, updates, stderr)
 	}
 	var tr *tracer
-	if os.Getenv("MOAT_TRACE") == "1" {
-		tr = newTracer()
+	if inv.getenv("MOAT_TRACE") == "1" {
+		tr = newTracer(inv == nil)
+		if inv != nil {
+			tr.start = inv.start
+			tr.lines = tr.lines[:0]
+			tr.at(inv.start, "request read")
+			for _, m := range inv.marks {
+				tr.at(m.at, m.what)
+			}
+		}
 		req.Trace = tr.phase
 		defer tr.print(stderr)
 	}
@@ -260,8 +287,11 @@ type tracer struct {
 // newTracer counts from the process's start where it is known (the C
 // constructor's clock reading), so the Go runtime's start and moat's own
 // before the launch show as the first phases; from now otherwise.
-func newTracer() *tracer {
-	now, since := time.Now(), runtime.SinceStart()
+func newTracer(fromStart bool) *tracer {
+	now, since := time.Now(), time.Duration(0)
+	if fromStart {
+		since = runtime.SinceStart()
+	}
 	t := &tracer{start: now.Add(-since)}
 	if since > 0 {
 		t.at(mainStarted, "main")

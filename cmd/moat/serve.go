@@ -96,7 +96,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
 	cfg := api.Config{Policy: pol, Notes: notes, Gate: sandbox.Gate(f.gate), MaxSessions: f.maxSessions,
-		MaxCommandsPerSession: f.maxCommands, Hide: []string{sock}}
+		MaxCommandsPerSession: f.maxCommands, Hide: []string{sock}, CLIRun: serveCLIRun, CLICheck: cliRunCheck}
 	if f.debug {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

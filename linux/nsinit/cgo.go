@@ -5,13 +5,30 @@ package nsinit
 /*
 #cgo CFLAGS: -O2 -Wall -Wno-unused-parameter -fstack-protector-strong
 #include "plan.h"
+#include "fastrun.h"
+#include <sys/resource.h>
 extern long long moat_start_ns;
+extern struct rlimit moat_start_nofile;
 */
 import "C"
 
 // StartNanos is CLOCK_MONOTONIC (ns) when the process's first user code
 // ran, stage 2's constructor, before the Go runtime started.
 func StartNanos() int64 { return int64(C.moat_start_ns) }
+
+// ServerNote is why MOAT_SERVER was set but moat run stayed in this
+// process (fastrun.c), "" if it was not set; quiet when the reason is not
+// worth telling (a terminal).
+func ServerNote() (note string, quiet bool) {
+	return C.GoString(&C.moat_server_note[0]), C.moat_server_quiet != 0
+}
+
+// StartNofile is RLIMIT_NOFILE as the process was started with it, before
+// the Go runtime raised the soft limit; ok is false if unknown.
+func StartNofile() (cur, max uint64, ok bool) {
+	l := C.moat_start_nofile
+	return uint64(l.rlim_cur), uint64(l.rlim_max), l.rlim_max != 0
+}
 
 // Linked reports whether stage 2 is part of this binary.
 const Linked = true

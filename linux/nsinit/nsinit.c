@@ -56,6 +56,7 @@
 #include <linux/securebits.h>
 
 #include "plan.h"
+#include "fastrun.h"
 
 /* ---- syscalls glibc 2.36 does not wrap ------------------------------- */
 
@@ -1917,12 +1918,18 @@ static void enter_namespaces(unsigned long flags)
  * phases from here, so that the Go runtime's start shows too. */
 long long moat_start_ns;
 
+/* moat_start_nofile is RLIMIT_NOFILE as the process was started with it,
+ * before the Go runtime raised its soft limit (which Go restores only in
+ * what it execs itself): moat serve compares a caller's with it. */
+struct rlimit moat_start_nofile;
+
 __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char **envp)
 {
-	(void)envp;
 	struct timespec ts;
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
 		moat_start_ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (getrlimit(RLIMIT_NOFILE, &moat_start_nofile) < 0)
+		moat_start_nofile.rlim_cur = moat_start_nofile.rlim_max = 0;
 	const char *v = getenv("_MOAT_NSINIT");
 	if (v && strcmp(v, "hold") == 0 && argc == 1 && argv && argv[0] && strcmp(argv[0], MOAT_HOLD_ARGV0) == 0) {
 		/* The holder of an inotify instance (linux/hidden.go): it only
@@ -1938,8 +1945,13 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 		for (;;)
 			pause();
 	}
-	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0)
+	if (!v || strcmp(v, "1") != 0 || argc != 1 || !argv || !argv[0] || strcmp(argv[0], MOAT_INIT_ARGV0) != 0) {
+		/* moat itself: moat run may hand over to the user's moat
+		 * serve (MOAT_SERVER) and never start the Go runtime. */
+		if (!v)
+			moat_fastrun(argc, argv, envp);
 		return;
+	}
 	for (int i = 0; i < MAX_SLOTS; i++)
 		slots[i] = -1;
 	const char *nsf = getenv("_MOAT_NSFLAGS");

@@ -8,4 +8,5 @@ type peerKey struct{}
 type peerResult struct {
 	err  error
 	peer *Peer // set in daemon mode
+	pid  int   // the peer's process (moat serve; 0 if unknown)
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -43,6 +44,34 @@ func checkPeer(c net.Conn) error {
 		if mine != theirs {
 			return fmt.Errorf("the peer runs in another %s namespace (a sandboxed command?)", ns)
 		}
+	}
+	return sameConfinement(strconv.Itoa(int(cred.Pid)))
+}
+
+// sameConfinement refuses a peer confined otherwise than the server: under
+// no_new_privs or seccomp filters the server is not under, or with another
+// LSM label. Another sandbox's command (Landlock sets no_new_privs; most
+// sandboxes add a seccomp filter) shares the server's user and mount
+// namespaces and could reach the socket: the server's commands would run
+// without that sandbox's confinement.
+func sameConfinement(pid string) error {
+	self, err := procStatus("self")
+	if err != nil {
+		return err
+	}
+	theirs, err := procStatus(pid)
+	if err != nil {
+		return fmt.Errorf("cannot read the peer's process: %v", err)
+	}
+	for _, k := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters"} {
+		if m, t := statusValue(self, k), statusValue(theirs, k); m != t {
+			return fmt.Errorf("the peer is confined otherwise than the server (%s %s, the server's %s): a command of another sandbox gets no command run by this server", k, t, m)
+		}
+	}
+	mine, merr := os.ReadFile("/proc/self/attr/current")
+	label, terr := os.ReadFile("/proc/" + pid + "/attr/current")
+	if (merr == nil) != (terr == nil) || string(mine) != string(label) {
+		return fmt.Errorf("the peer runs under another LSM label than the server (%q, the server's %q)", strings.TrimSpace(string(label)), strings.TrimSpace(string(mine)))
 	}
 	return nil
 }
@@ -118,6 +147,16 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 			return p, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
 		}
 	}
+	// A peer under no_new_privs or a seccomp filter is a command of some
+	// sandbox (Landlock sets no_new_privs): the daemon's commands would
+	// run without that sandbox's confinement. (The daemon itself may run
+	// under NoNewPrivileges=yes: a peer is compared with a login process,
+	// not with the daemon.)
+	if st, err := procStatus(strconv.Itoa(int(cred.Pid))); err != nil {
+		return p, fmt.Errorf("cannot read the peer's process: %v", err)
+	} else if nnp, sc := statusValue(st, "NoNewPrivs"), statusValue(st, "Seccomp"); nnp != "0" || sc != "0" {
+		return p, fmt.Errorf("the peer runs under no_new_privs (%s) or seccomp (%s): a command of another sandbox gets no command run by the daemon", nnp, sc)
+	}
 	if pidfd >= 0 {
 		// The pid still names the peer (it has not exited and been reused).
 		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
@@ -149,3 +188,12 @@ var hostNamespaces = sync.OnceValues(func() ([2]string, error) {
 	}
 	return out, nil
 })
+
+// peerPid is the pid of a unix socket's peer (SO_PEERCRED), 0 if unknown.
+func peerPid(c net.Conn) int {
+	cred, err := peerCred(c)
+	if err != nil {
+		return 0
+	}
+	return int(cred.Pid)
+}

@@ -82,6 +82,13 @@ type Config struct {
 	// with its own policy and sessions, sandboxes run as that user
 	// (moatd: the server runs as root). Policy is then unused.
 	Daemon *Daemon
+	// CLIRun, if set, serves POST /v1/cli/run: it runs moat run's
+	// command line for a caller that shares this process's state and
+	// returns moat run's exit status (moat serve sets it; nil: 404).
+	CLIRun func(ctx context.Context, inv CLIInvocation) int
+	// CLICheck, if set, says why a POST /v1/cli/run command line must stay
+	// in the caller's process (409), before the run is taken.
+	CLICheck func(args []string) error
 	// Enforcer, if set, is the enforcer of every session and run
 	// (runtime.Request.Enforcer): moatd makes one for its life and closes
 	// it after Shutdown. If nil, each gets one of its own.
@@ -141,6 +148,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/sessions/{session}/commands/{command}", s.readCommand},
 		{"DELETE /v1/sessions/{session}/commands/{command}", s.killCommand},
 		{"POST /v1/run", s.runAttached},
+		{"POST /v1/cli/run", s.cliRun},
 	}
 }
 
@@ -293,7 +301,7 @@ func (s *Server) Serve(l net.Listener) error {
 				}
 				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
 			}
-			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c)})
+			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c), pid: peerPid(c)})
 		},
 		ConnState: s.connState,
 		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

@@ -239,3 +239,42 @@ type RunEnd struct {
 	// Error says why the command never ran (Event "error").
 	Error string `json:"error,omitempty"`
 }
+
+// CLIRunRequest is the body of POST /v1/cli/run: a whole `moat run`
+// command line, which the server (moat serve, never moatd) resolves and
+// runs as `moat run` would in the caller's process. moat's own C client
+// sends it before its Go runtime starts (MOAT_SERVER, docs/API.md). The
+// server takes it only when it shares every process-wide input of moat
+// with the caller; otherwise it answers 409 and the caller runs moat
+// itself.
+type CLIRunRequest struct {
+	// Args are the arguments after "run" (flags and the command).
+	Args []string `json:"args"`
+	// Cwd is the caller's working directory (absolute). Required.
+	Cwd string `json:"cwd"`
+	// Env is the caller's whole environment. Required.
+	Env []string `json:"env"`
+	// Umask is the caller's umask. Required.
+	Umask *int `json:"umask"`
+	// Rlimits are the caller's resource limits, [soft, hard] for each
+	// resource in the kernel's order (RLIMIT_CPU = 0 ...). Required.
+	Rlimits [][2]uint64 `json:"rlimits"`
+	// Gid and Groups are the caller's group and supplementary groups.
+	Gid    *int  `json:"gid"`
+	Groups []int `json:"groups"`
+}
+
+// CLIRunUpgrade is the protocol POST /v1/cli/run switches its connection
+// to: the client sends its descriptors 0-2 (one SCM_RIGHTS message, one
+// byte of data), then signal lines ({"signal":N}); the server writes
+// moat's messages to the client's descriptors itself and sends one
+// CLIRunEnd line when the run has ended.
+const CLIRunUpgrade = "moat-cli-run"
+
+// CLIRunEnd is the last line of POST /v1/cli/run: moat run's exit status,
+// and an error the server could not write to the client's stderr (its
+// descriptors never came).
+type CLIRunEnd struct {
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error,omitempty"`
+}

@@ -1,0 +1,499 @@
+/* moat run through the user's own moat serve, before the Go runtime starts.
+ *
+ * When MOAT_SERVER names the socket of a `moat serve` of this user and the
+ * command line is `moat run ...`, this client hands the whole invocation to
+ * that server: its arguments, working directory, environment, umask,
+ * resource limits and groups, then its descriptors 0-2 (SCM_RIGHTS). The
+ * server resolves the policy and runs the command exactly as `moat run`
+ * would in this process, writing moat's own messages to these descriptors;
+ * this client forwards signals and exits with the status the server sends.
+ * A cold `moat run` then costs no Go runtime start, no package
+ * initialisation and no first-touch faults of a new Go heap
+ * (docs/PERFORMANCE.md).
+ *
+ * Whenever the server cannot serve the invocation exactly as this process
+ * would (no server, a terminal, a process state the server does not share:
+ * docs/API.md, POST /v1/cli/run), the constructor returns and moat runs as
+ * always, in this process; moat_server_note says why, and moat run prints
+ * it. Nothing here runs a command, and nothing here ever decides a policy. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fastrun.h"
+
+char moat_server_note[MOAT_SERVER_NOTE];
+int moat_server_quiet;
+
+/* The request's body may not exceed the server's bound (1 MiB). */
+#define MAX_BODY (1000 * 1000)
+/* The handshake (connect, request, answer) gives up after this long. */
+#define HANDSHAKE_SECONDS 10
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(moat_server_note, sizeof moat_server_note, fmt, ap);
+	va_end(ap);
+}
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	int bad;
+};
+
+static void b_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->bad)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t c = b->cap ? b->cap : 4096;
+		while (b->len + n + 1 > c)
+			c *= 2;
+		if (c > 2 * MAX_BODY) {
+			b->bad = 1;
+			return;
+		}
+		char *p = realloc(b->p, c);
+		if (!p) {
+			b->bad = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = c;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+static void b_lit(struct buf *b, const char *s) { b_add(b, s, strlen(s)); }
+
+static void b_num(struct buf *b, long long v)
+{
+	char t[32];
+	b_add(b, t, (size_t)snprintf(t, sizeof t, "%lld", v));
+}
+
+static void b_unum(struct buf *b, unsigned long long v)
+{
+	char t[32];
+	b_add(b, t, (size_t)snprintf(t, sizeof t, "%llu", v));
+}
+
+/* utf8_ok says whether s is valid UTF-8 (JSON carries nothing else: the
+ * server would read other bytes as U+FFFD, another argument). */
+static int utf8_ok(const unsigned char *s)
+{
+	while (*s) {
+		unsigned c = *s;
+		int n;
+		unsigned min;
+		if (c < 0x80) {
+			s++;
+			continue;
+		} else if ((c & 0xE0) == 0xC0) {
+			n = 1, min = 0x80, c &= 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			n = 2, min = 0x800, c &= 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			n = 3, min = 0x10000, c &= 0x07;
+		} else {
+			return 0;
+		}
+		s++;
+		for (int i = 0; i < n; i++, s++) {
+			if ((*s & 0xC0) != 0x80)
+				return 0;
+			c = (c << 6) | (*s & 0x3F);
+		}
+		if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+			return 0;
+	}
+	return 1;
+}
+
+/* b_str appends s as a JSON string; 0 if s is not UTF-8. */
+static int b_str(struct buf *b, const char *s)
+{
+	if (!utf8_ok((const unsigned char *)s))
+		return 0;
+	b_lit(b, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			char e[2] = {'\\', (char)*p};
+			b_add(b, e, 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			char e[8];
+			b_add(b, e, (size_t)snprintf(e, sizeof e, "\\u%04x", *p));
+		} else {
+			b_add(b, (const char *)p, 1);
+		}
+	}
+	b_lit(b, "\"");
+	return 1;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void put_err(const char *s) { (void)!write(2, s, strlen(s)); }
+
+/* json_field finds "name": in s and returns what follows, or NULL. */
+static const char *json_field(const char *s, const char *name)
+{
+	char key[64];
+	snprintf(key, sizeof key, "\"%s\":", name);
+	const char *p = strstr(s, key);
+	return p ? p + strlen(key) : NULL;
+}
+
+/* json_text copies the JSON string at p (after its opening quote) into out,
+ * undoing the escapes the server writes (\" \\ \n \t \uXXXX for ASCII). */
+static void json_text(const char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+	if (*p != '"') {
+		out[0] = 0;
+		return;
+	}
+	for (p++; *p && *p != '"' && n + 1 < cap; p++) {
+		char c = *p;
+		if (c == '\\' && p[1]) {
+			p++;
+			switch (*p) {
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'u': {
+				unsigned v = 0;
+				if (sscanf(p + 1, "%4x", &v) == 1 && strlen(p + 1) >= 4)
+					p += 4;
+				c = v < 0x80 ? (char)v : '?';
+				break;
+			}
+			default:
+				c = *p;
+			}
+		}
+		out[n++] = c;
+	}
+	out[n] = 0;
+}
+
+/* The signals moat run forwards to its command (cmd/moat, forwardedSignals). */
+static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
+
+/* relay runs once the server has the descriptors: signals go to the
+ * server as lines, the server's one line is the exit status. It never
+ * returns. */
+static void __attribute__((noreturn)) relay(int s, const char *sock, char *rest, size_t restlen)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof fwd_signals / sizeof fwd_signals[0]; i++)
+		sigaddset(&set, fwd_signals[i]);
+	sigset_t old;
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd < 0)
+		sigprocmask(SIG_SETMASK, &old, NULL); /* the signals act on this client, as without a server */
+	char line[8192];
+	size_t n = 0;
+	if (restlen > sizeof line - 1)
+		restlen = sizeof line - 1;
+	memcpy(line, rest, restlen);
+	n = restlen;
+	for (;;) {
+		line[n] = 0;
+		char *nl = memchr(line, '\n', n);
+		if (nl) {
+			*nl = 0;
+			const char *e = json_field(line, "error");
+			if (e) {
+				char text[4096];
+				json_text(e, text, sizeof text);
+				put_err("moat: ");
+				put_err(text);
+				put_err("\n");
+			}
+			const char *c = json_field(line, "exit_code");
+			_exit(c ? (int)strtol(c, NULL, 10) & 0xff : 125);
+		}
+		struct pollfd p[2] = {{.fd = s, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				char m[40];
+				int k = snprintf(m, sizeof m, "{\"signal\":%u}\n", si.ssi_signo);
+				(void)send_all(s, m, (size_t)k);
+			}
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			if (n >= sizeof line - 1)
+				break; /* a line longer than any the server sends */
+			ssize_t r = recv(s, line + n, sizeof line - 1 - n, 0);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+		}
+	}
+	put_err("moat: the server at ");
+	put_err(sock);
+	put_err(" (MOAT_SERVER) ended the connection before the command's end: the command was killed\n");
+	_exit(125);
+}
+
+void moat_fastrun(int argc, char **argv, char **envp)
+{
+	const char *sock = getenv("MOAT_SERVER");
+	if (!sock || !*sock || argc < 2 || !argv || !argv[0] || !argv[1] || strcmp(argv[1], "run") != 0)
+		return;
+	const char *base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	if (strcmp(base, "srt") == 0)
+		return; /* the npm sandbox runtime's command line (cmd/moat/srt.go) */
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0) {
+			note("descriptor %d is closed", fd);
+			return;
+		}
+		if (isatty(fd)) {
+			/* A terminal needs the pty relay of moat run itself. */
+			moat_server_quiet = 1;
+			note("descriptor %d is a terminal", fd);
+			return;
+		}
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (sock[0] != '/' || strlen(sock) >= sizeof sa.sun_path) {
+		note("%s: want an absolute socket path shorter than %zu bytes", sock, sizeof sa.sun_path);
+		return;
+	}
+	strcpy(sa.sun_path, sock);
+
+	struct buf b = {0};
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd)) {
+		note("the working directory: %s", strerror(errno));
+		return;
+	}
+	mode_t um = umask(0);
+	umask(um);
+	int ok = 1;
+	b_lit(&b, "{\"args\":[");
+	for (int i = 2; i < argc; i++) {
+		if (i > 2)
+			b_lit(&b, ",");
+		ok &= b_str(&b, argv[i]);
+	}
+	b_lit(&b, "],\"cwd\":");
+	ok &= b_str(&b, cwd);
+	b_lit(&b, ",\"env\":[");
+	for (char **e = envp; e && *e; e++) {
+		if (e != envp)
+			b_lit(&b, ",");
+		ok &= b_str(&b, *e);
+	}
+	b_lit(&b, "],\"umask\":");
+	b_num(&b, (long long)um);
+	b_lit(&b, ",\"rlimits\":[");
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		struct rlimit rl;
+		if (getrlimit(r, &rl) < 0) {
+			note("getrlimit %d: %s", r, strerror(errno));
+			free(b.p);
+			return;
+		}
+		b_lit(&b, r ? ",[" : "[");
+		b_unum(&b, (unsigned long long)rl.rlim_cur);
+		b_lit(&b, ",");
+		b_unum(&b, (unsigned long long)rl.rlim_max);
+		b_lit(&b, "]");
+	}
+	b_lit(&b, "],\"gid\":");
+	b_num(&b, (long long)getgid());
+	b_lit(&b, ",\"groups\":[");
+	int ng = getgroups(0, NULL);
+	gid_t *gs = ng > 0 ? calloc((size_t)ng, sizeof *gs) : NULL;
+	if (ng > 0 && (!gs || (ng = getgroups(ng, gs)) < 0))
+		ng = -1;
+	for (int i = 0; i < ng; i++) {
+		if (i)
+			b_lit(&b, ",");
+		b_num(&b, (long long)gs[i]);
+	}
+	free(gs);
+	b_lit(&b, "]}");
+	if (!ok) {
+		note("an argument, the working directory or the environment is not UTF-8");
+		free(b.p);
+		return;
+	}
+	if (ng < 0) {
+		note("getgroups failed");
+		free(b.p);
+		return;
+	}
+	if (b.bad || b.len > MAX_BODY) {
+		note("the request would be larger than the server takes");
+		free(b.p);
+		return;
+	}
+
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		note("socket: %s", strerror(errno));
+		free(b.p);
+		return;
+	}
+	struct timeval tv = {.tv_sec = HANDSHAKE_SECONDS};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		note("%s: connect: %s", sock, strerror(errno));
+		close(s);
+		free(b.p);
+		return;
+	}
+	/* Only a server of this user gets the environment and descriptors: a
+	 * socket another user bound first at that path (a shared directory)
+	 * must not. */
+	struct ucred cr;
+	socklen_t crl = sizeof cr;
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || cr.uid != geteuid()) {
+		note("%s: the process serving it runs as uid %d, not as this user (%d)", sock,
+		     crl == sizeof cr ? (int)cr.uid : -1, (int)geteuid());
+		close(s);
+		free(b.p);
+		return;
+	}
+	char head[256];
+	int hl = snprintf(head, sizeof head,
+			  "POST /v1/cli/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\n"
+			  "Connection: Upgrade\r\nUpgrade: " MOAT_CLI_UPGRADE "\r\nContent-Length: %zu\r\n\r\n",
+			  b.len);
+	int sent = send_all(s, head, (size_t)hl) == 0 && send_all(s, b.p, b.len) == 0;
+	free(b.p);
+	if (!sent) {
+		note("%s: send: %s", sock, strerror(errno));
+		close(s);
+		return;
+	}
+	/* The answer: 101 (the server takes the run) or an error with JSON. */
+	char ans[16384];
+	size_t an = 0;
+	char *end = NULL;
+	while (!end) {
+		if (an >= sizeof ans - 1) {
+			note("%s: an answer larger than any the server sends", sock);
+			close(s);
+			return;
+		}
+		ssize_t r = recv(s, ans + an, sizeof ans - 1 - an, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			note("%s: %s", sock, r == 0 ? "the server closed the connection" : strerror(errno));
+			close(s);
+			return;
+		}
+		an += (size_t)r;
+		ans[an] = 0;
+		end = strstr(ans, "\r\n\r\n");
+	}
+	int status = 0;
+	if (sscanf(ans, "HTTP/1.%*d %d", &status) != 1 || status != 101) {
+		/* The error's JSON body follows the headers; a read of what is
+		 * missing is bounded by the timeout above. */
+		const char *cl = strcasestr(ans, "\r\nContent-Length:");
+		size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0;
+		size_t have = an - (size_t)(end + 4 - ans);
+		while (have < want && an < sizeof ans - 1) {
+			ssize_t r = recv(s, ans + an, sizeof ans - 1 - an, 0);
+			if (r <= 0)
+				break;
+			an += (size_t)r;
+			have += (size_t)r;
+			ans[an] = 0;
+		}
+		char why[512] = "";
+		const char *e = json_field(end + 4, "error");
+		if (e)
+			json_text(e, why, sizeof why);
+		note("%s: %d %s", sock, status, why[0] ? why : "(no reason given)");
+		close(s);
+		return;
+	}
+	/* Upgraded: the descriptors, in one message with one byte. */
+	int fds[3] = {0, 1, 2};
+	char one = 0;
+	struct iovec io = {.iov_base = &one, .iov_len = 1};
+	union {
+		char b[CMSG_SPACE(sizeof fds)];
+		struct cmsghdr align;
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	struct msghdr mh = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof fds);
+	memcpy(CMSG_DATA(c), fds, sizeof fds);
+	ssize_t w;
+	do
+		w = sendmsg(s, &mh, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w != 1) {
+		/* The server took the run but has no descriptors: it ends it. */
+		put_err("moat: the server at ");
+		put_err(sock);
+		put_err(" (MOAT_SERVER): sending the descriptors failed\n");
+		_exit(125);
+	}
+	struct timeval none = {0};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+	relay(s, sock, end + 4, an - (size_t)(end + 4 - ans));
+}

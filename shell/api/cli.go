@@ -1,0 +1,195 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/shell/api/client"
+)
+
+// POST /v1/cli/run is `moat run` handed over by moat's C client before its
+// Go runtime starts (MOAT_SERVER, linux/nsinit/fastrun.c): the whole
+// command line, resolved and run by Config.CLIRun exactly as `moat run`
+// would in the caller, whose descriptors 0-2 come over the connection. The
+// server takes it only when nothing of the caller's process that moat
+// reads differs from its own (sameProcess); otherwise it answers 409 and
+// the caller runs moat itself. A caller cannot widen anything this way:
+// it is the server's own user in the server's namespaces (checkPeer),
+// which could run moat with any command line itself, and the check below
+// refuses a caller more confined than the server (no_new_privs, a
+// seccomp filter, another LSM label or cgroup), whose confinement the
+// server's commands would not inherit.
+
+// CLIInvocation is what Config.CLIRun runs: moat run's arguments in the
+// caller's working directory and environment, on its descriptors.
+type CLIInvocation struct {
+	Args  []string
+	Cwd   string
+	Env   []string
+	Stdio [3]*os.File
+	// Signals are the signals the caller received, to forward.
+	Signals <-chan os.Signal
+	// Hide are paths the run's policy must deny reading (Config.Hide:
+	// the server's socket).
+	Hide []string
+	// Start is when the server began to read the request.
+	Start time.Time
+}
+
+func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	if s.cfg.CLIRun == nil || s.cfg.Daemon != nil {
+		return errorf(http.StatusNotFound, "", "POST /v1/cli/run is served by moat serve only (not by moatd): run moat yourself")
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), client.CLIRunUpgrade) {
+		return errorf(http.StatusBadRequest, "", "POST /v1/cli/run passes descriptors over its connection: send it with \"Connection: Upgrade\" and \"Upgrade: %s\"", client.CLIRunUpgrade)
+	}
+	var req client.CLIRunRequest
+	if err := decodeBody(w, r, s.cfg.MaxRequestBytes, &req, false); err != nil {
+		return err
+	}
+	if err := checkCLIRequest(&req); err != nil {
+		return err
+	}
+	pr, _ := r.Context().Value(peerKey{}).(peerResult)
+	if err := sameProcess(pr.pid, &req); err != nil {
+		return errorf(http.StatusConflict, "", "%v", err)
+	}
+	if s.cfg.CLICheck != nil {
+		if err := s.cfg.CLICheck(req.Args); err != nil {
+			return errorf(http.StatusConflict, "args", "%v", err)
+		}
+	}
+	if err := s.reserve(-1, false); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.pending--
+		s.mu.Unlock()
+		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
+	}
+	s.runs.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+		s.runs.Done()
+	}()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errors.New("the connection cannot be taken over")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return fmt.Errorf("take over the connection: %w", err)
+	}
+	defer conn.Close()
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	_ = uc.SetDeadline(time.Time{})
+	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + client.CLIRunUpgrade + "\r\n\r\n"); err != nil {
+		return nil
+	}
+	if err := brw.Flush(); err != nil {
+		return nil
+	}
+	end := func(e client.CLIRunEnd) {
+		b, _ := json.Marshal(e)
+		_, _ = uc.Write(append(b, '\n'))
+	}
+	stdio, err := receiveStdio(uc)
+	if err != nil {
+		end(client.CLIRunEnd{ExitCode: 125, Error: err.Error()})
+		return nil
+	}
+	closeStdio := func() {
+		for _, f := range stdio {
+			f.Close()
+		}
+	}
+	defer closeStdio()
+	ctx, cancel := context.WithCancel(s.runsCtx)
+	defer cancel()
+	sigs := make(chan os.Signal, 16)
+	go func() {
+		// The connection's end (the client killed) kills the command.
+		defer cancel()
+		sc := bufio.NewScanner(brw.Reader)
+		sc.Buffer(make([]byte, 256), 4096)
+		for sc.Scan() {
+			var m struct {
+				Signal int `json:"signal"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Signal <= 0 || m.Signal >= 65 {
+				continue
+			}
+			select {
+			case sigs <- syscall.Signal(m.Signal):
+			default:
+			}
+		}
+	}()
+	s.log.Debug("cli run", "args", req.Args, "cwd", req.Cwd)
+	code := s.cfg.CLIRun(ctx, CLIInvocation{Args: req.Args, Cwd: req.Cwd, Env: req.Env, Stdio: stdio,
+		Signals: sigs, Hide: s.cfg.Hide, Start: start})
+	// The caller's descriptors are closed before it learns the status:
+	// once it exits, a reader of its pipes sees their end, as it would
+	// have after moat run in its own process.
+	closeStdio()
+	end(client.CLIRunEnd{ExitCode: code})
+	return nil
+}
+
+// checkCLIRequest checks the shape of a CLIRunRequest.
+func checkCLIRequest(req *client.CLIRunRequest) error {
+	for _, a := range req.Args {
+		if strings.ContainsRune(a, 0) {
+			return errorf(http.StatusBadRequest, "args", "args must not contain a NUL byte")
+		}
+	}
+	if !filepath.IsAbs(req.Cwd) || strings.ContainsRune(req.Cwd, 0) {
+		return errorf(http.StatusBadRequest, "cwd", "cwd must be an absolute path")
+	}
+	if req.Env == nil {
+		return errorf(http.StatusBadRequest, "env", "env is required: the caller's whole environment")
+	}
+	for _, kv := range req.Env {
+		if !strings.Contains(kv, "=") || strings.ContainsRune(kv, 0) {
+			return errorf(http.StatusBadRequest, "env", "each env entry must be NAME=VALUE without a NUL byte")
+		}
+	}
+	if req.Umask == nil || *req.Umask < 0 || *req.Umask > 0o777 {
+		return errorf(http.StatusBadRequest, "umask", "umask is required, 0 to 0777")
+	}
+	if req.Rlimits == nil {
+		return errorf(http.StatusBadRequest, "rlimits", "rlimits is required: [soft, hard] of each resource")
+	}
+	if req.Gid == nil {
+		return errorf(http.StatusBadRequest, "gid", "gid is required")
+	}
+	return nil
+}
+
+// envValue is the value of name in env, and whether it is set.
+func envValue(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, val, _ := strings.Cut(kv, "="); k == name {
+			return val, true // the first, as Go's os.Getenv and getenv(3) read it
+		}
+	}
+	return "", false
+}
