@@ -55,10 +55,26 @@ BWRAP='bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind DIR DIR -
 UENV=(env -i HOME="$(getent passwd "$U" | cut -d: -f6)" PATH=/usr/bin:/bin MOAT_DAEMON_SOCKET="$B/run/moatd.sock")
 (cd "$B/root" && exec env MOAT_DAEMON=off "$B/moat" serve --socket "$B/run/root-api.sock" 2>"$B/serve-root.log") &
 SPIDS+=($!)
+mkdir -p "$B/urun" && chown "$U" "$B/urun" && chmod 700 "$B/urun"
 (cd "$B/user" && exec setpriv --reuid="$U" --regid="$U" --init-groups "${UENV[@]}" MOAT_DAEMON=off \
-  "$B/moat" serve --socket "$B/run/user-api.sock" 2>"$B/serve-user.log") &
+  "$B/moat" serve --socket "$B/urun/user-api.sock" 2>"$B/serve-user.log") &
 SPIDS+=($!)
-for _ in $(seq 200); do [ -S "$B/run/root-api.sock" ] && [ -S "$B/run/user-api.sock" ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -S "$B/run/root-api.sock" ] && [ -S "$B/urun/user-api.sock" ] && break; sleep 0.05; done
+# A run that is not handed over says so on stderr: then the figure would be
+# the in-process run's, under the wrong name.
+for who in root user; do
+  if [ $who = root ]; then
+    out=$(cd "$B/root" && env MOAT_DAEMON=off MOAT_SERVER="$B/run/root-api.sock" "$B/moat" run --settings "$B/s.json" -- /bin/true 2>&1 </dev/null)
+  else
+    out=$(cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups "${UENV[@]}" MOAT_DAEMON=off MOAT_SERVER="$B/urun/user-api.sock" \
+      "$B/moat" run --settings "$B/s.json" -- /bin/true 2>&1 </dev/null)
+  fi
+  if [ -n "$out" ]; then
+    echo "moat run was not handed to the $who's moat serve: $out" >&2
+    cat "$B/serve-$who.log" >&2
+    exit 1
+  fi
+done
 
 echo "== as root ($(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 (cd "$B/root" && hyperfine -N --warmup 5 --runs "$RUNS" \
@@ -69,6 +85,6 @@ echo "== as root ($(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg
 echo "== as $U"
 (cd "$B/user" && setpriv --reuid="$U" --regid="$U" --init-groups "${UENV[@]}" hyperfine -N --warmup 5 --runs "$RUNS" \
   -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" "${USERBASE[@]}" \
-  -n "moat rootless handed to moat serve (MOAT_SERVER)" "env MOAT_DAEMON=off MOAT_SERVER=$B/run/user-api.sock $B/moat run --settings $B/s.json -- /bin/true" \
+  -n "moat rootless handed to moat serve (MOAT_SERVER)" "env MOAT_DAEMON=off MOAT_SERVER=$B/urun/user-api.sock $B/moat run --settings $B/s.json -- /bin/true" \
   -n "moat through moatd (eBPF layer, cgroup limits)" "env MOAT_DAEMON=required $B/moat run --write . -- /bin/true" \
   -n "bwrap" "${BWRAP//DIR/$B/user}")
