@@ -1,17 +1,12 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/moat-sandbox/moat/shell/api/client"
@@ -87,26 +82,11 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 		s.mu.Unlock()
 		s.runs.Done()
 	}()
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		return errors.New("the connection cannot be taken over")
+	uc, brw, err := upgrade(w, client.CLIRunUpgrade)
+	if uc == nil {
+		return err
 	}
-	conn, brw, err := hj.Hijack()
-	if err != nil {
-		return fmt.Errorf("take over the connection: %w", err)
-	}
-	defer conn.Close()
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return nil
-	}
-	_ = uc.SetDeadline(time.Time{})
-	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + client.CLIRunUpgrade + "\r\n\r\n"); err != nil {
-		return nil
-	}
-	if err := brw.Flush(); err != nil {
-		return nil
-	}
+	defer uc.Close()
 	end := func(e client.CLIRunEnd) {
 		b, _ := json.Marshal(e)
 		_, _ = uc.Write(append(b, '\n'))
@@ -126,22 +106,8 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	sigs := make(chan os.Signal, 16)
 	go func() {
-		// The connection's end (the client killed) kills the command.
-		defer cancel()
-		sc := bufio.NewScanner(brw.Reader)
-		sc.Buffer(make([]byte, 256), 4096)
-		for sc.Scan() {
-			var m struct {
-				Signal int `json:"signal"`
-			}
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Signal <= 0 || m.Signal >= 65 {
-				continue
-			}
-			select {
-			case sigs <- syscall.Signal(m.Signal):
-			default:
-			}
-		}
+		defer cancel() // the connection's end (the client killed) kills the command
+		readSignalLines(brw.Reader, sigs)
 	}()
 	s.log.Debug("cli run", "args", req.Args, "cwd", req.Cwd)
 	code := s.cfg.CLIRun(ctx, CLIInvocation{Args: req.Args, Cwd: req.Cwd, Env: req.Env, Stdio: stdio,

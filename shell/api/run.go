@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -85,26 +86,11 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 		s.mu.Unlock()
 		s.runs.Done()
 	}()
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		return errors.New("the connection cannot be taken over")
+	uc, brw, err := upgrade(w, client.RunUpgrade)
+	if uc == nil {
+		return err
 	}
-	conn, brw, err := hj.Hijack()
-	if err != nil {
-		return fmt.Errorf("take over the connection: %w", err)
-	}
-	defer conn.Close()
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return nil // Serve listens on unix sockets only
-	}
-	_ = uc.SetDeadline(time.Time{})
-	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + client.RunUpgrade + "\r\n\r\n"); err != nil {
-		return nil
-	}
-	if err := brw.Flush(); err != nil {
-		return nil
-	}
+	defer uc.Close()
 	var wmu sync.Mutex // the run's end and its terminal are written apart
 	end := func(e client.RunEnd) {
 		b, _ := json.Marshal(e)
@@ -140,21 +126,8 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	sigs := make(chan os.Signal, 16)
 	go func() {
-		defer cancel()
-		sc := bufio.NewScanner(brw.Reader)
-		sc.Buffer(make([]byte, 256), 4096)
-		for sc.Scan() {
-			var m struct {
-				Signal int `json:"signal"`
-			}
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Signal <= 0 || m.Signal >= 65 {
-				continue
-			}
-			select {
-			case sigs <- syscall.Signal(m.Signal):
-			default: // a flood of signals: drop, as the kernel merges them
-			}
-		}
+		defer cancel() // the connection's end kills the command
+		readSignalLines(brw.Reader, sigs)
 	}()
 	s.log.Debug("run", "argv", req.Argv, "uid", owner)
 	start := time.Now()
@@ -185,6 +158,54 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 	}
 	end(e)
 	return nil
+}
+
+// upgrade takes the connection over and answers 101 with the protocol
+// token. A nil connection: nothing more to do (the error, if any, is the
+// answer); otherwise the caller closes it.
+func upgrade(w http.ResponseWriter, token string) (*net.UnixConn, *bufio.ReadWriter, error) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the connection cannot be taken over")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("take over the connection: %w", err)
+	}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		conn.Close()
+		return nil, nil, nil // Serve listens on unix sockets only
+	}
+	_ = uc.SetDeadline(time.Time{})
+	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + token + "\r\n\r\n"); err == nil {
+		err = brw.Flush()
+	}
+	if err != nil {
+		uc.Close()
+		return nil, nil, nil // the client is gone
+	}
+	return uc, brw, nil
+}
+
+// readSignalLines reads {"signal":N} lines until the connection ends and
+// passes each signal on; a line that is not one is skipped, and a flood is
+// dropped, as the kernel merges pending signals.
+func readSignalLines(r io.Reader, sigs chan<- os.Signal) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 256), 4096)
+	for sc.Scan() {
+		var m struct {
+			Signal int `json:"signal"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Signal <= 0 || m.Signal >= 65 {
+			continue
+		}
+		select {
+		case sigs <- syscall.Signal(m.Signal):
+		default:
+		}
+	}
 }
 
 // runConfig checks a run request: its command and environment, and its
