@@ -14,6 +14,7 @@ import (
 // moat run for another process need not share with it, and why.
 var notHostEnv = map[string]string{
 	"MOAT_TRACE":               "read from the caller's environment (cmd/moat, invocation.getenv)",
+	"PWD":                      "moat serve takes the caller's (cmd/moat, logicalCwd), as os.Getwd would have",
 	"PATH":                     "the command's own environment (the shell layer, macOS's lookup)",
 	"LISTEN_FDS":               "moat daemon's socket activation, not moat run",
 	"LISTEN_PID":               "moat daemon's socket activation, not moat run",
@@ -21,6 +22,17 @@ var notHostEnv = map[string]string{
 	"SHELL":                    "the shell layer (sessions), from the session's environment",
 	"MOAT_SHELL_PREFIX":        "the shell layer (sessions), from the session's environment",
 	"CLAUDE_CODE_SHELL_PREFIX": "the shell layer (sessions), from the session's environment",
+}
+
+// implicit are standard library calls that read the environment.
+var implicit = map[string][]string{
+	"os.TempDir()":       {"TMPDIR"},
+	`os.MkdirTemp("",`:   {"TMPDIR"},
+	`os.CreateTemp("",`:  {"TMPDIR"},
+	"os.UserHomeDir()":   {"HOME"},
+	"os.UserCacheDir()":  {"XDG_CACHE_HOME", "HOME"},
+	"os.UserConfigDir()": {"XDG_CONFIG_HOME", "HOME"},
+	"os.Getwd()":         {"PWD"},
 }
 
 // TestHostEnvComplete: every variable moat's non-test sources read by name
@@ -51,6 +63,14 @@ func TestHostEnvComplete(t *testing.T) {
 		}
 		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 			found[m[1]] = p
+		}
+		// What the standard library reads for a caller.
+		for call, vars := range implicit {
+			if strings.Contains(string(b), call) {
+				for _, v := range vars {
+					found[v] = p + " (" + call + ")"
+				}
+			}
 		}
 		return nil
 	})

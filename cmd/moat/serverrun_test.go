@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -34,8 +35,15 @@ func (l *lockedBuffer) String() string {
 // than the client's ("/"), and waits for it to answer.
 func startServe(t *testing.T, tr tree, env []string, extra ...string) (sock string, log *lockedBuffer) {
 	t.Helper()
+	sock, log, _ = startServeCmd(t, tr, env, extra...)
+	return sock, log
+}
+
+// startServeCmd is startServe, with the server's process.
+func startServeCmd(t *testing.T, tr tree, env []string, extra ...string) (sock string, log *lockedBuffer, cmd *exec.Cmd) {
+	t.Helper()
 	sock = filepath.Join(filepath.Dir(tr.dir), "api.sock")
-	cmd := exec.Command(moatBin(t), append([]string{"serve", "--debug", "--socket", sock, "--settings", tr.settings}, extra...)...)
+	cmd = exec.Command(moatBin(t), append([]string{"serve", "--debug", "--socket", sock, "--settings", tr.settings}, extra...)...)
 	cmd.Dir, cmd.Env = "/", env
 	log = &lockedBuffer{b: &bytes.Buffer{}}
 	cmd.Stderr = log
@@ -49,7 +57,7 @@ func startServe(t *testing.T, tr tree, env []string, extra ...string) (sock stri
 	defer cancel()
 	for {
 		if h, err := c.Health(ctx); err == nil && h.Status == "ok" {
-			return sock, log
+			return sock, log, cmd
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("moat serve never answered:\n%s", log.String())
@@ -129,6 +137,31 @@ func TestServerRun(t *testing.T) {
 		t.Errorf("only %d cases were seen served", served)
 	}
 
+	// From a working directory reached through a symlink ($PWD names the
+	// link), the run is the caller's own: the same result both ways.
+	t.Run("symlinked working directory", func(t *testing.T) {
+		link := filepath.Join(filepath.Dir(tr.dir), "link")
+		if err := os.Symlink(tr.dir, link); err != nil {
+			t.Fatal(err)
+		}
+		var got []runOut
+		for _, env := range [][]string{base, via} {
+			cmd := exec.Command(moatBin(t), "run", "--settings", "../settings.json", "--", "pwd")
+			cmd.Dir, cmd.Env = link, append(append([]string(nil), env...), "PWD="+link)
+			var so, se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &so, &se
+			err := cmd.Run()
+			r := runOut{stdout: so.String(), stderr: se.String()}
+			if ee, ok := err.(*exec.ExitError); ok {
+				r.code = ee.ExitCode()
+			}
+			got = append(got, r)
+		}
+		if got[0].code != got[1].code || got[0].stdout != got[1].stdout || strings.Contains(got[1].stderr, "not used") {
+			t.Errorf("in its own process %+v, through moat serve %+v", got[0], got[1])
+		}
+	})
+
 	// A signal to the caller reaches the command.
 	t.Run("forwarded signal", func(t *testing.T) {
 		cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "-c", `trap 'echo got; exit 3' TERM; echo ready; while :; do sleep 0.05; done`)
@@ -186,33 +219,65 @@ func TestServerRunFallsBack(t *testing.T) {
 	tr := newTree(t)
 	base := tr.env("MOAT_DAEMON=off")
 	sock, log := startServe(t, tr, base)
-	run := func(t *testing.T, env []string, pre []string, args ...string) runOut {
+	run := func(t *testing.T, env []string, pre []string, stdin string, args ...string) runOut {
 		t.Helper()
 		if len(pre) == 0 {
-			return tr.moat(t, "", env, args...)
+			return tr.moat(t, stdin, env, args...)
 		}
 		return tr.moatVia(t, env, pre, args...)
 	}
+	// A copy of moat is another binary: a server of this one would protect
+	// its own file, not the copy.
+	cp := filepath.Join(filepath.Dir(tr.dir), "moat-copy")
+	if b, err := os.ReadFile(moatBin(t)); err != nil || os.WriteFile(cp, b, 0o755) != nil {
+		t.Fatal(err)
+	}
+	writeJSON(t, filepath.Join(tr.dir, "here.json"), map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	settingsJSON, _ := os.ReadFile(tr.settings)
 	cases := []struct {
-		name string
-		env  []string
-		pre  []string
-		args []string
-		why  string
+		name  string
+		env   []string
+		pre   []string
+		args  []string
+		why   string
+		stdin string
 	}{
-		{"no server", []string{"MOAT_SERVER=" + sock + ".none"}, nil, nil, "connect: No such file"},
-		{"relative socket", []string{"MOAT_SERVER=api.sock"}, nil, nil, "absolute socket path"},
-		{"another HOME", []string{"MOAT_SERVER=" + sock, "HOME=" + tr.dir}, nil, nil, "$HOME is not the server's"},
-		{"control fd", []string{"MOAT_SERVER=" + sock}, nil, []string{"--control-fd", "0"}, "--control-fd"},
-		{"no_new_privs", []string{"MOAT_SERVER=" + sock}, []string{"setpriv", "--no-new-privs"}, nil, "NoNewPrivs"},
+		{"another moat binary", []string{"MOAT_SERVER=" + sock}, []string{cp}, nil, "not this moat binary", ""},
+		{"nice", []string{"MOAT_SERVER=" + sock}, []string{"nice", "-n", "5"}, nil, "nice value", ""},
+		{"settings through /proc/self", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "/proc/self/cwd/here.json"}, "/proc/self", ""},
+		{"settings from stdin", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "/dev/stdin"}, "/dev/stdin", string(settingsJSON)},
+		{"no server", []string{"MOAT_SERVER=" + sock + ".none"}, nil, nil, "connect: No such file", ""},
+		{"relative socket", []string{"MOAT_SERVER=api.sock"}, nil, nil, "absolute socket path", ""},
+		{"another HOME", []string{"MOAT_SERVER=" + sock, "HOME=" + tr.dir}, nil, nil, "$HOME is not the server's", ""},
+		{"control fd", []string{"MOAT_SERVER=" + sock}, nil, []string{"--control-fd", "0"}, "--control-fd", ""},
+		{"no_new_privs", []string{"MOAT_SERVER=" + sock}, []string{"setpriv", "--no-new-privs"}, nil, "no_new_privs", ""},
+	}
+	if goruntime.NumCPU() > 1 {
+		cases = append(cases, struct {
+			name  string
+			env   []string
+			pre   []string
+			args  []string
+			why   string
+			stdin string
+		}{"CPU affinity", []string{"MOAT_SERVER=" + sock}, []string{"taskset", "-c", "0"}, nil, "Cpus_allowed_list", ""})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append(append([]string(nil), base...), tc.env...)
-			args := append(append([]string{"run", "--settings", tr.settings}, tc.args...), "--", "sh", "-c", "echo ran")
+			args := []string{"run", "--settings", tr.settings}
+			if len(tc.args) > 1 && tc.args[0] == "--settings" {
+				args = []string{"run"}
+			}
+			args = append(append(args, tc.args...), "--", "sh", "-c", "echo ran")
 			n := strings.Count(log.String(), `msg="cli run"`)
-			r := run(t, env, tc.pre, args...)
-			if tc.name != "control fd" && (r.code != 0 || r.stdout != "ran\n") {
+			r := run(t, env, tc.pre, tc.stdin, args...)
+			// --control-fd 0 and settings from a pipe are errors of moat
+			// run in its own process too: only the hand-over is tested.
+			if tc.name != "control fd" && tc.name != "settings from stdin" && (r.code != 0 || r.stdout != "ran\n") {
 				t.Errorf("exit %d %q: %s", r.code, r.stdout, r.stderr)
 			}
 			if !strings.Contains(r.stderr, "MOAT_SERVER not used") || !strings.Contains(r.stderr, tc.why) {
@@ -225,10 +290,14 @@ func TestServerRunFallsBack(t *testing.T) {
 	}
 }
 
-// moatVia runs moat under a wrapper command (setpriv ...).
+// moatVia runs moat under a wrapper command (setpriv ...), or another
+// moat binary (pre is one absolute path).
 func (tr tree) moatVia(t *testing.T, env, pre []string, args ...string) runOut {
 	t.Helper()
 	cmd := exec.Command(pre[0], append(append(pre[1:], moatBin(t)), args...)...)
+	if len(pre) == 1 && filepath.IsAbs(pre[0]) {
+		cmd = exec.Command(pre[0], args...)
+	}
 	cmd.Dir, cmd.Env = tr.dir, env
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
@@ -348,7 +417,7 @@ func TestServerRunConfinedCaller(t *testing.T) {
 	if _, err := os.Stat(plant); err == nil {
 		t.Fatalf("a Landlock-confined caller wrote outside its domain through moat serve:\n%s\n%s", se.String(), log.String())
 	}
-	if !strings.Contains(se.String(), "MOAT_SERVER not used") || !strings.Contains(se.String(), "NoNewPrivs") {
+	if !strings.Contains(se.String(), "MOAT_SERVER not used") {
 		t.Errorf("the caller was not told why: %s", se.String())
 	}
 	// The same through a session of the API: the confined caller is
@@ -433,5 +502,154 @@ func TestServerRunOtherUsersSocket(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the client never connected: the attack proves nothing")
+	}
+}
+
+// TestServerRunImpostor attacks the client: a process that is not the
+// user's own moat serve binds the socket MOAT_SERVER names first: another
+// program (which records how many bytes came), and moat serve itself
+// where a command of some sandbox would run it (under no_new_privs;
+// inside a moat sandbox, in other namespaces). None may get the caller's
+// environment (which may hold secrets) or its descriptors, and the caller
+// runs moat itself, saying why.
+func TestServerRunImpostor(t *testing.T) {
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	listener := filepath.Join(filepath.Dir(tr.dir), "listener.py")
+	os.WriteFile(listener, []byte(`import socket, sys
+p, out = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen(4)
+open(out + ".ready", "w").close()
+c, _ = s.accept()
+c.settimeout(5)
+try:
+    d = c.recv(65536)
+except Exception:
+    d = b""
+open(out, "w").write(str(len(d)))
+`), 0o644)
+	unixOK := filepath.Join(filepath.Dir(tr.dir), "unix.json")
+	writeJSON(t, unixOK, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}, "allowAllUnixSockets": true},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	serve := func(sock string) []string {
+		return []string{moatBin(t), "serve", "--debug", "--socket", sock, "--settings", tr.settings}
+	}
+	cases := []struct {
+		name string
+		cmd  func(sock, out string) []string
+		why  string
+	}{
+		{"another program", func(sock, out string) []string { return []string{"python3", listener, sock, out} }, "not this moat binary"},
+		{"moat serve under no_new_privs", func(sock, _ string) []string {
+			return append([]string{"setpriv", "--no-new-privs"}, serve(sock)...)
+		}, "no_new_privs"},
+		{"moat serve in a moat sandbox", func(sock, _ string) []string {
+			return append([]string{moatBin(t), "run", "--settings", unixOK, "--"}, serve(sock)...)
+		}, "another user or mount namespace"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(tr.dir, fmt.Sprintf("imp%d.sock", i))
+			out := filepath.Join(tr.dir, fmt.Sprintf("imp%d.out", i))
+			argv := tc.cmd(sock, out)
+			l := exec.Command(argv[0], argv[1:]...)
+			l.Dir, l.Env = tr.dir, base
+			lerr := &lockedBuffer{b: &bytes.Buffer{}}
+			l.Stderr = lerr
+			if err := l.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { l.Process.Kill(); l.Wait() }()
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				if fi, err := os.Stat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the impostor never listened: %s", lerr.String())
+				}
+			}
+			env := append(append([]string(nil), base...), "MOAT_SERVER="+sock, "MY_SECRET=hunter2")
+			r := tr.moat(t, "", env, "run", "--settings", tr.settings, "--", "sh", "-c", "echo ran")
+			if r.code != 0 || r.stdout != "ran\n" {
+				t.Errorf("the run: %d %q %s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "MOAT_SERVER not used") || !strings.Contains(r.stderr, tc.why) {
+				t.Errorf("the client did not refuse the impostor (%s): %s", tc.why, r.stderr)
+			}
+			if strings.Contains(lerr.String(), "cli/run") || strings.Contains(lerr.String(), "cli run") {
+				t.Errorf("the impostor got a request: %s", lerr.String())
+			}
+			if i > 0 {
+				return
+			}
+			var n []byte
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				if n, _ = os.ReadFile(out); len(n) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the listener never reported (the client never connected: the attack proves nothing): %s", lerr.String())
+				}
+			}
+			if string(n) != "0" {
+				t.Errorf("the client sent %s bytes to the impostor", n)
+			}
+		})
+	}
+}
+
+// TestServerRunSignalsAndShutdown: a signal moat run in its own process
+// ignores (Go ignores SIGALRM when nobody asked for it) does not end the
+// handed-over run either; moat serve shutting down under a run ends the
+// command, and the caller says so and exits 125.
+func TestServerRunSignalsAndShutdown(t *testing.T) {
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	sock, log, server := startServeCmd(t, tr, base)
+	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock)
+	start := func(script string) (*exec.Cmd, *bufio.Reader, *lockedBuffer) {
+		cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "-c", script)
+		cmd.Dir, cmd.Env = tr.dir, via
+		out, _ := cmd.StdoutPipe()
+		se := &lockedBuffer{b: &bytes.Buffer{}}
+		cmd.Stderr = se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(out)
+		if l, err := br.ReadString('\n'); l != "ready\n" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%q %v %s", l, err, se.String())
+		}
+		return cmd, br, se
+	}
+	fifo := filepath.Join(tr.dir, "go")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, br, se := start(`echo ready; read x < ` + fifo + `; echo done`)
+	cmd.Process.Signal(syscall.SIGALRM)
+	time.Sleep(100 * time.Millisecond)
+	// Non-blocking: with no reader left (the command killed), the test
+	// goes on and fails instead of waiting for ever.
+	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.WriteString("go\n")
+		f.Close()
+	}
+	rest, _ := br.ReadString(0)
+	if err := cmd.Wait(); err != nil || rest != "done\n" {
+		t.Errorf("after SIGALRM: %v %q %s", err, rest, se.String())
+	}
+
+	cmd, _, se = start(`echo ready; sleep 300`)
+	server.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(se.String(), "moat serve shut down") {
+		t.Errorf("the server shut down under the run: %v %s\n%s", err, se.String(), log.String())
 	}
 }

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -215,6 +216,120 @@ static void json_text(const char *p, char *out, size_t cap)
 	out[n] = 0;
 }
 
+/* read_small reads a small file into buf (NUL-terminated); -1 if unreadable. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (n >= cap - 1)
+			break;
+	}
+	close(fd);
+	buf[n] = 0;
+	return (ssize_t)n;
+}
+
+/* status_line copies the value of "key:" in a /proc status text. */
+static void status_line(const char *st, const char *key, char *out, size_t cap)
+{
+	out[0] = 0;
+	size_t kl = strlen(key);
+	for (const char *l = st; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, kl) == 0 && l[kl] == ':') {
+			const char *v = l + kl + 1;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			size_t n = strcspn(v, "\n");
+			if (n >= cap)
+				n = cap - 1;
+			memcpy(out, v, n);
+			out[n] = 0;
+			return;
+		}
+	}
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* server_is_mine says why the process serving socket s is not this user's
+ * own moat serve, or NULL: it must run as this user, the same moat binary
+ * (a server of another build, or a copy, would protect its own binary and
+ * not the caller's), in this user and mount namespace, under no
+ * confinement this process is not under (a command of some sandbox that
+ * bound the path first must get neither the environment nor the
+ * descriptors). The pidfd taken from the socket proves the pid read is
+ * still the peer's after the reads. */
+static const char *server_is_mine(int s, char *why, size_t cap)
+{
+	struct ucred cr;
+	socklen_t crl = sizeof cr;
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0)
+		return snprintf(why, cap, "SO_PEERCRED: %s", strerror(errno)), why;
+	if (cr.uid != geteuid())
+		return snprintf(why, cap, "the process serving it runs as uid %d, not as this user (%d)", (int)cr.uid, (int)geteuid()), why;
+	if (cr.pid <= 0)
+		return snprintf(why, cap, "the process serving it is not visible from here"), why;
+	int pidfd = -1;
+	socklen_t pl = sizeof pidfd;
+	if (getsockopt(s, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &pl) < 0)
+		pidfd = -1;
+	char p[64], a[PATH_MAX], b[PATH_MAX];
+	struct stat me, it;
+	snprintf(p, sizeof p, "/proc/%d/exe", (int)cr.pid);
+	const char *bad = NULL;
+	if (stat("/proc/self/exe", &me) < 0 || stat(p, &it) < 0) {
+		snprintf(why, cap, "the process serving it cannot be inspected (%s): a process this one may not look at", strerror(errno));
+		bad = why;
+	} else if (me.st_dev != it.st_dev || me.st_ino != it.st_ino)
+		bad = "the process serving it is not this moat binary (another build, or one replaced since it started: restart moat serve)";
+	static const char *const ns[] = {"user", "mnt"};
+	for (int i = 0; !bad && i < 2; i++) {
+		char q[64];
+		snprintf(q, sizeof q, "/proc/self/ns/%s", ns[i]);
+		ssize_t n1 = readlink(q, a, sizeof a - 1);
+		snprintf(q, sizeof q, "/proc/%d/ns/%s", (int)cr.pid, ns[i]);
+		ssize_t n2 = readlink(q, b, sizeof b - 1);
+		if (n1 < 0 || n2 < 0 || n1 != n2 || memcmp(a, b, (size_t)n1) != 0)
+			bad = "the process serving it is in another user or mount namespace (a sandboxed command?)";
+	}
+	static char mine[8192], theirs[8192];
+	if (!bad) {
+		snprintf(p, sizeof p, "/proc/%d/status", (int)cr.pid);
+		if (read_small("/proc/self/status", mine, sizeof mine) < 0 || read_small(p, theirs, sizeof theirs) < 0)
+			bad = "the process serving it cannot be read";
+	}
+	static const char *const keys[] = {"NoNewPrivs", "Seccomp", "Seccomp_filters"};
+	for (int i = 0; !bad && i < 3; i++) {
+		status_line(mine, keys[i], a, 64);
+		status_line(theirs, keys[i], b, 64);
+		if (strcmp(a, b) != 0)
+			bad = "the process serving it is confined otherwise than this one (no_new_privs or seccomp: a command of some sandbox?)";
+	}
+	if (!bad) {
+		snprintf(p, sizeof p, "/proc/%d/attr/current", (int)cr.pid);
+		ssize_t n1 = read_small("/proc/self/attr/current", a, 256);
+		ssize_t n2 = read_small(p, b, 256);
+		if ((n1 < 0) != (n2 < 0) || (n1 >= 0 && strcmp(a, b) != 0))
+			bad = "the process serving it runs under another LSM label";
+	}
+	if (!bad && pidfd >= 0 && syscall(__NR_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		bad = "the process serving it ended while it was checked";
+	if (pidfd >= 0)
+		close(pidfd);
+	return bad;
+}
+
 /* The signals moat run forwards to its command (cmd/moat, forwardedSignals). */
 static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2};
 
@@ -223,6 +338,14 @@ static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SI
  * returns. */
 static void __attribute__((noreturn)) relay(int s, const char *sock, char *rest, size_t restlen)
 {
+	/* What moat run in its own process ignores (Go's runtime ignores these
+	 * asynchronous signals when nobody asked for them) must not kill this
+	 * client, and with it the command. */
+	static const int ignored[] = {SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ, SIGURG, SIGPIPE};
+	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
+		signal(ignored[i], SIG_IGN);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		signal(sig, SIG_IGN);
 	sigset_t set;
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof fwd_signals / sizeof fwd_signals[0]; i++)
@@ -397,14 +520,13 @@ void moat_fastrun(int argc, char **argv, char **envp)
 		free(b.p);
 		return;
 	}
-	/* Only a server of this user gets the environment and descriptors: a
-	 * socket another user bound first at that path (a shared directory)
-	 * must not. */
-	struct ucred cr;
-	socklen_t crl = sizeof cr;
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || cr.uid != geteuid()) {
-		note("%s: the process serving it runs as uid %d, not as this user (%d)", sock,
-		     crl == sizeof cr ? (int)cr.uid : -1, (int)geteuid());
+	/* Only this user's own moat serve gets the environment and the
+	 * descriptors: not a socket another user, or a command of some
+	 * sandbox, bound first at that path. */
+	char why[256];
+	const char *bad = server_is_mine(s, why, sizeof why);
+	if (bad) {
+		note("%s: %s", sock, bad);
 		close(s);
 		free(b.p);
 		return;

@@ -57,11 +57,11 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pr, _ := r.Context().Value(peerKey{}).(peerResult)
-	if err := sameProcess(pr.pid, &req); err != nil {
+	if err := sameProcess(pr.proc, &req); err != nil {
 		return errorf(http.StatusConflict, "", "%v", err)
 	}
 	if s.cfg.CLICheck != nil {
-		if err := s.cfg.CLICheck(req.Args); err != nil {
+		if err := s.cfg.CLICheck(req.Args, req.Cwd, req.Env); err != nil {
 			return errorf(http.StatusConflict, "args", "%v", err)
 		}
 	}
@@ -116,7 +116,11 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 	// once it exits, a reader of its pipes sees their end, as it would
 	// have after moat run in its own process.
 	closeStdio()
-	end(client.CLIRunEnd{ExitCode: code})
+	e := client.CLIRunEnd{ExitCode: code}
+	if s.runsCtx.Err() != nil {
+		e = client.CLIRunEnd{ExitCode: 125, Error: "moat serve shut down while the command ran: it was killed"}
+	}
+	end(e)
 	return nil
 }
 

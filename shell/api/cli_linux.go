@@ -3,7 +3,6 @@
 package api
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -16,29 +15,39 @@ import (
 	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
-// sameProcess says how the caller's process (pid, and what its request
-// reports of itself) differs from this one in anything moat run reads or
-// its command would inherit, or nil: the variables moat reads from its own
-// environment (runtime.HostEnv), the umask, resource limits and groups
-// (which the command inherits from the process that starts it), and, read
-// by the kernel's word rather than the caller's, its cgroup, network
-// namespace, no_new_privs, seccomp filters, capabilities and LSM label. A
-// caller more confined than the server (a command of another sandbox that
-// sets no_new_privs, such as Landlock's) must not get commands run
-// without that confinement; a caller in another cgroup must not get them
-// run outside its limits.
-func sameProcess(pid int, req *client.CLIRunRequest) error {
+// sameProcess says how the caller's process differs from this one in
+// anything moat run reads or its command would inherit, or nil. From the
+// request: the variables moat reads from its own environment
+// (runtime.HostEnv), umask, resource limits and groups as the caller
+// reports them. From the kernel, read when the caller connected (peer, by
+// checkPeer, which also compared the confinement and the namespaces):
+// the same binary (moat protects its own binary in the sandbox: a caller
+// that is another build, or a copy, would have its own left writable),
+// umask, uids, gids and groups, resource limits, cgroup (accounting and
+// limits), scheduling (nice, policy, CPU affinity, I/O priority),
+// oom_score_adj and personality.
+func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 	for _, name := range runtime.HostEnv() {
 		theirs, _ := envValue(req.Env, name)
 		if theirs != os.Getenv(name) {
 			return fmt.Errorf("$%s is not the server's", name)
 		}
 	}
-	self, err := procStatus("self")
-	if err != nil {
-		return err
+	if peer == nil {
+		return fmt.Errorf("the caller's process is not known to the server")
 	}
-	if um := statusValue(self, "Umask"); um == "" {
+	self, err := readProc(0)
+	if err != nil {
+		return fmt.Errorf("the server's own process: %v", err)
+	}
+	// The server's RLIMIT_NOFILE as it started (Go raised the soft limit
+	// since; what it passes on is what it began with).
+	cur, max, ok := runtime.StartRlimitNofile()
+	if !ok {
+		return fmt.Errorf("the server's own RLIMIT_NOFILE at start is unknown")
+	}
+	self.rlimits[unix.RLIMIT_NOFILE] = unix.Rlimit{Cur: cur, Max: max}
+	if um := statusValue(self.status, "Umask"); um == "" {
 		return fmt.Errorf("the server's umask is unknown")
 	} else if m, err := strconv.ParseInt(um, 8, 32); err != nil || int(m) != *req.Umask {
 		return fmt.Errorf("the umask %04o is not the server's (%s)", *req.Umask, um)
@@ -47,20 +56,7 @@ func sameProcess(pid int, req *client.CLIRunRequest) error {
 		return fmt.Errorf("rlimits: want %d resources, got %d", rlimNlimits, len(req.Rlimits))
 	}
 	for i, l := range req.Rlimits {
-		var mine unix.Rlimit
-		if err := unix.Getrlimit(i, &mine); err != nil {
-			return fmt.Errorf("getrlimit %d: %v", i, err)
-		}
-		if i == unix.RLIMIT_NOFILE {
-			// Go raised the soft limit at start; what the server's
-			// process began with is what it passes on.
-			cur, max, ok := runtime.StartRlimitNofile()
-			if !ok {
-				return fmt.Errorf("the server's own RLIMIT_NOFILE at start is unknown")
-			}
-			mine = unix.Rlimit{Cur: cur, Max: max}
-		}
-		if mine.Cur != l[0] || mine.Max != l[1] {
+		if self.rlimits[i].Cur != l[0] || self.rlimits[i].Max != l[1] {
 			return fmt.Errorf("the resource limit %d is not the server's", i)
 		}
 	}
@@ -74,32 +70,30 @@ func sameProcess(pid int, req *client.CLIRunRequest) error {
 	if *req.Gid != unix.Getgid() || !slices.Equal(slices.Compact(groups), slices.Compact(theirs)) {
 		return fmt.Errorf("the groups are not the server's")
 	}
-	if pid <= 0 {
-		return fmt.Errorf("the caller's process is not visible to the server")
+	if peer.exeErr != nil || self.exeErr != nil || peer.exeDev != self.exeDev || peer.exeIno != self.exeIno {
+		return fmt.Errorf("the caller is not the server's own moat binary (another build, or one replaced since the server started)")
 	}
-	p := strconv.Itoa(pid)
-	for _, f := range []string{"cgroup", "attr/current"} {
-		mine, merr := os.ReadFile("/proc/self/" + f)
-		theirs, terr := os.ReadFile("/proc/" + p + "/" + f)
-		if (merr == nil) != (terr == nil) || !bytes.Equal(mine, theirs) {
-			return fmt.Errorf("the caller's %s is not the server's", map[string]string{"cgroup": "cgroup", "attr/current": "LSM label"}[f])
-		}
-	}
-	netns, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		return err
-	}
-	if theirs, err := os.Readlink("/proc/" + p + "/ns/net"); err != nil || theirs != netns {
-		return fmt.Errorf("the caller's network namespace is not the server's")
-	}
-	theirsStatus, err := procStatus(p)
-	if err != nil {
-		return err
-	}
-	for _, k := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
-		if m, t := statusValue(self, k), statusValue(theirsStatus, k); m != t {
+	for _, k := range []string{"Umask", "Uid", "Gid", "Groups", "Cpus_allowed_list"} {
+		if m, t := statusValue(self.status, k), statusValue(peer.status, k); m != t {
 			return fmt.Errorf("the caller's %s (%s) is not the server's (%s)", k, t, m)
 		}
+	}
+	if peer.rlimits != self.rlimits {
+		return fmt.Errorf("the caller's resource limits are not the server's")
+	}
+	for _, c := range []struct{ what, mine, theirs string }{
+		{"cgroup", self.cgroup, peer.cgroup},
+		{"nice value", self.nice, peer.nice},
+		{"scheduling policy", self.policy + "/" + self.rtprio, peer.policy + "/" + peer.rtprio},
+		{"I/O priority", strconv.Itoa(self.ioprio), strconv.Itoa(peer.ioprio)},
+		{"oom_score_adj", self.oomScoreAdj, peer.oomScoreAdj},
+	} {
+		if c.mine != c.theirs {
+			return fmt.Errorf("the caller's %s is not the server's", c.what)
+		}
+	}
+	if peer.personalityErr != nil || self.personalityErr != nil || peer.personality != self.personality {
+		return fmt.Errorf("the caller's personality (setarch) is not the server's")
 	}
 	return nil
 }

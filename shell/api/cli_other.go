@@ -9,6 +9,6 @@ import (
 )
 
 // sameProcess refuses: moat run hands over to a server only on Linux.
-func sameProcess(int, *client.CLIRunRequest) error {
+func sameProcess(*procState, *client.CLIRunRequest) error {
 	return errors.New("POST /v1/cli/run is Linux-only")
 }

@@ -108,7 +108,7 @@ func TestCLIRun(t *testing.T) {
 			calls <- call{inv, sig}
 			return 7
 		}
-		c.CLICheck = func(args []string) error {
+		c.CLICheck = func(args []string, _ string, _ []string) error {
 			if len(args) > 0 && args[0] == "--control-fd" {
 				return fmt.Errorf("--control-fd names a descriptor of the caller's")
 			}

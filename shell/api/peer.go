@@ -7,6 +7,6 @@ type peerKey struct{}
 // use the API.
 type peerResult struct {
 	err  error
-	peer *Peer // set in daemon mode
-	pid  int   // the peer's process (moat serve; 0 if unknown)
+	peer *Peer      // set in daemon mode
+	proc *procState // what moat serve read of the peer's process (Linux)
 }

@@ -14,7 +14,7 @@ import (
 // checkPeer reads the peer's credentials from the socket (LOCAL_PEERCRED):
 // it must be this server's user. The socket's mode (0600) already keeps
 // other users out; this holds even if the mode were widened.
-func checkPeer(c net.Conn) error {
+func checkPeerCred(c net.Conn) error {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return fmt.Errorf("not a unix socket (%T): the API answers only on unix sockets", c)
@@ -47,5 +47,9 @@ func checkDaemonPeer(net.Conn) (*Peer, error) {
 // hostNamespaces has nothing to read here (daemon mode is Linux-only).
 func hostNamespaces() ([2]string, error) { return [2]string{}, nil }
 
-// peerPid is not needed on macOS: POST /v1/cli/run is Linux-only.
-func peerPid(net.Conn) int { return 0 }
+// procState is what moat serve reads of a peer's process: nothing here
+// (POST /v1/cli/run is Linux-only).
+type procState struct{}
+
+// checkPeer is checkPeerCred; nothing more of the peer is read here.
+func checkPeer(c net.Conn) (*procState, error) { return nil, checkPeerCred(c) }

@@ -17,63 +17,92 @@ import (
 
 // checkPeer reads the peer's credentials from the socket (SO_PEERCRED):
 // it must be this server's user, and its process must share this
-// process's user and mount namespaces. The socket's mode (0600) already
-// keeps other users out; this holds even if the mode were widened, and
-// keeps out a command of one of the server's own sandboxes (each runs in
-// new namespaces) that could reach the socket.
-func checkPeer(c net.Conn) error {
+// process's user and mount namespaces and be confined as it is
+// (sameConfinement). The socket's mode (0600) already keeps other users
+// out; this holds even if the mode were widened, and keeps out a command
+// of one of the server's own sandboxes (each runs in new namespaces), or
+// of another sandbox, that could reach the socket. What it read of the
+// peer's process is returned for the routes that compare more
+// (POST /v1/cli/run): read now, when the peer connects, and proved to be
+// the peer's by a pidfd taken from the socket (SO_PEERPIDFD) that still
+// names a live process after the reads, so that a pid reused later cannot
+// stand in for it.
+func checkPeer(c net.Conn) (*procState, error) {
 	cred, err := peerCred(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("the peer runs as uid %d, not as the server's user (%d)", cred.Uid, os.Geteuid())
+		return nil, fmt.Errorf("the peer runs as uid %d, not as the server's user (%d)", cred.Uid, os.Geteuid())
 	}
 	if cred.Pid <= 0 {
-		return errors.New("the peer's process is not visible from the server's PID namespace")
+		return nil, errors.New("the peer's process is not visible from the server's PID namespace")
 	}
-	for _, ns := range []string{"user", "mnt"} {
-		mine, err := os.Readlink("/proc/self/ns/" + ns)
-		if err != nil {
-			return fmt.Errorf("cannot read the server's %s namespace: %v", ns, err)
-		}
-		theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/" + ns)
-		if err != nil {
-			return fmt.Errorf("cannot read the peer's %s namespace: %v", ns, err)
-		}
-		if mine != theirs {
-			return fmt.Errorf("the peer runs in another %s namespace (a sandboxed command?)", ns)
+	pidfd := peerPidfd(c)
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	theirs, err := readProc(int(cred.Pid))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the peer's process: %v", err)
+	}
+	if pidfd >= 0 {
+		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+			return nil, fmt.Errorf("the peer's process ended while it was checked: %v", err)
 		}
 	}
-	return sameConfinement(strconv.Itoa(int(cred.Pid)))
+	mine, err := readProc(0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the server's own process: %v", err)
+	}
+	for _, ns := range []struct{ name, mine, theirs string }{{"user", mine.userns, theirs.userns}, {"mnt", mine.mntns, theirs.mntns}} {
+		if ns.mine != ns.theirs {
+			return nil, fmt.Errorf("the peer runs in another %s namespace (a sandboxed command?)", ns.name)
+		}
+	}
+	if err := sameConfinement(mine, theirs); err != nil {
+		return nil, err
+	}
+	return theirs, nil
 }
 
 // sameConfinement refuses a peer confined otherwise than the server: under
-// no_new_privs or seccomp filters the server is not under, or with another
-// LSM label. Another sandbox's command (Landlock sets no_new_privs; most
-// sandboxes add a seccomp filter) shares the server's user and mount
-// namespaces and could reach the socket: the server's commands would run
-// without that sandbox's confinement.
-func sameConfinement(pid string) error {
-	self, err := procStatus("self")
-	if err != nil {
-		return err
-	}
-	theirs, err := procStatus(pid)
-	if err != nil {
-		return fmt.Errorf("cannot read the peer's process: %v", err)
-	}
-	for _, k := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters"} {
-		if m, t := statusValue(self, k), statusValue(theirs, k); m != t {
+// no_new_privs or seccomp filters the server is not under, with other
+// capability sets, another LSM label, or in another network namespace.
+// Another sandbox's command (Landlock sets no_new_privs; most sandboxes add
+// a seccomp filter) shares the server's user and mount namespaces and could
+// reach the socket: the server's commands would run without that sandbox's
+// confinement (and the proxy's connections leave from the server's
+// network namespace).
+func sameConfinement(mine, theirs *procState) error {
+	for _, k := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if m, t := statusValue(mine.status, k), statusValue(theirs.status, k); m != t {
 			return fmt.Errorf("the peer is confined otherwise than the server (%s %s, the server's %s): a command of another sandbox gets no command run by this server", k, t, m)
 		}
 	}
-	mine, merr := os.ReadFile("/proc/self/attr/current")
-	label, terr := os.ReadFile("/proc/" + pid + "/attr/current")
-	if (merr == nil) != (terr == nil) || string(mine) != string(label) {
-		return fmt.Errorf("the peer runs under another LSM label than the server (%q, the server's %q)", strings.TrimSpace(string(label)), strings.TrimSpace(string(mine)))
+	if mine.labelOK != theirs.labelOK || mine.label != theirs.label {
+		return fmt.Errorf("the peer runs under another LSM label than the server (%q, the server's %q)", strings.TrimSpace(theirs.label), strings.TrimSpace(mine.label))
+	}
+	if mine.netns != theirs.netns {
+		return errors.New("the peer runs in another network namespace than the server")
 	}
 	return nil
+}
+
+// peerPidfd is a pidfd of the socket's peer (SO_PEERPIDFD), -1 where the
+// kernel has none.
+func peerPidfd(c net.Conn) int {
+	pidfd := -1
+	if uc, ok := c.(*net.UnixConn); ok {
+		if raw, err := uc.SyscallConn(); err == nil {
+			_ = raw.Control(func(fd uintptr) {
+				if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+					pidfd = v
+				}
+			})
+		}
+	}
+	return pidfd
 }
 
 // peerCred returns the credentials of a unix socket's peer.
@@ -188,12 +217,3 @@ var hostNamespaces = sync.OnceValues(func() ([2]string, error) {
 	}
 	return out, nil
 })
-
-// peerPid is the pid of a unix socket's peer (SO_PEERCRED), 0 if unknown.
-func peerPid(c net.Conn) int {
-	cred, err := peerCred(c)
-	if err != nil {
-		return 0
-	}
-	return int(cred.Pid)
-}

@@ -9,7 +9,7 @@ import (
 
 // checkPeer refuses every peer: this system gives no way to check the
 // peer's user here.
-func checkPeer(net.Conn) error {
+func checkPeerCred(net.Conn) error {
 	return errors.New("the API cannot check who connects on this system")
 }
 
@@ -21,5 +21,9 @@ func checkDaemonPeer(net.Conn) (*Peer, error) {
 // hostNamespaces has nothing to read here (daemon mode is Linux-only).
 func hostNamespaces() ([2]string, error) { return [2]string{}, nil }
 
-// peerPid is unknown here.
-func peerPid(net.Conn) int { return 0 }
+// procState is what moat serve reads of a peer's process: nothing here
+// (POST /v1/cli/run is Linux-only).
+type procState struct{}
+
+// checkPeer is checkPeerCred; nothing more of the peer is read here.
+func checkPeer(c net.Conn) (*procState, error) { return nil, checkPeerCred(c) }

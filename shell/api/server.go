@@ -88,7 +88,7 @@ type Config struct {
 	CLIRun func(ctx context.Context, inv CLIInvocation) int
 	// CLICheck, if set, says why a POST /v1/cli/run command line must stay
 	// in the caller's process (409), before the run is taken.
-	CLICheck func(args []string) error
+	CLICheck func(args []string, cwd string, env []string) error
 	// Enforcer, if set, is the enforcer of every session and run
 	// (runtime.Request.Enforcer): moatd makes one for its life and closes
 	// it after Shutdown. If nil, each gets one of its own.
@@ -301,7 +301,8 @@ func (s *Server) Serve(l net.Listener) error {
 				}
 				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
 			}
-			return context.WithValue(ctx, peerKey{}, peerResult{err: checkPeer(c), pid: peerPid(c)})
+			proc, err := checkPeer(c)
+			return context.WithValue(ctx, peerKey{}, peerResult{err: err, proc: proc})
 		},
 		ConnState: s.connState,
 		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
