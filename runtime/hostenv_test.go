@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // notHostEnv are the variables moat's sources read that a server running
@@ -41,7 +43,7 @@ var implicit = map[string][]string{
 // with the reason. A variable added to the run path without this would
 // make a run through moat serve differ from the caller's own.
 func TestHostEnvComplete(t *testing.T) {
-	root := filepath.Join("..")
+	root := filepath.Dir(testutil.PackageDir(t)) // the module (CI runs this binary elsewhere)
 	re := regexp.MustCompile(`(?:Getenv|LookupEnv|getenv|lookupEnv)\("([A-Za-z_][A-Za-z0-9_]*)"\)`)
 	found := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
