@@ -253,7 +253,7 @@ func writeGlobCache(file, pattern string, depth int, matches []string, stamps []
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+	tmp := tmpName(file)
 	if os.WriteFile(tmp, []byte(b.String()), 0o600) != nil || os.Rename(tmp, file) != nil {
 		os.Remove(tmp)
 	}

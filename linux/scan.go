@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -492,10 +493,20 @@ func writeScanCache(file, root string, depth int, dirs map[string]scanDir) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+	tmp := tmpName(file)
 	if os.WriteFile(tmp, encodeScanCache(root, depth, dirs), 0o600) != nil || os.Rename(tmp, file) != nil {
 		os.Remove(tmp)
 	}
 }
 
 var syscallENOTDIR error = unix.ENOTDIR
+
+// tmpSeq numbers the temporary files of one process: runs of one
+// supervisor (moat serve, moatd) write the same cache at once.
+var tmpSeq atomic.Uint64
+
+// tmpName is a temporary name beside file, unique to this process and call,
+// for a write that is renamed into place.
+func tmpName(file string) string {
+	return fmt.Sprintf("%s.%d.%d.tmp", file, os.Getpid(), tmpSeq.Add(1))
+}

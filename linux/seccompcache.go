@@ -41,7 +41,7 @@ func seccompProgram(cacheDir string, o seccomp.Options) ([]byte, error) {
 	}
 	if file != "" {
 		if err := os.MkdirAll(cacheDir, 0o700); err == nil {
-			tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+			tmp := tmpName(file)
 			if os.WriteFile(tmp, prog, 0o600) == nil && os.Rename(tmp, file) != nil {
 				os.Remove(tmp)
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,22 +129,35 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 		return errors.New("--control-fd names a descriptor of the caller's")
 	}
 	// A path that names a process's own files through /proc/self or
-	// /dev/fd would name the server's here: its working directory, its
-	// descriptors.
+	// /dev/fd would name the server's here (its working directory, its
+	// descriptors): on the command line, in a settings file, or through a
+	// symlink on the way. The policy is loaded as the run will load it.
+	inv := &invocation{cwd: logicalCwd(cwd, env), env: env}
 	paths, _ := c.Flags().GetStringArray("write")
-	if f := c.Flags().Lookup("settings"); f != nil && f.Value.String() != "" {
-		paths = append(paths, f.Value.String())
+	settingsFile := ""
+	if f := c.Flags().Lookup("settings"); f != nil {
+		settingsFile = f.Value.String()
 	}
-	base := logicalCwd(cwd, env)
+	if settingsFile != "" {
+		paths = append(paths, settingsFile)
+	}
+	if pol, err := inv.loadPolicy(settingsFile); err == nil {
+		for _, rs := range [][]policy.PathRule{pol.FS.AllowRead, pol.FS.DenyRead, pol.FS.AllowWrite, pol.FS.DenyWrite} {
+			for _, r := range rs {
+				paths = append(paths, r.Path)
+			}
+		}
+		paths = append(append(append(paths, pol.Sources...), pol.Protect...), pol.ToolCache)
+	} // else the run says why the settings are refused, as it would in the caller
 	for _, p := range paths {
 		if p == "" || strings.HasPrefix(p, "~") {
 			continue
 		}
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
+			p = filepath.Join(inv.cwd, p)
 		}
-		if selfPath(p) {
-			return fmt.Errorf("%s names the calling process's own files (/proc/self, /dev/fd)", p)
+		if via := procPath(p); via != "" {
+			return fmt.Errorf("%s leads through %s, which would name the server's own files, not the caller's", p, via)
 		}
 	}
 	if mayUseDaemon() {
@@ -154,28 +166,50 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 	return nil
 }
 
-// selfPath says whether p, as written or with its symlinks resolved here,
-// names this process's own files: /proc/self, /proc/thread-self, /dev/fd,
-// /dev/std*, or /proc/PID of this process.
-func selfPath(p string) bool {
-	own := "/proc/" + strconv.Itoa(os.Getpid())
-	under := func(p string) bool {
-		p = filepath.Clean(p)
-		for _, pre := range []string{"/proc/self", "/proc/thread-self", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", own} {
+// procPath says where p, as written or through a symlink on the way,
+// goes under /proc or to /dev/fd, /dev/stdin, /dev/stdout, /dev/stderr
+// (names of a process's own files), or "". Each component is looked at
+// with lstat; a symlink's target is followed as written, never resolved
+// through /proc (which would lead to the server's files and hide it).
+func procPath(p string) string {
+	procLike := func(p string) bool {
+		for _, pre := range []string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
 			if p == pre || strings.HasPrefix(p, pre+"/") {
 				return true
 			}
 		}
 		return false
 	}
-	if under(p) {
-		return true
-	}
-	// Resolve what exists of it: the longest existing prefix.
-	for q := p; q != "/" && q != "."; q = filepath.Dir(q) {
-		if r, err := filepath.EvalSymlinks(q); err == nil {
-			return under(r)
+	cur := filepath.Clean(p)
+	for hops := 0; hops < 40; hops++ {
+		if procLike(cur) {
+			return cur
 		}
+		parts := strings.Split(strings.TrimPrefix(cur, "/"), "/")
+		next := ""
+		for i := range parts {
+			prefix := "/" + strings.Join(parts[:i+1], "/")
+			fi, err := os.Lstat(prefix)
+			if err != nil {
+				return "" // what does not exist has no symlink further on
+			}
+			if fi.Mode()&os.ModeSymlink == 0 {
+				continue
+			}
+			target, err := os.Readlink(prefix)
+			if err != nil {
+				return ""
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(prefix), target)
+			}
+			next = filepath.Join(append([]string{target}, parts[i+1:]...)...)
+			break
+		}
+		if next == "" {
+			return ""
+		}
+		cur = filepath.Clean(next)
 	}
-	return false
+	return cur // a loop: not followed further, and not handed over
 }

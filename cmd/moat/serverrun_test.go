@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,6 +238,13 @@ func TestServerRunFallsBack(t *testing.T) {
 		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{"."}, "denyWrite": []string{}},
 	})
 	settingsJSON, _ := os.ReadFile(tr.settings)
+	writeJSON(t, filepath.Join(tr.dir, "procrules.json"), map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{"/proc/self/cwd/secret.txt"}, "allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	if err := os.Symlink("/proc/self/cwd/here.json", filepath.Join(tr.dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		env   []string
@@ -249,6 +257,8 @@ func TestServerRunFallsBack(t *testing.T) {
 		{"nice", []string{"MOAT_SERVER=" + sock}, []string{"nice", "-n", "5"}, nil, "nice value", ""},
 		{"settings through /proc/self", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "/proc/self/cwd/here.json"}, "/proc/self", ""},
 		{"settings from stdin", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "/dev/stdin"}, "/dev/stdin", string(settingsJSON)},
+		{"/proc/self in a settings file", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "procrules.json"}, "/proc/self/cwd/secret.txt", ""},
+		{"settings through a symlink to /proc/self", []string{"MOAT_SERVER=" + sock}, nil, []string{"--settings", "link.json"}, "leads through /proc/self/cwd/here.json", ""},
 		{"no server", []string{"MOAT_SERVER=" + sock + ".none"}, nil, nil, "connect: No such file", ""},
 		{"relative socket", []string{"MOAT_SERVER=api.sock"}, nil, nil, "absolute socket path", ""},
 		{"another HOME", []string{"MOAT_SERVER=" + sock, "HOME=" + tr.dir}, nil, nil, "$HOME is not the server's", ""},
@@ -333,7 +343,8 @@ func init() {
 	goruntime.LockOSThread()
 	const write = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		unix.LANDLOCK_ACCESS_FS_REFER // handled, so that links and renames within the allowed trees work (ABI 2)
 	attr := struct{ fs, net uint64 }{fs: write} // handled_access_fs, handled_access_net
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
 	if e != 0 {
@@ -381,7 +392,7 @@ func init() {
 func TestServerRunConfinedCaller(t *testing.T) {
 	tr := newTree(t)
 	base := tr.env("MOAT_DAEMON=off")
-	sock, log := startServe(t, tr, base, "--gate", "off")
+	sock, log, server := startServeCmd(t, tr, base, "--gate", "off")
 	target := filepath.Join(filepath.Dir(tr.dir), "target")
 	if err := os.Mkdir(target, 0o755); err != nil {
 		t.Fatal(err)
@@ -441,6 +452,19 @@ func TestServerRunConfinedCaller(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "confined otherwise than the server") {
 		t.Errorf("the server did not say why it refused:\n%s", log.String())
+	}
+
+	// The proof POST /v1/cli/run asks for (the name of a memfd of the
+	// server's) is readable by the same user unconfined, and not from a
+	// Landlock domain, whatever else the caller's process looks like.
+	look := "ls -l /proc/" + strconv.Itoa(server.Process.Pid) + "/fd 2>&1"
+	if out, _ := exec.Command("sh", "-c", look).CombinedOutput(); !strings.Contains(string(out), "moat-serve-proof-") {
+		t.Fatalf("the server shows no proof to its own user: %s", out)
+	}
+	cmd = exec.Command(self, "--", "/bin/sh", "-c", look)
+	cmd.Env = append(append([]string(nil), base...), landlockEnv+"="+tr.dir+":/dev")
+	if out, _ := cmd.CombinedOutput(); strings.Contains(string(out), "moat-serve-proof-") {
+		t.Errorf("a Landlock-confined process read the server's proof: %s", out)
 	}
 
 	// The confinement itself holds without the server: a direct write fails.
@@ -651,5 +675,129 @@ func TestServerRunSignalsAndShutdown(t *testing.T) {
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(se.String(), "moat serve shut down") {
 		t.Errorf("the server shut down under the run: %v %s\n%s", err, se.String(), log.String())
+	}
+}
+
+// TestServerRunChrootedCaller: a caller in a chroot (as root, in the
+// server's namespaces) must not have its run made in the server's root
+// directory: the client refuses a server with another root, and moat run
+// stays in the caller (where it refuses to run in a chroot). Root-only:
+// chroot needs root. Everything happens in a mount namespace of its own.
+func TestServerRunChrootedCaller(t *testing.T) {
+	testutil.RequireRoot(t)
+	tr := newTree(t)
+	r := filepath.Join(filepath.Dir(tr.dir), "chroot")
+	sock := filepath.Join(filepath.Dir(tr.dir), "api.sock")
+	script := `set -e
+R=` + r + `
+for d in usr bin lib lib64 sbin proc dev sys var; do [ -e /$d ] || continue; mkdir -p $R/$d; mount --rbind /$d $R/$d; done
+mkdir -p $R/etc $R/tmp; cp -a /etc/passwd /etc/group $R/etc/; echo CHROOT > $R/etc/marker
+cd / && ` + moatBin(t) + ` serve --socket ` + sock + ` --settings ` + tr.settings + ` 2>/dev/null &
+SP=$!
+for i in $(seq 200); do [ -S ` + sock + ` ] && break; sleep 0.05; done
+chroot $R /bin/sh -c "cd /tmp && HOME=` + tr.home + ` MOAT_DAEMON=off MOAT_SERVER=` + sock + ` ` + moatBin(t) + ` run --settings ` + tr.settings + ` -- cat /etc/marker" </dev/null 2>&1 || true
+kill $SP; wait $SP || true
+`
+	out, err := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "MOAT_SERVER not used") || !strings.Contains(string(out), "another root directory") {
+		t.Errorf("a chrooted caller was handed over: %s", out)
+	}
+}
+
+// TestServerRunLandlockImpostor: the second attack pass's impostor. A
+// process confined by Landlock (not visible in /proc), with the same
+// no_new_privs state as the caller, listens on the MOAT_SERVER path, then
+// the process that listened execs the real moat serve (so the socket's
+// peer is moat, in the same namespaces and confinement as far as /proc
+// tells), while a child that kept the socket accepts. The caller must
+// send it neither its request nor its environment: the impostor cannot
+// say back the nonce of the caller's memfd (it may not inspect the caller).
+func TestServerRunLandlockImpostor(t *testing.T) {
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	dir := filepath.Dir(tr.dir)
+	script := filepath.Join(dir, "impostor.py")
+	os.WriteFile(script, []byte(`import os, socket, sys, time
+sock, log, moat, real, settings = sys.argv[1:6]
+s = socket.socket(socket.AF_UNIX)
+s.bind(sock)
+s.listen(8)
+if os.fork() > 0:
+    os.execv(moat, [moat, "serve", "--socket", real, "--settings", settings])
+for _ in range(600):
+    if os.path.exists(real):
+        break
+    time.sleep(0.05)
+open(log + ".ready", "w").close()
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    data = b""
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            data += d
+            if b"/v1/cli/hello" in data and data.endswith(b"\r\n\r\n"):
+                c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"proof":"x"}')
+    except Exception:
+        pass
+    with open(log, "a") as f:
+        f.write(repr(data) + "\n")
+    c.close()
+`), 0o644)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, log, real := filepath.Join(tr.dir, "imp.sock"), filepath.Join(tr.dir, "imp.log"), filepath.Join(tr.dir, "real.sock")
+	imp := exec.Command(self, "--", "/usr/bin/env", "python3", script, sock, log, moatBin(t), real, tr.settings)
+	imp.Dir = tr.dir
+	imp.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the impostor and its child end together
+	imp.Env = append(append([]string(nil), base...), landlockEnv+"="+tr.dir+":"+tr.state+":"+tr.home+":/dev")
+	var ierr bytes.Buffer
+	imp.Stderr = &ierr
+	if err := imp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-imp.Process.Pid, syscall.SIGKILL)
+		imp.Wait()
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(log + ".ready"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the impostor never got ready: %s", ierr.String())
+		}
+	}
+	env := append(append([]string(nil), base...), "MOAT_SERVER="+sock, "MY_SECRET=hunter2")
+	cmd := exec.Command("setpriv", "--no-new-privs", moatBin(t), "run", "--settings", tr.settings, "--", "sh", "-c", "echo ran")
+	cmd.Dir, cmd.Env = tr.dir, env
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil || so.String() != "ran\n" {
+		t.Errorf("the run: %v %q %s", err, so.String(), se.String())
+	}
+	if !strings.Contains(se.String(), "MOAT_SERVER not used") || !strings.Contains(se.String(), "did not prove it may inspect this one") {
+		t.Errorf("the client was not stopped by the proof (the checks before it passed?): %s", se.String())
+	}
+	got := ""
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, _ := os.ReadFile(log); len(b) > 0 {
+			got = string(b)
+			break
+		}
+	}
+	if got == "" {
+		t.Fatalf("the impostor never got a connection: the attack proves nothing\n%s", ierr.String())
+	}
+	if strings.Contains(got, "hunter2") || strings.Contains(got, "/v1/cli/run") {
+		t.Errorf("the impostor got the request: %s", got)
 	}
 }

@@ -17,6 +17,7 @@
  * always, in this process; moat_server_note says why, and moat run prints
  * it. Nothing here runs a command, and nothing here ever decides a policy. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -270,7 +273,43 @@ static void status_line(const char *st, const char *key, char *out, size_t cap)
  * bound the path first must get neither the environment nor the
  * descriptors). The pidfd taken from the socket proves the pid read is
  * still the peer's after the reads. */
-static const char *server_is_mine(int s, char *why, size_t cap)
+/* server_proof finds the token moat serve shows to whoever may inspect it:
+ * the name of a memfd it holds, "/memfd:moat-serve-proof-TOKEN" in
+ * /proc/PID/fd (shell/api/proof_linux.go). Reading it needs ptrace read
+ * access to the server, which a process confined by Landlock lacks. */
+static int server_proof(int pid, char *tok, size_t cap)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	static const char pre[] = "/memfd:moat-serve-proof-";
+	int found = -1;
+	struct dirent *e;
+	while (found < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[384], t[256];
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(p, t, sizeof t - 1);
+		if (n <= 0)
+			continue;
+		t[n] = 0;
+		if (strncmp(t, pre, sizeof pre - 1) != 0)
+			continue;
+		size_t k = strcspn(t + sizeof pre - 1, " ");
+		if (k == 0 || k >= cap)
+			continue;
+		memcpy(tok, t + sizeof pre - 1, k);
+		tok[k] = 0;
+		found = 0;
+	}
+	closedir(d);
+	return found;
+}
+
+static const char *server_is_mine(int s, char *why, size_t cap, char *tok, size_t tokcap)
 {
 	struct ucred cr;
 	socklen_t crl = sizeof cr;
@@ -293,6 +332,11 @@ static const char *server_is_mine(int s, char *why, size_t cap)
 		bad = why;
 	} else if (me.st_dev != it.st_dev || me.st_ino != it.st_ino)
 		bad = "the process serving it is not this moat binary (another build, or one replaced since it started: restart moat serve)";
+	if (!bad) {
+		snprintf(p, sizeof p, "/proc/%d/root", (int)cr.pid);
+		if (stat("/proc/self/root", &me) < 0 || stat(p, &it) < 0 || me.st_dev != it.st_dev || me.st_ino != it.st_ino)
+			bad = "the process serving it runs in another root directory (a chroot)";
+	}
 	static const char *const ns[] = {"user", "mnt"};
 	for (int i = 0; !bad && i < 2; i++) {
 		char q[64];
@@ -323,6 +367,8 @@ static const char *server_is_mine(int s, char *why, size_t cap)
 		if ((n1 < 0) != (n2 < 0) || (n1 >= 0 && strcmp(a, b) != 0))
 			bad = "the process serving it runs under another LSM label";
 	}
+	if (!bad && server_proof((int)cr.pid, tok, tokcap) < 0)
+		bad = "the process serving it shows no proof (an older moat serve, or one this process may not inspect)";
 	if (!bad && pidfd >= 0 && syscall(__NR_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
 		bad = "the process serving it ended while it was checked";
 	if (pidfd >= 0)
@@ -406,6 +452,69 @@ static void __attribute__((noreturn)) relay(int s, const char *sock, char *rest,
 	put_err(sock);
 	put_err(" (MOAT_SERVER) ended the connection before the command's end: the command was killed\n");
 	_exit(125);
+}
+
+/* read_answer reads one HTTP answer's head into ans, and for any status
+ * but 101 its body too (Content-Length); *body points after the head.
+ * -1 with why set when no whole answer came (bounded by the socket's
+ * timeout). */
+static int read_answer(int s, char *ans, size_t cap, size_t *an, int *status, char **body, char *why, size_t whycap)
+{
+	*an = 0;
+	char *end = NULL;
+	while (!end) {
+		if (*an >= cap - 1) {
+			snprintf(why, whycap, "an answer larger than any the server sends");
+			return -1;
+		}
+		ssize_t r = recv(s, ans + *an, cap - 1 - *an, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(why, whycap, "%s", r == 0 ? "the server closed the connection" : strerror(errno));
+			return -1;
+		}
+		*an += (size_t)r;
+		ans[*an] = 0;
+		end = strstr(ans, "\r\n\r\n");
+	}
+	*body = end + 4;
+	*status = 0;
+	if (sscanf(ans, "HTTP/1.%*d %d", status) != 1) {
+		snprintf(why, whycap, "not an HTTP answer");
+		return -1;
+	}
+	if (*status == 101)
+		return 0;
+	const char *cl = strcasestr(ans, "\r\nContent-Length:");
+	size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0;
+	size_t have = *an - (size_t)(*body - ans);
+	while (have < want && *an < cap - 1) {
+		ssize_t r = recv(s, ans + *an, cap - 1 - *an, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		*an += (size_t)r;
+		have += (size_t)r;
+		ans[*an] = 0;
+	}
+	return 0;
+}
+
+/* make_proof opens the memfd whose name proves this process to whoever may
+ * inspect it (the server reads it in /proc/PID/fd and says it back before
+ * the request, with the environment, is sent): "moat-run-proof-NONCE". */
+static int make_proof(char *nonce, size_t cap)
+{
+	unsigned char r[16];
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r || cap < 2 * sizeof r + 1)
+		return -1;
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(nonce + 2 * i, 3, "%02x", r[i]);
+	char name[64];
+	snprintf(name, sizeof name, "moat-run-proof-%s", nonce);
+	return memfd_create(name, MFD_CLOEXEC);
 }
 
 void moat_fastrun(int argc, char **argv, char **envp)
@@ -523,19 +632,60 @@ void moat_fastrun(int argc, char **argv, char **envp)
 	/* Only this user's own moat serve gets the environment and the
 	 * descriptors: not a socket another user, or a command of some
 	 * sandbox, bound first at that path. */
-	char why[256];
-	const char *bad = server_is_mine(s, why, sizeof why);
+	char why[256], tok[80];
+	const char *bad = server_is_mine(s, why, sizeof why, tok, sizeof tok);
 	if (bad) {
 		note("%s: %s", sock, bad);
 		close(s);
 		free(b.p);
 		return;
 	}
-	char head[256];
+	/* The server proves it may inspect this process (a process confined
+	 * by Landlock may not) before anything of it is sent. */
+	char nonce[40], ans[16384], *body;
+	size_t an;
+	int status;
+	int mfd = make_proof(nonce, sizeof nonce);
+	if (mfd < 0) {
+		note("%s: the proof memfd: %s", sock, strerror(errno));
+		close(s);
+		free(b.p);
+		return;
+	}
+	char hello[256];
+	int hel = snprintf(hello, sizeof hello,
+			   "POST /v1/cli/hello HTTP/1.1\r\nHost: moat\r\nX-Moat-Proof: %s\r\nContent-Length: 0\r\n\r\n", tok);
+	if (send_all(s, hello, (size_t)hel) < 0)
+		snprintf(why, sizeof why, "send: %s", strerror(errno));
+	else if (read_answer(s, ans, sizeof ans, &an, &status, &body, why, sizeof why) == 0)
+		why[0] = 0;
+	if (why[0]) {
+		close(mfd);
+		note("%s: %s", sock, why);
+		close(s);
+		free(b.p);
+		return;
+	}
+	close(mfd);
+	char said[64] = "";
+	const char *pf = json_field(body, "proof");
+	if (pf)
+		json_text(pf, said, sizeof said);
+	if (status != 200 || strcmp(said, nonce) != 0) {
+		char err[512] = "";
+		const char *e = json_field(body, "error");
+		if (e)
+			json_text(e, err, sizeof err);
+		note("%s: the process serving it did not prove it may inspect this one (%d%s%s)", sock, status, err[0] ? ": " : "", err);
+		close(s);
+		free(b.p);
+		return;
+	}
+	char head[384];
 	int hl = snprintf(head, sizeof head,
 			  "POST /v1/cli/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\n"
-			  "Connection: Upgrade\r\nUpgrade: " MOAT_CLI_UPGRADE "\r\nContent-Length: %zu\r\n\r\n",
-			  b.len);
+			  "Connection: Upgrade\r\nUpgrade: " MOAT_CLI_UPGRADE "\r\nX-Moat-Proof: %s\r\nContent-Length: %zu\r\n\r\n",
+			  tok, b.len);
 	int sent = send_all(s, head, (size_t)hl) == 0 && send_all(s, b.p, b.len) == 0;
 	free(b.p);
 	if (!sent) {
@@ -544,47 +694,17 @@ void moat_fastrun(int argc, char **argv, char **envp)
 		return;
 	}
 	/* The answer: 101 (the server takes the run) or an error with JSON. */
-	char ans[16384];
-	size_t an = 0;
-	char *end = NULL;
-	while (!end) {
-		if (an >= sizeof ans - 1) {
-			note("%s: an answer larger than any the server sends", sock);
-			close(s);
-			return;
-		}
-		ssize_t r = recv(s, ans + an, sizeof ans - 1 - an, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			note("%s: %s", sock, r == 0 ? "the server closed the connection" : strerror(errno));
-			close(s);
-			return;
-		}
-		an += (size_t)r;
-		ans[an] = 0;
-		end = strstr(ans, "\r\n\r\n");
+	if (read_answer(s, ans, sizeof ans, &an, &status, &body, why, sizeof why) < 0) {
+		note("%s: %s", sock, why);
+		close(s);
+		return;
 	}
-	int status = 0;
-	if (sscanf(ans, "HTTP/1.%*d %d", &status) != 1 || status != 101) {
-		/* The error's JSON body follows the headers; a read of what is
-		 * missing is bounded by the timeout above. */
-		const char *cl = strcasestr(ans, "\r\nContent-Length:");
-		size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0;
-		size_t have = an - (size_t)(end + 4 - ans);
-		while (have < want && an < sizeof ans - 1) {
-			ssize_t r = recv(s, ans + an, sizeof ans - 1 - an, 0);
-			if (r <= 0)
-				break;
-			an += (size_t)r;
-			have += (size_t)r;
-			ans[an] = 0;
-		}
-		char why[512] = "";
-		const char *e = json_field(end + 4, "error");
+	if (status != 101) {
+		char err[512] = "";
+		const char *e = json_field(body, "error");
 		if (e)
-			json_text(e, why, sizeof why);
-		note("%s: %d %s", sock, status, why[0] ? why : "(no reason given)");
+			json_text(e, err, sizeof err);
+		note("%s: %d %s", sock, status, err[0] ? err : "(no reason given)");
 		close(s);
 		return;
 	}
@@ -617,5 +737,5 @@ void moat_fastrun(int argc, char **argv, char **envp)
 	struct timeval none = {0};
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
 	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
-	relay(s, sock, end + 4, an - (size_t)(end + 4 - ans));
+	relay(s, sock, body, an - (size_t)(body - ans));
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -194,7 +195,7 @@ func (c *walkCache) save(dir string) {
 		return
 	}
 	file := cacheFile(dir, c.root)
-	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+	tmp := fmt.Sprintf("%s.%d.%d.tmp", file, os.Getpid(), tmpSeq.Add(1)) // runs of one supervisor write at once
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return
@@ -363,3 +364,6 @@ func prestat(c *walkCache) *stats {
 	}
 	return s
 }
+
+// tmpSeq numbers this process's temporary cache files.
+var tmpSeq atomic.Uint64

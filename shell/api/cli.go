@@ -25,6 +25,9 @@ import (
 // seccomp filter, another LSM label or cgroup), whose confinement the
 // server's commands would not inherit.
 
+// MaxCLIRuns bounds the moat runs (POST /v1/cli/run) a server runs at once.
+const MaxCLIRuns = 256
+
 // CLIInvocation is what Config.CLIRun runs: moat run's arguments in the
 // caller's working directory and environment, on its descriptors.
 type CLIInvocation struct {
@@ -41,10 +44,37 @@ type CLIInvocation struct {
 	Start time.Time
 }
 
+// cliHello answers POST /v1/cli/hello, which moat's client sends before
+// POST /v1/cli/run: the nonce in the name of the caller's memfd
+// ("moat-run-proof-NONCE" in /proc/PID/fd of the caller), which only a
+// process that may inspect the caller can read. The client sends its
+// request, with its environment, only to a server that said it back: a
+// process confined by Landlock that got to serve the socket cannot.
+func (s *Server) cliHello(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.CLIRun == nil || s.cfg.Daemon != nil {
+		return errorf(http.StatusNotFound, "", "POST /v1/cli/hello is served by moat serve only (not by moatd)")
+	}
+	if !s.cliProof.valid(r.Header.Get(client.CLIProofHeader)) {
+		return errorf(http.StatusForbidden, "", "the caller did not show the server's proof (%s)", client.CLIProofHeader)
+	}
+	pr, _ := r.Context().Value(peerKey{}).(peerResult)
+	nonce, err := callerProof(pr.proc)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "", "%v", err)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Proof string `json:"proof"`
+	}{nonce})
+	return nil
+}
+
 func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
 	if s.cfg.CLIRun == nil || s.cfg.Daemon != nil {
 		return errorf(http.StatusNotFound, "", "POST /v1/cli/run is served by moat serve only (not by moatd): run moat yourself")
+	}
+	if !s.cliProof.valid(r.Header.Get(client.CLIProofHeader)) {
+		return errorf(http.StatusForbidden, "", "the caller did not show the server's proof (%s: the name of a memfd of the server's, read from /proc/PID/fd): a process that may not inspect the server, such as one confined by Landlock, gets no moat run from it", client.CLIProofHeader)
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), client.CLIRunUpgrade) {
 		return errorf(http.StatusBadRequest, "", "POST /v1/cli/run passes descriptors over its connection: send it with \"Connection: Upgrade\" and \"Upgrade: %s\"", client.CLIRunUpgrade)
@@ -65,20 +95,23 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusConflict, "args", "%v", err)
 		}
 	}
-	if err := s.reserve(-1, false); err != nil {
-		return err
-	}
+	// Runs are counted apart from sessions (a long run must not take a
+	// session's place), and bounded.
 	s.mu.Lock()
-	if s.closed {
-		s.pending--
+	switch {
+	case s.closed:
 		s.mu.Unlock()
 		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
+	case s.cliRuns >= MaxCLIRuns:
+		s.mu.Unlock()
+		return errorf(http.StatusTooManyRequests, "", "%d moat runs are running through this server, the most it takes at once", MaxCLIRuns)
 	}
+	s.cliRuns++
 	s.runs.Add(1)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.pending--
+		s.cliRuns--
 		s.mu.Unlock()
 		s.runs.Done()
 	}()

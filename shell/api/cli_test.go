@@ -52,13 +52,35 @@ func thisProcess(t *testing.T, args ...string) client.CLIRunRequest {
 // the connection, otherwise the status and the error's text.
 func cliCall(t *testing.T, sock string, req client.CLIRunRequest, fds []int) (*net.UnixConn, int, string) {
 	t.Helper()
+	return cliCallProof(t, sock, req, fds, serverProof(t))
+}
+
+// serverProof is the token of this process's server (the test runs the
+// server in-process), read as moat's client reads it: from /proc/PID/fd.
+func serverProof(t *testing.T) string {
+	t.Helper()
+	es, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range es {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if tok, ok := strings.CutPrefix(l, "/memfd:"+proofPrefix); ok {
+			tok, _, _ = strings.Cut(tok, " ")
+			return tok
+		}
+	}
+	return ""
+}
+
+// cliCallProof is cliCall with a given proof.
+func cliCallProof(t *testing.T, sock string, req client.CLIRunRequest, fds []int, proof string) (*net.UnixConn, int, string) {
+	t.Helper()
 	body, _ := json.Marshal(req)
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	uc := conn.(*net.UnixConn)
-	fmt.Fprintf(uc, "POST /v1/cli/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\nContent-Length: %d\r\n\r\n%s", client.CLIRunUpgrade, len(body), body)
+	fmt.Fprintf(uc, "POST /v1/cli/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
+		client.CLIRunUpgrade, client.CLIProofHeader, proof, len(body), body)
 	uc.SetReadDeadline(time.Now().Add(time.Minute))
 	buf := make([]byte, 8192)
 	n, _ := uc.Read(buf)
@@ -108,6 +130,7 @@ func TestCLIRun(t *testing.T) {
 			calls <- call{inv, sig}
 			return 7
 		}
+		c.MaxSessions = 1 // a run in progress must not take the one session's place
 		c.CLICheck = func(args []string, _ string, _ []string) error {
 			if len(args) > 0 && args[0] == "--control-fd" {
 				return fmt.Errorf("--control-fd names a descriptor of the caller's")
@@ -128,6 +151,9 @@ func TestCLIRun(t *testing.T) {
 	if status != 101 {
 		t.Fatalf("a caller like the server: %d %s", status, msg)
 	}
+	if _, err := f.c.CreateSession(ctxT(t), client.SessionRequest{}); err != nil {
+		t.Errorf("a session while a moat run is served (MaxSessions 1): %v", err)
+	}
 	fmt.Fprintf(uc, "{\"signal\":%d}\n", syscall.SIGUSR1)
 	line, err := bufio.NewReader(uc).ReadString('\n')
 	uc.Close()
@@ -142,6 +168,14 @@ func TestCLIRun(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out.Name()); string(b) != "args [\"wait-signal\" \"x y\"]\n" {
 		t.Errorf("the output on the caller's descriptor: %q", b)
+	}
+
+	// Without the server's proof (a process that may not inspect it):
+	// 403, and nothing runs.
+	for _, p := range []string{"", "00000000000000000000000000000000"} {
+		if _, status, msg := cliCallProof(t, f.sock, thisProcess(t, "--", "true"), fds, p); status != 403 || !strings.Contains(msg, "proof") {
+			t.Errorf("proof %q: %d %s, want 403", p, status, msg)
+		}
 	}
 
 	bad := func(edit func(*client.CLIRunRequest)) client.CLIRunRequest {

@@ -68,7 +68,8 @@ func checkPeer(c net.Conn) (*procState, error) {
 
 // sameConfinement refuses a peer confined otherwise than the server: under
 // no_new_privs or seccomp filters the server is not under, with other
-// capability sets, another LSM label, or in another network namespace.
+// capability sets, another LSM label, in another network namespace or
+// root directory (chroot).
 // Another sandbox's command (Landlock sets no_new_privs; most sandboxes add
 // a seccomp filter) shares the server's user and mount namespaces and could
 // reach the socket: the server's commands would run without that sandbox's
@@ -85,6 +86,9 @@ func sameConfinement(mine, theirs *procState) error {
 	}
 	if mine.netns != theirs.netns {
 		return errors.New("the peer runs in another network namespace than the server")
+	}
+	if mine.rootDev != theirs.rootDev || mine.rootIno != theirs.rootIno {
+		return errors.New("the peer runs in another root directory than the server (a chroot)")
 	}
 	return nil
 }

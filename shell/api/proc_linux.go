@@ -22,6 +22,7 @@ type procState struct {
 	userns, mntns, netns string
 	exeDev, exeIno       uint64
 	exeErr               error
+	rootDev, rootIno     uint64 // its root directory (chroot)
 	nice, policy, rtprio string // /proc/PID/stat
 	oomScoreAdj          string
 	personality          string
@@ -58,6 +59,10 @@ func readProc(pid int) (*procState, error) {
 	if st.exeErr = unix.Stat(dir+"/exe", &fi); st.exeErr == nil {
 		st.exeDev, st.exeIno = fi.Dev, fi.Ino
 	}
+	if err := unix.Stat(dir+"/root", &fi); err != nil {
+		return nil, err
+	}
+	st.rootDev, st.rootIno = fi.Dev, fi.Ino
 	stat, err := readText(dir + "/stat")
 	if err != nil {
 		return nil, err

@@ -124,6 +124,9 @@ type Server struct {
 	cancelRuns context.CancelFunc
 	runs       sync.WaitGroup
 	runsOf     map[int]int // POST /v1/run commands running, by owner (daemon)
+	cliRuns    int         // POST /v1/cli/run runs running
+	cliProof   *cliProof   // what a POST /v1/cli/run caller must show (nil: none taken)
+	proofOnce  sync.Once   // closes cliProof's memfd once
 }
 
 // route is one pattern of the mux and its handler.
@@ -148,6 +151,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/sessions/{session}/commands/{command}", s.readCommand},
 		{"DELETE /v1/sessions/{session}/commands/{command}", s.killCommand},
 		{"POST /v1/run", s.runAttached},
+		{"POST /v1/cli/hello", s.cliHello},
 		{"POST /v1/cli/run", s.cliRun},
 	}
 }
@@ -229,6 +233,13 @@ func New(cfg Config) (*Server, error) {
 		sessions: map[string]*session{}, runsOf: map[int]int{}, openingOf: map[int]int{},
 		connsOf: map[int]int{}, connUID: map[net.Conn]int{}}
 	s.runsCtx, s.cancelRuns = context.WithCancel(context.Background())
+	if cfg.CLIRun != nil && cfg.Daemon == nil {
+		if p, err := newCLIProof(); err == nil {
+			s.cliProof = p
+		} else if cfg.Logger != nil {
+			cfg.Logger.Warn("POST /v1/cli/run refuses every caller", "err", err)
+		}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -383,6 +394,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // endRuns kills the commands of POST /v1/run and waits for them.
 func (s *Server) endRuns(ctx context.Context) error {
 	s.cancelRuns()
+	s.proofOnce.Do(s.cliProof.close) // closed: no new run (the token stays known)
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
 	select {

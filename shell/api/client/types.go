@@ -264,6 +264,13 @@ type CLIRunRequest struct {
 	Groups []int `json:"groups"`
 }
 
+// CLIProofHeader carries, on POST /v1/cli/run, the server's proof: the
+// token in the name of a memfd the server holds open
+// ("/memfd:moat-serve-proof-TOKEN" in /proc/PID/fd). Only a process that
+// may inspect the server's process (ptrace read access: the same user,
+// not confined by Landlock or the like) can read it.
+const CLIProofHeader = "X-Moat-Proof"
+
 // CLIRunUpgrade is the protocol POST /v1/cli/run switches its connection
 // to: the client sends its descriptors 0-2 (one SCM_RIGHTS message, one
 // byte of data), then signal lines ({"signal":N}); the server writes
