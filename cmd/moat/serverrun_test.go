@@ -122,7 +122,13 @@ func TestServerRun(t *testing.T) {
 				if strings.Contains(r.stderr, "MOAT_SERVER not used") {
 					t.Errorf("%s: %s", where, r.stderr)
 				}
+				// The server's log comes through a pipe the test reads
+				// in another goroutine: a served run's line may come
+				// after the run has ended.
 				after := strings.Count(log.String(), `msg="cli run"`)
+				for deadline := time.Now().Add(10 * time.Second); len(env) == len(via) && after == before && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					after = strings.Count(log.String(), `msg="cli run"`)
+				}
 				switch {
 				case len(env) == len(via) && after != before+1:
 					t.Errorf("moat serve did not run it:\n%s", log.String())
@@ -449,6 +455,9 @@ func TestServerRunConfinedCaller(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "no session") {
 		t.Errorf("the confined caller got a session: %s", out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log.String(), "confined otherwise than the server") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the log comes through a pipe, maybe late
 	}
 	if !strings.Contains(log.String(), "confined otherwise than the server") {
 		t.Errorf("the server did not say why it refused:\n%s", log.String())
