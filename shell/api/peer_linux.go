@@ -153,16 +153,7 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	if cred.Pid <= 0 {
 		return p, errors.New("the peer's process is not visible from the daemon's PID namespace")
 	}
-	pidfd := -1
-	if uc, ok := c.(*net.UnixConn); ok {
-		if raw, err := uc.SyscallConn(); err == nil {
-			_ = raw.Control(func(fd uintptr) {
-				if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
-					pidfd = v
-				}
-			})
-		}
-	}
+	pidfd := peerPidfd(c)
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
