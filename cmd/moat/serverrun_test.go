@@ -701,6 +701,7 @@ func TestServerRunChrootedCaller(t *testing.T) {
 R=` + r + `
 for d in usr bin lib lib64 sbin proc dev sys var; do [ -e /$d ] || continue; mkdir -p $R/$d; mount --rbind /$d $R/$d; done
 mkdir -p $R/etc $R/tmp; cp -a /etc/passwd /etc/group $R/etc/; echo CHROOT > $R/etc/marker
+M=` + moatBin(t) + `; [ -e $R$M ] || { mkdir -p $R$(dirname $M); touch $R$M; mount --bind $M $R$M; }
 cd / && ` + moatBin(t) + ` serve --socket ` + sock + ` --settings ` + tr.settings + ` 2>/dev/null &
 SP=$!
 for i in $(seq 200); do [ -S ` + sock + ` ] && break; sleep 0.05; done
