@@ -31,6 +31,9 @@ type invocation struct {
 	stdio   [3]*os.File
 	signals <-chan os.Signal
 	hide    []string
+	// enforcer is the server's, kept for its life (as root, the eBPF
+	// programs verified once for all its runs).
+	enforcer *runtime.Enforcer
 	// start is when the server took the request; marks are MOAT_TRACE's
 	// phases before the run's own.
 	start time.Time
@@ -95,8 +98,8 @@ func (inv *invocation) loadPolicy(file string) (*policy.Policy, error) {
 // serveCLIRun runs moat run's command line for a caller of moat serve
 // (api.Config.CLIRun) and returns moat run's exit status. moat's messages
 // go to the caller's stderr, as they would have in its own process.
-func serveCLIRun(ctx context.Context, ci api.CLIInvocation) int {
-	inv := &invocation{ctx: ctx, cwd: logicalCwd(ci.Cwd, ci.Env), env: ci.Env, stdio: ci.Stdio, signals: ci.Signals, hide: ci.Hide, start: ci.Start}
+func serveCLIRun(ctx context.Context, ci api.CLIInvocation, enf *runtime.Enforcer) int {
+	inv := &invocation{ctx: ctx, cwd: logicalCwd(ci.Cwd, ci.Env), env: ci.Env, stdio: ci.Stdio, signals: ci.Signals, hide: ci.Hide, start: ci.Start, enforcer: enf}
 	ctx = context.WithValue(ctx, invocationKey{}, inv)
 	inv.mark("descriptors received")
 	return runContext(ctx, append([]string{"run"}, ci.Args...), ci.Stdio[0], ci.Stdio[1], ci.Stdio[2])

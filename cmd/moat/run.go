@@ -207,6 +207,7 @@ func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug bool, 
 		req.Stdin, req.Stdout, req.Stderr = inv.stdio[0], inv.stdio[1], inv.stdio[2]
 		req.Env = inv.env
 		req.Signals = inv.signals
+		req.Enforcer = inv.enforcer
 	} else {
 		sigs := make(chan os.Signal, 16)
 		signal.Notify(sigs, forwardedSignals...)

@@ -95,8 +95,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	for _, n := range notes {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
+	// One enforcer for the server's life, as moatd's: as root it loads the
+	// eBPF programs once (the kernel's verifier took 3-10 ms of CPU a run)
+	// and attaches them to each run's and session's cgroup.
+	enf := runtime.NewEnforcer()
+	defer enf.Close()
 	cfg := api.Config{Policy: pol, Notes: notes, Gate: sandbox.Gate(f.gate), MaxSessions: f.maxSessions,
-		MaxCommandsPerSession: f.maxCommands, Hide: []string{sock}, CLIRun: serveCLIRun, CLICheck: cliRunCheck}
+		MaxCommandsPerSession: f.maxCommands, Hide: []string{sock}, Enforcer: enf, CLICheck: cliRunCheck,
+		CLIRun: func(ctx context.Context, ci api.CLIInvocation) int { return serveCLIRun(ctx, ci, enf) }}
 	if f.debug {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -77,7 +77,7 @@ func startServeCmd(t *testing.T, tr tree, env []string, extra ...string) (sock s
 func TestServerRun(t *testing.T) {
 	tr := newTree(t)
 	base := tr.env("MOAT_DAEMON=off")
-	sock, log := startServe(t, tr, base)
+	sock, log, srv := startServeCmd(t, tr, base)
 	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock)
 
 	secret := filepath.Join(tr.home, "secret.txt")
@@ -102,6 +102,18 @@ func TestServerRun(t *testing.T) {
 		{"not found", "", []string{"run", "--settings", tr.settings, "--", "no-such-command-moat"}, 127, "", "command not found"},
 		{"bad flag", "", []string{"run", "--nope", "--", "true"}, 125, "", "unknown flag"},
 		{"missing settings", "", []string{"run", "--settings", "nonexistent.json", "--", "true"}, 125, "", "no such file"},
+	}
+	if os.Getuid() == 0 {
+		// As root the server's runs share one set of eBPF programs (loaded
+		// by the server's first run, attached to each run's cgroup): the
+		// run's refusals are still the run's, reported on its stderr.
+		cases = append(cases, struct {
+			name, stdin string
+			args        []string
+			code        int
+			stdout      string
+			stderr      string
+		}{"eBPF refusal", "", []string{"run", "--settings", tr.settings, "--", "bash", "-c", "echo > /dev/tcp/192.0.2.1/80"}, 1, "", "deny network-connect-tcp 192.0.2.1:80 (eBPF"})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,6 +154,21 @@ func TestServerRun(t *testing.T) {
 	}
 	if served != len(cases) {
 		t.Errorf("only %d cases were seen served", served)
+	}
+	if os.Getuid() == 0 {
+		// The set stays loaded between runs: the server holds its
+		// programs with no run going (a set of each run's own goes with
+		// the run).
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", srv.Process.Pid))
+		progs := 0
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", srv.Process.Pid, fd.Name())); l == "anon_inode:bpf-prog" {
+				progs++
+			}
+		}
+		if progs == 0 {
+			t.Errorf("moat serve keeps no eBPF programs between its runs: each run loads its own")
+		}
 	}
 
 	// From a working directory reached through a symlink ($PWD names the
