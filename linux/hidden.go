@@ -97,8 +97,13 @@ func (ln *launcher) startWatches(fd int) {
 	ln.inotifyFD = fd
 	ln.watchStop = make(chan struct{})
 	stop := ln.watchStop
-	ln.holderReady = make(chan struct{})
-	go ln.holdInotify(fd, ln.holderReady)
+	if ln.progs == nil {
+		// A supervisor of one run exits after it: a holder pays the
+		// teardown instead of its exit. A long-lived one (NewShared)
+		// closes in a goroutine of its own (releaseInotify).
+		ln.holderReady = make(chan struct{})
+		go ln.holdInotify(fd, ln.holderReady)
+	}
 	ln.watchMu.Unlock()
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
@@ -180,7 +185,10 @@ func (ln *launcher) closeWatches() {
 // the instance from the moment it arrives (off the run's critical path);
 // at the end this process closes its copy at once and kills the holder,
 // which pays the teardown while nobody waits. The holder dies with moat
-// (parent-death signal); without one, the close is synchronous.
+// (parent-death signal); without one, the close is synchronous. A
+// long-lived supervisor (NewShared: moatd, moat serve), which does not exit
+// after the run, starts no holder (an exec a run): a goroutine of its own
+// closes the instance and waits out the teardown there.
 
 // holdInotify starts the holder for fd; done is closed when it is known
 // whether there is one.
@@ -223,6 +231,10 @@ func (ln *launcher) holdInotify(fd int, done chan<- struct{}) {
 // releaseInotify closes this process's copy of the instance and ends the
 // holder, without waiting for the kernel's teardown.
 func (ln *launcher) releaseInotify(fd int) {
+	if ln.progs != nil {
+		go unix.Close(fd)
+		return
+	}
 	if ln.holderReady != nil {
 		<-ln.holderReady
 	}

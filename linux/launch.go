@@ -37,7 +37,7 @@ type launcher struct {
 	pol   *policy.Policy
 	nons  bool // the no-namespace tier
 	trace func(string)
-	progs *sharedPrograms // the enforcer's loaded eBPF set, or nil (newKernelFilter)
+	progs *sharedPrograms // the enforcer's loaded eBPF set, or nil (newKernelFilter); non-nil: a long-lived supervisor
 
 	// made by prepare
 	planR, planW *os.File
