@@ -80,6 +80,23 @@ func init() {
 		}
 		return fmt.Sprintf("burnt %v of CPU in %vs", used.Round(time.Millisecond), secs), nil
 	}
+	// burn SECONDS: burn that much CPU time (however long it takes on a
+	// busy machine, up to two minutes): escapes when it did.
+	attacks["burn"] = func(a []string) (string, error) {
+		secs, _ := strconv.ParseFloat(a[0], 64)
+		want := time.Duration(secs * float64(time.Second))
+		start, deadline := cpuTime(), time.Now().Add(2*time.Minute)
+		x := 0
+		for cpuTime()-start < want {
+			if time.Now().After(deadline) {
+				return "", fmt.Errorf("got only %v of CPU in two minutes (%d)", cpuTime()-start, x&1)
+			}
+			for i := 0; i < 1000000; i++ {
+				x += i
+			}
+		}
+		return fmt.Sprintf("burnt %v of CPU", (cpuTime() - start).Round(time.Millisecond)), nil
+	}
 	// bigfile PATH MIB: write a file of MIB MiB.
 	attacks["bigfile"] = func(a []string) (string, error) {
 		n, _ := strconv.Atoi(a[1])
