@@ -1048,6 +1048,14 @@ static void __attribute__((noreturn)) run_command(void)
 	confine_and_exec(3);
 }
 
+/* run_command_main is run_command as a clone(2) entry (run_init); init's
+ * signalfd is close-on-exec. */
+static int run_command_main(void *arg)
+{
+	(void)arg;
+	run_command();
+}
+
 /* ---- a session: many commands in one sandbox ------------------------------ */
 
 /* kill_subreaped ends every process below this subreaper: kill its
@@ -1654,18 +1662,28 @@ static void __attribute__((noreturn)) run_init(void)
 	if (sfd < 0)
 		die("signalfd");
 
-	child = fork();
-	if (child < 0)
-		die("fork the command");
-	if (child == 0) {
-		close(sfd);
-		if (mode & MODE_SESSION) {
+	if (mode & MODE_SESSION) {
+		child = fork();
+		if (child < 0)
+			die("fork the session's server");
+		if (child == 0) {
+			close(sfd);
 			/* The session's server must see its commands' orphans. */
 			if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 				die("become the session's subreaper");
 			run_session();
 		}
-		run_command();
+	} else {
+		/* The command starts vfork-style, in init's memory, on a stack
+		 * of its own, until its exec (or its death) lets init go on: no
+		 * copy of init's page tables, no copy-on-write faults, and its
+		 * exec drops a shared address space instead of tearing one down
+		 * (0.8-1 ms each on this project's VMs). It writes only what
+		 * init no longer reads (the plan's cursors, its own descriptors
+		 * are its own: no CLONE_FILES, CLONE_FS or CLONE_SIGHAND). */
+		child = clone(run_command_main, cmd_stack + sizeof cmd_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+		if (child < 0)
+			die("start the command");
 	}
 	if (mode & MODE_SESSION)
 		close(MOAT_FD_SESSION);
