@@ -676,10 +676,24 @@ func (ln *launcher) Close() error {
 	}()
 	ln.closeWatches()
 	ln.step("watches closed")
-	ln.lim.destroy()
-	if ln.kf != nil {
-		ln.kf.close()
-		ln.step("eBPF cgroup removed")
+	// The cgroups (limits, eBPF) hold nothing of the sandbox's any more:
+	// its init was reaped, and the refusals were flushed before the
+	// violations were read. A long-lived supervisor (moatd, moat serve)
+	// removes them after answering (about a millisecond here); a run of
+	// its own removes them before it exits.
+	cgroups := func() {
+		ln.lim.destroy()
+		if ln.kf != nil {
+			ln.kf.close()
+		}
+	}
+	if ln.progs != nil {
+		go cgroups()
+	} else {
+		cgroups()
+		if ln.kf != nil {
+			ln.step("eBPF cgroup removed")
+		}
 	}
 	if ln.tmpDir != "" {
 		os.RemoveAll(ln.tmpDir)
