@@ -623,25 +623,8 @@ void moat_fastrun(int argc, char **argv, char **envp)
 	struct timeval tv = {.tv_sec = HANDSHAKE_SECONDS};
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		note("%s: connect: %s", sock, strerror(errno));
-		close(s);
-		free(b.p);
-		return;
-	}
-	/* Only this user's own moat serve gets the environment and the
-	 * descriptors: not a socket another user, or a command of some
-	 * sandbox, bound first at that path. */
-	char why[256], tok[80];
-	const char *bad = server_is_mine(s, why, sizeof why, tok, sizeof tok);
-	if (bad) {
-		note("%s: %s", sock, bad);
-		close(s);
-		free(b.p);
-		return;
-	}
-	/* The server proves it may inspect this process (a process confined
-	 * by Landlock may not) before anything of it is sent. */
+	/* The proof the server must say back (below), made before the
+	 * connection so that the hello can go at once. */
 	char nonce[40], ans[16384], *body;
 	size_t an;
 	int status;
@@ -652,11 +635,34 @@ void moat_fastrun(int argc, char **argv, char **envp)
 		free(b.p);
 		return;
 	}
-	char hello[256];
-	int hel = snprintf(hello, sizeof hello,
-			   "POST /v1/cli/hello HTTP/1.1\r\nHost: moat\r\nX-Moat-Proof: %s\r\nContent-Length: 0\r\n\r\n", tok);
-	if (send_all(s, hello, (size_t)hel) < 0)
-		snprintf(why, sizeof why, "send: %s", strerror(errno));
+	if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		note("%s: connect: %s", sock, strerror(errno));
+		close(mfd);
+		close(s);
+		free(b.p);
+		return;
+	}
+	/* The hello carries nothing of this process's (no proof, no
+	 * environment): it goes first, and the server works on its answer
+	 * while this process checks who serves the socket. */
+	static const char hello[] = "POST /v1/cli/hello HTTP/1.1\r\nHost: moat\r\nContent-Length: 0\r\n\r\n";
+	int hello_errno = send_all(s, hello, sizeof hello - 1) == 0 ? 0 : errno;
+	/* Only this user's own moat serve gets the environment and the
+	 * descriptors: not a socket another user, or a command of some
+	 * sandbox, bound first at that path. */
+	char why[256], tok[80];
+	const char *bad = server_is_mine(s, why, sizeof why, tok, sizeof tok);
+	if (bad) {
+		close(mfd);
+		note("%s: %s", sock, bad);
+		close(s);
+		free(b.p);
+		return;
+	}
+	/* The server proves it may inspect this process (a process confined
+	 * by Landlock may not) before anything of it is sent. */
+	if (hello_errno)
+		snprintf(why, sizeof why, "send: %s", strerror(hello_errno));
 	else if (read_answer(s, ans, sizeof ans, &an, &status, &body, why, sizeof why) == 0)
 		why[0] = 0;
 	if (why[0]) {

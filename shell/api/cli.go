@@ -49,13 +49,13 @@ type CLIInvocation struct {
 // ("moat-run-proof-NONCE" in /proc/PID/fd of the caller), which only a
 // process that may inspect the caller can read. The client sends its
 // request, with its environment, only to a server that said it back: a
-// process confined by Landlock that got to serve the socket cannot.
+// process confined by Landlock that got to serve the socket cannot. The
+// hello needs no proof of the caller's (POST /v1/cli/run does): it tells
+// a caller only the name of its own memfd, and the client sends it before
+// it has checked who serves the socket, so it carries nothing.
 func (s *Server) cliHello(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.CLIRun == nil || s.cfg.Daemon != nil {
 		return errorf(http.StatusNotFound, "", "POST /v1/cli/hello is served by moat serve only (not by moatd)")
-	}
-	if !s.cliProof.valid(r.Header.Get(client.CLIProofHeader)) {
-		return errorf(http.StatusForbidden, "", "the caller did not show the server's proof (%s)", client.CLIProofHeader)
 	}
 	pr, _ := r.Context().Value(peerKey{}).(peerResult)
 	nonce, err := callerProof(pr.proc)
