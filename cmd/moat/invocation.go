@@ -152,6 +152,7 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 		}
 		paths = append(append(append(paths, pol.Sources...), pol.Protect...), pol.ToolCache)
 	} // else the run says why the settings are refused, as it would in the caller
+	plain := procPaths{}
 	for _, p := range paths {
 		if p == "" || strings.HasPrefix(p, "~") {
 			continue
@@ -159,7 +160,7 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(inv.cwd, p)
 		}
-		if via := procPath(p); via != "" {
+		if via := plain.check(p); via != "" {
 			return fmt.Errorf("%s leads through %s, which would name the server's own files, not the caller's", p, via)
 		}
 	}
@@ -169,12 +170,16 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 	return nil
 }
 
-// procPath says where p, as written or through a symlink on the way,
-// goes under /proc or to /dev/fd, /dev/stdin, /dev/stdout, /dev/stderr
-// (names of a process's own files), or "". Each component is looked at
-// with lstat; a symlink's target is followed as written, never resolved
-// through /proc (which would lead to the server's files and hide it).
-func procPath(p string) string {
+// procPaths.check says where p, as written or through a symlink on the
+// way, goes under /proc or to /dev/fd, /dev/stdin, /dev/stdout,
+// /dev/stderr (names of a process's own files), or "". Each component is
+// looked at with lstat; a symlink's target is followed as written, never
+// resolved through /proc (which would lead to the server's files and hide
+// it). A prefix seen to be no symlink is not looked at again (a policy's
+// paths share most of theirs).
+type procPaths map[string]bool
+
+func (plain procPaths) check(p string) string {
 	procLike := func(p string) bool {
 		for _, pre := range []string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
 			if p == pre || strings.HasPrefix(p, pre+"/") {
@@ -192,11 +197,17 @@ func procPath(p string) string {
 		next := ""
 		for i := range parts {
 			prefix := "/" + strings.Join(parts[:i+1], "/")
+			if plain[prefix] {
+				continue
+			}
 			fi, err := os.Lstat(prefix)
 			if err != nil {
 				return "" // what does not exist has no symlink further on
 			}
 			if fi.Mode()&os.ModeSymlink == 0 {
+				if plain != nil {
+					plain[prefix] = true
+				}
 				continue
 			}
 			target, err := os.Readlink(prefix)
