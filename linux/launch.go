@@ -43,6 +43,7 @@ type launcher struct {
 	planR, planW *os.File
 	sync         *os.File // supervisor's end of the SEQPACKET socket
 	childSync    *os.File
+	syncConn     syscall.RawConn // sync's, in Go's poller
 	kf           *kernelFilter
 	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
 	lock         *os.File // the cgroup's lock, kept by init
@@ -147,12 +148,25 @@ func (ln *launcher) prepare() error {
 	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
 		return fmt.Errorf("pipe: %w", err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	// This end is non-blocking, in Go's poller: the reader parks instead
+	// of holding a thread in recvmsg for the whole run (each such thread
+	// is one the runtime's monitor takes a P back from, and it then stays
+	// awake polling every 20 µs), and Close ends a read. Stage 2's end
+	// blocks.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
 	}
+	if err := unix.SetNonblock(fds[1], false); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return fmt.Errorf("socketpair: %w", sys.Named("fcntl", err))
+	}
 	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
 	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
+	if ln.syncConn, err = ln.sync.SyscallConn(); err != nil {
+		return fmt.Errorf("socketpair: %w", err)
+	}
 	if ln.session {
 		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -306,7 +320,7 @@ func (ln *launcher) startStage2() error {
 // forked next, starts in them), and the ids stage 2 takes. A stage 2 that
 // could not make the namespace says why (an errno best effort reacts to).
 func (ln *launcher) mapUserns() error {
-	m, err := nsinit.ReadMessage(int(ln.sync.Fd()))
+	m, err := nsinit.ReadMessageConn(ln.syncConn)
 	if err != nil {
 		return fmt.Errorf("stage 2 ended before its user namespace: %w", err)
 	}
@@ -359,8 +373,8 @@ func (ln *launcher) mapUserns() error {
 	}
 	ln.joined = true
 	ln.step("cgroups joined")
-	if _, err := unix.Write(int(ln.sync.Fd()), ids); err != nil {
-		return fmt.Errorf("answer stage 2: %w", sys.Named("write", err))
+	if _, err := ln.sync.Write(ids); err != nil {
+		return fmt.Errorf("answer stage 2: %w", err)
 	}
 	return nil
 }
@@ -598,7 +612,11 @@ func (ln *launcher) Signal(sig syscall.Signal) error { return ln.cmd.Process.Sig
 // descendant itself.
 func (ln *launcher) Kill() error {
 	if ln.nons {
-		return unix.Shutdown(int(ln.sync.Fd()), unix.SHUT_WR)
+		var err error
+		if cerr := ln.syncConn.Control(func(fd uintptr) { err = unix.Shutdown(int(fd), unix.SHUT_WR) }); cerr != nil {
+			return cerr
+		}
+		return err
 	}
 	return ln.cmd.Process.Signal(unix.SIGKILL)
 }

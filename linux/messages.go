@@ -14,9 +14,8 @@ import (
 
 // readMessages handles what stage 2 sends until the socket closes.
 func (ln *launcher) readMessages() error {
-	fd := int(ln.sync.Fd())
 	for {
-		m, err := nsinit.ReadMessage(fd)
+		m, err := nsinit.ReadMessageConn(ln.syncConn)
 		if err != nil {
 			return err
 		}

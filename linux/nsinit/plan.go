@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -390,15 +391,42 @@ type Message struct {
 // the other end is gone. A short or malformed message is skipped, its
 // descriptors closed.
 func ReadMessage(fd int) (Message, error) {
-	buf := make([]byte, MsgSize)
-	oob := make([]byte, unix.CmsgSpace(4*16))
-	for {
+	return readMessage(func(buf, oob []byte) (int, int, error) {
 		type got struct{ n, oobn int }
 		g, err := sys.RetryValue(func() (got, error) {
 			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			return got{n, oobn}, err
 		})
-		n, oobn := g.n, g.oobn
+		return g.n, g.oobn, err
+	})
+}
+
+// ReadMessageConn is ReadMessage on a non-blocking socket in Go's poller
+// (os.NewFile of a descriptor made with SOCK_NONBLOCK): the reading
+// goroutine parks instead of holding a thread in recvmsg, and closing the
+// file ends the read (os.ErrClosed).
+func ReadMessageConn(rc syscall.RawConn) (Message, error) {
+	return readMessage(func(buf, oob []byte) (n, oobn int, err error) {
+		rerr := rc.Read(func(fd uintptr) bool {
+			for {
+				n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+				if err != unix.EINTR {
+					return err != unix.EAGAIN
+				}
+			}
+		})
+		if err == nil {
+			err = rerr
+		}
+		return n, oobn, err
+	})
+}
+
+func readMessage(recv func(buf, oob []byte) (n, oobn int, err error)) (Message, error) {
+	buf := make([]byte, MsgSize)
+	oob := make([]byte, unix.CmsgSpace(4*16))
+	for {
+		n, oobn, err := recv(buf, oob)
 		if err != nil {
 			return Message{}, sys.Named("recvmsg", err)
 		}
