@@ -939,6 +939,59 @@ static void setup(void)
 
 static int confined; /* capabilities, no_new_privs and Landlock are in place */
 
+/* init_status is init's /proc/PID/status, opened by init for a run's
+ * command (setup_interrupted), or -1. */
+static int init_status = -1;
+
+/* pending_mask reads a "Key:\thex" mask line of a status file. */
+static unsigned long long pending_mask(const char *st, const char *key)
+{
+	const char *p = strstr(st, key);
+	return p ? strtoull(p + strlen(key), NULL, 16) : 0;
+}
+
+/* setup_interrupted: a run's command starts vfork-style, and init, which
+ * is suspended until the exec, reads neither its supervisor's socket nor
+ * its signals meanwhile. So just before the exec the command's process
+ * looks for both itself. The supervisor gone (its end of the socket
+ * closed: moat killed, or Kill in the no-namespace tier) ends it here;
+ * a signal forwarded to init while it set up (Ctrl-C during the setup),
+ * which init would have passed on, ends it too, as that signal: the
+ * command never runs, as when init forked it. Signals that do not end a
+ * process by default stay with init, which passes them on after the exec
+ * (a stop here would leave init suspended). */
+static void setup_interrupted(void)
+{
+	struct pollfd p = {.fd = MOAT_FD_SYNC, .events = POLLRDHUP};
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		_exit(125); /* the supervisor is gone: it reports nothing more */
+	if (init_status < 0)
+		return;
+	char st[4096];
+	ssize_t n = pread(init_status, st, sizeof st - 1, 0);
+	if (n <= 0)
+		return;
+	st[n] = 0;
+	unsigned long long pend = pending_mask(st, "\nSigPnd:\t") | pending_mask(st, "\nShdPnd:\t");
+	for (int sig = 1; sig < 64 && pend; sig++) {
+		if (!(pend & (1ULL << (sig - 1))))
+			continue;
+		switch (sig) {
+		case SIGCHLD:
+		case SIGCONT:
+		case SIGURG:
+		case SIGWINCH:
+		case SIGTSTP:
+		case SIGTTIN:
+		case SIGTTOU:
+		case SIGSTOP:
+			continue;
+		}
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
 /* confine drops every capability, sets no_new_privs and applies Landlock
  * (with the rules for what descriptors 0-2 are, if stdio). */
 static void confine(int stdio)
@@ -1039,6 +1092,9 @@ static void __attribute__((noreturn)) confine_and_exec(int keep_fds)
 	}
 	if (sc_prog)
 		load_seccomp(sc_flags, sc_prog, sc_len);
+	/* Last, so that what init was sent before this point is seen. */
+	if (!(mode & MODE_SESSION))
+		setup_interrupted();
 	do_exec(ex_flags, ex_path, ex_argv, ex_envp);
 }
 
@@ -1680,10 +1736,18 @@ static void __attribute__((noreturn)) run_init(void)
 		 * exec drops a shared address space instead of tearing one down
 		 * (0.8-1 ms each on this project's VMs). It writes only what
 		 * init no longer reads (the plan's cursors, its own descriptors
-		 * are its own: no CLONE_FILES, CLONE_FS or CLONE_SIGHAND). */
+		 * are its own: no CLONE_FILES, CLONE_FS or CLONE_SIGHAND).
+		 * Meanwhile init cannot watch its supervisor or pass on signals:
+		 * the command's process looks at both before its exec, through
+		 * init's status (setup_interrupted). */
+		init_status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 		child = clone(run_command_main, cmd_stack + sizeof cmd_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
 		if (child < 0)
 			die("start the command");
+		if (init_status >= 0) {
+			close(init_status);
+			init_status = -1;
+		}
 	}
 	if (mode & MODE_SESSION)
 		close(MOAT_FD_SESSION);
