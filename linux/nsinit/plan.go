@@ -408,12 +408,11 @@ func ReadMessage(fd int) (Message, error) {
 func ReadMessageConn(rc syscall.RawConn) (Message, error) {
 	return readMessage(func(buf, oob []byte) (n, oobn int, err error) {
 		rerr := rc.Read(func(fd uintptr) bool {
-			for {
-				n, oobn, _, _, err = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
-				if err != unix.EINTR {
-					return err != unix.EAGAIN
-				}
-			}
+			err = sys.Retry(func() (e error) {
+				n, oobn, _, _, e = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+				return e
+			})
+			return err != unix.EAGAIN
 		})
 		if err == nil {
 			err = rerr
