@@ -210,3 +210,50 @@ func pending(pid int, sig syscall.Signal) bool {
 	}
 	return false
 }
+
+// TestManyHiddenPaths: a policy that hides 1500 files (each a mount
+// source that setup holds a descriptor for until it is mounted) runs, with
+// every one of them hidden, and the command keeps the descriptor limit it
+// would have had (an attack pass saw setup fail with "too many open files"
+// at about 1000, under stage 2's soft limit of 1024).
+func TestManyHiddenPaths(t *testing.T) {
+	f := newFixture(t)
+	many := filepath.Join(f.outside, "many")
+	var hidden []string
+	for i := 0; i < 1500; i++ {
+		d := filepath.Join(many, strconv.Itoa(i))
+		must(t, os.MkdirAll(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "f"), []byte(secretText+"\n"), 0o644))
+		hidden = append(hidden, filepath.Join(d, "f"))
+	}
+	settings := f.writeSettings(map[string]any{"denyRead": hidden})
+	last := hidden[len(hidden)-1]
+	if got := f.direct("read", last); !got.escaped() {
+		t.Fatalf("the file must be readable without moat:\n%s", got.out)
+	}
+	if viaSession() {
+		if got := f.sandboxedWith(settings, "read", last); got.escaped() || got.code == 125 {
+			t.Fatalf("a hidden file must read as empty under moat (exit %d):\n%s", got.code, got.out)
+		}
+		return
+	}
+	// moat under a soft descriptor limit of 1024 (the usual default; root
+	// here may have more), the command reading the last hidden file, then
+	// saying its own limit.
+	lowered := func(args ...string) result {
+		cmd := exec.Command("sh", append([]string{"-c", `ulimit -Sn 1024 && exec "$@"`, "sh", moatBin, "run", "--settings", settings, "--"}, args...)...)
+		cmd.Dir, cmd.Env = f.work, f.env()
+		out, err := cmd.CombinedOutput()
+		r := result{out: string(out)}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+		return r
+	}
+	if got := lowered(self, "read", last); got.escaped() || got.code == 125 {
+		t.Fatalf("a hidden file must read as empty under moat (exit %d):\n%s", got.code, got.out)
+	}
+	if got := lowered("sh", "-c", "ulimit -Sn"); got.code != 0 || got.out != "1024\n" {
+		t.Errorf("the command's descriptor limit: %q (exit %d), want the 1024 moat was started with", got.out, got.code)
+	}
+}

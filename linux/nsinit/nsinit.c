@@ -837,6 +837,15 @@ static int watch_fd = -1; /* R_WATCH's inotify instance, until it is sent */
 
 /* setup builds the sandbox's filesystem and reads what the command needs
  * (the records that confine it are applied by confine_and_exec). */
+/* nofile_saved is RLIMIT_NOFILE as the supervisor started stage 2, which
+ * the command gets (confine_and_exec restores it); setup holds one
+ * descriptor per mount source until it is mounted, and a plan of a few
+ * thousand would not fit under a soft limit of 1024, so setup raises the
+ * soft limit to the hard one. nofile_raised says it did, and that no
+ * R_RLIMIT record set the command's own. */
+static struct rlimit nofile_saved;
+static int nofile_raised;
+
 static void setup(void)
 {
 	/* Default signal dispositions and an empty mask for the command. */
@@ -845,6 +854,12 @@ static void setup(void)
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &all, NULL);
+
+	if (getrlimit(RLIMIT_NOFILE, &nofile_saved) == 0 && nofile_saved.rlim_cur < nofile_saved.rlim_max) {
+		struct rlimit more = {.rlim_cur = nofile_saved.rlim_max, .rlim_max = nofile_saved.rlim_max};
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+			nofile_raised = 1;
+	}
 
 	if (!(mode & MODE_NONS) && unshare(CLONE_NEWNS) < 0)
 		die("create a mount namespace");
@@ -877,6 +892,8 @@ static void setup(void)
 			struct rlimit rl = {.rlim_cur = rd_u64(&r), .rlim_max = rd_u64(&r)};
 			if (!r.bad && setrlimit((int)res, &rl) < 0)
 				die("set resource limit %u", res);
+			if (res == RLIMIT_NOFILE)
+				nofile_raised = 0; /* the plan's own value stands */
 			break;
 		}
 		case R_PTY:
@@ -1090,6 +1107,10 @@ static void __attribute__((noreturn)) confine_and_exec(int keep_fds)
 		if (n != 1)
 			_exit(125); /* the supervisor gave up: it reports why */
 	}
+	/* The command's own descriptor limit (setup raised it). Not cleared:
+	 * a session's commands start in its server's memory, each restores. */
+	if (nofile_raised && setrlimit(RLIMIT_NOFILE, &nofile_saved) < 0)
+		die("restore the command's descriptor limit");
 	if (sc_prog)
 		load_seccomp(sc_flags, sc_prog, sc_len);
 	/* Last, so that what init was sent before this point is seen. */
