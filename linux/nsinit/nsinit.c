@@ -835,8 +835,6 @@ static void enter_dir(const char *path)
 
 static int watch_fd = -1; /* R_WATCH's inotify instance, until it is sent */
 
-/* setup builds the sandbox's filesystem and reads what the command needs
- * (the records that confine it are applied by confine_and_exec). */
 /* nofile_saved is RLIMIT_NOFILE as the supervisor started stage 2, which
  * the command gets (confine_and_exec restores it); setup holds one
  * descriptor per mount source until it is mounted, and a plan of a few
@@ -846,6 +844,8 @@ static int watch_fd = -1; /* R_WATCH's inotify instance, until it is sent */
 static struct rlimit nofile_saved;
 static int nofile_raised;
 
+/* setup builds the sandbox's filesystem and reads what the command needs
+ * (the records that confine it are applied by confine_and_exec). */
 static void setup(void)
 {
 	/* Default signal dispositions and an empty mask for the command. */
