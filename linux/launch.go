@@ -149,10 +149,10 @@ func (ln *launcher) prepare() error {
 		return fmt.Errorf("pipe: %w", err)
 	}
 	// This end is non-blocking, in Go's poller: the reader parks instead
-	// of holding a thread in recvmsg for the whole run (each such thread
-	// is one the runtime's monitor takes a P back from, and it then stays
-	// awake polling every 20 µs), and Close ends a read. Stage 2's end
-	// blocks.
+	// of holding a thread in recvmsg for the whole run (a thread the
+	// runtime's monitor must take a P back from, which keeps the monitor
+	// waking every 20 µs a little longer), and Close ends a read. Stage
+	// 2's end blocks.
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))

@@ -96,8 +96,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
 	// One enforcer for the server's life, as moatd's: as root it loads the
-	// eBPF programs once (the kernel's verifier took 3-10 ms of CPU a run)
-	// and attaches them to each run's and session's cgroup.
+	// eBPF programs once (the kernel's verifier took about 8 ms of CPU a
+	// handed-over run here) and attaches them to each run's and session's
+	// cgroup.
 	enf := runtime.NewEnforcer()
 	defer enf.Close()
 	cfg := api.Config{Policy: pol, Notes: notes, Gate: sandbox.Gate(f.gate), MaxSessions: f.maxSessions,
