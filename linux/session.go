@@ -276,8 +276,26 @@ func (ln *launcher) endSession(readErr error) {
 		if err := ln.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 			status = err.Error()
 		}
+		// How the session's server ended, as its init saw it (init reports
+		// it before it exits), and any setup error: what the load test's
+		// rare lost session needs to be told apart (killed, crashed,
+		// exited, or init itself gone first).
+		server := "not reported"
+		ln.mu.Lock()
+		if ws := ln.exitStatus; ws != nil {
+			switch {
+			case ws.Signaled():
+				server = "killed by " + ws.Signal().String()
+			case ws.Exited():
+				server = fmt.Sprintf("exited %d", ws.ExitStatus())
+			default:
+				server = fmt.Sprintf("status %#x", uint32(*ws))
+			}
+		}
+		setupErr := ln.setupErr
+		ln.mu.Unlock()
 		ln.l.Log.Warn("session sandbox ended with commands running; they are reported killed",
-			"commands", len(hs), "channel", fmt.Sprint(readErr), "stage2", status)
+			"commands", len(hs), "channel", fmt.Sprint(readErr), "stage2", status, "server", server, "setup", fmt.Sprint(setupErr))
 	}
 	for _, h := range hs {
 		ln.finishCmd(h, &enforce.Exit{Code: 128 + int(unix.SIGKILL), Signal: unix.SIGKILL}, nil)
