@@ -111,6 +111,10 @@ type launcher struct {
 	nextID   uint32
 	cmds     map[uint32]*sessionCmd
 	ended    chan struct{} // closed when the message reader stops
+	// reaped is closed once the session's stage 2 is waited for, with its
+	// state in reapedState (what a session lost under load says of it).
+	reaped      chan struct{}
+	reapedState *os.ProcessState
 }
 
 func (ln *launcher) step(what string) {

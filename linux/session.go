@@ -62,8 +62,10 @@ func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce
 		return nil, err
 	}
 	s := &session{ln: ln, done: make(chan struct{})}
+	ln.reaped = make(chan struct{})
 	go func() {
-		_, _ = ln.cmd.Process.Wait()
+		ln.reapedState, _ = ln.cmd.Process.Wait()
+		close(ln.reaped)
 		<-ln.ended
 		close(s.done)
 	}()
@@ -272,9 +274,18 @@ func (ln *launcher) endSession(readErr error) {
 		// Nobody closed the session, yet its sandbox ended (or its
 		// channel failed) under running commands: say how, so that a
 		// session lost under load can be told from one that was closed.
-		status := "running"
-		if err := ln.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-			status = err.Error()
+		// Stage 2's own end, as its wait status says (its outer process
+		// ends as init does: "exit status 137" is init seeing its
+		// supervisor's end close, "signal: killed" a SIGKILL from
+		// outside), waited for a moment: the channel's EOF can come first.
+		status := "still running after 2s"
+		select {
+		case <-ln.reaped:
+			status = "not reported"
+			if st := ln.reapedState; st != nil {
+				status = st.String()
+			}
+		case <-time.After(2 * time.Second):
 		}
 		// How the session's server ended, as its init saw it (init reports
 		// it before it exits), and any setup error: what the load test's

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,4 +305,91 @@ except Exception as e:
 	if !found {
 		t.Errorf("the proxy's refusal is not among the command's violations: %+v\n%s", res.Violations, out)
 	}
+}
+
+// A session whose sandbox ends under a running command without Close (its
+// stage 2 killed from outside, as nothing in moat does) fails the command
+// as killed and logs how the sandbox ended: stage 2's own wait status (here
+// the SIGKILL), so that a session lost under load says what ended it.
+func TestSessionLostSaysHow(t *testing.T) {
+	pol, _ := testPolicy(t)
+	var log syncBuffer
+	s, err := NewSession(context.Background(), SessionRequest{Policy: pol, StateDir: filepath.Join(pol.Cwd, ".state"),
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	marker := testutil.SleepMarker(97)
+	r, err := s.Start(context.Background(), Command{Argv: []string{"sleep", marker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The session's stage 2: the ancestor of the command that is this
+	// process's child.
+	var stage2 int
+	for deadline := time.Now().Add(10 * time.Second); stage2 == 0 && time.Now().Before(deadline); {
+		for _, p := range testutil.Procs("sleep "+marker, -1) {
+			for q := p; q > 1; {
+				pp := parentPID(q)
+				if pp == os.Getpid() {
+					stage2 = q
+					break
+				}
+				q = pp
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if stage2 == 0 {
+		t.Fatal("the session's command is not below this process")
+	}
+	if err := syscall.Kill(stage2, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != syscall.SIGKILL {
+		t.Fatalf("the command of a lost session: %+v", res)
+	}
+	if got := log.String(); !strings.Contains(got, "session sandbox ended with commands running") || !strings.Contains(got, `stage2="signal: killed"`) {
+		t.Fatalf("the lost session's warning does not say stage 2 was killed:\n%s", got)
+	}
+}
+
+// parentPID is pid's parent (0 once it is gone).
+func parentPID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	var st byte
+	var pp int
+	fmt.Sscanf(s[i+1:], " %c %d", &st, &pp)
+	return pp
+}
+
+// syncBuffer is a bytes.Buffer for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
