@@ -9,20 +9,30 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # System packages the build and the tests need (Debian names). strace: the
 # behavioural oracle of the permission decisions (permissions/oracle_linux_test.go).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client strace
+# What the benchmarks add (bench/): the peer they are measured against and
+# the timer. make bench installs them; so does make bench-deps alone (for
+# bench/coldstart.sh and the other scripts run by hand).
+BENCH_PACKAGES := hyperfine bubblewrap socat
 
-.PHONY: help deps build install test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
+.PHONY: help deps bench-deps build install test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
 	@echo "make install copy bin/moat to $(PREFIX)/bin (as root, or sudo make install; PREFIX=~/.local for your own)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
 	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin)"
-	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime"
+	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime (installs hyperfine, bwrap: make bench-deps)"
 	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
 
 # deps installs missing Debian packages (as root, or through sudo).
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@$(MAKE) --no-print-directory install-packages PACKAGES='$(DEB_PACKAGES)'
+
+bench-deps: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES='$(BENCH_PACKAGES)'
+
+install-packages:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing: $$missing"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -76,7 +86,7 @@ darwin:
 mcp-clients: build
 	MOAT_BIN=$(CURDIR)/$(BIN)/moat bash shell/mcp/testdata/clients/run.sh
 
-bench: build
+bench: build bench-deps
 	bash bench/run.sh
 
 clean:

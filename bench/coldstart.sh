@@ -11,7 +11,7 @@
 #                                           # rootless) to the same hyperfine runs
 #
 # Needs root (it starts moatd and switches to the user with setpriv), hyperfine
-# and bwrap (make deps installs them). The user is created if missing. The
+# and bwrap (make bench-deps installs them). The user is created if missing. The
 # settings are the peer comparison's: 3 allowed domains, denyRead ~/.ssh,
 # allowWrite . (a writable working directory).
 set -euo pipefail
@@ -21,7 +21,7 @@ MOAT=$PWD/bin/moat
 RUNS=${RUNS:-40}
 U=${USER_NAME:-moat-ci}
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
-for t in hyperfine bwrap setpriv; do command -v "$t" >/dev/null || { echo "needs $t (make deps)" >&2; exit 2; }; done
+for t in hyperfine bwrap setpriv; do command -v "$t" >/dev/null || { echo "needs $t (make bench-deps)" >&2; exit 2; }; done
 id "$U" >/dev/null 2>&1 || useradd -m "$U"
 B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
 SPIDS=()
