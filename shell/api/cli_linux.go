@@ -36,9 +36,14 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 	if peer == nil {
 		return fmt.Errorf("the caller's process is not known to the server")
 	}
-	self, err := readProc(0)
-	if err != nil {
-		return fmt.Errorf("the server's own process: %v", err)
+	// The server's own process as it was read with the caller's, when
+	// the caller connected.
+	self := peer.server
+	if self == nil {
+		var err error
+		if self, err = readProc(0); err != nil {
+			return fmt.Errorf("the server's own process: %v", err)
+		}
 	}
 	// The server's RLIMIT_NOFILE as it started (Go raised the soft limit
 	// since; what it passes on is what it began with).
@@ -100,11 +105,11 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 
 // procStatus is /proc/PID/status.
 func procStatus(pid string) (string, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+	b, err := readText("/proc/" + pid + "/status")
 	if err != nil {
 		return "", fmt.Errorf("/proc/%s/status: %v", pid, err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // statusValue is a field of a /proc/PID/status text ("" where the kernel

@@ -63,6 +63,7 @@ func checkPeer(c net.Conn) (*procState, error) {
 	if err := sameConfinement(mine, theirs); err != nil {
 		return nil, err
 	}
+	theirs.server = mine
 	return theirs, nil
 }
 
