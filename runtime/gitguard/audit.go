@@ -26,9 +26,11 @@ type Options struct {
 	Since time.Time
 	// Start is the precise time the run began (Since is a second or two
 	// earlier, for coarse timestamps). A file that was read-only to the
-	// command (Protected) counts as changed only after Start: it changed
-	// through a hard link, and the user's own edit just before the run is
-	// not taken for the command's. Zero: Since.
+	// command (Protected) counts as changed only after Start less one tick
+	// of the kernel's coarse clock (its change time may lag the change by
+	// that much): it changed through a hard link, and the user's own edit
+	// before the run is not taken for the command's (except one made in
+	// the tick before Start). Zero: Since.
 	Start time.Time
 	// Placeholder reports the placeholders moat made for the run's
 	// reserved names (still the inodes it made), which the command could
@@ -128,7 +130,15 @@ func Audit(o Options) (*Report, error) {
 	if o.Protected == nil {
 		o.Protected = func(string) bool { return false }
 	}
-	a := &auditor{o: o, since: o.Since.UnixNano(), start: o.Start.UnixNano(), unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
+	// A protected file counts as changed only after Start, but a change
+	// made just after Start is stamped from the kernel's coarse clock,
+	// up to a tick earlier: with Start itself as the bound, a write
+	// through a hard link in the run's first tick (a session command's
+	// first milliseconds) went unseen. So the bound is a tick before
+	// Start, and a user's own edit in the last tick before the run is
+	// judged as the command's: the audit errs on the side of the check.
+	start := o.Start.Add(-coarseTick()).UnixNano()
+	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
 	var includes []string
 	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
@@ -234,7 +244,7 @@ func (a *auditor) putModesBack() {
 type auditor struct {
 	o           Options
 	since       int64
-	start       int64 // the precise start (for protected files)
+	start       int64 // the precise start less a coarse tick (for protected files)
 	unsettled   int64 // Options.Unsettled (0: none)
 	rep         *Report
 	seen        map[string]bool // candidate git directories evaluated

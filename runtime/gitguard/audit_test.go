@@ -123,8 +123,14 @@ func (s *scene) userGit(dir string, args ...string) bool {
 
 func (s *scene) audit() *Report {
 	s.t.Helper()
+	return s.auditFrom(s.since, s.since.Add(-time.Nanosecond))
+}
+
+// auditFrom audits a run that began at start (Since: since).
+func (s *scene) auditFrom(since, start time.Time) *Report {
+	s.t.Helper()
 	rep, err := Audit(Options{
-		Roots: []string{s.w}, Since: s.since, Start: s.since.Add(-time.Nanosecond), Home: s.home,
+		Roots: []string{s.w}, Since: since, Start: start, Home: s.home,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),
 		Protected: func(p string) bool {
@@ -530,6 +536,36 @@ func TestAuditStagedAcrossRuns(t *testing.T) {
 				t.Fatal("ESCAPE: what the first run staged took effect after the second run's audit")
 			}
 		})
+	}
+}
+
+// A write to a protected config (through a hard link to it) in a run's
+// first tick is stamped from the kernel's coarse clock, up to a tick before
+// the run's precise start: the audit still takes it for the command's.
+// (With the precise start as the bound it did not; a fast machine made the
+// hard-link case of TestAuditStagedAcrossRuns fail most runs that way, and
+// a session command, which can write within a millisecond of its start,
+// could do it on purpose.) Start is set just after the write's stamp, as a
+// run that began within the tick of its write.
+func TestAuditProtectedWriteInItsFirstTick(t *testing.T) {
+	attack := func(s *scene) time.Time {
+		s.sh(s.repo, `ln .git/config ../h && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> ../h`)
+		fi, err := os.Lstat(filepath.Join(s.repo, ".git", "config"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Unix(0, idOf(fi).ctime)
+	}
+	s := newScene(t)
+	attack(s)
+	if !s.userGit(s.repo, "status") {
+		t.Fatal("the attack does not work without the audit")
+	}
+	s = newScene(t)
+	stamp := attack(s)
+	s.auditFrom(stamp.Add(-2*time.Second), stamp.Add(time.Nanosecond))
+	if s.userGit(s.repo, "status") {
+		t.Fatal("ESCAPE: a protected config written through a hard link in the run's first tick was not judged")
 	}
 }
 

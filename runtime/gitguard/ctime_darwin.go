@@ -1,5 +1,13 @@
 package gitguard
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 func ctimeNS(st *syscall.Stat_t) int64 { return st.Ctimespec.Nano() }
+
+// coarseTick is how far a file's change time may lag the moment of the
+// change. APFS stamps with the kernel's nanosecond clock; the margin
+// covers a filesystem that stamps from a coarser one.
+func coarseTick() time.Duration { return 10 * time.Millisecond }
