@@ -113,6 +113,10 @@ func startDaemonGate(t *testing.T, bin, dir, gate string, activated withFiles, w
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.ExtraFiles = activated
 	d.cmd.Stderr = &lockedBuffer{b: d.stderr}
+	// A test binary killed (a timeout, ^C) takes its daemon along: one
+	// left running keeps its users' sessions, which a later run's
+	// "processes left" checks would count as its own.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
