@@ -36,14 +36,12 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 	if peer == nil {
 		return fmt.Errorf("the caller's process is not known to the server")
 	}
-	// The server's own process as it was read with the caller's, when
-	// the caller connected.
-	self := peer.server
-	if self == nil {
-		var err error
-		if self, err = readProc(0); err != nil {
-			return fmt.Errorf("the server's own process: %v", err)
-		}
+	// The server's own process now (not as it was when the caller
+	// connected: its commands inherit what it is when the run starts,
+	// however long the caller waited before asking).
+	self, err := readProc(0)
+	if err != nil {
+		return fmt.Errorf("the server's own process: %v", err)
 	}
 	// The server's RLIMIT_NOFILE as it started (Go raised the soft limit
 	// since; what it passes on is what it began with).

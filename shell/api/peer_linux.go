@@ -63,7 +63,6 @@ func checkPeer(c net.Conn) (*procState, error) {
 	if err := sameConfinement(mine, theirs); err != nil {
 		return nil, err
 	}
-	theirs.server = mine
 	return theirs, nil
 }
 

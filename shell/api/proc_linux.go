@@ -32,9 +32,6 @@ type procState struct {
 	personalityErr       error
 	ioprio               int
 	rlimits              [rlimNlimits]unix.Rlimit
-	// server is the server's own state, read with a peer's (checkPeer):
-	// what sameProcess compares the peer with, read once per connection.
-	server *procState
 }
 
 // readProc reads process pid (0: this one).
