@@ -235,6 +235,10 @@ func (s *Session) applyUpdates() {
 	}
 }
 
+// idleCloseHook, if set (by tests), runs between the idle timer's check
+// that nothing runs and its close.
+var idleCloseHook func()
+
 // touch restarts the idle timer (s.mu held).
 func (s *Session) touch() {
 	if s.req.IdleTimeout <= 0 || s.closed {
@@ -245,13 +249,19 @@ func (s *Session) touch() {
 	}
 	if s.running == 0 {
 		s.idle = time.AfterFunc(s.req.IdleTimeout, func() {
+			// Checked and closed under one hold of the lock: a command
+			// started between the two would be killed by a Close meant
+			// for an idle session.
 			s.mu.Lock()
-			idle := s.running == 0
-			s.mu.Unlock()
-			if idle {
-				s.log.Debug("session idle: closing")
-				s.Close()
+			if s.running != 0 || s.closed {
+				s.mu.Unlock()
+				return
 			}
+			if idleCloseHook != nil {
+				idleCloseHook() // tests: a command started meanwhile waits
+			}
+			s.log.Debug("session idle: closing")
+			s.closeHeld()
 		})
 	}
 }
@@ -444,6 +454,11 @@ func (s *Session) finished(r *Running) {
 // It returns the audit's warnings joined in an error, if any failed.
 func (s *Session) Close() error {
 	s.mu.Lock()
+	return s.closeHeld()
+}
+
+// closeHeld is Close, called with s.mu held (it releases it).
+func (s *Session) closeHeld() error {
 	if s.closed {
 		s.mu.Unlock()
 		<-s.done

@@ -393,3 +393,56 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A command started as the idle timer fires either is refused
+// (ErrSessionClosed) or runs to its end: the timer's check that nothing
+// runs and its close are one step, so a command started between the two is
+// never killed by a close meant for an idle session. The test holds the
+// timer between its check and its close (idleCloseHook) while a command
+// starts.
+func TestSessionIdleCloseRace(t *testing.T) {
+	pol, _ := testPolicy(t)
+	checked := make(chan struct{})
+	release := make(chan struct{})
+	idleCloseHook = func() {
+		close(checked)
+		<-release
+	}
+	t.Cleanup(func() { idleCloseHook = nil })
+	s, err := NewSession(context.Background(), SessionRequest{Policy: pol, StateDir: filepath.Join(pol.Cwd, ".state"), IdleTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := sessionRun(t, s, Command{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-checked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle timer did not fire")
+	}
+	// The timer found the session idle and is about to close it: a
+	// command starts now.
+	type started struct {
+		r   *Running
+		err error
+	}
+	got := make(chan started, 1)
+	go func() {
+		r, err := s.Start(context.Background(), Command{Argv: []string{"sleep", "0.2"}})
+		got <- started{r, err}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	st := <-got
+	if errors.Is(st.err, ErrSessionClosed) {
+		return // refused: the session was closing
+	}
+	if st.err != nil {
+		t.Fatalf("a command started as the session went idle failed: %v", st.err)
+	}
+	if res, err := st.r.Wait(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("a command started as the session went idle was killed by the idle close: %v %+v", err, res)
+	}
+}
