@@ -87,13 +87,24 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pr, _ := r.Context().Value(peerKey{}).(peerResult)
-	if err := sameProcess(pr.proc, &req); err != nil {
-		return errorf(http.StatusConflict, "", "%v", err)
-	}
-	if s.cfg.CLICheck != nil {
-		if err := s.cfg.CLICheck(req.Args, req.Cwd, req.Env); err != nil {
-			return errorf(http.StatusConflict, "args", "%v", err)
+	// The two checks only read (the processes' state; the settings and
+	// the paths they name): the command line's runs beside the process
+	// comparison, and both must pass.
+	var checkErr error
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		if s.cfg.CLICheck != nil {
+			checkErr = s.cfg.CLICheck(req.Args, req.Cwd, req.Env)
 		}
+	}()
+	procErr := sameProcess(pr.proc, &req)
+	<-checked
+	if procErr != nil {
+		return errorf(http.StatusConflict, "", "%v", procErr)
+	}
+	if checkErr != nil {
+		return errorf(http.StatusConflict, "args", "%v", checkErr)
 	}
 	// Runs are counted apart from sessions (a long run must not take a
 	// session's place), and bounded.

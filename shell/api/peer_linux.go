@@ -42,7 +42,16 @@ func checkPeer(c net.Conn) (*procState, error) {
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
+	// The server's own process is read beside the peer's.
+	var mine *procState
+	var mineErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		mine, mineErr = readProc(0)
+	}()
 	theirs, err := readProc(int(cred.Pid))
+	<-read
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the peer's process: %v", err)
 	}
@@ -51,9 +60,8 @@ func checkPeer(c net.Conn) (*procState, error) {
 			return nil, fmt.Errorf("the peer's process ended while it was checked: %v", err)
 		}
 	}
-	mine, err := readProc(0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the server's own process: %v", err)
+	if mineErr != nil {
+		return nil, fmt.Errorf("cannot read the server's own process: %v", mineErr)
 	}
 	for _, ns := range []struct{ name, mine, theirs string }{{"user", mine.userns, theirs.userns}, {"mnt", mine.mntns, theirs.mntns}} {
 		if ns.mine != ns.theirs {
