@@ -10,9 +10,9 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # behavioural oracle of the permission decisions (permissions/oracle_linux_test.go).
 DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux iproute2 curl openssh-client strace
 # What the benchmarks add (bench/): the peer they are measured against and
-# the timer. make bench installs them; so does make bench-deps alone (for
+# the timers. make bench installs them; so does make bench-deps alone (for
 # bench/coldstart.sh and the other scripts run by hand).
-BENCH_PACKAGES := hyperfine bubblewrap socat
+BENCH_PACKAGES := hyperfine bubblewrap socat time
 
 .PHONY: help deps bench-deps build install test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
 
