@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -65,7 +64,9 @@ func within(p, base string) bool {
 	if base == "/" {
 		return true
 	}
-	return p == base || strings.HasPrefix(p, base+"/")
+	// (base+"/" would allocate on every call: the plan asks this of
+	// every rule for every path it surveys.)
+	return p == base || len(p) > len(base) && p[len(base)] == '/' && p[:len(base)] == base
 }
 
 // closest returns the longest rule that contains p, if any.
