@@ -107,6 +107,7 @@ func startDaemonGate(t *testing.T, bin, dir, gate string, activated withFiles, w
 			sock = name
 		}
 	}
+	started := time.Now()
 	d := &daemon{sock: sock, stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	argv := append(wrap, bin, "daemon", "--socket", filepath.Join(dir, "run", "moatd.sock"), "--group", "", "--gate", gate,
 		"--state-dir", filepath.Join(dir, "state"), "--users-dir", filepath.Join(dir, "users.d"))
@@ -149,6 +150,16 @@ func startDaemonGate(t *testing.T, bin, dir, gate string, activated withFiles, w
 				if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR")) && n < 50 {
 					t.Logf("moatd: %s", line)
 					n++
+				}
+			}
+			// And what the kernel killed meanwhile (an OOM kill of a
+			// sandbox's init ends its session as a lost one).
+			if out, err := exec.Command("dmesg", "--since", started.Format("2006-01-02 15:04:05")).Output(); err == nil {
+				for _, line := range strings.Split(string(out), "\n") {
+					l := strings.ToLower(line)
+					if strings.Contains(l, "oom") || strings.Contains(l, "killed process") || strings.Contains(l, "out of memory") || strings.Contains(l, "fork rejected") {
+						t.Logf("kernel: %s", line)
+					}
 				}
 			}
 		}
