@@ -527,6 +527,76 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 	return changed && !a.knewRedirect(file, key)
 }
 
+// linkedAway reports a file git or moat reads (a config or a file it
+// includes, a hooks directory or a hook, a settings file) that is reached
+// through a symlink, on it or on a directory of its way, and leads to
+// another file or directory than at the last audit. Renaming a directory
+// keeps the change times of everything in it: a symlinked config whose
+// target's directory was renamed away, and another directory (staged in an
+// earlier run, plain data then) renamed into its place, read as old
+// everywhere the change times are looked at (found by an outside attack
+// pass). It records where p leads now, as pointer does for pointer files;
+// without a record from the last audit nothing is reported.
+func (a *auditor) linkedAway(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil || real == filepath.Clean(p) {
+		return false
+	}
+	key := real + "\x00" + identity(real)
+	if a.next != nil {
+		// A sandbox still running may be in the middle of a swap: keep
+		// the last record, so that the audit after it compares with it.
+		unsettled := a.unsettledAt(ctimeOf(p, os.Lstat))
+		for d := real; !unsettled && a.inRoots(d); d = filepath.Dir(d) {
+			unsettled = a.unsettledAt(ctimeOf(d, os.Lstat))
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+		if unsettled {
+			if a.cache != nil {
+				if old, ok := a.cache.redirects[p]; ok {
+					a.next.redirects[p] = old
+				}
+			}
+		} else {
+			a.next.redirects[p] = key
+		}
+	}
+	if a.cache == nil {
+		return false
+	}
+	if old, ok := a.cache.redirects[p]; !ok || old == key {
+		return false
+	}
+	// It led elsewhere at the last audit. The sandbox's doing only if the
+	// way changed during the run: a rename on it stamps the renamed
+	// directory and its parent, a symlink retargeted stamps itself. The
+	// user's own change between two runs is not judged.
+	if a.changed(fileID{ctime: ctimeOf(p, os.Lstat)}) {
+		return true
+	}
+	for d := real; a.inRoots(d); d = filepath.Dir(d) {
+		if a.changed(fileID{ctime: ctimeOf(d, os.Lstat)}) {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	return false
+}
+
+// identity is the device and inode of what p leads to, "-" if nothing.
+func identity(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "-"
+	}
+	id := idOf(fi)
+	return fmt.Sprintf("%d:%d", id.dev, id.ino)
+}
+
 // ctimeOf is p's change time (0 if it cannot be read).
 func ctimeOf(p string, stat func(string) (os.FileInfo, error)) int64 {
 	fi, err := stat(p)
@@ -675,6 +745,9 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	if changed && a.protectedFile(p) {
 		changed = lid.ctime > a.start || err == nil && id.ctime > a.start
 	}
+	if a.linkedAway(p) {
+		changed = true
+	}
 	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
 		if err != nil {
@@ -736,7 +809,12 @@ func (a *auditor) hookDir(dir string) bool {
 	if err != nil {
 		return false
 	}
-	all := false
+	// A hooks directory reached through a symlink whose way was swapped
+	// during the run is judged whole, protected or not: moat's read-only
+	// mount of a symlinked hooks path holds the symlink, not the directory
+	// it leads to.
+	swapped := a.linkedAway(dir)
+	all := swapped
 	if did, err := lstatID(dir); err == nil && a.changedAt(dir, did) {
 		all = true
 	}
@@ -754,8 +832,11 @@ func (a *auditor) hookDir(dir string) bool {
 			continue // git runs files named after hooks only
 		}
 		changed := all || a.changedAt(p, id)
-		if changed && a.protectedFile(p) {
+		if changed && !swapped && a.protectedFile(p) {
 			changed = id.ctime > a.start
+		}
+		if a.linkedAway(p) {
+			changed = true
 		}
 		if real, ok := a.changedActionable(p); changed && ok {
 			a.quarantine(real, "a git hook written by the sandboxed command")
@@ -772,7 +853,10 @@ func (a *auditor) settingsFile(p string) {
 		return
 	}
 	id, err := lstatID(p)
-	if err != nil || !a.changedAt(p, id) || a.protectedFile(p) && id.ctime <= a.start {
+	if err != nil {
+		return
+	}
+	if !a.linkedAway(p) && (!a.changedAt(p, id) || a.protectedFile(p) && id.ctime <= a.start) {
 		return
 	}
 	if real, ok := a.changedActionable(p); ok {

@@ -497,6 +497,41 @@ func TestAuditStagedAcrossRuns(t *testing.T) {
 			`mkdir -p sock/objects sock/refs && printf '[core]\n\tbare = true\n\tfsmonitor = "%s"\n' "$PROG" > sock/config && python3 -c 'import os, stat; os.mknod("sock/HEAD", 0o644 | stat.S_IFSOCK)'`,
 			`mkdir -p wt proj && echo 'ref: refs/heads/main' > wt/HEAD && echo ../sock > wt/commondir && echo "gitdir: $PWD/wt" > proj/.git && echo "$PWD/proj/.git" > wt/gitdir`,
 			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "proj"), "status") }},
+		// Symlinked control files whose targets' directories are swapped
+		// by a rename in a later run: every change time stays old (found
+		// by an outside attack pass).
+		{"a symlinked config whose target's directory is swapped by a rename", nil,
+			`mkdir sub && cd sub && git init -q && echo x > x && git add x && git commit -qm s && cd .. && mkdir D E && cp sub/.git/config D/config && { cat sub/.git/config; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG"; } > E/config && ln -sf ../../D/config sub/.git/config`,
+			`mv D D.old && mv E D`,
+			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "sub"), "status") }},
+		{"a symlinked config kept read-only (moat's mount holds the symlink), its target's directory swapped",
+			func(s *scene) { s.protected[filepath.Join(s.repo, "sub", ".git", "config")] = true },
+			`mkdir sub && cd sub && git init -q && echo x > x && git add x && git commit -qm s && cd .. && mkdir D E && cp sub/.git/config D/config && { cat sub/.git/config; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG"; } > E/config && ln -sf ../../D/config sub/.git/config`,
+			`mv D D.old && mv E D`,
+			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "sub"), "status") }},
+		{"a symlinked config whose target's directory is swapped inside .git", nil,
+			`mkdir sub && cd sub && git init -q && echo x > x && git add x && git commit -qm s && mkdir -p .git/stage/D .git/stage/E && cp .git/config .git/stage/D/config && { cat .git/config; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG"; } > .git/stage/E/config && ln -sf stage/D/config .git/config`,
+			`cd sub/.git/stage && mv D D.old && mv E D`,
+			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "sub"), "status") }},
+		{"a symlinked hooks directory whose target is swapped by a rename", nil,
+			`mkdir sub && cd sub && git init -q && echo x > x && git add x && git commit -qm s && cd .. && mkdir H H2 && printf '#!/bin/sh\n"%s"\n' "$PROG" > H2/pre-commit && chmod +x H2/pre-commit && rm -rf sub/.git/hooks && ln -s ../../H sub/.git/hooks`,
+			`mv H H.old && mv H2 H`,
+			func(s *scene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
+			}},
+		{"a symlinked empty hooks directory of a repository without commits, swapped by a rename", nil,
+			`mkdir sub && cd sub && git init -q && cd .. && mkdir H H2 && rm -rf sub/.git/hooks && ln -s ../../H sub/.git/hooks && printf '#!/bin/sh\n"%s"\n' "$PROG" > H2/pre-commit && chmod +x H2/pre-commit`,
+			`mv H H.old && mv H2 H`,
+			func(s *scene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
+			}},
+		{"a symlinked hooks directory kept read-only (moat's mount holds the symlink, not its target), swapped by a rename",
+			func(s *scene) { s.protected[filepath.Join(s.repo, "sub", ".git", "hooks")] = true },
+			`mkdir sub && cd sub && git init -q && cd .. && mkdir H H2 && rm -rf sub/.git/hooks && ln -s ../../H sub/.git/hooks && printf '#!/bin/sh\n"%s"\n' "$PROG" > H2/pre-commit && chmod +x H2/pre-commit`,
+			`mv H H.old && mv H2 H`,
+			func(s *scene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
+			}},
 		{"a repository's .git replaced by one staged earlier",
 			func(s *scene) {
 				p := filepath.Join(s.repo, "a/b/proj")
@@ -566,6 +601,25 @@ func TestAuditProtectedWriteInItsFirstTick(t *testing.T) {
 	s.auditFrom(stamp.Add(-2*time.Second), stamp.Add(time.Nanosecond))
 	if s.userGit(s.repo, "status") {
 		t.Fatal("ESCAPE: a protected config written through a hard link in the run's first tick was not judged")
+	}
+}
+
+// The user's own hooks directory, reached through a symlink (a tracked
+// hooks directory), replaced by the user between two runs: the audit of a
+// run that did not touch it leaves the new hooks alone; one that swapped
+// it during the run judges them (TestAuditStagedAcrossRuns).
+func TestAuditUsersOwnSymlinkedHooksSwapped(t *testing.T) {
+	s := newScene(t)
+	s.sh(s.repo, `mkdir githooks new && printf '#!/bin/sh\nexit 0\n' > githooks/pre-commit && printf '#!/bin/sh\nexit 0\n' > new/pre-commit && chmod +x githooks/pre-commit new/pre-commit && rm -rf .git/hooks && ln -s ../githooks .git/hooks`)
+	s.begin()
+	// An earlier run's audit records where .git/hooks leads; then the
+	// user, between two runs, puts another hooks directory in its place.
+	s.audit()
+	s.sh(s.repo, `mv githooks old && mv new githooks`)
+	s.begin()
+	s.audit()
+	if _, err := os.Stat(filepath.Join(s.repo, "githooks", "pre-commit")); err != nil {
+		t.Fatalf("the user's own hook, swapped in between two runs, was moved out: %v", err)
 	}
 }
 
