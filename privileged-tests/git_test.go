@@ -504,6 +504,20 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 			`mkdir -p sock/objects sock/refs && printf '[core]\n\tbare = true\n\tfsmonitor = "%s"\n' "$PROG" > sock/config && python3 -c 'import os, stat; os.mknod("sock/HEAD", 0o644 | stat.S_IFSOCK)'`,
 			`mkdir -p wt proj && echo 'ref: refs/heads/main' > wt/HEAD && echo ../sock > wt/commondir && echo "gitdir: $PWD/wt" > proj/.git && echo "$PWD/proj/.git" > wt/gitdir`,
 			func(s *gitScene) bool { return s.userGit(filepath.Join(s.repo, "proj"), "status") }},
+		// A symlinked config or hooks directory whose target's directory
+		// is swapped by a rename: change times stay old, and moat's mount
+		// of a symlinked hooks path holds the symlink, not its target
+		// (found by an outside attack pass).
+		{"a symlinked config whose target's directory is swapped for one staged earlier",
+			`mkdir sub && cd sub && git init -q && cd .. && mkdir D E && cp sub/.git/config D/config && { cat sub/.git/config; printf '[core]\n\tfsmonitor = "%s"\n' "$PROG"; } > E/config && ln -sf ../../D/config sub/.git/config`,
+			`mv D D.old && mv E D`,
+			func(s *gitScene) bool { return s.userGit(filepath.Join(s.repo, "sub"), "status") }},
+		{"a symlinked hooks directory swapped for one staged earlier",
+			`mkdir sub && cd sub && git init -q && cd .. && mkdir H H2 && rm -rf sub/.git/hooks && ln -s ../../H sub/.git/hooks && printf '#!/bin/sh\n"%s"\n' "$PROG" > H2/pre-commit && chmod +x H2/pre-commit`,
+			`mv H H.old && mv H2 H`,
+			func(s *gitScene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
+			}},
 		{"a repository in a directory made unreadable, opened again with fchmod",
 			`git init -q sub && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config && chmod 400 sub`,
 			`python3 -c 'import os; fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY); os.fchmod(fd, 0o755)'`,
