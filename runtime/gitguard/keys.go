@@ -24,7 +24,13 @@ func Risk(e Entry) string {
 		if e.HasValue && strings.HasPrefix(e.Value, "!") {
 			return "an alias that runs a shell command"
 		}
-		return ""
+		// Without "!" an alias still passes git any option: -c sets any
+		// key (core.fsmonitor), and difftool -x, rebase --exec, fetch
+		// --upload-pack, submodule foreach, bisect run, grep -O run
+		// programs (found by an outside attack pass: alias.st =
+		// "-c core.fsmonitor=... status"). A repository's alias also
+		// overrides the user's own of that name.
+		return "an alias passes git options that can run programs"
 	case "submodule":
 		if key == "update" && e.HasValue && strings.HasPrefix(strings.TrimSpace(e.Value), "!") {
 			return "submodule.<name>.update runs a command"
@@ -94,6 +100,7 @@ var riskyKeys = map[string]string{
 	"init.templatedir":           "init.templateDir copies hooks into new repositories",
 	"interactive.difffilter":     "interactive.diffFilter runs a program",
 	"uploadpack.packobjectshook": "uploadpack.packObjectsHook runs a program",
+	"gc.recentobjectshook":       "gc.recentObjectsHook runs a program when git gc (automatic after commit, fetch) prunes",
 }
 
 // riskySections name why a whole section is a risk.
