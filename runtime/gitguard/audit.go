@@ -538,8 +538,8 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 // pass). It records where p leads now, as pointer does for pointer files;
 // without a record from the last audit nothing is reported.
 func (a *auditor) linkedAway(p string) bool {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil || real == filepath.Clean(p) {
+	real := leadsTo(p)
+	if real == filepath.Clean(p) {
 		return false
 	}
 	key := real + "\x00" + identity(real)
@@ -585,6 +585,29 @@ func (a *auditor) linkedAway(p string) bool {
 		}
 	}
 	return false
+}
+
+// leadsTo is the path p leads to after symlinks, as far as they lead: a
+// dangling symlink's target (resolved as far as it exists), so that a
+// target put there in a later run is a change from the record of this one
+// (a dangling hooks symlink whose directory was renamed into place later
+// escaped: found by an outside attack pass).
+func leadsTo(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return physical(p)
+	}
+	t, err := os.Readlink(p)
+	if err != nil {
+		return physical(p)
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(physical(filepath.Dir(p)), t)
+	}
+	return physical(t)
 }
 
 // identity is the device and inode of what p leads to, "-" if nothing.
@@ -805,15 +828,19 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 // changed (a hook moved in keeps the change time it had before).
 func (a *auditor) hookDir(dir string) bool {
 	a.reachPath(filepath.Join(dir, "x"))
+	// A hooks directory reached through a symlink whose way was swapped
+	// during the run is judged whole, protected or not: moat's read-only
+	// mount of a symlinked hooks path holds the symlink, not the directory
+	// it leads to. Recorded before the listing: a dangling symlink (no
+	// directory yet) is recorded too.
+	swapped := a.linkedAway(dir)
+	if real := leadsTo(dir); real != filepath.Clean(dir) && (a.fresh[real] || a.inFresh(real)) {
+		swapped = true // it leads into a directory moved in during the run
+	}
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
-	// A hooks directory reached through a symlink whose way was swapped
-	// during the run is judged whole, protected or not: moat's read-only
-	// mount of a symlinked hooks path holds the symlink, not the directory
-	// it leads to.
-	swapped := a.linkedAway(dir)
 	all := swapped
 	if did, err := lstatID(dir); err == nil && a.changedAt(dir, did) {
 		all = true

@@ -535,6 +535,12 @@ func TestAuditStagedAcrossRuns(t *testing.T) {
 			func(s *scene) bool {
 				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
 			}},
+		{"a dangling hooks symlink whose directory is renamed into place later", nil,
+			`mkdir -p vendor/a/b && git init -q vendor/a/b/lib && rm -rf vendor/a/b/lib/.git/hooks && ln -s ../../../../../.cache-x vendor/a/b/lib/.git/hooks && mkdir stage && printf '#!/bin/sh\n"%s"\n' "$PROG" > stage/post-commit && chmod +x stage/post-commit`,
+			`mv stage .cache-x`,
+			func(s *scene) bool {
+				return s.userGit(filepath.Join(s.repo, "vendor/a/b/lib"), "commit", "-q", "--allow-empty", "-m", "x")
+			}},
 		{"a repository's .git replaced by one staged earlier",
 			func(s *scene) {
 				p := filepath.Join(s.repo, "a/b/proj")
