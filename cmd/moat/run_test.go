@@ -581,3 +581,33 @@ func TestRunMemfdStdin(t *testing.T) {
 		t.Errorf("moat run with a memfd as stdin: %v\n%s", err, out)
 	}
 }
+
+// Two moat runs at once in one working directory: the second finds the
+// first's placeholders (a socket at .claude, say) where it looks for
+// settings, and runs as if they were absent (it failed with "not a
+// directory", exit 125: agents run commands in parallel in one project).
+func TestConcurrentRunsInOneDirectory(t *testing.T) {
+	tr := newTree(t)
+	marker := filepath.Join(tr.dir, "first-started")
+	first := exec.Command(moatBin(t), "run", "-w", ".", "--", "sh", "-c", "touch first-started; sleep 3")
+	first.Dir, first.Env = tr.dir, tr.env()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Wait()
+	defer first.Process.Kill()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first run never started its command")
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(tr.dir, ".claude")); err != nil || fi.IsDir() {
+		t.Fatalf("the first run has no placeholder at .claude (%v): the test would not show the second run past it", err)
+	}
+	if r := tr.moat(t, "", nil, "run", "-w", ".", "--", "echo", "second"); r.code != 0 || r.stdout != "second\n" {
+		t.Fatalf("a second run beside the first: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/lazyre"
@@ -156,10 +157,13 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 		data, err := readFile(c.file)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && !c.explicit {
+			// ENOTDIR: a directory of the way is not one (another moat
+			// run's placeholder at .claude, a socket): no file there.
+			absent := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+			if absent && !c.explicit {
 				continue
 			}
-			if errors.Is(err, fs.ErrNotExist) {
+			if absent {
 				return nil, nil, &Error{File: c.file, Reason: "no such file"}
 			}
 			reason := fmt.Sprintf("cannot read: %v", err)

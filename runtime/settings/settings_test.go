@@ -369,3 +369,23 @@ func TestToolCache(t *testing.T) {
 		t.Error("WithToolCache changed the policy it was given")
 	}
 }
+
+// A .claude that is not a directory (another moat run's placeholder, a
+// socket, while it runs in the same directory; a plain file) holds no
+// settings: loading goes on as without it (a second moat run in a
+// directory where one was running failed with "not a directory").
+func TestClaudeNotADirectory(t *testing.T) {
+	e := newEnv(t)
+	for _, home := range []bool{false, true} {
+		dir := e.cwd
+		if home {
+			dir = e.home
+		}
+		claude := filepath.Join(dir, ".claude")
+		os.RemoveAll(claude)
+		e.write(claude, "")
+		if _, err := e.load(""); err != nil {
+			t.Fatalf(".claude a file in %s: %v", dir, err)
+		}
+	}
+}
