@@ -758,6 +758,12 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		return nil
 	}
 	a.reachPath(p)
+	if a.ownPlaceholder(p) {
+		// moat's own mount point for a config that does not exist
+		// (config.worktree with extensions.worktreeConfig): nothing git
+		// reads, and not the command's.
+		return nil
+	}
 	lfi, err := os.Lstat(p)
 	if err != nil {
 		return nil

@@ -720,3 +720,37 @@ func TestAuditWhileAnotherSandboxRuns(t *testing.T) {
 		t.Fatal("ESCAPE: the repository moved in during the session ran its program after the session's audits")
 	}
 }
+
+// moat's own placeholder for a repository's missing config.worktree (a
+// directory it mounts over, when extensions.worktreeConfig is set) is not
+// a config the command wrote: no finding, nothing moved (every run
+// reported and quarantined it).
+func TestAuditOwnConfigPlaceholder(t *testing.T) {
+	s := newScene(t)
+	s.git(s.repo, "config", "extensions.worktreeConfig", "true")
+	ph := filepath.Join(s.repo, ".git", "config.worktree")
+	s.begin()
+	if err := os.Mkdir(ph, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ph, 0o755)
+	var want fileID
+	if fi, err := os.Lstat(ph); err == nil {
+		want = idOf(fi)
+	}
+	rep, err := Audit(Options{Roots: []string{s.w}, Since: s.since, Start: s.since, Home: s.home,
+		QuarantineDir: filepath.Join(s.root, "quarantine"), CacheDir: filepath.Join(s.root, "cache"),
+		Placeholder: func(p string) bool {
+			fi, err := os.Lstat(p)
+			return p == ph && err == nil && idOf(fi).ino == want.ino
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("moat's own placeholder reported: %s: %s (%s)", f.Path, f.Reason, f.Action)
+	}
+	if _, err := os.Lstat(ph); err != nil {
+		t.Fatalf("moat's own placeholder was moved: %v", err)
+	}
+}
