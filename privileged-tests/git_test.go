@@ -524,6 +524,21 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 			func(s *gitScene) bool {
 				return s.userGit(filepath.Join(s.repo, "vendor/a/b/lib"), "commit", "-q", "--allow-empty", "-m", "x")
 			}},
+		// A bare repository hidden inside .git (where the audit's walk
+		// does not go), pushed to by a local path: a push runs its
+		// pre-receive hook (found by an attack pass).
+		{"a bare repository hidden in .git, named by remote.*.url",
+			`git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/evil.git && printf '#!/bin/sh\n"%s"\n' "$PROG" > .git/evil.git/hooks/pre-receive && chmod +x .git/evil.git/hooks/pre-receive && git remote add origin "$PWD/.git/evil.git"`,
+			`true`,
+			func(s *gitScene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "push", "-q", "origin", "HEAD:refs/heads/x")
+			}},
+		{"a bare repository hidden in .git, named by a legacy .git/remotes file",
+			`git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/evil.git && printf '#!/bin/sh\n"%s"\n' "$PROG" > .git/evil.git/hooks/pre-receive && chmod +x .git/evil.git/hooks/pre-receive`,
+			`cd sub && mkdir -p .git/remotes && printf 'URL: %s\n' "$PWD/.git/evil.git" > .git/remotes/origin`,
+			func(s *gitScene) bool {
+				return s.userGit(filepath.Join(s.repo, "sub"), "push", "-q", "origin", "HEAD:refs/heads/x")
+			}},
 		{"a repository in a directory made unreadable, opened again with fchmod",
 			`git init -q sub && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> sub/.git/config && chmod 400 sub`,
 			`python3 -c 'import os; fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY); os.fchmod(fd, 0o755)'`,
@@ -532,7 +547,10 @@ func TestGitStagedAcrossRuns(t *testing.T) {
 	// The gap between the runs, where what run 1 made must be older than
 	// run 2's rounded start (enforce.Since, up to 2 s before it), or run
 	// 2's audit judges it by luck and the test could not fail.
-	gaps := map[string]time.Duration{"a dangling hooks symlink whose directory is renamed into place later": 2100 * time.Millisecond}
+	gaps := map[string]time.Duration{
+		"a dangling hooks symlink whose directory is renamed into place later":  2100 * time.Millisecond,
+		"a bare repository hidden in .git, named by a legacy .git/remotes file": 2100 * time.Millisecond,
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newGitScene(t)

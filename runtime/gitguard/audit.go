@@ -716,6 +716,52 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			}
 		}
 	}
+	// A repository the user's git pushes to or fetches from by a local path,
+	// hidden inside a git directory (where the walk never goes), is judged
+	// whole: a push runs its hooks (a bare repository hidden in .git,
+	// pushed to through remote.*.url or a legacy .git/remotes file, ran its
+	// pre-receive hook: found by an attack pass). One elsewhere in the
+	// trees is the walk's like any other.
+	var urls []string
+	for _, e := range entries {
+		switch e.Section() + "." + e.Key() {
+		case "remote.url", "remote.pushurl", "remote.pushdefault", "branch.pushremote", "branch.remote":
+			if e.HasValue {
+				urls = append(urls, e.Value)
+			}
+		}
+	}
+	urls = append(urls, legacyRemoteURLs(common)...)
+	for _, u := range urls {
+		a.hiddenRemote(u, base)
+	}
+	// Legacy remote definitions (.git/remotes/NAME "URL: ...", .git/branches/NAME)
+	// name where git pushes as a config's remotes do: one the command wrote
+	// is taken out (a bare repository hidden in .git, pushed to that way,
+	// ran its pre-receive hook: found by an attack pass). Git itself no
+	// longer writes them.
+	for _, d := range []string{"remotes", "branches"} {
+		dir := filepath.Join(common, d)
+		a.reach(dir)
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			p := filepath.Join(dir, e.Name())
+			id, err := lstatID(p)
+			if err != nil || e.IsDir() {
+				continue
+			}
+			changed := a.changedAt(p, id) || a.linkedAway(p)
+			if changed && a.protectedFile(p) && !a.linkedAway(p) {
+				changed = id.ctime > a.start
+			}
+			if real, ok := a.changedActionable(p); changed && ok {
+				a.quarantine(real, "a legacy git remote ("+d+"/) written by the sandboxed command: it names where git pushes")
+			}
+		}
+	}
 	// Linked worktrees and submodules have git directories of their own.
 	a.reach(filepath.Join(common, "worktrees"))
 	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
@@ -904,6 +950,77 @@ func (a *auditor) settingsFile(p string) {
 // commondir, in a tier whose reservations are not mounts), is judged.
 func (a *auditor) ownPlaceholder(p string) bool {
 	return a.o.Placeholder != nil && a.o.Placeholder(p)
+}
+
+// hiddenRemote judges, whole, a repository that the remote location u
+// names by a local path (relative to base, the work tree or the git
+// directory) when it lies in the trees inside a git directory.
+func (a *auditor) hiddenRemote(u, base string) {
+	u = strings.TrimSpace(u)
+	if strings.Contains(u, "://") && !strings.HasPrefix(strings.ToLower(u), "file://") {
+		return // a network URL
+	}
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "file://"), "FILE://")
+	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
+		return // scp-like (ssh), or a transport helper (Risk's)
+	}
+	if u == "" || !strings.ContainsAny(u, "/.") {
+		return // a remote's name
+	}
+	cands := []string{u}
+	if !filepath.IsAbs(u) {
+		cands = []string{filepath.Join(base, u)}
+	}
+	for _, c := range cands {
+		real, err := filepath.EvalSymlinks(c)
+		if err != nil || !a.inRoots(real) {
+			continue
+		}
+		g := real
+		if _, err := os.Lstat(filepath.Join(real, "HEAD")); err != nil {
+			g = filepath.Join(real, ".git")
+			if fi, err := os.Stat(g); err != nil || !fi.IsDir() {
+				continue
+			}
+		}
+		if !insideGitAdmin(g) {
+			continue // the walk's
+		}
+		a.fresh[g] = true
+		a.repo(g, "", nil)
+	}
+}
+
+// legacyRemoteURLs are the locations the legacy remote files of git
+// directory g name: .git/remotes/NAME ("URL: ..." and "Push: ..." lines
+// aside, the URL lines) and .git/branches/NAME (a URL, "#branch" after).
+func legacyRemoteURLs(g string) []string {
+	var out []string
+	for _, d := range []string{"remotes", "branches"} {
+		es, err := os.ReadDir(filepath.Join(g, d))
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			b, _, err := readSmall(filepath.Join(g, d, e.Name()), maxConfigSize)
+			if err != nil {
+				continue
+			}
+			for line := range strings.SplitSeq(string(b), "\n") {
+				line = strings.TrimSpace(line)
+				if d == "branches" {
+					if u, _, _ := strings.Cut(line, "#"); u != "" {
+						out = append(out, u)
+					}
+					break
+				}
+				if v, ok := strings.CutPrefix(line, "URL:"); ok {
+					out = append(out, strings.TrimSpace(v))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ---- what the cache knew ------------------------------------------------

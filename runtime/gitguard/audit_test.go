@@ -239,6 +239,16 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 		{"an alias without ! that sets core.fsmonitor with -c", nil,
 			`git init -q sub; printf '[alias]\n\tst = -c core.fsmonitor=\"%s\" status\n' "$PROG" >> sub/.git/config`,
 			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"st"} }},
+		{"a bare repository hidden in .git, pushed to through a legacy .git/remotes file", nil,
+			`git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/evil.git && printf '#!/bin/sh\n"%s"\n' "$PROG" > .git/evil.git/hooks/pre-receive && chmod +x .git/evil.git/hooks/pre-receive && mkdir -p .git/remotes && printf 'URL: %s\n' "$PWD/.git/evil.git" > .git/remotes/origin`,
+			func(s *scene) (string, []string) {
+				return filepath.Join(s.repo, "sub"), []string{"push", "-q", "origin", "HEAD:refs/heads/x"}
+			}},
+		{"a bare repository hidden in .git, pushed to through remote.*.url", nil,
+			`git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/evil.git && printf '#!/bin/sh\n"%s"\n' "$PROG" > .git/evil.git/hooks/pre-receive && chmod +x .git/evil.git/hooks/pre-receive && git remote add origin "$PWD/.git/evil.git"`,
+			func(s *scene) (string, []string) {
+				return filepath.Join(s.repo, "sub"), []string{"push", "-q", "origin", "HEAD:refs/heads/x"}
+			}},
 		{"a filter driver", nil,
 			`git init -q sub; cd sub; echo '* filter=x' > .gitattributes; echo hi > f; printf '[filter "x"]\n\tclean = "%s"\n' "$PROG" >> .git/config`,
 			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"add", "f"} }},

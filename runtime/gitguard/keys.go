@@ -49,6 +49,14 @@ func Risk(e Entry) string {
 			return "remote.<name>." + key + " runs a program"
 		case "proxy":
 			return "a proxy for the user's git traffic"
+		case "url", "pushurl", "pushdefault":
+			if e.HasValue && strings.Contains(e.Value, "::") {
+				return "a remote through a transport helper (git-remote-<name>, a program)"
+			}
+		}
+	case "branch":
+		if (key == "remote" || key == "pushremote") && e.HasValue && strings.Contains(e.Value, "::") {
+			return "a branch's remote through a transport helper (git-remote-<name>, a program)"
 		}
 	case "lfs":
 		if strings.HasPrefix(sub, "customtransfer.") || strings.HasPrefix(sub, "extension.") || key == "standalonetransferagent" {
@@ -101,6 +109,7 @@ var riskyKeys = map[string]string{
 	"interactive.difffilter":     "interactive.diffFilter runs a program",
 	"uploadpack.packobjectshook": "uploadpack.packObjectsHook runs a program",
 	"gc.recentobjectshook":       "gc.recentObjectsHook runs a program when git gc (automatic after commit, fetch) prunes",
+	"core.worktree":              "core.worktree moves the work tree anywhere: git's checkout, reset and clean then write and delete there",
 }
 
 // riskySections name why a whole section is a risk.

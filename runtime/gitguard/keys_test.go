@@ -31,3 +31,28 @@ func TestRiskInSafeSections(t *testing.T) {
 		}
 	}
 }
+
+// A transport helper ("<helper>::<address>") is a program; network URLs,
+// local paths (a repository there is audited: repo) and remote names are
+// not risks of the config itself. core.worktree moves the work tree out of
+// the repository (found by an attack pass: git reset --hard then wrote
+// ~/.config/git).
+func TestRiskRemotesAndWorktree(t *testing.T) {
+	cfg := "[remote \"a\"]\n\turl = https://github.com/x/y\n\tpushurl = /home/u/evil.git\n" +
+		"[remote \"c\"]\n\turl = ext::sh -c x\n" +
+		"[branch \"main\"]\n\tremote = origin\n\tpushRemote = fd::3\n" +
+		"[core]\n\tworktree = /home/u\n"
+	es, err := ParseConfig([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, false, true, false, true, true}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		if got := Risk(e) != ""; got != want[i] {
+			t.Errorf("Risk(%s = %s) = %q, want risky %v", e.Name, e.Value, Risk(e), want[i])
+		}
+	}
+}

@@ -138,7 +138,7 @@ var HomeReservedPaths = []string{".config/git"}
 // (core.fsmonitor, core.hooksPath, filters); modules holds the git
 // directories of submodules; commondir redirects git to another directory's
 // config and hooks.
-var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.worktree"}
+var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.worktree", "remotes", "branches"}
 
 // GitWorktreeProtected are the entries of each linked worktree's
 // administrative directory (.git/worktrees/NAME) that are never writable:
