@@ -223,6 +223,18 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	var prot []rule
 	reserved := map[string]bool{}
 	protect := func(p, why string, reserve bool) {
+		// A protected path that is a symlink, or under one (a home's
+		// .gitconfig, .bashrc or .claude kept in a dotfiles tree that is
+		// writable): the mount at the path holds the symlink, not what it
+		// leads to, so that is protected too (found by an attack pass:
+		// ~/.gitconfig -> a writable tree's gitconfig took a
+		// core.fsmonitor, ~/.claude -> a writable directory took a
+		// settings.json).
+		if in.dirs.kind(p) != 0 {
+			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p {
+				prot = append(prot, rule{path: c, source: why + " (through the symlink " + p + ")"})
+			}
+		}
 		if !reserve && in.dirs.kind(p) == 0 {
 			return
 		}

@@ -616,3 +616,35 @@ func TestGitAuditAfterKilledRun(t *testing.T) {
 		t.Fatalf("ESCAPE: after a moat run was SIGKILLed, its plant ran in the user's git\n%s", r.out)
 	}
 }
+
+// The home's own files kept in a dotfiles tree the command may write
+// (~/.gitconfig and ~/.claude as symlinks into it): moat's mounts hold the
+// symlinks, and now what they lead to as well, so the user's git runs
+// nothing and no settings file appears (found by an attack pass). Without
+// moat the same script plants both.
+func TestGitHomeFilesSymlinkedIntoTheTree(t *testing.T) {
+	setup := func(s *gitScene) {
+		dots := filepath.Join(s.w, "dotfiles")
+		must(t, os.MkdirAll(filepath.Join(dots, "claude"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dots, "gitconfig"), []byte("[user]\n\tname = t\n"), 0o644))
+		must(t, os.Symlink(filepath.Join(dots, "gitconfig"), filepath.Join(s.home, ".gitconfig")))
+		must(t, os.Symlink(filepath.Join(dots, "claude"), filepath.Join(s.home, ".claude")))
+	}
+	attack := `printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> ../dotfiles/gitconfig; printf '{"sandbox":{"filesystem":{"allowWrite":["/%s"]}}}' "$OUT" > ../dotfiles/claude/settings.json; true`
+	planted := func(s *gitScene) (git, settings bool) {
+		_, err := os.Stat(filepath.Join(s.w, "dotfiles", "claude", "settings.json"))
+		return s.userGit(s.repo, "status"), err == nil
+	}
+	s := newGitScene(t)
+	setup(s)
+	s.run(attack, false)
+	if g, st := planted(s); !g || !st {
+		t.Fatalf("without moat the attack does not work (git %v, settings %v): this test could not detect an escape", g, st)
+	}
+	s = newGitScene(t)
+	setup(s)
+	r := s.run(attack, true)
+	if g, st := planted(s); g || st {
+		t.Fatalf("ESCAPE: through symlinked home files, git ran the planted program (%v) or a settings file appeared (%v)\n%s", g, st, r.out)
+	}
+}
