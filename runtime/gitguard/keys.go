@@ -59,7 +59,7 @@ func Risk(e Entry) string {
 			return "a branch's remote through a transport helper (git-remote-<name>, a program)"
 		}
 	case "lfs":
-		if strings.HasPrefix(sub, "customtransfer.") || strings.HasPrefix(sub, "extension.") || key == "standalonetransferagent" {
+		if l := strings.ToLower(sub); strings.HasPrefix(l, "customtransfer.") || strings.HasPrefix(l, "extension.") || key == "standalonetransferagent" {
 			return "git-lfs runs a program named here"
 		}
 	}
@@ -110,6 +110,7 @@ var riskyKeys = map[string]string{
 	"uploadpack.packobjectshook": "uploadpack.packObjectsHook runs a program",
 	"gc.recentobjectshook":       "gc.recentObjectsHook runs a program when git gc (automatic after commit, fetch) prunes",
 	"core.worktree":              "core.worktree moves the work tree anywhere: git's checkout, reset and clean then write and delete there",
+	"core.sharedrepository":      "core.sharedRepository makes the repository writable by other users, who could plant hooks",
 }
 
 // riskySections name why a whole section is a risk.

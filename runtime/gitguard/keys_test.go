@@ -8,7 +8,8 @@ import "testing"
 func TestRiskInSafeSections(t *testing.T) {
 	cfg := "[alias]\n\tst = -c core.fsmonitor=/x status\n\tco = checkout\n" +
 		"[gc]\n\trecentObjectsHook = /x\n\tauto = 100\n" +
-		"[core]\n\tfsmonitor = /x\n\tfsmonitor = true\n\tabbrev = 12\n"
+		"[core]\n\tfsmonitor = /x\n\tfsmonitor = true\n\tabbrev = 12\n\tsharedRepository = 0777\n" +
+		"[lfs \"Extension.x\"]\n\tclean = /x\n"
 	es, err := ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -16,6 +17,7 @@ func TestRiskInSafeSections(t *testing.T) {
 	want := map[string]bool{ // risky?
 		"alias.st": true, "alias.co": true, "gc.recentobjectshook": true, "gc.auto": false,
 		"core.fsmonitor=/x": true, "core.fsmonitor=true": false, "core.abbrev": false,
+		"core.sharedrepository": true, "lfs.Extension.x.clean": true,
 	}
 	for _, e := range es {
 		name := e.Name
