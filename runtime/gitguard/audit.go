@@ -701,7 +701,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	// whether it is the user's (a config moat kept read-only).
 	danger := ""
 	for _, e := range entries {
-		if r := Risk(e); r != "" {
+		if r := Risk(e); r != "" && !ownWorktree(filepath.Join(common, "config"), e) {
 			danger = r
 			break
 		}
@@ -837,7 +837,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		var keep []Entry
 		var risks []string
 		for _, e := range es {
-			if r := Risk(e); r != "" {
+			if r := Risk(e); r != "" && !ownWorktree(p, e) {
 				risks = append(risks, e.Name+": "+r)
 				continue
 			}
@@ -1188,6 +1188,24 @@ func readGitfile(p string) (string, fileID, bool) {
 		t = filepath.Dir(p) + "/" + t
 	}
 	return physical(t), id, true
+}
+
+// ownWorktree reports a core.worktree, in config file p of a git
+// directory, that names the work tree which names that git directory back
+// (its .git file's gitdir): what git submodule writes for each submodule
+// (.git/modules/NAME/config: worktree = ../../../NAME). Any other work
+// tree is a risk (Risk): git's checkout and reset write there.
+func ownWorktree(p string, e Entry) bool {
+	if e.Section()+"."+e.Key() != "core.worktree" || !e.HasValue || e.Value == "" {
+		return false
+	}
+	g := filepath.Dir(p)
+	wt := e.Value
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(g, wt)
+	}
+	target, _, ok := readGitfile(filepath.Join(wt, ".git"))
+	return ok && target == physical(g)
 }
 
 // readCommondir reads g/commondir: the directory holding the repository's

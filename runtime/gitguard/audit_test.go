@@ -321,6 +321,33 @@ git submodule add -q "$REPO" sub 2>/dev/null || true
 	}
 }
 
+// A submodule an agent adds keeps the core.worktree git submodule writes
+// (the work tree whose .git file names the module's git directory back);
+// a core.worktree leading anywhere else is taken out (git reset --hard
+// would write there: found by an attack pass).
+func TestAuditSubmoduleWorktree(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.w, `git init -q lib && cd lib && echo x > x && git add x && git commit -qm x && cd ../repo && git -c protocol.file.allow=always submodule add -q ../lib sub && git commit -qm sub && git init -q other && git -C other config core.worktree "$HOME"`)
+	rep := s.audit()
+	var saw bool
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Path, "other") && strings.Contains(f.Reason, "core.worktree") {
+			saw = true
+			continue
+		}
+		t.Errorf("unexpected finding: %+v", f)
+	}
+	if !saw {
+		t.Error("a core.worktree of $HOME was kept")
+	}
+	if got := strings.TrimSpace(s.git(filepath.Join(s.repo, ".git", "modules", "sub"), "config", "core.worktree")); got != "../../../sub" {
+		t.Errorf("the submodule's core.worktree = %q", got)
+	}
+	s.git(filepath.Join(s.repo, "sub"), "status", "--short")
+	s.git(s.repo, "submodule", "status")
+}
+
 // A settings file moat reads, written by the command, never reaches a
 // later run.
 func TestAuditSettingsFiles(t *testing.T) {
