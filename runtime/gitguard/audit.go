@@ -701,7 +701,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	// whether it is the user's (a config moat kept read-only).
 	danger := ""
 	for _, e := range entries {
-		if r := Risk(e); r != "" && !ownWorktree(filepath.Join(common, "config"), e) {
+		if r := Risk(e); r != "" && !a.ownWorktree(filepath.Join(common, "config"), e) {
 			danger = r
 			break
 		}
@@ -837,7 +837,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		var keep []Entry
 		var risks []string
 		for _, e := range es {
-			if r := Risk(e); r != "" && !ownWorktree(p, e) {
+			if r := Risk(e); r != "" && !a.ownWorktree(p, e) {
 				risks = append(risks, e.Name+": "+r)
 				continue
 			}
@@ -1195,7 +1195,7 @@ func readGitfile(p string) (string, fileID, bool) {
 // (its .git file's gitdir): what git submodule writes for each submodule
 // (.git/modules/NAME/config: worktree = ../../../NAME). Any other work
 // tree is a risk (Risk): git's checkout and reset write there.
-func ownWorktree(p string, e Entry) bool {
+func (a *auditor) ownWorktree(p string, e Entry) bool {
 	if e.Section()+"."+e.Key() != "core.worktree" || !e.HasValue || e.Value == "" {
 		return false
 	}
@@ -1203,6 +1203,13 @@ func ownWorktree(p string, e Entry) bool {
 	wt := e.Value
 	if !filepath.IsAbs(wt) {
 		wt = filepath.Join(g, wt)
+	}
+	// In the trees and outside every git directory: a work tree inside
+	// another repository's .git (its hooks, say), with a .git file made to
+	// point back, would have the user's checkout write hooks there.
+	wt = physical(wt)
+	if !a.inRoots(wt) || insideGitAdmin(wt+"/") || filepath.Base(wt) == ".git" {
+		return false
 	}
 	target, _, ok := readGitfile(filepath.Join(wt, ".git"))
 	return ok && target == physical(g)
