@@ -222,16 +222,22 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	}
 	var prot []rule
 	reserved := map[string]bool{}
+	home := ""
+	if pol.Home != "" {
+		home, _, _ = in.dirs.canonical(pol.Home)
+	}
 	protect := func(p, why string, reserve bool) {
-		// A protected path that is a symlink, or under one (a home's
-		// .gitconfig, .bashrc or .claude kept in a dotfiles tree that is
-		// writable): the mount at the path holds the symlink, not what it
-		// leads to, so that is protected too (found by an attack pass:
-		// ~/.gitconfig -> a writable tree's gitconfig took a
-		// core.fsmonitor, ~/.claude -> a writable directory took a
-		// settings.json).
-		if in.dirs.kind(p) != 0 {
-			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p {
+		// A home's own file that is a symlink, or under one (.gitconfig,
+		// .bashrc or .claude kept in a dotfiles tree that is writable): the
+		// mount at the path holds the symlink, not what it leads to, so
+		// that is protected too (found by an attack pass: ~/.gitconfig ->
+		// a writable tree's gitconfig took a core.fsmonitor, ~/.claude ->
+		// a writable directory took a settings.json). Only the home's:
+		// a symlink the command planted in the tree (sub/.claude -> ..)
+		// would otherwise make a later run's whole tree read-only; and
+		// never a target that holds a writable root or is a git directory.
+		if homeOwn(p, home) && in.dirs.kind(p) != 0 {
+			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
 				prot = append(prot, rule{path: c, source: why + " (through the symlink " + p + ")"})
 			}
 		}
@@ -242,10 +248,6 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		if reserve {
 			reserved[p] = true
 		}
-	}
-	home := ""
-	if pol.Home != "" {
-		home, _, _ = in.dirs.canonical(pol.Home)
 	}
 	xdg := in.xdgConfigHome
 	if xdg == "" && !in.asClient {
@@ -843,6 +845,38 @@ func kernelLockdown(uid, gid int) func(p *nsinit.Plan) {
 			p.Bind("/dev/null", m.path, ro, 0, true)
 		}
 	}
+}
+
+// homeOwn reports p is one of the home's own protected names: a name in
+// the home itself, or one of policy.HomeReservedPaths (a command cannot
+// make either: both are read-only or reserved in its sandbox).
+func homeOwn(p, home string) bool {
+	if home == "" || p == home || !within(p, home) {
+		return false
+	}
+	rel := p[len(home)+1:]
+	if home == "/" {
+		rel = p[1:]
+	}
+	if !strings.Contains(rel, "/") {
+		return true
+	}
+	for _, r := range policy.HomeReservedPaths {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsRoot reports c is a writable root or an ancestor of one.
+func holdsRoot(c string, roots []rule) bool {
+	for _, r := range roots {
+		if within(r.path, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // errVanished: a path the plan found is gone, and needs no mount.

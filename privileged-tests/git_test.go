@@ -648,3 +648,18 @@ func TestGitHomeFilesSymlinkedIntoTheTree(t *testing.T) {
 		t.Fatalf("ESCAPE: through symlinked home files, git ran the planted program (%v) or a settings file appeared (%v)\n%s", g, st, r.out)
 	}
 }
+
+// A symlink the command plants at a protected name in the tree (sub/.claude
+// -> .., a/b/.vscode -> ../../.git) does not make a later run protect what
+// it leads to: the working tree and its .git stay writable (an attack pass
+// locked every later run out of its tree that way).
+func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
+	s := newGitScene(t)
+	if r := s.run(`mkdir -p sub a/b && ln -s .. sub/.claude && ln -s ../../.git a/b/.vscode`, true); r.code != 0 {
+		t.Fatalf("the planting run: %d\n%s", r.code, r.out)
+	}
+	r := s.run(`echo new > keep.txt && git add keep.txt && git commit -qm keep && echo wrote`, true)
+	if r.code != 0 || !strings.Contains(r.out, "wrote") {
+		t.Fatalf("a run after the planted symlinks cannot write its tree or commit (%d):\n%s", r.code, r.out)
+	}
+}
