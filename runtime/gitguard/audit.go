@@ -542,16 +542,15 @@ func (a *auditor) linkedAway(p string) bool {
 	if real == filepath.Clean(p) {
 		return false
 	}
-	key := real + "\x00" + identity(real)
+	way := a.wayOf(real)
+	key := real + "\x00" + strings.Join(way, "\x01")
 	if a.next != nil {
 		// A sandbox still running may be in the middle of a swap: keep
 		// the last record, so that the audit after it compares with it.
 		unsettled := a.unsettledAt(ctimeOf(p, os.Lstat))
-		for d := real; !unsettled && a.inRoots(d); d = filepath.Dir(d) {
-			unsettled = a.unsettledAt(ctimeOf(d, os.Lstat))
-			if d == filepath.Dir(d) {
-				break
-			}
+		for _, w := range way {
+			path, _, _ := strings.Cut(w, "\x00")
+			unsettled = unsettled || a.unsettledAt(ctimeOf(path, os.Lstat))
 		}
 		if unsettled {
 			if a.cache != nil {
@@ -566,25 +565,63 @@ func (a *auditor) linkedAway(p string) bool {
 	if a.cache == nil {
 		return false
 	}
-	if old, ok := a.cache.redirects[p]; !ok || old == key {
+	old, ok := a.cache.redirects[p]
+	if !ok || old == key {
 		return false
 	}
-	// It led elsewhere at the last audit. The sandbox's doing only if the
-	// way changed during the run: a rename on it stamps the renamed
-	// directory and its parent, a symlink retargeted stamps itself. The
-	// user's own change between two runs is not judged.
+	// It led elsewhere at the last audit: the sandbox's doing only if what
+	// changed on the way changed during the run (a directory renamed into
+	// place is stamped by the rename, a symlink retargeted stamps itself);
+	// the user's own change between two runs is not judged.
 	if a.changed(fileID{ctime: ctimeOf(p, os.Lstat)}) {
 		return true
 	}
-	for d := real; a.inRoots(d); d = filepath.Dir(d) {
-		if a.changed(fileID{ctime: ctimeOf(d, os.Lstat)}) {
+	_, oldWay, _ := strings.Cut(old, "\x00")
+	was := map[string]bool{}
+	for _, w := range strings.Split(oldWay, "\x01") {
+		was[w] = true
+	}
+	for _, w := range way {
+		if was[w] {
+			continue
+		}
+		path, _, _ := strings.Cut(w, "\x00")
+		if a.changed(fileID{ctime: ctimeOf(path, os.Lstat)}) {
 			return true
 		}
+	}
+	return false
+}
+
+// wayOf is the identity (path and device:inode, "-" where nothing is) of
+// each directory on the way to real below the tree's root, and of real
+// itself unless it is a file: what a rename can swap. A file's own inode
+// is left out: an editor's save renames a new file over the old one, and
+// a file written or renamed during the run is stamped then (its change
+// time is judged as it is).
+func (a *auditor) wayOf(real string) []string {
+	var out []string
+	for d := real; a.inRoots(d); d = filepath.Dir(d) {
+		if d == real {
+			if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+				continue
+			}
+		}
+		if a.isRoot(d) {
+			break
+		}
+		out = append(out, d+"\x00"+identity(d))
 		if d == filepath.Dir(d) {
 			break
 		}
 	}
-	return false
+	slices.Reverse(out)
+	return out
+}
+
+// isRoot reports d is one of the audited roots.
+func (a *auditor) isRoot(d string) bool {
+	return slices.Contains(a.o.Roots, d)
 }
 
 // leadsTo is the path p leads to after symlinks, as far as they lead: a
@@ -935,7 +972,18 @@ func (a *auditor) settingsFile(p string) {
 	if err != nil {
 		return
 	}
-	if !a.linkedAway(p) && (!a.changedAt(p, id) || a.protectedFile(p) && id.ctime <= a.start) {
+	changed := a.changedAt(p, id)
+	// Through a symlink, the file it leads to too (written, or renamed
+	// there, during the run).
+	tid := id
+	if fi, err := os.Stat(p); err == nil {
+		tid = idOf(fi)
+		changed = changed || a.changed(tid)
+	}
+	if changed && a.protectedFile(p) {
+		changed = id.ctime > a.start || tid.ctime > a.start
+	}
+	if swapped := a.linkedAway(p); !changed && !swapped {
 		return
 	}
 	if real, ok := a.changedActionable(p); ok {

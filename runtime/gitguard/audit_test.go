@@ -794,3 +794,22 @@ func TestAuditOwnConfigPlaceholder(t *testing.T) {
 		t.Fatalf("moat's own placeholder was moved: %v", err)
 	}
 }
+
+// The user's own settings file, reached through a symlinked .claude and
+// saved the way editors save (a new file renamed over the old one) between
+// two runs, is left alone by the audit of a later run that wrote elsewhere
+// in the tree (an attack pass saw it quarantined: the record held the old
+// file's inode).
+func TestAuditUsersOwnSymlinkedSettingsSaved(t *testing.T) {
+	s := newScene(t)
+	s.sh(s.repo, `mkdir claude && echo '{"permissions":{}}' > claude/settings.json && ln -s claude .claude`)
+	s.begin()
+	s.audit() // an earlier run's audit records where .claude/settings.json leads
+	s.sh(s.repo, `echo '{"permissions":{"deny":["Bash(rm)"]}}' > claude/s.tmp && mv claude/s.tmp claude/settings.json`)
+	s.begin()
+	s.sh(s.repo, `echo x > made-by-the-run`)
+	s.audit()
+	if _, err := os.Stat(filepath.Join(s.repo, "claude", "settings.json")); err != nil {
+		t.Fatalf("the user's own settings file, saved between two runs, was moved out: %v", err)
+	}
+}
