@@ -239,6 +239,19 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		if homeOwn(p, home) && in.dirs.kind(p) != 0 {
 			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
 				prot = append(prot, rule{path: c, source: why + " (through the symlink " + p + ")"})
+			} else if t, err := os.Readlink(p); err == nil {
+				// A dangling symlink (~/.gitconfig to a file not made yet):
+				// where it leads, in a writable tree, is reserved (a
+				// placeholder there for the run), or the command could
+				// make the file the home's name reads.
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(p), t)
+				}
+				if c, exists, err := in.dirs.canonical(t); err == nil && !exists && inAnyRoot(c, v.allowWrite) && !holdsRoot(c, v.allowWrite) &&
+					!strings.Contains(c+"/", "/.git/") && in.dirs.kind(filepath.Dir(c)) == 'd' {
+					prot = append(prot, rule{path: c, source: why + " (where the symlink " + p + " leads)"})
+					reserved[c] = true
+				}
 			}
 		}
 		if !reserve && in.dirs.kind(p) == 0 {
@@ -863,6 +876,16 @@ func homeOwn(p, home string) bool {
 	}
 	for _, r := range policy.HomeReservedPaths {
 		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// inAnyRoot reports c lies in a writable root.
+func inAnyRoot(c string, roots []rule) bool {
+	for _, r := range roots {
+		if within(c, r.path) {
 			return true
 		}
 	}

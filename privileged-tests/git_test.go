@@ -663,3 +663,30 @@ func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
 		t.Fatalf("a run after the planted symlinks cannot write its tree or commit (%d):\n%s", r.code, r.out)
 	}
 }
+
+// A home's own name that is a dangling symlink into a writable tree
+// (~/.gitconfig -> dotfiles/gitconfig, not made yet): the command cannot
+// make the file it leads to (moat reserves it for the run).
+func TestGitHomeDanglingSymlinkIntoTheTree(t *testing.T) {
+	setup := func(s *gitScene) {
+		dots := filepath.Join(s.w, "dotfiles")
+		must(t, os.MkdirAll(dots, 0o755))
+		must(t, os.Symlink(filepath.Join(dots, "gitconfig"), filepath.Join(s.home, ".gitconfig")))
+	}
+	attack := `printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > ../dotfiles/gitconfig; true`
+	s := newGitScene(t)
+	setup(s)
+	s.run(attack, false)
+	if !s.userGit(s.repo, "status") {
+		t.Fatal("without moat the attack does not work: this test could not detect an escape")
+	}
+	s = newGitScene(t)
+	setup(s)
+	r := s.run(attack, true)
+	if s.userGit(s.repo, "status") {
+		t.Fatalf("ESCAPE: the file a dangling ~/.gitconfig leads to was made, and git ran the planted program\n%s", r.out)
+	}
+	if _, err := os.Lstat(filepath.Join(s.w, "dotfiles", "gitconfig")); err == nil {
+		t.Errorf("moat's placeholder for the dangling ~/.gitconfig was left behind")
+	}
+}
