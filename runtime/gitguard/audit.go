@@ -790,8 +790,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			if err != nil || e.IsDir() {
 				continue
 			}
-			changed := a.changedAt(p, id) || a.linkedAway(p)
-			if changed && a.protectedFile(p) && !a.linkedAway(p) {
+			swapped := a.linkedAway(p)
+			changed := a.changedAt(p, id) || swapped
+			if changed && !swapped && a.protectedFile(p) {
 				changed = id.ctime > a.start
 			}
 			if real, ok := a.changedActionable(p); changed && ok {
