@@ -116,6 +116,10 @@ func (s *gitScene) userGit(dir string, args ...string) bool {
 	return err == nil
 }
 
+// gitTwoBranches makes a branch side with a commit of its own and a second
+// commit on main: a rebase of main onto side then picks one.
+const gitTwoBranches = `git checkout -q -b side && echo s > s.txt && git add s.txt && git commit -qm s && git checkout -q main && echo b > b.txt && git add b.txt && git commit -qm b`
+
 const plantConfig = `printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "%s"\n' "$PROG"`
 
 // Every reproduction of the review: the same script run without moat makes
@@ -179,6 +183,12 @@ func TestGitPlantedRepositories(t *testing.T) {
 		{"a .git file pointing at a planted git directory", nil,
 			`git init -q --bare ../evil.git; ` + plantConfig + ` > ../evil.git/config; mkdir -p sub; echo "gitdir: $W/evil.git" > sub/.git`,
 			func(s *gitScene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"status"} }},
+		{"an interrupted rebase whose todo list runs a program on git rebase --continue", nil,
+			gitTwoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted rebase whose merge strategy is a program of the tree", nil,
+			gitTwoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && mkdir -p git-merge-x && cp "$PROG" git-merge-x/evil && echo x/evil > .git/rebase-merge/strategy`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
 		{"a bare repository planted at the working directory", nil,
 			`mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config; echo garbage > .git/HEAD`,
 			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},

@@ -249,6 +249,32 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 			func(s *scene) (string, []string) {
 				return filepath.Join(s.repo, "sub"), []string{"push", "-q", "origin", "HEAD:refs/heads/x"}
 			}},
+		{"an interrupted rebase whose todo list has an exec line", nil,
+			twoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted rebase whose todo list has an x line after blanks", nil,
+			twoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && printf ' \tx "%s"\n' "$PROG" >> .git/rebase-merge/git-rebase-todo`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted rebase whose merge strategy runs a program of the tree", nil,
+			twoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && mkdir -p git-merge-x && cp "$PROG" git-merge-x/evil && echo x/evil > .git/rebase-merge/strategy`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted cherry-pick whose options name a merge strategy of the tree", nil,
+			twoBranches + ` && ` + conflictingPicks + ` && mkdir -p git-merge-x && cp "$PROG" git-merge-x/evil && printf '[options]\n\tstrategy = x/evil\n' > .git/sequencer/opts && echo resolved > t.txt && git add t.txt`,
+			func(s *scene) (string, []string) {
+				return s.repo, []string{"-c", "core.editor=true", "cherry-pick", "--continue"}
+			}},
+		{"an interrupted rebase staged earlier, moved into place",
+			func(s *scene) {
+				s.sh(s.repo, twoBranches+` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo && mv .git/rebase-merge ../stage`)
+			},
+			`mv ../stage .git/rebase-merge`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted rebase staged earlier, reached through a symlink",
+			func(s *scene) {
+				s.sh(s.repo, twoBranches+` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo && mv .git/rebase-merge ../stage`)
+			},
+			`ln -s "$W/stage" .git/rebase-merge`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
 		{"a filter driver", nil,
 			`git init -q sub; cd sub; echo '* filter=x' > .gitattributes; echo hi > f; printf '[filter "x"]\n\tclean = "%s"\n' "$PROG" >> .git/config`,
 			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"add", "f"} }},
@@ -288,6 +314,32 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// twoBranches makes side (a commit of its own) and a second commit on
+// main: a rebase of main onto side picks it, a cherry-pick of side picks s.txt.
+const twoBranches = `git checkout -q -b side && echo s > s.txt && git add s.txt && git commit -qm s && git checkout -q main && echo b > b.txt && git add b.txt && git commit -qm b`
+
+// conflictingPicks (after twoBranches) leaves a cherry-pick of two commits
+// stopped by a conflict in t.txt: git keeps its state in .git/sequencer.
+const conflictingPicks = `b=$(git branch --show-current) && git checkout -q -b side2 && echo t > t.txt && git add t.txt && git commit -qm t && git checkout -q "$b" && echo conflict > t.txt && git add t.txt && git commit -qm conflict && { git cherry-pick side2 side >/dev/null 2>&1 || true; }`
+
+// An interrupted rebase, cherry-pick or revert the agent leaves (stopped
+// by a break or a conflict, git's own strategies) is not touched, and the
+// user's git goes on with it.
+func TestAuditKeepsInterruptedSequences(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.repo, twoBranches+` && git branch keep && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i -s ort side`)
+	if rep := s.audit(); len(rep.Findings) != 0 {
+		t.Fatalf("findings in an interrupted rebase: %+v", rep.Findings)
+	}
+	s.git(s.repo, "rebase", "--continue")
+	s.begin()
+	s.sh(s.repo, `git checkout -q keep && `+strings.Replace(conflictingPicks, "cherry-pick", "cherry-pick -s --strategy=recursive", 1)+` && test -f .git/sequencer/opts`)
+	if rep := s.audit(); len(rep.Findings) != 0 {
+		t.Fatalf("findings in an interrupted cherry-pick: %+v", rep.Findings)
 	}
 }
 

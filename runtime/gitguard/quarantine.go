@@ -57,23 +57,29 @@ func (e *noQuarantineError) Unwrap() error { return e.err }
 // rewrite replaces the config at p by the entries kept, the original going
 // to the quarantine.
 func (a *auditor) rewrite(p string, keep []Entry, why string) {
+	a.replace(p, FormatConfig(keep), "a git config written during the run sets "+why, "rewrote without those settings")
+}
+
+// replace puts data in place of the file at p (what it keeps of it), the
+// original going to the quarantine; action says what was kept.
+func (a *auditor) replace(p string, data []byte, reason, action string) {
 	if a.done[p] {
 		return
 	}
 	a.done[p] = true
 	a.unlock(filepath.Dir(p))
-	f := Finding{Path: p, Reason: "a git config written during the run sets " + why, Action: "rewrote without those settings"}
+	f := Finding{Path: p, Reason: reason, Action: action}
 	dest, err := a.copyOut(p)
 	var qe *noQuarantineError
 	if errors.As(err, &qe) {
 		// No quarantine: rewritten all the same, the original not kept.
-		if err = replaceFile(p, FormatConfig(keep)); err == nil {
-			f.Action = "rewrote without those settings (the original not kept: " + qe.Error() + ")"
+		if err = replaceFile(p, data); err == nil {
+			f.Action = action + " (the original not kept: " + qe.Error() + ")"
 			a.record(f)
 			return
 		}
 	} else if err == nil {
-		err = replaceFile(p, FormatConfig(keep))
+		err = replaceFile(p, data)
 	}
 	if err != nil {
 		// The risky file must not stay: move it out whole.

@@ -1,0 +1,199 @@
+package gitguard
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The state of an interrupted rebase, cherry-pick or revert is a program
+// for the user's next `git rebase --continue` (or `git cherry-pick
+// --continue`, `git revert --continue`), run outside the sandbox:
+//
+//   - an interactive rebase's todo list (rebase-merge/git-rebase-todo)
+//     runs each `exec` (`x`) line with the shell;
+//   - a merge strategy that is not git's own (rebase-merge/strategy, and
+//     options.strategy in a cherry-pick's or revert's sequencer/opts) runs
+//     git-merge-<strategy>, which git looks up without checking the name:
+//     "x/evil" runs the working tree's git-merge-x/evil (git merge and git
+//     pull refuse such names; the sequencer does not).
+//
+// A command can leave such a state behind (git rebase -i stopped by a
+// break, then the todo edited) and the user's own --continue ran it; found
+// while reviewing what else git reads from its directory. What the command
+// wrote there is judged: exec lines are taken out of the todo list (the
+// original kept in the quarantine), a strategy that is not git's own is
+// taken out, so git uses its default. A user's own exec lines in a rebase
+// that a sandboxed command continued are taken out too (git rewrote the
+// list in the sandbox): the audit errs on the side of the check, and says
+// so in its report.
+
+// builtinStrategies are the merge strategies git ships; the sequencer runs
+// git's own for the empty name, ort and recursive, and git merge-<name>
+// (installed with git) for the others.
+var builtinStrategies = map[string]bool{"": true, "ort": true, "recursive": true, "resolve": true, "octopus": true, "ours": true, "subtree": true}
+
+// sequencer judges the per-worktree git directory g's interrupted
+// rebase, cherry-pick or revert.
+func (a *auditor) sequencer(g string) {
+	rm := filepath.Join(g, "rebase-merge")
+	changed := a.stateChanged(rm)
+	a.todo(filepath.Join(rm, "git-rebase-todo"), changed)
+	a.strategyFile(filepath.Join(rm, "strategy"), changed)
+	seq := filepath.Join(g, "sequencer")
+	a.sequencerOpts(filepath.Join(seq, "opts"), a.stateChanged(seq))
+}
+
+// stateChanged reports a file or directory of a sequencer's state that
+// the command may have written: changed during the run (or in a directory
+// moved in during it), or a symlink (git never makes one there; what it
+// leads to may have been written in an earlier run).
+func (a *auditor) stateChanged(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return true
+	}
+	return a.changedAt(p, idOf(fi)) || a.linkedAway(p)
+}
+
+// todo takes the exec lines out of a rebase's todo list the command wrote
+// (dirChanged: its directory was).
+func (a *auditor) todo(p string, dirChanged bool) {
+	a.reachPath(p)
+	if !dirChanged && !a.stateChanged(p) {
+		return
+	}
+	data, _, err := readSmall(p, maxConfigSize)
+	real, ok := a.changedActionable(p)
+	if !ok {
+		return
+	}
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			a.quarantine(real, "an interrupted rebase's todo list that moat cannot read ("+err.Error()+"): the user's git rebase --continue runs its exec lines")
+		}
+		return
+	}
+	keep, execs := dropExecLines(string(data))
+	if len(execs) == 0 {
+		return
+	}
+	why := "an interrupted rebase's todo list with exec lines the user's git rebase --continue would run: " + strings.Join(execs, "; ")
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		a.quarantine(real, why)
+		return
+	}
+	a.replace(real, []byte(keep), why, "rewrote without the exec lines")
+}
+
+// dropExecLines returns the todo list without its exec lines, and those
+// lines. A line is parsed as git's sequencer does (leading blanks, the
+// command or its one-letter form, then a blank or the end of the line),
+// comments aside; any case is taken, and a line after a NUL (which git
+// does not read) too.
+func dropExecLines(s string) (string, []string) {
+	var keep strings.Builder
+	var execs []string
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if isExecLine(line) {
+			execs = append(execs, strings.TrimSpace(line))
+			continue
+		}
+		keep.WriteString(line)
+	}
+	return keep.String(), execs
+}
+
+func isExecLine(line string) bool {
+	l := strings.TrimLeft(line, " \t")
+	for _, cmd := range []string{"exec", "x"} {
+		if len(l) >= len(cmd) && strings.EqualFold(l[:len(cmd)], cmd) {
+			rest := l[len(cmd):]
+			if rest == "" || strings.ContainsRune(" \t\r\n", rune(rest[0])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// strategyFile takes out a rebase's merge strategy that is not git's own.
+func (a *auditor) strategyFile(p string, dirChanged bool) {
+	a.reachPath(p)
+	if !dirChanged && !a.stateChanged(p) {
+		return
+	}
+	real, ok := a.changedActionable(p)
+	if !ok {
+		return
+	}
+	data, _, err := readSmall(p, 64<<10)
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			a.quarantine(real, "an interrupted rebase's merge strategy that moat cannot read ("+err.Error()+")")
+		}
+		return
+	}
+	if name := strings.TrimSpace(string(data)); !builtinStrategies[name] {
+		a.quarantine(real, "an interrupted rebase's merge strategy "+quoteName(name)+" is not git's own: the user's git rebase --continue would run git-merge-"+quoteName(name))
+	}
+}
+
+// sequencerOpts takes options.strategy out of a cherry-pick's or revert's
+// options (a git config file) when it is not git's own.
+func (a *auditor) sequencerOpts(p string, dirChanged bool) {
+	a.reachPath(p)
+	if !dirChanged && !a.stateChanged(p) {
+		return
+	}
+	real, ok := a.changedActionable(p)
+	if !ok {
+		return
+	}
+	data, _, err := readSmall(p, maxConfigSize)
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			a.quarantine(real, "an interrupted cherry-pick's or revert's options that moat cannot read ("+err.Error()+")")
+		}
+		return
+	}
+	es, perr := ParseConfig(data)
+	if perr != nil {
+		a.quarantine(real, "an interrupted cherry-pick's or revert's options that moat cannot parse the way git does ("+perr.Error()+")")
+		return
+	}
+	var keep []Entry
+	var bad []string
+	for _, e := range es {
+		if e.Name == "options.strategy" && !builtinStrategies[strings.TrimSpace(e.Value)] {
+			bad = append(bad, quoteName(e.Value))
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if len(bad) == 0 {
+		return
+	}
+	why := "an interrupted cherry-pick's or revert's merge strategy " + strings.Join(bad, ", ") + " is not git's own: the user's git cherry-pick --continue (or revert) would run git-merge-<strategy>"
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		a.quarantine(real, why)
+		return
+	}
+	a.replace(real, FormatConfig(keep), why, "rewrote without that strategy")
+}
+
+func quoteName(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return strings.ToValidUTF8(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s), "?")
+}
