@@ -782,17 +782,56 @@ func seccompOptions(pol *policy.Policy) seccomp.Options {
 	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations}
 }
 
-// unixAllow resolves allowUnixSockets to canonical paths.
-func unixAllow(pol *policy.Policy) []string {
+// unixAllow resolves allowUnixSockets when the sandbox starts: the
+// symlinks on the way are followed then (the user's and the system's,
+// /var/run -> /run), but none in a directory the command may write, where
+// an earlier command may have planted one: from there on the path is taken
+// by its letters. The broker opens these with no symlink followed.
+func unixAllow(pol *policy.Policy, v *view) []string {
 	var out []string
 	for _, r := range pol.Net.AllowUnixSockets {
-		p := r.Path
-		if c, err := filepath.EvalSymlinks(p); err == nil {
-			p = c
-		}
-		out = append(out, p)
+		out = append(out, resolveOutsideWritable(filepath.Clean(r.Path), func(dir string) bool {
+			return v != nil && v.access(dir) == accRW
+		}))
 	}
 	return out
+}
+
+// resolveOutsideWritable resolves the symlinks of the absolute path p up to
+// the first directory for which writable is true; the rest stays as
+// written. A path that does not resolve (a loop, too many links) is kept
+// as written.
+func resolveOutsideWritable(p string, writable func(dir string) bool) string {
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		if writable(cur) {
+			return filepath.Join(append([]string{cur, name}, rest...)...)
+		}
+		next := filepath.Join(cur, name)
+		t, err := os.Readlink(next)
+		if err != nil {
+			cur = next // not a symlink (or nothing there: the rest is as written)
+			continue
+		}
+		if links++; links > 40 {
+			return p
+		}
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		rest = append(strings.Split(strings.TrimPrefix(t, "/"), "/"), rest...)
+	}
+	return cur
 }
 
 // mergeEnv sets each "K=V" of add in env, replacing what env had.

@@ -79,7 +79,7 @@ func (ln *launcher) handle(m nsinit.Message) {
 			m.CloseFDs()
 			return
 		}
-		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: ln.l.Report, unixAllow: unixAllow(ln.pol), dirs: ln.dirs}
+		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: ln.l.Report, unixAllow: unixAllow(ln.pol, ln.fp.view), dirs: ln.dirs}
 		if ln.pol.Violations {
 			o.writes = &ln.writes
 			ln.observed.Store(true)

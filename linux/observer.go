@@ -443,41 +443,115 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 			Rule: "abstract unix sockets are not allowed", Pid: int(n.pid)})
 		return unix.ECONNREFUSED, false
 	}
+	abs := path
 	if !filepath.IsAbs(path) {
 		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", n.pid))
-		if err != nil {
+		if err != nil || !filepath.IsAbs(cwd) {
 			return unix.EPERM, false
 		}
-		path = filepath.Join(cwd, path)
+		// Not cleaned: ".." after a symlink is the kernel's to resolve.
+		abs = cwd + "/" + path
 	}
-	resolved := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		resolved = r
-	}
-	allowed := false
-	for _, a := range o.unixAllow {
-		if resolved == a || filepath.Clean(path) == a {
-			allowed = true
-		}
+	fd, errno, allowed := o.allowedSocket(int(n.pid), abs)
+	if fd >= 0 {
+		defer unix.Close(fd)
 	}
 	if !o.idValid(n.id) {
 		return unix.EPERM, false
 	}
 	if !allowed {
-		if _, err := os.Lstat(resolved); err != nil {
-			return unix.ENOENT, false // nothing there: connect would fail anyway
+		if errno != 0 {
+			return errno, false // nothing there in the sandbox: connect would fail anyway
 		}
-		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-connect", Target: path,
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-connect", Target: filepath.Clean(abs),
 			Rule: "not in network.allowUnixSockets", Pid: int(n.pid)})
 		return unix.EACCES, false
 	}
-	if err := unix.Connect(sock, &unix.SockaddrUnix{Name: resolved}); err != nil {
+	if errno != 0 {
+		return errno, false
+	}
+	// The socket checked, by its descriptor: nothing the command does to
+	// the path after the check (a symlink swapped in) changes where this
+	// connects.
+	if err := unix.Connect(sock, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(fd)}); err != nil {
 		if e, ok := err.(unix.Errno); ok {
 			return e, false
 		}
 		return unix.ECONNREFUSED, false
 	}
 	return 0, false
+}
+
+// allowedSocket decides a connect(2) to the unix socket path abs (absolute,
+// as the command named it) and opens what it may connect to (O_PATH).
+//
+// Allowed are: the path of an allowUnixSockets entry, by its letters (the
+// entry's socket is then opened as moat resolved it when the sandbox
+// started, with no symlink on the way: a socket in the host's /tmp, which
+// the sandbox's private /tmp hides, stays reachable); or a path that leads,
+// in the sandbox's own view of the filesystem (through /proc/pid/root, its
+// hidden paths hidden), to the same socket as an entry. A symlink the
+// command planted at an allowed path in a writable tree led the supervisor,
+// which resolved paths as the host sees them, to any socket of the host,
+// hidden ones included (found by two attack passes).
+//
+// errno is what the command gets when the path leads nowhere in its view
+// (ENOENT, ...), or when the entry's socket cannot be opened.
+func (o *observer) allowedSocket(pid int, abs string) (fd int, errno unix.Errno, allowed bool) {
+	literal := filepath.Clean(abs)
+	for _, a := range o.unixAllow {
+		if literal == a {
+			fd, err := openSocketPath(unix.AT_FDCWD, a, unix.RESOLVE_NO_SYMLINKS)
+			return fd, errnoOf(err), true
+		}
+	}
+	root, err := sys.RetryValue(func() (int, error) {
+		return unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, unix.EPERM, false
+	}
+	defer unix.Close(root)
+	fd, err = openSocketPath(root, abs, unix.RESOLVE_IN_ROOT|unix.RESOLVE_NO_MAGICLINKS)
+	if err != nil {
+		return -1, errnoOf(err), false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		unix.Close(fd)
+		return -1, unix.EPERM, false
+	}
+	for _, a := range o.unixAllow {
+		afd, err := openSocketPath(unix.AT_FDCWD, a, unix.RESOLVE_NO_SYMLINKS)
+		if err != nil {
+			continue
+		}
+		var ast unix.Stat_t
+		same := unix.Fstat(afd, &ast) == nil && ast.Dev == st.Dev && ast.Ino == st.Ino && st.Mode&unix.S_IFMT == unix.S_IFSOCK
+		unix.Close(afd)
+		if same {
+			return fd, 0, true
+		}
+	}
+	unix.Close(fd)
+	return -1, 0, false
+}
+
+// openSocketPath opens p (O_PATH) from dirfd with the resolve flags.
+func openSocketPath(dirfd int, p string, resolve uint64) (int, error) {
+	return sys.RetryValue(func() (int, error) {
+		return unix.Openat2(dirfd, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: resolve})
+	})
+}
+
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	return unix.EPERM
 }
 
 // readSockaddrUnix reads a struct sockaddr_un of length addrlen from the

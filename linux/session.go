@@ -204,7 +204,7 @@ func (ln *launcher) sessionMessage(m nsinit.Message) {
 			m.CloseFDs()
 			return
 		}
-		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: h.report, unixAllow: unixAllow(ln.pol), dirs: ln.dirs}
+		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: h.report, unixAllow: unixAllow(ln.pol, ln.fp.view), dirs: ln.dirs}
 		if ln.pol.Violations {
 			o.writes = &h.writes
 			o.also = &ln.writes

@@ -536,6 +536,26 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "unix socket said " + string(buf[:n]), nil
 	},
+	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
+	// what is there), then connect to LINK.
+	"unix-link": func(a []string) (string, error) {
+		os.Remove(a[0])
+		if err := os.Symlink(a[1], a[0]); err != nil {
+			return "", err
+		}
+		c, err := net.DialTimeout("unix", a[0], 3*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		if err != nil {
+			return "", err
+		}
+		return "unix socket said " + string(buf[:n]), nil
+	},
 	// fds PATH: look for an inherited descriptor of PATH.
 	"fds": func(a []string) (string, error) {
 		es, err := os.ReadDir("/proc/self/fd")

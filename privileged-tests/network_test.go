@@ -236,6 +236,68 @@ func TestUnixSocketAllowList(t *testing.T) {
 	}
 }
 
+// An allowed socket path in a writable tree is no pointer: a symlink the
+// command puts there (or anywhere) leads the broker only to a socket the
+// policy allows, as the sandbox sees it. The broker used to resolve the
+// path as the host sees it and connect wherever the symlink led: to any
+// socket of the host, one in a denyRead directory included (found by two
+// attack passes).
+func TestUnixSocketPlantedSymlink(t *testing.T) {
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	other := filepath.Join(f.root, "docker.sock")
+	defer serveUnix(t, other, "docker").Close()
+	hidden := filepath.Join(f.outside, "secretdir", "hidden.sock")
+	defer serveUnix(t, hidden, "hidden").Close()
+	// A socket of the host's /tmp, which the sandbox's private /tmp hides:
+	// allowed by its path, it stays reachable.
+	tmpSock := fmt.Sprintf("/tmp/moat-test-%d.sock", time.Now().UnixNano())
+	defer os.Remove(tmpSock)
+	defer serveUnix(t, tmpSock, "tmp").Close()
+	app := filepath.Join(f.work, "app.sock")
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}, "allowUnixSockets": []string{app, s.unixPath, tmpSock}},
+		"filesystem": map[string]any{"denyRead": []string{filepath.Join(f.outside, "secretdir")}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+	})
+	settings := filepath.Join(f.root, "unix-links.json")
+	must(t, os.WriteFile(settings, b, 0o644))
+	for _, tc := range []struct{ link, target string }{
+		{app, other},
+		{app, hidden},
+		{"app.sock", other}, // relative to the working directory
+		{filepath.Join(f.work, "sub-link.sock"), hidden},
+	} {
+		os.Remove(app)
+		if base := f.direct("unix-link", tc.link, tc.target); !base.escaped() {
+			t.Fatalf("without moat, %s -> %s must reach it:\n%s", tc.link, tc.target, base.out)
+		}
+		os.Remove(app)
+		got := f.sandboxedWith(settings, "unix-link", tc.link, tc.target)
+		if got.escaped() {
+			t.Fatalf("ESCAPE: through a symlink at %s the broker connected to %s:\n%s", tc.link, tc.target, got.out)
+		}
+		if !strings.Contains(got.out, "blocked:") {
+			t.Fatalf("the attack did not run (%s -> %s):\n%s", tc.link, tc.target, got.out)
+		}
+	}
+	// What the policy allows still works: an allowed socket reached by a
+	// symlink in the sandbox, a socket of the host's /tmp by its path, and
+	// the allowed path in the tree when a server is there.
+	os.Remove(app)
+	if got := f.sandboxedWith(settings, "unix-link", filepath.Join(f.work, "to-agent.sock"), s.unixPath); !got.escaped() {
+		t.Fatalf("an allowed socket through a symlink must work:\n%s", got.out)
+	}
+	if got := f.sandboxedWith(settings, "unix", tmpSock); !got.escaped() {
+		t.Fatalf("an allowed socket of the host's /tmp must work:\n%s", got.out)
+	}
+	os.Remove(app)
+	l := serveUnix(t, app, "app")
+	defer l.Close()
+	if got := f.sandboxedWith(settings, "unix", app); !got.escaped() || !strings.Contains(got.out, "app") {
+		t.Fatalf("the allowed socket in the tree must work:\n%s", got.out)
+	}
+}
+
 // Network lists change while the command runs, through --control-fd.
 func TestControlFD(t *testing.T) {
 	requireCurl(t)
