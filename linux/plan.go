@@ -786,7 +786,11 @@ func (m *mounter) build(p *nsinit.Plan) {
 		slots[c] = p.Clone(src, flags, f[0], f[1])
 	}
 	for _, d := range devNodes {
-		slots["dev:"+d] = p.Clone("/dev/"+d, 0, nsinit.AttrNosuid|nsinit.AttrNoexec, 0)
+		// Read-only: these are the host's inodes, whose mode and times a
+		// command as root could change for the whole host (chmod 0600
+		// /dev/null: found by an attack pass). Opening a device for
+		// writing needs no write access to its mount.
+		slots["dev:"+d] = p.Clone("/dev/"+d, 0, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNoexec, 0)
 	}
 	p.AttachRoot(root, "/tmp")
 	for _, s := range m.steps {

@@ -536,6 +536,32 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "unix socket said " + string(buf[:n]), nil
 	},
+	// dev-meta: change the times (to now) and, as root, the mode (to the
+	// mode it has) of the host's device nodes in moat's /dev: both
+	// harmless to repeat on the host, and each a write to the host's inode
+	// (as root, chmod 0600 /dev/null would break every other user).
+	"dev-meta": func(a []string) (string, error) {
+		var done []string
+		for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+			p := "/dev/" + d
+			var st unix.Stat_t
+			if err := unix.Stat(p, &st); err != nil {
+				continue
+			}
+			if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}, 0); err == nil {
+				done = append(done, "touched "+p)
+			}
+			if os.Geteuid() == 0 {
+				if err := unix.Chmod(p, st.Mode&0o7777); err == nil {
+					done = append(done, "chmod "+p)
+				}
+			}
+		}
+		if len(done) == 0 {
+			return "", fmt.Errorf("no device node's times or mode could be changed")
+		}
+		return strings.Join(done, ", "), nil
+	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.
 	"unix-link": func(a []string) (string, error) {

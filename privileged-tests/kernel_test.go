@@ -34,6 +34,20 @@ func TestNoWritableKernelFilesAsRoot(t *testing.T) {
 	f.attack([]string{"writable-kernel-files"}, nil)
 }
 
+// The device nodes in moat's /dev are the host's inodes: their mode and
+// times are the host's. As root, chmod 0600 /dev/null in the sandbox made
+// the host's /dev/null unusable for every other user (found by an attack
+// pass); moat binds them read-only (opening them for writing needs no
+// write access to the mount), and they still work.
+func TestDeviceNodesReadOnly(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"dev-meta"}, nil)
+	r := f.exec(moatBin, "run", "--settings", f.settings, "-c", "echo x > /dev/null && head -c 4 /dev/zero | od -An -tx1 && head -c 4 /dev/urandom > /dev/null && echo ok")
+	if r.code != 0 || !strings.Contains(r.out, "00 00 00 00") || !strings.Contains(r.out, "ok") {
+		t.Fatalf("moat's /dev must keep working (exit %d):\n%s", r.code, r.out)
+	}
+}
+
 // personality(ADDR_NO_RANDOMIZE) would turn ASLR off for what the command
 // runs next.
 func TestPersonality(t *testing.T) {
