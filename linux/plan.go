@@ -427,14 +427,21 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 	for _, r := range v.denyWrite {
 		add(r.path).prot = true
 	}
-	// Pin every ancestor between a writable root and a protected path (a
-	// mandatory protection or the user's denyWrite or denyRead), so nothing
-	// above it can be renamed or removed and the path made again, unprotected.
+	// Pin every ancestor of a protected path (a mandatory protection or the
+	// user's denyWrite or denyRead) that lies in a writable directory, so
+	// nothing above it can be renamed or removed and the path made again,
+	// unprotected. Up to the outermost writable root, not the closest: a
+	// writable root inside another (the working directory below an
+	// allowWrite directory, as Claude Code's settings make it) could be
+	// renamed through the outer one, and the working directory's reserved
+	// names made again in a new directory of its name (found by an attack
+	// pass).
 	pinAncestors := func(p string) {
-		if root, ok := closest(p, v.allowWrite); ok {
-			for d := filepath.Dir(p); d != root.path && within(d, root.path); d = filepath.Dir(d) {
-				add(d).pin = true
+		for d := filepath.Dir(p); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if _, ok := closest(filepath.Dir(d), v.allowWrite); !ok {
+				return
 			}
+			add(d).pin = true
 		}
 	}
 	for _, r := range v.protect {

@@ -285,6 +285,36 @@ func TestReservedNamesInCwd(t *testing.T) {
 	}
 }
 
+// The working directory's reserved names hold when the working directory
+// is a writable root inside another (Claude Code's settings make the
+// working directory writable beside what allowWrite names): renaming it
+// through the outer root and making a directory of its name made its
+// reserved names free (found by an attack pass).
+func TestReservedNamesCwdRenamed(t *testing.T) {
+	s := newGitScene(t)
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{s.w, s.repo}, "denyWrite": []string{}},
+	})
+	must(t, os.WriteFile(s.settings, b, 0o644))
+	script := `cd .. && mv repo repo.old && mkdir repo && cd repo && echo evil > .bashrc && mkdir .vscode && echo '{}' > .vscode/tasks.json && echo ESCAPED`
+	r := s.run(script, true)
+	if strings.Contains(r.out, "ESCAPED") {
+		t.Fatalf("ESCAPE: the working directory was renamed and its reserved names made:\n%s", r.out)
+	}
+	for _, n := range []string{".bashrc", ".vscode"} {
+		if _, err := os.Lstat(filepath.Join(s.repo, n)); err == nil {
+			t.Fatalf("ESCAPE: %s exists in the working directory after the run:\n%s", n, r.out)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(s.w, "repo.old")); err == nil {
+		t.Fatalf("the working directory was renamed:\n%s", r.out)
+	}
+	if r := s.run(script, false); !strings.Contains(r.out, "ESCAPED") {
+		t.Fatalf("without moat the script must work:\n%s", r.out)
+	}
+}
+
 // The placeholders moat makes for reserved names are sockets: git lists
 // none of them (git add -A inside the sandbox stages nothing of moat's),
 // and in a writable home the git audit does not take the placeholder of
