@@ -354,6 +354,25 @@ func TestPlaceholdersInsideAndAfter(t *testing.T) {
 	}
 }
 
+// A command that takes its owner's permissions off the working directory
+// (chmod 000 .) does not leave moat's placeholders there: rootless, their
+// removal was refused and their record dropped, so that .bashrc, .claude,
+// .vscode and HEAD stayed as mode-0 sockets for good (found by an attack
+// pass).
+func TestPlaceholdersAfterChmod(t *testing.T) {
+	s := newGitScene(t)
+	r := s.run(`chmod 000 .`, true)
+	os.Chmod(s.repo, 0o755)
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.out)
+	}
+	for _, n := range []string{".bashrc", ".claude", ".vscode", ".mcp.json", "HEAD"} {
+		if _, err := os.Lstat(filepath.Join(s.repo, n)); err == nil {
+			t.Errorf("the placeholder %s was left behind", n)
+		}
+	}
+}
+
 // A rule inside a writable tree cannot be undone by renaming its parent
 // and making the path again.
 func TestRenameParentOfDenyRule(t *testing.T) {

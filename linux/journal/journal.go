@@ -464,6 +464,12 @@ func (j *Journal) Close() error {
 	name := j.rec.Name()
 	j.rec.Close()
 	j.rec = nil
+	if len(errs) > 0 {
+		// A placeholder that could not be removed stays recorded: the
+		// next run's sweep tries again (the record was removed all the
+		// same, and the placeholder stayed for good).
+		return errors.Join(errs...)
+	}
 	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
@@ -521,11 +527,6 @@ func (p Placeholder) pristine() bool {
 }
 
 func (p Placeholder) remove() error {
-	// A directory is checked below (its inode, then rmdir, which refuses
-	// one that is not empty); a file's content must still be moat's.
-	if p.Kind != Dir && !p.pristine() {
-		return nil // gone, replaced or used: not ours to remove any more
-	}
 	// The parent is opened without following any symlink, and the name is
 	// checked and removed there: a directory of the path swapped for a
 	// symlink since the placeholder was made cannot make moat (root, for
@@ -541,6 +542,16 @@ func (p Placeholder) remove() error {
 		return fmt.Errorf("remove the mount point %s: %w", p.Path, err)
 	}
 	defer unix.Close(dfd)
+	// A parent the command left without search or write permission for its
+	// owner (chmod 000 .) kept every placeholder in it, silently, and
+	// forever (found by an attack pass): as that owner, moat gives it u+wx
+	// for the removal and puts its mode back.
+	defer openUp(dfd)()
+	// A directory is checked below (its inode, then rmdir, which refuses
+	// one that is not empty); a file's content must still be moat's.
+	if p.Kind != Dir && !p.pristine() {
+		return nil // gone, replaced or used: not ours to remove any more
+	}
 	base := filepath.Base(p.Path)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Dev != p.dev || st.Ino != p.ino {
@@ -557,6 +568,23 @@ func (p Placeholder) remove() error {
 		return fmt.Errorf("remove the mount point %s: %w", p.Path, err)
 	}
 	return nil
+}
+
+// openUp gives the directory dfd (O_PATH) u+wx when this process owns it
+// and is not root (root needs none), and returns what puts its mode back.
+func openUp(dfd int) func() {
+	var st unix.Stat_t
+	if os.Geteuid() == 0 || unix.Fstat(dfd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o300 == 0o300 {
+		return func() {}
+	}
+	// An O_PATH descriptor takes no fchmod; its /proc/self/fd link leads to
+	// the same directory, whatever its path is now.
+	link := "/proc/self/fd/" + strconv.Itoa(dfd)
+	mode := st.Mode & 0o7777
+	if unix.Fchmodat(unix.AT_FDCWD, link, mode|0o300, 0) != nil {
+		return func() {}
+	}
+	return func() { unix.Fchmodat(unix.AT_FDCWD, link, mode, 0) }
 }
 
 type record struct {

@@ -362,3 +362,67 @@ func TestAdoptWaitsForTheOwnersLock(t *testing.T) {
 	j2.Close()
 	j1.Close()
 }
+
+// A command that took its owner's permissions off the directory holding
+// placeholders (chmod 000 .) kept every placeholder there for good: the
+// removal was refused, and the record went all the same (found by an
+// attack pass). moat opens the directory up for the removal and puts its
+// mode back; what it still cannot remove stays recorded for the next
+// run's sweep. (As root nothing is refused: the test holds trivially.)
+func TestCloseOpensUpItsParent(t *testing.T) {
+	dir, tree := setup(t)
+	sub := filepath.Join(tree, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(sub, ".bashrc")
+	j, err := Begin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	j.Unlock()
+	if err := os.Chmod(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(sub, 0o755)
+	if err := j.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	fi, err := os.Stat(sub)
+	if err != nil || fi.Mode().Perm() != 0 {
+		t.Fatalf("the directory's mode was not put back: %v %v", fi.Mode(), err)
+	}
+	os.Chmod(sub, 0o755)
+	if exists(p) {
+		t.Fatal("the placeholder stayed in a directory the command made unreadable")
+	}
+
+	// What cannot be removed (its directory out of reach) stays recorded,
+	// and the next sweep removes it.
+	if os.Geteuid() == 0 {
+		return // root reaches everything
+	}
+	j, _ = Begin(dir)
+	if err := j.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	j.Unlock()
+	os.Chmod(tree, 0)
+	err = j.Close()
+	os.Chmod(tree, 0o755)
+	if err == nil {
+		t.Fatal("Close said nothing of a placeholder it could not remove")
+	}
+	if !exists(p) {
+		t.Fatal("the placeholder was removed after all: the test cannot tell")
+	}
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("the placeholder's record was dropped: the sweep did not remove it")
+	}
+}
