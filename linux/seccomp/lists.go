@@ -86,6 +86,44 @@ var WriteSyscalls = []struct {
 	{"fchmod", -1}, {"fchown", -1}, {"fsetxattr", -1}, {"fremovexattr", -1},
 }
 
+// modeSyscalls are the syscalls whose mode argument can give a file
+// S_ISUID or S_ISGID (setIDBits), with that argument's index; the filter
+// refuses such a mode (denyFileModes). Nr is the syscall's number where
+// libseccomp does not know its name (amd64 and arm64 share it; 0: none).
+// The open calls' mode counts whatever their flags (the kernel reads it
+// with O_CREAT or O_TMPFILE only; libc passes 0 otherwise). Not here:
+// mkdir and mkdirat (the kernel keeps only a new directory's permission
+// and sticky bits, its S_ISGID comes from its parent), chown and the
+// writes (the kernel clears S_ISUID for a caller without CAP_FSETID),
+// ACLs (they hold no set-id bit), and openat2, whose mode the filter
+// cannot read: it answers ENOSYS.
+var modeSyscalls = []struct {
+	Name    string
+	Nr      int
+	ModeArg int
+}{
+	{"chmod", 0, 1}, {"fchmod", 0, 1}, {"fchmodat", 0, 2}, {"fchmodat2", 452, 2},
+	{"open", 0, 2}, {"openat", 0, 3}, {"creat", 0, 1},
+	{"mknod", 0, 1}, {"mknodat", 0, 2},
+}
+
+// setIDBits are the mode bits no file made or changed in the sandbox gets.
+const setIDBits = unix.S_ISUID | unix.S_ISGID
+
+// openat2Nr is openat2's number (amd64 and arm64), for a libseccomp that
+// does not know it.
+const openat2Nr = 437
+
+// modeArg returns the index of a syscall's mode argument (modeSyscalls).
+func modeArg(name string) (int, bool) {
+	for _, m := range modeSyscalls {
+		if m.Name == name {
+			return m.ModeArg, true
+		}
+	}
+	return 0, false
+}
+
 // writeOpenFlags are the open flags that make an open a write.
 var writeOpenFlags = []uint64{unix.O_WRONLY, unix.O_RDWR, unix.O_CREAT, unix.O_TRUNC, unix.O_APPEND}
 

@@ -16,9 +16,10 @@ import (
 // struct sock_filter, native byte order). Its steps, in the order the rules
 // are added: the filter's attributes (newFilter); syscalls refused outright
 // (denySyscalls); syscalls refused by their arguments (denyArguments:
-// clone3, MPTCP, namespace flags, ioctls, personalities); socket families
-// (denyFamilies); unix sockets (unixSockets); the writes the supervisor is
-// told of (notifyWrites); then the export.
+// clone3, MPTCP, namespace flags, ioctls, personalities); set-id modes
+// (denyFileModes); socket families (denyFamilies); unix sockets
+// (unixSockets); the writes the supervisor is told of (notifyWrites); then
+// the export.
 func Build(o Options) ([]byte, error) {
 	f, err := newFilter()
 	if err != nil {
@@ -29,7 +30,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFamilies, b.unixSockets, b.notifyWrites} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.notifyWrites} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -84,6 +85,18 @@ func (b *builder) add(name string, act lsc.ScmpAction, conds ...lsc.ScmpConditio
 	}
 	if err != nil {
 		return fmt.Errorf("seccomp: rule for %s: %w", name, err)
+	}
+	return nil
+}
+
+// addNr is add, with nr (if not 0) where libseccomp does not know the
+// name: the rule is added either way.
+func (b *builder) addNr(name string, nr int, act lsc.ScmpAction, conds ...lsc.ScmpCondition) error {
+	if _, err := lsc.GetSyscallFromName(name); err == nil || nr == 0 {
+		return b.add(name, act, conds...)
+	}
+	if err := b.f.AddRuleConditional(lsc.ScmpSyscall(nr), act, conds); err != nil {
+		return fmt.Errorf("seccomp: rule for %s (%d): %w", name, nr, err)
 	}
 	return nil
 }
@@ -152,6 +165,30 @@ func (b *builder) denyArguments(Options) error {
 	return nil
 }
 
+// denyFileModes refuses every mode with S_ISUID or S_ISGID (modeSyscalls:
+// chmod, fchmod, fchmodat, fchmodat2, and the create mode of open, openat,
+// creat, mknod, mknodat). no_new_privs and nosuid hold only inside the
+// sandbox: a set-id file the command leaves in a writable tree runs with
+// its owner's ids on the host (root's, when moat runs as root), for any
+// user who can reach it. g+s on a directory (group-shared trees) is
+// refused too: simpler, and it fails closed; mkdir keeps what the parent
+// gives. The answer is EPERM even with Notify: the supervisor lets the
+// filesystem syscalls it is told of run, so the notify rules of
+// notifyWrites leave these modes out. openat2 keeps its mode in memory,
+// out of seccomp's sight, and no libc opens with it: ENOSYS, so a program
+// that tries it falls back to openat, whose mode is checked.
+func (b *builder) denyFileModes(Options) error {
+	eperm := lsc.ActErrno.SetReturnCode(int16(unix.EPERM))
+	for _, m := range modeSyscalls {
+		for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
+			if err := b.addNr(m.Name, m.Nr, eperm, masked(uint(m.ModeArg), bit, bit)); err != nil {
+				return err
+			}
+		}
+	}
+	return b.addNr("openat2", openat2Nr, lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
+}
+
 // denyFamilies makes socket(2)'s families an allow-list. AF_INET and
 // AF_INET6 (the proxy, and servers with allowLocalBinding), AF_UNIX
 // (unixSockets decides), and AF_NETLINK for NETLINK_ROUTE only (the C
@@ -199,20 +236,30 @@ func (b *builder) unixSockets(o Options) error {
 
 // notifyWrites (Notify) tells the supervisor of every syscall that writes
 // to the filesystem: those of WriteSyscalls, the opening ones only with a
-// flag of writeOpenFlags.
+// flag of writeOpenFlags, those with a mode argument only without a set-id
+// bit (an unconditional rule for a syscall replaces its conditional ones in
+// libseccomp, whatever their order: the refusals of denyFileModes would be
+// lost), openat2 never (it answers ENOSYS).
 func (b *builder) notifyWrites(o Options) error {
 	if !o.Notify {
 		return nil
 	}
 	for _, w := range WriteSyscalls {
+		if w.Name == "openat2" {
+			continue
+		}
+		var conds []lsc.ScmpCondition
+		if arg, ok := modeArg(w.Name); ok {
+			conds = append(conds, masked(uint(arg), setIDBits, 0))
+		}
 		if w.FlagArg < 0 {
-			if err := b.add(w.Name, lsc.ActNotify); err != nil {
+			if err := b.add(w.Name, lsc.ActNotify, conds...); err != nil {
 				return err
 			}
 			continue
 		}
 		for _, fl := range writeOpenFlags {
-			if err := b.add(w.Name, lsc.ActNotify, masked(uint(w.FlagArg), fl, fl)); err != nil {
+			if err := b.add(w.Name, lsc.ActNotify, append([]lsc.ScmpCondition{masked(uint(w.FlagArg), fl, fl)}, conds...)...); err != nil {
 				return err
 			}
 		}
