@@ -50,11 +50,21 @@
 //     the additional directories ask, and so do redirections there,
 //     /dev/tcp and /dev/udp, /proc/*/environ and /proc/*/mem, and writes to
 //     files that can run code later (.bashrc, .git/hooks, .git/config,
-//     .vscode, .claude, ...). With Options.FollowSymlinks the checks hold
-//     for the path symbolic links lead to as well; otherwise they are
-//     lexical.
-//  6. Sed constraints: a sed script that runs commands (e, s///e), reads
-//     its script from a file, or cannot be analysed asks.
+//     .vscode, .claude, ...). Files written through options and operands
+//     are writes whether or not the command is read-only, checked under
+//     allow rules too: sort -o, git log/show/diff --output, git
+//     format-patch/archive -o, find -fprint, tree -o, uniq IN OUT, xxd IN
+//     OUT, gawk -d/-o/-p FILE, an awk print > "file", the file sed -i
+//     SUFFIX moves the original to, and cp --parents' DEST/SRC. With
+//     Options.FollowSymlinks the checks hold for the path symbolic links
+//     lead to as well (a ".." after a link is taken from the link's
+//     target, as the kernel does), and a glob pattern is checked by every
+//     path it matches on disk; otherwise they are lexical.
+//  6. Sed and awk constraints: a sed script that runs commands (e,
+//     s///e), reads its script from a file, or cannot be analysed asks; so
+//     does an awk program read from a file, or that runs commands
+//     (system, pipes, gawk's @name indirect calls), loads code or
+//     redirects to a file that is not a literal.
 //  7. Allow rules, 8. the read-only tables and 9. (acceptEdits) file edits
 //     inside the working directories: the line is allowed when every part
 //     is allowed by one of them. A part with a word that is not a literal

@@ -629,7 +629,7 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"builtin":      {},
 		"exec":         {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
 		"nohup":        {},
-		"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability")},
+		"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability"), assignments: true}, // bash's time takes a pipeline: time [--] FOO=1 cmd
 		"timeout":      {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
 		"nice":         {valueFlags: set("-n", "--adjustment")},
 		"ionice":       {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
@@ -661,6 +661,16 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"parallel":     {},
 		"watch":        {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
 		"sg":           {positionals: 1},
+		// zsh's precommand modifiers ("- cmd" runs cmd with a dash before
+		// its argv[0]); in bash they are commands of their own names.
+		"noglob":    {},
+		"nocorrect": {},
+		"-":         {},
+		"repeat":    {positionals: 1},
+		// bash's time keyword takes one "--" ("time -- FOO=1 rm x", which
+		// the parser leaves as a command named "--"); elsewhere a command
+		// named "--" is not found.
+		"--": {assignments: true},
 	}
 }}
 

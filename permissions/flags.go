@@ -113,6 +113,10 @@ func (p *parsedArgs) value(names ...string) (string, bool) {
 type flagOpts struct {
 	numeric      bool // -5 means a count (head, tail, git log)
 	noDoubleDash bool // "--" is an ordinary argument
+	// valuesFollow: a short flag's value is never attached; each flag of
+	// a bundle that takes one takes the next word in turn (tree -Lo 3
+	// FILE is -L 3 -o FILE).
+	valuesFollow bool
 }
 
 // parseFlags sorts args into flags and positionals with the strict rules of
@@ -203,6 +207,14 @@ func parseFlags(args []string, ft flagTable, o flagOpts) (parsedArgs, string, bo
 				}
 				if k == argTwo {
 					return p, w, false
+				}
+				if o.valuesFollow {
+					if i+1 >= len(args) {
+						return p, w, false
+					}
+					i++
+					p.flags = append(p.flags, flagUse{name: name, value: args[i], kind: k})
+					continue
 				}
 				val := w[j+1:]
 				if val == "" {

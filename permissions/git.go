@@ -180,6 +180,17 @@ func analyzeGit(a *analysis, args []string) {
 		a.notReadOnly("git help runs man and a pager")
 		return
 	}
+	if sub.subs != nil && subName != "config" && len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		// Flags before the subcommand's own subcommand: its first operand
+		// still has to be one of the read-only ones (git reflog -n1
+		// delete, git worktree -v add).
+		if pa, _, ok := parseFlags(rest, sub.flags, flagOpts{numeric: true}); ok && len(pa.pos) > 0 {
+			if w := rest[pa.pos[0]]; !slices.Contains(sub.subs, w) {
+				a.notReadOnly("git " + subName + " " + w + " is not read-only")
+				return
+			}
+		}
+	}
 	if sub.subs != nil && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		found := false
 		for _, s := range sub.subs {

@@ -3,15 +3,18 @@ package permissions
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-// Path constraints are lexical: paths are cleaned and compared as strings
-// against the working directory and the additional directories. Symbolic
-// links are the sandbox's business (it resolves them in the kernel); here
-// "inside" means inside by name.
+// Path constraints compare paths, cleaned, as strings against the working
+// directory and the additional directories: "inside" means inside by name.
+// With Options.FollowSymlinks they also hold for the path on disk
+// (resolver): links followed, ".." taken after them, glob patterns
+// expanded. Otherwise symbolic links are the sandbox's business (it
+// resolves them in the kernel).
 
 // dirSet is the set of directories commands may read and write.
 type dirSet []string
@@ -173,7 +176,10 @@ func resolveFrom(base, p, prefix string) string {
 		fi, err := os.Lstat(next)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			done = next
-			if err != nil { // does not exist: the rest is as written
+			if err != nil && !slices.Contains(todo, "..") {
+				// does not exist: the rest is as written. With a ".."
+				// to come (mkdir -p new/../link/../x), the walk goes on:
+				// ".." leads back to components that exist.
 				return filepath.Join(append([]string{done}, todo...)...)
 			}
 			continue
@@ -234,8 +240,37 @@ func (r *resolver) resolve(p string) string {
 	return v
 }
 
-// checkPath returns why a read or write of p needs a prompt, or "".
+// checkPath returns why a read or write of p needs a prompt, or "". With
+// symbolic links followed (res), a glob pattern is checked by what it
+// matches too, each match with its links resolved: l*/x may be a link's
+// way out of the working directory.
 func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) string {
+	if why := checkOnePath(p, write, cwds, dirs, res); why != "" || res == nil || !strings.ContainsAny(p, "*?[") {
+		return why
+	}
+	for _, d := range cwds {
+		pat := p
+		if !strings.HasPrefix(p, "/") {
+			pat = d + "/" + p
+		}
+		matches, ok := globMatches(pat)
+		if !ok {
+			return "glob pattern " + quoteWord(p) + " matches too many files to check"
+		}
+		for _, m := range matches {
+			if why := checkOnePath(m, write, nil, dirs, res); why != "" {
+				return "glob pattern " + quoteWord(p) + " matches " + m + ": " + why
+			}
+		}
+		if strings.HasPrefix(p, "/") {
+			break
+		}
+	}
+	return ""
+}
+
+// checkOnePath is checkPath for p as one path (a glob pattern as written).
+func checkOnePath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) string {
 	if specialOK.get()[p] {
 		return ""
 	}
@@ -247,14 +282,26 @@ func checkPath(p string, write bool, cwds cwdSet, dirs dirSet, res *resolver) st
 	if !ok {
 		return "relative path " + quoteWord(p) + " after cd to an unknown directory"
 	}
-	for _, a := range abs {
+	dotdot := res != nil && hasDotDot(p)
+	for k, a := range abs {
 		if specialOK.get()[a] {
 			continue
 		}
 		if why := dangerousPath(a); why != "" {
 			return why
 		}
-		real := res.resolve(a)
+		var real string
+		if dotdot {
+			// The kernel takes ".." after the links before it: lnk/..
+			// is the parent of lnk's target, not the directory of lnk.
+			raw := p
+			if !strings.HasPrefix(p, "/") {
+				raw = cwds[k] + "/" + p
+			}
+			real = res.resolve(raw)
+		} else {
+			real = res.resolve(a)
+		}
 		if !dirs.contains(a) && (res == nil || !res.dirs.contains(real)) {
 			verb := "reads"
 			if write {
@@ -294,4 +341,173 @@ func netDevice(p string) bool {
 	c := filepath.Clean("/" + p)
 	return strings.Contains(p, "/dev/tcp") || strings.Contains(p, "/dev/udp") ||
 		strings.HasPrefix(c, "/dev/tcp") || strings.HasPrefix(c, "/dev/udp")
+}
+
+// hasDotDot reports whether p has a ".." component.
+func hasDotDot(p string) bool {
+	for p != "" {
+		c, rest, _ := strings.Cut(p, "/")
+		if c == ".." {
+			return true
+		}
+		p = rest
+	}
+	return false
+}
+
+// Bounds of a glob expansion for the path checks; beyond them the pattern
+// asks.
+const (
+	maxGlobMatches  = 1024
+	maxGlobDirReads = 512
+)
+
+// globMatches expands the glob pattern pat (an absolute path as written,
+// ".." and all) on disk, and returns the paths it matches, as written
+// (".." stays for the checks to take after the links, as the kernel does).
+// The expansion is a superset of bash's and zsh's: '*' and '?' match a
+// leading dot (dotglob), a bracket expression matches any one character
+// (POSIX classes, negation and all), "." and ".." are matched by a pattern
+// starting with '.' that allows them (bash before 5.2), and "**" also
+// descends into every directory below (links too), as zsh's **/ and ***/
+// do. ok is false when the expansion is too
+// large to check.
+func globMatches(pat string) (matches []string, ok bool) {
+	cur := []string{"/"}
+	reads := 0
+	expanded := false // a pattern component came before
+	join := func(dir, name string) string {
+		if dir == "/" {
+			return "/" + name
+		}
+		return dir + "/" + name
+	}
+	for _, c := range strings.Split(pat, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		if !strings.ContainsAny(c, "*?[") {
+			// After a pattern, a path is a match only if it exists, as
+			// for the shell.
+			keep := cur[:0]
+			for _, dir := range cur {
+				p := join(dir, c)
+				if expanded {
+					if _, err := os.Lstat(p); err != nil {
+						continue
+					}
+				}
+				keep = append(keep, p)
+			}
+			if cur = keep; len(cur) == 0 {
+				return nil, true
+			}
+			continue
+		}
+		expanded = true
+		gp := globToGo(c)
+		var next []string
+		add := func(p string) bool {
+			next = append(next, p)
+			return len(next) <= maxGlobMatches
+		}
+		var walk func(dir string, recursive bool, depth int) bool
+		walk = func(dir string, recursive bool, depth int) bool {
+			if reads++; reads > maxGlobDirReads || depth > 16 {
+				return false
+			}
+			// "." and ".." only for a pattern that starts with a literal
+			// '.' (.* in bash before 5.2's globskipdots): a name's
+			// leading dot is never matched by '*', '?' or a bracket.
+			for _, dot := range []string{".", ".."} {
+				if m, _ := filepath.Match(gp, dot); m && c[0] == '.' && !add(join(dir, dot)) {
+					return false
+				}
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return true // not a directory, or unreadable: no match
+			}
+			for _, e := range entries {
+				p := join(dir, e.Name())
+				if m, _ := filepath.Match(gp, e.Name()); m && !add(p) {
+					return false
+				}
+				if recursive {
+					if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+						if !add(p) || !walk(p, true, depth+1) {
+							return false
+						}
+					}
+				}
+			}
+			return true
+		}
+		recursive := strings.Contains(c, "**")
+		for _, dir := range cur {
+			if recursive && !add(dir) {
+				return nil, false
+			}
+			if !walk(dir, recursive, 0) {
+				return nil, false
+			}
+		}
+		if len(next) == 0 {
+			return nil, true
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// globToGo turns one component of a shell glob pattern into a pattern for
+// filepath.Match that matches every name the shell's does (and maybe
+// more): a bracket expression becomes '?', and so does a '[' without its
+// ']'.
+func globToGo(c string) string {
+	var b strings.Builder
+	for i := 0; i < len(c); i++ {
+		switch ch := c[i]; ch {
+		case '*', '?':
+			b.WriteByte(ch)
+		case '[':
+			if end := bracketEnd(c, i); end > i {
+				i = end
+			}
+			b.WriteByte('?')
+		case '\\', ']':
+			b.WriteByte('\\')
+			b.WriteByte(ch)
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
+}
+
+// bracketEnd returns the index of the ']' that closes the bracket
+// expression opening at c[i], or -1.
+func bracketEnd(c string, i int) int {
+	j := i + 1
+	if j < len(c) && (c[j] == '!' || c[j] == '^') {
+		j++
+	}
+	if j < len(c) && c[j] == ']' {
+		j++
+	}
+	for j < len(c) {
+		switch {
+		case c[j] == '[' && j+1 < len(c) && strings.IndexByte(":.=", c[j+1]) >= 0:
+			end := strings.Index(c[j+2:], string(c[j+1])+"]")
+			if end < 0 {
+				return -1
+			}
+			j += 2 + end + 2
+		case c[j] == ']':
+			return j
+		default:
+			j++
+		}
+	}
+	return -1
 }

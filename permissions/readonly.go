@@ -125,12 +125,24 @@ func analyzeInto(a *analysis, argv []string) {
 	if known {
 		a.kind = info.kind // displayKind(a.name)
 	}
+	args := argv[1:]
+	// Files written through options or operands (sort -o, git log
+	// --output, uniq IN OUT) are writes whatever else the command is, so
+	// that the path constraints check them under allow rules too.
+	outs, unsure := outputPaths(a.name, args)
+	for _, w := range outs {
+		a.writes = append(a.writes, w)
+		a.notReadOnly2(a.name, " writes "+w)
+	}
+	if unsure != "" {
+		a.notReadOnly(unsure)
+		a.mustAsk(unsure)
+	}
 	if strings.Contains(name, "/") {
 		// /bin/cat is cat only if it really is; a path may name anything.
 		a.notReadOnly("the command is named by a path")
 		return
 	}
-	args := argv[1:]
 	switch name {
 	case "git":
 		analyzeGit(a, args)
@@ -149,6 +161,9 @@ func analyzeInto(a *analysis, argv []string) {
 		return
 	case "xargs":
 		analyzeXargs(a, args)
+		return
+	case "xxd":
+		analyzeXxd(a, args)
 		return
 	}
 	if a.name != name { // "" (path.Base gives "."): look name itself up
@@ -458,6 +473,7 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 				srcs = append(srcs, args[i])
 			}
 		}
+		parents := a.name == "cp" && pa.has("--parents")
 		for _, src := range srcs {
 			base := path.Base(src)
 			if strings.ContainsAny(src, "*?[") || base == "." || base == ".." || base == "/" {
@@ -466,6 +482,11 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 			}
 			for _, d := range dests {
 				a.writes = append(a.writes, path.Join(d, base))
+				if parents {
+					// cp --parents a/b d writes d/a/b, and with "..",
+					// "d/../../x", as written (symbolic links first).
+					a.writes = append(a.writes, d+"/"+src)
+				}
 			}
 		}
 	}

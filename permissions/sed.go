@@ -340,6 +340,7 @@ func analyzeSed(a *analysis, args []string) {
 	for _, i := range files {
 		if inPlace {
 			a.writes = append(a.writes, args[i])
+			a.writes = append(a.writes, sedBackups(pa, args[i])...)
 		} else {
 			a.reads = append(a.reads, args[i])
 		}
@@ -376,4 +377,25 @@ func (sc *sedScript) subs0Flags() string {
 		return ""
 	}
 	return sc.subs[0].flags
+}
+
+// sedBackups are the names GNU sed -i SUFFIX renames file to before it
+// writes the new contents: SUFFIX with each '*' replaced by the file's
+// name as given, a path of its own from the working directory
+// (-i'bak/*' moves d/f to bak/d/f, -i'/x/.bashr*' moves c to /x/.bashrc), or
+// else the file's name with SUFFIX appended. Each -i is counted, though
+// only the last one counts for sed.
+func sedBackups(pa parsedArgs, file string) []string {
+	var out []string
+	for _, f := range pa.flags {
+		if (f.name != "-i" && f.name != "--in-place") || f.value == "" {
+			continue
+		}
+		if strings.Contains(f.value, "*") {
+			out = append(out, strings.ReplaceAll(f.value, "*", file))
+		} else {
+			out = append(out, file+f.value)
+		}
+	}
+	return out
 }

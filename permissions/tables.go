@@ -1,6 +1,10 @@
 package permissions
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/moat-sandbox/moat/validators"
+)
 
 // readOnlySpecs is the read-only table: commands that only search, read or
 // list files, or print something, with the flags known to keep them so.
@@ -15,7 +19,7 @@ import "strings"
 // Flags deliberately absent (an unknown flag makes the command not
 // read-only): sort -o/--output/--compress-program/-T, rg --pre/--pre-glob/
 // -z/--search-zip/--hostname-bin, fd -x/-X/--exec/--exec-batch/-l,
-// tree -o/-R, date -s/--set, hostname NAME, file -C, man -P/-H/--pager/
+// tree -o/-R, date -s/--set, hostname NAME, file -C/-f/--files-from, man -P/-H/--pager/
 // --html/-l, jq -f/--rawfile/--slurpfile/-L, awk -f/-e/-i/-l/-o/-p/-d,
 // printf -v, xxd with an output file, uniq with an output file, diff -l
 // (--paginate runs pr),
@@ -106,16 +110,18 @@ var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 	add("od", cmdSpec{kind: KindRead, flags: flags("-A= -j= -N= -S= -t= -v -w? -a -b -c -d -f -i -l -o -s -x --endian= " +
 		"--address-radix= --skip-bytes= --read-bytes= --strings? --format= --output-duplicates --width? --traditional")})
 	add("hexdump hd", cmdSpec{kind: KindRead, flags: flags("-b -c -C -d -o -x -e= -f@ -n= -s= -v -L?")})
-	add("xxd", cmdSpec{kind: KindRead, maxPos: 1, flags: flags("-a -b -c= -C -d -e -E -g= -h -i -l= -n= -o= -p -r -R= -s= -u " +
-		"-ps -plain -autoskip -bits -cols= -groupsize= -len= -seek= -uppercase -include -postscript -revert -version")})
+	// xxd reads its own arguments (analyzeXxd): its options end at its
+	// first operand, and a second operand is the file it writes.
+	add("xxd", cmdSpec{kind: KindRead, maxPos: 1})
 	add("strings", cmdSpec{kind: KindRead, flags: flags("-a -d -f -n= -t= -e= -w -s= -o --all --data --print-file-name " +
 		"--bytes= --radix= --encoding= --include-all-whitespace --output-separator=")})
 	// not -z, -Z, --uncompress, --uncompress-noreport: file runs the
-	// decompressors it finds on PATH (zstd, lz4, gzip for .Z...).
-	add("file", cmdSpec{kind: KindRead, flags: flags("-b -d -E -h -i -k -l -L -N -n -r -s -0 -e= -F= -m@ -P= -f@ " +
+	// decompressors it finds on PATH (zstd, lz4, gzip for .Z...); not -f
+	// and --files-from: the files they name are read unchecked.
+	add("file", cmdSpec{kind: KindRead, flags: flags("-b -d -E -h -i -k -l -L -N -n -r -s -0 -e= -F= -m@ -P= " +
 		"--brief --dereference --no-dereference --mime --mime-type --mime-encoding --keep-going --raw --special-files " +
 		"--extension --apple --print0 --exclude= --exclude-quiet= --separator= " +
-		"--magic-file@ --parameter= --no-pad --no-buffer --files-from@")})
+		"--magic-file@ --parameter= --no-pad --no-buffer")})
 	add("stat", cmdSpec{kind: KindRead, flags: flags("-L -f -t -c= --format= --printf= --dereference --file-system --terse --cached=")})
 	add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", cmdSpec{kind: KindRead,
 		flags: flags("-b -t -z -l= --binary --text --tag --zero --length=")})
@@ -172,7 +178,8 @@ var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 		"--hyperlink? --indicator-style= --inode --ignore= --kibibytes --dereference --literal --hide-control-chars " +
 		"--show-control-chars --quote-name --quoting-style= --reverse --recursive --size --sort= --time= --time-style= " +
 		"--tabsize= --width= --context --zero --numeric-uid-gid")})
-	add("tree", cmdSpec{kind: KindList, implied: true, flags: flags("-a -d -l -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c " +
+	// tree gives each value flag of a bundle the next word in turn.
+	add("tree", cmdSpec{kind: KindList, implied: true, opts: flagOpts{valuesFollow: true}, flags: flags("-a -d -l -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -v -t -c " +
 		"-U -r -i -A -S -n -C -J -X --ignore-case --matchdirs --metafirst --prune --info --noreport --charset= --filelimit= " +
 		"--timefmt= --si --du --inodes --device --dirsfirst --filesfirst --sort= --nolinks --gitignore --gitfile@ " +
 		"--fflinks --hyperlink? --noindent? --version --help")})
@@ -260,10 +267,14 @@ func checkJq(a *analysis, args []string, pa *parsedArgs) {
 			return
 		}
 	}
+	if bad := validators.JqProgramRisk(prog); bad != "" { // "$ ENV", a comment hiding a '"'
+		a.notReadOnly("jq program uses " + bad)
+	}
 }
 
 // checkAwk refuses awk programs that could run commands or write files:
-// system(), pipes, output redirection, getline and the gawk directives.
+// system(), pipes, output redirection, getline, the gawk directives and
+// indirect calls (@f(): f may name system).
 // Comparisons with '>' are refused too: the cost is a prompt.
 func checkAwk(a *analysis, args []string, pa *parsedArgs) {
 	if len(pa.pos) == 0 {
@@ -281,25 +292,33 @@ func checkAwk(a *analysis, args []string, pa *parsedArgs) {
 			return
 		}
 	}
+	if awkIndirectCall(prog) {
+		// gawk's @f() calls the function f names, system among them.
+		a.notReadOnly("awk program uses a gawk directive or indirect call (@name)")
+	}
 }
 
 // containsIdent reports whether s holds word as an identifier (not as part
 // of a longer one).
-func containsIdent(s, word string) bool {
+func containsIdent(s, word string) bool { return identIndex(s, word) >= 0 }
+
+// identIndex is the index of the first occurrence of word in s as an
+// identifier (not as part of a longer one), or -1.
+func identIndex(s, word string) int {
 	isID := func(c byte) bool {
 		return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], word)
 		if j < 0 {
-			return false
+			return -1
 		}
 		j += i
 		end := j + len(word)
 		before := j == 0 || !isID(s[j-1]) || !isID(word[0])
 		after := end == len(s) || !isID(s[end]) || !isID(word[len(word)-1])
 		if before && after {
-			return true
+			return j
 		}
 		i = j + 1
 	}

@@ -439,6 +439,22 @@ func (fl *flattener) stmt(st *syntax.Stmt, op string, inPipe bool) error {
 		}
 		inner := *c.Stmt
 		inner.Background = inner.Background || st.Background
+		if call, ok := inner.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && isDoubleDash(call.Args[0]) {
+			// bash's time takes one unquoted "--" after it (and after
+			// -p): "time -- rm x" runs rm. What follows is read afresh,
+			// so a NAME=value word there would be an assignment.
+			rest := call.Args[1:]
+			if len(rest) > 0 && len(call.Assigns) == 0 && isAssignLike(rest[0]) {
+				return errors.New("unsupported use of time")
+			}
+			if len(rest) == 0 && len(call.Assigns) == 0 {
+				inner.Cmd = nil
+			} else {
+				c2 := *call
+				c2.Args = rest
+				inner.Cmd = &c2
+			}
+		}
 		return fl.stmt(&inner, op, inPipe)
 	case *syntax.BinaryCmd:
 		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
@@ -624,6 +640,39 @@ func quotedDelim(w *syntax.Word) bool {
 			if strings.Contains(part.Value, `\`) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// isDoubleDash reports whether w is an unquoted "--".
+func isDoubleDash(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && l.Value == "--"
+}
+
+// isAssignLike reports whether w starts like an assignment (NAME= or
+// NAME+= or NAME[), whatever follows.
+func isAssignLike(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return false
+	}
+	v := l.Value
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '_' || isLetter(c) || i > 0 && c >= '0' && c <= '9':
+		case i > 0 && (c == '=' || c == '[' || c == '+'):
+			return true
+		default:
+			return false
 		}
 	}
 	return false

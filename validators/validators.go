@@ -58,7 +58,7 @@ func jqFilter(args []Word) (Word, bool) {
 				return args[i+1], true
 			}
 			return Word{}, false
-		case v == "--arg" || v == "--argjson" || v == "--slurpfile" || v == "--rawfile":
+		case v == "--arg" || v == "--argjson" || v == "--slurpfile" || v == "--rawfile" || v == "--argfile":
 			i += 2
 		case v == "--indent" || v == "-L" || v == "--library-path":
 			i++
@@ -89,14 +89,18 @@ var jqDangerous = map[string]bool{
 	"input_line_number": true,
 }
 
+// JqProgramRisk returns the first builtin or variable of a jq program that
+// reaches outside the JSON input (env, $ENV, input_filename, ...), or "".
+func JqProgramRisk(prog string) string { return jqScan(prog) }
+
 // jqScan finds the first dangerous identifier in a jq program, outside
-// string literals (but inside string interpolations \(...)), and not as a
-// field name (.env).
+// string literals (but inside string interpolations \(...) and inside
+// comments), and not as a field name (.env).
 func jqScan(prog string) string {
 	type frame struct{ depth int } // paren depth at which an interpolation started
 	var interp []frame
 	depth := 0
-	inString := false
+	inString, inComment := false, false
 	for i := 0; i < len(prog); i++ {
 		c := prog[i]
 		if inString {
@@ -115,9 +119,49 @@ func jqScan(prog string) string {
 			}
 			continue
 		}
+		if inComment {
+			// A comment runs to the end of the line (jq 1.7.1 continues
+			// it after a backslash: reading the next line as code only
+			// errs towards asking). Its quotes and parentheses are not
+			// code, but its names are still looked at.
+			switch c {
+			case '\n':
+				inComment = false
+				continue
+			case '"', '(', ')':
+				continue
+			}
+		}
 		switch {
 		case c == '"':
 			inString = true
+		case c == '#':
+			inComment = true
+		case c == '$':
+			// "$ ENV" and "$ # comment\nENV" are $ENV: jq reads '$' and
+			// the name as two tokens.
+			j := i + 1
+			for j < len(prog) {
+				switch {
+				case prog[j] == ' ' || prog[j] == '\t' || prog[j] == '\r' || prog[j] == '\n' && !inComment:
+					j++
+					continue
+				case prog[j] == '#' && !inComment:
+					for j < len(prog) && prog[j] != '\n' {
+						j++
+					}
+					continue
+				}
+				break
+			}
+			k := j
+			for k < len(prog) && (prog[k] == '_' || isLetter(prog[k]) || (prog[k] >= '0' && prog[k] <= '9')) {
+				k++
+			}
+			if id := "$" + prog[j:k]; jqDangerous[id] {
+				return id
+			}
+			i = k - 1
 		case c == '(':
 			depth++
 		case c == ')':
@@ -126,7 +170,7 @@ func jqScan(prog string) string {
 				interp = interp[:n-1]
 				inString = true
 			}
-		case c == '$' || c == '_' || isLetter(c):
+		case c == '_' || isLetter(c):
 			j := i + 1
 			for j < len(prog) && (prog[j] == '_' || isLetter(prog[j]) || (prog[j] >= '0' && prog[j] <= '9')) {
 				j++
@@ -176,7 +220,7 @@ func validateJqFiles(ctx *Context) policy.Decision {
 			}
 			name, _, _ := strings.Cut(v, "=")
 			switch name {
-			case "-f", "--from-file", "--rawfile", "--slurpfile", "-L", "--library-path", "--args", "--jsonargs":
+			case "-f", "--from-file", "--rawfile", "--slurpfile", "--argfile", "-L", "--library-path", "--args", "--jsonargs":
 				return ask(fmt.Sprintf("jq option %s reads files or changes how arguments are used", name))
 			}
 			if len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v, "fL") {
@@ -352,6 +396,9 @@ func execOption(all []Word) string {
 		}
 		name := baseName(all[start].Value)
 		args := all[start+1 : end]
+		if opt := runnerExecOption(name, args); opt != "" {
+			return opt
+		}
 		for i, a := range args {
 			v := a.Value
 			opt, val, hasVal := strings.Cut(v, "=")
@@ -418,20 +465,111 @@ func execOption(all []Word) string {
 	return ""
 }
 
+// runnerExecOption finds the options of package managers and build tools
+// that make them run a program of the caller's choosing, or read a
+// configuration that can name one: npm's --script-shell (also via
+// --userconfig, --globalconfig), --node-options (--require), --prefix
+// (another package's scripts); go's -exec, -toolexec, -vettool, -C and an
+// external linker in -ldflags; cargo's --config (target runners, rustc
+// wrappers). Options after "--" (and go test's -args) are the program's.
+func runnerExecOption(name string, args []Word) string {
+	switch name {
+	case "npm", "npx", "pnpm", "yarn":
+		for _, a := range args {
+			v := a.Value
+			if v == "--" {
+				return ""
+			}
+			if !strings.HasPrefix(v, "-") {
+				continue
+			}
+			opt, _, _ := strings.Cut(strings.TrimLeft(v, "-"), "=")
+			opt = strings.ReplaceAll(strings.ToLower(opt), "_", "-")
+			if v == "-C" || strings.HasPrefix(v, "-C") && !strings.HasPrefix(v, "--") {
+				return v // npm -C: --prefix
+			}
+			for _, risky := range []string{"script-shell", "shell", "node-options", "node-gyp", "userconfig",
+				"globalconfig", "prefix", "editor", "browser", "git", "cwd", "dir", "rcfile", "use-node-version"} {
+				// npm reads abbreviations of its options (nopt).
+				if opt == risky || len(opt) >= 6 && strings.HasPrefix(risky, opt) && opt != "global" {
+					return v
+				}
+			}
+		}
+	case "go":
+		for _, a := range args {
+			v := a.Value
+			if v == "--" || v == "-args" || v == "--args" {
+				return ""
+			}
+			if !strings.HasPrefix(v, "-") {
+				continue
+			}
+			opt, val, _ := strings.Cut(strings.TrimLeft(v, "-"), "=")
+			switch opt {
+			case "exec", "toolexec", "vettool", "C", "overlay":
+				return v
+			case "ldflags":
+				if strings.Contains(val, "extld") || strings.Contains(a.Value, "extld") {
+					return v
+				}
+			}
+		}
+		for _, a := range args {
+			if strings.Contains(a.Value, "-extld") {
+				return a.Value // -ldflags "-extld=..." as the next word
+			}
+		}
+	case "cargo":
+		for _, a := range args {
+			v := a.Value
+			if v == "--" {
+				return ""
+			}
+			if opt, _, _ := strings.Cut(v, "="); opt == "--config" || strings.HasPrefix(v, "-Z") || opt == "--manifest-path" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
 // gitExecKey reports whether a git configuration key names a program or
-// shell command that git runs.
+// shell command that git runs, makes git read other configuration,
+// attributes or hooks, or points its writes elsewhere (as
+// runtime/gitguard's riskyKeys and riskySections).
 func gitExecKey(key string) bool {
 	k := strings.ToLower(key)
 	switch k {
 	case "core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.hookspath",
 		"core.askpass", "core.gitproxy", "diff.external", "credential.helper", "gpg.program",
 		"sequence.editor", "uploadpack.packobjectshook", "protocol.ext.allow", "init.templatedir",
-		"include.path", "ssh.variant", "gpg.ssh.program", "gpg.x509.program", "merge.tool", "diff.tool":
+		"include.path", "ssh.variant", "gpg.ssh.program", "gpg.x509.program", "merge.tool", "diff.tool",
+		"core.alternaterefscommand", "core.attributesfile", "core.worktree", "diff.guitool", "merge.guitool",
+		"interactive.difffilter", "gc.recentobjectshook", "commit.template", "lfs.standalonetransferagent":
 		return true
 	}
-	return strings.HasPrefix(k, "alias.") || strings.HasPrefix(k, "filter.") || strings.HasSuffix(k, ".textconv") ||
-		strings.HasSuffix(k, ".command") || strings.HasSuffix(k, ".cmd") || strings.HasPrefix(k, "pager.") ||
-		strings.HasPrefix(k, "includeif.") || strings.HasSuffix(k, ".helper") || strings.HasSuffix(k, ".driver")
+	sec, rest, _ := strings.Cut(k, ".")
+	switch sec {
+	case "include", "includeif", "filter", "credential", "gpg", "hook", "pager", "difftool", "mergetool",
+		"sendemail", "web", "browser", "man", "instaweb", "guitool", "tar", "trace2":
+		return true
+	case "protocol": // protocol.allow, protocol.<name>.allow (ext:: runs a program)
+		return strings.HasSuffix(rest, "allow")
+	case "remote":
+		for _, s := range []string{".uploadpack", ".receivepack", ".vcs", ".proxy"} {
+			if strings.HasSuffix(rest, s) {
+				return true
+			}
+		}
+	case "lfs":
+		if strings.HasPrefix(rest, "customtransfer.") || strings.HasPrefix(rest, "extension.") {
+			return true
+		}
+	}
+	return strings.HasPrefix(k, "alias.") || strings.HasSuffix(k, ".textconv") ||
+		strings.HasSuffix(k, ".command") || strings.HasSuffix(k, ".cmd") ||
+		strings.HasSuffix(k, ".helper") || strings.HasSuffix(k, ".driver")
 }
 
 // script is shell code found in a command's arguments.
