@@ -57,7 +57,8 @@ type Request struct {
 	// Trace, if set, is told each phase of the launch (MOAT_TRACE=1).
 	Trace func(phase string)
 	// OnTerminal, if set, receives the command's pty master (the command
-	// gets a pty when Stdin is a terminal) in place of the runtime's
+	// gets a pty when any of Stdin, Stdout and Stderr is a terminal, on
+	// those; term.New relays it) in place of the runtime's
 	// relay: the caller relays and owns the file, and SIGWINCH on Signals
 	// does nothing. moatd hands the master to its client, so that the
 	// daemon never writes to a client's terminal (a client that does not
@@ -141,6 +142,8 @@ type run struct {
 	log      *slog.Logger
 	since    time.Time
 	stdio    [3]*os.File
+	ttys     uint32      // which of stdio are terminals (bit i: descriptor i)
+	cmdStdio [3]*os.File // stdio with /dev/null for each terminal: the pty takes its place
 	opened   []*os.File
 	proxy    *proxy
 	term     *term.Relay
@@ -203,6 +206,26 @@ func newRun(req Request) (*run, error) {
 			r.stdio[i] = null
 		}
 	}
+	// The caller's terminal never goes into the sandbox, whichever of
+	// descriptors 0-2 it is: each of them gets the command's own pty
+	// (launch), and the enforcer is handed /dev/null in its place.
+	r.cmdStdio = r.stdio
+	if term.Supported {
+		r.ttys = term.Mask(r.stdio)
+	}
+	if r.ttys != 0 {
+		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.opened = append(r.opened, null)
+		for i := range r.cmdStdio {
+			if r.ttys&(1<<i) != 0 {
+				r.cmdStdio[i] = null
+			}
+		}
+	}
 	p, err := newProxy(r.pol, req.Ask, r.violation, r.log)
 	if err != nil {
 		r.close()
@@ -237,18 +260,18 @@ func (r *run) launch(mode enforce.Mode) *enforce.Launch {
 		env = os.Environ()
 	}
 	l := &enforce.Launch{
-		Policy: r.pol, Argv: r.req.Argv, Env: env, Stdio: r.stdio, StateDir: r.req.StateDir,
+		Policy: r.pol, Argv: r.req.Argv, Env: env, Stdio: r.cmdStdio, StateDir: r.req.StateDir,
 		Mode: mode, Proxy: r.proxy, Report: r.violation, Log: r.log, Planned: r.planned, Trace: r.req.Trace,
 		As: r.req.As,
 	}
-	if term.Supported && term.IsTerminal(r.stdio[0]) {
-		t := &enforce.Terminal{Mask: 1}
-		for i, f := range r.stdio[1:] {
-			if term.IsTerminal(f) {
-				t.Mask |= 1 << (i + 1)
-			}
-		}
-		t.Rows, t.Cols = term.Size(r.stdio[0])
+	// Whenever any of descriptors 0-2 is a terminal, the command gets a
+	// pty of its own on exactly those (not only when stdin is one: a
+	// command with the caller's terminal on stdout could read what the
+	// user types from it, and change its modes and size for good). The
+	// size is the first terminal's.
+	if r.ttys != 0 {
+		t := &enforce.Terminal{Mask: r.ttys}
+		t.Rows, t.Cols = term.WindowSize(r.stdio)
 		l.Terminal = t
 		l.OnTerminal = r.attachTerminal
 		if r.req.OnTerminal != nil {
@@ -296,11 +319,11 @@ func (r *run) planned(fp enforce.Footprint) {
 }
 
 // attachTerminal starts relaying the command's pty (the caller's terminal
-// goes raw only now, once the sandbox exists).
+// goes raw only now, once the sandbox exists, and only when it is stdin).
 func (r *run) attachTerminal(master *os.File) {
 	r.mu.Lock()
 	if r.term == nil {
-		r.term = term.New(r.stdio[0], r.stdio[1])
+		r.term = term.New(r.stdio)
 	}
 	t := r.term
 	r.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/term"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/live"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -60,7 +61,7 @@ type Command struct {
 	// Dir is its working directory. If empty, the policy's.
 	Dir string
 	// Stdin, Stdout and Stderr are its descriptors (no terminal relay in a
-	// session). If nil, /dev/null.
+	// session: Start refuses a terminal). If nil, /dev/null.
 	Stdin, Stdout, Stderr *os.File
 	// FD3, if set, is the command's descriptor 3 (a side channel).
 	FD3 *os.File
@@ -310,6 +311,14 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	for _, a := range c.Argv {
 		if strings.ContainsRune(a, 0) {
 			return nil, errors.New("the command line contains a NUL byte")
+		}
+	}
+	// A session gives its commands no pty: a terminal handed in would be
+	// the caller's own, which the command could read what is typed from,
+	// and change the modes and size of.
+	for i, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr, c.FD3} {
+		if term.IsTerminal(f) {
+			return nil, fmt.Errorf("runtime: a session command's descriptor %d is a terminal: sessions relay no terminal, give it a pipe or a file", i)
 		}
 	}
 	s.mu.Lock()

@@ -36,11 +36,16 @@ func Size(f *os.File) (rows, cols uint16) {
 }
 
 // Relay relays between the caller's terminal and the sandbox's pty (as
-// docker run -t does): the caller's terminal goes raw, bytes flow both ways,
-// and the command never holds a descriptor of the caller's terminal.
+// docker run -t does): the command never holds a descriptor of the caller's
+// terminal. When stdin is a terminal it goes raw and what is typed reaches
+// the command; when only stdout or stderr is one, the relay carries the
+// command's output alone: it never reads the caller's terminal and leaves
+// its modes as they are.
 type Relay struct {
-	in, out *os.File
-	saved   *unix.Termios
+	in    *os.File // the caller's terminal on stdin, or nil: no input relayed
+	out   *os.File // where the pty's output goes
+	size  *os.File // the terminal whose window size the pty follows
+	saved *unix.Termios
 
 	mu     sync.Mutex
 	master *os.File
@@ -49,11 +54,49 @@ type Relay struct {
 	outEnd chan struct{}
 }
 
-func New(in, out *os.File) *Relay {
-	if !IsTerminal(out) {
-		out = in
+// Mask says which of stdio are terminals (bit i for descriptor i): the
+// descriptors that get the command's pty in their place, none if 0.
+func Mask(stdio [3]*os.File) uint32 {
+	var m uint32
+	for i, f := range stdio {
+		if IsTerminal(f) {
+			m |= 1 << i
+		}
 	}
-	t := &Relay{in: in, out: out}
+	return m
+}
+
+// WindowSize is the size of the first terminal among stdio.
+func WindowSize(stdio [3]*os.File) (rows, cols uint16) {
+	for _, f := range stdio {
+		if IsTerminal(f) {
+			return Size(f)
+		}
+	}
+	return 0, 0
+}
+
+// New relays for a command whose descriptors were stdio (Mask names the
+// terminals among them, at least one).
+func New(stdio [3]*os.File) *Relay {
+	t := &Relay{}
+	for _, f := range stdio {
+		if IsTerminal(f) {
+			t.size = f
+			break
+		}
+	}
+	for _, i := range []int{1, 2, 0} {
+		if IsTerminal(stdio[i]) {
+			t.out = stdio[i]
+			break
+		}
+	}
+	if !IsTerminal(stdio[0]) {
+		return t
+	}
+	in := stdio[0]
+	t.in = in
 	if st, err := unix.IoctlGetTermios(int(in.Fd()), ioctlGetTermios); err == nil {
 		t.saved = st
 		raw := *st
@@ -74,22 +117,46 @@ func (t *Relay) Attach(master *os.File) {
 	t.mu.Lock()
 	t.master = master
 	t.outEnd = make(chan struct{})
-	if r, w, err := os.Pipe(); err == nil {
-		t.stopR, t.stopW = r, w
+	if t.in != nil {
+		if r, w, err := os.Pipe(); err == nil {
+			t.stopR, t.stopW = r, w
+		}
 	}
 	t.mu.Unlock()
+	if t.in == nil {
+		t.outputAsIs(master)
+	}
 	t.Resize()
 	go func() {
 		defer close(t.outEnd)
+		if t.out == nil {
+			_, _ = io.Copy(io.Discard, master)
+			return
+		}
 		_, _ = io.Copy(t.out, master) // ends with EIO once every slave fd is closed
 	}()
 	go t.copyInput()
 }
 
+// outputAsIs turns off the pty's output processing when the caller's
+// terminal is not raw (stdin is no terminal, so it keeps its modes): the
+// caller's terminal processes the command's output once, as it would have
+// without moat (not "\n" made "\r\n" by the pty and "\r\r\n" by the
+// caller's terminal). A termios request on the master is the slave's.
+func (t *Relay) outputAsIs(master *os.File) {
+	st, err := unix.IoctlGetTermios(int(master.Fd()), ioctlGetTermios)
+	if err != nil || st.Oflag&unix.OPOST == 0 {
+		return
+	}
+	st.Oflag &^= unix.OPOST
+	_ = unix.IoctlSetTermios(int(master.Fd()), ioctlSetTermios, st)
+}
+
 // copyInput copies the caller's terminal to the pty until stopped, polling
-// so that it never steals a keystroke after the command has ended.
+// so that it never steals a keystroke after the command has ended. Without
+// a terminal on stdin it reads nothing.
 func (t *Relay) copyInput() {
-	if t.stopR == nil {
+	if t.in == nil || t.stopR == nil {
 		return
 	}
 	defer t.stopR.Close()
@@ -125,10 +192,10 @@ func (t *Relay) Resize() {
 	t.mu.Lock()
 	m := t.master
 	t.mu.Unlock()
-	if m == nil {
+	if m == nil || t.size == nil {
 		return
 	}
-	if ws, err := unix.IoctlGetWinsize(int(t.in.Fd()), unix.TIOCGWINSZ); err == nil {
+	if ws, err := unix.IoctlGetWinsize(int(t.size.Fd()), unix.TIOCGWINSZ); err == nil {
 		_ = unix.IoctlSetWinsize(int(m.Fd()), unix.TIOCSWINSZ, ws)
 	}
 }
@@ -151,7 +218,7 @@ func (t *Relay) Finish() {
 	if m != nil {
 		m.Close()
 	}
-	if t.saved != nil {
+	if t.saved != nil && t.in != nil {
 		_ = unix.IoctlSetTermios(int(t.in.Fd()), ioctlSetTermios, t.saved)
 	}
 }

@@ -114,9 +114,11 @@ type Launch struct {
 	// Env is the command's environment before filtering.
 	Env []string
 	// Stdio are the command's descriptors 0, 1 and 2 (none is nil). When
-	// Terminal is set, stdin is a terminal: the enforcer gives the command a
-	// pseudo-terminal of its own, in place of each descriptor that was a
-	// terminal, and hands its master to OnTerminal.
+	// Terminal is set, some of them were the caller's terminal: the
+	// enforcer gives the command a pseudo-terminal of its own in place of
+	// each descriptor Terminal.Mask names (the runtime passes /dev/null
+	// there, never the caller's terminal), and hands its master to
+	// OnTerminal.
 	Stdio    [3]*os.File
 	Terminal *Terminal
 	// OnTerminal receives the pty master (the runtime relays it).
@@ -160,7 +162,8 @@ type Identity struct {
 }
 
 // Terminal describes the caller's terminal: which of the descriptors 0-2
-// are terminals (bit i for descriptor i; bit 0 is always set) and its size.
+// are terminals (bit i for descriptor i; at least one is set, not always
+// stdin's) and its size.
 type Terminal struct {
 	Mask       uint32
 	Rows, Cols uint16

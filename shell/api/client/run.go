@@ -143,7 +143,7 @@ func (c *Client) RunAttached(ctx context.Context, req RunRequest, stdio [3]*os.F
 		// The command's pty: relayed here, between it and our terminal.
 		relayMu.Lock()
 		if relay == nil {
-			relay = term.New(stdio[0], stdio[1])
+			relay = term.New(stdio)
 			relay.Attach(os.NewFile(uintptr(fds[0]), "pty-master"))
 		} else {
 			closeFDs(fds)
