@@ -41,9 +41,16 @@ func (ln *launcher) makePlan() error {
 		pol2.Protect = append(pol2.Protect, exe)
 	}
 	pol2.Protect = append(pol2.Protect, pol.Sources...)
+	// moat's state is no sandbox's to read either: the output other
+	// sessions' commands left (a command of one sandbox read another's,
+	// whatever their policies: found by an attack pass), the quarantine,
+	// the journals and the audit's records.
+	pol2.FS.DenyRead = append(append([]policy.PathRule(nil), pol.FS.DenyRead...), policy.PathRule{Path: st, Source: "moat: its own state"})
 	if id := ln.l.As; id != nil && id.Home != "" {
 		// moatd: the git audit quarantines into the user's own state.
-		pol2.Protect = append(pol2.Protect, filepath.Join(id.Home, ".local", "state", "moat"))
+		own := filepath.Join(id.Home, ".local", "state", "moat")
+		pol2.Protect = append(pol2.Protect, own)
+		pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: own, Source: "moat: its own state"})
 	}
 	if ln.nons {
 		dir, err := os.MkdirTemp("", "moat-run-")

@@ -58,7 +58,9 @@ func Doctor(ctx context.Context, o DoctorOptions) (*DoctorReport, error) {
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	dir, err := os.MkdirTemp(o.StateDir, "doctor-")
+	// Beside the state directory, not in it: every sandbox hides moat's
+	// state.
+	dir, err := os.MkdirTemp(filepath.Dir(filepath.Clean(o.StateDir)), "moat-doctor-")
 	if err != nil {
 		return nil, err
 	}
