@@ -779,7 +779,7 @@ func clone3Works() bool {
 // seccompOptions are the variable parts of the command's filter.
 func seccompOptions(pol *policy.Policy) seccomp.Options {
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations}
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: !pol.Net.AllowLocalBinding}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

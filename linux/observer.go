@@ -128,6 +128,8 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	switch name {
 	case "connect":
 		return o.brokerConnect(n)
+	case "listen":
+		return o.listen(n)
 	case "socket":
 		if fam := n.args[0]; fam != unix.AF_UNIX {
 			o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "socket", Target: familyName(fam, n.args[2]),
@@ -364,7 +366,7 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
-	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "personality"} {
+	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "listen", "personality"} {
 		add(s)
 	}
 	m[467] = "open_tree_attr"
@@ -552,6 +554,43 @@ func errnoOf(err error) unix.Errno {
 		return e
 	}
 	return unix.EPERM
+}
+
+// listen handles listen(2) without allowLocalBinding (seccomp's NoListen):
+// a unix socket listens, by the supervisor's call on the socket the command
+// holds (so that swapping the descriptor after the check changes nothing);
+// any other is refused: a TCP socket never bound would be bound to every
+// address by the kernel, out of Landlock's and eBPF's sight.
+func (o *observer) listen(n *notif) (unix.Errno, bool) {
+	pidfd, err := unix.PidfdOpen(int(n.pid), 0)
+	if err != nil {
+		return unix.EPERM, false
+	}
+	defer unix.Close(pidfd)
+	sock, err := unix.PidfdGetfd(pidfd, int(int32(n.args[0])), 0)
+	if err != nil {
+		if err == unix.EBADF {
+			return unix.EBADF, false
+		}
+		return unix.EPERM, false
+	}
+	defer unix.Close(sock)
+	dom, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return unix.ENOTSOCK, false
+	}
+	if !o.idValid(n.id) {
+		return unix.EPERM, false
+	}
+	if dom == unix.AF_UNIX {
+		if err := unix.Listen(sock, int(int32(n.args[1]))); err != nil {
+			return errnoOf(err), false
+		}
+		return 0, false
+	}
+	o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "listen", Target: familyName(uint64(dom), 0),
+		Rule: "no servers without network.allowLocalBinding (listen on a socket never bound binds every address)", Pid: int(n.pid)})
+	return unix.EPERM, false
 }
 
 // readSockaddrUnix reads a struct sockaddr_un of length addrlen from the

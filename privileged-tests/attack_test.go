@@ -562,6 +562,32 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return strings.Join(done, ", "), nil
 	},
+	// listen-unbound: listen on a TCP socket never bound (the kernel binds
+	// it to every address, on a port of its choice).
+	"listen-unbound": func(a []string) (string, error) {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		if err := unix.Listen(fd, 1); err != nil {
+			return "", fmt.Errorf("listen: %w", err)
+		}
+		sa, err := unix.Getsockname(fd)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("listening on port %d of every address", sa.(*unix.SockaddrInet4).Port), nil
+	},
+	// unix-listen PATH: a unix socket server at PATH.
+	"unix-listen": func(a []string) (string, error) {
+		l, err := net.Listen("unix", a[0])
+		if err != nil {
+			return "", err
+		}
+		l.Close()
+		return "listening on " + a[0], nil
+	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.
 	"unix-link": func(a []string) (string, error) {

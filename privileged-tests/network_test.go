@@ -298,6 +298,38 @@ func TestUnixSocketPlantedSymlink(t *testing.T) {
 	}
 }
 
+// Without allowLocalBinding no TCP server listens, even on a socket never
+// bound: listen(2) binds it to every address on a port of the kernel's
+// choice, a bind that neither Landlock's bind rule nor eBPF's bind hooks
+// see (with moat.shareNetwork, on the host's own addresses: found by an
+// attack pass). A unix socket server still listens where unix sockets are
+// allowed.
+func TestListenWithoutBind(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"listen-unbound"}, nil)
+	broker := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{filepath.Join(f.work, "x.sock")}})
+	got := f.sandboxedWith(broker, "listen-unbound")
+	if got.escaped() {
+		t.Fatalf("ESCAPE with the unix broker on:\n%s", got.out)
+	}
+	sock := filepath.Join(f.work, "srv.sock")
+	if got := f.sandboxedWith(broker, "unix-listen", sock); !got.escaped() {
+		t.Fatalf("a unix socket server must listen with unix sockets allowed:\n%s", got.out)
+	}
+	all := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowAllUnixSockets": true})
+	os.Remove(sock)
+	if got := f.sandboxedWith(all, "unix-listen", sock); !got.escaped() {
+		t.Fatalf("a unix socket server must listen with allowAllUnixSockets:\n%s", got.out)
+	}
+	if got := f.sandboxedWith(all, "listen-unbound"); got.escaped() {
+		t.Fatalf("ESCAPE with allowAllUnixSockets:\n%s", got.out)
+	}
+	on := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowLocalBinding": true})
+	if got := f.sandboxedWith(on, "listen-unbound"); !got.escaped() {
+		t.Fatalf("with allowLocalBinding a server must listen:\n%s", got.out)
+	}
+}
+
 // Network lists change while the command runs, through --control-fd.
 func TestControlFD(t *testing.T) {
 	requireCurl(t)

@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite testdata/filters.golden for thi
 // a change to how Build is written leaves the filter as it was. A change
 // of the rules themselves updates the file on purpose:
 //
-//	go test -run TestFilterGolden -update ./linux/seccomp/
+//	go test ./linux/seccomp/ -run TestFilterGolden -args -update
 func TestFilterGolden(t *testing.T) {
 	maj, mnr, mic := lsc.GetLibraryVersion()
 	key := fmt.Sprintf("%s libseccomp-%d.%d.%d", goruntime.GOARCH, maj, mnr, mic)
@@ -36,6 +36,8 @@ func TestFilterGolden(t *testing.T) {
 		{AllowUnix: true}, {AllowUnix: true, Notify: true},
 		{UnixBroker: true}, {UnixBroker: true, Notify: true},
 		{AllowUnix: true, UnixBroker: true, Notify: true},
+		{NoListen: true}, {NoListen: true, Notify: true}, {NoListen: true, AllowUnix: true},
+		{NoListen: true, UnixBroker: true, Notify: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

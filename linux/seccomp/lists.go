@@ -27,6 +27,14 @@ type Options struct {
 	// supervisor records the ones the policy refuses and lets the kernel
 	// decide). Without a supervisor reading, notified syscalls fail (ENOSYS).
 	Notify bool
+	// NoListen (no allowLocalBinding) refuses listen(2) on anything but a
+	// unix socket: listen on a TCP socket never bound binds it to every
+	// address of the network namespace, a bind neither Landlock's
+	// LANDLOCK_ACCESS_NET_BIND_TCP nor eBPF's bind hooks see. Without unix
+	// sockets listen is refused outright; with them, it goes to the
+	// supervisor (UnixBroker or Notify), which listens on unix sockets
+	// itself; with allowAllUnixSockets and no supervisor it stays allowed.
+	NoListen bool
 }
 
 // Denied syscalls answer EPERM: they would let the command leave the

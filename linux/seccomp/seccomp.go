@@ -30,7 +30,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.notifyWrites} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -230,6 +230,19 @@ func (b *builder) unixSockets(o Options) error {
 		return b.add("connect", lsc.ActNotify)
 	default:
 		return b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_UNIX))
+	}
+	return nil
+}
+
+// denyListen: see Options.NoListen.
+func (b *builder) denyListen(o Options) error {
+	switch {
+	case !o.NoListen:
+		return nil
+	case !o.AllowUnix && !o.UnixBroker:
+		return b.add("listen", b.deny)
+	case o.Notify || o.UnixBroker:
+		return b.add("listen", lsc.ActNotify)
 	}
 	return nil
 }
