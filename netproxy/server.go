@@ -85,6 +85,16 @@ type Server struct {
 	// DialTimeout bounds name resolution and each outbound dial. If zero,
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
+	// MaxConns bounds the client connections served at once (each holds
+	// up to six descriptors with its upstream and the splice pipes); the
+	// next ones wait in the listener's backlog until one ends. If zero,
+	// DefaultMaxConns. Every Server of the process also shares a bound
+	// taken from the descriptor limit, so that a process that serves many
+	// sandboxes (moat serve, moatd) keeps descriptors for its API and the
+	// other sandboxes whatever one of them opens: a command that opened
+	// thousands of tunnels used up moat serve's descriptors, and its API
+	// and other sessions stopped answering (found by an attack pass).
+	MaxConns int
 
 	rules    atomic.Pointer[Rules]
 	rulesSet atomic.Bool
@@ -102,6 +112,46 @@ type Server struct {
 	wg        sync.WaitGroup
 
 	local localCache
+
+	slots chan struct{} // MaxConns
+}
+
+// DefaultMaxConns is a Server's bound on client connections served at once
+// (a build or an installer opens a few dozen).
+const DefaultMaxConns = 512
+
+// processSlots bounds the client connections all Servers of the process
+// serve at once: an eighth of the descriptors above the first 2048 (six a
+// connection, with some to spare), at least DefaultMaxConns.
+var processSlots = sync.OnceValue(func() chan struct{} {
+	n := DefaultMaxConns
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 2048 {
+		n = max(n, int(min(rl.Cur-2048, 1<<24)/8))
+	}
+	return make(chan struct{}, n)
+})
+
+// acquire takes a connection slot of this Server and one of the process,
+// waiting for them; false when the Server closes meanwhile.
+func (s *Server) acquire() bool {
+	select {
+	case s.slots <- struct{}{}:
+	case <-s.ctx.Done():
+		return false
+	}
+	select {
+	case processSlots() <- struct{}{}:
+		return true
+	case <-s.ctx.Done():
+		<-s.slots
+		return false
+	}
+}
+
+func (s *Server) release() {
+	<-processSlots()
+	<-s.slots
 }
 
 func (s *Server) init() {
@@ -109,6 +159,11 @@ func (s *Server) init() {
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
 		s.conns = make(map[net.Conn]struct{})
+		n := s.MaxConns
+		if n <= 0 {
+			n = DefaultMaxConns
+		}
+		s.slots = make(chan struct{}, n)
 		if s.ParentProxy != nil {
 			s.parent, s.parErr = newParentConfig(s.ParentProxy)
 		}
@@ -157,8 +212,12 @@ func (s *Server) Serve(l net.Listener) error {
 
 	var backoff time.Duration
 	for {
+		if !s.acquire() {
+			return ErrServerClosed
+		}
 		c, err := l.Accept()
 		if err != nil {
+			s.release()
 			if s.isClosed() {
 				return ErrServerClosed
 			}
@@ -176,11 +235,13 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		backoff = 0
 		if !s.track(c) {
+			s.release()
 			c.Close()
 			return ErrServerClosed
 		}
 		go func() {
 			defer s.wg.Done()
+			defer s.release()
 			defer s.untrack(c)
 			s.serveConn(c)
 		}()

@@ -848,3 +848,33 @@ func TestServeUnixListener(t *testing.T) {
 	http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	wantOK(t, readResult(t, br, "GET"), "origin allowed /u")
 }
+
+// A sandbox cannot take the process's descriptors with connections: a
+// Server serves at most MaxConns at once, the next ones wait (in the
+// listener's backlog) until one ends. A command that opened thousands of
+// tunnels used up moat serve's descriptors, and its API and other sessions
+// stopped answering (found by an attack pass).
+func TestMaxConns(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil), func(s *Server) { s.MaxConns = 2 })
+	// Two connections that say nothing hold both slots.
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		held = append(held, dialProxy(t, e.addr))
+	}
+	// Let the proxy take them (a request on each would be served).
+	time.Sleep(200 * time.Millisecond)
+	third := dialProxy(t, e.addr)
+	defer third.Close()
+	fmt.Fprintf(third, "GET http://allowed.test/x HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+	third.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	br := bufio.NewReader(third)
+	if _, err := br.Peek(1); err == nil {
+		t.Fatal("a third connection was served while two held the slots")
+	}
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if r := readResult(t, br, "GET"); !r.ok() {
+		t.Fatalf("the waiting connection was not served once a slot freed: %+v", r)
+	}
+	held[1].Close()
+}
