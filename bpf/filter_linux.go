@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,6 +166,7 @@ type Filter struct {
 	cgroup   *os.File
 	cgid     uint64
 	keys     []sockfilterDestKey
+	listen   []netip.AddrPort // Options.Listen, kept for SetAllowed
 	attached []attachment
 	events   chan Event
 	chClosed bool // events is closed (guarded by progs.mu)
@@ -258,7 +260,7 @@ func (p *Programs) attach(cgroupDir string, entries map[destKey]uint8, opts Opti
 		dir.Close()
 		return nil, err
 	}
-	f := &Filter{progs: p, cgroup: dir, cgid: id, events: make(chan Event, eventQueue)}
+	f := &Filter{progs: p, cgroup: dir, cgid: id, events: make(chan Event, eventQueue), listen: opts.Listen}
 	p.mu.Lock()
 	switch {
 	case p.closed:
@@ -321,6 +323,51 @@ func (f *Filter) fill(entries map[destKey]uint8, opts Options) error {
 	}
 	if err := f.progs.objs.Configs.Update(&f.cgid, &cfg, ebpf.UpdateNoExist); err != nil {
 		return fmt.Errorf("bpf: the cgroup's options: %w", err)
+	}
+	return nil
+}
+
+// SetAllowed replaces the destinations the cgroup's processes may reach
+// (live network updates): what is no longer allowed is deleted from the
+// set's allow-list, what is new is added. An error leaves some of the
+// change made: the caller should treat the update as failed.
+func (f *Filter) SetAllowed(allow []netip.AddrPort) error {
+	entries, err := allowEntries(allow, f.listen)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errors.New("bpf: the filter is closed")
+	}
+	want := make(map[sockfilterDestKey]uint8, len(entries))
+	for k, flags := range entries {
+		key := sockfilterDestKey{Cgid: f.cgid, Port: k.port}
+		for i := range key.Addr {
+			key.Addr[i] = binary.NativeEndian.Uint32(k.addr[4*i:])
+		}
+		want[key] = flags
+	}
+	var keep []sockfilterDestKey
+	for i := range f.keys {
+		if _, ok := want[f.keys[i]]; ok {
+			keep = append(keep, f.keys[i])
+			continue
+		}
+		if err := f.progs.objs.Allowed.Delete(&f.keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			f.keys = append(keep, f.keys[i:]...)
+			return fmt.Errorf("bpf: withdraw a destination: %w", err)
+		}
+	}
+	f.keys = keep
+	for key, flags := range want {
+		if err := f.progs.objs.Allowed.Update(&key, flags, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bpf: allow a destination: %w", err)
+		}
+		if !slices.Contains(f.keys, key) {
+			f.keys = append(f.keys, key)
+		}
 	}
 	return nil
 }

@@ -56,5 +56,8 @@ func (f *Filter) Close() error { return nil }
 // Detach does nothing.
 func (f *Filter) Detach() error { return nil }
 
+// SetAllowed returns an error wrapping [ErrUnsupported].
+func (f *Filter) SetAllowed(allow []netip.AddrPort) error { return errPlatform }
+
 // Drain is a no-op where the filter does not exist.
 func (f *Filter) Drain() uint64 { return 0 }

@@ -176,7 +176,9 @@ func (k *kernelFilter) attach(allow []netip.AddrPort, shared, localBinding bool,
 	if err != nil {
 		return fmt.Errorf("eBPF filter: %w", err)
 	}
+	k.mu.Lock()
 	k.filter, k.report = f, report
+	k.mu.Unlock()
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()

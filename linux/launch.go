@@ -611,6 +611,23 @@ func (ln *launcher) Wait() (*enforce.Exit, error) {
 // Signal forwards sig to init, which passes it to the command.
 func (ln *launcher) Signal(sig syscall.Signal) error { return ln.cmd.Process.Signal(sig) }
 
+// SyncNetwork (enforce.NetworkSyncer): sharing the host's network, the
+// eBPF allow-list holds the loopback destinations the command reaches
+// directly; a live update sets it before the proxy's rules change. In the
+// sandbox's own network namespace it holds the proxy's listeners only.
+func (ln *launcher) SyncNetwork(allowed []string) error {
+	if ln.kf == nil || ln.net == nil || !(ln.pol.Net.Shared || ln.nons) {
+		return nil
+	}
+	ln.kf.mu.Lock()
+	f := ln.kf.filter
+	ln.kf.mu.Unlock()
+	if f == nil {
+		return errors.New("the eBPF filter is not attached yet: try the update again")
+	}
+	return f.SetAllowed(ln.net.kernelAllowOf(allowed))
+}
+
 // Kill ends the whole process tree: init's death ends the pid namespace;
 // without one, init sees its supervisor's end close and kills every
 // descendant itself.

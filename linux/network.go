@@ -82,11 +82,17 @@ func (n *network) env(moatPath string) []string {
 // proxy's listeners, and when it shares the host's network the loopback
 // ports the policy names as IP literals ("127.0.0.1:3000").
 func (n *network) kernelAllow() []netip.AddrPort {
+	return n.kernelAllowOf(n.proxy.Allowed())
+}
+
+// kernelAllowOf is kernelAllow with the allowed loopback literals given
+// (a live update's, before it reaches the proxy).
+func (n *network) kernelAllowOf(allowed []string) []netip.AddrPort {
 	if !n.shared {
 		return proxyListenerAddrs()
 	}
 	out := append([]netip.AddrPort(nil), n.hostAddrs...)
-	for _, a := range n.proxy.Allowed() {
+	for _, a := range allowed {
 		if ap, err := netip.ParseAddrPort(a); err == nil {
 			out = append(out, ap)
 		}

@@ -82,6 +82,7 @@ type session struct {
 
 func (s *session) Exec(c *enforce.Command) (enforce.Process, error) { return s.ln.exec(c) }
 func (s *session) Footprint() enforce.Footprint                     { return s.ln.Footprint() }
+func (s *session) SyncNetwork(allowed []string) error               { return s.ln.SyncNetwork(allowed) }
 func (s *session) Done() <-chan struct{}                            { return s.done }
 
 // Ready implements enforce.Readier: it waits until the session's stage 2

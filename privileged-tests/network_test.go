@@ -511,6 +511,41 @@ func TestSharedNetwork(t *testing.T) {
 	}
 }
 
+// With moat.shareNetwork an allowed loopback destination is reached
+// directly, through the eBPF allow-list: a live update that withdraws it
+// withdraws it there too (the proxy refused it after the update, and a
+// direct connection still went through: found by an attack pass).
+func TestSharedNetworkUpdateWithdraws(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{allowed}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+		"moat":       map[string]any{"shareNetwork": true},
+	})
+	settings := filepath.Join(f.root, "shared-update.json")
+	must(t, os.WriteFile(settings, b, 0o644))
+	r, w, err := os.Pipe()
+	must(t, err)
+	script := fmt.Sprintf(`if (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; then echo first=open; else echo first=refused; fi; touch %[2]s/asked
+for i in $(seq 100); do if ! (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; then echo later=refused; exit 0; fi; sleep 0.1; done; echo later=open; exit 1`, s.allowed, f.work)
+	cmd := exec.Command(moatBin, "run", "--settings", settings, "--control-fd", "3", "-c", script)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.ExtraFiles = []*os.File{r}
+	out, err2 := startAndFeed(t, cmd, w, f.work+"/asked", []string{
+		`{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`,
+	})
+	r.Close()
+	if !strings.Contains(out, "first=open") {
+		t.Fatalf("the allowed loopback destination must be reachable first (exit %v):\n%s", err2, out)
+	}
+	if !strings.Contains(out, "later=refused") {
+		t.Fatalf("ESCAPE: the withdrawn destination stayed reachable directly (exit %v):\n%s", err2, out)
+	}
+}
+
 // The report names what a user can act on: a command that succeeded after
 // the C library's probe for nscd (socket(AF_UNIX), refused) gets no line
 // for it; a command that failed on a refused unix socket keeps it. The

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/netproxy"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -108,8 +109,14 @@ func (p *proxy) Env(httpAddr, socksAddr, moatPath string) []string {
 func (p *proxy) Allowed() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return loopbackLiterals(p.current)
+}
+
+// loopbackLiterals are the allowed loopback host:port literals of n: the
+// destinations a command sharing the host's network reaches directly.
+func loopbackLiterals(n policy.Network) []string {
 	var out []string
-	for _, d := range p.current.AllowedDomains {
+	for _, d := range n.AllowedDomains {
 		if ap, err := netip.ParseAddrPort(d.Pattern); err == nil && ap.Addr().IsLoopback() && ap.Port() != 0 {
 			out = append(out, ap.String())
 		}
@@ -118,8 +125,10 @@ func (p *proxy) Allowed() []string {
 }
 
 // update applies live network lists, never wider than what the launch
-// policy's managed settings allow.
-func (p *proxy) update(u policy.Network) error {
+// policy's managed settings allow. A process whose kernel filter holds part
+// of the lists (enforce.NetworkSyncer) gets them first; if it cannot, the
+// update is not applied.
+func (p *proxy) update(u policy.Network, proc any) error {
 	if p.srv == nil {
 		return errors.New("the policy uses an external proxy (httpProxyPort/socksProxyPort): moat does not filter, so it cannot update lists")
 	}
@@ -129,6 +138,11 @@ func (p *proxy) update(u policy.Network) error {
 	r, err := netproxy.NewRules(merged)
 	if err != nil {
 		return err
+	}
+	if s, ok := proc.(enforce.NetworkSyncer); ok {
+		if err := s.SyncNetwork(loopbackLiterals(merged)); err != nil {
+			return fmt.Errorf("the sandbox's kernel filter could not take the update (not applied): %w", err)
+		}
 	}
 	p.current = merged
 	p.srv.SetRules(r)

@@ -351,7 +351,7 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 		go r.forwardSignals(proc, done)
 	}
 	if r.req.Updates != nil {
-		go r.applyUpdates(done)
+		go r.applyUpdates(proc, done)
 	}
 	var timer <-chan time.Time
 	if d := r.pol.Limits.Timeout; d > 0 {
@@ -410,7 +410,7 @@ func (r *run) forwardSignals(proc enforce.Process, done <-chan struct{}) {
 	}
 }
 
-func (r *run) applyUpdates(done <-chan struct{}) {
+func (r *run) applyUpdates(proc enforce.Process, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
@@ -419,7 +419,7 @@ func (r *run) applyUpdates(done <-chan struct{}) {
 			if !ok {
 				return
 			}
-			if err := r.proxy.update(u); err != nil && r.req.UpdateErrors != nil {
+			if err := r.proxy.update(u, proc); err != nil && r.req.UpdateErrors != nil {
 				r.req.UpdateErrors(err)
 			}
 		}

@@ -229,7 +229,7 @@ func (s *Session) applyUpdates() {
 			if !ok {
 				return
 			}
-			if err := s.proxy.update(u); err != nil && s.req.UpdateErrors != nil {
+			if err := s.proxy.update(u, s.sess); err != nil && s.req.UpdateErrors != nil {
 				s.req.UpdateErrors(err)
 			}
 		}

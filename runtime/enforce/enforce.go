@@ -208,6 +208,17 @@ type Process interface {
 	Close() error
 }
 
+// NetworkSyncer is a Process whose kernel filter holds part of the network
+// lists: with moat.shareNetwork, the loopback destinations (host:port
+// literals of the allowed domains) the command reaches directly, not
+// through the proxy. SyncNetwork sets them to allowed before a live update
+// reaches the proxy; on an error the update must not be applied (a
+// destination withdrawn from the proxy stayed reachable in the kernel:
+// found by an attack pass).
+type NetworkSyncer interface {
+	SyncNetwork(allowed []string) error
+}
+
 // Readier is a Process that can tell when its sandbox is in place: Ready
 // waits until the command's filesystem is built (or the launch failed, or
 // the process ended) and returns the setup error if there was one. The
