@@ -42,7 +42,7 @@ func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []e
 	case abi < 4:
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetwork, Reason: "network confinement (Landlock ABI < 4): the command reaches the network directly"})
 	default:
-		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkUDP, Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkUDP, Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly; TCP reaches any host on the proxy's two ports (Landlock confines TCP by port, not by address)"})
 	}
 	if abi < 6 {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
