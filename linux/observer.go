@@ -147,6 +147,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: nsFlagNames(n.args[0]),
 			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
 		return unix.EPERM, false
+	case "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1",
+			Rule: "the sandbox's init keeps its limits, priority and CPUs", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "ioctl":
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
 			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
@@ -366,7 +370,8 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
-	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "listen", "personality"} {
+	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "listen", "personality",
+		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)
 	}
 	m[467] = "open_tree_attr"

@@ -588,6 +588,30 @@ var attacks = map[string]func([]string) (string, error){
 		l.Close()
 		return "listening on " + a[0], nil
 	},
+	// prlimit-pid PID: lower PID's descriptor limit to 64 (the sandbox's
+	// init, or without moat a process of the user's).
+	"prlimit-pid": func(a []string) (string, error) {
+		pid, err := strconv.Atoi(a[0])
+		if err != nil {
+			return "", err
+		}
+		lim := unix.Rlimit{Cur: 64, Max: 64}
+		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+			return "", fmt.Errorf("prlimit: %w", err)
+		}
+		return "lowered the descriptor limit of pid " + a[0], nil
+	},
+	// renice-pid PID: lower PID's priority.
+	"renice-pid": func(a []string) (string, error) {
+		pid, err := strconv.Atoi(a[0])
+		if err != nil {
+			return "", err
+		}
+		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, 19); err != nil {
+			return "", fmt.Errorf("setpriority: %w", err)
+		}
+		return "reniced pid " + a[0], nil
+	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.
 	"unix-link": func(a []string) (string, error) {

@@ -5,6 +5,8 @@ package privtests
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +47,31 @@ func TestDeviceNodesReadOnly(t *testing.T) {
 	r := f.exec(moatBin, "run", "--settings", f.settings, "-c", "echo x > /dev/null && head -c 4 /dev/zero | od -An -tx1 && head -c 4 /dev/urandom > /dev/null && echo ok")
 	if r.code != 0 || !strings.Contains(r.out, "00 00 00 00") || !strings.Contains(r.out, "ok") {
 		t.Fatalf("moat's /dev must keep working (exit %d):\n%s", r.code, r.out)
+	}
+}
+
+// The sandbox's init keeps its limits and priority: a command of the same
+// uid lowered its descriptor limit (prlimit --pid 1), and init is what ends
+// the tree and removes the placeholders when the supervisor dies (found by
+// an attack pass). Without moat the same calls work on a process of the
+// user's.
+func TestInitKeepsItsLimits(t *testing.T) {
+	f := newFixture(t)
+	for _, mode := range []string{"prlimit-pid", "renice-pid"} {
+		got := f.sandboxed(mode, "1")
+		if got.escaped() {
+			t.Errorf("ESCAPE under moat: %s 1\n%s", mode, got.out)
+		} else if !strings.Contains(got.out, "blocked:") {
+			t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+		}
+		victim := exec.Command("sleep", "30")
+		must(t, victim.Start())
+		base := f.direct(mode, strconv.Itoa(victim.Process.Pid))
+		victim.Process.Kill()
+		victim.Wait()
+		if !base.escaped() {
+			t.Errorf("without moat %s must work on a process of the user's:\n%s", mode, base.out)
+		}
 	}
 }
 

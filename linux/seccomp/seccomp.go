@@ -162,7 +162,26 @@ func (b *builder) denyArguments(Options) error {
 			return err
 		}
 	}
-	return nil
+	// The sandbox's init (pid 1), the only process of moat's in the
+	// command's sight, keeps its limits, priority and CPUs: it kills the
+	// tree and removes the placeholders when the supervisor dies, and a
+	// command of the same uid could otherwise lower its descriptor limit
+	// (prlimit --pid 1) or starve it (found by an attack pass). Landlock's
+	// scoping covers signals only. In the no-namespace tier pid 1 is the
+	// host's init.
+	for _, r := range []struct {
+		name string
+		arg  uint
+	}{{"sched_setaffinity", 0}, {"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0}, {"setpriority", 1}, {"ioprio_set", 1}} {
+		if err := b.add(r.name, b.deny, masked(r.arg, 0xffffffff, 1)); err != nil {
+			return err
+		}
+	}
+	notNull, err := lsc.MakeCondition(2, lsc.CompareNotEqual, 0)
+	if err != nil {
+		return err
+	}
+	return b.add("prlimit64", b.deny, masked(0, 0xffffffff, 1), notNull)
 }
 
 // denyFileModes refuses every mode with S_ISUID or S_ISGID (modeSyscalls:
