@@ -794,9 +794,16 @@ func clone3Works() bool {
 }
 
 // seccompOptions are the variable parts of the command's filter.
-func seccompOptions(pol *policy.Policy) seccomp.Options {
+func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: !pol.Net.AllowLocalBinding}
+	unixOK := broker || pol.Net.AllowAllUnixSockets
+	// No socket listens without allowLocalBinding where none may (no unix
+	// sockets), or where the host's network is shared (a TCP listen never
+	// bound would serve on the host's addresses; the filter cannot tell it
+	// from a unix one). In the sandbox's own network namespace a unix
+	// server listens, and so could a TCP one, reachable from inside only.
+	noListen := !pol.Net.AllowLocalBinding && (!unixOK || pol.Net.Shared || nons)
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

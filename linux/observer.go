@@ -421,7 +421,7 @@ func ioctlName(req uint64) string {
 // of other families continue in the kernel (the network namespace and the
 // proxy confine them).
 func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
-	pidfd, err := unix.PidfdOpen(int(n.pid), 0)
+	pidfd, err := pidfdOf(int(n.pid))
 	if err != nil {
 		return unix.EPERM, false
 	}
@@ -561,41 +561,38 @@ func errnoOf(err error) unix.Errno {
 	return unix.EPERM
 }
 
-// listen handles listen(2) without allowLocalBinding (seccomp's NoListen):
-// a unix socket listens, by the supervisor's call on the socket the command
-// holds (so that swapping the descriptor after the check changes nothing);
-// any other is refused: a TCP socket never bound would be bound to every
-// address by the kernel, out of Landlock's and eBPF's sight.
+// listen reports a refused listen(2) (seccomp's NoListen).
 func (o *observer) listen(n *notif) (unix.Errno, bool) {
-	pidfd, err := unix.PidfdOpen(int(n.pid), 0)
-	if err != nil {
-		return unix.EPERM, false
-	}
-	defer unix.Close(pidfd)
-	sock, err := unix.PidfdGetfd(pidfd, int(int32(n.args[0])), 0)
-	if err != nil {
-		if err == unix.EBADF {
-			return unix.EBADF, false
-		}
-		return unix.EPERM, false
-	}
-	defer unix.Close(sock)
-	dom, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	if err != nil {
-		return unix.ENOTSOCK, false
-	}
-	if !o.idValid(n.id) {
-		return unix.EPERM, false
-	}
-	if dom == unix.AF_UNIX {
-		if err := unix.Listen(sock, int(int32(n.args[1]))); err != nil {
-			return errnoOf(err), false
-		}
-		return 0, false
-	}
-	o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "listen", Target: familyName(uint64(dom), 0),
-		Rule: "no servers without network.allowLocalBinding (listen on a socket never bound binds every address)", Pid: int(n.pid)})
+	o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "listen", Target: "socket " + strconv.Itoa(int(int32(n.args[0]))),
+		Rule: "no servers without network.allowLocalBinding (listen on a TCP socket never bound binds every address; sharing the host's network, unix servers too)", Pid: int(n.pid)})
 	return unix.EPERM, false
+}
+
+// pidfdOf opens a pidfd for the thread that made a notified syscall. The
+// notification names the thread, and pidfd_open takes a thread-group
+// leader unless it is given PIDFD_THREAD (Linux 6.9): a call from any
+// other thread of a multi-threaded program (a Go program's connect or
+// listen: docker, moat serve) was refused EPERM. Before 6.9 the thread's
+// group leader is opened (the descriptors are the group's).
+func pidfdOf(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err != unix.EINVAL {
+		return fd, err
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return -1, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			tgid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return -1, err
+			}
+			return unix.PidfdOpen(tgid, 0)
+		}
+	}
+	return -1, unix.ESRCH
 }
 
 // readSockaddrUnix reads a struct sockaddr_un of length addrlen from the

@@ -90,7 +90,7 @@ func (ln *launcher) makePlan() error {
 		ln.l.Planned(ln.Footprint())
 	}
 	ln.step("filesystem planned")
-	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol))
+	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons))
 	if err != nil {
 		return err
 	}

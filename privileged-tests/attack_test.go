@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -611,6 +612,36 @@ var attacks = map[string]func([]string) (string, error){
 			return "", fmt.Errorf("setpriority: %w", err)
 		}
 		return "reniced pid " + a[0], nil
+	},
+	// unix-thread PATH: connect to a unix socket from a thread that is not
+	// the process's first (the broker opened the notifying thread's id as
+	// a process and refused every such call).
+	"unix-thread": func(a []string) (string, error) {
+		runtime.LockOSThread() // the first thread stays here: the dial runs on another
+		type res struct {
+			s   string
+			err error
+		}
+		ch := make(chan res)
+		go func() {
+			runtime.LockOSThread()
+			if unix.Gettid() == unix.Getpid() {
+				ch <- res{"", fmt.Errorf("the dial runs on the first thread")}
+				return
+			}
+			c, err := net.DialTimeout("unix", a[0], 3*time.Second)
+			if err != nil {
+				ch <- res{"", err}
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			buf := make([]byte, 16)
+			n, err := c.Read(buf)
+			ch <- res{"unix socket said " + string(buf[:n]) + " (from another thread)", err}
+		}()
+		r := <-ch
+		return r.s, r.err
 	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.

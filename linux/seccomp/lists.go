@@ -27,13 +27,16 @@ type Options struct {
 	// supervisor records the ones the policy refuses and lets the kernel
 	// decide). Without a supervisor reading, notified syscalls fail (ENOSYS).
 	Notify bool
-	// NoListen (no allowLocalBinding) refuses listen(2) on anything but a
-	// unix socket: listen on a TCP socket never bound binds it to every
+	// NoListen refuses listen(2). Without allowLocalBinding no TCP server
+	// may listen, and listen on a TCP socket never bound binds it to every
 	// address of the network namespace, a bind neither Landlock's
-	// LANDLOCK_ACCESS_NET_BIND_TCP nor eBPF's bind hooks see. Without unix
-	// sockets listen is refused outright; with them, it goes to the
-	// supervisor (UnixBroker or Notify), which listens on unix sockets
-	// itself; with allowAllUnixSockets and no supervisor it stays allowed.
+	// LANDLOCK_ACCESS_NET_BIND_TCP nor eBPF's bind hooks see. The filter
+	// cannot tell a unix socket from a TCP one by a descriptor, and the
+	// supervisor must not listen for the command (the socket would carry
+	// the supervisor's credentials, SO_PEERCRED, to its clients): so moat
+	// sets it when no socket may listen, which is when unix sockets are
+	// not allowed, or the command shares the host's network (there, unix
+	// socket servers need allowLocalBinding too).
 	NoListen bool
 }
 

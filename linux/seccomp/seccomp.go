@@ -255,15 +255,10 @@ func (b *builder) unixSockets(o Options) error {
 
 // denyListen: see Options.NoListen.
 func (b *builder) denyListen(o Options) error {
-	switch {
-	case !o.NoListen:
+	if !o.NoListen {
 		return nil
-	case !o.AllowUnix && !o.UnixBroker:
-		return b.add("listen", b.deny)
-	case o.Notify || o.UnixBroker:
-		return b.add("listen", lsc.ActNotify)
 	}
-	return nil
+	return b.add("listen", b.deny)
 }
 
 // notifyWrites (Notify) tells the supervisor of every syscall that writes
