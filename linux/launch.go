@@ -810,15 +810,47 @@ func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
 // symlinks on the way are followed then (the user's and the system's,
 // /var/run -> /run), but none in a directory the command may write, where
 // an earlier command may have planted one: from there on the path is taken
-// by its letters. The broker opens these with no symlink followed.
-func unixAllow(pol *policy.Policy, v *view) []string {
-	var out []string
+// by its letters, and the socket there is pinned (its inode as found now:
+// a command could rename or hard-link another socket over it). The broker
+// opens these with no symlink followed.
+func unixAllow(pol *policy.Policy, v *view) []allowedSock {
+	var out []allowedSock
 	for _, r := range pol.Net.AllowUnixSockets {
-		out = append(out, resolveOutsideWritable(filepath.Clean(r.Path), func(dir string) bool {
-			return v != nil && v.access(dir) == accRW
-		}))
+		writable := false
+		p := resolveOutsideWritable(filepath.Clean(r.Path), func(dir string) bool {
+			if v != nil && v.access(dir) == accRW {
+				writable = true
+			}
+			return writable
+		})
+		a := allowedSock{path: p, pinned: writable}
+		var st unix.Stat_t
+		if writable && unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			a.present, a.dev, a.ino = true, uint64(st.Dev), st.Ino
+		}
+		out = append(out, a)
 	}
 	return out
+}
+
+// allowedSock is an allowUnixSockets entry as the broker checks it.
+type allowedSock struct {
+	path string
+	// pinned: the path lies in a tree the command may write; present: a
+	// socket was there when the sandbox started, and only that one (dev,
+	// ino) is the entry's. One made during the run (the command's own
+	// server) is taken as it is.
+	pinned, present bool
+	dev, ino        uint64
+}
+
+// matches reports whether st (what the entry's path leads to now) is the
+// entry's socket.
+func (a allowedSock) matches(st *unix.Stat_t) bool {
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return false
+	}
+	return !a.pinned || !a.present || (uint64(st.Dev) == a.dev && st.Ino == a.ino)
 }
 
 // resolveOutsideWritable resolves the symlinks of the absolute path p up to

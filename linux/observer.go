@@ -39,9 +39,10 @@ type observer struct {
 	fd     int
 	view   *view
 	report func(policy.Violation)
-	// unixAllow are the unix socket paths the command may connect to
-	// (canonical); connect(2) comes here only when the broker is on.
-	unixAllow []string
+	// unixAllow are the unix sockets the command may connect to (resolved
+	// when the sandbox started); connect(2) comes here only when the
+	// broker is on.
+	unixAllow []allowedSock
 	// writes counts the filesystem-writing syscalls notified (attempted,
 	// refused or not): none at all means the command changed nothing on
 	// disk, which the kernel, not the command, vouches for.
@@ -130,6 +131,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		return o.brokerConnect(n)
 	case "listen":
 		return o.listen(n)
+	case "socketpair":
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socketpair(AF_UNIX, SOCK_DGRAM)",
+			Rule: "a datagram socket sends to any unix socket path (network.allowAllUnixSockets)", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "socket":
 		if fam := n.args[0]; fam != unix.AF_UNIX {
 			o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "socket", Target: familyName(fam, n.args[2]),
@@ -148,7 +153,7 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set":
-		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1",
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1 (or every process of a user)",
 			Rule: "the sandbox's init keeps its limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "ioctl":
@@ -370,7 +375,7 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
-	for _, s := range []string{"socket", "clone", "unshare", "ioctl", "connect", "listen", "personality",
+	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)
 	}
@@ -507,9 +512,19 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 func (o *observer) allowedSocket(pid int, abs string) (fd int, errno unix.Errno, allowed bool) {
 	literal := filepath.Clean(abs)
 	for _, a := range o.unixAllow {
-		if literal == a {
-			fd, err := openSocketPath(unix.AT_FDCWD, a, unix.RESOLVE_NO_SYMLINKS)
-			return fd, errnoOf(err), true
+		if literal == a.path {
+			fd, err := openSocketPath(unix.AT_FDCWD, a.path, unix.RESOLVE_NO_SYMLINKS)
+			if err != nil {
+				return -1, errnoOf(err), true
+			}
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || !a.matches(&st) {
+				// Another socket put at the entry's path during the run
+				// (renamed or hard-linked over it): found by an attack pass.
+				unix.Close(fd)
+				return -1, 0, false
+			}
+			return fd, 0, true
 		}
 	}
 	root, err := sys.RetryValue(func() (int, error) {
@@ -529,12 +544,12 @@ func (o *observer) allowedSocket(pid int, abs string) (fd int, errno unix.Errno,
 		return -1, unix.EPERM, false
 	}
 	for _, a := range o.unixAllow {
-		afd, err := openSocketPath(unix.AT_FDCWD, a, unix.RESOLVE_NO_SYMLINKS)
+		afd, err := openSocketPath(unix.AT_FDCWD, a.path, unix.RESOLVE_NO_SYMLINKS)
 		if err != nil {
 			continue
 		}
 		var ast unix.Stat_t
-		same := unix.Fstat(afd, &ast) == nil && ast.Dev == st.Dev && ast.Ino == st.Ino && st.Mode&unix.S_IFMT == unix.S_IFSOCK
+		same := unix.Fstat(afd, &ast) == nil && ast.Dev == st.Dev && ast.Ino == st.Ino && a.matches(&st)
 		unix.Close(afd)
 		if same {
 			return fd, 0, true

@@ -643,6 +643,39 @@ var attacks = map[string]func([]string) (string, error){
 		r := <-ch
 		return r.s, r.err
 	},
+	// unix-dgram PATH: send a datagram to the unix socket at PATH from a
+	// socketpair's datagram socket (no socket(AF_UNIX) needed).
+	"unix-dgram": func(a []string) (string, error) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("socketpair: %w", err)
+		}
+		defer unix.Close(fds[0])
+		defer unix.Close(fds[1])
+		if err := unix.Sendto(fds[0], []byte("hello"), 0, &unix.SockaddrUnix{Name: a[0]}); err != nil {
+			return "", fmt.Errorf("sendto: %w", err)
+		}
+		return "sent a datagram to " + a[0], nil
+	},
+	// unix-swap FROM TO: rename the socket FROM over TO, then connect to
+	// TO.
+	"unix-swap": func(a []string) (string, error) {
+		if err := os.Rename(a[0], a[1]); err != nil {
+			return "", err
+		}
+		c, err := net.DialTimeout("unix", a[1], 3*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		if err != nil {
+			return "", err
+		}
+		return "unix socket said " + string(buf[:n]), nil
+	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.
 	"unix-link": func(a []string) (string, error) {

@@ -285,6 +285,25 @@ func TestUnixSocketPlantedSymlink(t *testing.T) {
 			t.Fatalf("the attack did not run (%s -> %s):\n%s", tc.link, tc.target, got.out)
 		}
 	}
+	// An allowed socket that exists in the tree when the sandbox starts is
+	// that socket: another one renamed over it during the run is not
+	// (found by an attack pass).
+	os.Remove(app)
+	appL := serveUnix(t, app, "app")
+	secret := filepath.Join(f.work, "secret.sock")
+	secretL := serveUnix(t, secret, "secret")
+	if got := f.sandboxedWith(settings, "unix-swap", secret, app); got.escaped() {
+		t.Fatalf("ESCAPE: a socket renamed over the allowed one was reached:\n%s", got.out)
+	}
+	appL.Close()
+	secretL.Close()
+	os.Remove(app)
+	os.Remove(secret)
+	secretL = serveUnix(t, secret, "secret")
+	if base := f.direct("unix-swap", secret, app); !base.escaped() {
+		t.Fatalf("without moat the swapped socket must be reached:\n%s", base.out)
+	}
+	secretL.Close()
 	// What the policy allows still works: an allowed socket reached by a
 	// symlink in the sandbox, a socket of the host's /tmp by its path, and
 	// the allowed path in the tree when a server is there.
@@ -340,6 +359,47 @@ func TestListenWithoutBind(t *testing.T) {
 	must(t, os.WriteFile(shared, b, 0o644))
 	if got := f.sandboxedWith(shared, "listen-unbound"); got.escaped() {
 		t.Fatalf("ESCAPE: a TCP server on the host's addresses (shareNetwork, allowAllUnixSockets, violations off):\n%s", got.out)
+	}
+}
+
+// A datagram socket of a socketpair sends to any unix socket path: with
+// unix sockets refused (or brokered), datagrams reached the host's
+// datagram sockets (/dev/log, the journal's, a daemon's) all the same
+// (found by an attack pass).
+func TestUnixDatagramSocketpair(t *testing.T) {
+	f := newFixture(t)
+	path := filepath.Join(f.root, "dg.sock")
+	pc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	must(t, err)
+	defer pc.Close()
+	os.Chmod(path, 0o777)
+	got := make(chan struct{}, 16)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			got <- struct{}{}
+		}
+	}()
+	received := func() bool {
+		select {
+		case <-got:
+			return true
+		case <-time.After(300 * time.Millisecond):
+			return false
+		}
+	}
+	if base := f.direct("unix-dgram", path); !base.escaped() || !received() {
+		t.Fatalf("without moat the datagram must arrive:\n%s", base.out)
+	}
+	broker := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{filepath.Join(f.work, "x.sock")}})
+	for _, settings := range []string{f.settings, broker} {
+		r := f.sandboxedWith(settings, "unix-dgram", path)
+		if r.escaped() || received() {
+			t.Fatalf("ESCAPE: a datagram reached a host unix socket:\n%s", r.out)
+		}
 	}
 }
 

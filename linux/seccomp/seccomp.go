@@ -177,6 +177,14 @@ func (b *builder) denyArguments(Options) error {
 			return err
 		}
 	}
+	// Every process of a uid (init's among them): renice -u, ionice -u.
+	const prioUser, ioprioWhoUser = 2, 3
+	if err := b.add("setpriority", b.deny, masked(0, 0xffffffff, prioUser)); err != nil {
+		return err
+	}
+	if err := b.add("ioprio_set", b.deny, masked(0, 0xffffffff, ioprioWhoUser)); err != nil {
+		return err
+	}
 	notNull, err := lsc.MakeCondition(2, lsc.CompareNotEqual, 0)
 	if err != nil {
 		return err
@@ -237,6 +245,17 @@ func (b *builder) denyFamilies(Options) error {
 // unixSockets decides AF_UNIX: left alone (AllowUnix), stream sockets only
 // with every connect(2) told to the supervisor (UnixBroker), or refused.
 func (b *builder) unixSockets(o Options) error {
+	if !o.AllowUnix {
+		// A datagram socket of a socketpair sends to any path with sendto
+		// (a connected datagram socket takes another address): datagrams
+		// reached every host unix socket the sandbox can see (/dev/log,
+		// the journal, a daemon's control socket) with unix sockets
+		// refused (found by an attack pass). Stream and seqpacket pairs
+		// cannot address anything but each other.
+		if err := b.add("socketpair", b.deny, masked(0, 0xffffffff, unix.AF_UNIX), masked(1, 0xf, unix.SOCK_DGRAM)); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.AllowUnix:
 	case o.UnixBroker:
