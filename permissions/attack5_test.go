@@ -3,6 +3,7 @@ package permissions
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -321,4 +322,29 @@ func TestGlobThroughSymlinks(t *testing.T) {
 		{nil, "", "cat ?ub/../f.txt", allow},
 		{nil, "acceptEdits", "touch sub/*.new", allow},
 	})
+}
+
+// The attack pass on the fixes above: git -C moves where --output writes,
+// and less -o writes its log file.
+func TestOutputsAfterGitCAndLess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"git", []string{"-C", ".git", "log", "--output=config"}, []string{".git/config"}},
+		{"git", []string{"-C", "a", "-C", "b", "log", "--output", "x"}, []string{"a/b/x"}},
+		{"git", []string{"-C", "a", "log", "--output=/abs/x"}, []string{"/abs/x"}},
+		{"git", []string{"-c", "x.y=z", "log", "--output=o"}, []string{"o"}},
+		{"less", []string{"-o", ".git/config"}, []string{".git/config"}},
+		{"less", []string{"-O.bashrc"}, []string{".bashrc"}},
+		{"less", []string{"--log-file=x"}, []string{"x"}},
+		{"less", []string{"--LOG-FILE", "y"}, []string{"y"}},
+		{"less", []string{"-p", "pattern", "file"}, nil},
+	} {
+		got, _ := outputPaths(tc.name, tc.args)
+		if strings.Join(got, "\x00") != strings.Join(tc.want, "\x00") {
+			t.Errorf("outputPaths(%s %q) = %q, want %q", tc.name, tc.args, got, tc.want)
+		}
+	}
 }

@@ -33,6 +33,9 @@ var outSpecs = lazy[map[string]outSpec]{make: func() map[string]outSpec {
 		"sort": {outShort: "o", valShort: "kStT", outLong: []string{"--output"}, minAbbrev: 3},
 		"tree": {outShort: "o", valShort: "LPIHT", valuesFollow: true},
 		"uniq": {valShort: "fsw", valLong: []string{"--skip-fields", "--skip-chars", "--check-chars"}, outOperand: 2},
+		// less -o/-O FILE and --log-file/--LOG-FILE copy piped input to
+		// FILE (found by an attack pass: cat x | less -o .git/config).
+		"less": {outShort: "oO", valShort: "bhjkpPtTxyzD#", outLong: []string{"--log-file", "--LOG-FILE"}, minAbbrev: len("--log-")},
 	}
 }}
 
@@ -157,6 +160,43 @@ func isAbbrev(name string, longs []string, min int) bool {
 // diff and log family, format-patch, range-diff) and through format-patch
 // and archive's -o, whatever the subcommand.
 func gitOutputs(args []string) []string {
+	out := gitOutputsHere(args)
+	// git -C DIR writes a relative output path in DIR (git -C .git log
+	// --output=config wrote .git/config: found by an attack pass).
+	base := ""
+	for i := 0; i+1 < len(args); i++ {
+		w := args[i]
+		if !strings.HasPrefix(w, "-") {
+			break // the subcommand
+		}
+		switch w {
+		case "-C":
+			base = joinDir(base, args[i+1])
+			i++
+		case "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--list-cmds", "--attr-source":
+			i++ // a global option with a value
+		}
+	}
+	if base == "" {
+		return out
+	}
+	for i, o := range out {
+		if !strings.HasPrefix(o, "/") {
+			out[i] = joinDir(base, o)
+		}
+	}
+	return out
+}
+
+// joinDir is dir/p, p when it is absolute.
+func joinDir(dir, p string) string {
+	if dir == "" || strings.HasPrefix(p, "/") {
+		return p
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + p
+}
+
+func gitOutputsHere(args []string) []string {
 	sub := ""
 	if s := gitStripGlobals(append([]string{"git"}, args...)); s != nil && len(s) > 1 {
 		sub = s[1]
