@@ -263,6 +263,14 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 			func(s *scene) (string, []string) {
 				return s.repo, []string{"-c", "core.editor=true", "cherry-pick", "--continue"}
 			}},
+		{"an interrupted rebase whose strategy options make git-merge-resolve overwrite a file", nil,
+			twoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i -s resolve side && echo "'--index-output=$(dirname "$PROG")/pwned'" > .git/rebase-merge/strategy_opts`,
+			func(s *scene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted cherry-pick whose options pass git-merge-resolve an option", nil,
+			twoBranches + ` && ` + conflictingPicks + ` && printf '[options]\n\tstrategy = resolve\n\tstrategy-option = index-output=%s\n' "$(dirname "$PROG")/pwned" > .git/sequencer/opts && echo resolved > t.txt && git add t.txt`,
+			func(s *scene) (string, []string) {
+				return s.repo, []string{"-c", "core.editor=true", "cherry-pick", "--continue"}
+			}},
 		{"an interrupted rebase staged earlier, moved into place",
 			func(s *scene) {
 				s.sh(s.repo, twoBranches+` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo && mv .git/rebase-merge ../stage`)

@@ -41,6 +41,7 @@ func (a *auditor) sequencer(g string) {
 	changed := a.stateChanged(rm)
 	a.todo(filepath.Join(rm, "git-rebase-todo"), changed)
 	a.strategyFile(filepath.Join(rm, "strategy"), changed)
+	a.strategyOpts(rm, changed)
 	seq := filepath.Join(g, "sequencer")
 	a.sequencerOpts(filepath.Join(seq, "opts"), a.stateChanged(seq))
 }
@@ -143,6 +144,37 @@ func (a *auditor) strategyFile(p string, dirChanged bool) {
 	}
 }
 
+// internalStrategies are the strategies git runs in its own process, whose
+// options (-X) it parses itself; the others are programs (git-merge-resolve,
+// a shell script, passes every option on to git read-tree unchecked).
+var internalStrategies = map[string]bool{"": true, "ort": true, "recursive": true}
+
+// strategyOpts takes a rebase's strategy options out when its strategy is
+// a program: git merge-resolve took '--index-output=FILE' for a base and
+// handed it to git read-tree, which wrote the index over FILE, anywhere the
+// user can write, on the user's git rebase --continue (found reviewing the
+// sequencer's state after an attack pass pointed at it).
+func (a *auditor) strategyOpts(rm string, dirChanged bool) {
+	p := filepath.Join(rm, "strategy_opts")
+	a.reachPath(p)
+	if !dirChanged && !a.stateChanged(p) && !a.stateChanged(filepath.Join(rm, "strategy")) {
+		return
+	}
+	if _, err := os.Lstat(p); err != nil {
+		return
+	}
+	name := ""
+	if b, _, err := readSmall(filepath.Join(rm, "strategy"), 64<<10); err == nil {
+		name = strings.TrimSpace(string(b))
+	}
+	if internalStrategies[name] {
+		return
+	}
+	if real, ok := a.changedActionable(p); ok {
+		a.quarantine(real, "an interrupted rebase's options for the merge strategy "+quoteName(name)+", a program that passes them on unchecked (--index-output= overwrote any file) on the user's git rebase --continue")
+	}
+}
+
 // sequencerOpts takes options.strategy out of a cherry-pick's or revert's
 // options (a git config file) when it is not git's own.
 func (a *auditor) sequencerOpts(p string, dirChanged bool) {
@@ -166,11 +198,22 @@ func (a *auditor) sequencerOpts(p string, dirChanged bool) {
 		a.quarantine(real, "an interrupted cherry-pick's or revert's options that moat cannot parse the way git does ("+perr.Error()+")")
 		return
 	}
+	strategy := ""
+	for _, e := range es {
+		if e.Name == "options.strategy" {
+			strategy = strings.TrimSpace(e.Value)
+		}
+	}
 	var keep []Entry
 	var bad []string
 	for _, e := range es {
-		if e.Name == "options.strategy" && !builtinStrategies[strings.TrimSpace(e.Value)] {
+		switch {
+		case e.Name == "options.strategy" && !builtinStrategies[strings.TrimSpace(e.Value)]:
 			bad = append(bad, quoteName(e.Value))
+			continue
+		case e.Name == "options.strategy-option" && !internalStrategies[strategy]:
+			// A program's options, passed on unchecked (strategyOpts).
+			bad = append(bad, quoteName(strategy)+" with the option "+quoteName(e.Value))
 			continue
 		}
 		keep = append(keep, e)
@@ -178,7 +221,7 @@ func (a *auditor) sequencerOpts(p string, dirChanged bool) {
 	if len(bad) == 0 {
 		return
 	}
-	why := "an interrupted cherry-pick's or revert's merge strategy " + strings.Join(bad, ", ") + " is not git's own: the user's git cherry-pick --continue (or revert) would run git-merge-<strategy>"
+	why := "an interrupted cherry-pick's or revert's merge strategy (" + strings.Join(bad, "; ") + ") runs a program, or passes it options unchecked, on the user's git cherry-pick --continue (or revert)"
 	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		a.quarantine(real, why)
 		return
