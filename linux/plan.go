@@ -623,8 +623,11 @@ func (m *mounter) hide(n *node, parent state) {
 		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
 		names := m.mirrored(path)
 		mode := uint32(0o555)
-		if len(names) > 0 {
-			mode = 0o755 // stage 2 makes the names as the owner; read-only at the end
+		if len(names) > 0 || m.holdsNodes(path) {
+			// Stage 2 makes the names, or the mount points of what is
+			// shown again inside (an allowRead below a denyRead: mkdir -p
+			// in the mask), as the owner; read-only at the end.
+			mode = 0o755
 		}
 		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
 			p.Tmpfs(path, mode, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
@@ -654,6 +657,16 @@ func (m *mounter) hide(n *node, parent state) {
 		m.hideNull(path)
 	}
 	m.states[n.path] = stMask
+}
+
+// holdsNodes reports a planned path strictly inside dir.
+func (m *mounter) holdsNodes(dir string) bool {
+	for _, n := range m.nodes {
+		if n.path != dir && within(n.path, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // mirroredMax bounds the names mirrored into one hidden directory.

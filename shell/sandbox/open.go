@@ -112,24 +112,35 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: pol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As, Enforcer: cfg.Enforcer})
-	if err != nil {
-		return nil, err
-	}
-	s := &Shell{Sandbox: sb, Engine: eng, mode: cfg.Mode}
-	outDir := cfg.OutputDir
+	outDir, ownDir := cfg.OutputDir, ""
 	if outDir == "" {
 		state := cfg.StateDir
 		if state == "" {
 			state = runtime.DefaultStateDir()
 		}
 		outDir = filepath.Join(state, "output", fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()))
-		s.outDir = outDir
+		ownDir = outDir
 	}
 	if err := os.MkdirAll(outDir, 0o700); err != nil {
-		sb.Close()
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
+	// moat's state is hidden from every sandbox (other sessions' output
+	// among it); this session's own saved output stays readable to its
+	// commands (the agent reads it back with cat, head or grep).
+	spol := pol
+	if ownDir != "" {
+		p := *pol
+		p.FS.AllowRead = append(append([]policy.PathRule(nil), pol.FS.AllowRead...), policy.PathRule{Path: ownDir, Source: "moat: this session's saved output"})
+		spol = &p
+	}
+	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: spol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As, Enforcer: cfg.Enforcer})
+	if err != nil {
+		if ownDir != "" {
+			os.RemoveAll(ownDir)
+		}
+		return nil, err
+	}
+	s := &Shell{Sandbox: sb, Engine: eng, mode: cfg.Mode, outDir: ownDir}
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()

@@ -213,3 +213,49 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// moat's state is hidden from every sandbox, the saved output of other
+// sessions with it (a command of one read another's: found by an attack
+// pass); a session's own saved output stays readable to its commands, which
+// read it back (cat, tail, grep).
+func TestOpenSavedOutputIsTheSessions(t *testing.T) {
+	testutil.RequireUserns(t)
+	root := os.Getenv("MOAT_TEST_DIR")
+	if root == "" {
+		root = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(root, "moat-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pol := &policy.Policy{Cwd: dir, Home: dir}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	ctx := context.Background()
+	open := func() *Shell {
+		s, err := Open(ctx, Config{Policy: pol, Gate: GateOff, StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/bin:/bin", "LANG=C"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	res, err := a.Session.Run(ctx, shell.Request{Command: "seq 1 20000"})
+	if err != nil || res.OutputFile == "" {
+		t.Fatalf("long output not saved: %v %+v", err, res)
+	}
+	back, err := a.Session.Run(ctx, shell.Request{Command: "tail -n 1 " + res.OutputFile})
+	if err != nil || back.ExitCode != 0 || !strings.Contains(back.Output, "20000") {
+		t.Errorf("the session cannot read back its own saved output: %v %+v", err, back)
+	}
+	other, err := b.Session.Run(ctx, shell.Request{Command: "tail -n 1 " + res.OutputFile})
+	if err != nil || strings.Contains(other.Output, "20000") {
+		t.Errorf("another session read this one's saved output: %v %+v", err, other)
+	}
+	// Without moat the file is there to read: the test can fail.
+	if b, err := os.ReadFile(res.OutputFile); err != nil || !strings.Contains(string(b), "20000") {
+		t.Fatalf("the saved output: %v", err)
+	}
+}
