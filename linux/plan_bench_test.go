@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench FSPlan -benchtime 200x ./linux
 func BenchmarkFSPlan(b *testing.B) {
-	root := canonB(b, b.TempDir())
+	root := canonTB(b, b.TempDir())
 	work := filepath.Join(root, "work")
 	home := filepath.Join(root, "home")
 	for _, d := range []string{work + "/.git/objects", work + "/.git/refs", work + "/src", home + "/.ssh", home + "/.config"} {
@@ -45,7 +45,8 @@ func BenchmarkFSPlan(b *testing.B) {
 	}
 }
 
-func canonB(b *testing.B, p string) string {
+// canonTB is p with its symlinks resolved (a test fails if it cannot be).
+func canonTB(b testing.TB, p string) string {
 	c, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		b.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // write: one planted in a writable tree stays a name (the broker then
 // refuses to follow it).
 func TestResolveOutsideWritable(t *testing.T) {
-	root := canonT(t, t.TempDir())
+	root := canonTB(t, t.TempDir())
 	ro := filepath.Join(root, "ro")
 	rw := filepath.Join(root, "rw")
 	run := filepath.Join(root, "run")
@@ -45,13 +45,4 @@ func TestResolveOutsideWritable(t *testing.T) {
 			t.Errorf("resolveOutsideWritable(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
-}
-
-func canonT(t *testing.T, p string) string {
-	t.Helper()
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

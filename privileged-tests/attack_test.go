@@ -524,18 +524,7 @@ var attacks = map[string]func([]string) (string, error){
 	},
 	// unix PATH: connect to a pathname unix socket ("@name": abstract).
 	"unix": func(a []string) (string, error) {
-		c, err := net.DialTimeout("unix", a[0], 3*time.Second)
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		if err != nil {
-			return "", err
-		}
-		return "unix socket said " + string(buf[:n]), nil
+		return dialUnix(a[0])
 	},
 	// dev-meta: change the times (to now) and, as root, the mode (to the
 	// mode it has) of the host's device nodes in moat's /dev: both
@@ -629,16 +618,8 @@ var attacks = map[string]func([]string) (string, error){
 				ch <- res{"", fmt.Errorf("the dial runs on the first thread")}
 				return
 			}
-			c, err := net.DialTimeout("unix", a[0], 3*time.Second)
-			if err != nil {
-				ch <- res{"", err}
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(2 * time.Second))
-			buf := make([]byte, 16)
-			n, err := c.Read(buf)
-			ch <- res{"unix socket said " + string(buf[:n]) + " (from another thread)", err}
+			said, err := dialUnix(a[0])
+			ch <- res{said + " (from another thread)", err}
 		}()
 		r := <-ch
 		return r.s, r.err
@@ -663,18 +644,7 @@ var attacks = map[string]func([]string) (string, error){
 		if err := os.Rename(a[0], a[1]); err != nil {
 			return "", err
 		}
-		c, err := net.DialTimeout("unix", a[1], 3*time.Second)
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		if err != nil {
-			return "", err
-		}
-		return "unix socket said " + string(buf[:n]), nil
+		return dialUnix(a[1])
 	},
 	// unix-link LINK TARGET: make LINK a symlink to TARGET (in place of
 	// what is there), then connect to LINK.
@@ -683,18 +653,7 @@ var attacks = map[string]func([]string) (string, error){
 		if err := os.Symlink(a[1], a[0]); err != nil {
 			return "", err
 		}
-		c, err := net.DialTimeout("unix", a[0], 3*time.Second)
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		if err != nil {
-			return "", err
-		}
-		return "unix socket said " + string(buf[:n]), nil
+		return dialUnix(a[0])
 	},
 	// fds PATH: look for an inherited descriptor of PATH.
 	"fds": func(a []string) (string, error) {
@@ -780,3 +739,19 @@ if libc.unshare(0x10000000) < 0:
     print("blocked: unshare(CLONE_NEWUSER): " + os.strerror(ctypes.get_errno())); sys.exit(1)
 print("ESCAPED: created a user namespace")
 `
+
+// dialUnix connects to the unix socket at path and reads what it says.
+func dialUnix(path string) (string, error) {
+	c, err := net.DialTimeout("unix", path, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 16)
+	n, err := c.Read(buf)
+	if err != nil {
+		return "", err
+	}
+	return "unix socket said " + string(buf[:n]), nil
+}

@@ -95,6 +95,23 @@ func (f *fixture) netSettings(network map[string]any) string {
 	return p
 }
 
+// sharedSettings writes settings with moat.shareNetwork (and the moat keys
+// given) and these network fields; allowWrite is the work directory.
+func (f *fixture) sharedSettings(network, moat map[string]any) string {
+	if _, ok := network["deniedDomains"]; !ok {
+		network["deniedDomains"] = []string{}
+	}
+	moat["shareNetwork"] = true
+	b, _ := json.Marshal(map[string]any{
+		"network":    network,
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+		"moat":       moat,
+	})
+	p := filepath.Join(f.root, fmt.Sprintf("shared-%d.json", time.Now().UnixNano()))
+	must(f.t, os.WriteFile(p, b, 0o644))
+	return p
+}
+
 func requireCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		testutil.Unavailable(t, "curl is not installed (make deps installs it)")
@@ -350,13 +367,7 @@ func TestListenWithoutBind(t *testing.T) {
 	if os.Geteuid() != 0 {
 		return // moat.shareNetwork is root's (eBPF)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}, "allowAllUnixSockets": true},
-		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
-		"moat":       map[string]any{"shareNetwork": true, "violations": false},
-	})
-	shared := filepath.Join(f.root, "shared-listen.json")
-	must(t, os.WriteFile(shared, b, 0o644))
+	shared := f.sharedSettings(map[string]any{"allowedDomains": []string{}, "allowAllUnixSockets": true}, map[string]any{"violations": false})
 	if got := f.sandboxedWith(shared, "listen-unbound"); got.escaped() {
 		t.Fatalf("ESCAPE: a TCP server on the host's addresses (shareNetwork, allowAllUnixSockets, violations off):\n%s", got.out)
 	}
@@ -549,13 +560,7 @@ func TestSharedNetwork(t *testing.T) {
 	f := newFixture(t)
 	s := startServers(t, f.root)
 	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
-	b, _ := json.Marshal(map[string]any{
-		"network":    map[string]any{"allowedDomains": []string{allowed}, "deniedDomains": []string{}},
-		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
-		"moat":       map[string]any{"shareNetwork": true},
-	})
-	settings := filepath.Join(f.root, "shared.json")
-	must(t, os.WriteFile(settings, b, 0o644))
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{allowed}}, map[string]any{})
 	if got := f.sandboxedWith(settings, "curl", "http://"+allowed+"/"); !got.escaped() {
 		t.Fatalf("the allowed destination must work through the proxy:\n%s", got.out)
 	}
@@ -593,13 +598,7 @@ func TestSharedNetworkUpdateWithdraws(t *testing.T) {
 	f := newFixture(t)
 	s := startServers(t, f.root)
 	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
-	b, _ := json.Marshal(map[string]any{
-		"network":    map[string]any{"allowedDomains": []string{allowed}, "deniedDomains": []string{}},
-		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
-		"moat":       map[string]any{"shareNetwork": true},
-	})
-	settings := filepath.Join(f.root, "shared-update.json")
-	must(t, os.WriteFile(settings, b, 0o644))
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{allowed}}, map[string]any{})
 	r, w, err := os.Pipe()
 	must(t, err)
 	script := fmt.Sprintf(`if (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; then echo first=open; else echo first=refused; fi; touch %[2]s/asked

@@ -64,19 +64,8 @@ func (a *auditor) stateChanged(p string) bool {
 // todo takes the exec lines out of a rebase's todo list the command wrote
 // (dirChanged: its directory was).
 func (a *auditor) todo(p string, dirChanged bool) {
-	a.reachPath(p)
-	if !dirChanged && !a.stateChanged(p) {
-		return
-	}
-	data, _, err := readSmall(p, maxConfigSize)
-	real, ok := a.changedActionable(p)
+	real, data, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted rebase's todo list (the user's git rebase --continue runs its exec lines)")
 	if !ok {
-		return
-	}
-	if err != nil {
-		if _, lerr := os.Lstat(p); lerr == nil {
-			a.quarantine(real, "an interrupted rebase's todo list that moat cannot read ("+err.Error()+"): the user's git rebase --continue runs its exec lines")
-		}
 		return
 	}
 	keep, execs := dropExecLines(string(data))
@@ -89,6 +78,29 @@ func (a *auditor) todo(p string, dirChanged bool) {
 		return
 	}
 	a.replace(real, []byte(keep), why, "rewrote without the exec lines")
+}
+
+// stateFile reads the file p of a sequencer's state for judging, when the
+// command may have written it (or its directory: dirChanged), and returns
+// where it really is; one that cannot be read (a FIFO, too large) is taken
+// out, what naming it.
+func (a *auditor) stateFile(p string, dirChanged bool, max int64, what string) (string, []byte, bool) {
+	a.reachPath(p)
+	if !dirChanged && !a.stateChanged(p) {
+		return "", nil, false
+	}
+	real, ok := a.changedActionable(p)
+	if !ok {
+		return "", nil, false
+	}
+	data, _, err := readSmall(p, max)
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			a.quarantine(real, what+" that moat cannot read ("+err.Error()+")")
+		}
+		return "", nil, false
+	}
+	return real, data, true
 }
 
 // dropExecLines returns the todo list without its exec lines, and those
@@ -124,19 +136,8 @@ func isExecLine(line string) bool {
 
 // strategyFile takes out a rebase's merge strategy that is not git's own.
 func (a *auditor) strategyFile(p string, dirChanged bool) {
-	a.reachPath(p)
-	if !dirChanged && !a.stateChanged(p) {
-		return
-	}
-	real, ok := a.changedActionable(p)
+	real, data, ok := a.stateFile(p, dirChanged, 64<<10, "an interrupted rebase's merge strategy")
 	if !ok {
-		return
-	}
-	data, _, err := readSmall(p, 64<<10)
-	if err != nil {
-		if _, lerr := os.Lstat(p); lerr == nil {
-			a.quarantine(real, "an interrupted rebase's merge strategy that moat cannot read ("+err.Error()+")")
-		}
 		return
 	}
 	if name := strings.TrimSpace(string(data)); !builtinStrategies[name] {
@@ -178,19 +179,8 @@ func (a *auditor) strategyOpts(rm string, dirChanged bool) {
 // sequencerOpts takes options.strategy out of a cherry-pick's or revert's
 // options (a git config file) when it is not git's own.
 func (a *auditor) sequencerOpts(p string, dirChanged bool) {
-	a.reachPath(p)
-	if !dirChanged && !a.stateChanged(p) {
-		return
-	}
-	real, ok := a.changedActionable(p)
+	real, data, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted cherry-pick's or revert's options")
 	if !ok {
-		return
-	}
-	data, _, err := readSmall(p, maxConfigSize)
-	if err != nil {
-		if _, lerr := os.Lstat(p); lerr == nil {
-			a.quarantine(real, "an interrupted cherry-pick's or revert's options that moat cannot read ("+err.Error()+")")
-		}
 		return
 	}
 	es, perr := ParseConfig(data)

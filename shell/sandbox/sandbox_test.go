@@ -154,17 +154,7 @@ func TestShellLongOutput(t *testing.T) {
 // Open is what a library host calls: the decisions gate each command, and
 // what runs, runs in the sandbox.
 func TestOpen(t *testing.T) {
-	testutil.RequireUserns(t)
-	root := os.Getenv("MOAT_TEST_DIR")
-	if root == "" {
-		root = "/var/tmp"
-	}
-	dir, err := os.MkdirTemp(root, "moat-open-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := openDir(t)
 	outside := filepath.Join(dir, "outside.txt")
 	os.WriteFile(outside, []byte("x"), 0o644)
 	pol := &policy.Policy{Cwd: dir, Home: dir}
@@ -219,17 +209,7 @@ func TestOpen(t *testing.T) {
 // pass); a session's own saved output stays readable to its commands, which
 // read it back (cat, tail, grep).
 func TestOpenSavedOutputIsTheSessions(t *testing.T) {
-	testutil.RequireUserns(t)
-	root := os.Getenv("MOAT_TEST_DIR")
-	if root == "" {
-		root = "/var/tmp"
-	}
-	dir, err := os.MkdirTemp(root, "moat-open-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := openDir(t)
 	pol := &policy.Policy{Cwd: dir, Home: dir}
 	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
 	ctx := context.Background()
@@ -258,4 +238,22 @@ func TestOpenSavedOutputIsTheSessions(t *testing.T) {
 	if b, err := os.ReadFile(res.OutputFile); err != nil || !strings.Contains(string(b), "20000") {
 		t.Fatalf("the saved output: %v", err)
 	}
+}
+
+// openDir is a directory of the test's own for Open's sandboxes (the
+// host's /tmp is hidden in them).
+func openDir(t *testing.T) string {
+	t.Helper()
+	testutil.RequireUserns(t)
+	root := os.Getenv("MOAT_TEST_DIR")
+	if root == "" {
+		root = "/var/tmp"
+	}
+	dir, err := os.MkdirTemp(root, "moat-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
