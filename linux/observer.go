@@ -132,7 +132,7 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	case "listen":
 		return o.listen(n)
 	case "socketpair":
-		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socketpair(AF_UNIX, SOCK_DGRAM)",
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "unix-socket", Target: "socketpair(AF_UNIX) of a datagram type",
 			Rule: "a datagram socket sends to any unix socket path (network.allowAllUnixSockets)", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "socket":

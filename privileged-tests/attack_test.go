@@ -624,10 +624,14 @@ var attacks = map[string]func([]string) (string, error){
 		r := <-ch
 		return r.s, r.err
 	},
-	// unix-dgram PATH: send a datagram to the unix socket at PATH from a
-	// socketpair's datagram socket (no socket(AF_UNIX) needed).
+	// unix-dgram PATH [raw]: send a datagram to the unix socket at PATH
+	// from a socketpair's datagram socket (no socket(AF_UNIX) needed).
 	"unix-dgram": func(a []string) (string, error) {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		typ := unix.SOCK_DGRAM
+		if len(a) > 1 && a[1] == "raw" {
+			typ = unix.SOCK_RAW // AF_UNIX makes it a datagram socket
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return "", fmt.Errorf("socketpair: %w", err)
 		}

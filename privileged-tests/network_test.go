@@ -407,9 +407,11 @@ func TestUnixDatagramSocketpair(t *testing.T) {
 	}
 	broker := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{filepath.Join(f.work, "x.sock")}})
 	for _, settings := range []string{f.settings, broker} {
-		r := f.sandboxedWith(settings, "unix-dgram", path)
-		if r.escaped() || received() {
-			t.Fatalf("ESCAPE: a datagram reached a host unix socket:\n%s", r.out)
+		for _, typ := range []string{"dgram", "raw"} {
+			r := f.sandboxedWith(settings, "unix-dgram", path, typ)
+			if r.escaped() || received() {
+				t.Fatalf("ESCAPE: a datagram (%s socketpair) reached a host unix socket:\n%s", typ, r.out)
+			}
 		}
 	}
 }

@@ -252,8 +252,13 @@ func (b *builder) unixSockets(o Options) error {
 		// the journal, a daemon's control socket) with unix sockets
 		// refused (found by an attack pass). Stream and seqpacket pairs
 		// cannot address anything but each other.
-		if err := b.add("socketpair", b.deny, masked(0, 0xffffffff, unix.AF_UNIX), masked(1, 0xf, unix.SOCK_DGRAM)); err != nil {
-			return err
+		// SOCK_RAW is a datagram socket for AF_UNIX (unix_create turns
+		// it into one: found by the next attack pass), and the rest are
+		// refused with it.
+		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM, unix.SOCK_DCCP, unix.SOCK_PACKET} {
+			if err := b.add("socketpair", b.deny, masked(0, 0xffffffff, unix.AF_UNIX), masked(1, 0xf, typ)); err != nil {
+				return err
+			}
 		}
 	}
 	switch {

@@ -106,6 +106,7 @@ func TestFilterVerdicts(t *testing.T) {
 		{"socketpair unix", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX}, retAllow},
 		{"socketpair unix dgram", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC}, eperm},
 		{"socketpair unix seqpacket", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET}, retAllow},
+		{"socketpair unix raw", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_RAW}, eperm},
 		{"broker: socketpair unix dgram", Options{UnixBroker: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, eperm},
 		{"allowed: socketpair unix dgram", Options{AllowUnix: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, retAllow},
 		{"prlimit of init", Options{}, unix.SYS_PRLIMIT64, []uint64{1, unix.RLIMIT_NOFILE, 0x1000}, eperm},
