@@ -348,3 +348,17 @@ func TestOutputsAfterGitCAndLess(t *testing.T) {
 		}
 	}
 }
+
+// Writing git's sequencer or rerere state directly asks in acceptEdits
+// (git writes it itself; the user's --continue acts on it): found by an
+// attack pass.
+func TestGitStateWritesAsk(t *testing.T) {
+	for _, p := range []string{"/w/.git/rebase-merge/git-rebase-todo", "/w/.git/rebase-apply/apply-opt", "/w/.git/sequencer/opts", "/w/.git/MERGE_RR", "/w/.git/rr-cache/x/postimage"} {
+		if protectedWrite(p) == "" {
+			t.Errorf("writing %s does not ask", p)
+		}
+	}
+	if why := protectedWrite("/w/.git/objects/ab/cdef"); why != "" {
+		t.Errorf("writing an object asks: %s", why)
+	}
+}

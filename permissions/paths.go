@@ -102,10 +102,25 @@ func protectedWrite(p string) string {
 					return "writing .git/" + g + " (it can run code)"
 				}
 			}
+			// The state of an interrupted rebase, cherry-pick or am, and
+			// git's rerere record: the user's --continue (or commit) runs
+			// what they say (an exec line, a strategy, options, paths).
+			// git writes them itself; a command writing them asks (found
+			// by an attack pass: tee .git/rebase-merge/git-rebase-todo
+			// was an edit in acceptEdits).
+			for _, g := range gitStateNames {
+				if strings.EqualFold(parts[k+1], g) {
+					return "writing .git/" + parts[k+1] + " (git's " + g + " state: the user's git command acts on it)"
+				}
+			}
 		}
 	}
 	return ""
 }
+
+// gitStateNames are the entries of a git directory whose content the
+// user's later git command acts on (gitguard audits them after a run).
+var gitStateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "rr-cache", "MERGE_RR"}
 
 // cwdSet tracks the directories a part of a command line may run in: the
 // starting directory, and every directory a cd before it may have moved to

@@ -116,6 +116,33 @@ func (s *gitScene) userGit(dir string, args ...string) bool {
 	return err == nil
 }
 
+// git's rerere record names files by path, unchecked: through moat, a
+// planted MERGE_RR and rr-cache must not make the user's plain git commit
+// write outside the tree (found by an attack pass).
+func TestGitRerereRecord(t *testing.T) {
+	attack := `H=2222222222222222222222222222222222222222 && mkdir -p .git/rr-cache/$H && cp "$OUT/victim" .git/rr-cache/$H/preimage && { cat "$OUT/victim"; echo planted; } > .git/rr-cache/$H/postimage && printf '%s.-1\t%s\0' $H ../../outside/victim > .git/MERGE_RR`
+	for _, sandboxed := range []bool{false, true} {
+		s := newGitScene(t)
+		victim := filepath.Join(s.outside, "victim")
+		must(t, os.WriteFile(victim, []byte("precious\n"), 0o644))
+		if r := s.run(attack, sandboxed); r.code != 0 {
+			t.Fatalf("the attack script failed (sandboxed %v, exit %d):\n%s", sandboxed, r.code, r.out)
+		}
+		must(t, os.WriteFile(filepath.Join(s.repo, "a.txt"), []byte("user's work\n"), 0o644))
+		cmd := exec.Command("git", "commit", "-qam", "user's work")
+		cmd.Dir, cmd.Env = s.repo, s.env()
+		cmd.CombinedOutput()
+		b, _ := os.ReadFile(victim)
+		written := strings.Contains(string(b), "planted")
+		switch {
+		case !sandboxed && !written:
+			t.Fatalf("the attack does not work without moat: %q", b)
+		case sandboxed && written:
+			t.Fatalf("ESCAPE: after moat run, the user's git commit wrote %s: %q", victim, b)
+		}
+	}
+}
+
 // gitTwoBranches makes a branch side with a commit of its own and a second
 // commit on main: a rebase of main onto side then picks one.
 const gitTwoBranches = `git checkout -q -b side && echo s > s.txt && git add s.txt && git commit -qm s && git checkout -q main && echo b > b.txt && git add b.txt && git commit -qm b`
@@ -189,6 +216,9 @@ func TestGitPlantedRepositories(t *testing.T) {
 		{"an interrupted rebase whose merge strategy is a program of the tree", nil,
 			gitTwoBranches + ` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && mkdir -p git-merge-x && cp "$PROG" git-merge-x/evil && echo x/evil > .git/rebase-merge/strategy`,
 			func(s *gitScene) (string, []string) { return s.repo, []string{"rebase", "--continue"} }},
+		{"an interrupted git am whose options for git apply write a file", nil,
+			`git checkout -q -b p && echo one > am.txt && git add am.txt && git commit -qm one && echo two > am.txt && git commit -qam two && echo n > next.txt && git add next.txt && git commit -qm next && git format-patch -q -2 -o ../patches && git checkout -q main && echo other > am.txt && git add am.txt && git commit -qm other && { git am -q ../patches/*.patch >/dev/null 2>&1 || true; } && test -d .git/rebase-apply && echo "'--build-fake-ancestor=$(dirname "$PROG")/pwned'" > .git/rebase-apply/apply-opt`,
+			func(s *gitScene) (string, []string) { return s.repo, []string{"am", "--skip"} }},
 		{"a bare repository planted at the working directory", nil,
 			`mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; ` + plantConfig + ` > config; echo garbage > .git/HEAD`,
 			func(s *gitScene) (string, []string) { return s.repo, []string{"status"} }},

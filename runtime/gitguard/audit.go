@@ -810,7 +810,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		}
 	}
 	a.modules(filepath.Join(common, "modules"), 0)
-	a.sequencer(g)
+	a.sequencer(g, worktree)
 }
 
 func (a *auditor) modules(dir string, depth int) {

@@ -271,6 +271,9 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 			func(s *scene) (string, []string) {
 				return s.repo, []string{"-c", "core.editor=true", "cherry-pick", "--continue"}
 			}},
+		{"an interrupted git am whose options for git apply write a file", nil,
+			`git checkout -q -b p && echo one > am.txt && git add am.txt && git commit -qm one && echo two > am.txt && git commit -qam two && echo n > next.txt && git add next.txt && git commit -qm next && git format-patch -q -2 -o ../patches && git checkout -q main && echo other > am.txt && git add am.txt && git commit -qm other && { git am -q ../patches/*.patch >/dev/null 2>&1 || true; } && test -d .git/rebase-apply && echo "'--build-fake-ancestor=$(dirname "$PROG")/pwned'" > .git/rebase-apply/apply-opt`,
+			func(s *scene) (string, []string) { return s.repo, []string{"am", "--skip"} }},
 		{"an interrupted rebase staged earlier, moved into place",
 			func(s *scene) {
 				s.sh(s.repo, twoBranches+` && GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git rebase -q -i side && sed -i "1iexec \"$PROG\"" .git/rebase-merge/git-rebase-todo && mv .git/rebase-merge ../stage`)
@@ -348,6 +351,20 @@ func TestAuditKeepsInterruptedSequences(t *testing.T) {
 	s.sh(s.repo, `git checkout -q keep && `+strings.Replace(conflictingPicks, "cherry-pick", "cherry-pick -s --strategy=recursive", 1)+` && test -f .git/sequencer/opts`)
 	if rep := s.audit(); len(rep.Findings) != 0 {
 		t.Fatalf("findings in an interrupted cherry-pick: %+v", rep.Findings)
+	}
+	// A conflicted merge with rerere on (its record names the tree's
+	// files), and a git am stopped with git's own apply options.
+	s.git(s.repo, "cherry-pick", "--abort")
+	s.begin()
+	s.sh(s.repo, `git checkout -q -b r1 main && echo one > m.txt && git add m.txt && git commit -qm r1 && git checkout -q -b r2 main && echo two > m.txt && git add m.txt && git commit -qm r2 && { git -c rerere.enabled=true merge -q r1 >/dev/null 2>&1 || true; } && test -s .git/MERGE_RR`)
+	if rep := s.audit(); len(rep.Findings) != 0 {
+		t.Fatalf("findings in a conflicted merge with rerere: %+v", rep.Findings)
+	}
+	s.git(s.repo, "merge", "--abort")
+	s.begin()
+	s.sh(s.repo, `git checkout -q -b p main && echo one > am.txt && git add am.txt && git commit -qm one && git format-patch -q -1 -o ../patches && git checkout -q main && echo other > am.txt && git add am.txt && git commit -qm other && { git am -q --whitespace=fix -p1 ../patches/*.patch >/dev/null 2>&1 || true; } && test -s .git/rebase-apply/apply-opt`)
+	if rep := s.audit(); len(rep.Findings) != 0 {
+		t.Fatalf("findings in a stopped git am: %+v", rep.Findings)
 	}
 }
 
@@ -871,5 +888,44 @@ func TestAuditUsersOwnSymlinkedSettingsSaved(t *testing.T) {
 	s.audit()
 	if _, err := os.Stat(filepath.Join(s.repo, "claude", "settings.json")); err != nil {
 		t.Fatalf("the user's own settings file, saved between two runs, was moved out: %v", err)
+	}
+}
+
+// git's rerere record names files by path, unchecked: a planted MERGE_RR
+// (and an rr-cache, whose existence turns rerere on) made the user's plain
+// git commit write a recorded resolution to a file outside the tree, by a
+// path with .. or through a symlink of the tree (found by an attack pass).
+func TestAuditRerereRecord(t *testing.T) {
+	for _, tc := range []struct{ name, path, pre string }{
+		{"a path with ..", "../../outside/victim", ""},
+		{"a path through a symlink of the tree", "link/victim", `ln -s "$OUT" link && `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attack := tc.pre + `H=2222222222222222222222222222222222222222 && mkdir -p .git/rr-cache/$H && cp "$OUT/victim" .git/rr-cache/$H/preimage && { cat "$OUT/victim"; echo planted; } > .git/rr-cache/$H/postimage && printf '%s.-1\t%s\0' $H ` + tc.path + ` > .git/MERGE_RR`
+			for _, audited := range []bool{false, true} {
+				s := newScene(t)
+				victim := filepath.Join(s.outside, "victim")
+				s.write(victim, "precious\n")
+				s.begin()
+				s.sh(s.repo, attack)
+				if audited {
+					if rep := s.audit(); len(rep.Findings) == 0 {
+						t.Errorf("the audit found nothing")
+					}
+				}
+				s.write(filepath.Join(s.repo, "a.txt"), "user's work\n")
+				cmd := exec.Command("git", "commit", "-qam", "user's work")
+				cmd.Dir, cmd.Env = s.repo, s.env()
+				cmd.CombinedOutput()
+				b, _ := os.ReadFile(victim)
+				written := strings.Contains(string(b), "planted")
+				switch {
+				case !audited && !written:
+					t.Fatalf("the attack does not work without the audit: %q", b)
+				case audited && written:
+					t.Fatalf("ESCAPE: after the audit, the user's git commit wrote %s: %q", victim, b)
+				}
+			}
+		})
 	}
 }

@@ -35,8 +35,11 @@ import (
 var builtinStrategies = map[string]bool{"": true, "ort": true, "recursive": true, "resolve": true, "octopus": true, "ours": true, "subtree": true}
 
 // sequencer judges the per-worktree git directory g's interrupted
-// rebase, cherry-pick or revert.
-func (a *auditor) sequencer(g string) {
+// rebase, cherry-pick, revert or am, and its rerere record (worktree: its
+// work tree, "" when not known).
+func (a *auditor) sequencer(g, worktree string) {
+	a.mergeRR(g, worktree)
+	a.applyOpt(g)
 	rm := filepath.Join(g, "rebase-merge")
 	changed := a.stateChanged(rm)
 	a.todo(filepath.Join(rm, "git-rebase-todo"), changed)
