@@ -142,7 +142,8 @@ func harmlessApplyOpt(w string) bool {
 }
 
 // sqDequote splits what git's sq_quote_argv wrote (' '-separated words in
-// single quotes, a quote inside as '\”); false for anything else.
+// single quotes, a quote inside written as quote, backslash, quote,
+// quote); false for anything else.
 func sqDequote(s string) ([]string, bool) {
 	var out []string
 	s = strings.TrimSpace(s)
