@@ -43,9 +43,12 @@ var outSpecs = lazy[map[string]outSpec]{make: func() map[string]outSpec {
 // operands, as far as outSpecs, git, find and xxd say, and why they cannot
 // all be named ("" when they can).
 func outputPaths(name string, args []string) (out []string, unsure string) {
+	if f, ok := toolOutputs.get()[name]; ok {
+		return f(args)
+	}
 	switch name {
 	case "git":
-		return gitOutputs(args), ""
+		return gitOutputs(args)
 	case "find":
 		for i := 0; i+1 < len(args); i++ {
 			switch args[i] {
@@ -159,8 +162,11 @@ func isAbbrev(name string, longs []string, min int) bool {
 // gitOutputs finds the files a git command writes through --output (the
 // diff and log family, format-patch, range-diff) and through format-patch
 // and archive's -o, whatever the subcommand.
-func gitOutputs(args []string) []string {
-	out := gitOutputsHere(args)
+func gitOutputs(args []string) ([]string, string) {
+	out, unsure := gitOutputsHere(args)
+	if unsure != "" {
+		return nil, unsure
+	}
 	// git -C DIR writes a relative output path in DIR (git -C .git log
 	// --output=config wrote .git/config: found by an attack pass).
 	base := ""
@@ -178,14 +184,14 @@ func gitOutputs(args []string) []string {
 		}
 	}
 	if base == "" {
-		return out
+		return out, ""
 	}
 	for i, o := range out {
 		if !strings.HasPrefix(o, "/") {
 			out[i] = joinDir(base, o)
 		}
 	}
-	return out
+	return out, ""
 }
 
 // joinDir is dir/p, p when it is absolute.
@@ -196,14 +202,18 @@ func joinDir(dir, p string) string {
 	return strings.TrimSuffix(dir, "/") + "/" + p
 }
 
-func gitOutputsHere(args []string) []string {
+func gitOutputsHere(args []string) ([]string, string) {
 	sub := ""
+	subArgs := args
 	if s := gitStripGlobals(append([]string{"git"}, args...)); s != nil && len(s) > 1 {
-		sub = s[1]
+		sub, subArgs = s[1], s[2:]
 	} else if len(args) > 0 {
-		sub = args[0]
+		sub, subArgs = args[0], args[1:]
 	}
-	var out []string
+	out, unsure := gitSubOutputs(sub, subArgs)
+	if unsure != "" {
+		return nil, unsure
+	}
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if w == "--" {
@@ -234,7 +244,7 @@ func gitOutputsHere(args []string) []string {
 			}
 		}
 	}
-	return out
+	return out, ""
 }
 
 // xxdOperands reads xxd's arguments as xxd does, and returns the indexes

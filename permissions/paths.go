@@ -81,24 +81,27 @@ func dangerousPath(p string) string {
 // settings).
 func protectedWrite(p string) string {
 	parts := strings.Split(p, "/")
+	for k := range parts {
+		parts[k] = foldName(parts[k])
+	}
 	base := parts[len(parts)-1]
 	for _, f := range policy.MandatoryFiles {
-		if base == f {
+		if strings.EqualFold(base, f) {
 			return "writing " + p + " (" + f + " can run code later)"
 		}
 	}
 	for k, s := range parts {
 		for _, d := range policy.MandatoryDirs {
-			if s == d {
+			if strings.EqualFold(s, d) {
 				return "writing into " + d + " (editor or agent settings)"
 			}
 		}
-		if s == ".git" {
+		if strings.EqualFold(s, ".git") {
 			if k == len(parts)-1 {
 				return "writing the .git directory"
 			}
 			for _, g := range policy.GitProtected {
-				if parts[k+1] == g {
+				if strings.EqualFold(parts[k+1], g) {
 					return "writing .git/" + g + " (it can run code)"
 				}
 			}
@@ -116,6 +119,26 @@ func protectedWrite(p string) string {
 		}
 	}
 	return ""
+}
+
+// foldName is a path component as a case-insensitive file system may
+// read it: names are compared with strings.EqualFold (.GIT is .git on
+// macOS, and Unicode's simple folding takes the Kelvin sign for k), and
+// the code points HFS+ ignores (zero-width joiners, directional marks,
+// the byte-order mark) are dropped, as git does for .git (is_hfs_dotgit).
+func foldName(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return strings.Map(func(r rune) rune {
+				switch {
+				case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+					return -1
+				}
+				return r
+			}, s)
+		}
+	}
+	return s
 }
 
 // gitStateNames are the entries of a git directory whose content the
