@@ -126,9 +126,11 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	}
 	// moat's state is hidden from every sandbox (other sessions' output
 	// among it); this session's own saved output stays readable to its
-	// commands (the agent reads it back with cat, head or grep).
+	// commands (the agent reads it back with cat, head or grep). Not for
+	// moatd's sessions: their output is in root's state, which the
+	// client's sandbox could never open.
 	spol := pol
-	if ownDir != "" {
+	if ownDir != "" && cfg.As == nil {
 		p := *pol
 		p.FS.AllowRead = append(append([]policy.PathRule(nil), pol.FS.AllowRead...), policy.PathRule{Path: ownDir, Source: "moat: this session's saved output"})
 		spol = &p
