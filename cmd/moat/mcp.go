@@ -94,7 +94,16 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	}
 	ctx, stop := interrupted()
 	defer stop()
-	e, err := openShell(ctx, &f.sessionFlags, cmd.ErrOrStderr())
+	var hide []string
+	if lis != nil && lis.Addr().Network() == "unix" {
+		// Its own socket is hidden from its sandbox (as moat serve's), and
+		// only a peer of this user in these namespaces, confined as this
+		// process is, is served: a command of another, narrower sandbox
+		// ran its commands under this policy and answered its own asks.
+		hide = append(hide, lis.Addr().String())
+		lis = api.PeerChecked(lis)
+	}
+	e, err := openShell(ctx, &f.sessionFlags, cmd.ErrOrStderr(), hide...)
 	if err != nil {
 		return err
 	}

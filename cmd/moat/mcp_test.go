@@ -326,6 +326,28 @@ func TestMCPUnixSocket(t *testing.T) {
 		t.Errorf("echo over the socket: %q", txt)
 	}
 	cs.Close()
+	// A command of another sandbox that may reach unix sockets is refused
+	// (it ran its commands under this server's policy and answered its own
+	// asks: found by an attack pass); the same request from this user's
+	// host process is served.
+	unixOK := filepath.Join(filepath.Dir(tr.settings), "unixall.json")
+	writeJSON(t, unixOK, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}, "allowAllUnixSockets": true},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{}, "denyWrite": []string{}},
+	})
+	initReq := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"x","version":"1"}}}`
+	curl := []string{"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock, "-X", "POST", "http://localhost/mcp",
+		"-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream", "-d", initReq}
+	if _, err := exec.LookPath("curl"); err == nil {
+		direct, _ := exec.Command(curl[0], curl[1:]...).Output()
+		if string(direct) != "200" {
+			t.Fatalf("the host's own request: %q, want 200", direct)
+		}
+		out := tr.moat(t, "", tr.env(), append([]string{"run", "--settings", unixOK, "--"}, curl...)...)
+		if strings.HasPrefix(out.stdout, "2") {
+			t.Errorf("ESCAPE: a command of another sandbox was served by moat mcp (%d): %q %q", out.code, out.stdout, out.stderr)
+		}
+	}
 	// A second server on the same socket is refused while the first listens.
 	if out := tr.moat(t, "", tr.env(), "mcp", "--settings", tr.settings, "--http", "unix:"+sock); out.code != exitMoatError || !strings.Contains(out.stderr, "already answers") {
 		t.Errorf("a second server on a live socket: %d %q", out.code, out.stderr)

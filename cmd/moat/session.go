@@ -60,13 +60,16 @@ func (e *shellEnv) close() { e.Close() }
 
 // openShell loads the policy, opens the session sandbox and the shell on it
 // (sandbox.Open, what a library host calls).
-func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer) (*shellEnv, error) {
+func openShell(ctx context.Context, f *sessionFlags, stderr io.Writer, hide ...string) (*shellEnv, error) {
 	if err := checkSessionFlags(f); err != nil {
 		return nil, err
 	}
 	pol, err := loadPolicy(f.settings)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range hide {
+		pol.FS.DenyRead = append(pol.FS.DenyRead, policy.PathRule{Path: p, Source: "moat: the server's socket"})
 	}
 	if f.bestEffort {
 		pol.BestEffort = true
