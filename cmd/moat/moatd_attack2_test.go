@@ -353,3 +353,27 @@ func TestDaemonAttackAuditRaceWritesAsRoot(t *testing.T) {
 		})
 	}
 }
+
+// Peers the daemon refuses hold nothing: uids no user has (the subordinate
+// ids a user's own user namespace maps, each a uid of the kernel's) were
+// counted one by one, each up to the per-user cap, and seventeen of them
+// filled the daemon's 4096 connections: every user got 429 (found by an
+// attack pass). Now a refused peer is answered 403 and closed at once.
+func TestDaemonUnknownUidsCannotFillIt(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	var stops []func()
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	for k := 0; k < 17; k++ {
+		ghost := &daemonUser{name: "ghost", uid: 951000 + k, gid: u1.gid}
+		_, stop := holdConns(t, ghost, d.sock, 256, false)
+		stops = append(stops, stop)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if code, body := u1.call(t, d.sock, "GET", "/v1/health", ""); code != 200 {
+		t.Fatalf("a user is locked out while unknown uids hold connections: %d %s", code, body)
+	}
+}

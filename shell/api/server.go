@@ -30,7 +30,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/user"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -300,15 +302,26 @@ func (s *Server) Serve(l net.Listener) error {
 				// uid is the kernel's): against its user's bound and
 				// the daemon's.
 				p, err := checkDaemonPeer(c)
-				uid := -1
-				if p != nil {
-					uid = p.Uid
-				}
-				if why := s.countConn(c, uid); why != "" {
-					refuseConn(c, why)
+				if err == nil && p.Uid != 0 {
+					// A uid no user has (the daemon serves it no request)
+					// is refused as such a peer is. (Root is one uid:
+					// its own cap bounds it.)
+					if _, lerr := user.LookupId(strconv.Itoa(p.Uid)); lerr != nil {
+						err = fmt.Errorf("uid %d is not in the user database: %v", p.Uid, lerr)
+					}
 				}
 				if err != nil {
-					p = nil
+					// A peer the daemon refuses is answered and closed at
+					// once, holding nothing: counted under the kernel's
+					// uid, each subordinate id of a user's own user
+					// namespace (a uid no user has) was a user of its own,
+					// and one user filled the daemon's connections for
+					// everyone (found by an attack pass).
+					refuseConn(c, http.StatusForbidden, err.Error())
+					return context.WithValue(ctx, peerKey{}, peerResult{err: err})
+				}
+				if why := s.countConn(c, p.Uid); why != "" {
+					refuseConn(c, http.StatusTooManyRequests, why)
 				}
 				return context.WithValue(ctx, peerKey{}, peerResult{err: err, peer: p})
 			}
@@ -364,14 +377,14 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-// refuseConn answers a connection over its user's limit with a 429 and
-// closes it, without reading from it. The answer is small and the socket
+// refuseConn answers a connection with status (429: over its user's limit;
+// 403: a peer the daemon refuses) and closes it, without reading from it. The answer is small and the socket
 // new (its buffer empty): the write does not wait, and a deadline makes
 // sure of it.
-func refuseConn(c net.Conn, why string) {
+func refuseConn(c net.Conn, status int, why string) {
 	body, _ := json.Marshal(client.Error{Message: why})
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n", len(body)+1, body)
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n", status, http.StatusText(status), len(body)+1, body)
 	c.Close()
 }
 
