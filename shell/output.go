@@ -21,7 +21,10 @@ const (
 	DefaultMaxOutput    = 30_000
 	MaxOutputUpperLimit = 150_000
 	DefaultMaxFileBytes = 64 << 20
-	DefaultPreviewBytes = 2000
+	// DefaultMaxSavedBytes caps a session's saved output on disk (the
+	// oldest files go first).
+	DefaultMaxSavedBytes = 4 * DefaultMaxFileBytes
+	DefaultPreviewBytes  = 2000
 	// MaxImageBytes is the largest output returned as an image.
 	MaxImageBytes = 5 << 20
 	// binarySniff is how much of the output is looked at for NUL bytes.

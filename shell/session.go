@@ -78,6 +78,10 @@ type Config struct {
 	OutputDir string
 	// MaxFileBytes caps a saved output file. If 0, DefaultMaxFileBytes.
 	MaxFileBytes int64
+	// MaxSavedBytes caps the saved output of the session on disk: before
+	// a new file is made, the oldest are removed until the new one's
+	// MaxFileBytes fits. If 0, DefaultMaxSavedBytes.
+	MaxSavedBytes int64
 	// Timeout is a command's default timeout; MaxTimeout caps the timeout a
 	// request asks for. If 0, DefaultTimeout and DefaultMaxTimeout.
 	Timeout, MaxTimeout time.Duration
@@ -222,8 +226,9 @@ type Session struct {
 	tasks    map[string]*task
 	nextID   int
 	closed   bool
-	outDir   string // created lazily
-	ownedDir bool   // outDir was made by the session: Close removes it
+	outDir   string   // created lazily
+	ownedDir bool     // outDir was made by the session: Close removes it
+	saved    []string // the files of saved output, oldest first
 
 	snapMu   sync.Mutex
 	snapPath string // "" until taken
@@ -274,6 +279,9 @@ func New(cfg Config) (*Session, error) {
 	}
 	if s.cfg.MaxFileBytes <= 0 {
 		s.cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if s.cfg.MaxSavedBytes <= 0 {
+		s.cfg.MaxSavedBytes = DefaultMaxSavedBytes
 	}
 	if s.cfg.Timeout <= 0 {
 		s.cfg.Timeout = DefaultTimeout
@@ -767,9 +775,34 @@ func (s *Session) outputFile(id string) (*os.File, error) {
 		}
 		s.outDir = dir
 	}
-	s.mu.Unlock()
+	s.makeRoom()
 	name := filepath.Join(dir, fileSafe(id)+"-"+randomHex(4)+".txt")
-	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		s.saved = append(s.saved, name)
+	}
+	s.mu.Unlock()
+	return f, err
+}
+
+// makeRoom removes the session's oldest saved output until a new file of
+// MaxFileBytes fits in MaxSavedBytes (s.mu held). Output kept for ever,
+// 64 MB a command, filled the disk of moatd's state (root's, beyond the
+// users' quotas: found by an attack pass).
+func (s *Session) makeRoom() {
+	var total int64
+	sizes := make([]int64, len(s.saved))
+	for i, name := range s.saved {
+		if fi, err := os.Stat(name); err == nil {
+			sizes[i] = fi.Size()
+			total += sizes[i]
+		}
+	}
+	for len(s.saved) > 0 && total+s.cfg.MaxFileBytes > s.cfg.MaxSavedBytes {
+		os.Remove(s.saved[0])
+		total -= sizes[0]
+		s.saved, sizes = s.saved[1:], sizes[1:]
+	}
 }
 
 func (s *Session) makeOutputDir() (string, error) {

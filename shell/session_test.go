@@ -419,6 +419,38 @@ func TestOutput(t *testing.T) {
 	}
 }
 
+// A session's saved output is bounded on disk: the oldest files go when a
+// new one would not fit (moatd kept every command's, 64 MB each, in root's
+// state until the session closed, and a user filled the disk: found by an
+// attack pass).
+func TestSavedOutputBounded(t *testing.T) {
+	e := newEnv(t, "", func(c *shell.Config) { c.MaxOutput = 1000; c.MaxFileBytes = 100_000; c.MaxSavedBytes = 250_000 })
+	var files []string
+	for i := 0; i < 6; i++ {
+		r := e.run(t, "seq 1 50000") // 288,894 bytes: each file capped at 100,000
+		if r.OutputFile == "" {
+			t.Fatalf("no file saved: %+v", r)
+		}
+		files = append(files, r.OutputFile)
+	}
+	var total int64
+	es, _ := os.ReadDir(e.out)
+	for _, d := range es {
+		if fi, err := d.Info(); err == nil {
+			total += fi.Size()
+		}
+	}
+	if total > 250_000 {
+		t.Errorf("%d bytes of saved output on disk, over the 250,000 allowed (%d files)", total, len(es))
+	}
+	if _, err := os.Stat(files[len(files)-1]); err != nil {
+		t.Errorf("the newest saved output is gone: %v", err)
+	}
+	if _, err := os.Stat(files[0]); err == nil {
+		t.Errorf("the oldest saved output is still there")
+	}
+}
+
 func TestImageOutput(t *testing.T) {
 	e := newEnv(t, "", nil)
 	// A 1x1 PNG.
