@@ -205,6 +205,12 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			}
 			return nil, nil, &Error{File: c.file, Field: d.path, Reason: fmt.Sprintf("appears twice (at %s and at %s): JSON readers keep one of them silently; keep one", lineCol(data, d.first), lineCol(data, d.then))}
 		}
+		if (c.level == LevelProject || c.level == LevelLocalProject) && l.toolCache != nil && *l.toolCache != "" {
+			// The tool cache is writable in every sandbox: a repository's
+			// settings that point it at ~/.local made ~/.local/bin (on
+			// many users' PATH) writable (found by an attack pass).
+			return nil, nil, &Error{File: c.file, Field: "moat.toolCache", Reason: "a project's settings may not move moat's tool cache (it is writable in every sandbox): set it in your own settings, or false to turn it off"}
+		}
 		l.level, l.format, l.file = c.level, format, c.file
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})

@@ -352,6 +352,24 @@ func TestToolCache(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming moat.toolCache", body, err)
 		}
 	}
+	// A project's settings may turn it off, never move it (a repository
+	// pointed it at ~/.local, and ~/.local/bin became writable: found by
+	// an attack pass); the user's own settings may.
+	for _, name := range []string{"settings.json", "settings.local.json"} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", name), `{"sandbox":{},"moat":{"toolCache":"~/.local"}}`)
+		if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "toolCache") {
+			t.Errorf("a project's %s moved the tool cache: %v", name, err)
+		}
+		e.write(proj, `{"sandbox":{},"moat":{"toolCache":false}}`)
+		if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || p.ToolCache != "" {
+			t.Errorf("a project's %s could not turn the tool cache off: %v", name, err)
+		}
+		os.Remove(proj)
+	}
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{},"moat":{"toolCache":"~/caches/mine"}}`)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || p.ToolCache != filepath.Join(e.home, "caches/mine") {
+		t.Errorf("the user's own settings could not move the tool cache: %v", err)
+	}
 	// The variables point into it, writable; a variable the user sets keeps
 	// the user's value.
 	p, err := load(`{"sandbox":{},"moat":{"env":{"set":{"GOCACHE":"/mine"}}}}`)
