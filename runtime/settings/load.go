@@ -205,11 +205,10 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			}
 			return nil, nil, &Error{File: c.file, Field: d.path, Reason: fmt.Sprintf("appears twice (at %s and at %s): JSON readers keep one of them silently; keep one", lineCol(data, d.first), lineCol(data, d.then))}
 		}
-		if (c.level == LevelProject || c.level == LevelLocalProject) && l.toolCache != nil && *l.toolCache != "" {
-			// The tool cache is writable in every sandbox: a repository's
-			// settings that point it at ~/.local made ~/.local/bin (on
-			// many users' PATH) writable (found by an attack pass).
-			return nil, nil, &Error{File: c.file, Field: "moat.toolCache", Reason: "a project's settings may not move moat's tool cache (it is writable in every sandbox): set it in your own settings, or false to turn it off"}
+		if c.level == LevelProject || c.level == LevelLocalProject {
+			if field, why := projectWidens(l); field != "" {
+				return nil, nil, &Error{File: c.file, Field: field, Reason: "a project's settings may not " + why + ": set it in your own settings (~/.claude/settings.json) or pass --settings"}
+			}
 		}
 		l.level, l.format, l.file = c.level, format, c.file
 		layers = append(layers, l)
@@ -498,6 +497,45 @@ outer:
 }
 
 var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// projectWidens names the first setting of a project's file (the
+// repository's .claude/settings.json or settings.local.json) that weakens
+// the sandbox in a way a repository must not choose for whoever runs moat
+// in it, and why; "" for none. Found by attack passes: a repository's
+// settings passed the user's credential variables in (moat.env.allow),
+// moved the tool cache to ~/.local, reached the host's docker.sock, showed
+// the host's /proc, turned violation reports off and the limits up.
+// Writable paths and allowed domains stay a project's to widen, as Claude
+// Code reads them (SECURITY.md says so).
+func projectWidens(l *layer) (string, string) {
+	t := func(b *bool) bool { return b != nil && *b }
+	f := func(b *bool) bool { return b != nil && !*b }
+	switch {
+	case l.toolCache != nil && *l.toolCache != "":
+		return "moat.toolCache", "move moat's tool cache (it is writable in every sandbox; false turns it off)"
+	case len(l.envAllow) > 0:
+		return "moat.env.allow", "pass the user's credential variables into the sandbox"
+	case t(l.bestEffort):
+		return "moat.bestEffort", "let moat run with less of the sandbox"
+	case f(l.violations):
+		return "moat.violations", "turn violation reports off"
+	case len(l.ignoreViolations) > 0:
+		return "ignoreViolations", "silence violation reports"
+	case t(l.sharedNet):
+		return "moat.shareNetwork", "share the host's network"
+	case l.timeout != nil || l.memory != nil || l.pids != nil || l.cpu != nil || l.fileSize != nil || l.cpuTime != nil:
+		return "moat.limits", "set the resource limits or the timeout"
+	case t(l.weakerNested):
+		return "enableWeakerNestedSandbox", "show the host's /proc in the sandbox"
+	case t(l.allUnix) || len(l.unixSockets) > 0:
+		return "network.allowUnixSockets", "let the command reach the host's unix sockets (docker.sock is root on the host)"
+	case f(l.enabled):
+		return "sandbox.enabled", "turn the sandbox off"
+	case t(l.allowUnsandboxed) || len(l.excluded) > 0:
+		return "sandbox.excludedCommands", "run commands outside the sandbox"
+	}
+	return "", ""
+}
 
 // decodeMoat reads moat's own section, in either format.
 func decodeMoat(top *object, l *layer) error {
