@@ -228,7 +228,7 @@ type Session struct {
 	closed   bool
 	outDir   string   // created lazily
 	ownedDir bool     // outDir was made by the session: Close removes it
-	saved    []string // the files of saved output, oldest first
+	saved    []savedFile // the files of saved output, oldest first
 
 	snapMu   sync.Mutex
 	snapPath string // "" until taken
@@ -775,34 +775,71 @@ func (s *Session) outputFile(id string) (*os.File, error) {
 		}
 		s.outDir = dir
 	}
-	s.makeRoom()
+	if !s.makeRoom() {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("the session's saved output is at its limit (%d MB, commands still writing theirs)", s.cfg.MaxSavedBytes>>20)
+	}
 	name := filepath.Join(dir, fileSafe(id)+"-"+randomHex(4)+".txt")
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		s.saved = append(s.saved, name)
+		sf := savedFile{name: name}
+		if t := s.tasks[id]; t != nil {
+			sf.done = t.done
+		}
+		s.saved = append(s.saved, sf)
 	}
 	s.mu.Unlock()
 	return f, err
 }
 
+// savedFile is a file of saved output; done is closed once its command
+// ended (nil: not known, taken as ended).
+type savedFile struct {
+	name string
+	done <-chan struct{}
+}
+
+func (f savedFile) running() bool {
+	if f.done == nil {
+		return false
+	}
+	select {
+	case <-f.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // makeRoom removes the session's oldest saved output until a new file of
-// MaxFileBytes fits in MaxSavedBytes (s.mu held). Output kept for ever,
-// 64 MB a command, filled the disk of moatd's state (root's, beyond the
-// users' quotas: found by an attack pass).
-func (s *Session) makeRoom() {
+// MaxFileBytes fits in MaxSavedBytes, and reports whether it does (s.mu
+// held). A command still running has its whole MaxFileBytes counted, and
+// its file is never removed (removing an open file frees nothing). Output
+// kept for ever, 64 MB a command, filled the disk of moatd's state (root's,
+// beyond the users' quotas: found by an attack pass), and so did commands
+// writing at once.
+func (s *Session) makeRoom() bool {
 	var total int64
 	sizes := make([]int64, len(s.saved))
-	for i, name := range s.saved {
-		if fi, err := os.Stat(name); err == nil {
+	for i, f := range s.saved {
+		if f.running() {
+			sizes[i] = s.cfg.MaxFileBytes
+		} else if fi, err := os.Stat(f.name); err == nil {
 			sizes[i] = fi.Size()
-			total += sizes[i]
 		}
+		total += sizes[i]
 	}
-	for len(s.saved) > 0 && total+s.cfg.MaxFileBytes > s.cfg.MaxSavedBytes {
-		os.Remove(s.saved[0])
-		total -= sizes[0]
-		s.saved, sizes = s.saved[1:], sizes[1:]
+	kept := s.saved[:0]
+	for i, f := range s.saved {
+		if total+s.cfg.MaxFileBytes > s.cfg.MaxSavedBytes && !f.running() {
+			os.Remove(f.name)
+			total -= sizes[i]
+			continue
+		}
+		kept = append(kept, f)
 	}
+	s.saved = kept
+	return total+s.cfg.MaxFileBytes <= s.cfg.MaxSavedBytes
 }
 
 func (s *Session) makeOutputDir() (string, error) {

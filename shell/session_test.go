@@ -3,6 +3,7 @@ package shell_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -448,6 +449,48 @@ func TestSavedOutputBounded(t *testing.T) {
 	}
 	if _, err := os.Stat(files[0]); err == nil {
 		t.Errorf("the oldest saved output is still there")
+	}
+}
+
+// Commands writing at once are held to the cap too: a running command's
+// file counts whole, and none is removed while it is written (eight
+// background commands wrote 512 MB into a session capped at 256: found by
+// an attack pass).
+func TestSavedOutputBoundedWhileRunning(t *testing.T) {
+	e := newEnv(t, "", func(c *shell.Config) { c.MaxOutput = 1000; c.MaxFileBytes = 100_000; c.MaxSavedBytes = 250_000 })
+	var ids []string
+	for i := 0; i < 6; i++ {
+		r, err := e.s.Run(context.Background(), shell.Request{ID: fmt.Sprintf("w%d", i), Command: "seq 1 50000; sleep 1", Background: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.BackgroundID)
+	}
+	time.Sleep(500 * time.Millisecond) // each has written its output, none has ended
+	var total int64
+	es, _ := os.ReadDir(e.out)
+	for _, d := range es {
+		if fi, err := d.Info(); err == nil {
+			total += fi.Size()
+		}
+	}
+	if total > 250_000 {
+		t.Errorf("%d bytes of saved output on disk while the commands run, over the 250,000 allowed (%d files)", total, len(es))
+	}
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := e.s.Wait(ctx, id)
+		cancel()
+		if err != nil || r.ExitCode != 0 {
+			t.Errorf("%s: %v %+v", id, err, r)
+		}
+		// A file is removed only once its command ended (removing an
+		// open file frees nothing): no later command ran to remove it.
+		if r.OutputFile != "" {
+			if _, err := os.Stat(r.OutputFile); err != nil {
+				t.Errorf("%s: its saved output was removed while it ran: %v", id, err)
+			}
+		}
 	}
 }
 
