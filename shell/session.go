@@ -226,8 +226,8 @@ type Session struct {
 	tasks    map[string]*task
 	nextID   int
 	closed   bool
-	outDir   string   // created lazily
-	ownedDir bool     // outDir was made by the session: Close removes it
+	outDir   string      // created lazily
+	ownedDir bool        // outDir was made by the session: Close removes it
 	saved    []savedFile // the files of saved output, oldest first
 
 	snapMu   sync.Mutex
