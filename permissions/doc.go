@@ -57,22 +57,28 @@
 //     OUT, gawk -d/-o/-p FILE, an awk print > "file", the file sed -i
 //     SUFFIX moves the original to, cp --parents' DEST/SRC, and those of
 //     network, archive and copy tools (toolwrites.go): curl -o/-O/-D/-c,
-//     --trace, --stderr, -w %output{}, wget -O/-o/-P and a URL's file
-//     name, ssh -E and -o UserKnownHostsFile, scp's destination, script's
+//     --trace, --stderr, -w %output{}, -T's file: URLs, wget -O/-o/-P
+//     and a URL's file name, ssh -E and -o UserKnownHostsFile, scp's destination, script's
 //     typescript and logs, tar's archive on create and -C and members on
 //     extract, dd of=, zip's archive, unzip -d, split and csplit -f
 //     prefixes (and the protected names a suffix could complete), gpg and
-//     openssl -out, install, ln's link, patch -o, rsync's destination,
-//     cpio -O, yq -i, sdiff -o, sqlite3's database, and git bundle
-//     create, --export-marks, checkout-index --prefix, index-pack -o and
+//     openssl -out (-signer, -certsout, cmp's -rspout, ...), install,
+//     ln's link, patch -o, rsync's destination (DEST/SRC with -R), cpio
+//     -O, yq -i, sdiff -o, sqlite3's database, and git bundle create,
+//     --export-marks, checkout-index --prefix, index-pack -o, the
+//     pathspecs of checkout and restore, submodule add's path,
+//     credential-store --file, bugreport, diagnose and mailsplit -o and
 //     the directory of init, clone and worktree add. What such a tool
 //     writes that cannot be named asks: sftp, sqlite3 without SQL or with
 //     a dot-command that writes or runs (.output, .shell), ATTACH or
-//     writefile, curl -K/-J and URL globs with -O, wget -r/-e/-i, tar
-//     options not known or that rename members on extract (-P,
-//     --transform), rsync copying a directory's contents (src/) or with
-//     -e other than ssh, cpio -i/-p, git init --template. Protected names
-//     (.git, .bashrc, .vscode, ...) are matched case-insensitively
+//     writefile, curl -K/-J and URL globs with -O (or -T to file:),
+//     wget -r/-e/-i, tar options not known or that rename members on
+//     extract (-P, --transform), rsync copying a directory's contents (src/) or with
+//     -e other than ssh, cpio -i/-p, gpg --use-embedded-filename, git
+//     init --template, git apply and am (the patch names the files),
+//     and a checkout or restore pathspec that may cover several files
+//     (., dir/, a pattern, magic). Protected names (.git, .bashrc,
+//     .vscode, ...) are matched case-insensitively
 //     (.GIT/config on macOS), ignoring the code points HFS+ ignores. With
 //     Options.FollowSymlinks the checks hold for the path symbolic links
 //     lead to as well (a ".." after a link is taken from the link's

@@ -220,22 +220,27 @@ func remoteSpec(p string) bool {
 // curlOutputs: -o/--output (joined to --output-dir), -O/--remote-name (the
 // URL's last path segment, in --output-dir), -D, -c, --trace,
 // --trace-ascii, --stderr, --libcurl, --etag-save, --hsts, --alt-svc,
-// --ssl-sessions, and -w's %output{FILE}. A config file (-K), --expand-
+// --ssl-sessions, -w's %output{FILE}, and with -T/--upload-file each
+// file: URL's path (with the uploaded file's name when it ends in '/').
+// A config file (-K), --expand-
 // options, a write-out format read from a file, names chosen by the
-// server (-J) or by URL globbing ask.
+// server (-J) or by URL globbing (with -O, or -T to a file: URL) ask.
 func curlOutputs(args []string) (out []string, unsure string) {
 	const min = 4
 	r := optReader{shortVal: "AbcCdDeEFHKmoPQrTtuUwxXyYz", minAbbrev: min,
 		longVal: []string{"--output", "--output-dir", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii",
-			"--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--ssl-sessions", "--write-out", "--config"}}
+			"--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--ssl-sessions", "--write-out", "--config",
+			"--upload-file", "--url"}}
 	dir := ""
-	var outputs []string
+	var outputs, uploads []string
 	remote, glob := false, true
 	var operands []string
 	for _, o := range r.read(args) {
 		switch {
-		case o.name == "":
+		case o.name == "", o.is(0, min, "--url"):
 			operands = append(operands, o.val)
+		case o.is('T', min, "--upload-file"):
+			uploads = append(uploads, o.val)
 		case o.is('o', min, "--output"):
 			if strings.Contains(o.val, "#") {
 				return nil, "curl -o " + o.val + ": the file is named after a URL glob"
@@ -283,6 +288,28 @@ func curlOutputs(args []string) (out []string, unsure string) {
 			out = append(out, o)
 		}
 	}
+	if len(uploads) > 0 {
+		// -T to a file: URL writes that local file (file://localhost/p,
+		// FILE:/p too); a URL ending in '/' gets the uploaded file's base
+		// name (found by an attack pass: curl -T p file:///r/.git/config).
+		for _, u := range operands {
+			p, ok := curlFilePath(u)
+			if !ok {
+				continue
+			}
+			if glob && (strings.ContainsAny(u, "[{") || strings.ContainsAny(strings.Join(uploads, ""), "[{")) {
+				return nil, "curl -T to a file: URL with a glob: the files written cannot be checked"
+			}
+			out = append(out, p)
+			if strings.HasSuffix(p, "/") {
+				for _, f := range uploads {
+					if f != "-" && f != "." {
+						out = append(out, p+path.Base(f))
+					}
+				}
+			}
+		}
+	}
 	if remote {
 		for _, u := range operands {
 			if glob && strings.ContainsAny(u, "[{") {
@@ -294,6 +321,28 @@ func curlOutputs(args []string) (out []string, unsure string) {
 		}
 	}
 	return out, ""
+}
+
+// curlFilePath is the local path of a file: URL (any case; file:/p,
+// file:///p, file://host/p), without its query and fragment, percent-
+// decoded, and whether u is one.
+func curlFilePath(u string) (string, bool) {
+	if len(u) < 5 || !strings.EqualFold(u[:5], "file:") {
+		return "", false
+	}
+	p := u[5:]
+	if rest, ok := strings.CutPrefix(p, "//"); ok {
+		p = "/"
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			p = rest[i:]
+		}
+	}
+	p, _, _ = strings.Cut(p, "#")
+	p, _, _ = strings.Cut(p, "?")
+	if d, err := url.PathUnescape(p); err == nil {
+		p = d
+	}
+	return p, true
 }
 
 // wgetOutputs: -O, -o, -a, --save-cookies, --hsts-file, --rejected-log,
@@ -618,7 +667,7 @@ var tarLongVal = []string{"--file", "--directory", "--index-file", "--listed-inc
 // what it runs.
 var tarKnownLong = []string{"--create", "--append", "--update", "--catenate", "--concatenate", "--delete", "--extract",
 	"--get", "--list", "--diff", "--compare", "--test-label", "--gzip", "--gunzip", "--ungzip", "--bzip2", "--xz",
-	"--lzma", "--lzip", "--lzop", "--zstd", "--compress", "--uncompress", "--auto-compress", "--no-auto-compress",
+	"--lzma", "--lzip", "--lzop", "--zstd", "--lz4", "--compress", "--uncompress", "--auto-compress", "--no-auto-compress",
 	"--verbose", "--keep-old-files", "--skip-old-files", "--keep-newer-files", "--overwrite", "--overwrite-dir",
 	"--no-overwrite-dir", "--touch", "--same-owner", "--no-same-owner", "--preserve-permissions", "--same-permissions",
 	"--no-same-permissions", "--preserve", "--preserve-order", "--same-order", "--numeric-owner", "--to-stdout",
@@ -780,6 +829,9 @@ func gpgOutputs(args []string) (out []string, unsure string) {
 			}
 		case o.is(0, min, asks...):
 			return nil, "gpg " + o.name + " runs a program or reads options from a file"
+		case o.is(0, min, "--use-embedded-filename"):
+			// found by an attack pass: the message named ./.bashrc
+			return nil, "gpg --use-embedded-filename writes the file the message names"
 		}
 	}
 	for _, f := range operands {
@@ -798,7 +850,8 @@ func gpgOutputs(args []string) (out []string, unsure string) {
 
 // opensslOutputs: -out and the other options that name a file written
 // (-keyout, -certout, -sess_out, -writerand, -keylogfile, -msgfile,
-// -reqout, -respout, -CAserial, -CAcreateserial's CA.srl); an engine, a
+// -reqout, -respout, -signer, -certsout, -rspout, ..., -CAserial,
+// -CAcreateserial's CA.srl); an engine, a
 // provider, a configuration file and openssl ca ask.
 func opensslOutputs(args []string) (out []string, unsure string) {
 	if len(args) > 0 && (args[0] == "ca" || args[0] == "srp") {
@@ -823,7 +876,12 @@ func opensslOutputs(args []string) (out []string, unsure string) {
 		}
 		switch name {
 		case "out", "keyout", "certout", "sess_out", "writerand", "keylogfile", "msgfile", "reqout", "respout",
-			"outdir", "rctout", "chainout", "ocsp_out", "signature_out", "CAserial":
+			"outdir", "rctout", "chainout", "ocsp_out", "signature_out", "CAserial",
+			// cms, smime, ocsp and ts -signer (the verified signers'
+			// certificates are written there), cms -certsout, cmp's
+			// outputs, genpkey -outpubkey (found by an attack pass).
+			"signer", "certsout", "outpubkey", "rspout", "extracertsout", "cacertsout", "crlout",
+			"newwithnew", "newwithold", "oldwithnew":
 			if name == "CAserial" {
 				serial = true
 			}
@@ -945,7 +1003,8 @@ func patchOutputs(args []string) (out []string, unsure string) {
 	return out, ""
 }
 
-// rsyncOutputs: a local destination and DEST/base of each source; a
+// rsyncOutputs: a local destination and DEST/base of each source (with
+// -R, DEST/ the source's path, or its part after "/./"); a
 // source's contents (src/, src/.) cannot be named and ask, as cp x/. does;
 // so do the options that run a program, read a batch or a file list, or
 // write elsewhere (--log-file, --write-batch, --backup-dir, --temp-dir,
@@ -962,10 +1021,15 @@ func rsyncOutputs(args []string) (out []string, unsure string) {
 		"--checksum-choice", "--compress-choice", "--compress-level", "--skip-compress", "--iconv", "--max-delete",
 		"--max-alloc", "--protocol", "--checksum-seed", "--stop-after", "--stop-at", "--address", "--outbuf"}, writes...), asks...)}
 	var operands []string
+	relative := false
 	for _, o := range r.read(args) {
 		switch {
 		case o.name == "":
 			operands = append(operands, o.val)
+		case o.is('R', min, "--relative"):
+			relative = true
+		case o.name == "--no-relative" || o.name == "--no-R":
+			relative = false
 		case o.is('T', min, writes...):
 			out = append(out, o.val)
 		case o.is('e', min, "--rsh") && plainSSH(o.val):
@@ -995,6 +1059,19 @@ func rsyncOutputs(args []string) (out []string, unsure string) {
 		base := path.Base(p)
 		if p == "" || strings.HasSuffix(p, "/") || base == "." || base == ".." || base == "/" || strings.ContainsAny(base, "*?[") {
 			return nil, "rsync " + src + ": what it copies into " + dest + " cannot be named"
+		}
+		if relative {
+			// -R recreates the source's path under dest: the part after
+			// "/./", or all of it (found by an attack pass: rsync -R
+			// stage/./.git/hooks/pre-commit . wrote .git/hooks/pre-commit).
+			rel := p
+			if i := strings.Index(p, "/./"); i >= 0 {
+				rel = p[i+3:]
+			} else if strings.HasPrefix(p, "./") {
+				rel = p[2:]
+			}
+			out = append(out, path.Join(dest, rel))
+			continue
 		}
 		out = append(out, path.Join(dest, base))
 	}
@@ -1205,6 +1282,9 @@ func sqliteScript(s string) string {
 // it writes next to the pack), the repository init, clone and worktree
 // add create (a template directory, whose hooks git copies, asks).
 func gitSubOutputs(sub string, args []string) (out []string, unsure string) {
+	if w, why, ok := gitPathWrites(sub, args); ok {
+		return w, why
+	}
 	var operands []string
 	prefix := ""
 	value := func(i *int, w string) (string, bool) {
@@ -1303,4 +1383,167 @@ func plainSSH(cmd string) bool {
 		}
 	}
 	return true
+}
+
+// gitPathWrites are the files git checkout and restore write through
+// their pathspecs, and those of apply, am, submodule add,
+// credential-store, bugreport, diagnose and mailsplit (found by an attack
+// pass: git checkout REV -- .claude/settings.json, git apply evil.patch
+// wrote protected files under Bash(git:*)). A pathspec that may cover
+// several files ("." or a name ending in '/', a pattern, magic) asks, as
+// the files it covers in another revision or the index cannot be named;
+// checkout or switch of a whole branch writes tree content and is left
+// alone. ok is false for the other subcommands.
+func gitPathWrites(sub string, args []string) (out []string, unsure string, ok bool) {
+	// split: options, operands before "--", operands after it (nil: no "--").
+	var opts, before, after []string
+	dash := false
+	split := func(values ...string) {
+		for i := 0; i < len(args); i++ {
+			w := args[i]
+			switch {
+			case dash:
+				after = append(after, w)
+			case w == "--":
+				dash = true
+			case len(w) < 2 || w[0] != '-':
+				before = append(before, w)
+			default:
+				opts = append(opts, w)
+				for _, v := range values {
+					if w == v && i+1 < len(args) {
+						i++
+						opts = append(opts, args[i])
+					}
+				}
+			}
+		}
+	}
+	hasOpt := func(names ...string) bool {
+		for _, o := range opts {
+			n, _, _ := strings.Cut(o, "=")
+			for _, name := range names {
+				if n == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	pathspecs := func(specs []string) ([]string, string) {
+		var w []string
+		for _, p := range specs {
+			c := path.Clean(p)
+			b := path.Base(c)
+			if strings.HasPrefix(p, ":") || strings.ContainsAny(p, "*?[") || strings.HasSuffix(p, "/") || b == "." || b == ".." || b == "/" {
+				return nil, "git " + sub + " " + p + ": the pathspec may cover protected files, which cannot be named"
+			}
+			w = append(w, p)
+		}
+		return w, ""
+	}
+	switch sub {
+	case "checkout", "restore":
+		split("-b", "-B", "--orphan", "-s", "--source", "--conflict")
+		if hasOpt("--pathspec-from-file") {
+			return nil, "git " + sub + " --pathspec-from-file: the files written cannot be named", true
+		}
+		specs := after
+		if sub == "restore" {
+			staged, worktree := false, false
+			for _, o := range opts {
+				if len(o) > 1 && o[1] != '-' {
+					staged = staged || strings.ContainsRune(o, 'S')
+					worktree = worktree || strings.ContainsRune(o, 'W')
+				}
+			}
+			staged = staged || hasOpt("--staged")
+			worktree = worktree || hasOpt("--worktree")
+			if staged && !worktree {
+				return nil, "", true // the index only
+			}
+			specs = append(before, after...)
+		} else if !dash {
+			// git checkout X [PATHS]: X is a revision or, when none is
+			// named so, a path; the words after it are paths.
+			if len(before) > 0 && before[0] != "-" {
+				first, why := pathspecs(before[:1])
+				if why != "" {
+					return nil, why, true
+				}
+				out = append(out, first...)
+			}
+			if len(before) > 1 {
+				specs = before[1:]
+			}
+		}
+		w, why := pathspecs(specs)
+		if why != "" {
+			return nil, why, true
+		}
+		return append(out, w...), "", true
+	case "apply":
+		split("-p", "-C", "--exclude", "--include", "--directory", "--whitespace", "--build-fake-ancestor")
+		if hasOpt("--check", "--stat", "--numstat", "--summary") && !hasOpt("--apply", "--index", "--cached", "--3way", "-3", "--reject") {
+			return nil, "", true
+		}
+		return nil, "git apply writes the files its patch names, which cannot be checked", true
+	case "am":
+		split()
+		if hasOpt("--abort", "--quit", "--show-current-patch") {
+			return nil, "", true
+		}
+		return nil, "git am writes the files its patches name, which cannot be checked", true
+	case "submodule":
+		split("-b", "--branch", "--name", "--reference", "--depth")
+		if len(before) == 0 || before[0] != "add" || hasOpt("--template") {
+			return nil, "", false
+		}
+		ops := append(before[1:], after...)
+		switch {
+		case len(ops) >= 2:
+			out = append(out, ops[1:]...)
+		case len(ops) == 1:
+			u := strings.TrimSuffix(strings.TrimRight(ops[0], "/"), ".git")
+			if remoteSpec(u) && !strings.Contains(u, "://") {
+				_, u, _ = strings.Cut(u, ":")
+			}
+			out = append(out, path.Base(u))
+		}
+		return out, "", true
+	case "credential-store":
+		split("--file")
+		file := "~/.git-credentials"
+		for i, o := range opts {
+			if v, ok := strings.CutPrefix(o, "--file="); ok {
+				file = v
+			} else if o == "--file" && i+1 < len(opts) {
+				file = opts[i+1]
+			}
+		}
+		if len(before) == 0 || before[0] == "store" || before[0] == "erase" {
+			out = append(out, file)
+		}
+		return out, "", true
+	case "bugreport", "diagnose", "mailsplit":
+		split("-o", "--output-directory", "-s", "--suffix", "--mode")
+		for i, o := range opts {
+			n, v, hasV := strings.Cut(o, "=")
+			switch {
+			case o == "-o" || n == "--output-directory" && !hasV:
+				if i+1 < len(opts) {
+					out = append(out, opts[i+1])
+				}
+			case n == "--output-directory":
+				out = append(out, v)
+			case strings.HasPrefix(o, "-o"):
+				out = append(out, o[2:])
+			case (o == "-s" || n == "--suffix") && (!hasV && i+1 < len(opts) && strings.Contains(opts[i+1], "/") || strings.Contains(v, "/")),
+				strings.HasPrefix(o, "-s") && len(o) > 2 && strings.Contains(o, "/"):
+				return nil, "git " + sub + " --suffix with a '/' names a file elsewhere", true
+			}
+		}
+		return out, "", true
+	}
+	return nil, "", false
 }
