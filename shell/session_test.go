@@ -434,13 +434,7 @@ func TestSavedOutputBounded(t *testing.T) {
 		}
 		files = append(files, r.OutputFile)
 	}
-	var total int64
-	es, _ := os.ReadDir(e.out)
-	for _, d := range es {
-		if fi, err := d.Info(); err == nil {
-			total += fi.Size()
-		}
-	}
+	total, es := dirBytes(e.out)
 	if total > 250_000 {
 		t.Errorf("%d bytes of saved output on disk, over the 250,000 allowed (%d files)", total, len(es))
 	}
@@ -467,13 +461,7 @@ func TestSavedOutputBoundedWhileRunning(t *testing.T) {
 		ids = append(ids, r.BackgroundID)
 	}
 	time.Sleep(500 * time.Millisecond) // each has written its output, none has ended
-	var total int64
-	es, _ := os.ReadDir(e.out)
-	for _, d := range es {
-		if fi, err := d.Info(); err == nil {
-			total += fi.Size()
-		}
-	}
+	total, es := dirBytes(e.out)
 	if total > 250_000 {
 		t.Errorf("%d bytes of saved output on disk while the commands run, over the 250,000 allowed (%d files)", total, len(es))
 	}
@@ -492,6 +480,18 @@ func TestSavedOutputBoundedWhileRunning(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dirBytes is the size of the files in dir, and the files.
+func dirBytes(dir string) (int64, []os.DirEntry) {
+	var total int64
+	es, _ := os.ReadDir(dir)
+	for _, d := range es {
+		if fi, err := d.Info(); err == nil {
+			total += fi.Size()
+		}
+	}
+	return total, es
 }
 
 func TestImageOutput(t *testing.T) {
