@@ -32,16 +32,21 @@ type gitFacts struct {
 
 // readGitFacts reads the config files of git directory g (and of the
 // common directory it shares, if any).
-func readGitFacts(files []string, home string) gitFacts {
+//
+// read reads a file (readSmallFile; under moatd, as the client: root read
+// a config the client cannot read, and a core.hooksPath or an include
+// value in it came out as a placeholder in the client's tree, found by an
+// attack pass).
+func readGitFacts(files []string, home string, read func(string) ([]byte, error)) gitFacts {
 	var f gitFacts
 	seen := map[string]bool{}
-	var read func(p string, depth int)
-	read = func(p string, depth int) {
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
 		if depth > 10 || seen[p] {
 			return
 		}
 		seen[p] = true
-		b, err := readSmallFile(p, 1<<20)
+		b, err := read(p)
 		if err != nil {
 			return
 		}
@@ -59,16 +64,19 @@ func readGitFacts(files []string, home string) gitFacts {
 				inc := gitPath(e.Value, filepath.Dir(p), home)
 				if inc != "" {
 					f.includes = append(f.includes, inc)
-					read(inc, depth+1)
+					walk(inc, depth+1)
 				}
 			}
 		}
 	}
 	for _, p := range files {
-		read(p, 0)
+		walk(p, 0)
 	}
 	return f
 }
+
+// readConfigFile reads a git config file moat plans from (at most 1 MB).
+func readConfigFile(p string) ([]byte, error) { return readSmallFile(p, 1<<20) }
 
 func gitBool(e gitguard.Entry) bool {
 	if !e.HasValue {
@@ -101,7 +109,7 @@ func gitPath(v, base, home string) string {
 // home is the user's (under moatd, Launch.As: a client's, not this
 // process's).
 func globalGitFacts(home string) gitFacts {
-	return readGitFacts(globalGitConfigs(home, ownXDGConfigHome(home)), home)
+	return readGitFacts(globalGitConfigs(home, ownXDGConfigHome(home)), home, readConfigFile)
 }
 
 // globalGitConfigs are the files git reads for the system's and the
@@ -142,9 +150,9 @@ func ownXDGConfigHome(home string) string {
 // its .git, "" for a bare one) adds to its GitProtected entries: the
 // administrative files of its linked worktrees, config.worktree where it is
 // read, its in-tree hooks directories and the files its config includes.
-func gitRepoTargets(g, worktree, home string, global gitFacts) []gitTarget {
+func gitRepoTargets(g, worktree, home string, global gitFacts, read func(string) ([]byte, error)) []gitTarget {
 	var out []gitTarget
-	facts := readGitFacts([]string{filepath.Join(g, "config")}, home)
+	facts := readGitFacts([]string{filepath.Join(g, "config")}, home, read)
 	if facts.worktreeConfig {
 		out = append(out, gitTarget{filepath.Join(g, "config.worktree"), "git: config.worktree is read (extensions.worktreeConfig)", true})
 	}

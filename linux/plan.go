@@ -77,6 +77,9 @@ type planInput struct {
 	// asClient: the sandbox is a client's (moatd): this process's own
 	// environment says nothing of the user's.
 	asClient bool
+	// clientRead, for a client's sandbox, reads a git config file as the
+	// client (nil: as this process).
+	clientRead func(p string) ([]byte, error)
 	// clientReach, for a client's sandbox, reports for each path whether
 	// the client can look it up (false: its permissions refuse it).
 	clientReach func(paths []string) []bool
@@ -266,7 +269,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	if xdg == "" && !in.asClient {
 		xdg = ownXDGConfigHome(home)
 	}
-	global := readGitFacts(globalGitConfigs(home, xdg), home)
+	readConfig := readConfigFile
+	if in.clientRead != nil {
+		readConfig = in.clientRead
+	}
+	global := readGitFacts(globalGitConfigs(home, xdg), home, readConfig)
 	// A reserved path needs a mount point, made in its parent: only where
 	// the parent exists.
 	reserveIfParent := func(p string) bool { return in.dirs.kind(filepath.Dir(p)) == 'd' }
@@ -282,7 +289,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		if filepath.Base(g) == ".git" {
 			worktree = filepath.Dir(g)
 		}
-		for _, t := range gitRepoTargets(g, worktree, home, global) {
+		for _, t := range gitRepoTargets(g, worktree, home, global, readConfig) {
 			if pol.FS.AllowGitConfig && strings.HasSuffix(t.path, "config.worktree") {
 				continue
 			}

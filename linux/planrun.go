@@ -65,6 +65,7 @@ func (ln *launcher) makePlan() error {
 		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), asClient: ln.l.As != nil}
 	if id := ln.l.As; id != nil {
 		in.clientReach = func(paths []string) []bool { return clientReach(id, paths) }
+		in.clientRead = func(p string) ([]byte, error) { return clientReadFile(id, p) }
 	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
@@ -386,6 +387,18 @@ func fixTmpdir(env []string, v *view) []string {
 // clientReach reports, for each path, whether the client can look it up
 // (lstat with its credentials: false only when permissions refuse it). If
 // the check cannot be made, every path counts as reachable.
+// clientReadFile reads a git config file as the client id (a file the
+// client cannot read gives nothing).
+func clientReadFile(id *enforce.Identity, p string) ([]byte, error) {
+	var b []byte
+	err := ascred.Do(id.Uid, id.Gid, identityGroups(id), func() error {
+		var err error
+		b, err = readConfigFile(p)
+		return err
+	})
+	return b, err
+}
+
 func clientReach(id *enforce.Identity, paths []string) []bool {
 	ok := make([]bool, len(paths))
 	for i := range ok {

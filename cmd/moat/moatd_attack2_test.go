@@ -377,3 +377,36 @@ func TestDaemonUnknownUidsCannotFillIt(t *testing.T) {
 		t.Fatalf("a user is locked out while unknown uids hold connections: %d %s", code, body)
 	}
 }
+
+// moatd reads the client's git configuration as the client: root read a
+// config the client cannot read (an include of a root-only file), and its
+// core.hooksPath came out as a placeholder in the client's tree and a
+// mount in the client's sandbox (found by an attack pass). The same
+// include is read by the client's own git as nothing ("unable to access").
+func TestDaemonReadsGitConfigAsClient(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	secret := filepath.Join(dir, "rootonly")
+	if err := os.Mkdir(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const leaked = "root-only-secret-name-42"
+	if err := os.WriteFile(filepath.Join(secret, "cfg"), []byte("[core]\n\thooksPath = "+leaked+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(u1.dir, "proj")
+	if _, errOut, err := u1.as("sh", "-c", "git init -q "+repo+" && printf '[include]\\n\\tpath = "+filepath.Join(secret, "cfg")+"\\n' >> "+repo+"/.git/config"); err != nil {
+		t.Fatalf("git init: %v %s", err, errOut)
+	}
+	sid := u1.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, repo, repo))
+	code, out := u1.run(t, d, sid, "ls -a; grep -c "+leaked+" /proc/self/mountinfo || true")
+	if code != 200 {
+		t.Fatalf("run: %d %s", code, out)
+	}
+	lines := strings.Fields(out)
+	if strings.Contains(out, leaked) || len(lines) == 0 || lines[len(lines)-1] != "0" {
+		t.Fatalf("ESCAPE: a value of a config the client cannot read reached its sandbox:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, leaked)); err == nil {
+		t.Fatalf("ESCAPE: a placeholder named after a root-only value is in the client's tree")
+	}
+}
