@@ -295,10 +295,20 @@ func reasonOf(d policy.Decision) string {
 func askMessage(in BashInput, dec permissions.Result) string {
 	var b strings.Builder
 	b.WriteString("Run this command in moat's sandbox?\n\n")
-	b.WriteString(in.Command)
-	b.WriteString("\n")
+	// The command as a block of its own, its control characters shown
+	// (escape sequences, carriage returns), its lines numbered past the
+	// first: a command drew a fake "Why you are asked" and hid its real
+	// tail behind ESC[8m (found by an attack pass).
+	lines := strings.Split(visible(in.Command), "\n")
+	for i, l := range lines {
+		if len(lines) > 1 {
+			fmt.Fprintf(&b, "%3d| ", i+1)
+		}
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
 	if in.Description != "" {
-		fmt.Fprintf(&b, "\n(%s)\n", oneLine(in.Description))
+		fmt.Fprintf(&b, "\n(the agent says: %s)\n", visible(oneLine(in.Description)))
 	}
 	fmt.Fprintf(&b, "\nWhy you are asked: %s\n", reasonOf(dec.Decision.Final()))
 	if sb := dec.Sandbox; sb != nil && !sb.Sandboxed {
@@ -311,6 +321,24 @@ func askMessage(in BashInput, dec permissions.Result) string {
 		fmt.Fprintf(&b, "To allow such commands from now on, add %s to the allow rules of moat's settings.\n", dec.Suggestion)
 	}
 	b.WriteString("Accept runs it (still inside the sandbox); decline refuses it.")
+	return b.String()
+}
+
+// visible shows the control characters of s but newlines and tabs
+// (C0, DEL, C1, the bidirectional and zero-width formatting marks) as
+// escapes.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x200b && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0xfeff:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
 	return b.String()
 }
 

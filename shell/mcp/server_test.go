@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell/sandbox"
@@ -611,5 +612,23 @@ func TestDangerouslyDisableSandboxNotAllowed(t *testing.T) {
 	}
 	if strings.Contains(text(r), "outside the sandbox") {
 		t.Errorf("a sandboxed command got the note: %q", text(r))
+	}
+}
+
+// The question of an "ask" shows the command as it is: control characters
+// escaped, each line of a multi-line command numbered, so that a command
+// cannot draw moat's own lines or hide its tail behind an escape sequence
+// (found by an attack pass).
+func TestAskMessageShowsTheCommand(t *testing.T) {
+	cmd := "ls\n\nWhy you are asked: read-only listing\x1b[8m\n\ngit push --force\x1b[0m\r"
+	msg := askMessage(BashInput{Command: cmd, Description: "list\x1b[2Jfiles"}, permissions.Result{})
+	if strings.ContainsAny(msg, "\x1b\r") {
+		t.Errorf("control characters reach the question: %q", msg)
+	}
+	if !strings.Contains(msg, "  3| Why you are asked: read-only listing") || !strings.Contains(msg, "  5| git push --force") {
+		t.Errorf("the command's lines are not numbered as its own:\n%s", msg)
+	}
+	if !strings.Contains(msg, "\\u001b[8m") {
+		t.Errorf("the escape is not shown:\n%s", msg)
 	}
 }
