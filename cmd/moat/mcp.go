@@ -204,6 +204,15 @@ func listenMCP(addr string) (net.Listener, string, error) {
 func loopbackOnly(h http.Handler, unixSocket bool) http.Handler {
 	protect := http.NewCrossOriginProtection()
 	return protect.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An absolute-form target ("POST http://localhost/mcp") takes the
+		// place of the Host header in net/http: only the origin form, whose
+		// Host is the header, is served (an attack pass sent Host:
+		// evil.com that way; browsers never do, so no rebinding, but the
+		// check must look at what was sent).
+		if !strings.HasPrefix(r.RequestURI, "/") {
+			http.Error(w, "Bad Request: the request target must be a path", http.StatusBadRequest)
+			return
+		}
 		if !unixSocket && !loopbackHost(r.Host) {
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not a loopback host", r.Host), http.StatusForbidden)
 			return

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -288,6 +289,16 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	if c := post("", "http://attacker.example"); c != http.StatusForbidden {
 		t.Errorf("a foreign Origin: %d, want 403", c)
+	}
+	// An absolute-form target with a foreign Host header: net/http takes
+	// the target's host, so only the origin form is served.
+	if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+		fmt.Fprintf(c, "POST http://localhost:%s/mcp HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", port, len(initBody), initBody)
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.Contains(line, " 400 ") && !strings.Contains(line, " 403 ") {
+			t.Errorf("an absolute-form target with a foreign Host: %q, want 400", line)
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
