@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"crypto/sha1"
 	"fmt"
 	"os"
 	"os/exec"
@@ -927,5 +928,58 @@ func TestAuditRerereRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An index entry whose path leaves the work tree: git reads it unchecked,
+// and the user's git commit -a copied the file it names (hidden from the
+// sandbox) into the repository (found by an attack pass). The audit takes
+// out an index the run changed that holds such a path; an ordinary one
+// stays.
+func TestAuditIndexPaths(t *testing.T) {
+	for _, audited := range []bool{false, true} {
+		s := newScene(t)
+		s.write(filepath.Join(s.outside, "key"), "SECRET\n")
+		s.begin()
+		// The dummy's path has the length of the one put in its place.
+		s.sh(s.repo, `mkdir -p a/b/c/outside && echo dummy > a/b/c/outside/key && git add a/b/c/outside/key && rm -rf a`)
+		idx := filepath.Join(s.repo, ".git", "index")
+		b, err := os.ReadFile(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.Replace(string(b), "a/b/c/outside/key", "../../outside/key", 1))
+		sum := sha1.Sum(b[:len(b)-20])
+		copy(b[len(b)-20:], sum[:])
+		if err := os.WriteFile(idx, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if audited {
+			if rep := s.audit(); len(rep.Findings) == 0 {
+				t.Errorf("the audit found nothing")
+			}
+		}
+		s.write(filepath.Join(s.repo, "a.txt"), "user's work\n")
+		cmd := exec.Command("git", "commit", "-qam", "user's work")
+		cmd.Dir, cmd.Env = s.repo, s.env()
+		cmd.CombinedOutput()
+		tree, _ := exec.Command("git", "-C", s.repo, "ls-tree", "-r", "HEAD").CombinedOutput()
+		leaked := strings.Contains(string(tree), "outside/key")
+		switch {
+		case !audited && !leaked:
+			t.Fatalf("the attack does not work without the audit:\n%s", tree)
+		case audited && leaked:
+			t.Fatalf("ESCAPE: after the audit, the user's git commit -a put a file from outside the tree in the repository:\n%s", tree)
+		}
+	}
+	// An ordinary index the command wrote (git add) stays, in each
+	// version git writes (4 compresses the paths).
+	for _, v := range []string{"2", "3", "4"} {
+		s := newScene(t)
+		s.begin()
+		s.sh(s.repo, `git update-index --index-version `+v+` && mkdir -p src/deep/er && echo x > src/x.go && echo y > src/deep/er/y.go && git add -A && git update-index --skip-worktree src/x.go`)
+		if rep := s.audit(); len(rep.Findings) != 0 {
+			t.Errorf("findings for an ordinary index (version %s): %+v", v, rep.Findings)
+		}
 	}
 }

@@ -40,6 +40,7 @@ var builtinStrategies = map[string]bool{"": true, "ort": true, "recursive": true
 func (a *auditor) sequencer(g, worktree string) {
 	a.mergeRR(g, worktree)
 	a.applyOpt(g)
+	a.indexFile(filepath.Join(g, "index"), a.hashSize(g))
 	rm := filepath.Join(g, "rebase-merge")
 	changed := a.stateChanged(rm)
 	a.todo(filepath.Join(rm, "git-rebase-todo"), changed)
@@ -232,4 +233,27 @@ func quoteName(s string) string {
 		}
 		return r
 	}, s), "?")
+}
+
+// hashSize is the size of an object id in the repository of git directory
+// g: 32 with extensions.objectFormat = sha256, 20 otherwise.
+func (a *auditor) hashSize(g string) int {
+	common := g
+	if c, _, ok := readCommondir(g); ok {
+		common = c
+	}
+	b, _, err := readSmall(filepath.Join(common, "config"), maxConfigSize)
+	if err != nil {
+		return 20
+	}
+	es, err := ParseConfig(b)
+	if err != nil {
+		return 20
+	}
+	for _, e := range es {
+		if e.Name == "extensions.objectformat" && strings.EqualFold(strings.TrimSpace(e.Value), "sha256") {
+			return 32
+		}
+	}
+	return 20
 }

@@ -1,0 +1,150 @@
+package gitguard
+
+import (
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"strings"
+)
+
+// An index entry's path is not checked by git when git reads the index,
+// only when something is added: a command that wrote an entry named
+// "../secret/key" (or "/etc/passwd") into .git/index made the user's git
+// commit -a copy that file, hidden from the sandbox, into the repository,
+// where the next sandboxed command read it and a push sent it away (found
+// by an attack pass). The audit takes out an index the run changed that
+// holds a path git's own checks (verify_path) would refuse.
+
+// indexFile judges the index at p (hashSize: 20 for SHA-1, 32 for SHA-256
+// repositories).
+func (a *auditor) indexFile(p string, hashSize int) {
+	a.reachPath(p)
+	if !a.stateChanged(p) {
+		return
+	}
+	real, ok := a.changedActionable(p)
+	if !ok {
+		return
+	}
+	data, _, err := readSmall(p, maxIndexSize)
+	if err != nil {
+		a.quarantine(real, "a git index moat cannot read ("+err.Error()+"): git reads the paths in it unchecked (git commit -a copies what they name)")
+		return
+	}
+	if bad, err := badIndexPath(data, hashSize); err != nil {
+		a.quarantine(real, "a git index moat cannot parse ("+err.Error()+"): git reads the paths in it unchecked")
+	} else if bad != "" {
+		a.quarantine(real, "a git index names "+quoteName(bad)+", a path git itself refuses (outside the work tree): the user's git commit -a or add -u would copy what it names into the repository (git reset rebuilds the index)")
+	}
+}
+
+// maxIndexSize bounds the index the audit parses (a monorepo's is tens of
+// MB); a larger one is taken out as unreadable.
+const maxIndexSize = 256 << 20
+
+// badIndexPath returns the first path of a git index (versions 2 to 4)
+// that git's verify_path would refuse, "" if none.
+func badIndexPath(b []byte, hashSize int) (string, error) {
+	if len(b) < 12 || string(b[:4]) != "DIRC" {
+		return "", errors.New("not an index")
+	}
+	version := binary.BigEndian.Uint32(b[4:8])
+	if version < 2 || version > 4 {
+		return "", errors.New("an index version moat does not know")
+	}
+	n := binary.BigEndian.Uint32(b[8:12])
+	off := 12
+	prev := ""
+	for i := uint32(0); i < n; i++ {
+		start := off
+		fixed := 40 + hashSize + 2
+		if off+fixed > len(b) {
+			return "", errors.New("truncated")
+		}
+		flags := binary.BigEndian.Uint16(b[off+40+hashSize:])
+		off += fixed
+		if flags&0x4000 != 0 {
+			if version < 3 || off+2 > len(b) {
+				return "", errors.New("bad extended flags")
+			}
+			off += 2
+		}
+		var name string
+		if version == 4 {
+			strip, k := uvarint(b[off:])
+			if k <= 0 || int(strip) > len(prev) {
+				return "", errors.New("bad path compression")
+			}
+			off += k
+			end := indexOf(b[off:], 0)
+			if end < 0 {
+				return "", errors.New("truncated path")
+			}
+			name = prev[:len(prev)-int(strip)] + string(b[off:off+end])
+			off += end + 1
+		} else {
+			end := indexOf(b[off:], 0)
+			if end < 0 {
+				return "", errors.New("truncated path")
+			}
+			name = string(b[off : off+end])
+			off = start + ((off - start + end + 8) &^ 7)
+			if off > len(b) {
+				return "", errors.New("truncated padding")
+			}
+		}
+		if !gitPathOK(name) {
+			return name, nil
+		}
+		prev = name
+	}
+	return "", nil
+}
+
+// uvarint is git's offset varint (varint.h): 7 bits a byte, each
+// continuation adding one before the shift.
+func uvarint(b []byte) (uint64, int) {
+	var v uint64
+	for i, c := range b {
+		if i > 9 {
+			return 0, -1
+		}
+		if i == 0 {
+			v = uint64(c & 0x7f)
+		} else {
+			v = ((v + 1) << 7) | uint64(c&0x7f)
+		}
+		if c&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, -1
+}
+
+func indexOf(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// gitPathOK is git's verify_path for a path in the index: relative, no
+// empty, "." or ".." component, no ".git" component (any case, and the
+// spellings HFS+ and NTFS take for it: trailing dots and spaces).
+func gitPathOK(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, '\\') && filepath.Separator == '\\' {
+		return false
+	}
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".", "..":
+			return false
+		}
+		if strings.EqualFold(strings.TrimRight(c, ". "), ".git") || strings.EqualFold(c, "git~1") {
+			return false
+		}
+	}
+	return true
+}
