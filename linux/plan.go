@@ -5,6 +5,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -148,6 +149,41 @@ func survey(in planInput) (*fsPlan, []*node, error) {
 	return fp, gatherNodes(in, fp.view, reserved), nil
 }
 
+// plantedWriteLinks refuses a writable path, as written, that goes
+// through a symlink lying inside another writable tree: a command of an
+// earlier run could have planted it (work/out -> /), and the next run
+// given --write out (or an allowWrite naming it) made wherever it leads
+// writable (found by an attack pass). srt skips such a path; moat refuses
+// it, naming where it leads, so that the user names that place itself.
+func plantedWriteLinks(written []policy.PathRule, trees []rule) error {
+	for _, r := range written {
+		if strings.ContainsAny(r.Path, "*?[") || !filepath.IsAbs(r.Path) {
+			continue
+		}
+		q := "/"
+		for _, c := range strings.Split(strings.Trim(filepath.Clean(r.Path), "/"), "/") {
+			if c == "" {
+				continue
+			}
+			q = filepath.Join(q, c)
+			fi, err := os.Lstat(q)
+			if err != nil {
+				break
+			}
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			for _, t := range trees {
+				if q != t.path && within(q, t.path) {
+					to, _ := filepath.EvalSymlinks(q)
+					return fmt.Errorf("%s (%s): %s is a symlink inside the writable tree %s, to %s: a sandboxed command could have made it; name %s itself to make it writable", r.Path, r.Source, q, t.path, to, to)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // expandRules is the first step: the policy's rules as canonical paths
 // (globs expanded, bounded), whether /tmp is private, what stays exposed.
 func expandRules(in planInput) (*fsPlan, error) {
@@ -183,6 +219,9 @@ func expandRules(in planInput) (*fsPlan, error) {
 		v.denyRead = kept
 	}
 	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
+		return nil, err
+	}
+	if err := plantedWriteLinks(pol.FS.AllowWrite, v.allowWrite); err != nil {
 		return nil, err
 	}
 	if v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
