@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/moat-sandbox/moat/permissions"
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 // MaxEditBytes is the largest file PreviewEdit reads.
@@ -53,7 +55,17 @@ func (s *Session) PreviewEdit(ctx context.Context, command string) (*FileEdit, e
 	if !path.IsAbs(fe.Path) {
 		fe.Path = path.Join(cwd, fe.Path)
 	}
-	old, err := s.helper(ctx, cwd, `command cat -- "$1"`, e.File)
+	// The preview shows the file: only one the rules let a command read
+	// without asking (a preview of a file outside the working directory
+	// showed what "cat" of it was asked for: found by an attack pass).
+	if rd := s.engine.DecideContext(ctx, permissions.Request{Command: "cat -- " + shellQuote(e.File), Cwd: cwd}); rd.Decision.Final().Verdict != policy.Allow {
+		return nil, fmt.Errorf("shell: the preview would read %s, which the rules do not let a command read without asking", e.File)
+	}
+	// A preview is quick, and of a regular file: a FIFO or /dev/zero held
+	// the session's request loop (found by the same pass).
+	ctx, cancel := context.WithTimeout(ctx, previewTimeout)
+	defer cancel()
+	old, err := s.helper(ctx, cwd, `[ -f "$1" ] || { echo "not a regular file" >&2; exit 3; }; command cat -- "$1"`, e.File)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +81,12 @@ func (s *Session) PreviewEdit(ctx context.Context, command string) (*FileEdit, e
 	fe.Diff = UnifiedDiff(e.File, old, new)
 	return fe, nil
 }
+
+// previewTimeout bounds the two helpers of a preview.
+const previewTimeout = 10 * time.Second
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // sedScriptFor writes the substitution back as a sed script, with a
 // delimiter that appears in neither the pattern nor the replacement (the

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPreviewEdit(t *testing.T) {
@@ -71,5 +73,33 @@ func TestPreviewEditErrors(t *testing.T) {
 	os.WriteFile(big, []byte(strings.Repeat("a\n", 600_000)), 0o644)
 	if _, err := e.s.PreviewEdit(context.Background(), "sed -i 's/a/b/' big.txt"); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Errorf("big file: %v", err)
+	}
+}
+
+// A preview reads the file: only one the rules let a command read without
+// asking, and only a regular file, in bounded time (a preview of a file
+// outside the working directory showed it, and one of a FIFO held the
+// session: found by an attack pass).
+func TestPreviewEditOnlyWhatMayBeRead(t *testing.T) {
+	e := newEnv(t, "", nil)
+	outside := filepath.Join(filepath.Dir(e.dir), "secret.txt")
+	os.WriteFile(outside, []byte("SECRET\n"), 0o644)
+	fe, err := e.s.PreviewEdit(context.Background(), "sed -i 's/S/X/' "+outside)
+	if err == nil || fe != nil || !strings.Contains(err.Error(), "without asking") {
+		t.Errorf("a preview of a file outside the working directory: %+v %v", fe, err)
+	}
+	fifo := filepath.Join(e.dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.s.PreviewEdit(context.Background(), "sed -i 's/S/X/' pipe"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("a preview of a FIFO succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a preview of a FIFO hangs")
 	}
 }
