@@ -909,15 +909,7 @@ func TestAuditRerereRecord(t *testing.T) {
 				s.write(victim, "precious\n")
 				s.begin()
 				s.sh(s.repo, attack)
-				if audited {
-					if rep := s.audit(); len(rep.Findings) == 0 {
-						t.Errorf("the audit found nothing")
-					}
-				}
-				s.write(filepath.Join(s.repo, "a.txt"), "user's work\n")
-				cmd := exec.Command("git", "commit", "-qam", "user's work")
-				cmd.Dir, cmd.Env = s.repo, s.env()
-				cmd.CombinedOutput()
+				s.auditThenCommitAll(audited)
 				b, _ := os.ReadFile(victim)
 				written := strings.Contains(string(b), "planted")
 				switch {
@@ -954,15 +946,7 @@ func TestAuditIndexPaths(t *testing.T) {
 		if err := os.WriteFile(idx, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if audited {
-			if rep := s.audit(); len(rep.Findings) == 0 {
-				t.Errorf("the audit found nothing")
-			}
-		}
-		s.write(filepath.Join(s.repo, "a.txt"), "user's work\n")
-		cmd := exec.Command("git", "commit", "-qam", "user's work")
-		cmd.Dir, cmd.Env = s.repo, s.env()
-		cmd.CombinedOutput()
+		s.auditThenCommitAll(audited)
 		tree, _ := exec.Command("git", "-C", s.repo, "ls-tree", "-r", "HEAD").CombinedOutput()
 		leaked := strings.Contains(string(tree), "outside/key")
 		switch {
@@ -982,4 +966,19 @@ func TestAuditIndexPaths(t *testing.T) {
 			t.Errorf("findings for an ordinary index (version %s): %+v", v, rep.Findings)
 		}
 	}
+}
+
+// auditThenCommitAll audits (if audited, expecting findings), then does
+// what a user does next: a change, and git commit -a.
+func (s *scene) auditThenCommitAll(audited bool) {
+	s.t.Helper()
+	if audited {
+		if rep := s.audit(); len(rep.Findings) == 0 {
+			s.t.Errorf("the audit found nothing")
+		}
+	}
+	s.write(filepath.Join(s.repo, "a.txt"), "user's work\n")
+	cmd := exec.Command("git", "commit", "-qam", "user's work")
+	cmd.Dir, cmd.Env = s.repo, s.env()
+	cmd.CombinedOutput()
 }
