@@ -19,6 +19,9 @@ import (
 
 // TestMain lets the test binary act as a moat that creates a cgroup and
 // then dies without removing it (MOAT_CGROUP_TEST_OWNER=<parent dir>).
+// ownerGroup keeps the owner process's Group (and its lock) alive.
+var ownerGroup *Group
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("MOAT_CGROUP_TEST_OWNER"); dir != "" {
 		g, err := (&Manager{Dir: dir}).Create("")
@@ -27,6 +30,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println(g.Path())
+		// Reachable for ever: an unreachable Group's directory is closed
+		// by its finalizer, and the lock with it (under load the GC ran
+		// and CleanStale removed a "live" cgroup: a CI flake).
+		ownerGroup = g
 		select {} // hold the lock until killed
 	}
 	os.Exit(m.Run())
