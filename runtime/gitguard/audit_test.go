@@ -982,3 +982,34 @@ func (s *scene) auditThenCommitAll(audited bool) {
 	cmd.Dir, cmd.Env = s.repo, s.env()
 	cmd.CombinedOutput()
 }
+
+// A split index keeps its entries in a shared index beside it: a planted
+// path there is judged with the index that names it.
+func TestAuditSplitIndexPaths(t *testing.T) {
+	s := newScene(t)
+	s.write(filepath.Join(s.outside, "key"), "SECRET\n")
+	s.begin()
+	s.sh(s.repo, `git -c core.splitIndex=true update-index --split-index && mkdir -p a/b/c/outside && echo dummy > a/b/c/outside/key && git -c core.splitIndex=true add a/b/c/outside/key && git -c core.splitIndex=true update-index --split-index && rm -rf a`)
+	shared, _ := filepath.Glob(filepath.Join(s.repo, ".git", "sharedindex.*"))
+	planted := false
+	for _, sp := range shared {
+		b, err := os.ReadFile(sp)
+		if err != nil || !strings.Contains(string(b), "a/b/c/outside/key") {
+			continue
+		}
+		b = []byte(strings.Replace(string(b), "a/b/c/outside/key", "../../outside/key", 1))
+		sum := sha1.Sum(b[:len(b)-20])
+		copy(b[len(b)-20:], sum[:])
+		os.Chmod(sp, 0o644)
+		if err := os.WriteFile(sp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		planted = true
+	}
+	if !planted {
+		t.Skip("git wrote no shared index holding the entry here")
+	}
+	if rep := s.audit(); len(rep.Findings) == 0 {
+		t.Fatalf("the audit found nothing in a split index naming a path outside the tree")
+	}
+}

@@ -33,8 +33,27 @@ func (a *auditor) indexFile(p string, hashSize int) {
 	}
 	if bad, err := badIndexPath(data, hashSize); err != nil {
 		a.quarantine(real, "a git index moat cannot parse ("+err.Error()+"): git reads the paths in it unchecked")
+		return
 	} else if bad != "" {
 		a.quarantine(real, "a git index names "+quoteName(bad)+", a path git itself refuses (outside the work tree): the user's git commit -a or add -u would copy what it names into the repository (git reset rebuilds the index)")
+		return
+	}
+	// A split index (core.splitIndex) keeps most entries in
+	// sharedindex.<id> beside it, which the index names: each is judged
+	// with it (one written in an earlier run is read through this one).
+	shared, _ := filepath.Glob(filepath.Join(filepath.Dir(p), "sharedindex.*"))
+	for _, sp := range shared {
+		b, _, err := readSmall(sp, maxIndexSize)
+		if err != nil {
+			continue // git reads it as the index does: an unreadable one fails git too
+		}
+		if bad, err := badIndexPath(b, hashSize); err == nil && bad != "" {
+			a.quarantine(real, "a git index whose shared index "+quoteName(filepath.Base(sp))+" names "+quoteName(bad)+", a path git itself refuses: the user's git commit -a would copy what it names into the repository (git reset rebuilds the index)")
+			if sreal, ok := a.changedActionable(sp); ok {
+				a.quarantine(sreal, "a shared git index naming "+quoteName(bad)+", a path git itself refuses")
+			}
+			return
+		}
 	}
 }
 
