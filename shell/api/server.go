@@ -116,6 +116,7 @@ type Server struct {
 	// uid a counted connection was counted for.
 	connsOf map[int]int
 	connUID map[net.Conn]int
+	refused map[net.Conn]bool // refused peers being answered (daemon)
 	closed  bool
 	https   []*http.Server
 
@@ -311,13 +312,19 @@ func (s *Server) Serve(l net.Listener) error {
 					}
 				}
 				if err != nil {
-					// A peer the daemon refuses is answered and closed at
-					// once, holding nothing: counted under the kernel's
-					// uid, each subordinate id of a user's own user
-					// namespace (a uid no user has) was a user of its own,
-					// and one user filled the daemon's connections for
-					// everyone (found by an attack pass).
-					refuseConn(c, http.StatusForbidden, err.Error())
+					// A peer the daemon refuses holds little: counted under
+					// the kernel's uid, each subordinate id of a user's own
+					// user namespace (a uid no user has) was a user of its
+					// own, and one user filled the daemon's connections for
+					// everyone (found by an attack pass). It gets its 403
+					// answer (the request read, so that the client sees
+					// why) within two seconds, at most refusedConns of them
+					// at once; past that it is closed unanswered.
+					if !s.holdRefused(c) {
+						refuseConn(c, http.StatusForbidden, err.Error())
+						return context.WithValue(ctx, peerKey{}, peerResult{err: err})
+					}
+					_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 					return context.WithValue(ctx, peerKey{}, peerResult{err: err})
 				}
 				if why := s.countConn(c, p.Uid); why != "" {
@@ -359,6 +366,24 @@ func (s *Server) countConn(c net.Conn, uid int) string {
 	return ""
 }
 
+// refusedConns bounds the refused peers a daemon answers at once.
+const refusedConns = 64
+
+// holdRefused counts a refused peer's connection while it is answered, or
+// reports that as many are already.
+func (s *Server) holdRefused(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.refused) >= refusedConns {
+		return false
+	}
+	if s.refused == nil {
+		s.refused = map[net.Conn]bool{}
+	}
+	s.refused[c] = true
+	return true
+}
+
 // connState uncounts a connection once it is closed or taken over (a
 // POST /v1/run's, which its own limit bounds).
 func (s *Server) connState(c net.Conn, st http.ConnState) {
@@ -367,6 +392,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.refused, c)
 	uid, ok := s.connUID[c]
 	if !ok {
 		return
