@@ -1,7 +1,11 @@
 package permissions
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 // Regression tests for the seventh attack pass, on output options again:
@@ -125,4 +129,22 @@ func TestToolOutputsAttack7(t *testing.T) {
 		rows = append(rows, arow{rules, "", tc.cmd, want}, arow{rules, "acceptEdits", tc.cmd, want})
 	}
 	runRows(t, testCwd, Options{}, rows)
+}
+
+// git checkout REV -- DIR writes what DIR holds: a protected name inside
+// a directory named without a slash asks (found by an attack pass).
+func TestGitCheckoutDirectoryPathspec(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"sub/.vscode", "plain"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "sub", ".vscode", "tasks.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "plain", "a.go"), []byte("package a"), 0o644)
+	git := []string{"Bash(git:*)"}
+	runRows(t, dir, Options{FollowSymlinks: true}, []arow{
+		{rules: git, cmd: "git checkout evil -- sub", want: policy.Ask},
+		{rules: git, cmd: "git restore --source=evil sub", want: policy.Ask},
+		{rules: git, cmd: "git checkout evil -- plain", want: policy.Allow},
+		{rules: git, cmd: "git checkout main", want: policy.Allow},
+	})
 }

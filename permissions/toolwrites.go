@@ -1438,7 +1438,11 @@ func gitPathWrites(sub string, args []string) (out []string, unsure string, ok b
 			if strings.HasPrefix(p, ":") || strings.ContainsAny(p, "*?[") || strings.HasSuffix(p, "/") || b == "." || b == ".." || b == "/" {
 				return nil, "git " + sub + " " + p + ": the pathspec may cover protected files, which cannot be named"
 			}
-			w = append(w, p)
+			// A directory's files are written too (git checkout REV --
+			// sub writes sub/.envrc, sub/.vscode/...): what it holds on
+			// disk is checked through the glob (a file only REV has is
+			// not seen).
+			w = append(w, p, strings.TrimSuffix(p, "/")+"/**")
 		}
 		return w, ""
 	}
