@@ -15,13 +15,14 @@ import (
 // by an attack pass). The audit takes out an index the run changed that
 // holds a path git's own checks (verify_path) would refuse.
 
-// indexFile judges the index at p (hashSize: 20 for SHA-1, 32 for SHA-256
-// repositories).
-func (a *auditor) indexFile(p string, hashSize int) {
+// indexFile judges the index of git directory g.
+func (a *auditor) indexFile(g string) {
+	p := filepath.Join(g, "index")
 	a.reachPath(p)
 	if !a.stateChanged(p) {
 		return
 	}
+	hashSize := a.hashSize(g) // only for an index the run changed: it reads the config again
 	real, ok := a.changedActionable(p)
 	if !ok {
 		return

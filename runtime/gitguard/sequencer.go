@@ -40,7 +40,7 @@ var builtinStrategies = map[string]bool{"": true, "ort": true, "recursive": true
 func (a *auditor) sequencer(g, worktree string) {
 	a.mergeRR(g, worktree)
 	a.applyOpt(g)
-	a.indexFile(filepath.Join(g, "index"), a.hashSize(g))
+	a.indexFile(g)
 	rm := filepath.Join(g, "rebase-merge")
 	changed := a.stateChanged(rm)
 	a.todo(filepath.Join(rm, "git-rebase-todo"), changed)
