@@ -184,6 +184,42 @@ func plantedWriteLinks(written []policy.PathRule, trees []rule) error {
 	return nil
 }
 
+// kernelFS are the filesystems whose files are the kernel's interfaces,
+// not data: writing them moves processes between cgroups (out of the
+// run's own, which holds its limits and, as root, its eBPF network
+// filter), sets kernel knobs, loads programs or changes firmware state.
+var kernelFS = map[int64]string{
+	unix.PROC_SUPER_MAGIC: "proc", unix.SYSFS_MAGIC: "sysfs", unix.CGROUP_SUPER_MAGIC: "cgroup",
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2", unix.BPF_FS_MAGIC: "bpf", unix.DEBUGFS_MAGIC: "debugfs",
+	unix.TRACEFS_MAGIC: "tracefs", unix.SECURITYFS_MAGIC: "securityfs", unix.EFIVARFS_MAGIC: "efivarfs",
+	unix.PSTOREFS_MAGIC: "pstore", unix.BINFMTFS_MAGIC: "binfmt_misc", unix.DEVPTS_SUPER_MAGIC: "devpts",
+	unix.NSFS_MAGIC: "nsfs", 0x62656570: "configfs", 0x65735543: "fusectl",
+}
+
+// kernelWriteRoots refuses a writable root on a kernel filesystem
+// (--write /sys/fs/cgroup/unified let a command as root move itself out of
+// its cgroup, and with it out of the eBPF network filter: found by this
+// project's review). A writable root is bound with the mounts below it as
+// the host has them, so none may lie under /proc or /sys either (on a host
+// with the v1 controllers, /sys/fs/cgroup is a tmpfs holding them).
+func kernelWriteRoots(roots []rule) error {
+	for _, r := range roots {
+		for _, k := range []string{"/proc", "/sys"} {
+			if within(r.path, k) {
+				return fmt.Errorf("%s (%s) is under %s: its files are the kernel's interfaces (cgroups, knobs, devices), and moat makes none of them writable in a sandbox", r.path, r.source, k)
+			}
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(r.path, &st) != nil {
+			continue // not there: nothing of the kernel's either
+		}
+		if name, ok := kernelFS[int64(st.Type)]; ok {
+			return fmt.Errorf("%s (%s) is on a kernel filesystem (%s): its files are the kernel's interfaces (cgroups, knobs, devices), and moat makes none of them writable in a sandbox", r.path, r.source, name)
+		}
+	}
+	return nil
+}
+
 // expandRules is the first step: the policy's rules as canonical paths
 // (globs expanded, bounded), whether /tmp is private, what stays exposed.
 func expandRules(in planInput) (*fsPlan, error) {
@@ -222,6 +258,9 @@ func expandRules(in planInput) (*fsPlan, error) {
 		return nil, err
 	}
 	if err := plantedWriteLinks(pol.FS.AllowWrite, v.allowWrite); err != nil {
+		return nil, err
+	}
+	if err := kernelWriteRoots(v.allowWrite); err != nil {
 		return nil, err
 	}
 	if v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {

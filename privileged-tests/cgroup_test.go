@@ -1,0 +1,120 @@
+//go:build linux
+
+package privtests
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cgroup2Mount is where the cgroup2 hierarchy is mounted here: beside the
+// v1 controllers (/sys/fs/cgroup/unified) or alone (/sys/fs/cgroup).
+func cgroup2Mount(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var found []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		for i, x := range fs {
+			if x == "-" && i+1 < len(fs) && fs[i+1] == "cgroup2" && len(fs) > 4 {
+				found = append(found, fs[4])
+			}
+		}
+	}
+	for _, want := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		for _, m := range found {
+			if m == want {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no cgroup2 mount here: %v", found)
+	return ""
+}
+
+// ownCgroup is this process's cgroup v2 directory.
+func ownCgroup(t *testing.T, mnt string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return filepath.Join(mnt, p)
+		}
+	}
+	t.Fatalf("no cgroup v2 line in /proc/self/cgroup:\n%s", b)
+	return ""
+}
+
+// A sandboxed command cannot move itself out of the run's cgroup, which
+// holds its limits and, as root, its eBPF network filter. The target is a
+// cgroup this user may move its own processes into: as root a new one at
+// the top of the hierarchy, as a user with a delegated cgroup (the
+// cgroup v2 machine of privileged-tests/vm) a new one beside moat's. And
+// moat refuses to make a kernel filesystem writable: --write
+// /sys/fs/cgroup/unified let a command as root leave its cgroup (found by
+// this project's review).
+func TestCgroupEscape(t *testing.T) {
+	f := newFixture(t)
+	mnt := cgroup2Mount(t)
+	// The refusals hold for every user.
+	for _, w := range []string{mnt, "/sys/fs/cgroup", "/proc/self", "/sys/fs/bpf"} {
+		if _, err := os.Stat(w); err != nil {
+			continue
+		}
+		r := f.exec(moatBin, "run", "--settings", f.settings, "--write", w, "--", "true")
+		if r.code != 125 || !strings.Contains(r.out, "kernel") {
+			t.Errorf("--write %s: exit %d, want 125 and why (a kernel filesystem):\n%s", w, r.code, r.out)
+		}
+	}
+
+	var parent string
+	switch {
+	case root():
+		parent = mnt
+	case os.Getenv("MOAT_EXPECT_CGROUP") == "delegated":
+		// moat moved this user's processes into a leaf of the delegated
+		// cgroup: its parent is the delegated one.
+		own := ownCgroup(t, mnt)
+		parent = filepath.Dir(own)
+		if _, err := os.Stat(filepath.Join(own, "cgroup.subtree_control")); err == nil {
+			if b, _ := os.ReadFile(filepath.Join(own, "cgroup.procs")); len(b) > 0 {
+				parent = own // not moved yet: nothing made it a leaf
+			}
+		}
+	default:
+		t.Log("this user may write no cgroup here (the v1 controllers are root's, cgroup2 is not delegated): the escape cannot be tried, only the refusals above")
+		return
+	}
+	target := filepath.Join(parent, fmt.Sprintf("moat-escape-%d", time.Now().UnixNano()))
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatalf("make the target cgroup: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(target) })
+	script := "echo $$ > " + target + "/cgroup.procs && grep -q '^0::/.*moat-escape' /proc/self/cgroup && echo ESCAPED; cat /proc/self/cgroup"
+
+	got := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Errorf("ESCAPE under moat: the command moved itself into %s:\n%s", target, got.out)
+	}
+	if !strings.Contains(got.out, "0::/") {
+		t.Errorf("the command did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	// Without moat the same user moves its own process there.
+	base := f.exec("/bin/sh", "-c", script)
+	if !strings.Contains(base.out, "ESCAPED") {
+		t.Errorf("the move must work without moat (or this test cannot fail):\n%s", base.out)
+	}
+}
