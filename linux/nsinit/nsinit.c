@@ -683,6 +683,13 @@ static void landlock_stdio(struct rd *r)
 		/* A file of a kernel-internal filesystem (a memfd, as stdin)
 		 * takes no rule (EBADFD): Landlock does not restrict those. */
 		struct x_ll_path_beneath pb = {.allowed_access = a & (0x1 | 0x2 | 0x4 | (1ull << 14)), .parent_fd = fd};
+		/* Nothing to grant (a read-only fd where Landlock has no
+		 * truncate right, ABI < 3: Debian 12's 6.1): a rule with no
+		 * access is refused (ENOMSG), and none is needed. */
+		if (pb.allowed_access == 0) {
+			close(fd);
+			continue;
+		}
 		if (syscall(__NR_landlock_add_rule, ll_fd, X_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0 && errno != EBADFD)
 			die("add a Landlock rule for %s", p);
 		close(fd);
