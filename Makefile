@@ -13,14 +13,16 @@ DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git python3 util-linux i
 # the timers. make bench installs them; so does make bench-deps alone (for
 # bench/coldstart.sh and the other scripts run by hand).
 BENCH_PACKAGES := hyperfine bubblewrap socat time
+# What the cgroup v2 machine of make test-vm needs (privileged-tests/vm).
+VM_PACKAGES := qemu-system-x86 cpio busybox-static
 
-.PHONY: help deps bench-deps build install test vet test-go test-sessions darwin ci bench clean mcp-clients install-daemon
+.PHONY: help deps bench-deps build install test vet test-go test-sessions test-vm darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
 	@echo "make install copy bin/moat to $(PREFIX)/bin (as root, or sudo make install; PREFIX=~/.local for your own)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
-	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin)"
+	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin, make test-vm)"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime (installs hyperfine, bwrap: make bench-deps)"
 	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
 
@@ -50,7 +52,15 @@ build: deps
 # MOAT_REQUIRE_PRIVILEGED=1, each its own entry in its report, then runs the
 # sandbox suites again as an unprivileged user.
 test: deps build
-	$(MAKE) -k vet test-go test-sessions darwin
+	$(MAKE) -k vet test-go test-sessions darwin test-vm
+
+# test-vm: the limit and cgroup attacks on Debian 12's own kernel, in a
+# virtual machine whose cgroup2 hierarchy has the controllers (this
+# machine kind mounts the v1 ones), as root and as a user with a delegated
+# cgroup (privileged-tests/vm/run.sh).
+test-vm: build
+	@$(MAKE) --no-print-directory install-packages PACKAGES='$(VM_PACKAGES)'
+	bash privileged-tests/vm/run.sh
 
 # vet: go vet and gofmt.
 vet:

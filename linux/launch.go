@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
@@ -45,8 +46,9 @@ type launcher struct {
 	childSync    *os.File
 	syncConn     syscall.RawConn // sync's, in Go's poller
 	kf           *kernelFilter
-	goR, goW     *os.File // the command waits for a byte before exec (eBPF)
-	lock         *os.File // the cgroup's lock, kept by init
+	dg           *cgroup.Group // the run's cgroup in one delegated to this user (no eBPF)
+	goR, goW     *os.File      // the command waits for a byte before exec (eBPF)
+	lock         *os.File      // the cgroup's lock, kept by init
 	cgroupFD     int
 	joined       bool // stage 2 joined its cgroups during the user-namespace handshake
 
@@ -196,24 +198,36 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
-	if ln.kf == nil {
+	grp := ln.runGroup()
+	if grp == nil {
 		return nil
 	}
 	if clone3Works() {
-		ln.cgroupFD = ln.kf.group.FD()
+		ln.cgroupFD = grp.FD()
 	}
-	if ln.goR, ln.goW, err = os.Pipe(); err != nil {
-		return fmt.Errorf("pipe: %w", err)
+	if ln.kf != nil {
+		if ln.goR, ln.goW, err = os.Pipe(); err != nil {
+			return fmt.Errorf("pipe: %w", err)
+		}
 	}
 	// fd 6 is the cgroup's lock: init keeps it (and so does the clean-up it
 	// runs if moat dies), so a later moat's stale-cgroup sweep never kills
 	// a sandbox that is still cleaning up.
-	lockFD, err := unix.FcntlInt(uintptr(ln.kf.group.FD()), unix.F_DUPFD_CLOEXEC, 3)
+	lockFD, err := unix.FcntlInt(uintptr(grp.FD()), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
 		return fmt.Errorf("dup the cgroup lock: %w", err)
 	}
 	ln.lock = os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
 	return nil
+}
+
+// runGroup is the run's cgroup v2: the eBPF filter's as root, one in the
+// cgroup delegated to this user, or nil.
+func (ln *launcher) runGroup() *cgroup.Group {
+	if ln.kf != nil {
+		return ln.kf.group
+	}
+	return ln.dg
 }
 
 // prepareLimits resolves the limits and makes the cgroups that hold them.
@@ -222,6 +236,14 @@ func (ln *launcher) prepareLimits() error {
 	v2dir := ""
 	if ln.kf != nil {
 		v2dir = ln.kf.group.Path()
+	} else if d := delegatedFor(ln.eff); d != "" {
+		// A user whose cgroup was delegated to it: the run gets a cgroup
+		// there, as root's runs get the eBPF one.
+		g, err := delegatedGroup(d, limitControllers(ln.eff))
+		if err != nil {
+			return &enforce.SetupError{Step: "resource limits (the delegated cgroup " + d + ")", Err: err}
+		}
+		ln.dg, v2dir = g, g.Path()
 	}
 	lm, err := newLimiter(ln.eff, v2dir, "run-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err != nil {
@@ -230,7 +252,7 @@ func (ln *launcher) prepareLimits() error {
 	ln.lim = lm
 	if ln.eff.CPU > 0 && !lm.holds("cpu") {
 		if !ln.pol.BestEffort {
-			return &enforce.UnsupportedFeatureError{Feature: "a CPU rate limit (moat.limits.cpu)", Need: "only a cgroup can throttle a rate, and moat may write cgroups only as root here: run as root, or drop moat.limits.cpu, or --best-effort to run without it"}
+			return &enforce.UnsupportedFeatureError{Feature: "a CPU rate limit (moat.limits.cpu)", Need: "only a cgroup can throttle a rate, and moat may write none here: run as root, or as a user whose cgroup v2 is delegated to it (systemd-run --user --scope -p Delegate=yes moat ...), or drop moat.limits.cpu, or --best-effort to run without it"}
 		}
 		ln.skipped = append(ln.skipped, enforce.Skip{Protection: enforce.ProtectionLimitCPU, Reason: "the CPU rate limit (no cgroup moat may write)"})
 	}
@@ -386,8 +408,8 @@ func (ln *launcher) mapUserns() error {
 // joinCgroups moves stage 2 into the run's cgroups it did not start in: the
 // eBPF one without clone3 (CLONE_INTO_CGROUP), and the v1 limit cgroups.
 func (ln *launcher) joinCgroups(pid int) error {
-	if ln.kf != nil && ln.cgroupFD < 0 {
-		if err := ln.kf.group.Add(pid); err != nil {
+	if g := ln.runGroup(); g != nil && ln.cgroupFD < 0 {
+		if err := g.Add(pid); err != nil {
 			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
 		}
 	}
@@ -724,6 +746,11 @@ func (ln *launcher) Close() error {
 		ln.lim.destroy()
 		if ln.kf != nil {
 			ln.kf.close()
+		}
+		if ln.dg != nil {
+			if err := ln.dg.Remove(); err != nil {
+				ln.dg.Close() // the next run's sweep removes it
+			}
 		}
 	}
 	if ln.progs != nil {

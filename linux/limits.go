@@ -75,7 +75,14 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 	add := func(part string, ok bool, by, note string) {
 		out = append(out, enforce.Mechanism{Part: part, Enforced: ok, By: by, Note: note})
 	}
+	deleg := ""
+	if !root {
+		deleg = delegatedFor(eff)
+	}
 	cg := func(c, v2file, v1file string) (string, bool) {
+		if deleg != "" {
+			return "cgroup v2 " + v2file + " (the run's cgroup in " + deleg + ", delegated to this user)", true
+		}
 		if !root || !mounted(c) {
 			return "", false
 		}
@@ -88,7 +95,7 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 		if by, ok := cg("memory", "memory.max + memory.swap.max", "memory.limit_in_bytes (+ memory.memsw.limit_in_bytes)"); ok {
 			add("limit: memory", true, by, humanBytes(eff.Memory)+" for the whole tree; OOM kills are reported")
 		} else {
-			add("limit: memory", true, "RLIMIT_DATA", humanBytes(eff.Memory)+" per process, not the tree (a cgroup needs root here); refused allocations are not reported")
+			add("limit: memory", true, "RLIMIT_DATA", humanBytes(eff.Memory)+" per process, not the tree (a cgroup needs root, or a cgroup v2 delegated to this user); refused allocations are not reported")
 		}
 	} else {
 		add("limit: memory", false, "", "none (moat.limits.memory is unlimited)")
@@ -123,7 +130,7 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 // cgroup v2, dir is the run's cgroup (the eBPF one); on a v1 host moat makes
 // a cgroup named id in the memory, pids and cpu hierarchies.
 func newLimiter(eff policy.Limits, v2dir, id string) (*limiter, error) {
-	if os.Geteuid() != 0 || (eff.Memory == 0 && eff.Pids == 0 && eff.CPU == 0) {
+	if (os.Geteuid() != 0 && v2dir == "") || (eff.Memory == 0 && eff.Pids == 0 && eff.CPU == 0) {
 		return nil, nil
 	}
 	res := &cgroups.Resources{}

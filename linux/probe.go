@@ -55,7 +55,7 @@ func (e *Enforcer) Probe(stateDir string) []enforce.Check {
 
 	root := os.Geteuid() == 0
 	cgDetail, cgOK := cgroupFacts(root)
-	add("cgroups (limits)", cgOK, cgDetail, "run moat as root with /sys/fs/cgroup writable (in a container: a cgroup namespace with a writable cgroupfs); otherwise rlimits hold memory and processes per process, and a CPU rate is refused")
+	add("cgroups (limits)", cgOK, cgDetail, "run moat as root with /sys/fs/cgroup writable (in a container: a cgroup namespace with a writable cgroupfs), or as a user whose cgroup v2 is delegated to it (systemd-run --user --scope -p Delegate=yes, or a user service with Delegate=yes); otherwise rlimits hold memory and processes per process, and a CPU rate is refused")
 
 	kf := kernelFilterSupported(filepath.Join(stateDir, "cache"))
 	kfDetail := "cgroup connect/sendmsg/sock_create programs on each run's cgroup"
@@ -80,7 +80,10 @@ func usernsDetail() string {
 // cgroupFacts says which cgroups moat may write here.
 func cgroupFacts(root bool) (string, bool) {
 	if !root {
-		return "moat runs unprivileged: rlimits (RLIMIT_DATA, RLIMIT_NPROC in the sandbox's user namespace), no tree-wide limits", false
+		if d, have := delegatedSubtree(); d != "" {
+			return "cgroup v2 delegated to this user: " + d + " (controllers: " + strings.Join(have, " ") + ")", true
+		}
+		return "moat runs unprivileged and no cgroup v2 is delegated to it: rlimits (RLIMIT_DATA, RLIMIT_NPROC in the sandbox's user namespace), no tree-wide limits", false
 	}
 	if cgroups.IsCgroup2UnifiedMode() {
 		if cgroupWritable("/sys/fs/cgroup") {

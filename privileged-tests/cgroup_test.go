@@ -84,15 +84,12 @@ func TestCgroupEscape(t *testing.T) {
 	switch {
 	case root():
 		parent = mnt
-	case os.Getenv("MOAT_EXPECT_CGROUP") == "delegated":
-		// moat moved this user's processes into a leaf of the delegated
-		// cgroup: its parent is the delegated one.
-		own := ownCgroup(t, mnt)
-		parent = filepath.Dir(own)
-		if _, err := os.Stat(filepath.Join(own, "cgroup.subtree_control")); err == nil {
-			if b, _ := os.ReadFile(filepath.Join(own, "cgroup.procs")); len(b) > 0 {
-				parent = own // not moved yet: nothing made it a leaf
-			}
+	case delegated():
+		// Once moat has run, this process is in a leaf of the delegated
+		// cgroup, moat-leaf: the target goes beside it.
+		parent = ownCgroup(t, mnt)
+		if filepath.Base(parent) == "moat-leaf" {
+			parent = filepath.Dir(parent)
 		}
 	default:
 		t.Log("this user may write no cgroup here (the v1 controllers are root's, cgroup2 is not delegated): the escape cannot be tried, only the refusals above")
@@ -116,5 +113,24 @@ func TestCgroupEscape(t *testing.T) {
 	base := f.exec("/bin/sh", "-c", script)
 	if !strings.Contains(base.out, "ESCAPED") {
 		t.Errorf("the move must work without moat (or this test cannot fail):\n%s", base.out)
+	}
+
+	// Nor can it change its own cgroup's limits (the files are its user's
+	// when the cgroup is delegated), which the same user can do to a
+	// cgroup it owns. (cgroup.max.descendants: a limit every cgroup v2
+	// has, with or without controllers.)
+	raise := func(cg string) string {
+		return "echo 7 > " + cg + "/cgroup.max.descendants && grep -qx 7 " + cg + "/cgroup.max.descendants && echo ESCAPED"
+	}
+	got = f.exec(moatBin, "run", "--settings", f.limitSettings(map[string]any{"pids": 64}), "--", "/bin/sh", "-c",
+		raise(mnt+"$(sed -n 's/^0:://p' /proc/self/cgroup)")+"; cat /proc/self/cgroup")
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Errorf("ESCAPE under moat: the command changed its own cgroup's limit:\n%s", got.out)
+	}
+	if !strings.Contains(got.out, "0::/") {
+		t.Errorf("the command did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	if base := f.exec("/bin/sh", "-c", raise(target)); !strings.Contains(base.out, "ESCAPED") {
+		t.Errorf("changing a cgroup's limit must work without moat (or this test cannot fail):\n%s", base.out)
 	}
 }
