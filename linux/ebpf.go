@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/moat-sandbox/moat/bpf"
 	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -110,6 +112,15 @@ func kernelFilterSupported(cacheDir string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (moat runs unprivileged: the network namespace is the layer)")
 	}
+	// The programs attach to the run's own cgroup: none can be made where
+	// the cgroup2 hierarchy is read-only (a container's, as Docker mounts
+	// it), and moat then runs as it does without eBPF (every run was
+	// refused instead; found by the cgroup v2 machine of make test-vm).
+	if dir := cgroup2Dir(); dir == "" {
+		return errors.New("no cgroup2 hierarchy is mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified")
+	} else if !cgroupWritable(dir) {
+		return fmt.Errorf("the cgroup2 hierarchy %s is read-only here (a container's cgroupfs): no cgroup for the run can be made", dir)
+	}
 	// The probe loads a few test programs (about a millisecond): its
 	// success is remembered until the next boot.
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -127,6 +138,19 @@ func kernelFilterSupported(cacheDir string) error {
 		_ = os.WriteFile(mark, nil, 0o600)
 	}
 	return nil
+}
+
+// cgroup2Dir is where the cgroup2 hierarchy is mounted, of the two places
+// hosts mount it (two statfs calls; the run's cgroup itself is made where
+// /proc/self/mountinfo says, package bpf/cgroup).
+func cgroup2Dir() string {
+	for _, d := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var st unix.Statfs_t
+		if unix.Statfs(d, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return d
+		}
+	}
+	return ""
 }
 
 // newKernelFilter creates the run's cgroup (and removes those of dead runs).
@@ -149,7 +173,7 @@ func newKernelFilter(shared *sharedPrograms) (*kernelFilter, error) {
 		if k.shared != nil {
 			k.shared.release()
 		}
-		return nil, fmt.Errorf("cgroup: %w", err)
+		return nil, err
 	}
 	return k, nil
 }

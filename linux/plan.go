@@ -915,9 +915,12 @@ func (m *mounter) build(p *nsinit.Plan) {
 // and filesystem settings, pressure-stall triggers, the CPU's memory type
 // ranges (/proc/mtrr: root-owned 0644 where the CPU has MTRRs; the kernel
 // also wants CAP_SYS_ADMIN, which the sandbox never has, but the file is
-// not left writable on that alone). They are made read-only, as the OCI
-// runtimes do.
-var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure", "/proc/mtrr"}
+// not left writable on that alone), the kernel's debug messages
+// (/proc/dynamic_debug/control: root-owned 0644 on Debian 12's own kernel,
+// which turns on any pr_debug of the kernel; found on the cgroup v2
+// machine of make test-vm). They are made read-only, as the OCI runtimes
+// do.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure", "/proc/mtrr", "/proc/dynamic_debug"}
 
 // kernelMasked are files and directories that disclose the host's kernel,
 // firmware or hardware (kernel memory, the keys of every user, timers and
