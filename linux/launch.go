@@ -256,6 +256,15 @@ func (ln *launcher) prepareLimits() error {
 		}
 		ln.skipped = append(ln.skipped, enforce.Skip{Protection: enforce.ProtectionLimitCPU, Reason: "the CPU rate limit (no cgroup moat may write)"})
 	}
+	if ln.eff.Pids > 0 && !lm.holds("pids") && os.Geteuid() == 0 && !ln.nons {
+		// The kernel exempts root from RLIMIT_NPROC: as root only a cgroup
+		// holds a process count (a fork bomb ran unbounded where the
+		// cgroupfs is read-only, as in Docker: found by an attack pass).
+		if !ln.pol.BestEffort {
+			return &enforce.UnsupportedFeatureError{Feature: "a process limit (moat.limits.pids) as root", Need: "the kernel exempts root from RLIMIT_NPROC, so only a cgroup can hold it, and none is writable here (a read-only cgroupfs): give moat a writable cgroup, set moat.limits.pids to \"unlimited\" (a container's own pids limit then holds the tree), or --best-effort to run without it"}
+		}
+		ln.skipped = append(ln.skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: "the process limit (as root only a cgroup holds it, and none is writable here)"})
+	}
 	ln.limStart = lm.counters()
 	return nil
 }

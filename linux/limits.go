@@ -106,6 +106,8 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 			add("limit: processes", true, by, strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are reported")
 		case nons:
 			add("limit: processes", false, "", "no user namespace and no writable cgroup: RLIMIT_NPROC would count every process of this user on the host")
+		case root:
+			add("limit: processes", false, "", "as root only a cgroup holds it (the kernel exempts root from RLIMIT_NPROC) and none is writable here: moat refuses to run (--best-effort runs without it)")
 		default:
 			add("limit: processes", true, "RLIMIT_NPROC, counted in the sandbox's user namespace", strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are not reported")
 		}

@@ -3,12 +3,14 @@
 package linux
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +40,11 @@ type fsPlan struct {
 	// lockdown runs last, after the sysctl writes: it makes the kernel's
 	// knobs under /proc read-only and hides what discloses the host.
 	lockdown func(p *nsinit.Plan)
+	// kernelMounts are the host's kernel filesystems mounted below a
+	// writable root (a chroot's proc, a cgroup2 mounted in a build
+	// directory): the writable bind carries them read-write, so they are
+	// made read-only again.
+	kernelMounts []string
 }
 
 type placeholder struct {
@@ -220,6 +227,82 @@ func kernelWriteRoots(roots []rule) error {
 	return nil
 }
 
+// kernelFSNames are kernelFS by the names /proc/self/mountinfo gives.
+var kernelFSNames = map[string]bool{
+	"proc": true, "sysfs": true, "cgroup": true, "cgroup2": true, "bpf": true, "debugfs": true,
+	"tracefs": true, "securityfs": true, "efivarfs": true, "pstore": true, "binfmt_misc": true,
+	"devpts": true, "nsfs": true, "configfs": true, "fusectl": true, "rpc_pipefs": true, "nfsd": true,
+	"resctrl": true, "selinuxfs": true, "smackfs": true,
+}
+
+// kernelMountsUnder lists the host's kernel filesystems mounted below a
+// writable root, which the writable bind would carry read-write (root
+// wrote the host's sysctls through a chroot's proc given as --write, and
+// left its cgroup through a cgroup2 mounted in a build directory: found
+// by an attack pass). moat's own /proc and /dev replace the host's, so
+// what lies under those is left out. Without a mount namespace nothing can
+// make them read-only again: such a root is refused.
+func kernelMountsUnder(roots []rule, noMounts bool) ([]string, error) {
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read the mount table: %w", err)
+	}
+	var out []string
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		_, post, ok := bytes.Cut(line, []byte(" - "))
+		if !ok {
+			continue
+		}
+		fstype, _, _ := bytes.Cut(post, []byte(" "))
+		if !kernelFSNames[string(fstype)] {
+			continue
+		}
+		f := bytes.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeOctal(string(f[4]))
+		if !noMounts && (within(mp, "/proc") || within(mp, "/dev")) {
+			continue
+		}
+		for _, r := range roots {
+			if mp == r.path || !within(mp, r.path) {
+				continue
+			}
+			if noMounts {
+				return nil, fmt.Errorf("%s (%s) holds %s, a kernel filesystem (%s): without a mount namespace (the no-namespace tier) nothing keeps it read-only, and moat makes no kernel interface writable in a sandbox; name a directory that holds none", r.path, r.source, mp, fstype)
+			}
+			out = append(out, mp)
+			break
+		}
+	}
+	return out, nil
+}
+
+// unescapeOctal undoes mountinfo's octal escapes (\040 for a space).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				sb.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
+}
+
 // expandRules is the first step: the policy's rules as canonical paths
 // (globs expanded, bounded), whether /tmp is private, what stays exposed.
 func expandRules(in planInput) (*fsPlan, error) {
@@ -263,10 +346,14 @@ func expandRules(in planInput) (*fsPlan, error) {
 	if err := kernelWriteRoots(v.allowWrite); err != nil {
 		return nil, err
 	}
+	km, err := kernelMountsUnder(v.allowWrite, in.noMounts)
+	if err != nil {
+		return nil, err
+	}
 	if v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	fp := &fsPlan{view: v}
+	fp := &fsPlan{view: v, kernelMounts: km}
 	if pol.FS.Disabled {
 		// srt's filesystem.disabled: no filesystem rules at all; moat still
 		// keeps the host read-only except what allowWrite names... which is
@@ -903,6 +990,9 @@ func (m *mounter) build(p *nsinit.Plan) {
 	}
 	for i := len(m.roAtEnd) - 1; i >= 0; i-- {
 		p.Setattr(m.roAtEnd[i], false, nsinit.AttrRdonly, 0)
+	}
+	for _, km := range m.fp.kernelMounts {
+		p.SetattrIfPresent(km, true, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec, 0)
 	}
 	for _, w := range m.watches {
 		p.Watch(w.path, w.dir)

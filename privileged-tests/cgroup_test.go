@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // cgroup2Mount is where the cgroup2 hierarchy is mounted here: beside the
@@ -132,5 +136,63 @@ func TestCgroupEscape(t *testing.T) {
 	}
 	if base := f.exec("/bin/sh", "-c", raise(target)); !strings.Contains(base.out, "ESCAPED") {
 		t.Errorf("changing a cgroup's limit must work without moat (or this test cannot fail):\n%s", base.out)
+	}
+}
+
+// The host's kernel filesystems mounted below a writable root (a chroot's
+// proc, a cgroup2 mounted in a build directory) stay read-only: the
+// writable bind carried them read-write, and root wrote the host's sysctls
+// and left its cgroup through them (found by an attack pass). Without a
+// mount namespace (the no-namespace tier) such a root is refused, --write
+// / among them (Landlock granted the whole of /proc and /sys).
+func TestKernelMountsInWritableRoot(t *testing.T) {
+	testutil.RequireRoot(t) // mounting them takes root
+	f := newFixture(t)
+	w := filepath.Join(f.root, "w")
+	cg, p := filepath.Join(w, "cg"), filepath.Join(w, "p")
+	for _, d := range []string{cg, p} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, unix.Mount("none", cg, "cgroup2", 0, ""))
+	t.Cleanup(func() { unix.Unmount(cg, unix.MNT_DETACH) })
+	must(t, unix.Mount("proc", p, "proc", 0, ""))
+	t.Cleanup(func() { unix.Unmount(p, unix.MNT_DETACH) })
+
+	// Leave the run's cgroup for the hierarchy's root; write a sysctl (its
+	// own value back: the host is not changed).
+	knob := p + "/sys/vm/swappiness"
+	script := "echo $$ > " + cg + "/cgroup.procs && grep -qx '0::/' /proc/self/cgroup && echo ESCAPED-CGROUP; " +
+		"v=$(cat " + knob + ") && echo $v > " + knob + " && echo ESCAPED-SYSCTL; cat /proc/self/cgroup"
+	for _, argv := range [][]string{
+		{"run", "--settings", f.settings, "--write", w, "--", "/bin/sh", "-c", script},
+		{"run", "--settings", f.settings, "--write", "/", "--", "/bin/sh", "-c", script},
+	} {
+		var got result
+		if viaSession() {
+			got = f.inSessionVia(nil, []string{"--settings", f.settings, "--write", argv[4]}, argv[6:])
+		} else {
+			got = f.exec(moatBin, argv...)
+		}
+		if strings.Contains(got.out, "ESCAPED") {
+			t.Errorf("ESCAPE under moat (--write %s): a kernel filesystem below a writable root was writable:\n%s", argv[4], got.out)
+		}
+		if !strings.Contains(got.out, "0::/") {
+			t.Errorf("--write %s: the command did not run under moat (exit %d):\n%s", argv[4], got.code, got.out)
+		}
+	}
+	base := f.exec("/bin/sh", "-c", script)
+	if !strings.Contains(base.out, "ESCAPED-CGROUP") || !strings.Contains(base.out, "ESCAPED-SYSCTL") {
+		t.Errorf("without moat root moves itself and writes the sysctl (or this test cannot fail):\n%s", base.out)
+	}
+
+	// The no-namespace tier refuses such a root, and /.
+	for _, root := range []string{w, "/"} {
+		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--write", root, "--", "/bin/sh", "-c", script)
+		if strings.Contains(got.out, "ESCAPED") {
+			t.Errorf("ESCAPE in the no-namespace tier (--write %s):\n%s", root, got.out)
+		}
+		if got.code != 125 || !strings.Contains(got.out, "kernel filesystem") {
+			t.Errorf("no-namespace tier, --write %s: exit %d, want 125 naming the kernel filesystem:\n%s", root, got.code, got.out)
+		}
 	}
 }

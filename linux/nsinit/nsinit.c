@@ -508,15 +508,18 @@ static void do_mount_op(struct rd *r)
 		break;
 	}
 	case M_SETATTR: {
-		uint32_t rec = rd_u32(r);
+		uint32_t fl = rd_u32(r);
 		uint64_t set = rd_u64(r), clr = rd_u64(r);
 		char *path = rd_str(r);
 		if (r->bad)
 			break;
+		int rec = (int)(fl & 1), if_present = (int)(fl & 2);
 		int fd = open_path(path);
+		if (fd < 0 && if_present && errno == ENOENT)
+			break; /* hidden under a mask: nothing to change */
 		if (fd < 0)
 			die("open %s", path);
-		if (mount_setattr_fd(fd, (int)rec, set, clr) < 0)
+		if (mount_setattr_fd(fd, rec, set, clr) < 0)
 			die("set mount attributes of %s", path);
 		close(fd);
 		break;

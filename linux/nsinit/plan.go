@@ -308,6 +308,16 @@ func (p *Plan) Setattr(path string, recursive bool, set, clr uint64) {
 	p.add(rMount, "set attributes of "+path, (&rec{}).u32(mSetattr).u32(rb).u64(set).u64(clr).str(path))
 }
 
+// SetattrIfPresent is Setattr on a path that may not exist in the new
+// root (hidden under a mask): then nothing is done.
+func (p *Plan) SetattrIfPresent(path string, recursive bool, set, clr uint64) {
+	rb := uint32(2)
+	if recursive {
+		rb |= 1
+	}
+	p.add(rMount, "set attributes of "+path+" (if there)", (&rec{}).u32(mSetattr).u32(rb).u64(set).u64(clr).str(path))
+}
+
 // Bind mounts source over target, both paths of the new root (after the
 // pivot), with the attributes changed; optional skips a source or target
 // that does not exist.

@@ -48,7 +48,7 @@ echo "=== vm: as moat-vm, through sessions"
 (echo $BASHPID > "$d/moat-leaf/cgroup.procs" && cd /opt/moat && exec setpriv --reuid=1000 --regid=1000 --init-groups \
 	env -i HOME=/home/moat-vm USER=moat-vm PATH=$PATH LANG=C.UTF-8 CI=true MOAT_REQUIRE_PRIVILEGED=1 \
 	MOAT_BIN=$MOAT_BIN MOAT_TEST_DIR=/var/tmp MOAT_EXPECT_CGROUP=delegated MOAT_VIA=session \
-	./privileged-tests.test -test.run "$run" -test.count=1 -test.timeout=20m -test.v 2>&1) || fail=1
+	./privileged-tests.test -test.run "$(cat /opt/moat/session-run)" -test.count=1 -test.timeout=20m -test.v 2>&1) || fail=1
 
 # moat doctor names the delegated cgroup; moat policy says it holds the limits.
 echo "=== vm: moat doctor and moat policy as moat-vm"

@@ -16,10 +16,14 @@
 # build the test binary, bin/moat (MOAT_VM_BIN: another moat binary).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-run_re='^(TestLimit|TestCgroupEscape)'
+# The limits and cgroups (as root and delegated), and the attacks whose
+# outcome depends on the kernel (its /proc and /sys, Landlock ABI 2).
+run_re='^(TestLimit|TestCgroupEscape|TestKernelKnobsAsRoot|TestNoWritableKernelFilesAsRoot|TestDeviceNodesReadOnly|TestDoctorReadOnlyCgroups|TestDoctorMaskedProc|TestHostProcesses|TestWriteOutside|TestReadDenied)'
+# Through sessions, the limits and cgroups only.
+session_re='^(TestLimit|TestCgroupEscape)'
 while [ $# -gt 0 ]; do
 	case "$1" in
-	-run) run_re=$2; shift 2 ;;
+	-run) run_re=$2; session_re=$2; shift 2 ;;
 	*) echo "usage: $0 [-run REGEXP]" >&2; exit 2 ;;
 	esac
 done
@@ -64,7 +68,7 @@ copy() {
 		libs "$f"
 	done
 }
-copy bash setpriv git
+copy bash setpriv git mount umount unshare install
 mkdir -p "$r/usr/share/git-core" && cp -a /usr/share/git-core/templates "$r/usr/share/git-core/"
 cp /bin/busybox "$r/usr/bin/busybox"
 for a in $(/bin/busybox --list); do
@@ -89,6 +93,7 @@ echo "127.0.0.1 localhost" > "$r/etc/hosts"
 echo 'hosts: files' > "$r/etc/nsswitch.conf"
 chown 1000:1000 "$r/home/moat-vm"
 echo "$run_re" > "$r/opt/moat/run"
+echo "$session_re" > "$r/opt/moat/session-run"
 cp privileged-tests/vm/init.sh "$r/init"
 chmod 755 "$r/init"
 
