@@ -35,8 +35,15 @@ fi
 mkdir -p "$cache"
 
 # The kernel: whatever linux-image-cloud-amd64 depends on today.
-kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
-[ -n "$kpkg" ] || { echo "vm: no linux-image-cloud-amd64 in apt's lists (apt-get update?)" >&2; exit 1; }
+kpkg() { apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'; }
+kpkg=$(kpkg)
+if [ -z "$kpkg" ]; then
+	# apt's lists may never have been fetched on this machine.
+	SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq || true
+	kpkg=$(kpkg)
+fi
+[ -n "$kpkg" ] || { echo "vm: no linux-image-cloud-amd64 in apt's lists" >&2; exit 1; }
 vmlinuz=$(ls "$cache/$kpkg"/boot/vmlinuz-* 2>/dev/null | head -1 || true)
 if [ -z "$vmlinuz" ]; then
 	echo "vm: downloading $kpkg"
