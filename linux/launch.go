@@ -477,7 +477,7 @@ func (ln *launcher) startError(err error) error {
 		return &enforce.UnsupportedFeatureError{
 			Feature: "user namespaces",
 			Need:    "moat runs nothing unconfined; --best-effort runs the command with Landlock and seccomp only, and says what that leaves out",
-			Err:     errors.Join(enforce.ErrNoUserNamespace, err),
+			Err:     fmt.Errorf("%w: %w", enforce.ErrNoUserNamespace, err),
 		}
 	}
 	return fmt.Errorf("start the sandbox: %w", err)

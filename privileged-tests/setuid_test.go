@@ -139,7 +139,10 @@ func TestSetuidFiles(t *testing.T) {
 			}
 			reset(t)
 			base := f.direct(args...)
-			if !base.escaped() {
+			if !base.escaped() && strings.Contains(base.out, "Function not implemented") {
+				// fchmodat2 is Linux 6.6's: an older kernel has no such call to attack with.
+				t.Skipf("this kernel lacks the call: %s", base.out)
+			} else if !base.escaped() {
 				t.Errorf("the attack must work without moat (or this test cannot detect an escape): %s\n%s", tc.name, base.out)
 			}
 			reset(t)

@@ -10,6 +10,11 @@
 #
 #   bash privileged-tests/vm/run.sh [-run REGEXP]
 #
+# MOAT_VM_FULL=1 adds what the rest of the attack suite execs (for
+# -run . : python3 and its standard library, curl, git's helpers in
+# /usr/lib/git-core, GNU coreutils/findutils/grep/sed, gcc for
+# TestInterruptedSetup), ~150 MB more in RAM, and gives the machine 4 GiB.
+#
 # Needs: qemu-system-x86, cpio, busybox-static (make test-vm installs
 # them), the kernel (downloaded here with apt-get into $MOAT_VM_CACHE,
 # default /var/cache/moat-vm as root, ~/.cache/moat-vm otherwise), Go to
@@ -63,7 +68,7 @@ chmod 1777 "$r/tmp" "$r/var/tmp"
 
 # Binaries from this machine, with the libraries they load.
 libs() {
-	ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do
+	{ ldd "$1" 2>/dev/null || true; } | { grep -oE '/[^ ]+' || true; } | while read -r lib; do
 		[ -e "$r$lib" ] || { mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; }
 	done
 }
@@ -77,6 +82,43 @@ copy() {
 }
 copy bash setpriv git mount umount unshare install
 mkdir -p "$r/usr/share/git-core" && cp -a /usr/share/git-core/templates "$r/usr/share/git-core/"
+# pkg PACKAGE [EXCLUDE-ERE]: the package's files and symlinks as installed
+# here (dpkg -L), each ELF file with the libraries it loads.
+pkg() {
+	dpkg -L "$1" | { if [ -n "${2:-}" ]; then grep -vE "$2"; else cat; fi; } | while read -r f; do
+		{ [ -f "$f" ] || [ -L "$f" ]; } || continue
+		[ -e "$r$f" ] || [ -L "$r$f" ] && continue
+		mkdir -p "$r$(dirname "$f")"
+		cp -a "$f" "$r$f"
+		[ -L "$f" ] || ! head -c4 "$f" | grep -q ELF || libs "$f"
+	done
+}
+mem=3072 limit=1500
+if [ "${MOAT_VM_FULL:-}" = 1 ]; then
+	mem=4096 limit=3600
+	# GNU tools before busybox's applets, as on Debian.
+	for p in coreutils findutils grep sed diffutils util-linux procps; do pkg "$p" '/share/(man|doc|locale|info|bash-completion|lintian)/'; done
+	copy curl
+	# Debian's python3 (not a pyenv shim earlier in PATH), a symlink to
+	# python3.11: the library directory is named for the version.
+	py=$(readlink -f /usr/bin/python3); pyv=$(basename "$py")
+	cp "$py" "$r/usr/bin/$pyv" && ln -sf "$pyv" "$r/usr/bin/python3"
+	libs "$py"
+	(cd "/usr/lib/$pyv" && find . \( -name test -o -name tests -o -name idlelib -o -name tkinter -o -name turtledemo \
+		-o -name ensurepip -o -name lib2to3 -o -name 'config-*' -o -name site-packages -o -name dist-packages \) -prune -o -print |
+		cpio -pdm --quiet "$r/usr/lib/$pyv")
+	for f in "$r/usr/lib/$pyv"/lib-dynload/*.so; do libs "$f"; done
+	# git's helpers (git-upload-pack, git-remote-http, ...) and what they load.
+	cp -a /usr/lib/git-core "$r/usr/lib/"
+	find /usr/lib/git-core -type f | while read -r f; do head -c4 "$f" | grep -q ELF && libs "$f"; done
+	# cc: gcc, cc1, as, ld, crt files, headers, libc.a for -static.
+	gccv=$(gcc -dumpversion)
+	for p in "gcc-$gccv" "cpp-$gccv" "libgcc-$gccv-dev" binutils-x86-64-linux-gnu libc6-dev linux-libc-dev libcrypt-dev; do
+		pkg "$p" '/share/|lto1|lto-dump|/lib(a|l|t|ub|hwa)san|libitm|libatomic|libgomp|libquadmath|libcc1|/plugin/'
+	done
+	for t in gcc cc as ld; do ln -sf "$(readlink -f "$(command -v $t)")" "$r/usr/bin/$t"; done
+	[ -e "$r/usr/bin/cpp" ] || ln -sf "cpp-$gccv" "$r/usr/bin/cpp"
+fi
 cp /bin/busybox "$r/usr/bin/busybox"
 for a in $(/bin/busybox --list); do
 	[ -e "$r/usr/bin/$a" ] || ln -s busybox "$r/usr/bin/$a"
@@ -123,8 +165,8 @@ chmod 755 "$work/ir/init"
 
 accel="-accel tcg,thread=multi -cpu max"
 log=$work/console.log
-echo "vm: booting $(basename "$vmlinuz") (pure cgroup v2), tests: $run_re"
-timeout 1500 qemu-system-x86_64 $accel -m 3072 -smp 2 -nographic -no-reboot \
+echo "vm: booting $(basename "$vmlinuz") (pure cgroup v2, initramfs $(($(stat -c %s "$work/initrd.gz") >> 20)) MiB, root $(du -sm "$work/ir" | cut -f1) MiB), tests: $run_re"
+timeout ${MOAT_VM_TIMEOUT:-$limit} qemu-system-x86_64 $accel -m $mem -smp 2 -nographic -no-reboot \
 	-kernel "$vmlinuz" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 quiet panic=-1 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1" </dev/null 2>&1 | tee "$log" | grep -v '^\s*$' || true
 rc=$(grep -aoE 'MOAT-VM-RESULT [0-9]+' "$log" | tail -1 | awk '{print $2}')
