@@ -202,6 +202,9 @@ var kernelFS = map[int64]string{
 	unix.TRACEFS_MAGIC: "tracefs", unix.SECURITYFS_MAGIC: "securityfs", unix.EFIVARFS_MAGIC: "efivarfs",
 	unix.PSTOREFS_MAGIC: "pstore", unix.BINFMTFS_MAGIC: "binfmt_misc", unix.DEVPTS_SUPER_MAGIC: "devpts",
 	unix.NSFS_MAGIC: "nsfs", 0x62656570: "configfs", 0x65735543: "fusectl",
+	// The host's IPC namespace's message queues (the sandbox has its own),
+	// huge pages (counted apart from memory.max), Android's binder.
+	0x19800202: "mqueue", unix.HUGETLBFS_MAGIC: "hugetlbfs", 0x6c6f6f70: "binder",
 }
 
 // kernelWriteRoots refuses a writable root on a kernel filesystem
@@ -233,7 +236,7 @@ var kernelFSNames = map[string]bool{
 	"proc": true, "sysfs": true, "cgroup": true, "cgroup2": true, "bpf": true, "debugfs": true,
 	"tracefs": true, "securityfs": true, "efivarfs": true, "pstore": true, "binfmt_misc": true,
 	"devpts": true, "nsfs": true, "configfs": true, "fusectl": true, "rpc_pipefs": true, "nfsd": true,
-	"resctrl": true, "selinuxfs": true, "smackfs": true,
+	"resctrl": true, "selinuxfs": true, "smackfs": true, "mqueue": true, "hugetlbfs": true, "binder": true,
 }
 
 // kernelMountsUnder lists the host's kernel filesystems mounted below a

@@ -157,12 +157,22 @@ func TestKernelMountsInWritableRoot(t *testing.T) {
 	t.Cleanup(func() { unix.Unmount(cg, unix.MNT_DETACH) })
 	must(t, unix.Mount("proc", p, "proc", 0, ""))
 	t.Cleanup(func() { unix.Unmount(p, unix.MNT_DETACH) })
+	// The host's message queues (the sandbox has an IPC namespace of its
+	// own): a queue made through this mount was the host's (found by an
+	// attack pass).
+	mq := filepath.Join(w, "mq")
+	must(t, os.MkdirAll(mq, 0o755))
+	must(t, unix.Mount("none", mq, "mqueue", 0, ""))
+	t.Cleanup(func() { unix.Unmount(mq, unix.MNT_DETACH) })
+	queue := filepath.Join(mq, fmt.Sprintf("moat-test-%d", time.Now().UnixNano()))
+	t.Cleanup(func() { os.Remove(queue) })
 
 	// Leave the run's cgroup for the hierarchy's root; write a sysctl (its
 	// own value back: the host is not changed).
 	knob := p + "/sys/vm/swappiness"
 	script := "echo $$ > " + cg + "/cgroup.procs && grep -qx '0::/' /proc/self/cgroup && echo ESCAPED-CGROUP; " +
-		"v=$(cat " + knob + ") && echo $v > " + knob + " && echo ESCAPED-SYSCTL; cat /proc/self/cgroup"
+		"v=$(cat " + knob + ") && echo $v > " + knob + " && echo ESCAPED-SYSCTL; " +
+		"touch " + queue + "; [ -e " + queue + " ] && echo ESCAPED-MQUEUE; cat /proc/self/cgroup"
 	for _, argv := range [][]string{
 		{"run", "--settings", f.settings, "--write", w, "--", "/bin/sh", "-c", script},
 		{"run", "--settings", f.settings, "--write", "/", "--", "/bin/sh", "-c", script},
@@ -179,10 +189,18 @@ func TestKernelMountsInWritableRoot(t *testing.T) {
 		if !strings.Contains(got.out, "0::/") {
 			t.Errorf("--write %s: the command did not run under moat (exit %d):\n%s", argv[4], got.code, got.out)
 		}
+		// The git audit does not walk a kernel filesystem (it read the
+		// proc mount's process directories and warned about each).
+		if strings.Contains(got.out, "/fdinfo") {
+			t.Errorf("--write %s: the git audit walked a proc mount:\n%s", argv[4], got.out)
+		}
+	}
+	if _, err := os.Stat(queue); err == nil {
+		t.Errorf("ESCAPE under moat: the command made a message queue of the host's (%s)", queue)
 	}
 	base := f.exec("/bin/sh", "-c", script)
-	if !strings.Contains(base.out, "ESCAPED-CGROUP") || !strings.Contains(base.out, "ESCAPED-SYSCTL") {
-		t.Errorf("without moat root moves itself and writes the sysctl (or this test cannot fail):\n%s", base.out)
+	if !strings.Contains(base.out, "ESCAPED-CGROUP") || !strings.Contains(base.out, "ESCAPED-SYSCTL") || !strings.Contains(base.out, "ESCAPED-MQUEUE") {
+		t.Errorf("without moat root moves itself, writes the sysctl and makes a queue (or this test cannot fail):\n%s", base.out)
 	}
 
 	// The no-namespace tier refuses such a root, and /.

@@ -356,8 +356,9 @@ func (a *auditor) walkRoot(root string) error {
 	pre := prestat(a.cache)
 	type item struct {
 		dir     string
-		fresh   bool // put where it is during the run, with all it holds
-		objects bool // a repository's objects directory
+		fresh   bool   // put where it is during the run, with all it holds
+		objects bool   // a repository's objects directory
+		dev     uint64 // its parent's device: another one is a mount point
 	}
 	queue := []item{{dir: root}}
 	for len(queue) > 0 {
@@ -380,8 +381,11 @@ func (a *auditor) walkRoot(root string) error {
 		if !fi.IsDir() {
 			continue
 		}
-		a.reach(dir)
 		id := idOf(fi)
+		if it.dev != 0 && id.dev != it.dev && kernelFS(dir) {
+			continue // a kernel filesystem mounted here (a chroot's proc): no git state
+		}
+		a.reach(dir)
 		fresh := it.fresh || dir != root && a.movedIn(dir, id)
 		if fresh {
 			a.fresh[dir] = true
@@ -407,7 +411,7 @@ func (a *auditor) walkRoot(root string) error {
 				continue // read from its repository; git's own objects
 			}
 			queue = append(queue, item{dir: filepath.Join(dir, s), fresh: fresh,
-				objects: s == "objects" && d.flags&flagHEAD != 0})
+				objects: s == "objects" && d.flags&flagHEAD != 0, dev: id.dev})
 		}
 	}
 	next.save(a.o.CacheDir)

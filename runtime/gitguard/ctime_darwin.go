@@ -11,3 +11,6 @@ func ctimeNS(st *syscall.Stat_t) int64 { return st.Ctimespec.Nano() }
 // change. APFS stamps with the kernel's nanosecond clock; the margin
 // covers a filesystem that stamps from a coarser one.
 func coarseTick() time.Duration { return 10 * time.Millisecond }
+
+// kernelFS: no kernel filesystem to skip here.
+func kernelFS(string) bool { return false }

@@ -22,3 +22,21 @@ func coarseTick() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
+
+// kernelFS reports a directory on a kernel filesystem (proc, sysfs,
+// cgroups, ...): it holds no git state a command could have left, and its
+// process directories are not the auditor's to read (a writable root that
+// holds /proc, --write /, made every audit walk and warn about it).
+func kernelFS(dir string) bool {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case 0x9fa0 /* proc */, 0x62656572 /* sysfs */, 0x27e0eb /* cgroup */, 0x63677270, /* cgroup2 */
+		0xcafe4a11 /* bpf */, 0x64626720 /* debugfs */, 0x74726163 /* tracefs */, 0x73636673, /* securityfs */
+		0x1cd1 /* devpts */, 0x19800202 /* mqueue */, 0x6e736673 /* nsfs */, 0x6165676c /* pstore */, 0xde5e81e4 /* efivarfs */ :
+		return true
+	}
+	return false
+}

@@ -22,3 +22,6 @@ func idOf(fi fs.FileInfo) fileID {
 
 // coarseTick: no change times here (every file counts as changed).
 func coarseTick() time.Duration { return 0 }
+
+// kernelFS: no kernel filesystem to skip here.
+func kernelFS(string) bool { return false }
