@@ -839,7 +839,11 @@ func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
 	// from a unix one). In the sandbox's own network namespace a unix
 	// server listens, and so could a TCP one, reachable from inside only.
 	noListen := !pol.Net.AllowLocalBinding && (!unixOK || pol.Net.Shared || nons)
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen}
+	// As root without a mount namespace nothing but seccomp keeps the
+	// command from changing the modes, owners, times and attributes of the
+	// system's files (they are root's; Landlock does not govern these calls).
+	noMeta := nons && os.Geteuid() == 0
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

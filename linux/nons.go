@@ -44,6 +44,15 @@ func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []e
 	default:
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkUDP, Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly; TCP reaches any host on the proxy's two ports (Landlock confines TCP by port, not by address)"})
 	}
+	if os.Geteuid() != 0 {
+		// (As root the filter refuses these calls everywhere: root owns
+		// the system's files.)
+		trunc := ""
+		if abi < 3 {
+			trunc = ", and truncate(2) (Landlock ABI < 3)"
+		}
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "modes, times and extended attributes of this user's own files outside the writable paths: Landlock does not govern chmod, utimes or setxattr" + trunc + "; the changes are reported, not refused"})
+	}
 	if abi < 6 {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
 	}

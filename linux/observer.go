@@ -51,6 +51,10 @@ type observer struct {
 	also *atomic.Int64
 	// dirs resolves the directories of reported paths (this launch's).
 	dirs *resolver
+	// noMetadata: the filter refuses seccomp.MetadataSyscalls (root
+	// without a mount namespace); they arrive here to be reported, and
+	// are refused.
+	noMetadata bool
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -161,6 +165,21 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
 		return unix.EPERM, false
 	}
+	if o.noMetadata && isMetadata(name) {
+		target := ""
+		if pa := pathArgs[name]; len(pa) > 0 {
+			if raw, ok := readString(int(n.pid), n.args[pa[0][1]]); ok {
+				dirfd := unix.AT_FDCWD
+				if pa[0][0] >= 0 {
+					dirfd = int(int32(n.args[pa[0][0]]))
+				}
+				target = o.resolve(int(n.pid), dirfd, raw)
+			}
+		}
+		o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: target,
+			Rule: "as root without a mount namespace, no file's mode, owner, times or attributes may change (Landlock does not govern these calls)", Pid: int(n.pid)})
+		return unix.EPERM, false
+	}
 	if _, write := pathArgs[name]; !write {
 		// Every other notified syscall is one the filter refuses (and one
 		// the observer does not know by name fails closed too).
@@ -179,6 +198,15 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	}
 	o.observeWrite(n, name)
 	return 0, true
+}
+
+func isMetadata(name string) bool {
+	for _, m := range seccomp.MetadataSyscalls {
+		if m == name {
+			return true
+		}
+	}
+	return name == "setxattrat" || name == "removexattrat"
 }
 
 // familyName names a socket family (and the netlink protocol).
@@ -375,6 +403,10 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.Denied {
 		add(d)
 	}
+	for _, d := range seccomp.MetadataSyscalls {
+		add(d)
+	}
+	m[452], m[463], m[466] = "fchmodat2", "setxattrat", "removexattrat"
 	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)

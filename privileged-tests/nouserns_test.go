@@ -229,3 +229,48 @@ func TestFailedLaunchLeavesNothing(t *testing.T) {
 		t.Fatalf("a failed launch left a temporary directory: %v", tmpAfter)
 	}
 }
+
+// Without a mount namespace, Landlock does not govern chmod, chown,
+// utimes or extended attributes: as root the command changed the mode of
+// any file of root's (chmod 0666 of a 0600 file outside the policy, as
+// /etc/shadow would be: found by this project's review). As root moat's
+// filter refuses them everywhere; as a user moat says they are not
+// enforced on the user's own files.
+func TestNoUsernsFileMetadata(t *testing.T) {
+	f := newFixture(t)
+	victim := filepath.Join(f.outside, "meta-victim")
+	reset := func() {
+		must(t, os.WriteFile(victim, []byte(targetText), 0o600))
+		must(t, os.Chmod(victim, 0o600))
+	}
+	reset()
+	script := "chmod 666 " + victim + "; touch -d 2000-01-01 " + victim + "; stat -c '%a %Y' " + victim
+	if !root() {
+		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+		if !strings.Contains(got.out, "not enforced: file-metadata") {
+			t.Errorf("as a user, the no-namespace tier must say modes and times of the user's files are not enforced (exit %d):\n%s", got.code, got.out)
+		}
+		return
+	}
+	got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+	fi, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
+		t.Errorf("ESCAPE: as root in the no-namespace tier the command changed %s (mode %o, time %v):\n%s", victim, fi.Mode().Perm(), fi.ModTime(), got.out)
+	}
+	if !strings.Contains(got.out, "deny file-fchmodat") {
+		t.Errorf("the refusal must be reported (exit %d):\n%s", got.code, got.out)
+	}
+	// moat's own TMPDIR is writable, its files' modes are refused too: the
+	// tier says so, and plain writes there still work.
+	if r := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", "echo x > $TMPDIR/f && cat $TMPDIR/f"); r.code != 0 {
+		t.Errorf("writes in the run's TMPDIR must still work (exit %d):\n%s", r.code, r.out)
+	}
+	reset()
+	base := f.exec("/bin/sh", "-c", script)
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Errorf("without moat root changes the mode (or this test cannot fail): %v %v\n%s", fi, err, base.out)
+	}
+}

@@ -38,7 +38,26 @@ type Options struct {
 	// not allowed, or the command shares the host's network (there, unix
 	// socket servers need allowLocalBinding too).
 	NoListen bool
+	// NoMetadata refuses every call that changes a file's mode, owner,
+	// times or extended attributes, and truncate(2) by path: for root
+	// without a mount namespace (the no-namespace tier), where Landlock
+	// governs none of them and root owns the system's files (chmod 0666
+	// /etc/shadow worked: found by this project's review).
+	NoMetadata bool
 }
+
+// MetadataSyscalls are the calls NoMetadata refuses.
+var MetadataSyscalls = []string{
+	"chmod", "fchmod", "fchmodat", "fchmodat2",
+	"chown", "fchown", "lchown", "fchownat",
+	"utime", "utimes", "futimesat", "utimensat",
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+	"truncate",
+}
+
+// metadataNrs are the x86-64 numbers of the MetadataSyscalls an older
+// libseccomp may not know by name.
+var metadataNrs = map[string]int{"fchmodat2": 452, "setxattrat": 463, "removexattrat": 466}
 
 // Denied syscalls answer EPERM: they would let the command leave the
 // sandbox or reach the kernel's most attacked surfaces.

@@ -30,7 +30,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -313,6 +313,22 @@ func (b *builder) notifyWrites(o Options) error {
 			if err := b.add(w.Name, lsc.ActNotify, append([]lsc.ScmpCondition{masked(uint(w.FlagArg), fl, fl)}, conds...)...); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// denyMetadata: see Options.NoMetadata. Unconditional rules, added last:
+// they replace the conditional ones of denyFileModes and notifyWrites for
+// the same calls (the answer is the same refusal, reported with Notify).
+func (b *builder) denyMetadata(o Options) error {
+	if !o.NoMetadata {
+		return nil
+	}
+	names := append(append([]string(nil), MetadataSyscalls...), "setxattrat", "removexattrat")
+	for _, name := range names {
+		if err := b.addNr(name, metadataNrs[name], b.deny); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -299,6 +299,10 @@ const (
 	// ProtectionLandlockScoping: signals and abstract sockets of host
 	// processes (Landlock ABI < 6).
 	ProtectionLandlockScoping Protection = "landlock-scoping"
+	// ProtectionFileMetadata: modes, times and extended attributes of the
+	// user's own files outside the writable paths (the no-namespace tier:
+	// Landlock does not govern chmod, utimes, setxattr).
+	ProtectionFileMetadata Protection = "file-metadata"
 	// ProtectionHiddenListing: hidden directories can be listed.
 	ProtectionHiddenListing Protection = "hidden-listing"
 	// ProtectionUsernsSysctl: user.max_user_namespaces=0 inside (seccomp
