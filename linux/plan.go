@@ -292,7 +292,7 @@ func kernelMountTable() ([]kernelMount, error) {
 	defer mountTable.Unlock()
 	if mountTable.fd > 0 {
 		pfd := []unix.PollFd{{Fd: int32(mountTable.fd), Events: unix.POLLPRI}}
-		if n, err := unix.Poll(pfd, 0); err == nil && n == 0 {
+		if n, err := sys.RetryValue(func() (int, error) { return unix.Poll(pfd, 0) }); err == nil && n == 0 {
 			return mountTable.mounts, nil
 		}
 		if _, err := unix.Seek(mountTable.fd, 0, 0); err != nil {
@@ -310,10 +310,7 @@ func kernelMountTable() ([]kernelMount, error) {
 	var b []byte
 	buf := make([]byte, 16<<10)
 	for {
-		n, err := unix.Read(mountTable.fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := sys.RetryValue(func() (int, error) { return unix.Read(mountTable.fd, buf) })
 		if err != nil {
 			unix.Close(mountTable.fd)
 			mountTable.fd = 0
