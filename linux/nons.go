@@ -51,12 +51,27 @@ func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []e
 		if abi < 3 {
 			trunc = ", and truncate(2) (Landlock ABI < 3)"
 		}
-		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "modes, times and extended attributes of this user's own files outside the writable paths: Landlock does not govern chmod, utimes or setxattr" + trunc + "; the changes are reported, not refused"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "modes, times, extended attributes and inode flags of this user's own files outside the writable paths: Landlock does not govern chmod, utimes, setxattr or chattr" + trunc + "; they can change (chmod is reported)"})
 	}
 	if abi < 6 {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
 	}
 	return out
+}
+
+// nonsDevs are the nodes of the host's /dev a command reads in the
+// no-namespace tier (the rest of /dev is hidden: see landlock).
+var nonsDevs = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// nonsReadView is v with the host's /dev hidden but for nonsDevs.
+func nonsReadView(v *view) *view {
+	c := *v
+	c.denyRead = append(append([]rule(nil), v.denyRead...), rule{path: "/dev", source: "the host's /dev (no mount namespace)"})
+	c.allowRead = append([]rule(nil), v.allowRead...)
+	for _, d := range nonsDevs {
+		c.allowRead = append(c.allowRead, rule{path: d, source: "a harmless device"})
+	}
+	return &c
 }
 
 // readRules computes Landlock read rules that hide denyRead without a mount

@@ -157,8 +157,8 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set":
-		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1 (or every process of a user)",
-			Rule: "the sandbox's init keeps its limits, priority and CPUs", Pid: int(n.pid)})
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (without namespaces) another process",
+			Rule: "the sandbox's init, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "ioctl":
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),

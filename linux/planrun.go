@@ -293,8 +293,12 @@ func (ln *launcher) landlock(p *nsinit.Plan) {
 	var readDirs, readTrees []string
 	if ln.nons {
 		// Without a mount namespace Landlock does the hiding (reads) and
-		// the network confinement (TCP to the proxy only).
-		readDirs, readTrees = readRules(ln.fp.view)
+		// the network confinement (TCP to the proxy only). The host's
+		// /dev is hidden but for the harmless nodes: its terminals (other
+		// sessions' keystrokes), block devices (a disk read raw holds
+		// every denyRead file), and /dev/shm (other processes' shared
+		// memory) were readable, found by an attack pass.
+		readDirs, readTrees = readRules(nonsReadView(ln.fp.view))
 		if len(readDirs) > 0 {
 			fsMask |= llReadFile | llReadDir
 		}
@@ -331,10 +335,20 @@ func (ln *launcher) landlock(p *nsinit.Plan) {
 	if abi >= 3 {
 		devFile |= llTruncate
 	}
-	for _, d := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"} {
+	devs := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"}
+	if ln.nons {
+		// The host's /dev/pts holds every terminal of the host (its own,
+		// fds 0-2, are reopened through the stdio rule), and /dev/shm is
+		// the host's shared memory: neither is writable without a mount
+		// namespace.
+		devs = devs[:4]
+	}
+	for _, d := range devs {
 		p.LandlockPath(d, devFile, 0)
 	}
-	p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
+	if !ln.nons {
+		p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
+	}
 	if !ln.nons {
 		// (Without namespaces /proc is the host's, and a root command
 		// could write its kernel knobs: nothing there.)

@@ -3,13 +3,16 @@
 package privtests
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"golang.org/x/sys/unix"
@@ -272,5 +275,61 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 	base := f.exec("/bin/sh", "-c", script)
 	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o666 {
 		t.Errorf("without moat root changes the mode (or this test cannot fail): %v %v\n%s", fi, err, base.out)
+	}
+}
+
+// Without namespaces the host's /dev and processes are the command's to
+// see: it read and wrote other terminals (another session's keystrokes),
+// read and wrote the host's shared memory, and lowered the limits of the
+// supervisor (its git audit then failed to open anything), of its init
+// (processes outlived the run) and of any host process of its uid (found
+// by an attack pass). Each must fail under moat and work without it.
+func TestNoUsernsHostDevicesAndProcesses(t *testing.T) {
+	f := newFixture(t)
+	// A terminal of the host's, this user's.
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := fmt.Sprintf("/dev/pts/%d", n)
+	// Shared memory of the host's, this user's.
+	shm := fmt.Sprintf("/dev/shm/moat-test-%d", time.Now().UnixNano())
+	must(t, os.WriteFile(shm, []byte(secretText), 0o600))
+	t.Cleanup(func() { os.Remove(shm) })
+	// A process of the host's, this user's.
+	victim := exec.Command("sleep", "30")
+	must(t, victim.Start())
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	pid := strconv.Itoa(victim.Process.Pid)
+
+	script := "timeout 2 head -c 1 " + pts + " </dev/null >/dev/null 2>&1; [ $? -eq 124 ] && echo ESCAPED-PTS-READ; " +
+		"echo typed > " + pts + " && echo ESCAPED-PTS-WRITE; " +
+		"grep -q " + secretText + " " + shm + " && echo ESCAPED-SHM-READ; " +
+		"echo x >> " + shm + " && echo ESCAPED-SHM-WRITE; " +
+		"prlimit --pid " + pid + " --nofile=3:3 && echo ESCAPED-PRLIMIT; " +
+		"prlimit --nofile=512:512 && echo OWN-LIMIT-OK"
+	got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Errorf("ESCAPE in the no-namespace tier:\n%s", got.out)
+	}
+	if !strings.Contains(got.out, "OWN-LIMIT-OK") {
+		t.Errorf("the command must still set its own limits (exit %d):\n%s", got.code, got.out)
+	}
+	if b, _ := os.ReadFile("/proc/" + pid + "/limits"); !strings.Contains(string(b), "Max open files") || strings.Contains(string(b), "Max open files            3 ") {
+		t.Errorf("the host process's limit changed:\n%s", b)
+	}
+	base := f.exec("/bin/sh", "-c", script)
+	for _, want := range []string{"ESCAPED-PTS-READ", "ESCAPED-PTS-WRITE", "ESCAPED-SHM-READ", "ESCAPED-SHM-WRITE", "ESCAPED-PRLIMIT"} {
+		if !strings.Contains(base.out, want) {
+			t.Errorf("without moat the same user gets %s (or this test cannot fail):\n%s", want, base.out)
+		}
 	}
 }

@@ -38,7 +38,8 @@ func TestFilterGolden(t *testing.T) {
 		{AllowUnix: true, UnixBroker: true, Notify: true},
 		{NoListen: true}, {NoListen: true, Notify: true}, {NoListen: true, AllowUnix: true},
 		{NoListen: true, UnixBroker: true, Notify: true},
-		{NoListen: true, NoMetadata: true}, {NoListen: true, NoMetadata: true, Notify: true},
+		{NoListen: true, NoMetadata: true, NoNamespaces: true}, {NoListen: true, NoMetadata: true, NoNamespaces: true, Notify: true},
+		{NoListen: true, NoNamespaces: true, Notify: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

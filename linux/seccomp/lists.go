@@ -44,6 +44,14 @@ type Options struct {
 	// governs none of them and root owns the system's files (chmod 0666
 	// /etc/shadow worked: found by this project's review).
 	NoMetadata bool
+	// NoNamespaces (the no-namespace tier): the command shares the host's
+	// pid namespace, so the sandbox's init and the supervisor are not pid
+	// 1: no limit, priority, CPU or I/O class of any process but the
+	// caller itself may change (prlimit --pid of the supervisor to no
+	// descriptors turned its git audit off, and of init left processes
+	// behind; as root, any host process's limits: found by an attack
+	// pass).
+	NoNamespaces bool
 }
 
 // MetadataSyscalls are the calls NoMetadata refuses.
@@ -57,7 +65,11 @@ var MetadataSyscalls = []string{
 
 // metadataNrs are the x86-64 numbers of the MetadataSyscalls an older
 // libseccomp may not know by name.
-var metadataNrs = map[string]int{"fchmodat2": 452, "setxattrat": 463, "removexattrat": 466}
+var metadataNrs = map[string]int{"fchmodat2": 452, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469}
+
+// inodeFlagIoctls set a file's inode flags (chattr) and its extended
+// attributes' flags: refused with NoMetadata.
+var inodeFlagIoctls = []uint64{0x40086602 /* FS_IOC_SETFLAGS */, 0x40046602 /* FS_IOC32_SETFLAGS */, 0x401c5820 /* FS_IOC_FSSETXATTR */}
 
 // Denied syscalls answer EPERM: they would let the command leave the
 // sandbox or reach the kernel's most attacked surfaces.

@@ -30,7 +30,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata, b.denyOtherProcesses} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -325,9 +325,41 @@ func (b *builder) denyMetadata(o Options) error {
 	if !o.NoMetadata {
 		return nil
 	}
-	names := append(append([]string(nil), MetadataSyscalls...), "setxattrat", "removexattrat")
+	names := append(append([]string(nil), MetadataSyscalls...), "setxattrat", "removexattrat", "file_setattr")
 	for _, name := range names {
 		if err := b.addNr(name, metadataNrs[name], b.deny); err != nil {
+			return err
+		}
+	}
+	for _, req := range inodeFlagIoctls {
+		if err := b.add("ioctl", b.deny, masked(1, 0xffffffff, req)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// denyOtherProcesses: see Options.NoNamespaces. A pid (or who) of 0 is the
+// caller; prlimit64 with no new limit only reads.
+func (b *builder) denyOtherProcesses(o Options) error {
+	if !o.NoNamespaces {
+		return nil
+	}
+	notZero := func(arg uint) lsc.ScmpCondition {
+		c, err := lsc.MakeCondition(arg, lsc.CompareNotEqual, 0)
+		if err != nil {
+			panic(err) // only with an invalid operator or argument index
+		}
+		return c
+	}
+	if err := b.add("prlimit64", b.deny, notZero(0), notZero(2)); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		name string
+		arg  uint
+	}{{"sched_setaffinity", 0}, {"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0}, {"setpriority", 1}, {"ioprio_set", 1}} {
+		if err := b.add(r.name, b.deny, notZero(r.arg)); err != nil {
 			return err
 		}
 	}
