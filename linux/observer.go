@@ -55,6 +55,13 @@ type observer struct {
 	// without a mount namespace); they arrive here to be reported, and
 	// are refused.
 	noMetadata bool
+	// nonsUser: the no-namespace tier as a user. A path-based change of a
+	// mode, owner, times or attributes (which Landlock does not govern)
+	// outside the writable paths is refused when the observer sees it
+	// there; the kernel resolves the path again after the answer, so a
+	// command that races (a symlink swapped, its memory rewritten) can
+	// still change the user's own files: the tier says so.
+	nonsUser bool
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -179,6 +186,21 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: target,
 			Rule: "as root without a mount namespace, no file's mode, owner, times or attributes may change (Landlock does not govern these calls)", Pid: int(n.pid)})
 		return unix.EPERM, false
+	}
+	if o.nonsUser && isMetadata(name) {
+		if pa := pathArgs[name]; len(pa) > 0 {
+			if raw, ok := readString(int(n.pid), n.args[pa[0][1]]); ok && raw != "" {
+				dirfd := unix.AT_FDCWD
+				if pa[0][0] >= 0 {
+					dirfd = int(int32(n.args[pa[0][0]]))
+				}
+				p := o.resolve(int(n.pid), dirfd, raw)
+				if ok, why := o.view.writable(p); p != "" && !ok && !within(p, "/proc") && !within(p, "/dev") {
+					o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: p, Rule: why, Pid: int(n.pid)})
+					return unix.EPERM, false
+				}
+			}
+		}
 	}
 	if _, write := pathArgs[name]; !write {
 		// Every other notified syscall is one the filter refuses (and one

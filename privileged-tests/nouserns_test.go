@@ -249,9 +249,24 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 	reset()
 	script := "chmod 666 " + victim + "; touch -d 2000-01-01 " + victim + "; stat -c '%a %Y' " + victim
 	if !root() {
+		// As a user: a chmod by path outside the writable paths is
+		// refused when moat sees it there (a racing command can get past
+		// the check, which the tier says on every run).
 		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
 		if !strings.Contains(got.out, "not enforced: file-metadata") {
 			t.Errorf("as a user, the no-namespace tier must say modes and times of the user's files are not enforced (exit %d):\n%s", got.code, got.out)
+		}
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("ESCAPE: a plain chmod outside the writable paths changed %s: %v %v\n%s", victim, fi, err, got.out)
+		}
+		inside := filepath.Join(f.work, "script.sh")
+		must(t, os.WriteFile(inside, []byte("true\n"), 0o644))
+		if r := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "chmod", "+x", inside); r.code != 0 {
+			t.Errorf("chmod +x inside the writable paths must work (exit %d):\n%s", r.code, r.out)
+		}
+		reset()
+		if base := f.exec("chmod", "666", victim); base.code != 0 {
+			t.Errorf("without moat the user changes its own file's mode (or this test cannot fail):\n%s", base.out)
 		}
 		return
 	}
