@@ -228,7 +228,7 @@ func isMetadata(name string) bool {
 			return true
 		}
 	}
-	return name == "setxattrat" || name == "removexattrat"
+	return name == "setxattrat" || name == "removexattrat" || name == "file_setattr"
 }
 
 // familyName names a socket family (and the netlink protocol).
@@ -271,6 +271,7 @@ var pathArgs = map[string][][2]int{
 	"chown": {{-1, 0}}, "lchown": {{-1, 0}}, "fchownat": {{0, 1}},
 	"utime": {{-1, 0}}, "utimes": {{-1, 0}}, "futimesat": {{0, 1}},
 	"setxattr": {{-1, 0}}, "lsetxattr": {{-1, 0}}, "removexattr": {{-1, 0}}, "lremovexattr": {{-1, 0}},
+	"setxattrat": {{0, 1}}, "removexattrat": {{0, 1}}, "file_setattr": {{0, 1}},
 	// Counted, not reported: the file is one the command opened already.
 	"fchmod": {}, "fchown": {}, "fsetxattr": {}, "fremovexattr": {},
 }
@@ -428,7 +429,7 @@ var syscallNames = func() map[int]string {
 	for _, d := range seccomp.MetadataSyscalls {
 		add(d)
 	}
-	m[452], m[463], m[466] = "fchmodat2", "setxattrat", "removexattrat"
+	m[452], m[463], m[466], m[469] = "fchmodat2", "setxattrat", "removexattrat", "file_setattr"
 	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)

@@ -304,7 +304,7 @@ func (b *builder) notifyWrites(o Options) error {
 			conds = append(conds, masked(uint(arg), setIDBits, 0))
 		}
 		if w.FlagArg < 0 {
-			if err := b.add(w.Name, lsc.ActNotify, conds...); err != nil {
+			if err := b.addNr(w.Name, metadataNrs[w.Name], lsc.ActNotify, conds...); err != nil {
 				return err
 			}
 			continue
