@@ -20,7 +20,11 @@ buf = ctypes.create_string_buffer(val)
 class A(ctypes.Structure):
     _fields_ = [("value", ctypes.c_uint64), ("size", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
 a = A(ctypes.addressof(buf), len(val), 0)
-r = libc.syscall(463, -100, sys.argv[1].encode(), 0, b"user.moat", ctypes.byref(a), ctypes.sizeof(a))
+# (Every argument as a full register: an int leaves the upper half of a
+# variadic argument undefined, and the kernel reads size as 64 bits.)
+libc.syscall.restype = ctypes.c_long
+r = libc.syscall(ctypes.c_long(463), ctypes.c_long(-100), ctypes.c_char_p(sys.argv[1].encode()), ctypes.c_ulong(0),
+                 ctypes.c_char_p(b"user.moat"), ctypes.byref(a), ctypes.c_size_t(ctypes.sizeof(a)))
 e = ctypes.get_errno()
 if r == 0:
     print("ESCAPED")
