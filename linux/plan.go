@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
@@ -337,29 +337,10 @@ func kernelMountTable() ([]kernelMount, error) {
 		if len(f) < 5 {
 			continue
 		}
-		mounts = append(mounts, kernelMount{path: unescapeOctal(string(f[4])), fstype: string(fstype)})
+		mounts = append(mounts, kernelMount{path: cgroup.UnescapeMountinfo(string(f[4])), fstype: string(fstype)})
 	}
 	mountTable.mounts = mounts
 	return mounts, nil
-}
-
-// unescapeOctal undoes mountinfo's octal escapes (\040 for a space).
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				sb.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		sb.WriteByte(s[i])
-	}
-	return sb.String()
 }
 
 // expandRules is the first step: the policy's rules as canonical paths

@@ -52,7 +52,7 @@ func findMount(r io.Reader) (string, error) {
 		if sep < 5 || sep+1 >= len(fields) || fields[sep+1] != "cgroup2" {
 			continue
 		}
-		found = append(found, unescapeMountinfo(fields[4]))
+		found = append(found, UnescapeMountinfo(fields[4]))
 	}
 	if err := sc.Err(); err != nil {
 		return "", fmt.Errorf("cgroup: read mountinfo: %w", err)
@@ -70,9 +70,9 @@ func findMount(r io.Reader) (string, error) {
 	return "", fmt.Errorf("%w: no cgroup2 mount in /proc/self/mountinfo", ErrUnsupported)
 }
 
-// unescapeMountinfo undoes the octal escapes (\040 for a space ...) that
+// UnescapeMountinfo undoes the octal escapes (\040 for a space ...) that
 // mountinfo uses in paths.
-func unescapeMountinfo(s string) string {
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

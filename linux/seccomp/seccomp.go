@@ -169,10 +169,7 @@ func (b *builder) denyArguments(Options) error {
 	// (prlimit --pid 1) or starve it (found by an attack pass). Landlock's
 	// scoping covers signals only. In the no-namespace tier pid 1 is the
 	// host's init.
-	for _, r := range []struct {
-		name string
-		arg  uint
-	}{{"sched_setaffinity", 0}, {"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0}, {"setpriority", 1}, {"ioprio_set", 1}} {
+	for _, r := range processArgs {
 		if err := b.add(r.name, b.deny, masked(r.arg, 0xffffffff, 1)); err != nil {
 			return err
 		}
@@ -191,6 +188,13 @@ func (b *builder) denyArguments(Options) error {
 	}
 	return b.add("prlimit64", b.deny, masked(0, 0xffffffff, 1), notNull)
 }
+
+// processArgs are the calls that change another process's priority, CPUs
+// or I/O class, and the argument naming the process (0: the caller).
+var processArgs = []struct {
+	name string
+	arg  uint
+}{{"sched_setaffinity", 0}, {"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0}, {"setpriority", 1}, {"ioprio_set", 1}}
 
 // denyFileModes refuses every mode with S_ISUID or S_ISGID (modeSyscalls:
 // chmod, fchmod, fchmodat, fchmodat2, and the create mode of open, openat,
@@ -355,10 +359,7 @@ func (b *builder) denyOtherProcesses(o Options) error {
 	if err := b.add("prlimit64", b.deny, notZero(0), notZero(2)); err != nil {
 		return err
 	}
-	for _, r := range []struct {
-		name string
-		arg  uint
-	}{{"sched_setaffinity", 0}, {"sched_setscheduler", 0}, {"sched_setparam", 0}, {"sched_setattr", 0}, {"setpriority", 1}, {"ioprio_set", 1}} {
+	for _, r := range processArgs {
 		if err := b.add(r.name, b.deny, notZero(r.arg)); err != nil {
 			return err
 		}
