@@ -146,7 +146,7 @@ func (s *survey) run() ([]Protection, error) {
 		}
 	}
 	for _, h := range s.global.hooksPaths {
-		if p := gitPath(h, "", s.home); p != "" {
+		if p := gitguard.ConfigPath(h, "", s.home); p != "" {
 			s.protect(s.resolve(p), "git: the user's core.hooksPath")
 		}
 	}
@@ -356,7 +356,7 @@ func (s *survey) gitEntries(g string, reserve bool) {
 		base = filepath.Dir(g)
 	}
 	for _, h := range append(append([]string(nil), facts.hooksPaths...), s.global.hooksPaths...) {
-		if p := gitPath(h, base, s.home); p != "" {
+		if p := gitguard.ConfigPath(h, base, s.home); p != "" {
 			s.protect(s.resolve(p), "git: core.hooksPath "+h+" holds hooks")
 		}
 	}
@@ -472,12 +472,12 @@ func readGitFacts(files []string, home string) gitFacts {
 		}
 		for _, e := range es {
 			switch {
-			case e.Name == "extensions.worktreeconfig" && gitBool(e):
+			case e.Name == "extensions.worktreeconfig" && e.Bool():
 				f.worktreeConfig = true
 			case e.Name == "core.hookspath" && e.HasValue && e.Value != "":
 				f.hooksPaths = append(f.hooksPaths, e.Value)
 			case (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue:
-				if inc := gitPath(e.Value, filepath.Dir(p), home); inc != "" {
+				if inc := gitguard.ConfigPath(e.Value, filepath.Dir(p), home); inc != "" {
 					f.includes = append(f.includes, inc)
 					read(inc, depth+1)
 				}
@@ -488,33 +488,6 @@ func readGitFacts(files []string, home string) gitFacts {
 		read(p, 0)
 	}
 	return f
-}
-
-func gitBool(e gitguard.Entry) bool {
-	if !e.HasValue {
-		return true
-	}
-	switch strings.ToLower(e.Value) {
-	case "true", "yes", "on", "1":
-		return true
-	}
-	return false
-}
-
-// gitPath resolves a path from a git config value as git does.
-func gitPath(v, base, home string) string {
-	switch {
-	case v == "~" || strings.HasPrefix(v, "~/"):
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, strings.TrimPrefix(v, "~"))
-	case filepath.IsAbs(v):
-		return filepath.Clean(v)
-	case base == "":
-		return ""
-	}
-	return filepath.Join(base, v)
 }
 
 // readSmall reads a regular file of at most max bytes (a FIFO or a device

@@ -56,12 +56,12 @@ func readGitFacts(files []string, home string, read func(string) ([]byte, error)
 		}
 		for _, e := range es {
 			switch {
-			case e.Name == "extensions.worktreeconfig" && gitBool(e):
+			case e.Name == "extensions.worktreeconfig" && e.Bool():
 				f.worktreeConfig = true
 			case e.Name == "core.hookspath" && e.HasValue && e.Value != "":
 				f.hooksPaths = append(f.hooksPaths, e.Value)
 			case (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue:
-				inc := gitPath(e.Value, filepath.Dir(p), home)
+				inc := gitguard.ConfigPath(e.Value, filepath.Dir(p), home)
 				if inc != "" {
 					f.includes = append(f.includes, inc)
 					walk(inc, depth+1)
@@ -77,33 +77,6 @@ func readGitFacts(files []string, home string, read func(string) ([]byte, error)
 
 // readConfigFile reads a git config file moat plans from (at most 1 MB).
 func readConfigFile(p string) ([]byte, error) { return readSmallFile(p, 1<<20) }
-
-func gitBool(e gitguard.Entry) bool {
-	if !e.HasValue {
-		return true
-	}
-	switch strings.ToLower(e.Value) {
-	case "true", "yes", "on", "1":
-		return true
-	}
-	return false
-}
-
-// gitPath resolves a path from a git config value as git does.
-func gitPath(v, base, home string) string {
-	switch {
-	case v == "~" || strings.HasPrefix(v, "~/"):
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, strings.TrimPrefix(v, "~"))
-	case filepath.IsAbs(v):
-		return filepath.Clean(v)
-	case base == "":
-		return ""
-	}
-	return filepath.Join(base, v)
-}
 
 // globalGitFacts reads the system's and the user's git configuration;
 // home is the user's (under moatd, Launch.As: a client's, not this
@@ -173,7 +146,7 @@ func gitRepoTargets(g, worktree, home string, global gitFacts, read func(string)
 		base = g
 	}
 	for _, h := range append(append([]string(nil), facts.hooksPaths...), global.hooksPaths...) {
-		if p := gitPath(h, base, home); p != "" {
+		if p := gitguard.ConfigPath(h, base, home); p != "" {
 			out = append(out, gitTarget{p, "git: core.hooksPath " + h + " holds hooks", true})
 		}
 	}

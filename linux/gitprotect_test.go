@@ -52,3 +52,29 @@ func TestGlobalGitFactsUsersConfig(t *testing.T) {
 		}
 	}
 }
+
+// extensions.worktreeConfig is a boolean as git reads one: "2", "1k" or
+// "0x1" turn it on (git then reads config.worktree), and a linked
+// worktree's config.worktree is reserved for them as for "true". moat
+// read only true/yes/on/1 before, and left it unreserved.
+func TestWorktreeConfigAsGitReadsIt(t *testing.T) {
+	for _, v := range []string{"true", "2", "1k", "0x1", "-1", "On"} {
+		g := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(g, "worktrees", "wt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(g, "config"), []byte("[extensions]\n\tworktreeConfig = "+v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(g, "worktrees", "wt", "config.worktree")
+		reserved := false
+		for _, tg := range gitRepoTargets(g, filepath.Dir(g), "", gitFacts{}, readConfigFile) {
+			if tg.path == want && tg.reserve {
+				reserved = true
+			}
+		}
+		if !reserved {
+			t.Errorf("extensions.worktreeConfig = %s: %s not reserved", v, want)
+		}
+	}
+}

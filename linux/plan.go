@@ -19,6 +19,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -566,7 +567,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	// The user's own git configuration names hooks directories and
 	// included files: none may be writable.
 	for _, h := range global.hooksPaths {
-		if p := gitPath(h, "", home); p != "" {
+		if p := gitguard.ConfigPath(h, "", home); p != "" {
 			protect(p, "git: the user's core.hooksPath", reserveIfParent(p))
 		}
 	}

@@ -1138,18 +1138,7 @@ func (a *auditor) inRoots(p string) bool {
 
 // resolve turns a path value from a git config into an absolute path as
 // git would: ~/ is the home directory, a relative path is relative to base.
-func (a *auditor) resolve(v, base string) string {
-	switch {
-	case v == "~" || strings.HasPrefix(v, "~/"):
-		if a.o.Home == "" {
-			return ""
-		}
-		return filepath.Join(a.o.Home, strings.TrimPrefix(v, "~"))
-	case filepath.IsAbs(v):
-		return filepath.Clean(v)
-	}
-	return filepath.Join(base, v)
-}
+func (a *auditor) resolve(v, base string) string { return ConfigPath(v, base, a.o.Home) }
 
 // physical resolves p as the kernel (and so git) does: each ".." applies
 // to the directory reached so far, after the symlinks before it
@@ -1324,17 +1313,9 @@ func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
 				hooks = append(hooks, e.Value)
 			}
 			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
-				v := e.Value
-				switch {
-				case v == "~" || strings.HasPrefix(v, "~/"):
-					if home == "" {
-						continue
-					}
-					v = filepath.Join(home, strings.TrimPrefix(v, "~"))
-				case !filepath.IsAbs(v):
-					v = filepath.Join(filepath.Dir(f), v)
+				if v := ConfigPath(e.Value, filepath.Dir(f), home); v != "" {
+					includes = append(includes, physical(v))
 				}
-				includes = append(includes, physical(v))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package gitguard
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -345,4 +346,99 @@ func escapeSub(s string) string {
 func escapeValue(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`, "\b", `\b`)
 	return r.Replace(s)
+}
+
+// Bool is e read as git reads a boolean (git_config_bool): a bare key is
+// true, and so is any value ParseBool reads as true.
+func (e Entry) Bool() bool {
+	if !e.HasValue {
+		return true
+	}
+	b, _ := ParseBool(e.Value)
+	return b
+}
+
+// ParseBool reads v as git's git_parse_maybe_bool does: true, yes, on and
+// false, no, off, "" in any case, or an integer as git_parse_int reads it
+// (decimal, 0x hex or 0 octal, a sign, a k/m/g unit: "2" and "1k" are
+// true); ok is false for anything else, where git refuses the value.
+func ParseBool(v string) (b, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on":
+		return true, true
+	case "", "false", "no", "off":
+		return false, true
+	}
+	n, ok := parseGitInt(v)
+	return n != 0, ok
+}
+
+// parseGitInt is git_parse_int: strtoimax with base 0 (leading white
+// space, a sign, 0x or 0 prefixes), one optional unit letter, the result
+// within an int.
+func parseGitInt(v string) (int64, bool) {
+	s := strings.TrimLeft(v, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	base, digits := int64(10), "0123456789"
+	switch {
+	case len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[2])):
+		base, digits, s = 16, "0123456789abcdefABCDEF", s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base, digits = 8, "01234567"
+	}
+	var n int64
+	i := 0
+	for ; i < len(s) && strings.IndexByte(digits, s[i]) >= 0; i++ {
+		d := int64(strings.IndexByte(digits, s[i]))
+		if d >= 16 { // upper-case hex digits follow the lower-case ones
+			d -= 6
+		}
+		if n = n*base + d; n > 1<<31 {
+			return 0, false
+		}
+	}
+	if i == 0 {
+		return 0, false
+	}
+	factor := int64(1)
+	switch strings.ToLower(s[i:]) {
+	case "":
+	case "k":
+		factor = 1 << 10
+	case "m":
+		factor = 1 << 20
+	case "g":
+		factor = 1 << 30
+	default:
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	n *= factor
+	if n > 1<<31-1 || n < -1<<31 {
+		return 0, false
+	}
+	return n, true
+}
+
+// ConfigPath resolves a path value of a git config file as git does: "~"
+// and "~/..." are in home ("" when home is unknown), an absolute path is
+// cleaned, a relative one is relative to base ("" when base is "").
+func ConfigPath(v, base, home string) string {
+	switch {
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, strings.TrimPrefix(v, "~"))
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	case base == "":
+		return ""
+	}
+	return filepath.Join(base, v)
 }

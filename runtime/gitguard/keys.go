@@ -72,15 +72,14 @@ func Risk(e Entry) string {
 	return ""
 }
 
+// isBool: git reads e as a boolean (core.fsmonitor is then its own
+// daemon, no program).
 func isBool(e Entry) bool {
 	if !e.HasValue {
 		return true
 	}
-	switch strings.ToLower(e.Value) {
-	case "", "true", "false", "yes", "no", "on", "off", "0", "1":
-		return true
-	}
-	return false
+	_, ok := ParseBool(e.Value)
+	return ok
 }
 
 // riskyKeys are section.key pairs (subsection ignored) that run a program,
