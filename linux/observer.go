@@ -195,6 +195,9 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 					dirfd = int(int32(n.args[pa[0][0]]))
 				}
 				p := o.resolve(int(n.pid), dirfd, raw)
+				if p != "" && followsLast(name, n.args) {
+					p = o.followLast(int(n.pid), p) // chmod of a link in a writable tree changes what it leads to
+				}
 				if ok, why := o.view.writable(p); p != "" && !ok && !within(p, "/proc") && !within(p, "/dev") {
 					o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: p, Rule: why, Pid: int(n.pid)})
 					return unix.EPERM, false
@@ -287,6 +290,9 @@ func (o *observer) observeWrite(n *notif, name string) {
 			dirfd = int(int32(n.args[pa[0]]))
 		}
 		p := o.resolve(int(n.pid), dirfd, raw)
+		if p != "" && followsLast(name, n.args) {
+			p = o.followLast(int(n.pid), p)
+		}
 		if !o.idValid(n.id) {
 			return // the process moved on; what we read may be stale
 		}
@@ -333,11 +339,25 @@ func existsIn(pid int, p string) bool {
 	if p == "/" {
 		return true
 	}
+	d, base, err := parentIn(pid, p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(d)
+	var st unix.Stat_t
+	return sys.Retry(func() error { return unix.Fstatat(d, base, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil
+}
+
+// parentIn opens the directory holding p (O_PATH) in the filesystem pid
+// sees: through /proc/pid/root with RESOLVE_IN_ROOT, so that an absolute
+// symlink on the way stays in the sandbox's tree. It returns the last
+// component of p beside it.
+func parentIn(pid int, p string) (int, string, error) {
 	root, err := sys.RetryValue(func() (int, error) {
 		return unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return false
+		return -1, "", err
 	}
 	defer unix.Close(root)
 	dir, base := filepath.Split(p)
@@ -351,12 +371,67 @@ func existsIn(pid int, p string) bool {
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 		})
 	})
-	if err != nil {
-		return false
+	return d, base, err
+}
+
+// followsLast reports whether the syscall follows a symlink that is the
+// last component of its path (open without O_NOFOLLOW or O_CREAT|O_EXCL,
+// chmod, truncate, setxattr, ...), so that what it changes is where the
+// link leads. mkdir, unlink, rename, link's new name, lchown and the
+// calls given AT_SYMLINK_NOFOLLOW change the name itself.
+func followsLast(name string, args [6]uint64) bool {
+	open := func(fl uint64) bool {
+		return fl&unix.O_NOFOLLOW == 0 && fl&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 	}
-	defer unix.Close(d)
-	var st unix.Stat_t
-	return sys.Retry(func() error { return unix.Fstatat(d, base, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil
+	switch name {
+	case "open":
+		return open(args[1])
+	case "openat":
+		return open(args[2])
+	case "creat", "truncate", "chmod", "fchmodat", "chown", "utime", "utimes", "futimesat", "setxattr", "removexattr":
+		return true
+	case "fchmodat2":
+		return args[3]&unix.AT_SYMLINK_NOFOLLOW == 0
+	case "fchownat", "file_setattr":
+		return args[4]&unix.AT_SYMLINK_NOFOLLOW == 0
+	case "setxattrat", "removexattrat":
+		return args[2]&unix.AT_SYMLINK_NOFOLLOW == 0
+	}
+	return false
+}
+
+// followLast resolves p's last component while it is a symlink, in the
+// filesystem pid sees, as the kernel will for a call that follows it: a
+// write through `out.txt -> /elsewhere/file` is a write of
+// /elsewhere/file, allowed or refused by where that is (the report named
+// the link, and was wrong both ways). At most 40 links, as the kernel.
+func (o *observer) followLast(pid int, p string) string {
+	for range 40 {
+		if within(p, "/proc") {
+			return p // /dev/stdout -> /proc/self/fd/1: magic links, read from here, would be this process's
+		}
+		d, base, err := parentIn(pid, p)
+		if err != nil {
+			return p
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := sys.RetryValue(func() (int, error) { return unix.Readlinkat(d, base, buf) })
+		unix.Close(d)
+		if err != nil || n <= 0 || n >= len(buf) {
+			return p // not a symlink (EINVAL), or gone
+		}
+		t := string(buf[:n])
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = filepath.Clean(t)
+		if !within(p, "/tmp") {
+			if dir, err := o.dirs.evalDir(filepath.Dir(p)); err == nil {
+				p = filepath.Join(dir, filepath.Base(p))
+			}
+		}
+	}
+	return p
 }
 
 // resolve makes a syscall's path absolute as the sandbox sees it.

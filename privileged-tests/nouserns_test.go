@@ -264,6 +264,15 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 		if r := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "chmod", "+x", inside); r.code != 0 {
 			t.Errorf("chmod +x inside the writable paths must work (exit %d):\n%s", r.code, r.out)
 		}
+		// A symlink in the writable tree to the file: chmod follows it, so
+		// the change is the file's (the check judged the link's own path,
+		// in the writable tree, and let it through).
+		link := filepath.Join(f.work, "meta-link")
+		must(t, os.Symlink(victim, link))
+		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "chmod", "666", link)
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("ESCAPE: a chmod of a symlink in the writable tree changed %s, where it leads: %v %v\n%s", victim, fi, err, got.out)
+		}
 		reset()
 		if base := f.exec("chmod", "666", victim); base.code != 0 {
 			t.Errorf("without moat the user changes its own file's mode (or this test cannot fail):\n%s", base.out)
