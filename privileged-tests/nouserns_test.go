@@ -273,6 +273,15 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("ESCAPE: a chmod of a symlink in the writable tree changed %s, where it leads: %v %v\n%s", victim, fi, err, got.out)
 		}
+		// Through a descriptor the command opened for reading: fchmod.
+		fchmod := "import os; fd = os.open('" + victim + "', os.O_RDONLY); os.fchmod(fd, 0o666)"
+		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", fchmod)
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("ESCAPE: fchmod of a descriptor opened for reading changed %s: %v %v\n%s", victim, fi, err, got.out)
+		}
+		if base := f.exec("python3", "-c", fchmod); base.code != 0 {
+			t.Errorf("without moat the user's fchmod works (or this test cannot fail):\n%s", base.out)
+		}
 		reset()
 		if base := f.exec("chmod", "666", victim); base.code != 0 {
 			t.Errorf("without moat the user changes its own file's mode (or this test cannot fail):\n%s", base.out)
