@@ -71,6 +71,7 @@ type Options struct {
 type Engine struct {
 	rules    ruleSet
 	mode     string
+	noBypass bool // permissions.disableBypassPermissionsMode
 	addDirs  []string
 	opts     Options
 	excluded []*Rule // sandbox.excludedCommands
@@ -89,13 +90,20 @@ func New(perms policy.Permissions, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	e.noBypass = perms.DisableBypass
 	if perms.DefaultMode != "" {
-		if !policy.ValidMode(perms.DefaultMode) {
-			return nil, fmt.Errorf("unknown permission mode %q (want one of %s)", perms.DefaultMode, strings.Join(policy.Modes, ", "))
+		if err := perms.CheckMode(perms.DefaultMode); err != nil {
+			return nil, fmt.Errorf("permissions.defaultMode: %w", err)
 		}
 		e.mode = perms.DefaultMode
 	}
 	return e, nil
+}
+
+// CheckMode is the error for a mode a request asks for (unknown, or
+// bypassPermissions where the settings disable it), nil if it may be used.
+func (e *Engine) CheckMode(m string) error {
+	return policy.Permissions{DisableBypass: e.noBypass}.CheckMode(m)
 }
 
 func (e *Engine) add(perms policy.Permissions) error {
@@ -126,9 +134,10 @@ func (e *Engine) With(extra policy.Permissions) (*Engine, error) {
 	if err := n.add(extra); err != nil {
 		return nil, err
 	}
+	n.noBypass = n.noBypass || extra.DisableBypass
 	if extra.DefaultMode != "" {
-		if !policy.ValidMode(extra.DefaultMode) {
-			return nil, fmt.Errorf("unknown permission mode %q", extra.DefaultMode)
+		if err := n.CheckMode(extra.DefaultMode); err != nil {
+			return nil, fmt.Errorf("permissions.defaultMode: %w", err)
 		}
 		n.mode = extra.DefaultMode
 	}
@@ -231,8 +240,8 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	if s.mode == "" {
 		s.mode = "default"
 	}
-	if !policy.ValidMode(s.mode) {
-		return ask(fmt.Sprintf("unknown permission mode %q", s.mode))
+	if err := e.CheckMode(s.mode); err != nil {
+		return ask(err.Error()) // a caller that did not check the mode first
 	}
 	s.setDirs()
 	cmd := req.Command

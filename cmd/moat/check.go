@@ -160,6 +160,9 @@ func runCheck(cmd *cobra.Command, f checkFlags, args []string) error {
 	if err != nil {
 		return &exitError{code: exitMoatError, err: fmt.Errorf("settings: %w", err)}
 	}
+	if err := eng.CheckMode(f.mode); err != nil {
+		return usageError("--mode: %v", err)
+	}
 	env := &checkEnv{engine: eng, cwd: cwd, mode: f.mode, addDirs: f.addDirs, cache: map[string]*permissions.Engine{}}
 	out := cmd.OutOrStdout()
 	if f.jsonl {
@@ -328,8 +331,8 @@ func (env *checkEnv) answer(line []byte) any {
 	}
 	mode := env.mode
 	if req.Mode != "" {
-		if !policy.ValidMode(req.Mode) {
-			return checkError{ID: id, Error: fmt.Sprintf("unknown mode %q (want one of %s)", req.Mode, strings.Join(policy.Modes, ", "))}
+		if err := env.engine.CheckMode(req.Mode); err != nil {
+			return checkError{ID: id, Error: err.Error()}
 		}
 		mode = req.Mode
 	}

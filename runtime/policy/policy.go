@@ -243,15 +243,35 @@ type Rule struct {
 
 // Permissions are the permission rules (Claude Code's permissions.*).
 type Permissions struct {
-	Allow                 []Rule     `json:"allow,omitempty"`
-	Ask                   []Rule     `json:"ask,omitempty"`
-	Deny                  []Rule     `json:"deny,omitempty"`
-	DefaultMode           string     `json:"defaultMode,omitempty"`
+	Allow       []Rule `json:"allow,omitempty"`
+	Ask         []Rule `json:"ask,omitempty"`
+	Deny        []Rule `json:"deny,omitempty"`
+	DefaultMode string `json:"defaultMode,omitempty"`
+	// DisableBypass is permissions.disableBypassPermissionsMode: "disable"
+	// in any settings file: bypassPermissions may not be asked for (a
+	// request for it is an error) nor be the default.
+	DisableBypass         bool       `json:"disableBypassPermissionsMode,omitempty"`
 	AdditionalDirectories []PathRule `json:"additionalDirectories,omitempty"`
 }
 
 // Modes are the permission modes.
 var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// CheckMode is the error for a permission mode a request asks for, nil
+// when perms let it be used: m is "" (the default) or names a mode, and is
+// not bypassPermissions where permissions.disableBypassPermissionsMode
+// forbids it.
+func (perms Permissions) CheckMode(m string) error {
+	switch {
+	case m == "":
+		return nil
+	case !ValidMode(m):
+		return fmt.Errorf("unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))
+	case m == "bypassPermissions" && perms.DisableBypass:
+		return errors.New("bypassPermissions mode is disabled by the settings (permissions.disableBypassPermissionsMode: \"disable\")")
+	}
+	return nil
+}
 
 // ValidMode reports whether m names a permission mode.
 func ValidMode(m string) bool {
@@ -331,8 +351,10 @@ func (p *Policy) Validate() error {
 			bad(l.name, "%d is below the smallest limit moat accepts (%d): no command could run", l.v, l.min)
 		}
 	}
-	if m := p.Permissions.DefaultMode; m != "" && !ValidMode(m) {
-		bad("permissions.defaultMode", "unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))
+	if m := p.Permissions.DefaultMode; m != "" {
+		if err := p.Permissions.CheckMode(m); err != nil {
+			bad("permissions.defaultMode", "%v", err)
+		}
 	}
 	return errors.Join(errs...)
 }

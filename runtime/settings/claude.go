@@ -105,6 +105,8 @@ func decodePermissions(o *object, r resolver, l *layer) error {
 		return err
 	} else if s != nil && *s != "disable" {
 		return o.errf("disableBypassPermissionsMode", "the only value is \"disable\", got %q", *s)
+	} else if s != nil {
+		l.disableBypass = true
 	}
 	return o.unknown("disableAutoMode")
 }

@@ -285,6 +285,7 @@ type layer struct {
 
 	allow, ask, deny []policy.Rule
 	defaultMode      *string
+	disableBypass    bool
 	addDirs          []policy.PathRule
 
 	enabled, autoAllow, allowUnsandboxed, failIfUnavailable, managedReadOnly *bool
@@ -356,6 +357,7 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 		if l.defaultMode != nil {
 			p.Permissions.DefaultMode = *l.defaultMode
 		}
+		p.Permissions.DisableBypass = p.Permissions.DisableBypass || l.disableBypass // no file can undo another's
 		if l.enabled != nil {
 			p.Sandbox.Enabled = l.enabled
 		}

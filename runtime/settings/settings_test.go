@@ -448,3 +448,42 @@ func TestProjectCannotWiden(t *testing.T) {
 		t.Errorf("a project's ordinary settings: %v", err)
 	}
 }
+
+// permissions.disableBypassPermissionsMode: "disable" is enforced, not
+// only read (it was read and dropped: an administrator's file forbade a
+// mode any request could still ask for; found by an attack pass). Once a
+// file sets it no other file undoes it, bypassPermissions is refused as a
+// default, and the policy's CheckMode refuses a request for it.
+func TestDisableBypassPermissionsMode(t *testing.T) {
+	e := newEnv(t)
+	p, err := e.load(e.write(filepath.Join(e.cwd, "nobypass.json"), `{"permissions":{"disableBypassPermissionsMode":"disable"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Permissions.DisableBypass {
+		t.Fatal("disableBypassPermissionsMode read and dropped")
+	}
+	if err := p.Permissions.CheckMode("bypassPermissions"); err == nil || !strings.Contains(err.Error(), "disableBypassPermissionsMode") {
+		t.Errorf("a request for bypassPermissions: %v, want an error naming the setting", err)
+	}
+	for _, m := range []string{"", "default", "acceptEdits", "plan"} {
+		if err := p.Permissions.CheckMode(m); err != nil {
+			t.Errorf("mode %q: %v", m, err)
+		}
+	}
+	_, err = e.load(e.write(filepath.Join(e.cwd, "contradiction.json"), `{"permissions":{"disableBypassPermissionsMode":"disable","defaultMode":"bypassPermissions"}}`))
+	if err == nil || !strings.Contains(err.Error(), "defaultMode") {
+		t.Errorf("defaultMode bypassPermissions with the mode disabled: %v, want an error naming permissions.defaultMode", err)
+	}
+	// The user's file disables it; the project's, read above it, cannot
+	// undo it.
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"disableBypassPermissionsMode":"disable"}}`)
+	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"acceptEdits"}}`)
+	p, err = e.load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Permissions.DisableBypass {
+		t.Error("the project's file undid the user's disableBypassPermissionsMode")
+	}
+}

@@ -670,3 +670,23 @@ func TestDaemonConnsPerUser(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A policy with permissions.disableBypassPermissionsMode refuses a session
+// or a decision that asks for bypassPermissions (400 naming "mode"); the
+// request's mode was taken as given and widened every ask to allow (found
+// by an attack pass).
+func TestBypassModeDisabled(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Policy.Permissions.DisableBypass = true; c.Gate = sandbox.GateStrict })
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/sessions", `{"mode":"bypassPermissions"}`},
+		{"/v1/decide", `{"command":"rm -rf x","mode":"bypassPermissions"}`},
+	} {
+		status, e := f.raw(t, "POST", tc.path, []byte(tc.body))
+		if status != 400 || e.Field != "mode" || !strings.Contains(e.Message, "disableBypassPermissionsMode") {
+			t.Errorf("%s %s: %d %+v, want 400 naming mode and the setting", tc.path, tc.body, status, e)
+		}
+	}
+	if s := f.session(t, client.SessionRequest{Mode: "acceptEdits"}); s.Mode != "acceptEdits" {
+		t.Errorf("another mode: %+v", s)
+	}
+}

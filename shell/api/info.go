@@ -82,6 +82,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 			cwd = filepath.Clean(req.Cwd)
 		}
 	}
+	if err := eng.CheckMode(req.Mode); err != nil {
+		return errorf(http.StatusBadRequest, "mode", "%v", err)
+	}
 	res := eng.DecideContext(r.Context(), permissions.Request{Command: req.Command, Cwd: cwd, Mode: req.Mode})
 	writeJSON(w, http.StatusOK, permissions.Summarize(res))
 	return nil

@@ -168,6 +168,9 @@ func (s *Server) sessionConfig(req client.SessionRequest) (sandbox.Config, error
 	if err != nil {
 		return sandbox.Config{}, err
 	}
+	if err := pol.Permissions.CheckMode(req.Mode); err != nil {
+		return sandbox.Config{}, errorf(http.StatusBadRequest, "mode", "%v", err)
+	}
 	return sandbox.Config{Policy: pol, Gate: gate, Mode: req.Mode, Env: s.cfg.Env, StateDir: s.cfg.StateDir,
 		Timeout: time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
 		Logger:  s.cfg.Logger, Enforcer: s.cfg.Enforcer}, nil
@@ -389,6 +392,9 @@ func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest)
 	}
 	if err := pol.Validate(); err != nil {
 		return sandbox.Config{}, nil, errorf(http.StatusBadRequest, "", "%v", err)
+	}
+	if err := pol.Permissions.CheckMode(req.Mode); err != nil {
+		return sandbox.Config{}, nil, errorf(http.StatusBadRequest, "mode", "%v", err)
 	}
 	return sandbox.Config{Policy: &pol, Gate: gate, Mode: req.Mode, Env: s.daemonEnv(id), StateDir: s.cfg.StateDir,
 		Timeout:     time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,

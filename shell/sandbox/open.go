@@ -95,7 +95,11 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	default:
 		return nil, fmt.Errorf("sandbox.Open: unknown Gate %q (want strict, deny or off)", cfg.Gate)
 	}
-	if cfg.Mode != "" && !policy.ValidMode(cfg.Mode) {
+	if cfg.Policy != nil {
+		if err := cfg.Policy.Permissions.CheckMode(cfg.Mode); err != nil {
+			return nil, fmt.Errorf("sandbox.Open: Mode: %w", err)
+		}
+	} else if cfg.Mode != "" && !policy.ValidMode(cfg.Mode) {
 		return nil, fmt.Errorf("sandbox.Open: unknown Mode %q", cfg.Mode)
 	}
 	if cfg.Timeout < 0 || cfg.IdleTimeout < 0 {
