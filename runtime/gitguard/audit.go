@@ -160,6 +160,7 @@ func Audit(o Options) (*Report, error) {
 type modeChange struct {
 	path string
 	mode fs.FileMode
+	fd   int // the directory, held open: its mode is put back through it
 }
 
 // reach makes sure the audit can list and search the directory p of a
@@ -168,7 +169,7 @@ type modeChange struct {
 // needs only search permission to use a repository in it (mode 0100), and
 // a later run can open it again through a descriptor: the audit adds u+rx
 // to a directory the user owns for as long as it runs, and puts the mode
-// back after.
+// back after (through a descriptor, act.go).
 //
 // Root needs none of it (it reads and renames whatever the modes say), and
 // changes no mode.
@@ -177,17 +178,7 @@ func (a *auditor) reach(p string) {
 		return
 	}
 	a.reached[p] = true
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o500 == 0o500 {
-		return
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) != os.Geteuid() {
-		return
-	}
-	if err := os.Chmod(p, fi.Mode().Perm()|0o500); err == nil {
-		a.restore = append(a.restore, modeChange{p, fi.Mode().Perm()})
-	}
+	a.chmodDir(p, 0o500)
 }
 
 // unlock lets the audit change the entries of dir (move a plant out of
@@ -199,17 +190,7 @@ func (a *auditor) unlock(dir string) {
 	if !a.inRoots(dir) || os.Geteuid() == 0 {
 		return
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o700 == 0o700 {
-		return
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || int(st.Uid) != os.Geteuid() {
-		return
-	}
-	if err := os.Chmod(dir, fi.Mode().Perm()|0o700); err == nil {
-		a.restore = append(a.restore, modeChange{dir, fi.Mode().Perm()})
-	}
+	a.chmodDir(dir, 0o700)
 }
 
 // reachPath reaches every directory from p's root down to p's directory.
@@ -229,15 +210,6 @@ func (a *auditor) reachPath(p string) {
 			a.reach(d)
 		}
 		return
-	}
-}
-
-// putModesBack restores what reach changed, deepest first (a directory
-// the audit moved out is no longer there).
-func (a *auditor) putModesBack() {
-	for i := len(a.restore) - 1; i >= 0; i-- {
-		c := a.restore[i]
-		os.Chmod(c.path, c.mode)
 	}
 }
 
@@ -891,7 +863,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				a.quarantine(p, "a git config (a symlink) that sets "+strings.Join(risks, "; "))
 				return nil
 			}
-			a.rewrite(p, keep, strings.Join(risks, "; "))
+			a.rewrite(p, id, keep, strings.Join(risks, "; "))
 		}
 		return keep
 	}

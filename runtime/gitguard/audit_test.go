@@ -20,6 +20,7 @@ import (
 //	root/home       HOME
 //	root/pwned      created by the planted program when git runs it
 type scene struct {
+	mayFail                      bool // a failed action is what the test expects
 	t                            *testing.T
 	root, w, repo, outside, home string
 	mark, prog                   string
@@ -148,7 +149,7 @@ func (s *scene) auditFrom(since, start time.Time) *Report {
 	}
 	for _, f := range rep.Findings {
 		s.t.Logf("finding: %s: %s -> %s (%s)", f.Path, f.Reason, f.MovedTo, f.Action)
-		if strings.HasPrefix(f.Action, "failed") {
+		if strings.HasPrefix(f.Action, "failed") && !s.mayFail {
 			s.t.Errorf("the audit could not act on %s: %s", f.Path, f.Action)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +31,7 @@ func (a *auditor) quarantine(p, reason string) {
 	switch {
 	case errors.As(err, &qe):
 		// The plant must not stay: without a quarantine it is removed.
-		if rerr := os.Remove(p); rerr != nil {
+		if rerr := a.remove(p); rerr != nil {
 			f.Action = "failed: " + err.Error() + "; " + rerr.Error()
 		} else {
 			f.Action = "removed (not kept: " + err.Error() + ")"
@@ -56,14 +54,23 @@ func (e *noQuarantineError) Unwrap() error { return e.err }
 
 // rewrite replaces the config at p by the entries kept, the original going
 // to the quarantine.
-func (a *auditor) rewrite(p string, keep []Entry, why string) {
-	a.replace(p, FormatConfig(keep), "a git config written during the run sets "+why, "rewrote without those settings")
+func (a *auditor) rewrite(p string, from fileID, keep []Entry, why string) {
+	a.replace(p, from, FormatConfig(keep), "a git config written during the run sets "+why, "rewrote without those settings")
 }
 
 // replace puts data in place of the file at p (what it keeps of it), the
-// original going to the quarantine; action says what was kept.
-func (a *auditor) replace(p string, data []byte, reason, action string) {
+// original going to the quarantine; action says what was kept. from is
+// the file data was read from: when the file at p (through its
+// directory's descriptor) is not that one, data may have come from
+// anywhere a swapped directory led the read (another sandbox still
+// running can swap it), and must not be written into the tree: the file
+// is moved out whole instead.
+func (a *auditor) replace(p string, from fileID, data []byte, reason, action string) {
 	if a.done[p] {
+		return
+	}
+	if !a.sameFile(p, from) {
+		a.quarantine(p, reason+" (it changed while moat read it)")
 		return
 	}
 	a.done[p] = true
@@ -73,13 +80,13 @@ func (a *auditor) replace(p string, data []byte, reason, action string) {
 	var qe *noQuarantineError
 	if errors.As(err, &qe) {
 		// No quarantine: rewritten all the same, the original not kept.
-		if err = replaceFile(p, data); err == nil {
+		if err = a.replaceFile(p, data); err == nil {
 			f.Action = action + " (the original not kept: " + qe.Error() + ")"
 			a.record(f)
 			return
 		}
 	} else if err == nil {
-		err = replaceFile(p, data)
+		err = a.replaceFile(p, data)
 	}
 	if err != nil {
 		// The risky file must not stay: move it out whole.
@@ -87,7 +94,7 @@ func (a *auditor) replace(p string, data []byte, reason, action string) {
 		switch {
 		case err2 == nil:
 			f.Action, dest = "quarantined (could not rewrite it: "+err.Error()+")", d
-		case errors.As(err2, &qe) && os.Remove(p) == nil:
+		case errors.As(err2, &qe) && a.remove(p) == nil:
 			f.Action = "removed (could not rewrite it: " + err.Error() + "; not kept: " + err2.Error() + ")"
 		default:
 			f.Action = "failed: " + err.Error() + "; " + err2.Error()
@@ -132,92 +139,8 @@ func (a *auditor) dest(p string) (string, error) {
 	return dest, nil
 }
 
-// moveOut takes p (a file or symlink) out of the tree.
-func (a *auditor) moveOut(p string) (string, error) {
-	dest, err := a.dest(p)
-	if err != nil {
-		return "", err
-	}
-	if err := os.Rename(p, dest); err == nil {
-		return dest, nil
-	} else if !errors.Is(err, syscall.EXDEV) {
-		return "", err
-	}
-	if err := copyTo(p, dest); err != nil {
-		return "", err
-	}
-	if err := os.Remove(p); err != nil {
-		return dest, err
-	}
-	return dest, nil
-}
-
-// copyOut keeps a copy of p in the quarantine.
-func (a *auditor) copyOut(p string) (string, error) {
-	dest, err := a.dest(p)
-	if err != nil {
-		return "", err
-	}
-	return dest, copyTo(p, dest)
-}
-
-func copyTo(p, dest string) error {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		t, err := os.Readlink(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dest+".symlink", []byte(t+"\n"), 0o600)
-	}
-	if !fi.Mode().IsRegular() {
-		return os.WriteFile(dest+".type", []byte(fi.Mode().Type().String()+"\n"), 0o600)
-	}
-	src, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, io.LimitReader(src, maxQuarantineCopy))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// replaceFile writes data to p atomically (a new file renamed over it),
-// keeping p's permission bits.
-func replaceFile(p string, data []byte) error {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Lstat(p); err == nil {
-		mode = fi.Mode().Perm()
-	}
+func randHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	tmp := p + ".moat-" + hex.EncodeToString(b[:])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return hex.EncodeToString(b[:])
 }

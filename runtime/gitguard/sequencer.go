@@ -68,7 +68,7 @@ func (a *auditor) stateChanged(p string) bool {
 // todo takes the exec lines out of a rebase's todo list the command wrote
 // (dirChanged: its directory was).
 func (a *auditor) todo(p string, dirChanged bool) {
-	real, data, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted rebase's todo list (the user's git rebase --continue runs its exec lines)")
+	real, data, from, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted rebase's todo list (the user's git rebase --continue runs its exec lines)")
 	if !ok {
 		return
 	}
@@ -81,30 +81,30 @@ func (a *auditor) todo(p string, dirChanged bool) {
 		a.quarantine(real, why)
 		return
 	}
-	a.replace(real, []byte(keep), why, "rewrote without the exec lines")
+	a.replace(real, from, []byte(keep), why, "rewrote without the exec lines")
 }
 
 // stateFile reads the file p of a sequencer's state for judging, when the
 // command may have written it (or its directory: dirChanged), and returns
 // where it really is; one that cannot be read (a FIFO, too large) is taken
 // out, what naming it.
-func (a *auditor) stateFile(p string, dirChanged bool, max int64, what string) (string, []byte, bool) {
+func (a *auditor) stateFile(p string, dirChanged bool, max int64, what string) (string, []byte, fileID, bool) {
 	a.reachPath(p)
 	if !dirChanged && !a.stateChanged(p) {
-		return "", nil, false
+		return "", nil, fileID{}, false
 	}
 	real, ok := a.changedActionable(p)
 	if !ok {
-		return "", nil, false
+		return "", nil, fileID{}, false
 	}
-	data, _, err := readSmall(p, max)
+	data, id, err := readSmall(p, max)
 	if err != nil {
 		if _, lerr := os.Lstat(p); lerr == nil {
 			a.quarantine(real, what+" that moat cannot read ("+err.Error()+")")
 		}
-		return "", nil, false
+		return "", nil, fileID{}, false
 	}
-	return real, data, true
+	return real, data, id, true
 }
 
 // dropExecLines returns the todo list without its exec lines, and those
@@ -140,7 +140,7 @@ func isExecLine(line string) bool {
 
 // strategyFile takes out a rebase's merge strategy that is not git's own.
 func (a *auditor) strategyFile(p string, dirChanged bool) {
-	real, data, ok := a.stateFile(p, dirChanged, 64<<10, "an interrupted rebase's merge strategy")
+	real, data, _, ok := a.stateFile(p, dirChanged, 64<<10, "an interrupted rebase's merge strategy")
 	if !ok {
 		return
 	}
@@ -183,7 +183,7 @@ func (a *auditor) strategyOpts(rm string, dirChanged bool) {
 // sequencerOpts takes options.strategy out of a cherry-pick's or revert's
 // options (a git config file) when it is not git's own.
 func (a *auditor) sequencerOpts(p string, dirChanged bool) {
-	real, data, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted cherry-pick's or revert's options")
+	real, data, from, ok := a.stateFile(p, dirChanged, maxConfigSize, "an interrupted cherry-pick's or revert's options")
 	if !ok {
 		return
 	}
@@ -220,7 +220,7 @@ func (a *auditor) sequencerOpts(p string, dirChanged bool) {
 		a.quarantine(real, why)
 		return
 	}
-	a.replace(real, FormatConfig(keep), why, "rewrote without that strategy")
+	a.replace(real, from, FormatConfig(keep), why, "rewrote without that strategy")
 }
 
 func quoteName(s string) string {

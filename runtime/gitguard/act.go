@@ -1,0 +1,308 @@
+//go:build linux || darwin
+
+package gitguard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The audit's changes (a file moved out, a config rewritten, a mode
+// changed) are made through descriptors, never by path: the audit may run
+// while another sandbox that can write the same tree still runs (another
+// command of the session, another run in the same directory), and a path
+// checked and then used again let that sandbox swap a directory on the
+// way for a symlink between the two, so that the audit, unconfined on the
+// host, wrote, moved or chmodded what it led to: a config outside the
+// writable trees replaced, the mode of the user's home directory set to
+// the command's choice, as root any of root's files (found by an attack
+// pass; TestAuditRaceCannotReachOutside). Each change opens the directory
+// it works in from the outermost writable root that holds it, one
+// component at a time and never following a symlink (the roots' own
+// paths, outside every writable tree, are the sandbox's to read only),
+// and then works on names in that directory alone.
+
+// testHookBefore and testHookChecked, set by tests, run before a
+// directory is checked and between its check and its use: where a racing
+// command swaps it back and forth.
+var testHookBefore, testHookChecked func(dir string)
+
+// errOutside: the path does not lie in a writable tree as it is now.
+var errOutside = errors.New("not inside the writable trees (as it is now)")
+
+// outerRoot is the outermost root holding p, "" if none.
+func (a *auditor) outerRoot(p string) string {
+	best := ""
+	for _, r := range a.o.Roots {
+		if within(p, r) && (best == "" || len(r) < len(best)) {
+			best = r
+		}
+	}
+	return best
+}
+
+// openDir opens the directory dir (a path without symlinks, as
+// filepath.EvalSymlinks gives) from its outermost root, following no
+// symlink below the root: a component that became one since fails.
+func (a *auditor) openDir(dir string) (int, error) {
+	r := a.outerRoot(dir)
+	if r == "" {
+		return -1, errOutside
+	}
+	fd, err := unix.Open(r, unix.O_DIRECTORY|dirOpenFlags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	rel := strings.Trim(strings.TrimPrefix(dir, r), "/")
+	if r == "/" {
+		rel = strings.Trim(dir, "/")
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" {
+			continue
+		}
+		if c == "." || c == ".." {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%s: not a clean path", dir)
+		}
+		nfd, err := unix.Openat(fd, c, unix.O_DIRECTORY|unix.O_NOFOLLOW|dirOpenFlags|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %w (a component changed during the audit?)", dir, err)
+		}
+		fd = nfd
+	}
+	return fd, nil
+}
+
+// parentOf opens the directory that holds p as it is now (its directories'
+// symlinks resolved, the result inside a root) and returns p's name in it.
+func (a *auditor) parentOf(p string) (int, string, error) {
+	if testHookBefore != nil {
+		testHookBefore(filepath.Dir(p))
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return -1, "", err
+	}
+	if !a.inRoots(dir) {
+		return -1, "", errOutside
+	}
+	if testHookChecked != nil {
+		testHookChecked(dir) // a racing command's moment (tests)
+	}
+	fd, err := a.openDir(dir)
+	return fd, filepath.Base(p), err
+}
+
+// openSelf opens the directory p itself (not following p if it is a
+// symlink) for a mode change: a root is opened by its path, anything else
+// through parentOf.
+func (a *auditor) openSelf(p string) (int, error) {
+	for _, r := range a.o.Roots {
+		if p == r {
+			return unix.Open(r, unix.O_DIRECTORY|dirOpenFlags|unix.O_CLOEXEC, 0)
+		}
+	}
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	return unix.Openat(pfd, base, unix.O_DIRECTORY|unix.O_NOFOLLOW|dirOpenFlags|unix.O_CLOEXEC, 0)
+}
+
+// chmodDir adds bits to the mode of the directory p of the user's, keeping
+// it open to put the mode back (putModesBack): nothing is done for a
+// directory that has them, or that the user does not own.
+func (a *auditor) chmodDir(p string, bits fs.FileMode) {
+	fd, err := a.openSelf(p)
+	if err != nil {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() ||
+		fs.FileMode(st.Mode)&bits == bits {
+		unix.Close(fd)
+		return
+	}
+	mode := fs.FileMode(st.Mode) & fs.ModePerm
+	if chmodFd(fd, mode|bits) != nil {
+		unix.Close(fd)
+		return
+	}
+	a.restore = append(a.restore, modeChange{path: p, mode: mode, fd: fd})
+}
+
+// moveOutAt renames the name base of the directory pfd to dest (the
+// quarantine), copying and removing it across filesystems.
+func moveOutAt(pfd int, base, dest string) error {
+	err := unix.Renameat(pfd, base, unix.AT_FDCWD, dest)
+	if err == nil || !errors.Is(err, unix.EXDEV) {
+		return err
+	}
+	if err := copyAt(pfd, base, dest); err != nil {
+		return err
+	}
+	return removeAt(pfd, base)
+}
+
+// removeAt removes the name base of pfd (a file, a symlink, or an empty
+// directory).
+func removeAt(pfd int, base string) error {
+	err := unix.Unlinkat(pfd, base, 0)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+		if err2 := unix.Unlinkat(pfd, base, unix.AT_REMOVEDIR); err2 == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// copyAt copies the name base of pfd (not following it) to dest.
+func copyAt(pfd int, base, dest string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		buf := make([]byte, 4096)
+		n, err := unix.Readlinkat(pfd, base, buf)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dest+".symlink", append(buf[:n:n], '\n'), 0o600)
+	case unix.S_IFREG:
+	default:
+		return os.WriteFile(dest+".type", []byte(fs.FileMode(st.Mode).Type().String()+"\n"), 0o600)
+	}
+	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	src := os.NewFile(uintptr(fd), base)
+	defer src.Close()
+	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, io.LimitReader(src, maxQuarantineCopy))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceAt writes data in place of the name base of pfd (a new file
+// renamed over it), keeping its permission bits.
+func replaceAt(pfd int, base string, data []byte) error {
+	mode := uint32(0o644)
+	var st unix.Stat_t
+	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		mode = uint32(st.Mode) & 0o777
+	}
+	tmp := base + ".moat-" + randHex()
+	fd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pfd, tmp, pfd, base)
+	}
+	if err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
+	}
+	return err
+}
+
+// moveOut takes p (a file or symlink) out of the tree (act.go: through
+// the descriptor of its directory).
+func (a *auditor) moveOut(p string) (string, error) {
+	dest, err := a.dest(p)
+	if err != nil {
+		return "", err
+	}
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(pfd)
+	if err := moveOutAt(pfd, base, dest); err != nil {
+		return "", err
+	}
+	return dest, nil
+}
+
+// copyOut keeps a copy of p in the quarantine.
+func (a *auditor) copyOut(p string) (string, error) {
+	dest, err := a.dest(p)
+	if err != nil {
+		return "", err
+	}
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(pfd)
+	return dest, copyAt(pfd, base, dest)
+}
+
+// remove removes p, through its directory's descriptor.
+func (a *auditor) remove(p string) error {
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	return removeAt(pfd, base)
+}
+
+// replaceFile writes data to p atomically (a new file renamed over it),
+// keeping p's permission bits, through its directory's descriptor.
+func (a *auditor) replaceFile(p string, data []byte) error {
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	return replaceAt(pfd, base, data)
+}
+
+// putModesBack restores what reach changed, deepest first (a directory
+// the audit moved out is no longer there).
+func (a *auditor) putModesBack() {
+	for i := len(a.restore) - 1; i >= 0; i-- {
+		c := a.restore[i]
+		chmodFd(c.fd, c.mode)
+		unix.Close(c.fd)
+	}
+	a.restore = nil
+}
+
+// sameFile reports whether the name p (through its directory's
+// descriptor, not following it) is the regular file from.
+func (a *auditor) sameFile(p string, from fileID) bool {
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	return uint64(st.Dev) == from.dev && uint64(st.Ino) == from.ino
+}

@@ -1,0 +1,19 @@
+package gitguard
+
+import (
+	"io/fs"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirOpenFlags: a directory is opened as a path only (no read permission
+// needed: the audit changes modes of directories that have none).
+const dirOpenFlags = unix.O_PATH
+
+// chmodFd sets the mode of the file fd holds: fchmod refuses an O_PATH
+// descriptor, and /proc/self/fd/N leads to that very inode whatever
+// happened to its name since.
+func chmodFd(fd int, mode fs.FileMode) error {
+	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()))
+}

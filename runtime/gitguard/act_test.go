@@ -1,0 +1,107 @@
+//go:build linux || darwin
+
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A sandbox still running beside the audit (another command of the
+// session, another run in the same tree) swaps a directory the audit has
+// just checked for a symlink that leads outside the writable trees: the
+// audit's change must not follow it. The swap is made at the moment the
+// audit checked the directory and is about to use it (testHookChecked),
+// the moment an attack pass won by racing (renameat2 RENAME_EXCHANGE in a
+// loop): the audit rewrote a config outside the trees with the command's
+// text, moved one out, and set the mode of the user's directory to the
+// command's choice. Here the victims stay as they were, and the audit
+// says it could not act.
+func TestAuditRaceCannotReachOutside(t *testing.T) {
+	t.Run("config rewritten or moved out", func(t *testing.T) {
+		s := newScene(t)
+		s.mayFail = true
+		victimGit := filepath.Join(s.outside, "victim", ".git")
+		victim := filepath.Join(victimGit, "config")
+		victimText := "[remote \"origin\"]\n\turl = https://example.com/victim.git\n"
+		s.write(victim, victimText)
+		s.begin()
+		planted := filepath.Join(s.w, "r", ".git")
+		s.write(filepath.Join(planted, "config"), "[core]\n\tfsmonitor = "+s.prog+"\n[remote \"origin\"]\n\turl = https://attacker.example/x.git\n")
+		s.write(filepath.Join(planted, "HEAD"), "ref: refs/heads/main\n")
+		swapped := false
+		race(t, planted, victimGit, planted, &swapped)
+		rep := s.audit()
+		if !swapped {
+			t.Fatalf("the audit never acted on %s: %+v", planted, rep)
+		}
+		if b, err := os.ReadFile(victim); err != nil || string(b) != victimText {
+			t.Fatalf("ESCAPE: the audit, raced, changed %s outside the writable trees: %q %v\n%+v", victim, b, err, rep.Findings)
+		}
+		failed := false
+		for _, f := range rep.Findings {
+			failed = failed || strings.HasPrefix(f.Action, "failed")
+		}
+		if !failed {
+			t.Errorf("the audit must say it could not act: %+v", rep.Findings)
+		}
+	})
+	t.Run("directory mode", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root's audit changes no mode (it needs none)")
+		}
+		s := newScene(t)
+		s.mayFail = true
+		victimDir := filepath.Join(s.outside, "victimdir")
+		must(t, os.MkdirAll(victimDir, 0o755))
+		s.begin()
+		d := filepath.Join(s.w, "d")
+		s.write(filepath.Join(d, ".git", "HEAD"), "ref: refs/heads/main\n")
+		must(t, os.Chmod(d, 0o377))
+		defer os.Chmod(d, 0o755)
+		swapped := false
+		race(t, d, victimDir, s.w, &swapped)
+		s.audit()
+		if !swapped {
+			t.Fatal("the audit never changed the mode of " + d)
+		}
+		if fi, err := os.Stat(victimDir); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("ESCAPE: the audit, raced, changed the mode of %s outside the writable trees: %v %v", victimDir, fi, err)
+		}
+	})
+}
+
+// race makes dir a symlink to victim each time the audit has checked the
+// directory at (to act in it), and puts it back before the audit checks
+// again: a racer that always wins.
+func race(t *testing.T, dir, victim, at string, swapped *bool) {
+	real := dir + "-real"
+	restore := func() {
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			must(t, os.Remove(dir))
+			must(t, os.Rename(real, dir))
+		}
+	}
+	testHookBefore = func(string) { restore() }
+	testHookChecked = func(checked string) {
+		if checked == at {
+			*swapped = true
+			must(t, os.Rename(dir, real))
+			must(t, os.Symlink(victim, dir))
+		}
+	}
+	t.Cleanup(func() {
+		testHookBefore, testHookChecked = nil, nil
+		restore()
+		os.Chmod(dir, 0o755)
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
