@@ -110,7 +110,7 @@ func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainH
 		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
 	default:
 		rctx, cancel := context.WithTimeout(ctx, orDefault(s.DialTimeout, DefaultDialTimeout))
-		addrs, err = s.resolver().LookupNetIP(rctx, "ip", host)
+		addrs, err = s.resolver().LookupNetIP(rctx, "ip", fqdn(host))
 		cancel()
 		if err != nil || len(addrs) == 0 {
 			if t.via != nil {
@@ -146,6 +146,19 @@ func (s *Server) authorize(ctx context.Context, rawHost string, port int, plainH
 	}
 	t.addrs = keep
 	return t, nil
+}
+
+// fqdn is the fully qualified form of a canonical host name (which has no
+// trailing dot): the name the policy judged, and no other. Without the
+// dot, the host's resolver would also try it below each domain of
+// resolv.conf's search list: with "search corp.test" and *.allowed.test
+// allowed, api.allowed.test (unknown to DNS) reached
+// api.allowed.test.corp.test (found by an attack pass).
+func fqdn(host string) string {
+	if strings.HasSuffix(host, ".") {
+		return host
+	}
+	return host + "."
 }
 
 // refuseAddr says why a resolved address may not be dialled, or "".

@@ -39,7 +39,9 @@
 //     count);
 //  5. otherwise Server.Ask, bounded by AskTimeout, unless the allow list
 //     is strict or Ask is nil: then "host is not on the allow list";
-//  6. the name is resolved once, on the host (Server.Resolver), and each
+//  6. the name is resolved once, on the host (Server.Resolver), as a fully
+//     qualified name ("api.example.com.": resolv.conf's search list never
+//     applies, so the name resolved is the name judged), and each
 //     address is checked: deniedResolvedAddresses and IP literals in
 //     deniedDomains refuse it; loopback, private (RFC 1918, ULA),
 //     link-local, CGNAT, multicast, unspecified, broadcast, reserved, cloud

@@ -74,21 +74,41 @@ func waitNoGoroutines(d time.Duration) string {
 	}
 }
 
-// fakeResolver resolves from a fixed table; unknown names fail.
+// fakeResolver resolves from a fixed table (names without the trailing
+// dot); unknown names fail. Like the host's resolver, it takes a name
+// with a trailing dot as fully qualified and, with search set, tries one
+// without it below that domain too when the name itself is unknown
+// (resolv.conf's "search").
 type fakeResolver struct {
-	mu    sync.Mutex
-	names map[string][]netip.Addr
-	calls atomic.Int32
+	mu     sync.Mutex
+	names  map[string][]netip.Addr
+	search string
+	asked  []string // every name asked, as asked
+	calls  atomic.Int32
 }
 
 func (r *fakeResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if as, ok := r.names[host]; ok {
-		return as, nil
+	r.asked = append(r.asked, host)
+	tries := []string{strings.TrimSuffix(host, ".")}
+	if !strings.HasSuffix(host, ".") && r.search != "" {
+		tries = append(tries, host+"."+r.search)
+	}
+	for _, n := range tries {
+		if as, ok := r.names[n]; ok {
+			return as, nil
+		}
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// names asked so far.
+func (r *fakeResolver) askedNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.asked...)
 }
 
 func (r *fakeResolver) set(name string, addrs ...string) {

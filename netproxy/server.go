@@ -22,6 +22,7 @@ import (
 var ErrServerClosed = errors.New("netproxy: server closed")
 
 // Resolver resolves host names on the host side. *net.Resolver satisfies it.
+// The proxy asks it for fully qualified names only (with the trailing dot).
 type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }

@@ -365,6 +365,73 @@ func TestNoSecondLookup(t *testing.T) {
 	// shows that the checked address was dialled.
 }
 
+// TestResolvesFullyQualified: the proxy resolves the name it judged and no
+// other. The host's resolver applies resolv.conf's search list to a name
+// without a trailing dot: with "search corp.test" and *.allowed.test
+// allowed, api.allowed.test (unknown to DNS) reached
+// api.allowed.test.corp.test, a host the policy never named (found by an
+// attack pass). Every way in (forward, CONNECT, SOCKS5, a kept-alive
+// connection) goes through the one lookup; names written with a trailing
+// dot and IP literals are covered too.
+func TestResolvesFullyQualified(t *testing.T) {
+	e := newEnv(t, mustRules(t, netOf([]string{"*.allowed.test", "203.0.113.10"}, nil)))
+	e.res.search = "corp.test"
+	e.res.set("api.allowed.test.corp.test", addrDenied) // the search list's answer
+	for _, kind := range kinds {
+		for _, h := range []string{"api.allowed.test:80", "api.allowed.test.:80"} {
+			r := do(t, e.addr, kind, h)
+			if r.ok() || e.denied.hits.Load() != 0 {
+				t.Fatalf("%s %s: %+v; the origin behind the search list's name was reached (%d hits)", kind, h, r, e.denied.hits.Load())
+			}
+			if kind == "socks" {
+				if r.socks == 0 || r.socks == socksNotAllowed {
+					t.Fatalf("%s %s: SOCKS reply %#x, want host unreachable", kind, h, r.socks)
+				}
+			} else if r.status != http.StatusBadGateway {
+				t.Fatalf("%s %s: %d, want 502 (no such host)", kind, h, r.status)
+			}
+		}
+	}
+	for _, n := range e.res.askedNames() {
+		if n != "api.allowed.test." {
+			t.Errorf("resolver asked for %q, want only \"api.allowed.test.\"", n)
+		}
+	}
+
+	// A name that resolves does, written with or without its dot; the
+	// name asked has exactly one.
+	before := len(e.res.askedNames())
+	for _, kind := range kinds {
+		wantOK(t, do(t, e.addr, kind, "www.allowed.test:80"), "origin allowed")
+		wantOK(t, do(t, e.addr, kind, "www.allowed.test.:80"), "origin allowed")
+	}
+	for _, n := range e.res.askedNames()[before:] {
+		if n != "www.allowed.test." {
+			t.Errorf("resolver asked for %q, want \"www.allowed.test.\"", n)
+		}
+	}
+
+	// On a kept-alive connection every request is resolved the same way.
+	c := dialProxy(t, e.addr)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "GET http://www.allowed.test/keep HTTP/1.1\r\nHost: www.allowed.test\r\n\r\n")
+	wantOK(t, readResult(t, br, "GET"), "origin allowed /keep")
+	fmt.Fprintf(c, "GET http://api.allowed.test/keep HTTP/1.1\r\nHost: api.allowed.test\r\n\r\n")
+	if r := readResult(t, br, "GET"); r.status != http.StatusBadGateway || e.denied.hits.Load() != 0 {
+		t.Fatalf("kept-alive request to api.allowed.test: %+v, want 502", r)
+	}
+
+	// IP literals are never asked of the resolver.
+	before = len(e.res.askedNames())
+	for _, kind := range kinds {
+		wantOK(t, do(t, e.addr, kind, "203.0.113.10:80"), "origin allowed")
+	}
+	if got := e.res.askedNames()[before:]; len(got) != 0 {
+		t.Errorf("IP literals were resolved: %q", got)
+	}
+}
+
 func TestLiveSwapOnKeptAliveConnection(t *testing.T) {
 	e := newEnv(t, mustRules(t, netOf([]string{"allowed.test"}, nil)))
 	c := dialProxy(t, e.addr)
