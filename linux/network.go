@@ -80,7 +80,8 @@ func (n *network) env(moatPath string) []string {
 
 // kernelAllow is what the eBPF filter lets the command reach directly: the
 // proxy's listeners, and when it shares the host's network the loopback
-// ports the policy names as IP literals ("127.0.0.1:3000").
+// ports the policy names as IP literals ("127.0.0.1:3000") that the proxy
+// would connect to itself (enforce.Proxy.Allowed).
 func (n *network) kernelAllow() []netip.AddrPort {
 	return n.kernelAllowOf(n.proxy.Allowed())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -182,6 +183,50 @@ func (r *Rules) addrDenied(a netip.Addr, port int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// DirectLiterals are the destinations a command may reach without the
+// proxy, for a kernel allow-list (moat.shareNetwork's eBPF filter): the
+// counted allowedDomains entries that are an IP literal with a port, whose
+// address keep accepts (nil: all), and that the proxy itself would connect
+// to. That is, for the address and port, the lists decide Allow
+// (deniedDomains first, so "*:5432" or a denied literal wins; under
+// allowManagedDomainsOnly an unmanaged entry does not count) and neither
+// an IP literal of deniedDomains nor deniedResolvedAddresses refuses the
+// address. An entry the proxy would refuse is never reachable directly:
+// the raw allow list had been used, and a direct connect reached what the
+// proxy refused (found by an attack pass).
+func (r *Rules) DirectLiterals(keep func(netip.Addr) bool) []netip.AddrPort {
+	if r == nil {
+		return nil
+	}
+	var out []netip.AddrPort
+	for i := range r.allow {
+		p := &r.allow[i].pat
+		if !p.Addr.IsValid() || p.Port == 0 || (keep != nil && !keep(p.Addr)) {
+			continue
+		}
+		ap := netip.AddrPortFrom(p.Addr, uint16(p.Port))
+		if !slices.Contains(out, ap) && r.literalAllowed(p.Addr, p.Port) {
+			out = append(out, ap)
+		}
+	}
+	return out
+}
+
+// literalAllowed is authorize's decision for an IP literal, without
+// asking anyone: the lists allow it, and refuseAddr lets the address
+// through (no denied address; named by an allowed literal, so no special
+// range or host address counts against it).
+func (r *Rules) literalAllowed(a netip.Addr, port int) bool {
+	a = a.Unmap().WithZone("")
+	if v, _ := r.check(a.String(), port); v != policy.Allow {
+		return false
+	}
+	if _, denied := r.addrDenied(a, port); denied {
+		return false
+	}
+	return r.addrExempt(a, port)
 }
 
 // MergeUpdate applies a network-list update (received while a command

@@ -620,6 +620,69 @@ for i in $(seq 100); do if ! (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; the
 	}
 }
 
+// With moat.shareNetwork the eBPF allow-list lets the command reach
+// allowed loopback literals directly; it holds only those the proxy itself
+// would connect to. It had been filled from the raw allow list: with
+// 127.0.0.1:PORT allowed and "*:PORT" denied (or the address denied, or in
+// deniedResolvedAddresses) the proxy refused the destination and a direct
+// connect (curl --noproxy '*') reached it; a live update that denied the
+// port left it reachable too (found by an attack pass). Each direct
+// attempt must fail and be reported, and work without moat.
+func TestSharedNetworkDirectAsProxy(t *testing.T) {
+	testutil.RequireRoot(t)
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	port := strconv.Itoa(s.allowed)
+	target := "127.0.0.1:" + port
+	for _, network := range []map[string]any{
+		{"allowedDomains": []string{target}, "deniedDomains": []string{"*:" + port}},
+		{"allowedDomains": []string{target}, "deniedDomains": []string{"127.0.0.1"}},
+		{"allowedDomains": []string{target}, "deniedResolvedAddresses": []string{"127.0.0.0/8"}},
+	} {
+		settings := f.sharedSettings(network, map[string]any{})
+		for _, attack := range [][]string{
+			{"tcp", target},
+			{"curl", "--noproxy", "*", "http://" + target + "/"},
+		} {
+			got := f.sandboxedWith(settings, attack...)
+			if got.escaped() {
+				t.Errorf("ESCAPE: %v reached directly what the proxy refuses (%v):\n%s", attack, network, got.out)
+			} else if !strings.Contains(got.out, "deny network-connect-tcp "+target+" (eBPF") {
+				t.Errorf("%v (%v): the refused direct connect was not reported:\n%s", attack, network, got.out)
+			}
+			if base := f.direct(attack...); !base.escaped() {
+				t.Errorf("without moat %v must work:\n%s", attack, base.out)
+			}
+		}
+		// The proxy refuses it too: the same answer both ways.
+		if got := f.sandboxedWith(settings, "curl", "http://"+target+"/"); got.escaped() {
+			t.Errorf("the proxy allowed %s (%v):\n%s", target, network, got.out)
+		}
+	}
+
+	// A live update that denies the port withdraws the literal from the
+	// kernel as well as from the proxy.
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{target}}, map[string]any{})
+	r, w, err := os.Pipe()
+	must(t, err)
+	script := fmt.Sprintf(`if (exec 3<>/dev/tcp/127.0.0.1/%[1]s) 2>/dev/null; then echo first=open; else echo first=refused; fi; touch %[2]s/asked
+for i in $(seq 100); do if ! (exec 3<>/dev/tcp/127.0.0.1/%[1]s) 2>/dev/null; then echo later=refused; exit 0; fi; sleep 0.1; done; echo later=open; exit 1`, port, f.work)
+	cmd := exec.Command(moatBin, "run", "--settings", settings, "--control-fd", "3", "-c", script)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.ExtraFiles = []*os.File{r}
+	out, err2 := startAndFeed(t, cmd, w, f.work+"/asked", []string{
+		fmt.Sprintf(`{"network":{"allowedDomains":["%s"],"deniedDomains":["*:%s"]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, target, port),
+	})
+	r.Close()
+	if !strings.Contains(out, "first=open") {
+		t.Fatalf("the allowed loopback destination must be reachable first (exit %v):\n%s", err2, out)
+	}
+	if !strings.Contains(out, "later=refused") {
+		t.Fatalf("ESCAPE: after an update denying *:%s the destination stayed reachable directly (exit %v):\n%s", port, err2, out)
+	}
+}
+
 // The report names what a user can act on: a command that succeeded after
 // the C library's probe for nscd (socket(AF_UNIX), refused) gets no line
 // for it; a command that failed on a refused unix socket keeps it. The

@@ -109,17 +109,26 @@ func (p *proxy) Env(httpAddr, socksAddr, moatPath string) []string {
 func (p *proxy) Allowed() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return loopbackLiterals(p.current)
+	if p.srv != nil {
+		return loopbackLiterals(p.srv.CurrentRules())
+	}
+	r, err := netproxy.NewRules(p.current)
+	if err != nil {
+		return nil
+	}
+	return loopbackLiterals(r)
 }
 
-// loopbackLiterals are the allowed loopback host:port literals of n: the
-// destinations a command sharing the host's network reaches directly.
-func loopbackLiterals(n policy.Network) []string {
+// loopbackLiterals are the destinations a command sharing the host's
+// network reaches directly: the allowed loopback host:port literals that
+// the proxy's own rules r allow (netproxy.Rules.DirectLiterals), never
+// one the proxy would refuse (a deny entry, a denied address, an entry
+// that does not count under allowManagedDomainsOnly: the raw allow list
+// had been used, found by an attack pass).
+func loopbackLiterals(r *netproxy.Rules) []string {
 	var out []string
-	for _, d := range n.AllowedDomains {
-		if ap, err := netip.ParseAddrPort(d.Pattern); err == nil && ap.Addr().IsLoopback() && ap.Port() != 0 {
-			out = append(out, ap.String())
-		}
+	for _, ap := range r.DirectLiterals(netip.Addr.IsLoopback) {
+		out = append(out, ap.String())
 	}
 	return out
 }
@@ -140,7 +149,7 @@ func (p *proxy) update(u policy.Network, proc any) error {
 		return err
 	}
 	if s, ok := proc.(enforce.NetworkSyncer); ok {
-		if err := s.SyncNetwork(loopbackLiterals(merged)); err != nil {
+		if err := s.SyncNetwork(loopbackLiterals(r)); err != nil {
 			return fmt.Errorf("the sandbox's kernel filter could not take the update (not applied): %w", err)
 		}
 	}

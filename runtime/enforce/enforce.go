@@ -186,8 +186,9 @@ type Proxy interface {
 	// binary the command can run (ssh's ProxyCommand).
 	Env(httpAddr, socksAddr, moatPath string) []string
 	// Allowed are the loopback destinations the policy names as literal
-	// addresses ("127.0.0.1:3000"), which the command may reach directly
-	// when it shares the host's network.
+	// addresses ("127.0.0.1:3000") and the proxy's own rules allow (deny
+	// entries, denied addresses and managed-only applied), which the
+	// command may reach directly when it shares the host's network.
 	Allowed() []string
 }
 

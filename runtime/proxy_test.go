@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// syncer records what a live update gives the kernel filter.
+type syncer struct{ got [][]string }
+
+func (s *syncer) SyncNetwork(allowed []string) error {
+	s.got = append(s.got, allowed)
+	return nil
+}
+
+// TestSharedNetworkDirectList: with moat.shareNetwork the command reaches
+// what Allowed lists directly (the eBPF allow-list), so it lists only the
+// loopback literals the proxy's own rules allow, at the start and after a
+// live update. From the raw allow list, a deny entry ("*:5432"), a denied
+// address and an entry that does not count under allowManagedDomainsOnly
+// were reached directly while the proxy refused them (found by an attack
+// pass; the privileged test is TestSharedNetworkDirectAsProxy).
+func TestSharedNetworkDirectList(t *testing.T) {
+	rule := func(p string, managed bool) policy.DomainRule { return policy.DomainRule{Pattern: p, Managed: managed} }
+	for _, c := range []struct {
+		name string
+		n    policy.Network
+		want []string
+	}{
+		{"allowed", policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false)}}, []string{"127.0.0.1:5432"}},
+		{"denied port", policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false)},
+			DeniedDomains: []policy.DomainRule{rule("*:5432", false)}}, nil},
+		{"denied address", policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false), rule("[::1]:5432", false)},
+			DeniedResolvedAddresses: []string{"127.0.0.0/8", "::1/128"}}, nil},
+		{"managed only", policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false), rule("127.0.0.1:8000", true)},
+			AllowManagedDomainsOnly: true}, []string{"127.0.0.1:8000"}},
+	} {
+		p, err := newProxy(&policy.Policy{Net: c.n}, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Allowed(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Allowed() = %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	// A live update under allowManagedDomainsOnly: its entries do not
+	// count, so the kernel gets none of them.
+	p, err := newProxy(&policy.Policy{Net: policy.Network{
+		AllowedDomains:          []policy.DomainRule{rule("127.0.0.1:8000", true)},
+		AllowManagedDomainsOnly: true,
+	}}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s syncer
+	if err := p.update(policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false)}}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.got) != 1 || !slices.Equal(s.got[0], []string{"127.0.0.1:8000"}) {
+		t.Fatalf("update under managed only gave the kernel %q, want only [127.0.0.1:8000]", s.got)
+	}
+	if got := p.Allowed(); !slices.Equal(got, []string{"127.0.0.1:8000"}) {
+		t.Fatalf("after the update Allowed() = %q", got)
+	}
+	// An update that denies the port withdraws the literal.
+	if err := p.update(policy.Network{DeniedDomains: []policy.DomainRule{rule("*:8000", false)}}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.got) != 2 || len(s.got[1]) != 0 {
+		t.Fatalf("an update denying *:8000 gave the kernel %q, want nothing", s.got)
+	}
+}
