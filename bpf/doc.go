@@ -20,20 +20,27 @@
 //
 // # What the programs decide
 //
-//	cgroup/connect4, connect6  connect() of TCP, UDP and MPTCP sockets: allowed
-//	                           to the allow-list, and with AllowLoopback to any
-//	                           loopback address; otherwise EPERM and an event.
-//	                           TCP Fast Open (sendto with MSG_FASTOPEN) passes
-//	                           here too.
+//	cgroup/connect4, connect6  connect() of TCP, UDP and MPTCP sockets: a
+//	                           stream socket (TCP, MPTCP) is allowed to the
+//	                           allow-list, and with AllowLoopback any socket to
+//	                           any loopback address; otherwise EPERM and an
+//	                           event. TCP Fast Open (sendto with MSG_FASTOPEN)
+//	                           passes here too.
 //	cgroup/sendmsg4, sendmsg6  unconnected UDP sends (sendto, sendmsg with an
-//	                           address): the same rule. DNS and QUIC to the
-//	                           world are refused.
+//	                           address): only with AllowLoopback, to loopback.
+//	                           DNS and QUIC to the world are refused.
 //	cgroup/bind4, bind6        bind(): Options.Listen, plus what Options.Bind
 //	                           allows (not attached with BindAny).
 //	cgroup/sock_create         socket(): TCP, MPTCP and UDP only. Raw sockets,
 //	                           ICMP echo ("ping") sockets, SCTP and the rest
 //	                           are refused, since their traffic does not all
 //	                           pass the address hooks.
+//
+// The allow-list's entries are TCP services (the proxy's listeners, the
+// loopback ports a shared-network policy names): its key has no protocol,
+// so a UDP datagram never uses it, sent or connected (a datagram to an
+// allowed TCP literal's port reached a UDP service there: found by an
+// attack pass).
 //
 // Addresses are judged as 16 bytes with IPv4 as IPv4-mapped IPv6, so an
 // AF_INET6 socket that names ::ffff:a.b.c.d meets exactly the rule of

@@ -189,8 +189,10 @@ const eventQueue = 256
 
 // Attach loads a set of the programs for this filter alone and attaches it
 // to the cgroup2 directory cgroupDir. From then on, the processes in that
-// cgroup may connect() (TCP, UDP, ICMP) and send UDP datagrams only to the
-// addresses in allow (and loopback with opts.AllowLoopback); they may
+// cgroup may connect() TCP (and MPTCP) sockets only to the addresses in
+// allow, and with opts.AllowLoopback connect any socket and send UDP
+// datagrams to loopback (no UDP reaches an address in allow: its entries
+// are TCP services); they may
 // bind() as opts says, and create only TCP and UDP sockets. Everything else
 // fails with EPERM and is reported on Events. A process in a cgroup below
 // it (which the filter's rules do not name) is refused everything.

@@ -404,6 +404,52 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// TestAllowListIsTCPOnly: the allow-list's key has no protocol, and its
+// entries are TCP services (the proxy's listeners, the loopback ports a
+// shared-network policy names): a UDP datagram to an allowed address and
+// port, sent or connected, is refused and reported, and reaches a UDP
+// socket on that port outside the cgroup. It passed, and reached a UDP
+// service on an allowed TCP literal's port (found by an attack pass).
+func TestAllowListIsTCPOnly(t *testing.T) {
+	requireFilter(t)
+	tcp4 := listen(t, "tcp4", "127.0.0.1:0")
+	udp4 := listen(t, "udp4", tcp4.String())
+	var allow []netip.AddrPort
+	allow = append(allow, tcp4)
+	cases := []expect{
+		{op{"tcp4", tcp4.String()}, "ok", Event{}},
+		{op{"tfo4", tcp4.String()}, "ok", Event{}},
+		{op{"udp4", udp4.String()}, "EPERM", ev("sendmsg", "udp", udp4.String())},
+		{op{"udpconn4", udp4.String()}, "EPERM", ev("connect", "udp", udp4.String())},
+		{op{"udp6", withPort("::ffff:127.0.0.1", udp4)}, "EPERM", ev("sendmsg", "udp", udp4.String())},
+	}
+	if l, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		l.Close()
+		tcp6 := listen(t, "tcp6", "[::1]:0")
+		udp6 := listen(t, "udp6", tcp6.String())
+		allow = append(allow, tcp6)
+		cases = append(cases,
+			expect{op{"tcp6", tcp6.String()}, "ok", Event{}},
+			expect{op{"udp6", udp6.String()}, "EPERM", ev("sendmsg", "udp", udp6.String())},
+			expect{op{"udpconn6", udp6.String()}, "EPERM", ev("connect", "udp", udp6.String())})
+	}
+	g := newGroup(t)
+	f := attach(t, g, allow, Options{Bind: BindLoopback})
+	check(t, f, g, 0, cases)
+
+	// Outside the cgroup each of them goes through.
+	var ops []op
+	for _, c := range cases {
+		ops = append(ops, c.op)
+	}
+	outside := runHelper(t, -1, 0, ops)
+	for _, o := range ops {
+		if got := outside.results[o.String()]; got != "ok" {
+			t.Errorf("outside the cgroup: %v = %s, want ok", o, got)
+		}
+	}
+}
+
 // TestPingSocket: ICMP echo sockets reach any host without a sendmsg hook,
 // so the filter refuses to create them. The helper runs in a network
 // namespace of its own, where it may allow them (ping_group_range).

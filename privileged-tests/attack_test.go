@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -498,6 +499,29 @@ var attacks = map[string]func([]string) (string, error){
 		n, err := c.Read(buf)
 		if err != nil {
 			return "", err
+		}
+		return "udp answer " + string(buf[:n]), nil
+	},
+	// udpto ADDR: send an IPv4 datagram from an unbound, unconnected
+	// socket (sendto: no bind, no connect) and wait for the echo.
+	"udpto": func(a []string) (string, error) {
+		ap, err := netip.ParseAddrPort(a[0])
+		if err != nil {
+			return "", err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Sendto(fd, []byte("ping"), 0, &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}); err != nil {
+			return "", fmt.Errorf("sendto: %w", err)
+		}
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2})
+		buf := make([]byte, 16)
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return "", fmt.Errorf("recvfrom: %w", err)
 		}
 		return "udp answer " + string(buf[:n]), nil
 	},

@@ -683,6 +683,54 @@ for i in $(seq 100); do if ! (exec 3<>/dev/tcp/127.0.0.1/%[1]s) 2>/dev/null; the
 	}
 }
 
+// With moat.shareNetwork an allowed loopback literal is a TCP service the
+// command reaches directly; a UDP datagram to the same address and port
+// (sent or connected) is refused and reported, and reaches a UDP service
+// there without moat. The eBPF allow-list's key had no protocol, and a
+// datagram reached it (found by an attack pass).
+func TestSharedNetworkAllowedLiteralTCPOnly(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	target := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	pc, err := net.ListenPacket("udp4", target)
+	if err != nil {
+		t.Fatalf("a UDP socket on the allowed TCP port: %v", err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, a, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], a)
+		}
+	}()
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{target}}, map[string]any{})
+	if got := f.sandboxedWith(settings, "tcp", target); !got.escaped() {
+		t.Fatalf("the allowed literal must be reachable over TCP:\n%s", got.out)
+	}
+	for _, c := range []struct {
+		attack []string
+		report string
+	}{
+		{[]string{"udpto", target}, "deny network-sendmsg-udp " + target},
+		{[]string{"udp", target}, "deny network-connect-udp " + target},
+	} {
+		got := f.sandboxedWith(settings, c.attack...)
+		if got.escaped() {
+			t.Errorf("ESCAPE: %v reached the UDP service on an allowed TCP literal's port:\n%s", c.attack, got.out)
+		} else if !strings.Contains(got.out, c.report) {
+			t.Errorf("%v: no %q in the report:\n%s", c.attack, c.report, got.out)
+		}
+		if base := f.direct(c.attack...); !base.escaped() {
+			t.Errorf("without moat %v must work:\n%s", c.attack, base.out)
+		}
+	}
+}
+
 // The report names what a user can act on: a command that succeeded after
 // the C library's probe for nscd (socket(AF_UNIX), refused) gets no line
 // for it; a command that failed on a refused unix socket keeps it. The

@@ -10,8 +10,9 @@
 //
 // A destination is allowed when its (cgroup, address, port) is in
 // `allowed` (moat's proxy listeners and the loopback ports the policy
-// names), or, when the cgroup's allow_loopback is set, when it is a
-// loopback address. A bind() is allowed to the map's ALLOW_BIND entries and
+// names: TCP services) and the call is a connect() of a stream socket (TCP,
+// MPTCP, TCP Fast Open), never a UDP datagram; or, when the cgroup's
+// allow_loopback is set, when it is a loopback address (any protocol). A bind() is allowed to the map's ALLOW_BIND entries and
 // as the cgroup's bind_policy says. Everything else is refused with EPERM
 // and reported on the `events` ring buffer, with the cgroup's id. The
 // verdict never depends on the report: when the ring buffer is full, or
@@ -48,7 +49,7 @@ enum {
 
 // Flags in an `allowed` map value: what the destination may be used for.
 enum {
-	ALLOW_CONNECT = 1, // connect() and sendmsg() to it
+	ALLOW_CONNECT = 1, // connect() of a stream socket (TCP, MPTCP) to it
 	ALLOW_BIND = 2,    // bind() to it, whatever bind_policy says
 };
 
@@ -201,9 +202,16 @@ static __always_inline int judge(struct bpf_sock_addr *ctx, int v6, __u8 op)
 
 	destination(ctx, v6, cgid, &k);
 	if (cfg) {
-		flags = bpf_map_lookup_elem(&allowed, &k);
-		if (flags && (*flags & ALLOW_CONNECT))
-			return 1;
+		// The allow-list holds TCP services (the proxy's listeners, the
+		// loopback ports the policy names). The key has no protocol, so
+		// only a stream socket's connect may use it: a UDP datagram to an
+		// allowed port (sendmsg, or connect of a UDP socket) reached
+		// whatever listened on UDP there (found by an attack pass).
+		if (op == OP_CONNECT && ctx->type == SOCK_STREAM) {
+			flags = bpf_map_lookup_elem(&allowed, &k);
+			if (flags && (*flags & ALLOW_CONNECT))
+				return 1;
+		}
 		if (cfg->allow_loopback && is_loopback(&k, 1))
 			return 1;
 	}
