@@ -153,6 +153,16 @@ func protoName(sockType uint8, proto uint16) string {
 	return "proto-" + strconv.Itoa(int(proto))
 }
 
+// MaxDestinations is how many allow-list entries one filter may have: its
+// allowed destinations and its Options.Listen addresses together (an
+// address in both counts once). A filter of its own set ([Attach]) gets a
+// map of this size whatever it starts with, so that a live update
+// ([Filter.SetAllowed]) can add destinations up to it: sized to the
+// initial entries, a cold shareNetwork run's map refused the first
+// loopback literal an update added ("key too big for map"). More is
+// refused, naming the cap, at Attach and at SetAllowed.
+const MaxDestinations = 1024
+
 // destKey is an allow-list entry as the programs look it up: the address
 // as 16 bytes (IPv4 as ::ffff:a.b.c.d), the port in host byte order.
 type destKey struct {
@@ -188,6 +198,9 @@ func allowEntries(allow, listen []netip.AddrPort) (map[destKey]uint8, error) {
 		if err := add(ap, allowBind, "listen address"); err != nil {
 			return nil, err
 		}
+	}
+	if len(m) > MaxDestinations {
+		return nil, fmt.Errorf("bpf: %d destinations, more than the %d a filter may have (bpf.MaxDestinations)", len(m), MaxDestinations)
 	}
 	return m, nil
 }

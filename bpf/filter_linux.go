@@ -216,7 +216,9 @@ func Attach(cgroupDir string, allow []netip.AddrPort, opts Options) (*Filter, er
 	if err != nil {
 		return nil, err
 	}
-	p, err := Load(LoadOptions{EventBuffer: opts.EventBuffer, Filters: 1, Destinations: max(len(entries), 1), NoBind: opts.Bind == BindAny})
+	// Room for what live updates (SetAllowed) may add, not only for the
+	// entries of now.
+	p, err := Load(LoadOptions{EventBuffer: opts.EventBuffer, Filters: 1, Destinations: MaxDestinations, NoBind: opts.Bind == BindAny})
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +317,7 @@ func (f *Filter) fill(entries map[destKey]uint8, opts Options) error {
 			key.Addr[i] = binary.NativeEndian.Uint32(k.addr[4*i:])
 		}
 		if err := f.progs.objs.Allowed.Update(&key, flags, ebpf.UpdateNoExist); err != nil {
-			return fmt.Errorf("bpf: fill allow-list: %w", err)
+			return fmt.Errorf("bpf: fill allow-list: %w", f.mapFull(err))
 		}
 		f.keys = append(f.keys, key)
 	}
@@ -331,8 +333,9 @@ func (f *Filter) fill(entries map[destKey]uint8, opts Options) error {
 
 // SetAllowed replaces the destinations the cgroup's processes may reach
 // (live network updates): what is no longer allowed is deleted from the
-// set's allow-list, what is new is added. An error leaves some of the
-// change made: the caller should treat the update as failed.
+// set's allow-list, what is new is added, up to [MaxDestinations] with the
+// Listen addresses. An error leaves some of the change made: the caller
+// should treat the update as failed.
 func (f *Filter) SetAllowed(allow []netip.AddrPort) error {
 	entries, err := allowEntries(allow, f.listen)
 	if err != nil {
@@ -365,13 +368,23 @@ func (f *Filter) SetAllowed(allow []netip.AddrPort) error {
 	f.keys = keep
 	for key, flags := range want {
 		if err := f.progs.objs.Allowed.Update(&key, flags, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("bpf: allow a destination: %w", err)
+			return fmt.Errorf("bpf: allow a destination: %w", f.mapFull(err))
 		}
 		if !slices.Contains(f.keys, key) {
 			f.keys = append(f.keys, key)
 		}
 	}
 	return nil
+}
+
+// mapFull names the set's allow-list size when err is the kernel's "map
+// full" (E2BIG, "argument list too long"), which says nothing of a cap.
+func (f *Filter) mapFull(err error) error {
+	if !errors.Is(err, unix.E2BIG) {
+		return err
+	}
+	return fmt.Errorf("the allow-list map of this set of programs is full (%d destinations for all its filters together): %w",
+		f.progs.objs.Allowed.MaxEntries(), err)
 }
 
 // removeRules deletes the cgroup's rules from the set's maps: its

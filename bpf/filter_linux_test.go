@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -548,6 +549,51 @@ func TestBindPolicy(t *testing.T) {
 			}
 			check(t, f, g, 0, cases)
 		})
+	}
+}
+
+// TestSetAllowedGrows: a filter of its own set can take live updates that
+// add destinations, up to MaxDestinations. Its map had been sized to the
+// entries it started with, and a cold shareNetwork run's first update
+// that added a loopback literal failed ("key too big for map: argument
+// list too long"). Past the cap, Attach and SetAllowed say what the cap is.
+func TestSetAllowedGrows(t *testing.T) {
+	requireFilter(t)
+	proxy := listen(t, "tcp4", "127.0.0.1:0")
+	added := []netip.AddrPort{listen(t, "tcp4", "127.0.0.1:0"), listen(t, "tcp4", "127.0.0.1:0"), listen(t, "tcp4", "127.0.0.1:0")}
+	g := newGroup(t)
+	f := attach(t, g, []netip.AddrPort{proxy}, Options{})
+	var before []expect
+	for _, a := range added {
+		before = append(before, expect{op{"tcp4", a.String()}, "EPERM", ev("connect", "tcp", a.String())})
+	}
+	check(t, f, g, 0, before)
+	if err := f.SetAllowed(append([]netip.AddrPort{proxy}, added...)); err != nil {
+		t.Fatalf("an update adding %d destinations to a filter that started with 1: %v", len(added), err)
+	}
+	after := []expect{{op{"tcp4", proxy.String()}, "ok", Event{}}}
+	for _, a := range added {
+		after = append(after, expect{op{"tcp4", a.String()}, "ok", Event{}})
+	}
+	check(t, f, g, 0, after)
+
+	// Up to the cap, and no further.
+	many := func(n int) []netip.AddrPort {
+		var out []netip.AddrPort
+		for i := range n {
+			out = append(out, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(i >> 8), byte(i)}), 4000))
+		}
+		return out
+	}
+	if err := f.SetAllowed(many(MaxDestinations)); err != nil {
+		t.Fatalf("SetAllowed of MaxDestinations (%d): %v", MaxDestinations, err)
+	}
+	err := f.SetAllowed(many(MaxDestinations + 1))
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(MaxDestinations)) {
+		t.Fatalf("SetAllowed past the cap: %v, want an error naming %d", err, MaxDestinations)
+	}
+	if _, err := Attach(newGroup(t).Path(), many(MaxDestinations+1), Options{}); err == nil || !strings.Contains(err.Error(), strconv.Itoa(MaxDestinations)) {
+		t.Fatalf("Attach past the cap: %v, want an error naming %d", err, MaxDestinations)
 	}
 }
 

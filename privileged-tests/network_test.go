@@ -731,6 +731,35 @@ func TestSharedNetworkAllowedLiteralTCPOnly(t *testing.T) {
 	}
 }
 
+// A cold run with moat.shareNetwork takes a live update that adds an
+// allowed loopback literal: the eBPF map had been sized to the run's
+// initial destinations, and the update failed with "key too big for map:
+// argument list too long" (the destination stayed refused).
+func TestSharedNetworkUpdateAdds(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	target := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{}}, map[string]any{})
+	r, w, err := os.Pipe()
+	must(t, err)
+	script := fmt.Sprintf(`if (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; then echo first=open; else echo first=refused; fi; touch %[2]s/asked
+for i in $(seq 100); do if (exec 3<>/dev/tcp/127.0.0.1/%[1]d) 2>/dev/null; then echo later=open; exit 0; fi; sleep 0.1; done; echo later=refused; exit 1`, s.allowed, f.work)
+	cmd := exec.Command(moatBin, "run", "--settings", settings, "--control-fd", "3", "-c", script)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	cmd.ExtraFiles = []*os.File{r}
+	out, err2 := startAndFeed(t, cmd, w, f.work+"/asked", []string{
+		fmt.Sprintf(`{"network":{"allowedDomains":["%s"],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, target),
+	})
+	r.Close()
+	if !strings.Contains(out, "first=refused") {
+		t.Fatalf("ESCAPE: the destination was reachable before the update (exit %v):\n%s", err2, out)
+	}
+	if !strings.Contains(out, "later=open") || strings.Contains(out, "too big") {
+		t.Fatalf("the update adding %s did not reach the kernel filter (exit %v):\n%s", target, err2, out)
+	}
+}
+
 // The report names what a user can act on: a command that succeeded after
 // the C library's probe for nscd (socket(AF_UNIX), refused) gets no line
 // for it; a command that failed on a refused unix socket keeps it. The
