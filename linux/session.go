@@ -152,6 +152,9 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 			return nil, errors.New("a session command needs its three descriptors")
 		}
 	}
+	if err := checkStdio(c.Stdio); err != nil {
+		return nil, err
+	}
 	dir := c.Dir
 	if dir == "" {
 		dir = ln.pol.Cwd
