@@ -154,12 +154,8 @@ type run struct {
 	cacheWarning string // the tool cache could not be made
 
 	mu         sync.Mutex
-	violations []policy.Violation
-	seen       map[string]bool
+	violations violationSet
 }
-
-// maxViolations bounds a run's report.
-const maxViolations = 1000
 
 func newRun(req Request) (*run, error) {
 	if req.Policy == nil {
@@ -442,30 +438,18 @@ func (r *run) finish(proc enforce.Process, exit *enforce.Exit, timedOut bool) *R
 	}
 	res.Warnings = append(res.Warnings, r.auditGit(proc.Footprint())...)
 	r.mu.Lock()
-	res.Violations = policy.Summarize(r.violations, res.ExitCode == 0 && res.Signal == 0)
+	res.Violations = r.violations.report(res.ExitCode == 0 && res.Signal == 0)
 	r.mu.Unlock()
 	return res
 }
 
 // violation records one refusal (each distinct one once).
 func (r *run) violation(v policy.Violation) {
-	if v.Time.IsZero() {
-		v.Time = time.Now()
-	}
-	key := string(v.Kind) + "\x00" + v.Op + "\x00" + v.Target
 	r.mu.Lock()
-	if r.seen == nil {
-		r.seen = map[string]bool{}
-	}
-	if r.seen[key] || len(r.violations) >= maxViolations {
-		r.mu.Unlock()
-		return
-	}
-	r.seen[key] = true
-	r.violations = append(r.violations, v)
+	isNew := r.violations.add(&v)
 	cb := r.req.OnViolation
 	r.mu.Unlock()
-	if cb != nil {
+	if isNew && cb != nil {
 		cb(v)
 	}
 }

@@ -288,8 +288,7 @@ type Running struct {
 	cancel   context.CancelFunc
 
 	mu         sync.Mutex
-	violations []policy.Violation
-	seen       map[string]bool
+	violations violationSet
 	onViol     func(policy.Violation)
 	timedOut   bool
 }
@@ -391,26 +390,14 @@ func (r *Running) violation(v policy.Violation) {
 // record keeps a violation of this command (each distinct one once) and
 // tells the command's OnViolation; false if it was already kept.
 func (r *Running) record(v policy.Violation) bool {
-	if v.Time.IsZero() {
-		v.Time = time.Now()
-	}
-	key := string(v.Kind) + "\x00" + v.Op + "\x00" + v.Target
 	r.mu.Lock()
-	if r.seen == nil {
-		r.seen = map[string]bool{}
-	}
-	if r.seen[key] || len(r.violations) >= maxViolations {
-		r.mu.Unlock()
-		return false
-	}
-	r.seen[key] = true
-	r.violations = append(r.violations, v)
+	isNew := r.violations.add(&v)
 	cb := r.onViol
 	r.mu.Unlock()
-	if cb != nil {
+	if isNew && cb != nil {
 		cb(v)
 	}
-	return true
+	return isNew
 }
 
 // Signal delivers a signal to the command (terminal signals to its process
@@ -443,7 +430,7 @@ func (r *Running) Wait() (*Result, error) {
 		}
 		res.Warnings = auditGit(r.proc.Footprint(), r.since, unsettledSince(r.s.req.StateDir, r.proc.Footprint().WritableRoots, nil), r.s.pol.Home, r.s.req.StateDir, r.s.req.As, xdgConfigHome(r.s.req.Env, r.s.req.As), r.violation)
 		r.mu.Lock()
-		res.Violations = policy.Summarize(r.violations, res.ExitCode == 0 && res.Signal == 0)
+		res.Violations = r.violations.report(res.ExitCode == 0 && res.Signal == 0)
 		r.mu.Unlock()
 		r.res = res
 	})
