@@ -137,6 +137,11 @@ type Request struct {
 	// Started, if set, is called once the process has started, before Run
 	// waits for it.
 	Started func(Started)
+	// DecidedIn, if set, is the working directory the command was judged
+	// (and perhaps approved) in: if the session's is another when it
+	// starts (a concurrent command's cd while the user was asked), it does
+	// not run, and the result says so.
+	DecidedIn string
 }
 
 // Started describes a command whose process has started.
@@ -527,6 +532,11 @@ func (t *task) run(ctx context.Context) (Result, error) {
 	cwd := s.cwd
 	env := s.envLocked()
 	s.mu.Unlock()
+	if d := t.req.DecidedIn; d != "" && d != cwd {
+		s.forget(t.id)
+		return Result{ID: t.id, Command: t.req.Command, ExitCode: -1, IsError: true, Cwd: cwd, Kind: t.kind, Violations: []policy.Violation{},
+			Message: "Command not run: it was judged in " + d + ", and the session's working directory is now " + cwd + " (another command changed it meanwhile); run it again to have it judged there"}, nil
+	}
 	res, err := s.start(ctx, t, cwd, env)
 	if err != nil || res != nil {
 		s.forget(t.id)

@@ -958,3 +958,25 @@ func TestSubmit(t *testing.T) {
 		}
 	})
 }
+
+// A command judged in one directory does not run in another: a concurrent
+// command's cd between the decision (an MCP client's user being asked)
+// and the start moved the session, and the approved command ran there.
+func TestDecidedInMustBeTheCwd(t *testing.T) {
+	e := newEnv(t, "", nil)
+	if err := os.MkdirAll(filepath.Join(e.dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	judged := e.s.Cwd()
+	e.run(t, "cd sub")
+	r, err := e.s.Run(context.Background(), shell.Request{Command: "touch ran", DecidedIn: judged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, serr := os.Stat(filepath.Join(e.dir, "sub", "ran")); serr == nil || !r.IsError || !strings.Contains(r.Message, "judged in "+judged) {
+		t.Fatalf("a command judged in %s ran in %s: %+v", judged, e.s.Cwd(), r)
+	}
+	if r, err := e.s.Run(context.Background(), shell.Request{Command: "touch ran", DecidedIn: e.s.Cwd()}); err != nil || r.IsError {
+		t.Fatalf("judged where it runs: %+v %v", r, err)
+	}
+}

@@ -226,7 +226,8 @@ func (s *server) bash(ctx context.Context, req *sdk.CallToolRequest, in BashInpu
 	case in.Timeout < 0 || in.Timeout > MaxTimeoutMS:
 		return inputError("timeout", "%d ms is out of range (0 to %d)", in.Timeout, MaxTimeoutMS), nil, nil
 	}
-	dec := s.sh.DecideRequest(ctx, permissions.Request{Command: in.Command, DangerouslyDisableSandbox: in.DangerouslyDisableSandbox})
+	cwd := s.sh.Session.Cwd()
+	dec := s.sh.DecideRequest(ctx, permissions.Request{Command: in.Command, Cwd: cwd, DangerouslyDisableSandbox: in.DangerouslyDisableSandbox})
 	d := dec.Decision.Final()
 	s.log.Debug("mcp bash", "cmd", in.Command, "decision", d.Verdict.String(), "reason", d.Reason)
 	res := Result{Decision: &d, SuggestedRule: dec.Suggestion, Sandbox: dec.Sandbox}
@@ -242,7 +243,7 @@ func (s *server) bash(ctx context.Context, req *sdk.CallToolRequest, in BashInpu
 			return s.refuse(in.Command, dec, res, msg)
 		}
 		er, err := req.Session.Elicit(ctx, &sdk.ElicitParams{
-			Message:         askMessage(in, dec),
+			Message:         askMessage(in, cwd, dec),
 			RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
 		})
 		switch {
@@ -254,7 +255,11 @@ func (s *server) bash(ctx context.Context, req *sdk.CallToolRequest, in BashInpu
 		res.Approved = "user"
 	}
 
-	sreq := shell.Request{Command: in.Command, Timeout: time.Duration(in.Timeout) * time.Millisecond, Background: in.RunInBackground}
+	// Run where it was judged: a concurrent call's cd while the user was
+	// asked moved the session, and the approved command ran elsewhere
+	// (through a symlink there, outside what the user saw; found by an
+	// attack pass).
+	sreq := shell.Request{Command: in.Command, Timeout: time.Duration(in.Timeout) * time.Millisecond, Background: in.RunInBackground, DecidedIn: cwd}
 	if tok := req.Params.GetProgressToken(); tok != nil && !in.RunInBackground {
 		sreq.Progress = s.progressFunc(ctx, req.Session, tok)
 	}
@@ -292,7 +297,7 @@ func reasonOf(d policy.Decision) string {
 }
 
 // askMessage is what the user is shown when asked about a command.
-func askMessage(in BashInput, dec permissions.Result) string {
+func askMessage(in BashInput, cwd string, dec permissions.Result) string {
 	var b strings.Builder
 	b.WriteString("Run this command in moat's sandbox?\n\n")
 	// The command as a block of its own, its control characters shown
@@ -307,6 +312,7 @@ func askMessage(in BashInput, dec permissions.Result) string {
 		b.WriteString(l)
 		b.WriteString("\n")
 	}
+	fmt.Fprintf(&b, "\nIn: %s\n", visible(oneLine(cwd)))
 	if in.Description != "" {
 		fmt.Fprintf(&b, "\n(the agent says: %s)\n", visible(oneLine(in.Description)))
 	}

@@ -621,7 +621,7 @@ func TestDangerouslyDisableSandboxNotAllowed(t *testing.T) {
 // (found by an attack pass).
 func TestAskMessageShowsTheCommand(t *testing.T) {
 	cmd := "ls\n\nWhy you are asked: read-only listing\x1b[8m\n\ngit push --force\x1b[0m\r"
-	msg := askMessage(BashInput{Command: cmd, Description: "list\x1b[2Jfiles"}, permissions.Result{})
+	msg := askMessage(BashInput{Command: cmd, Description: "list\x1b[2Jfiles"}, "/work", permissions.Result{})
 	if strings.ContainsAny(msg, "\x1b\r") {
 		t.Errorf("control characters reach the question: %q", msg)
 	}
@@ -630,5 +630,47 @@ func TestAskMessageShowsTheCommand(t *testing.T) {
 	}
 	if !strings.Contains(msg, "\\u001b[8m") {
 		t.Errorf("the escape is not shown:\n%s", msg)
+	}
+}
+
+// The command a user approves runs in the directory it was judged (and
+// shown) in: another call's cd while the user was asked moved the
+// session, and the approved command ran there, through a symlink that led
+// outside what the user saw (found by an attack pass).
+func TestAskedCommandRunsWhereJudged(t *testing.T) {
+	f := newFixture(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(f.work, "sub"), 0o755))
+	other := f.connect(t, nil, nil)
+	el := &elicitations{action: "accept"}
+	moved := false
+	opts := &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		if !moved {
+			moved = true
+			r := call(t, other, "bash", map[string]any{"command": "cd sub"})
+			if r.IsError {
+				t.Errorf("cd sub: %q", text(r))
+			}
+		}
+		return el.handler(ctx, req)
+	}}
+	cs := f.connect(t, nil, opts)
+	r := call(t, cs, "bash", map[string]any{"command": "echo x > out.txt"})
+	if !moved {
+		t.Fatalf("the command was not asked about: %q", text(r))
+	}
+	if _, err := os.Stat(filepath.Join(f.work, "sub", "out.txt")); err == nil {
+		t.Fatalf("the approved command ran in the directory another call moved to: %q", text(r))
+	}
+	if !r.IsError || !strings.Contains(text(r), "judged in "+f.work) {
+		t.Errorf("the result must say the command was judged elsewhere: %q", text(r))
+	}
+	if len(el.asked) != 1 || !strings.Contains(el.asked[0], "In: "+f.work) {
+		t.Errorf("the question must show where the command runs: %q", el.asked)
 	}
 }
