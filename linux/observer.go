@@ -409,6 +409,29 @@ func followsLast(name string, args [6]uint64) bool {
 	return false
 }
 
+// readlink reads the symlink p in the filesystem pid sees: the host's
+// path where the sandbox mirrors it (one system call: this runs for every
+// open for writing), through /proc/pid/root for the sandbox's own /tmp.
+func (o *observer) readlink(pid int, p string) (string, bool) {
+	buf := make([]byte, unix.PathMax)
+	var n int
+	var err error
+	if within(p, "/tmp") {
+		d, base, perr := parentIn(pid, p)
+		if perr != nil {
+			return "", false
+		}
+		n, err = sys.RetryValue(func() (int, error) { return unix.Readlinkat(d, base, buf) })
+		unix.Close(d)
+	} else {
+		n, err = sys.RetryValue(func() (int, error) { return unix.Readlink(p, buf) })
+	}
+	if err != nil || n <= 0 || n >= len(buf) {
+		return "", false
+	}
+	return string(buf[:n]), true
+}
+
 // followLast resolves p's last component while it is a symlink, in the
 // filesystem pid sees, as the kernel will for a call that follows it: a
 // write through `out.txt -> /elsewhere/file` is a write of
@@ -419,17 +442,10 @@ func (o *observer) followLast(pid int, p string) string {
 		if within(p, "/proc") {
 			return p // /dev/stdout -> /proc/self/fd/1: magic links, read from here, would be this process's
 		}
-		d, base, err := parentIn(pid, p)
-		if err != nil {
-			return p
-		}
-		buf := make([]byte, unix.PathMax)
-		n, err := sys.RetryValue(func() (int, error) { return unix.Readlinkat(d, base, buf) })
-		unix.Close(d)
-		if err != nil || n <= 0 || n >= len(buf) {
+		t, ok := o.readlink(pid, p)
+		if !ok {
 			return p // not a symlink (EINVAL), or gone
 		}
-		t := string(buf[:n])
 		if !filepath.IsAbs(t) {
 			t = filepath.Join(filepath.Dir(p), t)
 		}
