@@ -843,7 +843,11 @@ func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
 	// command from changing the modes, owners, times and attributes of the
 	// system's files (they are root's; Landlock does not govern these calls).
 	noMeta := nons && os.Geteuid() == 0
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons}
+	// As a user without a mount namespace the observer makes those changes
+	// for the command (metabroker.go): notified whether or not violations
+	// are reported (with moat.violations off nothing was checked).
+	brokerMeta := nons && os.Geteuid() != 0
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

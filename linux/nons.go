@@ -47,11 +47,7 @@ func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []e
 	if os.Geteuid() != 0 {
 		// (As root the filter refuses these calls everywhere: root owns
 		// the system's files.)
-		trunc := ""
-		if abi < 3 {
-			trunc = ", and truncate(2) (Landlock ABI < 3)"
-		}
-		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "modes, times, extended attributes and inode flags of this user's own files outside the writable paths: Landlock does not govern chmod, utimes, setxattr or chattr" + trunc + "; moat refuses a change by path (through symlinks) or by descriptor it sees outside them, but a command that races its check (a symlink swapped, the path in its memory rewritten, a descriptor replaced by another thread) or sets times can still make it"})
+		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "inode flags (chattr) of this user's own files outside the writable paths: Landlock does not govern them (moat makes the command's mode, owner, times, attribute and size changes itself, on the file it opened and found inside the writable paths)"})
 	}
 	if abi < 6 {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})

@@ -55,12 +55,10 @@ type observer struct {
 	// without a mount namespace); they arrive here to be reported, and
 	// are refused.
 	noMetadata bool
-	// nonsUser: the no-namespace tier as a user. A path-based change of a
-	// mode, owner, times or attributes (which Landlock does not govern)
-	// outside the writable paths is refused when the observer sees it
-	// there; the kernel resolves the path again after the answer, so a
-	// command that races (a symlink swapped, its memory rewritten) can
-	// still change the user's own files: the tier says so.
+	// nonsUser: the no-namespace tier as a user. A change of a mode,
+	// owner, times, attributes or size (which Landlock does not govern)
+	// is made by the observer itself, on the file it opened and found
+	// inside the writable paths, or refused (metabroker.go).
 	nonsUser bool
 }
 
@@ -188,31 +186,7 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		return unix.EPERM, false
 	}
 	if o.nonsUser && isMetadata(name) {
-		if pa := pathArgs[name]; len(pa) == 0 {
-			// fchmod, fchown, fsetxattr, fremovexattr: the file the
-			// descriptor holds (another thread can swap the descriptor
-			// before the call goes on: racy, as the path check).
-			p, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", n.pid, int32(n.args[0])))
-			if err == nil && filepath.IsAbs(p) && !within(p, "/proc") && !within(p, "/dev") {
-				if ok, why := o.view.writable(p); !ok {
-					o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: p, Rule: why, Pid: int(n.pid)})
-					return unix.EPERM, false
-				}
-			}
-		} else if raw, ok := readString(int(n.pid), n.args[pa[0][1]]); ok && raw != "" {
-			dirfd := unix.AT_FDCWD
-			if pa[0][0] >= 0 {
-				dirfd = int(int32(n.args[pa[0][0]]))
-			}
-			p := o.resolve(int(n.pid), dirfd, raw)
-			if p != "" && followsLast(name, n.args) {
-				p = o.followLast(int(n.pid), p) // chmod of a link in a writable tree changes what it leads to
-			}
-			if ok, why := o.view.writable(p); p != "" && !ok && !within(p, "/proc") && !within(p, "/dev") {
-				o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: p, Rule: why, Pid: int(n.pid)})
-				return unix.EPERM, false
-			}
-		}
+		return o.brokerMetadata(n, name) // metabroker.go
 	}
 	if _, write := pathArgs[name]; !write {
 		// Every other notified syscall is one the filter refuses (and one

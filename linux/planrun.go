@@ -250,7 +250,8 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 	}
 	ln.landlock(p)
 	flags := uint32(0)
-	if pol.Violations || (len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets) {
+	if pol.Violations || (len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets) || (ln.nons && os.Geteuid() != 0) {
+		// (the metadata broker of the no-namespace tier as a user)
 		flags |= nsinit.SeccompListen
 	}
 	if ln.kf != nil {

@@ -256,8 +256,48 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 		if !strings.Contains(got.out, "not enforced: file-metadata") {
 			t.Errorf("as a user, the no-namespace tier must say modes and times of the user's files are not enforced (exit %d):\n%s", got.code, got.out)
 		}
-		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("ESCAPE: a plain chmod outside the writable paths changed %s: %v %v\n%s", victim, fi, err, got.out)
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
+			t.Errorf("ESCAPE: a plain chmod or touch outside the writable paths changed %s: %v %v\n%s", victim, fi, err, got.out)
+		}
+		// The same with moat.violations off: the check is enforcement, not
+		// a report (it was off with the reports).
+		quiet := f.moatSettings(map[string]any{"violations": false})
+		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", quiet, "--", "/bin/sh", "-c", script)
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
+			t.Errorf("ESCAPE: with violations off, a chmod or touch outside the writable paths changed %s: %v %v\n%s", victim, fi, err, got.out)
+		}
+		// A command racing the check: one thread swaps a symlink in the
+		// writable tree between a file there and the victim while another
+		// chmods the link. moat makes the change itself on the file it
+		// opened and checked, so no swap gets past it.
+		race := `import os, threading
+w = "` + f.work + `"
+ok = os.path.join(w, "race-ok"); open(ok, "w").close()
+link = os.path.join(w, "race-link")
+stop = False
+def flip():
+    i = 0
+    while not stop:
+        tmp = link + ".tmp"
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+        os.symlink(ok if i % 2 else "` + victim + `", tmp)
+        os.replace(tmp, link)
+        i += 1
+t = threading.Thread(target=flip); t.start()
+for _ in range(3000):
+    try:
+        os.chmod(link, 0o666)
+        os.utime(link, (946684800, 946684800))
+    except OSError:
+        pass
+stop = True; t.join()
+`
+		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", race)
+		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
+			t.Errorf("ESCAPE: a chmod racing a symlink swap changed %s: %v %v\n%.3000s", victim, fi, err, got.out)
 		}
 		inside := filepath.Join(f.work, "script.sh")
 		must(t, os.WriteFile(inside, []byte("true\n"), 0o644))

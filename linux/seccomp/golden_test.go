@@ -40,6 +40,7 @@ func TestFilterGolden(t *testing.T) {
 		{NoListen: true, UnixBroker: true, Notify: true},
 		{NoListen: true, NoMetadata: true, NoNamespaces: true}, {NoListen: true, NoMetadata: true, NoNamespaces: true, Notify: true},
 		{NoListen: true, NoNamespaces: true, Notify: true},
+		{NoListen: true, NoNamespaces: true, NotifyMetadata: true}, {NoListen: true, NoNamespaces: true, Notify: true, NotifyMetadata: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

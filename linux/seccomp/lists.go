@@ -52,6 +52,27 @@ type Options struct {
 	// behind; as root, any host process's limits: found by an attack
 	// pass).
 	NoNamespaces bool
+	// NotifyMetadata sends every call that changes a file's mode, owner,
+	// times, extended attributes or size (MetadataSyscalls, utimensat
+	// included, and the newer *at forms) to the supervisor, whatever
+	// Notify says: in the no-namespace tier as a user, where Landlock
+	// governs none of them, the supervisor makes the change itself on the
+	// file it opened and checked (a broker), or refuses it.
+	NotifyMetadata bool
+}
+
+// IsMetadata reports whether name is a call NotifyMetadata sends.
+func IsMetadata(name string) bool {
+	switch name {
+	case "setxattrat", "removexattrat", "file_setattr":
+		return true
+	}
+	for _, m := range MetadataSyscalls {
+		if m == name {
+			return true
+		}
+	}
+	return false
 }
 
 // MetadataSyscalls are the calls NoMetadata refuses.

@@ -296,11 +296,18 @@ func (b *builder) denyListen(o Options) error {
 // libseccomp, whatever their order: the refusals of denyFileModes would be
 // lost), openat2 never (it answers ENOSYS).
 func (b *builder) notifyWrites(o Options) error {
-	if !o.Notify {
+	if !o.Notify && !o.NotifyMetadata {
 		return nil
 	}
-	for _, w := range WriteSyscalls {
-		if w.Name == "openat2" {
+	calls := WriteSyscalls
+	if o.NotifyMetadata {
+		calls = append(calls[:len(calls):len(calls)], struct {
+			Name    string
+			FlagArg int
+		}{"utimensat", -1})
+	}
+	for _, w := range calls {
+		if w.Name == "openat2" || (!o.Notify && !IsMetadata(w.Name)) {
 			continue
 		}
 		var conds []lsc.ScmpCondition
