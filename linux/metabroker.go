@@ -263,3 +263,49 @@ func readBytes(pid int, addr uint64, buf []byte) bool {
 	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
 	return err == nil && n == len(buf)
 }
+
+// brokerInodeFlags sets a file's inode flags or fsxattr (chattr,
+// FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR) for the command, on the file its
+// descriptor holds, if that file is inside the writable paths.
+func (o *observer) brokerInodeFlags(n *notif) (unix.Errno, bool) {
+	pid, a := int(n.pid), n.args
+	fd, errno := openTarget(pid, int(int32(a[0])), "", false, false)
+	if errno != 0 {
+		return errno, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return errnoOf(err), false
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		return unix.ENOTTY, false // (a device is never opened here)
+	}
+	target, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if st.Nlink > 0 && len(target) > 0 && target[0] == '/' {
+		if ok, why := o.view.writable(target); !ok {
+			o.report(policy.Violation{Kind: policy.FileViolation, Op: "chattr", Target: target, Rule: why, Pid: pid})
+			return unix.EPERM, false
+		}
+	}
+	size := 4 // FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS: an int
+	if uint32(a[1]) == 0x401c5820 {
+		size = 28 // FS_IOC_FSSETXATTR: struct fsxattr
+	}
+	arg := make([]byte, size)
+	if !readBytes(pid, a[2], arg) {
+		return unix.EFAULT, false
+	}
+	if !o.idValid(n.id) {
+		return unix.ENOENT, false
+	}
+	f, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return errnoOf(err), false
+	}
+	defer unix.Close(f)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(f), uintptr(uint32(a[1])), uintptr(unsafe.Pointer(&arg[0]))); e != 0 {
+		return e, false
+	}
+	return 0, false
+}

@@ -44,11 +44,7 @@ func noNSSkipped(pol *policy.Policy, abi int, ebpf bool, protected []string) []e
 	default:
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkUDP, Reason: "UDP and non-TCP protocols (Landlock confines TCP only): DNS and UDP reach the network directly; TCP reaches any host on the proxy's two ports (Landlock confines TCP by port, not by address)"})
 	}
-	if os.Geteuid() != 0 {
-		// (As root the filter refuses these calls everywhere: root owns
-		// the system's files.)
-		out = append(out, enforce.Skip{Protection: enforce.ProtectionFileMetadata, Reason: "inode flags (chattr) of this user's own files outside the writable paths: Landlock does not govern them (moat makes the command's mode, owner, times, attribute and size changes itself, on the file it opened and found inside the writable paths)"})
-	}
+
 	if abi < 6 {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionLandlockScoping, Reason: "signals and abstract unix sockets of host processes (Landlock ABI < 6)"})
 	}

@@ -166,6 +166,9 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "the sandbox's init, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "ioctl":
+		if o.nonsUser && seccomp.IsInodeFlagIoctl(n.args[1]) {
+			return o.brokerInodeFlags(n) // metabroker.go
+		}
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
 			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
 		return unix.EPERM, false

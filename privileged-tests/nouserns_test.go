@@ -249,12 +249,12 @@ func TestNoUsernsFileMetadata(t *testing.T) {
 	reset()
 	script := "chmod 666 " + victim + "; touch -d 2000-01-01 " + victim + "; stat -c '%a %Y' " + victim
 	if !root() {
-		// As a user: a chmod by path outside the writable paths is
-		// refused when moat sees it there (a racing command can get past
-		// the check, which the tier says on every run).
+		// As a user: moat makes every mode, owner, times, attribute, size
+		// and flags change for the command, on the file it opened and found
+		// inside the writable paths (metabroker.go).
 		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
-		if !strings.Contains(got.out, "not enforced: file-metadata") {
-			t.Errorf("as a user, the no-namespace tier must say modes and times of the user's files are not enforced (exit %d):\n%s", got.code, got.out)
+		if strings.Contains(got.out, "not enforced: file-metadata") {
+			t.Errorf("as a user, the no-namespace tier enforces modes, times and flags (moat makes the changes): it must not say otherwise (exit %d):\n%s", got.code, got.out)
 		}
 		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
 			t.Errorf("ESCAPE: a plain chmod or touch outside the writable paths changed %s: %v %v\n%s", victim, fi, err, got.out)
@@ -298,6 +298,35 @@ stop = True; t.join()
 		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", race)
 		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
 			t.Errorf("ESCAPE: a chmod racing a symlink swap changed %s: %v %v\n%.3000s", victim, fi, err, got.out)
+		}
+		// Inode flags (chattr +d, FS_IOC_SETFLAGS) on the victim: refused;
+		// on a file of the writable tree: set.
+		flags := func(p string) string {
+			return `import fcntl, os, struct, sys
+fd = os.open("` + p + `", os.O_RDONLY)
+f = struct.unpack("i", fcntl.ioctl(fd, 0x80086601, struct.pack("i", 0)))[0]
+if len(sys.argv) > 1:
+    fcntl.ioctl(fd, 0x40086602, struct.pack("i", f | 0x40))
+print("flags", "d" if f & 0x40 else "-")
+`
+		}
+		if r := f.exec("python3", "-c", flags(victim)); r.code == 0 {
+			got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", flags(victim), "set")
+			if r := f.exec("python3", "-c", flags(victim)); !strings.Contains(r.out, "flags -") {
+				t.Errorf("ESCAPE: chattr +d of %s outside the writable paths: %s\n%s", victim, r.out, got.out)
+			}
+			mine := filepath.Join(f.work, "flags-mine")
+			must(t, os.WriteFile(mine, nil, 0o644))
+			if r := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", flags(mine), "set"); r.code != 0 {
+				t.Errorf("chattr +d inside the writable paths must work (exit %d):\n%s", r.code, r.out)
+			}
+			if r := f.exec("python3", "-c", flags(victim), "set"); r.code != 0 || !strings.Contains(f.exec("python3", "-c", flags(victim)).out, "flags d") {
+				t.Errorf("without moat the user sets its own file's flags (or this test cannot fail):\n%s", r.out)
+			}
+			reset()
+			f.exec("chattr", "-d", victim)
+		} else {
+			t.Logf("inode flags not supported here: %s", r.out)
 		}
 		inside := filepath.Join(f.work, "script.sh")
 		must(t, os.WriteFile(inside, []byte("true\n"), 0o644))

@@ -231,3 +231,14 @@ func deniedFamilies() []uint64 {
 	}
 	return out
 }
+
+// IsInodeFlagIoctl reports whether req sets inode flags or a file's
+// fsxattr (chattr).
+func IsInodeFlagIoctl(req uint64) bool {
+	for _, r := range inodeFlagIoctls {
+		if uint64(uint32(req)) == r {
+			return true
+		}
+	}
+	return false
+}

@@ -326,6 +326,15 @@ func (b *builder) notifyWrites(o Options) error {
 			}
 		}
 	}
+	if o.NotifyMetadata {
+		// Inode flags (chattr) and the fsxattr of a file: the supervisor
+		// sets them on the file it checked, or refuses.
+		for _, req := range inodeFlagIoctls {
+			if err := b.add("ioctl", lsc.ActNotify, masked(1, 0xffffffff, req)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
