@@ -63,13 +63,20 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 	if err := checkStdio(l.Stdio); err != nil {
 		return nil, err
 	}
+	// (With a terminal, the descriptors it replaces are /dev/null here.)
+	stdio, _, sc, err := pipeStdio(l.Stdio, nil) // stdio.go
+	if err != nil {
+		return nil, err
+	}
+	lc := *l
+	lc.Stdio, l = stdio, &lc
 	pol := l.Policy
 	if l.Mode == enforce.HostProc && !pol.FS.WeakerNested {
 		p := *pol
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver()}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver(), stdioCopy: sc}
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
 	}

@@ -39,6 +39,9 @@ type launcher struct {
 	nons  bool // the no-namespace tier
 	trace func(string)
 	progs *sharedPrograms // the enforcer's loaded eBPF set, or nil (newKernelFilter); non-nil: a long-lived supervisor
+	// stdioCopy copies between the caller's files and the pipes the
+	// command got in their place (stdio.go), nil if none.
+	stdioCopy *stdioCopy
 
 	// made by prepare
 	planR, planW *os.File
@@ -287,6 +290,7 @@ func (ln *launcher) start() error {
 		go ln.attachFilter()
 	}
 	startErr := ln.startStage2()
+	ln.stdioCopy.started() // stage 2 holds the pipes' ends now
 	ln.childSync.Close()
 	ln.planR.Close()
 	if ln.sessionR != nil {
@@ -578,6 +582,7 @@ func (ln *launcher) terminate() {
 func (ln *launcher) Wait() (*enforce.Exit, error) {
 	err := ln.cmd.Wait()
 	ln.step("init reaped")
+	ln.stdioCopy.wait() // the command's output, to its last byte, before its exit is told
 	// Every process of the sandbox is gone once init is reaped, so the
 	// socket reaches EOF after the last message: read them all first.
 	done := make(chan struct{})
@@ -720,6 +725,7 @@ func (ln *launcher) Close() error {
 		return nil
 	}
 	var errs []error
+	ln.stdioCopy.started() // (a run that never started: the copying ends)
 	for _, f := range []*os.File{ln.planR, ln.planW, ln.sync, ln.childSync, ln.goR, ln.goW, ln.lock, ln.sessionR, ln.sessionW} {
 		if f != nil {
 			f.Close()

@@ -140,6 +140,8 @@ type sessionCmd struct {
 	done chan struct{}
 	exit *enforce.Exit
 	err  error
+
+	stdio *stdioCopy // stdio.go
 }
 
 // exec asks the session's server to start c.
@@ -155,6 +157,16 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 	if err := checkStdio(c.Stdio); err != nil {
 		return nil, err
 	}
+	stdio, fd3, sc, err := pipeStdio(c.Stdio, c.FD3) // stdio.go
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			sc.abort()
+		}
+	}()
 	dir := c.Dir
 	if dir == "" {
 		dir = ln.pol.Cwd
@@ -174,11 +186,11 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 	default:
 	}
 	ln.nextID++
-	h := &sessionCmd{ln: ln, id: ln.nextID, report: report, done: make(chan struct{}), limStart: ln.lim.counters()}
-	req := nsinit.RunRequest(h.id, dir, c.Argv, ln.commandEnv(c.Env), execFlags(c.Argv[0]), c.FD3 != nil)
-	fds := []int{int(c.Stdio[0].Fd()), int(c.Stdio[1].Fd()), int(c.Stdio[2].Fd())}
-	if c.FD3 != nil {
-		fds = append(fds, int(c.FD3.Fd()))
+	h := &sessionCmd{ln: ln, id: ln.nextID, report: report, done: make(chan struct{}), limStart: ln.lim.counters(), stdio: sc}
+	req := nsinit.RunRequest(h.id, dir, c.Argv, ln.commandEnv(c.Env), execFlags(c.Argv[0]), fd3 != nil)
+	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
+	if fd3 != nil {
+		fds = append(fds, int(fd3.Fd()))
 	}
 	ln.cmds[h.id] = h
 	if err := unix.Sendmsg(int(ln.sessionW.Fd()), req, unix.UnixRights(fds...), nil, 0); err != nil {
@@ -188,6 +200,8 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 		}
 		return nil, fmt.Errorf("send the command to the session: %w", sys.Named("sendmsg", err))
 	}
+	started = true
+	sc.started() // the session holds the pipes' ends now
 	return h, nil
 }
 
@@ -320,6 +334,7 @@ func (ln *launcher) endSession(readErr error) {
 
 func (h *sessionCmd) Wait() (*enforce.Exit, error) {
 	<-h.done
+	h.stdio.wait() // its output, to the last byte (its processes are gone)
 	return h.exit, h.err
 }
 

@@ -48,3 +48,58 @@ func TestDirectoryStdioRefused(t *testing.T) {
 		t.Errorf("without moat the user reads %s through the descriptor (or this test cannot fail):\n%s", f.secret, out)
 	}
 }
+
+// A file handed to the command as a descriptor is reopened through
+// /proc/self/fd/N against the host's mount, not the sandbox's view: a
+// protected name given on stdin was reopened for writing (`moat run ... <
+// .mcp.json`), a denied file given as stdout for reading (`>> secret`;
+// found by an attack pass). moat hands the command a pipe instead and
+// copies; without moat the same user does both.
+func TestStdioFileNotReopened(t *testing.T) {
+	f := newFixture(t)
+	protected := filepath.Join(f.work, ".mcp.json")
+	must(t, os.WriteFile(protected, []byte("{}\n"), 0o644))
+	run := func(stdin, stdout string, argv ...string) string {
+		in, err := os.Open(stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		out, err := os.OpenFile(stdout, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		var errb bytes.Buffer
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = f.work, f.env(), in, out, &errb
+		cmd.Run()
+		return errb.String()
+	}
+	write := "echo planted >> /proc/self/fd/0"
+	read := "exec 3>&1; dd if=/proc/self/fd/3 iflag=nonblock >&2 2>/dev/null"
+	sink := filepath.Join(f.work, "sink")
+	must(t, os.WriteFile(sink, nil, 0o644))
+	out := run(protected, sink, moatBin, "run", "--settings", f.settings, "--", "sh", "-c", write)
+	if b, _ := os.ReadFile(protected); strings.Contains(string(b), "planted") {
+		t.Errorf("ESCAPE: %s (protected) written through the descriptor it was given for reading:\n%s", protected, out)
+	}
+	out = run("/dev/null", f.secret, moatBin, "run", "--settings", f.settings, "--", "sh", "-c", read)
+	if strings.Contains(out, secretText) {
+		t.Errorf("ESCAPE: %s (denyRead) read through the descriptor it was given for writing:\n%s", f.secret, out)
+	}
+	// The file is still the command's input and output.
+	if r := run(protected, sink, moatBin, "run", "--settings", f.settings, "--", "sh", "-c", "cat; echo more"); r != "" {
+		t.Errorf("stdin and stdout as files: %s", r)
+	}
+	if b, _ := os.ReadFile(sink); string(b) != "{}\nmore\n" {
+		t.Errorf("the command's output through the pipe: %q", b)
+	}
+	run(protected, sink, "sh", "-c", write)
+	if b, _ := os.ReadFile(protected); !strings.Contains(string(b), "planted") {
+		t.Errorf("without moat the user writes the file through the descriptor (or this test cannot fail): %q", b)
+	}
+	if out := run("/dev/null", f.secret, "sh", "-c", read); !strings.Contains(out, secretText) {
+		t.Errorf("without moat the user reads the file through the descriptor (or this test cannot fail): %q", out)
+	}
+}
