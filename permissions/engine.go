@@ -60,6 +60,13 @@ type Options struct {
 	// a read or a write outside it. If false, the checks are lexical only
 	// (the sandbox still enforces the real paths).
 	FollowSymlinks bool
+	// Within, if set, runs each decision (its file-system lookups: the
+	// symbolic links FollowSymlinks follows) with the credentials of the
+	// user it is for: moatd decides for a client as the client, or a
+	// client learnt where a link led in a place only root may look
+	// (another user's /proc/PID/cwd, a root-only directory; found by an
+	// attack pass). If nil, as this process.
+	Within func(func()) error
 	// Sandbox are Claude Code's sandbox switches (policy.Switches):
 	// enabled, autoAllowBashIfSandboxed, excludedCommands,
 	// allowUnsandboxedCommands. If nil, decisions ignore them.
@@ -205,6 +212,20 @@ func ask(reason string) policy.Decision {
 
 // DecideContext is Decide with a context for the classifier.
 func (e *Engine) DecideContext(ctx context.Context, req Request) Result {
+	if e.opts.Within != nil {
+		var res Result
+		ran := false
+		err := e.opts.Within(func() { res, ran = e.decideHere(ctx, req), true })
+		if err != nil || !ran {
+			return Result{Decision: ask(fmt.Sprintf("moat could not decide as the user the command is for: %v", err)), Warnings: []string{}}
+		}
+		return res
+	}
+	return e.decideHere(ctx, req)
+}
+
+// decideHere is DecideContext with this thread's credentials.
+func (e *Engine) decideHere(ctx context.Context, req Request) Result {
 	s := stepPool.Get().(*step) // zero but for its arrays: new, or recycled
 	s.e, s.req = e, req
 	s.res.Kind, s.res.Warnings = KindNone, []string{}

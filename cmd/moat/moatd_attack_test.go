@@ -388,3 +388,40 @@ func TestDaemonAttackFIFOHangsRunForever(t *testing.T) {
 		t.Errorf("the client went away 3 s ago, yet %d daemon thread(s) still wait, as root, in open(2) of %s's FIFO %s: the run (and its slot) never ends", stuck, att.name, fifo)
 	}
 }
+
+// TestDaemonAttackDecideFollowsLinksAsRoot: the permission engine follows
+// symbolic links to judge paths, and under moatd it did so as root: a
+// client's link into a directory only root may search came back in the
+// decision's reason with its target ("l is a symbolic link to ..."), and
+// so did another user's /proc/PID/cwd (found by an attack pass). The
+// decision, and a session's gate, now follow links as the client.
+func TestDaemonAttackDecideFollowsLinksAsRoot(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	private := filepath.Join(dir, "root-only")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const marker = "ROOT-ONLY-LINK-TARGET-4711"
+	target := filepath.Join(dir, marker)
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(private, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errb, err := u1.as("readlink", filepath.Join(private, "lnk")); err == nil || strings.Contains(out, marker) {
+		t.Fatalf("the client reads the link itself (or this test cannot fail): %q %q %v", out, errb, err)
+	}
+	link := filepath.Join(u1.dir, "l")
+	if _, errb, err := u1.as("ln", "-s", filepath.Join(private, "lnk"), link); err != nil {
+		t.Fatalf("ln: %v %s", err, errb)
+	}
+	body := fmt.Sprintf(`{"command":"cat l","cwd":%q}`, u1.dir)
+	code, resp := u1.call(t, d.sock, "POST", "/v1/decide", body)
+	if code != 200 {
+		t.Fatalf("decide: %d %s", code, resp)
+	}
+	if strings.Contains(resp, marker) {
+		t.Errorf("ESCAPE: moatd told the client where a link it cannot read leads: %s", resp)
+	}
+}

@@ -163,5 +163,9 @@ func (w *Worker) Do(fn func() error) error {
 	return <-errc
 }
 
-// Close ends the worker's thread (idempotent).
-func (w *Worker) Close() { w.once.Do(func() { close(w.fns) }) }
+// Close ends the worker's thread (idempotent; nothing for a nil Worker).
+func (w *Worker) Close() {
+	if w != nil {
+		w.once.Do(func() { close(w.fns) })
+	}
+}

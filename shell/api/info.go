@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -70,7 +71,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if eng, err = permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox}); err != nil {
+		// As the client: the engine follows symbolic links, and as root a
+		// client learnt where links led in places only root may look
+		// (another user's /proc/PID/cwd; found by an attack pass).
+		within := func(fn func()) error { return ascred.Do(id.Uid, id.Gid, id.Groups, func() error { fn(); return nil }) }
+		if eng, err = permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox, Within: within}); err != nil {
 			return fmt.Errorf("settings: %w", err)
 		}
 	} else {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -77,7 +78,8 @@ type Shell struct {
 	Sandbox *runtime.Session
 	Engine  *permissions.Engine
 	mode    string
-	outDir  string // removed by Close when Open made it
+	outDir  string         // removed by Close when Open made it
+	worker  *ascred.Worker // the client's credentials for decisions (moatd), or nil
 	once    sync.Once
 }
 
@@ -112,8 +114,21 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	if err := pol.Validate(); err != nil {
 		return nil, err
 	}
-	eng, err := permissions.New(pol.Permissions, permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox})
+	opts := permissions.Options{FollowSymlinks: true, Sandbox: &pol.Sandbox}
+	var worker *ascred.Worker
+	if cfg.As != nil && cfg.As.Uid != os.Geteuid() {
+		// moatd: the decisions follow symbolic links as the client does,
+		// never as root (permissions.Options.Within).
+		w, err := ascred.NewWorker(cfg.As.Uid, cfg.As.Gid, cfg.As.Groups)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox.Open: the client's credentials: %w", err)
+		}
+		worker = w
+		opts.Within = func(fn func()) error { return worker.Do(func() error { fn(); return nil }) }
+	}
+	eng, err := permissions.New(pol.Permissions, opts)
 	if err != nil {
+		worker.Close()
 		return nil, fmt.Errorf("settings: %w", err)
 	}
 	outDir, ownDir := cfg.OutputDir, ""
@@ -126,6 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 		ownDir = outDir
 	}
 	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		worker.Close()
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	// moat's state is hidden from every sandbox (other sessions' output
@@ -144,9 +160,10 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 		if ownDir != "" {
 			os.RemoveAll(ownDir)
 		}
+		worker.Close()
 		return nil, err
 	}
-	s := &Shell{Sandbox: sb, Engine: eng, mode: cfg.Mode, outDir: ownDir}
+	s := &Shell{Sandbox: sb, Engine: eng, mode: cfg.Mode, outDir: ownDir, worker: worker}
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
@@ -174,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	}
 	if s.Session, err = shell.New(sc); err != nil {
 		sb.Close()
+		worker.Close()
 		if s.outDir != "" {
 			os.RemoveAll(s.outDir)
 		}
@@ -208,6 +226,7 @@ func (s *Shell) Close() error {
 	s.once.Do(func() {
 		s.Session.Close()
 		err = s.Sandbox.Close()
+		s.worker.Close()
 		if s.outDir != "" {
 			os.RemoveAll(s.outDir)
 		}
