@@ -464,11 +464,17 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 		return
 	}
 	// A .git file: "gitdir: <path>".
-	target, id, ok := readGitfile(dotgit)
+	target, id, canonical, ok := readGitfile(dotgit)
 	if !ok {
 		return
 	}
-	if a.pointer(dotgit, target, a.changedAt(dotgit, id)) {
+	changed := a.changedAt(dotgit, id)
+	if changed && !canonical {
+		if real, ok := a.actionable(dotgit); ok {
+			a.quarantine(real, "a .git file written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it): git goes to "+quoteName(target))
+		}
+	}
+	if a.pointer(dotgit, target, changed) {
 		res = append(res, dotgit)
 	}
 	a.repo(target, worktree, res)
@@ -676,10 +682,16 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	a.seen[key] = true
 	a.reachPath(filepath.Join(g, "HEAD"))
 	common := g
-	if c, id, ok := readCommondir(g); ok {
+	if c, id, canonical, ok := readCommondir(g); ok {
 		common = c
 		cd := filepath.Join(g, "commondir")
-		if a.pointer(cd, c, a.changedAt(cd, id)) {
+		changed := a.changedAt(cd, id)
+		if changed && !canonical {
+			if real, ok := a.actionable(cd); ok {
+				a.quarantine(real, "a commondir written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it): git goes to "+quoteName(c))
+			}
+		}
+		if a.pointer(cd, c, changed) {
 			resolution = append(resolution, cd)
 		}
 	}
@@ -1182,27 +1194,37 @@ func readSmall(p string, max int64) ([]byte, fileID, error) {
 	return b, id, nil
 }
 
-// readGitfile reads a .git file ("gitdir: <path>") the way git does, a
-// little more loosely (any surrounding space is ignored): every directory
-// git could be sent to is evaluated.
-func readGitfile(p string) (string, fileID, bool) {
+// readGitfile reads a .git file ("gitdir: <path>") exactly as git's
+// read_gitfile_gently does: the prefix "gitdir: ", then everything to the
+// end but trailing CRs and LFs, up to a NUL (a C string). The audit read
+// it more loosely (the first line, spaces trimmed) and judged another
+// directory than git went to: "gitdir: ../.git/e \n" is ".git/e " for
+// git (found by an attack pass). canonical is false for a file that is
+// not "gitdir: PATH" with an optional line end, PATH free of surrounding
+// space, CR, LF and NUL: other readers of .git files (libgit2, gitoxide in
+// prompts and editors) may read such a file differently again.
+func readGitfile(p string) (target string, id fileID, canonical, ok bool) {
 	b, id, err := readSmall(p, 64<<10)
 	if err != nil {
-		return "", id, false
+		return "", id, false, false
 	}
-	s := strings.TrimPrefix(string(b), "\ufeff")
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
+	s, found := strings.CutPrefix(string(b), "gitdir: ")
+	if !found {
+		return "", id, false, false
 	}
-	t, ok := strings.CutPrefix(s, "gitdir:")
-	t = strings.TrimSpace(t)
-	if !ok || t == "" || strings.ContainsRune(t, 0) {
-		return "", id, false
+	t := strings.TrimRight(s, "\r\n")
+	if i := strings.IndexByte(t, 0); i >= 0 {
+		t = t[:i]
 	}
+	if t == "" {
+		return "", id, false, false
+	}
+	line := strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+	canonical = line == t && strings.TrimSpace(t) == t && !strings.ContainsAny(t, "\r\n")
 	if !filepath.IsAbs(t) {
 		t = filepath.Dir(p) + "/" + t
 	}
-	return physical(t), id, true
+	return physical(t), id, canonical, true
 }
 
 // ownWorktree reports a core.worktree, in config file p of a git
@@ -1226,25 +1248,34 @@ func (a *auditor) ownWorktree(p string, e Entry) bool {
 	if !a.inRoots(wt) || insideGitAdmin(wt+"/") || filepath.Base(wt) == ".git" {
 		return false
 	}
-	target, _, ok := readGitfile(filepath.Join(wt, ".git"))
+	target, _, _, ok := readGitfile(filepath.Join(wt, ".git"))
 	return ok && target == physical(g)
 }
 
-// readCommondir reads g/commondir: the directory holding the repository's
-// shared config, hooks and objects, relative to g.
-func readCommondir(g string) (string, fileID, bool) {
+// readCommondir reads g/commondir, the directory holding the
+// repository's shared config, hooks and objects (relative to g), as git's
+// get_common_dir_noenv does: trailing CRs and LFs dropped, the rest up to a
+// NUL. The audit took a NUL for "no commondir" while git cut the path there
+// and went to ../../e2 (found by an attack pass). canonical: as for
+// readGitfile.
+func readCommondir(g string) (dir string, id fileID, canonical, ok bool) {
 	b, id, err := readSmall(filepath.Join(g, "commondir"), 64<<10)
 	if err != nil {
-		return "", id, false
+		return "", id, false, false
 	}
 	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" || strings.ContainsRune(s, 0) {
-		return "", id, false
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
 	}
+	if s == "" {
+		return "", id, false, false
+	}
+	line := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	canonical = line == s && strings.TrimSpace(s) == s && !strings.ContainsAny(s, "\r\n")
 	if !filepath.IsAbs(s) {
 		s = g + "/" + s
 	}
-	return physical(s), id, true
+	return physical(s), id, canonical, true
 }
 
 // globalHooksPaths are the core.hooksPath values of the user's and the

@@ -291,6 +291,15 @@ func TestAuditStopsPlantedRepositories(t *testing.T) {
 		{"a filter driver", nil,
 			`git init -q sub; cd sub; echo '* filter=x' > .gitattributes; echo hi > f; printf '[filter "x"]\n\tclean = "%s"\n' "$PROG" >> .git/config`,
 			func(s *scene) (string, []string) { return filepath.Join(s.repo, "sub"), []string{"add", "f"} }},
+		// Read as git reads them, not more loosely (found by an attack
+		// pass): a .git file's path keeps its trailing space, a commondir's
+		// ends at a NUL.
+		{"a .git file whose path ends in a space", nil,
+			`git init -q --bare ".git/e " && git config -f ".git/e /config" core.bare false && git config -f ".git/e /config" core.fsmonitor "$PROG" && mkdir -p src && printf 'gitdir: ../.git/e \n' > src/.git`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "src"), []string{"status"} }},
+		{"a commondir cut at a NUL", nil,
+			`git init -q --bare .git/e2 && git config -f .git/e2/config core.bare false && git config -f .git/e2/config core.fsmonitor "$PROG" && mkdir -p .git/worktrees/w src && echo ref: refs/heads/main > .git/worktrees/w/HEAD && printf '../../e2\0x' > .git/worktrees/w/commondir && printf 'gitdir: ../.git/worktrees/w\n' > src/.git`,
+			func(s *scene) (string, []string) { return filepath.Join(s.repo, "src"), []string{"status"} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

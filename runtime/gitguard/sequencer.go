@@ -239,7 +239,7 @@ func quoteName(s string) string {
 // g: 32 with extensions.objectFormat = sha256, 20 otherwise.
 func (a *auditor) hashSize(g string) int {
 	common := g
-	if c, _, ok := readCommondir(g); ok {
+	if c, _, _, ok := readCommondir(g); ok {
 		common = c
 	}
 	b, _, err := readSmall(filepath.Join(common, "config"), maxConfigSize)
