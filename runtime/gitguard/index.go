@@ -89,6 +89,12 @@ func badIndexPath(b []byte, hashSize int) (string, error) {
 			}
 			off += 2
 		}
+		// The name's length is the flags' (git's create_from_disk), or,
+		// at 0xfff, up to a NUL: reading to the first NUL while git read
+		// the flags' length let an entry hide the next one from the audit
+		// ("z\0<an entry's header>ok" over "../secret"; found by an
+		// attack pass). A name with a NUL inside is refused.
+		namelen := int(flags & 0xfff)
 		var name string
 		if version == 4 {
 			strip, k := uvarint(b[off:])
@@ -96,19 +102,25 @@ func badIndexPath(b []byte, hashSize int) (string, error) {
 				return "", errors.New("bad path compression")
 			}
 			off += k
-			end := indexOf(b[off:], 0)
-			if end < 0 {
-				return "", errors.New("truncated path")
+			keep := len(prev) - int(strip)
+			suffix := namelen - keep
+			if namelen == 0xfff {
+				suffix = indexOf(b[off:], 0)
 			}
-			name = prev[:len(prev)-int(strip)] + string(b[off:off+end])
-			off += end + 1
+			if suffix < 0 || off+suffix >= len(b) || b[off+suffix] != 0 || indexOf(b[off:off+suffix], 0) >= 0 {
+				return "", errors.New("a path whose length is not its flags'")
+			}
+			name = prev[:keep] + string(b[off:off+suffix])
+			off += suffix + 1
 		} else {
-			end := indexOf(b[off:], 0)
-			if end < 0 {
-				return "", errors.New("truncated path")
+			if namelen == 0xfff {
+				namelen = indexOf(b[off:], 0)
 			}
-			name = string(b[off : off+end])
-			off = start + ((off - start + end + 8) &^ 7)
+			if namelen < 0 || off+namelen >= len(b) || b[off+namelen] != 0 || indexOf(b[off:off+namelen], 0) >= 0 {
+				return "", errors.New("a path whose length is not its flags'")
+			}
+			name = string(b[off : off+namelen])
+			off = start + ((off - start + namelen + 8) &^ 7)
 			if off > len(b) {
 				return "", errors.New("truncated padding")
 			}
