@@ -82,3 +82,28 @@ func TestIndexNameLengthFromFlags(t *testing.T) {
 		t.Errorf("a good index: %q %v", bad, err)
 	}
 }
+
+// A MERGE_RR record is read as git's read_rr reads it (strtol skips tabs
+// before the variant); one in any other form than <hex>[.<n>]<TAB><path>
+// is not canonical, and taken out.
+func TestRerereRecordAsGit(t *testing.T) {
+	h := strings.Repeat("a", 40)
+	for _, c := range []struct {
+		rec, path string
+		canonical bool
+	}{
+		{h + "\tsrc/a.c", "src/a.c", true},
+		{h + ".1\tsrc/a.c", "src/a.c", true},
+		{h + ".\t\t0\t/home/u/key", "/home/u/key", false},
+		{h + ". 7\tx", "x", false},
+		{h + ".-1\tx", "x", false},
+		{h + "\t\tx", "\tx", true},
+		{h + "x\ty", "", false},
+		{"zz\tx", "", false},
+	} {
+		path, canonical := rrPath(c.rec, 40)
+		if path != c.path || canonical != c.canonical {
+			t.Errorf("%q: path %q canonical %v, want %q %v", c.rec, path, canonical, c.path, c.canonical)
+		}
+	}
+}

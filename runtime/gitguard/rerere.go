@@ -44,12 +44,17 @@ func (a *auditor) mergeRR(g, worktree string) {
 	if worktree == "" {
 		worktree = worktreeOf(g)
 	}
+	hexsz := 2 * a.hashSize(g)
 	for _, e := range strings.Split(string(data), "\x00") {
 		if e == "" {
 			continue
 		}
-		_, path, ok := strings.Cut(e, "\t")
-		if !ok || !insideWorktree(worktree, path) {
+		path, canonical := rrPath(e, hexsz)
+		if !canonical {
+			a.quarantine(real, "git's rerere record (MERGE_RR) holds a record that is not \"<hash>[.<n>]<TAB><path>\" ("+quoteName(e)+"): git reads the path in it as "+quoteName(path)+", and would write or read that file on the user's git commit")
+			return
+		}
+		if !insideWorktree(worktree, path) {
 			a.quarantine(real, "git's rerere record (MERGE_RR) names "+quoteName(path)+", outside the work tree: the user's git commit (merge, am, rebase --continue) would write a recorded resolution there, or copy it into the repository")
 			return
 		}
@@ -171,4 +176,49 @@ func sqDequote(s string) ([]string, bool) {
 		s = strings.TrimLeft(s[i:], " ")
 	}
 	return out, true
+}
+
+// rrPath is the path of a MERGE_RR record as git's read_rr reads it: the
+// hash's hexsz hex digits, then, after a '.', a variant number read by
+// strtol (which skips white space, tabs included, and a sign), then a tab
+// and the path. canonical is false for anything but "<hex><TAB><path>" or
+// "<hex>.<digits><TAB><path>": splitting at the first tab took
+// "<hex>.<TAB><TAB>0<TAB>/home/u/key" for a relative path "<TAB>0<TAB>...",
+// where git read the absolute one (found by an attack pass).
+func rrPath(e string, hexsz int) (path string, canonical bool) {
+	if len(e) < hexsz+2 {
+		return "", false
+	}
+	for i := 0; i < hexsz; i++ {
+		if c := e[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return "", false
+		}
+	}
+	rest := e[hexsz:]
+	end := 0
+	canonical = true
+	if rest[0] == '.' {
+		j := 1
+		for j < len(rest) && strings.IndexByte(" \t\n\v\f\r", rest[j]) >= 0 {
+			j++
+		}
+		if j < len(rest) && (rest[j] == '+' || rest[j] == '-') {
+			j++
+		}
+		d := j
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == d {
+			end = 1 // no number: strtol leaves its end where it began
+		} else {
+			end = j
+			canonical = d == 1
+		}
+		canonical = canonical && end > 1
+	}
+	if end >= len(rest) || rest[end] != '\t' {
+		return "", false
+	}
+	return rest[end+1:], canonical
 }
