@@ -53,14 +53,39 @@ func Risk(e Entry) string {
 			if e.HasValue && strings.Contains(e.Value, "::") {
 				return "a remote through a transport helper (git-remote-<name>, a program)"
 			}
+			if key == "pushurl" {
+				// No clone writes one: it sends the user's push elsewhere
+				// than the remote's url (url.* is refused for the same
+				// reason).
+				return "remote.<name>.pushurl sends the user's git push elsewhere"
+			}
 		}
 	case "branch":
 		if (key == "remote" || key == "pushremote") && e.HasValue && strings.Contains(e.Value, "::") {
 			return "a branch's remote through a transport helper (git-remote-<name>, a program)"
 		}
+		if key == "mergeoptions" {
+			// Options for every git merge and pull of the branch:
+			// -Xindex-output=FILE wrote any file, -F FILE made any file
+			// the merge's message (found by an attack pass).
+			return "branch.<name>.mergeOptions passes options to the user's git merge and pull (-Xindex-output= writes any file, -F reads one)"
+		}
+	case "pull":
+		if (key == "twohead" || key == "octopus") && e.HasValue && !builtinStrategies[strings.TrimSpace(e.Value)] {
+			return "pull." + key + " names a merge strategy that is not git's own (git-merge-<name>, a program)"
+		}
+	case "format":
+		switch key {
+		case "signaturefile", "outputdirectory", "headers", "cc", "to":
+			return "format." + key + " makes the user's git format-patch read a file, write elsewhere, or address the patches"
+		}
 	case "lfs":
 		if l := strings.ToLower(sub); strings.HasPrefix(l, "customtransfer.") || strings.HasPrefix(l, "extension.") || key == "standalonetransferagent" {
 			return "git-lfs runs a program named here"
+		}
+		switch key {
+		case "storage", "url", "pushurl":
+			return "lfs." + key + " moves where git-lfs keeps or sends the repository's large files"
 		}
 	}
 	if !safeSections[sec] {

@@ -48,7 +48,32 @@ func TestRiskRemotesAndWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bool{false, false, true, false, true, true}
+	want := []bool{false, true, true, false, true, true}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		if got := Risk(e) != ""; got != want[i] {
+			t.Errorf("Risk(%s = %s) = %q, want risky %v", e.Name, e.Value, Risk(e), want[i])
+		}
+	}
+}
+
+// Keys of the "safe" sections that still make the user's git write, read
+// or send elsewhere (found by an attack pass: branch.<name>.mergeOptions
+// with -Xindex-output= overwrote a file on git pull, -F made a hidden file
+// the merge's message).
+func TestRiskDataSectionsExceptions(t *testing.T) {
+	cfg := "[branch \"main\"]\n\tmergeOptions = -s resolve -Xindex-output=/home/u/.bashrc\n\tmerge = refs/heads/main\n" +
+		"[pull]\n\ttwohead = evil\n\toctopus = octopus\n\trebase = true\n" +
+		"[format]\n\tsignatureFile = /home/u/.ssh/id_ed25519\n\tnumbered = auto\n" +
+		"[lfs]\n\tstorage = /home/u\n\tfetchrecentalways = true\n" +
+		"[remote \"origin\"]\n\tpushurl = https://attacker.example/x.git\n"
+	es, err := ParseConfig([]byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, false, true, false, false, true, false, true, false, true}
 	if len(es) != len(want) {
 		t.Fatalf("%d entries, want %d", len(es), len(want))
 	}
