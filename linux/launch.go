@@ -687,6 +687,7 @@ func (ln *launcher) Footprint() enforce.Footprint {
 	fp.WritableRoots = ln.hostWritableRoots()
 	v := ln.fp.view
 	fp.ReadOnly = func(p string) bool { ok, _ := v.writable(p); return !ok }
+	fp.Hidden = func(p string) bool { ok, _ := v.readable(p); return !ok }
 	fp.ReadOnlyPaths = append(fp.ReadOnlyPaths, ln.fp.protected...)
 	if jr := ln.jr; jr != nil {
 		fp.Placeholder = jr.Holds

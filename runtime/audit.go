@@ -59,6 +59,7 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 		QuarantineDir: filepath.Join(stateDir, "quarantine"),
 		CacheDir:      filepath.Join(stateDir, "cache"),
 		Protected:     readOnly,
+		Hidden:        fp.Hidden,
 		Placeholder:   fp.Placeholder,
 		XDGConfigHome: xdgConfigHome,
 		Unsettled:     unsettled,

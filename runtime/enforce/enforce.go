@@ -250,6 +250,9 @@ type Footprint struct {
 	ReadOnly func(path string) bool
 	// ReadOnlyPaths lists them (for the runtime's announcement).
 	ReadOnlyPaths []string
+	// Hidden reports whether a path was hidden from the command
+	// (denyRead, the default secrets), or is nil if none was.
+	Hidden func(path string) bool
 	// Placeholder reports whether path is one of the placeholders the
 	// enforcer made on the host for the run (still the same inode), or
 	// is nil if it made none.

@@ -105,3 +105,27 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A config the command wrote that names a directory hidden from the
+// sandbox as a remote (or a submodule) would have the user's git fetch
+// copy what it holds into the repository, where the next sandboxed
+// command reads it (found by an attack pass): the entry is taken out.
+func TestAuditRemoteAtHiddenPath(t *testing.T) {
+	s := newScene(t)
+	private := filepath.Join(s.outside, "private")
+	s.git(s.outside, "init", "-q", "private")
+	s.hidden = func(p string) bool { return p == private || within(p, private) }
+	s.begin()
+	s.sh(s.w, `git init -q clone && cd clone && git remote add backup "$OUT/private" && git remote add origin https://example.com/x.git && git config submodule.s.url ../../outside/private`)
+	s.audit()
+	cfg, err := os.ReadFile(filepath.Join(s.w, "clone", ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cfg), "private") {
+		t.Errorf("ESCAPE: a remote at a hidden directory stayed:\n%s", cfg)
+	}
+	if !strings.Contains(string(cfg), "https://example.com/x.git") {
+		t.Errorf("a network remote must stay:\n%s", cfg)
+	}
+}

@@ -42,6 +42,11 @@ type Options struct {
 	// repository whose config is protected is the user's own. If nil,
 	// nothing is.
 	Protected func(path string) bool
+	// Hidden reports a path the command could not read (denyRead, the
+	// default secrets): a config it wrote that names one as a remote has
+	// the user's git fetch bring it within the sandbox's reach. If nil,
+	// nothing is.
+	Hidden func(path string) bool
 	// Home is the user's home directory (for ~/ in include and hooksPath
 	// values, and the global git config).
 	Home string
@@ -868,6 +873,10 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				risks = append(risks, e.Name+": "+r)
 				continue
 			}
+			if r := a.hiddenURL(p, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
+				continue
+			}
 			keep = append(keep, e)
 		}
 		if len(risks) > 0 {
@@ -1324,4 +1333,47 @@ func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
 	}
 	sort.Strings(hooks)
 	return hooks, includes
+}
+
+// hiddenURL says why e, a URL of config p (a remote's, a submodule's, an
+// alternate's), names a local directory the command could not read, or
+// "": the user's next git fetch or submodule update would copy what that
+// directory holds into the repository, within the sandbox's reach
+// (remote.backup.url at a denyRead repository; found by an attack pass).
+func (a *auditor) hiddenURL(p string, e Entry) string {
+	if a.o.Hidden == nil || !e.HasValue {
+		return ""
+	}
+	switch {
+	case e.Section() == "remote" && (e.Key() == "url" || e.Key() == "pushurl"),
+		e.Section() == "submodule" && e.Key() == "url":
+	default:
+		return ""
+	}
+	u := strings.TrimSpace(e.Value)
+	if strings.Contains(u, "://") && !strings.HasPrefix(strings.ToLower(u), "file://") {
+		return "" // a network URL
+	}
+	u = u[len(u)-len(strings.TrimPrefix(strings.ToLower(u), "file://")):]
+	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
+		return "" // scp-like (ssh), or a transport helper (Risk's)
+	}
+	if u == "" {
+		return ""
+	}
+	// git resolves a relative one from the work tree (or the git
+	// directory): both are judged.
+	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
+		c := ConfigPath(u, base, a.o.Home)
+		if c == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(c); err == nil {
+			c = r
+		}
+		if a.o.Hidden(c) {
+			return "names " + quoteName(c) + ", hidden from the sandbox: the user's git fetch would bring what it holds within the sandbox's reach"
+		}
+	}
+	return ""
 }

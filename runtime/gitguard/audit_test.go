@@ -26,6 +26,7 @@ type scene struct {
 	mark, prog                   string
 	since                        time.Time
 	protected                    map[string]bool
+	hidden                       func(string) bool // Options.Hidden
 }
 
 func newScene(t *testing.T) *scene {
@@ -132,7 +133,7 @@ func (s *scene) audit() *Report {
 func (s *scene) auditFrom(since, start time.Time) *Report {
 	s.t.Helper()
 	rep, err := Audit(Options{
-		Roots: []string{s.w}, Since: since, Start: start, Home: s.home,
+		Roots: []string{s.w}, Since: since, Start: start, Home: s.home, Hidden: s.hidden,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),
 		Protected: func(p string) bool {
