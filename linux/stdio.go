@@ -123,4 +123,3 @@ func (c *stdioCopy) wait() {
 
 // abort ends the copying of a run that did not start.
 func (c *stdioCopy) abort() { c.wait() }
-
