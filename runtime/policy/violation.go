@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ViolationKind says which layer refused something.
@@ -77,9 +78,11 @@ func Sanitize(s string) string {
 			continue
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			b.WriteByte(' ')
-		case r == 0x200b || r == 0x200c || r == 0x200d || r == 0x2060 || r == 0xfeff,
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f,
-			r == 0xfffd:
+		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs), r == 0xfffd:
+			// Controls, format characters (bidi, zero width), and the
+			// line and paragraph separators U+2028/U+2029, which some
+			// readers take for a line break: a file name forged a report
+			// line with them (found by an attack pass).
 			b.WriteByte(' ')
 		default:
 			b.WriteRune(r)

@@ -57,3 +57,20 @@ func TestSummarizeGoTelemetry(t *testing.T) {
 		t.Errorf("a failed command keeps every refusal: %v", got)
 	}
 }
+
+// U+2028 and U+2029 (line and paragraph separators, taken for a line break
+// by some readers) and the other format characters do not reach a report
+// line: a file name forged a line of the report with them (found by an
+// attack pass).
+func TestSanitizeLineSeparators(t *testing.T) {
+	v := Violation{Kind: FileViolation, Op: "write", Target: "/etc/zz\u2028deny file-write /x (forged)\u2029\u00ad\u2061", Rule: "r"}
+	line := v.Line()
+	for _, r := range []rune{'\u2028', '\u2029', '\u00ad', '\u2061'} {
+		if strings.ContainsRune(line, r) {
+			t.Errorf("%U reaches the report line: %q", r, line)
+		}
+	}
+	if Sanitize("café ünïcödé 日本") != "café ünïcödé 日本" {
+		t.Error("letters must stay")
+	}
+}
