@@ -129,3 +129,25 @@ func TestAuditRemoteAtHiddenPath(t *testing.T) {
 		t.Errorf("a network remote must stay:\n%s", cfg)
 	}
 }
+
+// A replace ref made during the run (git replace X B: the user's git log
+// shows B, git push sends X; found by an attack pass) is taken out, loose
+// or packed.
+func TestAuditReplaceRefs(t *testing.T) {
+	for _, packed := range []bool{false, true} {
+		s := newScene(t)
+		s.begin()
+		script := `git commit -q --allow-empty -m evil && X=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 && git commit -q --allow-empty -m benign && git replace $X HEAD && git reset -q --hard $X`
+		if packed {
+			script += ` && git pack-refs --all`
+		}
+		s.sh(s.repo, script)
+		if out := s.git(s.repo, "log", "-1", "--format=%s"); !strings.Contains(out, "benign") {
+			t.Fatalf("the replacement does not work without moat (or this test cannot fail): %q", out)
+		}
+		s.audit()
+		if out := s.git(s.repo, "log", "-1", "--format=%s"); !strings.Contains(out, "evil") {
+			t.Errorf("packed %v: after the audit the user's git still shows the replacement: %q", packed, out)
+		}
+	}
+}

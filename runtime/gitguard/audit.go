@@ -804,6 +804,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	}
 	a.modules(filepath.Join(common, "modules"), 0)
 	a.sequencer(g, worktree)
+	a.replaceRefs(common) // replace.go
 }
 
 func (a *auditor) modules(dir string, depth int) {
