@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
 // The caller's descriptors 0-2 reach the command as they are, but a
-// regular file's (or a block device's) descriptor is reopened through
+// regular file's (or a device's, a named pipe's) descriptor is reopened through
 // /proc/self/fd/N against the host's mount, not the sandbox's view of it:
 // a file handed in for reading was reopened for writing (`moat run ... <
 // .mcp.json` let the command write a protected name, a denyWrite file,
@@ -21,21 +23,26 @@ import (
 // So such a descriptor is never handed over: the command gets a pipe, and
 // moat copies between the pipe and the caller's descriptor (the file's
 // offset and append mode kept, since moat writes and reads through the
-// caller's own descriptor). Pipes, sockets, terminals and character
-// devices are handed over as they are; a directory is refused
+// caller's own descriptor). Anonymous pipes, sockets and terminals are
+// handed over as they are (handOver); a directory is refused
 // (checkStdio).
 
 // stdioCopy is the copying a run's descriptors need.
 type stdioCopy struct {
-	wg    sync.WaitGroup
-	child []*os.File // the pipe ends given to the sandbox: closed here once it has them
+	wg      sync.WaitGroup
+	child   []*os.File // the pipe ends given to the sandbox: closed here once it has them
+	cancel  *os.File   // closed when the run ended: the input copying stops (cancelR: its other end)
+	cancelR *os.File
 }
 
 // pipeStdio returns the descriptors to hand to the sandbox for the
-// caller's stdio (and fd3, if not nil): a pipe for each regular file or
-// block device, whose copying starts at once.
+// caller's stdio (and fd3, if not nil): a pipe for each descriptor
+// handOver does not keep, whose copying starts at once.
 func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File, c *stdioCopy, err error) {
 	c = &stdioCopy{}
+	if c.cancelR, c.cancel, err = os.Pipe(); err != nil {
+		return stdio, fd3, nil, err
+	}
 	out = stdio
 	out3 = fd3
 	done := map[[2]uint64]*os.File{} // one pipe for stdout and stderr that are one file
@@ -48,7 +55,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 			c.abort()
 			return stdio, fd3, nil, fmt.Errorf("descriptor %d: %w", i, err)
 		}
-		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFBLK {
+		if handOver(f, &st) {
 			continue
 		}
 		input := i == 0
@@ -77,7 +84,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 				c.child = append(c.child, r)
 				go func() {
 					defer c.wg.Done()
-					io.Copy(w, src) // ends at the file's end, or when the command stops reading (EPIPE)
+					copyIn(w, src, c.cancelR) // until the input's end, the command's (EPIPE), or the run's
 					w.Close()
 				}()
 			} else {
@@ -100,6 +107,25 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 	return out, out3, c, nil
 }
 
+// handOver reports a descriptor the command may have as it is: an
+// anonymous pipe, a socket, a terminal. Anything else names an inode of
+// the host's (a file, a named pipe, a device: /dev/null, whose mode root
+// inside changed for the whole host through /proc/self/fd/2, found by an
+// attack pass) and is copied through a pipe.
+func handOver(f *os.File, st *unix.Stat_t) bool {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK:
+		return true
+	case unix.S_IFIFO:
+		l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+		return err == nil && strings.HasPrefix(l, "pipe:")
+	case unix.S_IFCHR:
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		return err == nil
+	}
+	return false
+}
+
 // started closes this process's copies of the pipe ends the sandbox now
 // holds: the copying then ends with the sandbox's last holder.
 func (c *stdioCopy) started() {
@@ -112,13 +138,58 @@ func (c *stdioCopy) started() {
 	c.child = nil
 }
 
-// wait waits for the copying to finish (after the run's processes ended).
+// wait waits for the copying to finish (after the run's processes ended):
+// the output to its last byte; the input stops (a named pipe or a device
+// that never ends, which an io.Copy read from forever: moat hung at the
+// end of the run).
 func (c *stdioCopy) wait() {
 	if c == nil {
 		return
 	}
 	c.started()
+	if c.cancel != nil {
+		c.cancel.Close()
+	}
 	c.wg.Wait()
+	if c.cancelR != nil {
+		c.cancelR.Close()
+	}
+}
+
+// copyIn copies src to w until src ends, w refuses (the command stopped
+// reading), or cancel becomes readable (closed: the run ended). src is
+// polled before each read, so that a source with nothing to give (a named
+// pipe, a terminal-less device) never keeps it.
+func copyIn(w, src, cancel *os.File) {
+	buf := make([]byte, 64<<10)
+	sfd, cfd := int(src.Fd()), int(cancel.Fd())
+	for {
+		fds := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}, {Fd: int32(cfd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents&unix.POLLNVAL != 0 {
+			return
+		}
+		n, err := unix.Read(sfd, buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return
+		}
+	}
 }
 
 // abort ends the copying of a run that did not start.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A directory handed to the command as a descriptor 0-2 leads, through
@@ -101,5 +103,47 @@ func TestStdioFileNotReopened(t *testing.T) {
 	}
 	if out := run("/dev/null", f.secret, "sh", "-c", read); !strings.Contains(out, secretText) {
 		t.Errorf("without moat the user reads the file through the descriptor (or this test cannot fail): %q", out)
+	}
+}
+
+// A device or a named pipe handed to the command names an inode of the
+// host's too: as root, `chmod 0600 /proc/self/fd/2` with `2>/dev/null`
+// changed the mode of the host's /dev/null for every user (found by an
+// attack pass); as a user, the mode of the user's own FIFO. The command
+// gets a pipe moat copies instead; without moat the same user changes
+// both.
+func TestStdioDeviceAndFifoNotReopened(t *testing.T) {
+	f := newFixture(t)
+	fifo := filepath.Join(f.outside, "fifo")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	must(t, os.Chmod(fifo, 0o644))
+	nodes := map[string]os.FileMode{fifo: 0o644}
+	if root() {
+		null := filepath.Join(f.outside, "null")
+		must(t, unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+		must(t, os.Chmod(null, 0o666))
+		nodes[null] = 0o666
+	}
+	for node, mode := range nodes {
+		run := func(argv ...string) string {
+			fd, err := os.OpenFile(node, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fd.Close()
+			cmd := exec.Command(argv[0], argv[1:]...)
+			var out bytes.Buffer
+			cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = f.work, f.env(), fd, &out, fd
+			cmd.Run()
+			return out.String()
+		}
+		out := run(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", "chmod 0600 /proc/self/fd/0; chmod 0606 /proc/self/fd/2")
+		if fi, err := os.Stat(node); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("ESCAPE: the mode of %s changed through the descriptor it was given: %v %v\n%s", node, fi.Mode(), err, out)
+		}
+		run("sh", "-c", "chmod 0600 /proc/self/fd/0")
+		if fi, err := os.Stat(node); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("without moat the user changes %s through the descriptor (or this test cannot fail): %v %v", node, fi.Mode(), err)
+		}
 	}
 }
