@@ -424,4 +424,23 @@ func TestDaemonAttackDecideFollowsLinksAsRoot(t *testing.T) {
 	if strings.Contains(resp, marker) {
 		t.Errorf("ESCAPE: moatd told the client where a link it cannot read leads: %s", resp)
 	}
+	// Another user's process: /proc/PID/cwd is checked by ptrace access,
+	// which root's CAP_SYS_PTRACE passed on the client's thread too.
+	sleeper := exec.Command("sleep", "60")
+	sleeper.Dir = private
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	cwd := fmt.Sprintf("/proc/%d/cwd", sleeper.Process.Pid)
+	if out, _, err := u1.as("readlink", cwd); err == nil || strings.Contains(out, "root-only") {
+		t.Fatalf("the client reads root's process's cwd itself (or this test cannot fail): %q %v", out, err)
+	}
+	if _, errb, err := u1.as("ln", "-s", cwd, filepath.Join(u1.dir, "c")); err != nil {
+		t.Fatalf("ln: %v %s", err, errb)
+	}
+	code, resp = u1.call(t, d.sock, "POST", "/v1/decide", fmt.Sprintf(`{"command":"cat c/x","cwd":%q}`, u1.dir))
+	if code != 200 || strings.Contains(resp, "root-only") {
+		t.Errorf("ESCAPE: moatd told the client another user's process's working directory: %d %s", code, resp)
+	}
 }

@@ -22,8 +22,9 @@ import (
 // goroutine, so no other goroutine ever runs with these credentials or
 // with half-restored ones. A non-zero fsuid also drops the file
 // capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER, ...) from the thread's
-// effective set: the kernel checks fn's file operations as it would the
-// user's.
+// effective set, and the thread drops every other capability too (for a
+// user other than root): the kernel checks fn's file operations, and its
+// looks into /proc, as it would the user's.
 func Do(uid, gid int, groups []int, fn func() error) error {
 	if uid < 0 || gid < 0 {
 		return fmt.Errorf("ascred: invalid uid %d or gid %d", uid, gid)
@@ -60,6 +61,17 @@ func become(uid, gid int, groups []int) error {
 	cg, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
 	if int(cu) != uid || int(cg) != gid {
 		return fmt.Errorf("ascred: could not take uid %d gid %d (have %d %d)", uid, gid, cu, cg)
+	}
+	if uid != 0 {
+		// A non-zero fsuid drops only the file capabilities: the thread
+		// kept CAP_SYS_PTRACE, which /proc/PID/cwd, root, exe and fd/N
+		// check, and followed another user's (root's) links for the
+		// client (found by an attack pass). Every capability goes.
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("ascred: drop the thread's capabilities: %w", err)
+		}
 	}
 	return nil
 }
