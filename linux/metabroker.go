@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -89,17 +90,8 @@ func (o *observer) brokerMetadata(n *notif, name string) (unix.Errno, bool) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return errnoOf(err), false
 	}
-	// A file with no name left (made and unlinked by the command, a
-	// memfd), a pipe or a socket is the command's own: changed as asked.
-	// A file of a filesystem must be inside the writable paths.
-	target, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if st.Nlink > 0 && len(target) > 0 && target[0] == '/' {
-		if ok, why := o.view.writable(target); !ok {
-			if !within(target, "/proc") && !within(target, "/dev") { // (refused, unreported there, as before)
-				o.report(policy.Violation{Kind: policy.FileViolation, Op: name, Target: target, Rule: why, Pid: pid})
-			}
-			return unix.EPERM, false
-		}
+	if errno := o.brokerMayChange(pid, name, fd, &st); errno != 0 {
+		return errno, false
 	}
 	if !o.idValid(n.id) {
 		return unix.ENOENT, false // the process went away: nothing to do for it
@@ -281,12 +273,8 @@ func (o *observer) brokerInodeFlags(n *notif) (unix.Errno, bool) {
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
 		return unix.ENOTTY, false // (a device is never opened here)
 	}
-	target, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if st.Nlink > 0 && len(target) > 0 && target[0] == '/' {
-		if ok, why := o.view.writable(target); !ok {
-			o.report(policy.Violation{Kind: policy.FileViolation, Op: "chattr", Target: target, Rule: why, Pid: pid})
-			return unix.EPERM, false
-		}
+	if errno := o.brokerMayChange(pid, "chattr", fd, &st); errno != 0 {
+		return errno, false
 	}
 	size := 4 // FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS: an int
 	if uint32(a[1]) == 0x401c5820 {
@@ -308,4 +296,38 @@ func (o *observer) brokerInodeFlags(n *notif) (unix.Errno, bool) {
 		return e, false
 	}
 	return 0, false
+}
+
+// brokerMayChange decides whether the broker may change the file fd holds
+// (st: its fstat): a file with no name left (made and unlinked by the
+// command, a memfd), an anonymous pipe or a socket is the command's own; a
+// file of a filesystem must be inside the writable paths, by a path that
+// leads to that very inode in this mount namespace. A path too long to
+// read back (ENAMETOOLONG: the check was skipped and the change made;
+// found by an attack pass), or one that now names another inode (renamed
+// meanwhile, or a file of another mount namespace reached through
+// /proc/PID/root), is refused.
+func (o *observer) brokerMayChange(pid int, op string, fd int, st *unix.Stat_t) unix.Errno {
+	if st.Nlink == 0 {
+		return 0
+	}
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err == nil && !strings.HasPrefix(target, "/") {
+		if t := st.Mode & unix.S_IFMT; t == unix.S_IFIFO || t == unix.S_IFSOCK || strings.HasPrefix(target, "anon_inode:") {
+			return 0 // pipe:[N], socket:[N], anon_inode:...
+		}
+	}
+	var here unix.Stat_t
+	if err != nil || !strings.HasPrefix(target, "/") || unix.Lstat(target, &here) != nil || here.Dev != st.Dev || here.Ino != st.Ino {
+		o.report(policy.Violation{Kind: policy.FileViolation, Op: op, Target: policy.Sanitize(target),
+			Rule: "moat cannot tell where this file is (its path is too long, or leads elsewhere now): only files inside the writable paths change", Pid: pid})
+		return unix.EPERM
+	}
+	if ok, why := o.view.writable(target); !ok {
+		if !within(target, "/proc") && !within(target, "/dev") { // (refused, unreported there, as before)
+			o.report(policy.Violation{Kind: policy.FileViolation, Op: op, Target: target, Rule: why, Pid: pid})
+		}
+		return unix.EPERM
+	}
+	return 0
 }

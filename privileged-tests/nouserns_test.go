@@ -299,6 +299,31 @@ stop = True; t.join()
 		if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o600 || fi.ModTime().Year() == 2000 {
 			t.Errorf("ESCAPE: a chmod racing a symlink swap changed %s: %v %v\n%.3000s", victim, fi, err, got.out)
 		}
+		// A file whose path is longer than PATH_MAX, reached by chdir: its
+		// path cannot be read back, and the change was made unchecked.
+		deep := `import os, sys
+os.chdir("` + f.outside + `")
+for i in range(18):
+    d = "d" * 250
+    if sys.argv[1] == "make":
+        os.makedirs(d, exist_ok=True)
+    os.chdir(d)
+if sys.argv[1] == "make":
+    open("victim", "w").write("x"); os.chmod("victim", 0o600)
+elif sys.argv[1] == "chmod":
+    os.chmod("victim", 0o666)
+print("mode %o" % (os.stat("victim").st_mode & 0o777))
+`
+		if r := f.exec("python3", "-c", deep, "make"); !strings.Contains(r.out, "mode 600") {
+			t.Fatalf("making the deep file: %s", r.out)
+		}
+		got = f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "python3", "-c", deep, "chmod")
+		if r := f.exec("python3", "-c", deep, "look"); !strings.Contains(r.out, "mode 600") {
+			t.Errorf("ESCAPE: a chmod of a file outside the writable paths whose path is longer than PATH_MAX: %s\n%s", r.out, got.out)
+		}
+		if r := f.exec("python3", "-c", deep, "chmod"); !strings.Contains(r.out, "mode 666") {
+			t.Errorf("without moat the user changes the deep file (or this test cannot fail): %s", r.out)
+		}
 		// Inode flags (chattr +d, FS_IOC_SETFLAGS) on the victim: refused;
 		// on a file of the writable tree: set.
 		flags := func(p string) string {
