@@ -4,6 +4,7 @@ package gitguard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,40 @@ func TestAuditReplaceRefs(t *testing.T) {
 		if out := s.git(s.repo, "log", "-1", "--format=%s"); !strings.Contains(out, "evil") {
 			t.Errorf("packed %v: after the audit the user's git still shows the replacement: %q", packed, out)
 		}
+	}
+}
+
+// What git trusts in the object store without checking it, written during
+// the run, is taken out: a forged commit-graph made git show one tree and
+// push another (found by an attack pass); alternates lead to another
+// store with a graph of its own.
+func TestAuditObjectCaches(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.repo, `git commit-graph write --reachable && mkdir -p ../vendor/objs && echo "$W/vendor/objs" > .git/objects/info/alternates`)
+	s.audit()
+	for _, n := range []string{"commit-graph", "alternates"} {
+		if _, err := os.Lstat(filepath.Join(s.repo, ".git", "objects", "info", n)); err == nil {
+			t.Errorf("objects/info/%s written during the run stayed", n)
+		}
+	}
+	if out := s.git(s.repo, "log", "-1", "--format=%s"); !strings.Contains(out, "one") {
+		t.Errorf("the repository after the audit: %q", out)
+	}
+}
+
+// A file past the audit's size limit is not one git refuses: a sparse
+// packed-refs of 257 MiB carried a replace ref past the audit (found by an
+// attack pass). It is taken out.
+func TestAuditOversizedPackedRefs(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.repo, `git commit -q --allow-empty -m evil && X=$(git rev-parse HEAD) && git reset -q --hard HEAD~1 && git commit -q --allow-empty -m benign && B=$(git rev-parse HEAD) && git reset -q --hard $X && printf '# pack-refs with: peeled fully-peeled sorted ' > .git/packed-refs && truncate -s 300M .git/packed-refs && printf '\n%s refs/heads/main\n%s refs/replace/%s\n' $X $B $X >> .git/packed-refs && rm -f .git/refs/heads/main`)
+	if out := s.git(s.repo, "log", "-1", "--format=%s"); !strings.Contains(out, "benign") {
+		t.Fatalf("the oversized packed-refs does not work without moat (or this test cannot fail): %q", out)
+	}
+	s.audit()
+	if out, _ := exec.Command("git", "-C", s.repo, "log", "-1", "--format=%s").CombinedOutput(); strings.Contains(string(out), "benign") {
+		t.Errorf("after the audit the user's git still shows the replacement: %q", out)
 	}
 }

@@ -804,7 +804,8 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	}
 	a.modules(filepath.Join(common, "modules"), 0)
 	a.sequencer(g, worktree)
-	a.replaceRefs(common) // replace.go
+	a.replaceRefs(common)  // replace.go
+	a.objectCaches(common) // replace.go
 }
 
 func (a *auditor) modules(dir string, depth int) {

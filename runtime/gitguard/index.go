@@ -46,7 +46,15 @@ func (a *auditor) indexFile(g string) {
 	for _, sp := range shared {
 		b, _, err := readSmall(sp, maxIndexSize)
 		if err != nil {
-			continue // git reads it as the index does: an unreadable one fails git too
+			// git read a sparse 257 MiB one that moat would not, and
+			// copied what its ../ entry named (found by an attack pass).
+			if a.stateChanged(sp) {
+				if sreal, ok := a.changedActionable(sp); ok {
+					a.quarantine(sreal, "a shared git index written during the run that moat cannot read ("+err.Error()+"): git reads the paths in it unchecked")
+					a.quarantine(real, "a git index whose shared index moat cannot read: git reads the paths in it unchecked")
+				}
+			}
+			continue
 		}
 		if bad, err := badIndexPath(b, hashSize); err == nil && bad != "" {
 			a.quarantine(real, "a git index whose shared index "+quoteName(filepath.Base(sp))+" names "+quoteName(bad)+", a path git itself refuses: the user's git commit -a would copy what it names into the repository (git reset rebuilds the index)")

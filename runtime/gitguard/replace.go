@@ -39,7 +39,10 @@ func (a *auditor) replaceRefs(common string) {
 	}
 	data, id, err := readSmall(packed, maxIndexSize)
 	if err != nil {
-		return // git fails on it too
+		// git reads what moat will not (a sparse file of 257 MiB carried a
+		// replace ref past the audit; found by an attack pass): out.
+		a.quarantine(real, "packed-refs written during the run that moat cannot read ("+err.Error()+"): it may hold replace refs or refs git reads all the same")
+		return
 	}
 	var keep []string
 	dropped := 0
@@ -57,5 +60,39 @@ func (a *auditor) replaceRefs(common string) {
 	}
 	if dropped > 0 {
 		a.replace(real, id, []byte(strings.Join(keep, "")), "packed-refs written during the run holds replace refs (git replace): the user's git shows other commits than the ones git push sends", "rewrote without the replace refs")
+	}
+}
+
+// objectCaches takes out what git trusts in a repository's object store
+// without checking it against the objects, when the run wrote it: the
+// commit-graph (and its chain, commit-graphs/) gives each commit's tree
+// and parents, and a forged one made git status, diff, log and show
+// display one tree while git push sent the commit's real one (found by an
+// attack pass); alternates (objects/info/alternates, http-alternates)
+// lead git to another object store, with a commit-graph of its own. git
+// rebuilds the caches (git gc, git commit-graph write); a repository
+// that borrowed objects through an alternates file the run wrote loses
+// them, and the finding says so.
+func (a *auditor) objectCaches(common string) {
+	info := filepath.Join(common, "objects", "info")
+	a.reach(info)
+	cands := []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "alternates"), filepath.Join(info, "http-alternates")}
+	if es, err := os.ReadDir(filepath.Join(info, "commit-graphs")); err == nil {
+		for _, e := range es {
+			cands = append(cands, filepath.Join(info, "commit-graphs", e.Name()))
+		}
+	}
+	for _, p := range cands {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.IsDir() || !a.changedAt(p, idOf(fi)) {
+			continue
+		}
+		why := "a commit-graph written during the run: git trusts the trees and parents it gives, so what the user's git shows can differ from what git push sends (git rebuilds it)"
+		if b := filepath.Base(p); b == "alternates" || b == "http-alternates" {
+			why = "objects/info/" + b + " written during the run: git takes objects (and a commit-graph) from the store it names"
+		}
+		if real, ok := a.actionable(p); ok {
+			a.quarantine(real, why)
+		}
 	}
 }
