@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // The caller's descriptors 0-2 reach the command as they are, but a
@@ -165,26 +167,20 @@ func copyIn(w, src, cancel *os.File) {
 	sfd, cfd := int(src.Fd()), int(cancel.Fd())
 	for {
 		fds := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}, {Fd: int32(cfd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if err == unix.EINTR {
-				continue
-			}
+		if _, err := sys.RetryValue(func() (int, error) { return unix.Poll(fds, -1) }); err != nil {
 			return
 		}
-		if fds[1].Revents != 0 {
+		if fds[1].Revents != 0 || fds[0].Revents&unix.POLLNVAL != 0 {
 			return
 		}
-		if fds[0].Revents&unix.POLLNVAL != 0 {
-			return
-		}
-		n, err := unix.Read(sfd, buf)
+		n, err := sys.RetryValue(func() (int, error) { return unix.Read(sfd, buf) })
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
+		if err == unix.EAGAIN {
+			continue // a source in non-blocking mode, polled again
 		}
 		if n <= 0 || err != nil {
 			return
