@@ -81,15 +81,11 @@ func (o *observer) brokerMetadata(n *notif, name string) (unix.Errno, bool) {
 	if name == "utimensat" && !hasPath && dirfd == unix.AT_FDCWD {
 		return unix.EFAULT, false // as the kernel answers utimensat(AT_FDCWD, NULL, ...)
 	}
-	fd, errno := openTarget(pid, dirfd, path, hasPath && path != "", nofollow)
+	fd, st, errno := openTarget(pid, dirfd, path, hasPath && path != "", nofollow)
 	if errno != 0 {
 		return errno, false
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return errnoOf(err), false
-	}
 	if errno := o.brokerMayChange(pid, name, fd, &st); errno != 0 {
 		return errno, false
 	}
@@ -102,12 +98,27 @@ func (o *observer) brokerMetadata(n *notif, name string) (unix.Errno, bool) {
 	if o.also != nil {
 		o.also.Add(1)
 	}
-	return metaPerform(pid, name, fd, a), false
+	return metaPerform(pid, name, fd, &st, a), false
 }
 
-// openTarget opens (O_PATH) what the call would change: path relative to
-// dirfd in the process pid (its cwd for AT_FDCWD), or dirfd itself.
-func openTarget(pid, dirfd int, path string, hasPath, nofollow bool) (int, unix.Errno) {
+// openTarget opens (O_PATH) what the call would change, and fstats it:
+// path relative to dirfd in the process pid (its cwd for AT_FDCWD), or
+// dirfd itself.
+func openTarget(pid, dirfd int, path string, hasPath, nofollow bool) (int, unix.Stat_t, unix.Errno) {
+	var st unix.Stat_t
+	fd, errno := openTargetFD(pid, dirfd, path, hasPath, nofollow)
+	if errno != 0 {
+		return -1, st, errno
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, errnoOf(err)
+	}
+	return fd, st, 0
+}
+
+// openTargetFD is openTarget's opening.
+func openTargetFD(pid, dirfd int, path string, hasPath, nofollow bool) (int, unix.Errno) {
 	var base string
 	if dirfd == unix.AT_FDCWD {
 		base = "/proc/" + strconv.Itoa(pid) + "/cwd"
@@ -136,13 +147,10 @@ func openTarget(pid, dirfd int, path string, hasPath, nofollow bool) (int, unix.
 	return fd, 0
 }
 
-// metaPerform makes the change on fd (O_PATH) with the call's arguments.
-func metaPerform(pid int, name string, fd int, a [6]uint64) unix.Errno {
+// metaPerform makes the change on fd (O_PATH; st its fstat) with the
+// call's arguments.
+func metaPerform(pid int, name string, fd int, st *unix.Stat_t, a [6]uint64) unix.Errno {
 	self := "/proc/self/fd/" + strconv.Itoa(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return errnoOf(err)
-	}
 	link := st.Mode&unix.S_IFMT == unix.S_IFLNK
 	var err error
 	switch name {
@@ -261,15 +269,11 @@ func readBytes(pid int, addr uint64, buf []byte) bool {
 // descriptor holds, if that file is inside the writable paths.
 func (o *observer) brokerInodeFlags(n *notif) (unix.Errno, bool) {
 	pid, a := int(n.pid), n.args
-	fd, errno := openTarget(pid, int(int32(a[0])), "", false, false)
+	fd, st, errno := openTarget(pid, int(int32(a[0])), "", false, false)
 	if errno != 0 {
 		return errno, false
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return errnoOf(err), false
-	}
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
 		return unix.ENOTTY, false // (a device is never opened here)
 	}

@@ -228,19 +228,24 @@ func replaceAt(pfd int, base string, data []byte) error {
 	return err
 }
 
-// moveOut takes p (a file or symlink) out of the tree (act.go: through
-// the descriptor of its directory).
+// atParent runs fn with the descriptor of p's directory (parentOf) and
+// p's name in it.
+func (a *auditor) atParent(p string, fn func(pfd int, base string) error) error {
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	return fn(pfd, base)
+}
+
+// moveOut takes p (a file or symlink) out of the tree.
 func (a *auditor) moveOut(p string) (string, error) {
 	dest, err := a.dest(p)
 	if err != nil {
 		return "", err
 	}
-	pfd, base, err := a.parentOf(p)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(pfd)
-	if err := moveOutAt(pfd, base, dest); err != nil {
+	if err := a.atParent(p, func(pfd int, base string) error { return moveOutAt(pfd, base, dest) }); err != nil {
 		return "", err
 	}
 	return dest, nil
@@ -252,33 +257,16 @@ func (a *auditor) copyOut(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pfd, base, err := a.parentOf(p)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(pfd)
-	return dest, copyAt(pfd, base, dest)
+	return dest, a.atParent(p, func(pfd int, base string) error { return copyAt(pfd, base, dest) })
 }
 
-// remove removes p, through its directory's descriptor.
-func (a *auditor) remove(p string) error {
-	pfd, base, err := a.parentOf(p)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(pfd)
-	return removeAt(pfd, base)
-}
+// remove removes p.
+func (a *auditor) remove(p string) error { return a.atParent(p, removeAt) }
 
 // replaceFile writes data to p atomically (a new file renamed over it),
-// keeping p's permission bits, through its directory's descriptor.
+// keeping p's permission bits.
 func (a *auditor) replaceFile(p string, data []byte) error {
-	pfd, base, err := a.parentOf(p)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(pfd)
-	return replaceAt(pfd, base, data)
+	return a.atParent(p, func(pfd int, base string) error { return replaceAt(pfd, base, data) })
 }
 
 // putModesBack restores what reach changed, deepest first (a directory
