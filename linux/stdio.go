@@ -42,9 +42,6 @@ type stdioCopy struct {
 // handOver does not keep, whose copying starts at once.
 func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File, c *stdioCopy, err error) {
 	c = &stdioCopy{}
-	if c.cancelR, c.cancel, err = os.Pipe(); err != nil {
-		return stdio, fd3, nil, err
-	}
 	out = stdio
 	out3 = fd3
 	done := map[[2]uint64]*os.File{} // one pipe for stdout and stderr that are one file
@@ -71,6 +68,28 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 		}
 		key := [2]uint64{uint64(st.Dev), st.Ino}
 		var p *os.File
+		if input && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
+			// /dev/null to read: a pipe already at its end, nothing to copy.
+			r, w, err := os.Pipe()
+			if err != nil {
+				c.abort()
+				return stdio, fd3, nil, err
+			}
+			w.Close()
+			c.child = append(c.child, r)
+			if i == 3 {
+				out3 = r
+			} else {
+				out[i] = r
+			}
+			continue
+		}
+		if input && c.cancel == nil {
+			if c.cancelR, c.cancel, err = os.Pipe(); err != nil {
+				c.abort()
+				return stdio, fd3, nil, err
+			}
+		}
 		if prev, ok := done[key]; ok && !input {
 			p = prev // 2>&1 into a file: one pipe, the order of the lines kept
 		} else {
