@@ -95,12 +95,17 @@ func (t *task) emit(chunk []byte, final bool) {
 	t.req.Progress(Progress{ID: t.id, Chunk: string(data[:cut]), Bytes: n, Lines: lines, Elapsed: time.Since(t.start)})
 }
 
-// tick is a periodic Progress call.
+// tick is a periodic Progress call, skipped while one is under way: the
+// wait loop that calls it also ends the command at its timeout, and a
+// Progress call blocked on a client that stopped reading had kept it from
+// ever getting there (found by an attack pass).
 func (t *task) tick() {
 	if t.req.Progress == nil {
 		return
 	}
-	t.progMu.Lock()
+	if !t.progMu.TryLock() {
+		return
+	}
 	defer t.progMu.Unlock()
 	n, lines := t.cap.counts()
 	t.req.Progress(Progress{ID: t.id, Bytes: n, Lines: lines, Elapsed: time.Since(t.start)})

@@ -26,6 +26,7 @@ import (
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell/api/client"
 	"github.com/moat-sandbox/moat/shell/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -692,5 +693,62 @@ func TestBypassModeDisabled(t *testing.T) {
 	}
 	if s := f.session(t, client.SessionRequest{Mode: "acceptEdits"}); s.Mode != "acceptEdits" {
 		t.Errorf("another mode: %+v", s)
+	}
+}
+
+// A client that stops reading its command's stream holds nothing up: the
+// command still ends at its timeout, and the session closes. The stream's
+// writes blocked with the progress lock held, the wait loop that enforces
+// the timeout waited on that lock, and the session's close and the
+// server's shutdown waited on the command (found by an attack pass).
+func TestStalledStreamHoldsNothing(t *testing.T) {
+	old := StreamWriteTimeout
+	StreamWriteTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { StreamWriteTimeout = old })
+	f := newFixture(t, nil)
+	s := f.session(t, client.SessionRequest{})
+	marker := fmt.Sprintf("3%d", time.Now().UnixNano()%1000000)
+	conn, err := net.Dial("unix", f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if rc, err := conn.(*net.UnixConn).SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
+	}
+	body := fmt.Sprintf(`{"command":"sleep %s & yes | head -c 3000000; wait","timeout_ms":1500}`, marker)
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/commands HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", s.ID, len(body), body)
+	// Never read: the stream backs up. The command must still end by its
+	// timeout (it runs first: its sleep is there).
+	deadline := time.Now().Add(time.Minute)
+	for len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		got, err := f.c.Session(ctxT(t), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := false
+		for _, c := range got.Commands {
+			running = running || c.Running
+		}
+		if !running && len(testutil.Procs("sleep "+marker, os.Getuid())) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after its 1.5 s timeout the command still runs (a client that stopped reading its stream holds it): %+v", got.Commands)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.c.CloseSession(ctxT(t), s.ID) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("closing the session hangs on the stalled stream")
 	}
 }

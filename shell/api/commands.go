@@ -294,6 +294,13 @@ type eventWriter struct {
 	err error
 }
 
+// StreamWriteTimeout bounds one write of a streamed event: a client that
+// stops reading gets no more of the stream (the command runs on, its
+// result kept for GET), instead of holding the command's output, its
+// timeout, the session's close and the server's shutdown (found by an
+// attack pass).
+var StreamWriteTimeout = 30 * time.Second
+
 func (e *eventWriter) event(ev map[string]any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -305,6 +312,7 @@ func (e *eventWriter) event(ev map[string]any) {
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(ev)
 	if err == nil {
+		_ = e.rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
 		_, err = e.w.Write(buf.Bytes())
 	}
 	if err == nil {
@@ -313,10 +321,13 @@ func (e *eventWriter) event(ev map[string]any) {
 	e.err = err
 }
 
+// (flush is the stream's last write: bounded the same way.)
+
 func (e *eventWriter) flush() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.err == nil {
+		_ = e.rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
 		e.err = e.rc.Flush()
 	}
 }

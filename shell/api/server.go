@@ -464,11 +464,19 @@ func (s *Server) closeSessions() error {
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
-	var err error
-	for _, ss := range all {
-		err = errors.Join(err, ss.close())
+	// Each at once: one that is slow to end does not hold the others'
+	// sandboxes up.
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, ss := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ss.close()
+		}()
 	}
-	return err
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // ServeHTTP checks the connection's peer and routes the request. Requests
