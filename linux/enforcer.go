@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/linux/journal"
@@ -58,9 +55,6 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 		return nil, &enforce.UnsupportedFeatureError{Feature: "Landlock", Need: "without user namespaces moat confines the command with Landlock, and this kernel has none: moat has no way to confine the command", Err: enforce.ErrNoUserNamespace}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := checkStdio(l.Stdio); err != nil {
 		return nil, err
 	}
 	// (With a terminal, the descriptors it replaces are /dev/null here.)
@@ -130,27 +124,4 @@ func Sweep(stateDir string) error {
 		sweepAllLimitCgroups()
 	}
 	return err
-}
-
-// checkStdio refuses a directory as one of the command's descriptors 0-2:
-// through /proc/self/fd/N a command reaches the host's tree below it, on
-// the host's mount, where the sandbox's hidden paths are not (a `moat run
-// ... < ~` read ~/.ssh; found by an attack pass). Files, pipes, sockets
-// and terminals are the caller's to hand over.
-func checkStdio(stdio [3]*os.File) error {
-	for i, f := range stdio {
-		if f == nil {
-			continue
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-			return fmt.Errorf("descriptor %d: %w", i, err)
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			name := [...]string{"standard input", "standard output", "standard error"}[i]
-			where, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-			return fmt.Errorf("the command's %s (descriptor %d) is a directory, %s: moat does not hand a directory to a sandboxed command (through /proc/self/fd/%d it would read the host's tree below it, past the sandbox's hidden paths); give it a file, a pipe or /dev/null", name, i, where, i)
-		}
-	}
-	return nil
 }

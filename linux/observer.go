@@ -391,7 +391,7 @@ func followsLast(name string, args [6]uint64) bool {
 // path, which the sandbox mirrors (one system call: this runs for every
 // open for writing; the report is what it serves). Not in the sandbox's
 // own /tmp.
-func (o *observer) readlink(pid int, p string) (string, bool) {
+func (o *observer) readlink(p string) (string, bool) {
 	buf := o.linkBuf[:] // (serve's one thread)
 	var n int
 	var err error
@@ -418,7 +418,7 @@ func (o *observer) followLast(pid int, p string) string {
 		if within(p, "/proc") {
 			return p // /dev/stdout -> /proc/self/fd/1: magic links, read from here, would be this process's
 		}
-		t, ok := o.readlink(pid, p)
+		t, ok := o.readlink(p)
 		if !ok {
 			return p // not a symlink (EINVAL), or gone
 		}

@@ -154,9 +154,6 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 			return nil, errors.New("a session command needs its three descriptors")
 		}
 	}
-	if err := checkStdio(c.Stdio); err != nil {
-		return nil, err
-	}
 	stdio, fd3, sc, err := pipeStdio(c.Stdio, c.FD3) // stdio.go
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ import (
 // offset and append mode kept, since moat writes and reads through the
 // caller's own descriptor). Anonymous pipes, sockets and terminals are
 // handed over as they are (handOver); a directory is refused
-// (checkStdio).
+// (directoryStdio).
 
 // stdioCopy is the copying a run's descriptors need.
 type stdioCopy struct {
@@ -53,6 +53,10 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 			c.abort()
 			return stdio, fd3, nil, fmt.Errorf("descriptor %d: %w", i, err)
+		}
+		if i < 3 && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			c.abort()
+			return stdio, fd3, nil, directoryStdio(f, i)
 		}
 		if handOver(f, &st) {
 			continue
@@ -209,3 +213,13 @@ func copyIn(w, src, cancel *os.File) {
 
 // abort ends the copying of a run that did not start.
 func (c *stdioCopy) abort() { c.wait() }
+
+// directoryStdio is the error for a directory as the command's descriptor i:
+// through /proc/self/fd/N a command reaches the host's tree below it, on
+// the host's mount, where the sandbox's hidden paths are not (a `moat run
+// ... < ~` read ~/.ssh; found by an attack pass).
+func directoryStdio(f *os.File, i int) error {
+	name := [...]string{"standard input", "standard output", "standard error"}[i]
+	where, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	return fmt.Errorf("the command's %s (descriptor %d) is a directory, %s: moat does not hand a directory to a sandboxed command (through /proc/self/fd/%d it would read the host's tree below it, past the sandbox's hidden paths); give it a file, a pipe or /dev/null", name, i, where, i)
+}

@@ -48,16 +48,7 @@ func startServers(t *testing.T, dir string) servers {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	must(t, err)
 	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, a, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], a)
-		}
-	}()
+	go udpEcho(pc)
 	s.udp = pc.LocalAddr().String()
 	unixOn := func(name string) {
 		l, err := net.Listen("unix", name)
@@ -698,16 +689,7 @@ func TestSharedNetworkAllowedLiteralTCPOnly(t *testing.T) {
 		t.Fatalf("a UDP socket on the allowed TCP port: %v", err)
 	}
 	defer pc.Close()
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, a, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], a)
-		}
-	}()
+	go udpEcho(pc)
 	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{target}}, map[string]any{})
 	if got := f.sandboxedWith(settings, "tcp", target); !got.escaped() {
 		t.Fatalf("the allowed literal must be reachable over TCP:\n%s", got.out)
@@ -846,4 +828,16 @@ func serveUnix(t *testing.T, path, reply string) net.Listener {
 		}
 	}()
 	return l
+}
+
+// udpEcho answers each datagram pc receives with itself, until pc closes.
+func udpEcho(pc net.PacketConn) {
+	buf := make([]byte, 64)
+	for {
+		n, a, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		pc.WriteTo(buf[:n], a)
+	}
 }

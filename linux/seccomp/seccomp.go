@@ -329,10 +329,17 @@ func (b *builder) notifyWrites(o Options) error {
 	if o.NotifyMetadata {
 		// Inode flags (chattr) and the fsxattr of a file: the supervisor
 		// sets them on the file it checked, or refuses.
-		for _, req := range inodeFlagIoctls {
-			if err := b.add("ioctl", lsc.ActNotify, masked(1, 0xffffffff, req)); err != nil {
-				return err
-			}
+		return b.inodeFlags(lsc.ActNotify)
+	}
+	return nil
+}
+
+// inodeFlags gives the ioctls that set inode flags (inodeFlagIoctls) the
+// action act.
+func (b *builder) inodeFlags(act lsc.ScmpAction) error {
+	for _, req := range inodeFlagIoctls {
+		if err := b.add("ioctl", act, masked(1, 0xffffffff, req)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -351,12 +358,7 @@ func (b *builder) denyMetadata(o Options) error {
 			return err
 		}
 	}
-	for _, req := range inodeFlagIoctls {
-		if err := b.add("ioctl", b.deny, masked(1, 0xffffffff, req)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.inodeFlags(b.deny)
 }
 
 // denyOtherProcesses: see Options.NoNamespaces. A pid (or who) of 0 is the
