@@ -3,6 +3,8 @@ package permissions
 import (
 	"context"
 	"fmt"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -678,8 +680,12 @@ func overallKind(an []analysis) string {
 func (s *step) constraints() (policy.Decision, bool) {
 	cwds := cwdSet{s.cwd}
 	cds := 0
+	var remade []string // absolute destinations of earlier mv, cp and ln
 	for i := range s.parts {
 		p, a := &s.parts[i], &s.an[i]
+		if why := remadePath(p, a, cwds, remade); why != "" {
+			return ask(why), true
+		}
 		if a.cd {
 			if cds++; cds > 1 {
 				// As the seed: which directory each later command runs in
@@ -725,6 +731,17 @@ func (s *step) constraints() (policy.Decision, bool) {
 				}
 			}
 		}
+		dests := linkDests(p.argv)
+		if !regularFiles(a.remadeFrom, cwds) {
+			dests = append(dests, a.remade...)
+		}
+		for _, d := range dests {
+			abs, ok := cwds.resolve(d)
+			if !ok {
+				return ask("the destination " + quoteWord(d) + " cannot be checked"), true
+			}
+			remade = append(remade, abs...)
+		}
 		if a.cd {
 			if a.cdTarget == "" || !p.static {
 				return ask("cd to a directory that cannot be checked"), true
@@ -742,6 +759,107 @@ func (s *step) constraints() (policy.Decision, bool) {
 		}
 	}
 	return policy.Decision{}, false
+}
+
+// remadePath returns why a path of a part lies at or below what an earlier
+// part of the line moves, copies or links there (mv a b && cat b/link/x):
+// the paths are checked before the line runs, against a tree the earlier
+// part replaces (a symbolic link in it leads anywhere), or "".
+func remadePath(p *part, a *analysis, cwds cwdSet, remade []string) string {
+	if len(remade) == 0 {
+		return ""
+	}
+	var buf [4]string
+	under := func(q string) string {
+		abs, ok := cwds.appendResolved(buf[:0], q)
+		if !ok {
+			return "the path " + quoteWord(q) + " cannot be checked"
+		}
+		for _, x := range abs {
+			for _, r := range remade {
+				if x == r || strings.HasPrefix(x, r+"/") || r == "/" {
+					return "the path " + quoteWord(q) + " lies in " + quoteWord(r) + ", which an earlier part of the line moves, copies or links there: run them one at a time"
+				}
+			}
+		}
+		return ""
+	}
+	paths := make([]string, 0, len(a.reads)+len(a.writes)+len(p.redirs)+1)
+	paths = append(append(paths, a.reads...), a.writes...)
+	for _, r := range p.redirs {
+		if r.isHeredoc() {
+			continue
+		}
+		w, rd := redirPath(r)
+		paths = append(paths, w, rd)
+	}
+	if a.cd {
+		paths = append(paths, a.cdTarget)
+	}
+	for _, q := range paths {
+		if q == "" {
+			continue
+		}
+		if why := under(q); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// regularFiles reports sources that are all regular files now (what mv
+// or cp makes of them is a regular file too).
+func regularFiles(srcs []string, cwds cwdSet) bool {
+	for _, src := range srcs {
+		abs, ok := cwds.resolve(src)
+		if !ok {
+			return false
+		}
+		for _, x := range abs {
+			if fi, err := os.Lstat(x); err != nil || !fi.Mode().IsRegular() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// linkDests returns where ln (or link) makes a link: its last operand, or
+// -t's directory; one operand makes the link in the working directory.
+func linkDests(argv []string) []string {
+	if len(argv) == 0 || (argv[0] != "ln" && argv[0] != "link") {
+		return nil
+	}
+	var ops []string
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		switch {
+		case w == "--":
+			ops = append(ops, argv[i+1:]...)
+			i = len(argv)
+		case w == "-t" || w == "--target-directory" || w == "-S" || w == "--suffix":
+			if i+1 < len(argv) {
+				if w == "-t" || w == "--target-directory" {
+					return []string{argv[i+1]}
+				}
+				i++
+			}
+		case strings.HasPrefix(w, "--target-directory="):
+			return []string{strings.TrimPrefix(w, "--target-directory=")}
+		case strings.HasPrefix(w, "-t") && len(w) > 2:
+			return []string{w[2:]}
+		case strings.HasPrefix(w, "-") && len(w) > 1:
+		default:
+			ops = append(ops, w)
+		}
+	}
+	switch len(ops) {
+	case 0:
+		return nil
+	case 1:
+		return []string{path.Base(ops[0])}
+	}
+	return ops[len(ops)-1:]
 }
 
 // allowEveryPart allows the command when every part is allowed by an allow

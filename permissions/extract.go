@@ -63,7 +63,7 @@ func (x *extraction) extractParts(parts []part) {
 			}
 		}
 		for _, a := range p.assigns {
-			x.assignedCode(a.value, 0)
+			x.assignedCode(a.name, a.value, 0)
 		}
 		for _, r := range p.redirs {
 			switch {
@@ -121,6 +121,9 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			x.fail("too many commands to check")
 			return false
 		}
+		if why := hiddenInNode(n); why != "" {
+			x.fail(why)
+		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			call, ok := n.Cmd.(*syntax.CallExpr)
@@ -134,24 +137,27 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			// A shell on the right of a pipe is handled by pipeIntoShell;
 			// here stdin is a here-document or what the agent host gives
 			// (not a script).
-			stdin := ""
+			stdin, have := "", true
 			for _, r := range n.Redirs {
-				if r.Hdoc != nil {
-					stdin = x.hdocText(r)
-				} else if r.Op == syntax.WordHdoc && r.Word != nil {
-					stdin, _ = x.wordValue(r.Word)
+				switch {
+				case r.Hdoc != nil:
+					stdin, have = x.hdocText(r), true
+				case r.Op == syntax.WordHdoc && r.Word != nil:
+					stdin, have = x.wordValue(r.Word)
+				case r.Op == syntax.RdrIn && (r.N == nil || r.N.Value == "0") && r.Word != nil && procSubst(r.Word):
+					stdin, have = "", false // < <(...): what it prints is not on the line
 				}
 			}
-			x.command(argv, depth, stdin, true)
+			x.command(argv, depth, stdin, have)
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 				x.pipeIntoShell(n, depth)
 			}
 		case *syntax.Assign:
 			// GIT_SSH_COMMAND='git push' git fetch, PAGER=..., export X=...
-			if n.Value != nil {
+			if n.Value != nil && n.Name != nil {
 				if v, ok := x.wordValue(n.Value); ok || decodable(n.Value) {
-					x.assignedCode(v, depth)
+					x.assignedCode(n.Name.Value, v, depth)
 				}
 			}
 		}
@@ -159,15 +165,30 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 	})
 }
 
-// assignedCode looks at a value assigned to a variable: programs read many
-// variables as commands to run (GIT_SSH_COMMAND, PAGER, EDITOR,
-// PROMPT_COMMAND, ...), so a value that looks like a command line is read
-// as one, for deny and ask rules.
-func (x *extraction) assignedCode(v string, depth int) {
+// assignedCode looks at a value assigned to a variable (or to a git
+// configuration key, name "git -c"): programs read many variables as
+// commands to run (GIT_SSH_COMMAND, PAGER, EDITOR, PROMPT_COMMAND, ...),
+// so a value that looks like a command line is read as one, for deny and
+// ask rules; so is a single word assigned to such a variable or key
+// (GIT_EXTERNAL_DIFF=rm, git -c diff.external=rm, alias.x=!rm).
+func (x *extraction) assignedCode(name, v string, depth int) {
 	v = strings.TrimPrefix(v, "!")
-	if strings.ContainsAny(v, " \t;|&`$()<>") {
+	switch {
+	case strings.ContainsAny(v, " \t;|&`$()<>"):
 		x.nestedSource(v, depth+1)
+	case v != "" && !strings.HasPrefix(v, "-") && (name == "git -c" || validators.DangerousAssignment(name, validators.Word{})):
+		budget := maxPerCommand
+		x.look([]string{v}, depth+1, "", true, &budget)
 	}
+}
+
+// procSubst reports a word that is a process substitution, <(...) or >(...).
+func procSubst(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	_, ok := w.Parts[0].(*syntax.ProcSubst)
+	return ok
 }
 
 // pipeIntoShell handles "producer | sh": the producer's output is a script.
@@ -421,8 +442,15 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		x.add(nv)
 		argv = nv
 	}
+	if why := x.hiddenInArgv(argv, depth); why != "" {
+		x.fail(why)
+	}
 	if shellNames.get()[name] {
 		x.shell(argv, depth, stdin, haveStdin)
+		return
+	}
+	if isSource(name) {
+		x.script(sourceScript(argv), depth, stdin, haveStdin)
 		return
 	}
 	switch name {
@@ -430,8 +458,15 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		x.nestedSource(strings.Join(argv[1:], " "), depth+1)
 		return
 	case "trap":
-		if len(argv) > 1 && !strings.HasPrefix(argv[1], "-") {
-			x.nestedSource(argv[1], depth+1)
+		// trap [-lpP] [[--] ACTION SIGNAL...]; "-" as the action resets.
+		args := argv[1:]
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
+		} else if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+			return // -l, -p, -P print
+		}
+		if len(args) > 0 && args[0] != "-" {
+			x.nestedSource(args[0], depth+1)
 		}
 		return
 	case "alias":
@@ -458,11 +493,11 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			case w == "-c" && i+1 < len(argv):
 				i++
 				if _, v, ok := strings.Cut(argv[i], "="); ok {
-					x.assignedCode(v, depth)
+					x.assignedCode("git -c", v, depth)
 				}
 			case strings.HasPrefix(w, "-c") && len(w) > 2:
 				if _, v, ok := strings.Cut(w[2:], "="); ok {
-					x.assignedCode(v, depth)
+					x.assignedCode("git -c", v, depth)
 				}
 			case w == "--config-env" || strings.HasPrefix(w, "--config-env="):
 				x.fail("git takes configuration from the environment (--config-env)")
@@ -474,8 +509,8 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		return
 	case "export", "declare", "typeset", "local", "readonly":
 		for _, a := range argv[1:] {
-			if _, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
-				x.assignedCode(v, depth)
+			if n, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
+				x.assignedCode(n, v, depth)
 			}
 		}
 		return
@@ -488,17 +523,29 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	}
 	if spec.assignments {
 		for _, a := range argv[1:] {
-			if _, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
-				x.assignedCode(v, depth)
+			if n, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
+				x.assignedCode(n, v, depth)
 			}
 		}
 	}
 	if spec.shellFlag != "" {
-		for i := 1; i < len(argv)-1; i++ {
-			if argv[i] == spec.shellFlag || (spec.shellLong != "" && argv[i] == spec.shellLong) {
+		letter := rune(spec.shellFlag[1])
+		for i := 1; i < len(argv); i++ {
+			w := argv[i]
+			switch {
+			case spec.shellLong != "" && w == spec.shellLong && i+1 < len(argv):
 				x.nestedSource(argv[i+1], depth+1)
-			} else if spec.shellLong != "" && strings.HasPrefix(argv[i], spec.shellLong+"=") {
-				x.nestedSource(argv[i][len(spec.shellLong)+1:], depth+1)
+			case spec.shellLong != "" && strings.HasPrefix(w, spec.shellLong+"="):
+				x.nestedSource(w[len(spec.shellLong)+1:], depth+1)
+			case len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, letter):
+				// -c CMD, and bundled or attached: -qc CMD, -c'CMD', -qcCMD
+				// (read as widely as getopt might: more candidates, never fewer).
+				k := strings.IndexRune(w, letter)
+				if rest := w[k+1:]; rest != "" {
+					x.nestedSource(rest, depth+1)
+				} else if i+1 < len(argv) {
+					x.nestedSource(argv[i+1], depth+1)
+				}
 			}
 		}
 	}
@@ -532,11 +579,17 @@ var shellNames = lazy[map[string]bool]{make: func() map[string]bool {
 // readsScriptFromStdin reports whether a shell invocation reads its script
 // from standard input (no -c and no script file).
 func readsScriptFromStdin(argv []string) bool {
-	if len(argv) == 0 || !shellNames.get()[path.Base(argv[0])] {
+	if len(argv) == 0 {
+		return false
+	}
+	if isSource(argv[0]) {
+		return stdinScript(sourceScript(argv))
+	}
+	if !shellNames.get()[path.Base(argv[0])] {
 		return false
 	}
 	cmd, script, _ := shellArgs(argv)
-	return cmd < 0 && script < 0
+	return cmd < 0 && (script < 0 || stdinScript(argv[script]))
 }
 
 // shellArgs finds, in a shell's arguments, the index of the -c command
@@ -582,13 +635,28 @@ func shellArgs(argv []string) (cmdIdx, scriptIdx int, stdinFlag bool) {
 	return -1, i, false
 }
 
+// script looks at a script operand of a shell or of source: a script
+// file's contents are not on the command line (as for any program), but
+// the shell's standard input as a script is (a here-string, echo ... |),
+// and a process substitution or another descriptor is not to be seen.
+func (x *extraction) script(op string, depth int, stdin string, haveStdin bool) {
+	switch {
+	case stdinScript(op) && haveStdin && stdin != "":
+		x.nestedSource(stdin, depth+1)
+	case stdinScript(op) && !haveStdin:
+		x.fail("a shell reads its script from a pipe")
+	case unseenScript(op):
+		x.fail("a shell reads its script from " + quoteWord(op) + ", which the line does not show")
+	}
+}
+
 func (x *extraction) shell(argv []string, depth int, stdin string, haveStdin bool) {
 	cmd, script, _ := shellArgs(argv)
 	switch {
 	case cmd >= 0:
 		x.nestedSource(argv[cmd], depth+1)
 	case script >= 0:
-		// a script file: its contents are not on the command line
+		x.script(argv[script], depth, stdin, haveStdin)
 	case haveStdin && stdin != "":
 		x.nestedSource(stdin, depth+1)
 	case haveStdin:
@@ -697,6 +765,16 @@ func wrapperRests(argv []string, spec wrapperSpec) [][]string {
 				break
 			}
 			name, _, hasEq := strings.Cut(w, "=")
+			if k := splitInCluster(w, spec); k > 0 {
+				// env -S'rm -rf x', -iSrm: the value attached to -S,
+				// after plain flags, is split as if it were the next word
+				name, hasEq = spec.split, false
+				rest := append([]string{spec.split}, argv[i+1:]...)
+				if k < len(w)-1 {
+					rest = append([]string{spec.split, w[k+1:]}, argv[i+1:]...)
+				}
+				argv = append(append([]string(nil), argv[:i]...), rest...)
+			}
 			switch {
 			case spec.split != "" && (name == spec.split || name == "--split-string"):
 				v := ""
@@ -746,6 +824,25 @@ func wrapperRests(argv []string, spec wrapperSpec) [][]string {
 	}
 	walk(1, 0)
 	return out
+}
+
+// splitInCluster returns the index of the split flag's letter (env's S)
+// in a bundle of short flags (-Scmd, -iScmd, -iS), or -1; its value is the
+// rest of the word, or the next word when nothing follows the letter.
+func splitInCluster(w string, spec wrapperSpec) int {
+	if spec.split == "" || len(w) < 3 || w[0] != '-' || w[1] == '-' {
+		return -1
+	}
+	for k := 1; k < len(w); k++ {
+		f := "-" + w[k:k+1]
+		switch {
+		case f == spec.split:
+			return k
+		case !spec.plainFlags[f]:
+			return -1
+		}
+	}
+	return -1
 }
 
 func isAssignmentWord(w string) bool {

@@ -72,6 +72,12 @@ type analysis struct {
 	// appends paths from its input), so the tables do not allow it; an
 	// allow rule may.
 	unchecked string
+	// remade: the destinations of mv and cp (cp only when it copies
+	// symbolic links as links: -a, -r, -R, -d, -P), whose contents after
+	// the part (a moved or copied tree, its links included) the later
+	// parts' paths cannot be checked against before the line runs, unless
+	// every source (remadeFrom) is a regular file.
+	remade, remadeFrom []string
 }
 
 func (a *analysis) notReadOnly(why string) {
@@ -472,6 +478,9 @@ func analyzeEdit(a *analysis, spec editSpec, args []string) {
 			for _, i := range pa.pos[:len(pa.pos)-1] {
 				srcs = append(srcs, args[i])
 			}
+		}
+		if a.name == "mv" || pa.has("-a", "-r", "-R", "-d", "-P", "--archive", "--recursive", "--no-dereference") {
+			a.remade, a.remadeFrom = append(a.remade, dests...), append(a.remadeFrom, srcs...)
 		}
 		parents := a.name == "cp" && pa.has("--parents")
 		for _, src := range srcs {

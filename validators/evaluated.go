@@ -256,3 +256,10 @@ func EvaluatedAssignment(name string, v Word) string {
 	}
 	return ""
 }
+
+// DangerousAssignment reports whether assigning name (to v, a zero Word
+// for a value not known) changes what programs run or how the shell reads
+// code (BASH_ENV, PS4, PATH, GIT_SSH_COMMAND, PAGER, LD_PRELOAD, ...). The
+// permission layer uses it to tell when a line may run what it does not
+// show.
+func DangerousAssignment(name string, v Word) bool { return dangerousAssign(name, v) }

@@ -1,0 +1,183 @@
+package permissions
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// hiddenRunCases are command lines that run rm without naming it where
+// the deny rules' extraction looked (found by an attack pass: each was
+// allowed under autoAllowBashIfSandboxed and bypassPermissions with
+// "deny: Bash(rm:*)"). VICTIM is a file each removes in real bash.
+var hiddenRunCases = []string{
+	`env -S'rm VICTIM'`,
+	`env -Srm VICTIM`,
+	`env -iS'rm VICTIM'`,
+	`env -iS 'rm VICTIM'`,
+	`script -qc'rm VICTIM' /dev/null`,
+	`bash < <(echo rm VICTIM)`,
+	`bash <(echo rm VICTIM)`,
+	`source <(echo rm VICTIM)`,
+	`. /dev/stdin <<< 'rm VICTIM'`,
+	`echo rm VICTIM | source /dev/stdin`,
+	`bash /dev/stdin <<< 'rm VICTIM'`,
+	`mapfile -t -C rm -c 1 arr <<< VICTIM`,
+	`trap -- 'rm VICTIM' EXIT`,
+	`git -c 'alias.x=!rm' x VICTIM`,
+	`printf -v y '\x24(rm VICTIM)'; echo "${y@P}"`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; echo $((y))`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; echo ${!y}`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; [[ $y -eq 1 ]]`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; x=abc; echo ${x:y}`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; declare -n r=$y; echo $r`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; printf -v "$y" x`,
+	`printf -v y 'a[\x24(rm VICTIM)]'; read "$y" <<< x`,
+	`printf -v y '\x24(rm VICTIM)'; PS4=$y; set -x; true`,
+	`printf -v PS4 '\x24(rm VICTIM)'; set -x; true`,
+	`read PS4 <<< '$(rm VICTIM)'; set -x; true`,
+	`hash -p /bin/rm ls; ls VICTIM`,
+	`BASH_CMDS[ls]=/bin/rm; ls VICTIM`,
+	`GIT_EXTERNAL_DIFF=rm git diff --no-index VICTIM x`,
+}
+
+// TestDenyRulesSeeHiddenCode: a deny rule holds where nothing else is
+// consulted (autoAllowBashIfSandboxed, bypassPermissions) against lines
+// that run the denied program without naming it as a command; every case
+// removes its victim in real bash (so the test can fail), and everyday
+// lines stay allowed (so it does not pass by asking everything).
+func TestDenyRulesSeeHiddenCode(t *testing.T) {
+	perms := policy.Permissions{Deny: []policy.Rule{{Rule: "Bash(rm:*)"}}}
+	auto, err := New(perms, Options{Sandbox: &policy.Switches{AutoAllowBashIfSandboxed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bypass, err := New(perms, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash, berr := exec.LookPath("bash")
+	for _, c := range hiddenRunCases {
+		dir := t.TempDir()
+		victim := filepath.Join(dir, "victim")
+		cmd := strings.ReplaceAll(c, "VICTIM", victim)
+		for name, d := range map[string]Result{
+			"autoAllowBashIfSandboxed": auto.Decide(Request{Command: cmd, Cwd: dir}),
+			"bypassPermissions":        bypass.Decide(Request{Command: cmd, Cwd: dir, Mode: "bypassPermissions"}),
+		} {
+			if v := d.Decision.Final(); v.Verdict == policy.Allow {
+				t.Errorf("%s: %q allowed (%s) with deny Bash(rm:*)", name, cmd, v.Reason)
+			}
+		}
+		if berr != nil {
+			continue
+		}
+		// The same line removes the victim in bash: the case is real.
+		if err := os.WriteFile(victim, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "x"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := exec.Command(bash, "-c", cmd)
+		run.Dir = dir
+		run.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		run.Stdin = strings.NewReader("")
+		run.Run() // the exit status does not matter: the victim does
+		if _, err := os.Lstat(victim); err == nil {
+			t.Errorf("bash did not remove the victim with %q: the case proves nothing", cmd)
+		}
+	}
+	for _, ok := range []string{
+		"echo hello", "ls -la", "git status", "echo $(date)", "ls > out.txt",
+		"for i in 1 2; do echo $i; done", "echo $((1+2))", "cat a | grep b",
+		"x=1; echo $x", "export FOO=bar", "env FOO=1 make", "trap - EXIT", "trap -p",
+		"source ./env.sh", ". venv/bin/activate", "bash script.sh", "read -r line < f",
+	} {
+		if v := auto.Decide(Request{Command: ok, Cwd: "/work"}).Decision.Final(); v.Verdict != policy.Allow {
+			t.Errorf("autoAllowBashIfSandboxed: %q not allowed (%s)", ok, v.Reason)
+		}
+	}
+}
+
+// TestEarlierPartRemakesTree: a path under what an earlier part of the
+// same line moves, copies or links there is not judged against the tree
+// as it is before the line runs (a directory of the working tree holding
+// a symbolic link to outside, renamed, let a later write and read reach
+// outside under acceptEdits and allow rules: found by an attack pass).
+// Each line writes outside in real bash; each is asked for; everyday
+// lines stay allowed.
+func TestEarlierPartRemakesTree(t *testing.T) {
+	root := t.TempDir()
+	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
+	setup := func() {
+		os.RemoveAll(work)
+		os.RemoveAll(outside)
+		for _, d := range []string{filepath.Join(work, "a"), outside} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink(outside, filepath.Join(work, "a", "inner")); err != nil {
+			t.Fatal(err)
+		}
+		for f, c := range map[string]string{filepath.Join(outside, "target.txt"): "orig\n", filepath.Join(work, "a.txt"): "new\n"} {
+			if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eng, err := New(policy.Permissions{Allow: []policy.Rule{{Rule: "Bash(mv:*)"}, {Rule: "Bash(cp:*)"}, {Rule: "Bash(ln:*)"}, {Rule: "Bash(touch:*)"}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := New(policy.Permissions{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		mode string
+		e    *Engine
+		read bool // the line reads outside (prints target.txt) rather than writes
+	}{
+		{"cp -a a c && cp a.txt c/inner/target.txt", "acceptEdits", plain, false},
+		{"mv a b && echo owned | tee -a b/inner/target.txt", "acceptEdits", plain, false},
+		{"mv a b; touch b/inner/newfile", "acceptEdits", plain, false},
+		{"mv a b && sed -i s/orig/X/ b/inner/target.txt", "acceptEdits", plain, false},
+		{"cp -r a d && tee d/inner/target.txt < a.txt", "acceptEdits", plain, false},
+		{"mv a b && cat b/inner/target.txt", "default", eng, true},
+		{"ln -s " + outside + " k && touch k/linked", "default", eng, false},
+	} {
+		setup()
+		if d := tc.e.Decide(Request{Command: tc.cmd, Cwd: work, Mode: tc.mode}).Decision.Final(); d.Verdict == policy.Allow {
+			t.Errorf("%s: %q allowed (%s)", tc.mode, tc.cmd, d.Reason)
+		}
+		run := exec.Command("bash", "-c", tc.cmd)
+		run.Dir = work
+		out, _ := run.Output()
+		es, _ := os.ReadDir(outside)
+		b, _ := os.ReadFile(filepath.Join(outside, "target.txt"))
+		switch {
+		case tc.read && string(out) != "orig\n":
+			t.Errorf("%q printed %q in bash, not the file outside: the case proves nothing", tc.cmd, out)
+		case !tc.read && len(es) == 1 && string(b) == "orig\n":
+			t.Errorf("%q changed nothing outside in bash: the case proves nothing", tc.cmd)
+		}
+	}
+	setup()
+	for _, ok := range []string{
+		"mkdir -p build && cp a.txt build/ && touch build/y",
+		"cp a.txt b.txt && tee -a b.txt < /dev/null",
+		"mv a.txt c.txt; touch c.txt",
+		"mv a b",
+	} {
+		if d := plain.Decide(Request{Command: ok, Cwd: work, Mode: "acceptEdits"}).Decision.Final(); d.Verdict != policy.Allow {
+			t.Errorf("acceptEdits: %q not allowed (%s)", ok, d.Reason)
+		}
+	}
+}
