@@ -78,14 +78,15 @@ func (inv *invocation) getenv(name string) string {
 
 // loadPolicy is loadPolicy in the caller's working directory (its project
 // settings, a relative --settings), with the server's socket hidden.
-func (inv *invocation) loadPolicy(file string) (*policy.Policy, error) {
+// With noDefaults and no file, only the managed settings are read.
+func (inv *invocation) loadPolicy(file string, noDefaults bool) (*policy.Policy, error) {
 	if inv == nil {
-		return loadPolicy(file)
+		return loadPolicyOpts(settings.Options{File: file, NoDefaults: noDefaults, Check: runtime.SettingsCheck("")})
 	}
 	if file != "" && !filepath.IsAbs(file) {
 		file = filepath.Join(inv.cwd, file)
 	}
-	pol, _, err := settings.Load(settings.Options{File: file, Cwd: inv.cwd, Check: runtime.SettingsCheck("")})
+	pol, _, err := settings.Load(settings.Options{File: file, Cwd: inv.cwd, NoDefaults: noDefaults, Check: runtime.SettingsCheck("")})
 	if err != nil {
 		return nil, &exitError{code: exitMoatError, err: err}
 	}
@@ -144,7 +145,7 @@ func cliRunCheck(args []string, cwd string, env []string) error {
 	if settingsFile != "" {
 		paths = append(paths, settingsFile)
 	}
-	if pol, err := inv.loadPolicy(settingsFile); err == nil {
+	if pol, err := inv.loadPolicy(settingsFile, false); err == nil {
 		for _, rs := range [][]policy.PathRule{pol.FS.AllowRead, pol.FS.DenyRead, pol.FS.AllowWrite, pol.FS.DenyWrite} {
 			for _, r := range rs {
 				paths = append(paths, r.Path)

@@ -34,6 +34,10 @@ type runFlags struct {
 	debug      bool
 	controlFD  int
 	shell      string // for -c; empty: shellPath()
+	// noDefaults: without --settings, read only the managed settings (moat
+	// srt without ~/.srt-settings.json: srt's own defaults, no project or
+	// user file of Claude Code's).
+	noDefaults bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -135,7 +139,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 		}
 	}
 	inv.mark("moat run started")
-	pol, err := inv.loadPolicy(f.settings)
+	pol, err := inv.loadPolicy(f.settings, f.noDefaults)
 	if err != nil {
 		return err
 	}
@@ -321,7 +325,12 @@ func (t *tracer) print(w io.Writer) {
 
 // loadPolicy reads the settings; errors exit 125.
 func loadPolicy(file string) (*policy.Policy, error) {
-	pol, _, err := settings.Load(settings.Options{File: file, Check: runtime.SettingsCheck("")})
+	return loadPolicyOpts(settings.Options{File: file, Check: runtime.SettingsCheck("")})
+}
+
+// loadPolicyOpts is loadPolicy with the loader's options.
+func loadPolicyOpts(opts settings.Options) (*policy.Policy, error) {
+	pol, _, err := settings.Load(opts)
 	if err != nil {
 		return nil, &exitError{code: exitMoatError, err: err}
 	}

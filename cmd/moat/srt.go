@@ -54,6 +54,11 @@ runtime's own errors (bad settings, bad command line, no sandbox), as srt.`,
 					}
 				}
 			}
+			// No file: srt's defaults (nothing writable, no network) under
+			// the managed settings; never the Claude Code chain, whose
+			// project file a repository ships and which makes the working
+			// directory writable.
+			f.noDefaults = f.settings == ""
 			if f.command == "" && len(args) == 0 && !cmd.Flags().Changed("command") {
 				// srt's own usage, not moat run's.
 				name := "moat srt"

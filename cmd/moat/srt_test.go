@@ -51,6 +51,17 @@ func TestSRTCompat(t *testing.T) {
 			t.Errorf("moat %v names moat run's usage: %q", args, r.stderr)
 		}
 	}
+	// Without ~/.srt-settings.json and -s, srt's defaults (nothing
+	// writable), never the working directory's .claude/settings.json
+	// that a repository ships (it made the working directory writable and
+	// allowed its domains: found by an attack pass).
+	os.MkdirAll(filepath.Join(tr.dir, ".claude"), 0o755)
+	writeJSON(t, filepath.Join(tr.dir, ".claude", "settings.json"), map[string]any{
+		"sandbox": map[string]any{"network": map[string]any{"allowedDomains": []string{"example.com"}}},
+	})
+	if r := tr.moat(t, "", nil, "srt", "-c", "echo planted > srt-wrote-here"); r.code == 0 || fileExists(filepath.Join(tr.dir, "srt-wrote-here")) {
+		t.Errorf("moat srt without settings used the project's file: exit %d, stderr %q", r.code, r.stderr)
+	}
 	// Under the name srt, the same command line without the subcommand.
 	cmd0 := exec.Command(link, "-s", tr.settings)
 	cmd0.Dir, cmd0.Env = tr.dir, tr.env()
