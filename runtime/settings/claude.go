@@ -2,6 +2,8 @@ package settings
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/lazyre"
@@ -14,6 +16,9 @@ import (
 // sections moat reads are errors.
 func decodeClaude(o *object, r resolver) (*layer, error) {
 	l := &layer{}
+	if err := misspelledTop(o); err != nil {
+		return nil, err
+	}
 	if p, ok, err := o.obj("permissions"); err != nil {
 		return nil, err
 	} else if ok {
@@ -33,6 +38,29 @@ func decodeClaude(o *object, r resolver) (*layer, error) {
 	}
 	return l, nil
 }
+
+// misspelledTop refuses, in a Claude Code file, what Claude Code would
+// ignore but its writer meant as policy: the npm sandbox runtime's
+// top-level "filesystem" and "network" (a file in the other format), and
+// "Sandbox", "Permissions" or "MOAT" spelt with other capitals. Claude
+// Code's other top-level keys (env, hooks, model, ...) are not moat's.
+func misspelledTop(o *object) error {
+	for _, k := range slices.Sorted(maps.Keys(o.m)) {
+		switch {
+		case k == "filesystem" || k == "network":
+			return o.errf(k, "the npm sandbox runtime's key in a Claude Code settings file: Claude Code's is sandbox.%s (moat would ignore it, as Claude Code does)", k)
+		case k != "sandbox" && k != "permissions" && k != "moat" &&
+			(strings.EqualFold(k, "sandbox") || strings.EqualFold(k, "permissions") || strings.EqualFold(k, "moat")):
+			return o.errf(k, "unknown key %q: did you mean %q? (keys are case-sensitive; this one would be ignored)", k, strings.ToLower(k))
+		}
+	}
+	return nil
+}
+
+// knownTools are the tool names whose rules moat reads; a rule naming one
+// with other capitals (bash(rm:*), read(~/x)) is refused rather than
+// ignored.
+var knownTools = []string{"Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "WebFetch"}
 
 // ruleRe splits "Tool(content)" and "Tool". Tool names are identifiers,
 // optionally MCP-style (mcp__server__tool).
@@ -66,6 +94,11 @@ func decodePermissions(o *object, r resolver, l *layer) error {
 			tool, content, has, err := ParseRule(s)
 			if err != nil {
 				return &Error{File: r.file, Field: field, Reason: err.Error(), Err: err}
+			}
+			for _, k := range knownTools {
+				if tool != k && strings.EqualFold(tool, k) {
+					return &Error{File: r.file, Field: field, Reason: fmt.Sprintf("rule %q: the tool is %s (tool names are case-sensitive; this rule would match nothing)", s, k)}
+				}
 			}
 			rule := policy.Rule{Rule: s, Source: r.file + ": " + field, Dir: r.dir}
 			switch kind {

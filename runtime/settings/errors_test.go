@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -44,5 +45,42 @@ func TestErrorsWrapTheirCause(t *testing.T) {
 				t.Error("errors.Is(err, ErrInvalid) is false")
 			}
 		})
+	}
+}
+
+// A Claude Code file (user, project, managed) with what its writer meant
+// as policy in a place Claude Code ignores is refused, not read as no
+// policy: the npm runtime's top-level filesystem/network, keys spelt with
+// other capitals, rules naming a tool with other capitals (each ran with
+// the rule dropped: found by an attack pass).
+func TestClaudeFileMisspellingsRefused(t *testing.T) {
+	for _, tc := range []struct{ body, field, says string }{
+		{`{"sandbox":{"enabled":true},"filesystem":{"denyRead":["~/secrets"]}}`, "filesystem", "sandbox.filesystem"},
+		{`{"network":{"allowedDomains":[]}}`, "network", "sandbox.network"},
+		{`{"Sandbox":{"filesystem":{"denyRead":["~/secrets"]}}}`, "Sandbox", `did you mean "sandbox"`},
+		{`{"Permissions":{"deny":["Read(~/secrets)"]}}`, "Permissions", `did you mean "permissions"`},
+		{`{"permissions":{"deny":["read(~/secrets)"]}}`, "permissions.deny[0]", "the tool is Read"},
+		{`{"permissions":{"deny":["READ(~/secrets)"]}}`, "permissions.deny[0]", "the tool is Read"},
+		{`{"permissions":{"deny":["bash(rm:*)"]}}`, "permissions.deny[0]", "the tool is Bash"},
+		{`{"permissions":{"allow":["Webfetch(domain:example.com)"]}}`, "permissions.allow[0]", "the tool is WebFetch"},
+	} {
+		for _, where := range []string{"user", "project"} {
+			e := newEnv(t)
+			file := filepath.Join(e.home, ".claude", "settings.json")
+			if where == "project" {
+				file = filepath.Join(e.cwd, ".claude", "settings.json")
+			}
+			e.write(file, tc.body)
+			_, err := e.load("")
+			var se *Error
+			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("%s file %s: got %v, want an error at %s saying %q", where, tc.body, err, tc.field, tc.says)
+			}
+		}
+	}
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"env":{"A":"1"},"model":"x","hooks":{},"permissions":{"deny":["Read(~/secrets)","Bash(rm:*)"]}}`)
+	if _, err := e.load(""); err != nil {
+		t.Errorf("an ordinary Claude Code file: %v", err)
 	}
 }
