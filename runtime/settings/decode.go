@@ -229,6 +229,9 @@ func (o *object) duration(key string) (*time.Duration, error) {
 			return nil, o.errf(key, "%v seconds is out of range", secs)
 		}
 		d := time.Duration(secs * float64(time.Second))
+		if secs > 0 && d == 0 {
+			return nil, o.errf(key, "%v seconds is below a nanosecond (0 would mean no limit)", secs)
+		}
 		return &d, nil
 	}
 	d, err := time.ParseDuration(s)
@@ -237,6 +240,9 @@ func (o *object) duration(key string) (*time.Duration, error) {
 	}
 	if d < 0 {
 		return nil, o.errf(key, "negative duration %q", s)
+	}
+	if d == 0 && strings.ContainsAny(s, "123456789") {
+		return nil, o.errf(key, "%q is below a nanosecond (0 would mean no limit)", s)
 	}
 	return &d, nil
 }
@@ -371,6 +377,9 @@ func parseSize(s string) (int64, error) {
 		if f < 0 || f*u.mult > math.MaxInt64/2 {
 			return 0, fmt.Errorf("%q is out of range", s)
 		}
+		if f > 0 && int64(f*u.mult) == 0 {
+			return 0, fmt.Errorf("%q is less than a byte (0 would mean no limit)", s)
+		}
 		return int64(f * u.mult), nil
 	}
 	return 0, fmt.Errorf("%q is not a size (\"512MiB\", \"2GiB\", a number of bytes, or \"unlimited\")", s)
@@ -411,8 +420,17 @@ func (o *object) cpus(key string) (*int64, error) {
 		}
 		return &v
 	}
+	tooSmall := func(f float64) error {
+		if f > 0 && int64(f*1000) == 0 {
+			return o.errf(key, "%s is less than a thousandth of a CPU (0 would mean no limit)", string(r))
+		}
+		return nil
+	}
 	var f float64
 	if err := json.Unmarshal(r, &f); err == nil && f >= 0 {
+		if err := tooSmall(f); err != nil {
+			return nil, err
+		}
 		return milli(f), nil
 	}
 	var str string
@@ -425,6 +443,9 @@ func (o *object) cpus(key string) (*int64, error) {
 		if _, err := fmt.Sscanf(strings.TrimSuffix(t, "%"), "%g", &f); err == nil && f >= 0 {
 			if pct {
 				f /= 100
+			}
+			if err := tooSmall(f); err != nil {
+				return nil, err
 			}
 			return milli(f), nil
 		}

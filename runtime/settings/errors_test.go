@@ -84,3 +84,26 @@ func TestClaudeFileMisspellingsRefused(t *testing.T) {
 		t.Errorf("an ordinary Claude Code file: %v", err)
 	}
 }
+
+// A limit that rounds to zero is refused: zero is "no limit", so 0.05% of
+// a CPU, 0.4 bytes or 1e-10 seconds ran with none (found by an attack
+// pass); zero itself and "unlimited" still mean none.
+func TestLimitsRoundingToZeroRefused(t *testing.T) {
+	for _, lim := range []string{
+		`"limits":{"cpu":"0.05%"}`, `"limits":{"cpu":0.0004}`, `"limits":{"memory":"0.4"}`,
+		`"limits":{"fileSize":"0.5"}`, `"limits":{"memory":"0.0001k"}`, `"timeout":1e-10`,
+		`"timeout":"0.4ns"`, `"limits":{"cpuTime":1e-12}`,
+	} {
+		e := newEnv(t)
+		_, err := e.load(e.write(filepath.Join(e.cwd, "s.json"), `{"sandbox":{"enabled":true},"moat":{`+lim+`}}`))
+		if err == nil || !strings.Contains(err.Error(), "no limit") {
+			t.Errorf("%s: got %v, want a refusal saying 0 would mean no limit", lim, err)
+		}
+	}
+	for _, lim := range []string{`"limits":{"cpu":0,"memory":"0","fileSize":"unlimited"}`, `"timeout":0`, `"limits":{"cpu":"50%","memory":"1.5GiB"}`, `"timeout":"1ns"`} {
+		e := newEnv(t)
+		if _, err := e.load(e.write(filepath.Join(e.cwd, "s.json"), `{"sandbox":{"enabled":true},"moat":{`+lim+`}}`)); err != nil {
+			t.Errorf("%s: %v", lim, err)
+		}
+	}
+}
