@@ -54,8 +54,9 @@ var SystemSecretPaths = []string{
 // DefaultSecretsSource is the Source of the default secrets' rules.
 const DefaultSecretsSource = "default: secrets"
 
-// DefaultDenyRead returns the default denyRead rules for a home directory.
-func DefaultDenyRead(home string) []PathRule {
+// DefaultDenyRead returns the default denyRead rules for the home
+// directories given (the secrets below each) and the system's.
+func DefaultDenyRead(homes ...string) []PathRule {
 	var out []PathRule
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -64,7 +65,10 @@ func DefaultDenyRead(home string) []PathRule {
 			out = append(out, PathRule{Path: p, Source: DefaultSecretsSource})
 		}
 	}
-	if home != "" && filepath.IsAbs(home) {
+	for _, home := range homes {
+		if home == "" || !filepath.IsAbs(home) {
+			continue
+		}
 		for _, p := range SecretPaths {
 			add(filepath.Join(home, p))
 		}

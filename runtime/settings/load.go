@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -214,7 +217,15 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
 	}
-	p := merge(layers, cwd, home)
+	secretHomes := []string{home}
+	if opts.Home == "" {
+		// $HOME names the home, but the account's own home holds its
+		// secrets whatever $HOME says (HOME=/elsewhere, sudo -E).
+		if a := accountHome(); a != "" && a != home {
+			secretHomes = append(secretHomes, a)
+		}
+	}
+	p := merge(layers, cwd, home, secretHomes)
 	p.Notes = append(p.Notes, notes...)
 	if err := checkImplicitCwd(p); err != nil {
 		if !opts.RunsNothing {
@@ -231,6 +242,16 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	}
 	return p, sources, nil
 }
+
+// accountHome is the home directory of this process's user in the
+// password database (read once), or "".
+var accountHome = sync.OnceValue(func() string {
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil || !filepath.IsAbs(u.HomeDir) || u.HomeDir == "/" {
+		return ""
+	}
+	return filepath.Clean(u.HomeDir)
+})
 
 func dirs(opts Options) (cwd, home string, err error) {
 	cwd = opts.Cwd
@@ -303,10 +324,10 @@ type layer struct {
 }
 
 // merge combines the layers (strongest first) into a Policy.
-func merge(ls []*layer, cwd, home string) *policy.Policy {
+func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
 	p := &policy.Policy{Cwd: cwd, Home: home, Violations: true}
 	p.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
-	p.FS.DenyRead = policy.DefaultDenyRead(home)
+	p.FS.DenyRead = policy.DefaultDenyRead(secretHomes...)
 	p.ToolCache = policy.DefaultToolCache(home, os.Getenv("XDG_CACHE_HOME"))
 
 	managedDomainsOnly, managedReadOnly := false, false

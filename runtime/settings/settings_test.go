@@ -3,7 +3,9 @@ package settings
 import (
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -485,5 +487,35 @@ func TestDisableBypassPermissionsMode(t *testing.T) {
 	}
 	if !p.Permissions.DisableBypass {
 		t.Error("the project's file undid the user's disableBypassPermissionsMode")
+	}
+}
+
+// The default secrets are those of the account's home as well as $HOME's:
+// with HOME pointing elsewhere (or sudo -E), ~/.aws of the account was
+// readable (found by an attack pass). An explicit Options.Home (moatd's
+// client) is taken as given.
+func TestDefaultSecretsOfTheAccountHome(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || u.HomeDir == "/" {
+		t.Skipf("no account home: %v", err)
+	}
+	e := newEnv(t)
+	t.Setenv("HOME", e.home)
+	p, _, err := Load(Options{Cwd: e.cwd, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := paths(p.FS.DenyRead)
+	for _, want := range []string{filepath.Join(u.HomeDir, ".aws"), filepath.Join(e.home, ".aws")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("denyRead %v lacks %s", got, want)
+		}
+	}
+	p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(paths(p.FS.DenyRead), filepath.Join(u.HomeDir, ".aws")) {
+		t.Errorf("with Options.Home, the process's account home was added too")
 	}
 }
