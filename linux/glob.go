@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,8 +19,11 @@ import (
 // Glob expansion. Patterns in denyRead/allowRead/allowWrite/denyWrite
 // expand segment by segment against the disk: a literal segment costs one
 // stat, a segment with *, ? or [...] one directory read, and ** walks the
-// directories below it, at most globDepth levels deep (not into
-// node_modules or .git). Results are cached in the state directory with the
+// directories below it: for allow rules at most globDepth levels deep (not
+// into node_modules or .git: an allow that reaches less is the safe way to
+// be wrong), for deny rules all the way down (a **/*.pem at depth 4 or in
+// node_modules was readable: found by an attack pass), bounded by the
+// budget of entries read, past which the policy is refused. Results are cached in the state directory with the
 // inode and mtime of every directory the expansion read, so a warm start
 // costs one lstat per such directory and never walks the tree: a new match
 // means a new entry in some directory the pattern reads, which changes that
@@ -32,6 +36,18 @@ type globBudget struct {
 	entries int
 	depth   int
 	stamps  []pathStamp
+}
+
+// denyGlobDepth is ** without a depth limit (deny rules).
+const denyGlobDepth = math.MaxInt32
+
+// forDeny sets the budget for deny rules (** not limited in depth, and
+// walking into node_modules and .git) until the returned function is
+// called; the entries read count against the same budget.
+func (b *globBudget) forDeny() (*globBudget, func()) {
+	d := b.depth
+	b.depth = denyGlobDepth
+	return b, func() { b.depth = d }
 }
 
 // DefaultGlobBudget is the number of directory entries glob expansion may
@@ -108,7 +124,7 @@ func glob(pattern string, b *globBudget) ([]string, error) {
 				return err
 			}
 			for _, e := range es {
-				if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
+				if !e.IsDir() || b.depth != denyGlobDepth && (e.Name() == "node_modules" || e.Name() == ".git") {
 					continue
 				}
 				if err := walk(filepath.Join(dir, e.Name()), i, starDepth+1); err != nil {

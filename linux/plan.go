@@ -358,7 +358,10 @@ func expandRules(in planInput) (*fsPlan, error) {
 	if v.allowRead, err = in.dirs.expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	if v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cacheDir); err != nil {
+	db, restore := budget.forDeny()
+	v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, db, in.cacheDir)
+	restore()
+	if err != nil {
 		return nil, err
 	}
 	if in.clientReach != nil && len(v.denyRead) > 0 {
@@ -391,7 +394,10 @@ func expandRules(in planInput) (*fsPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir); err != nil {
+	db, restore = budget.forDeny()
+	v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, db, in.cacheDir)
+	restore()
+	if err != nil {
 		return nil, err
 	}
 	fp := &fsPlan{view: v, kernelMounts: km}

@@ -72,6 +72,13 @@ func TestGlob(t *testing.T) {
 			}
 		})
 	}
+	// For deny rules ** goes all the way down, node_modules included.
+	deny, restore := (&globBudget{entries: DefaultGlobBudget, depth: 3}).forDeny()
+	got, err := glob(filepath.Join(root, "a/**/.env"), deny)
+	restore()
+	if err != nil || len(got) != 5 {
+		t.Errorf("deny a/**/.env: %v %v, want all 5", got, err)
+	}
 	if _, err := glob(filepath.Join(root, "**/*"), &globBudget{entries: 3, depth: 3}); err != errGlobBudget {
 		t.Errorf("budget: %v", err)
 	}

@@ -384,11 +384,18 @@ func TestCheckFlagsAfterTheCommand(t *testing.T) {
 }
 
 func TestPolicyNotes(t *testing.T) {
-	cwd, file := checkSetup(t, `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/nonexistent/secret"],"allowWrite":["x/../../../../../../../../etc"],"denyWrite":[]}}`)
+	cwd, file := checkSetup(t, `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["/nonexistent/secret","/nonexistent/keys/*","/etc/**/*.nothing-matches"],"allowWrite":["x/../../../../../../../../etc"],"denyWrite":[]}}`)
 	t.Chdir(cwd)
 	code, out, errs := runMoat(t, "", "policy", "--settings", file)
 	if code != 0 || !strings.Contains(out, "note: denyRead /nonexistent/secret names nothing that exists") || !strings.Contains(out, "outside") {
 		t.Fatalf("moat policy: %d %q %q", code, out, errs)
+	}
+	// A glob from a directory that does not exist is said too (a Claude
+	// Code /path, relative to the settings file, hid nothing unsaid: found
+	// by an attack pass); one that matches nothing yet in a directory
+	// that exists is not.
+	if !strings.Contains(out, "note: denyRead /nonexistent/keys/* names nothing that exists") || strings.Contains(out, "note: denyRead /etc/**/*.nothing-matches") {
+		t.Fatalf("moat policy, globs: %q", out)
 	}
 	code, _, errs = runMoat(t, "", "run", "--settings", file, "--write", "/nonexistent/dir", "--", "true")
 	if code != 125 || !strings.Contains(errs, "--write /nonexistent/dir") {

@@ -359,6 +359,21 @@ func printViolations(w io.Writer, pol *policy.Policy, argv []string, vs []policy
 // settings' own notes, and deny rules that name nothing that exists (a
 // secret written as Read(/root/secret) in Claude Code's format is relative
 // to the settings file, and stays readable).
+// globBase is the directory a glob starts from: its segments before the
+// first with *, ? or [.
+func globBase(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if strings.ContainsAny(s, "*?[") {
+			if b := strings.Join(segs[:i], "/"); b != "" {
+				return b
+			}
+			return "/"
+		}
+	}
+	return p
+}
+
 func policyNotes(pol *policy.Policy) []string {
 	notes := append([]string(nil), pol.Notes...)
 	for _, l := range []struct {
@@ -366,10 +381,17 @@ func policyNotes(pol *policy.Policy) []string {
 		rules []policy.PathRule
 	}{{"denyRead", pol.FS.DenyRead}, {"denyWrite", pol.FS.DenyWrite}} {
 		for _, r := range l.rules {
-			if r.Glob || strings.HasPrefix(r.Source, "default") {
+			if strings.HasPrefix(r.Source, "default") {
 				continue
 			}
-			if _, err := os.Lstat(r.Path); err == nil {
+			// A glob may match nothing yet (**/.env); the directory it
+			// starts from not existing is a mistake worth saying (a
+			// Claude Code /path read from the settings file's directory).
+			at := r.Path
+			if r.Glob {
+				at = globBase(r.Path)
+			}
+			if _, err := os.Lstat(at); err == nil {
 				continue
 			}
 			hint := ""

@@ -1,0 +1,35 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A denyRead glob with ** hides every match, however deep and in
+// node_modules and .git too: it stopped at the search depth (3) and
+// skipped those directories, so `**/*.pem` at depth 4 or in node_modules
+// was readable (found by an attack pass). Without moat the same user
+// reads each.
+func TestDenyGlobReachesEveryDepth(t *testing.T) {
+	f := newFixture(t)
+	files := []string{"a/top.pem", "a/b/c/d/deep.pem", "a/b/c/d/e/f/deeper.pem", "node_modules/pkg/x.pem", "vendor/.git/y.pem"}
+	for _, rel := range files {
+		p := filepath.Join(f.outside, rel)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o644))
+	}
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.outside + "/**/*.pem"}})
+	for _, rel := range files {
+		p := filepath.Join(f.outside, rel)
+		if r := f.sandboxedWith(settings, "read", p); strings.Contains(r.out, secretText) || r.escaped() {
+			t.Errorf("ESCAPE: %s read past denyRead %s/**/*.pem:\n%s", rel, f.outside, r.out)
+		}
+		if r := f.direct("read", p); !strings.Contains(r.out, secretText) {
+			t.Errorf("without moat %s is not read (the test cannot fail):\n%s", rel, r.out)
+		}
+	}
+}
