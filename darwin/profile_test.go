@@ -241,6 +241,7 @@ func forbidden(t *testing.T, sb *sbProfile, pol *policy.Policy, o Options) {
 		t.Errorf("the default rule's message is %q, not the run's tag", sb.message)
 	}
 	roots := map[string]bool{}
+	var inside []string // a path in each literal writable tree
 	for _, r := range pol.FS.AllowWrite {
 		res := resolver{fn: o.Resolve}
 		rs, err := res.resolveRules([]policy.PathRule{r}, false)
@@ -249,11 +250,22 @@ func forbidden(t *testing.T, sb *sbProfile, pol *policy.Policy, o Options) {
 		}
 		for _, x := range rs {
 			roots[x.filter().String()] = true
+			if !x.isGlob() {
+				inside = append(inside, x.path, x.path+"/f")
+			}
 		}
 	}
 	if o.TmpDir != "" {
 		c, _ := o.Resolve(o.TmpDir)
 		roots[list("subpath", user(c)).String()] = true
+		inside = append(inside, c+"/f")
+	}
+	for _, p := range append(inside, "/dev/null") {
+		for _, op := range neverOps {
+			if ok, err := sb.decide(sbQuery{op: op, path: p}); ok || err != nil {
+				t.Errorf("%s allowed on %s (%v)", op, p, err)
+			}
+		}
 	}
 	okDevice := func(s string) bool {
 		return slices.Contains(devWrite, s) || s == devFD || (o.TTY != "" && (s == o.TTY || s == "/dev/tty"))
@@ -526,6 +538,29 @@ func TestRefusals(t *testing.T) {
 				t.Errorf("error %v is not %v", err, c.is)
 			}
 		})
+	}
+}
+
+// TestNoFileFlags: no path, in a writable tree or not, takes file flags:
+// a plant made immutable (chflags uchg, UF_IMMUTABLE, which any owner may
+// set) or append-only could not be moved out by the git audit after the
+// run.
+func TestNoFileFlags(t *testing.T) {
+	pol := goldenBase()
+	o := goldenOptions(pol)
+	o.TmpDir = "/var/folders/xy/abc/T/moat-1"
+	p, err := Generate(pol, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, path := range []string{gWork + "/.git/hooks/pre-commit", gWork + "/sub/.git/config", gWork + "/a.txt", "/private/var/folders/xy/abc/T/moat-1/f"} {
+			expect(t, sb.writable, path, !strings.Contains(path, "/.git/hooks"), "the file's data")
+			ok, err := sb.decide(sbQuery{op: "file-write-flags", path: path})
+			if err != nil || ok {
+				t.Errorf("file-write-flags on %s: %v %v", path, ok, err)
+			}
+		}
 	}
 }
 
