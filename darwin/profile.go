@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/lazyre"
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -103,7 +105,9 @@ func NewTag() string {
 var ErrUnexpressible = errors.New("not expressible in a Seatbelt profile")
 
 // Generate builds the Seatbelt profile for a policy. It reads nothing from
-// the disk except through Options.Resolve.
+// the disk except through Options.Resolve, and the lstat of each
+// component of an allowWrite path as written (a symlink on the way that
+// lies inside another writable tree is refused: a *planted.Link).
 func Generate(pol *policy.Policy, o Options) (*Profile, error) {
 	if pol == nil {
 		return nil, errors.New("darwin: nil policy")
@@ -225,6 +229,9 @@ func (g *generator) files() error {
 		return err
 	}
 	if g.writeRoots, err = g.res.resolveRules(fs.AllowWrite, false); err != nil {
+		return err
+	}
+	if err := g.plantedWriteLinks(); err != nil {
 		return err
 	}
 	g.p.writeRoots = g.writeRoots
@@ -353,6 +360,38 @@ func (g *generator) files() error {
 		}
 	}
 	g.pinsRead = pinExprs(readPins, readRegexPins)
+	return nil
+}
+
+// plantedWriteLinks refuses a writable path, as written, that goes
+// through a symlink lying inside another writable tree: a command of an
+// earlier run could have planted it (work/out -> $HOME), and the next run
+// given --write out (or an allowWrite naming it) made wherever it leads
+// writable (found by an attack pass). As on Linux (linux/plan.go, the same
+// walk: internal/planted), moat refuses it and names where it leads.
+func (g *generator) plantedWriteLinks() error {
+	inside := func(n string) (string, bool) {
+		for _, r := range g.writeRoots {
+			if !r.isGlob() {
+				if n != r.path && within(n, r.path) {
+					return r.path, true
+				}
+				continue
+			}
+			if m, err := r.g.match(); err == nil && r.covers(n) && !regexp.MustCompile(m).MatchString(n) {
+				return r.path, true
+			}
+		}
+		return "", false
+	}
+	for _, r := range g.pol.FS.AllowWrite {
+		if r.Glob && hasMeta(r.Path) {
+			continue
+		}
+		if l := planted.FindLink(r.Path, r.Source, inside, g.res.full); l != nil {
+			return l
+		}
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -659,5 +660,54 @@ func TestGlobs(t *testing.T) {
 		expect(t, sb.writable, gWork+"/a/b/yarn.lock", false, "denyWrite **/*.lock")
 		expect(t, sb.writable, gWork+"/dist/Bundle.js", true, "[!a-z] is Go's class of '!' and a-z: B is not in it")
 		expect(t, sb.writable, gWork+"/dist/bundle.js", false, "b is")
+	}
+}
+
+// TestPlantedWriteLink: a writable path that goes through a symlink inside
+// another writable tree is refused, naming where it leads: an earlier run
+// could have planted work/out -> $HOME, and --write out would have made
+// the home directory (~/Library/LaunchAgents) writable. A real directory
+// there is taken as it is.
+func TestPlantedWriteLink(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	work := filepath.Join(home, "src/app")
+	for _, d := range []string{filepath.Join(home, "Library/LaunchAgents"), filepath.Join(work, "real")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(home, filepath.Join(work, "out")); err != nil {
+		t.Fatal(err)
+	}
+	gen := func(extra ...string) (*Profile, error) {
+		pol := &policy.Policy{Cwd: work, Home: home, Violations: true}
+		pol.FS.MandatoryDenySearchDepth = 1
+		pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+		for _, p := range extra {
+			pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: p, Source: "--write " + p})
+		}
+		return Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP})
+	}
+	for _, p := range []string{filepath.Join(work, "out"), filepath.Join(work, "out/Library/LaunchAgents")} {
+		_, err := gen(p)
+		var l *planted.Link
+		if !errors.As(err, &l) {
+			t.Fatalf("--write %s: %v, want a planted link", p, err)
+		}
+		if l.To != home || !strings.Contains(err.Error(), "symlink inside the writable tree "+MacRoot(work)) {
+			t.Errorf("--write %s: %v", p, err)
+		}
+	}
+	p, err := gen(filepath.Join(work, "real"))
+	if err != nil {
+		t.Fatalf("a real directory: %v", err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.writable, MacRoot(filepath.Join(home, "Library/LaunchAgents/evil.plist")), false, "the home directory")
+		expect(t, sb.writable, MacRoot(filepath.Join(work, "real/a")), true, "the real directory")
 	}
 }
