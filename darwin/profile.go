@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -29,6 +30,11 @@ type Options struct {
 	// Resolve returns the real path of p, symlinks resolved (what Seatbelt
 	// compares rules with). If nil, Canonical.
 	Resolve func(p string) (string, error)
+	// Readlink reads a symlink, for the paths resolved step by step (an
+	// allowUnixSockets path: its symlinks are followed only outside the
+	// writable trees). If nil, os.Readlink; a test that gives Resolve a
+	// Mac's links gives them here too.
+	Readlink func(p string) (string, error)
 	// TmpDir is the run's private temporary directory (writable; the
 	// runner points TMPDIR at it). Optional.
 	TmpDir string
@@ -176,11 +182,31 @@ func (g *generator) network() error {
 	}
 	if n.AllowAllUnixSockets {
 		g.p.Notes = append(g.p.Notes, "allowAllUnixSockets: every unix socket of the host is reachable (the Docker socket, agents, mDNSResponder's DNS)")
-		return nil
 	}
-	rs, err := g.res.resolveRules(n.AllowUnixSockets, false)
-	if err != nil {
-		return err
+	return nil
+}
+
+// unixSockets resolves allowUnixSockets, once the writable trees are
+// known, and returns the protections its paths need. A socket path is
+// resolved only outside the writable trees, as on Linux
+// (internal/planted.ResolveOutsideWritable): a symlink the command made
+// inside one is not followed. One that is there already is refused,
+// naming where it leads (an earlier run could have planted dev.sock ->
+// /var/run/docker.sock, and the profile allowed the Docker socket). And an
+// allowed path inside a writable tree is read-only, its directories
+// pinned, so that the command cannot put a symlink there during the run:
+// Seatbelt may match the address the command gives (the path unresolved),
+// not where it leads. (The command cannot serve on it anyway: binding a
+// unix socket needs allowAllUnixSockets.) A glob whose base lies in a
+// writable tree is a denyWrite for the same reason.
+func (g *generator) unixSockets() ([]Protection, error) {
+	n := g.pol.Net
+	if n.AllowAllUnixSockets {
+		return nil, nil
+	}
+	writable := func(p string) bool {
+		_, ok := g.p.j.inRoot(p)
+		return ok
 	}
 	seen := map[string]bool{}
 	add := func(kind, v string) {
@@ -189,21 +215,91 @@ func (g *generator) network() error {
 			g.unix = append(g.unix, list("remote", "unix-socket", list(kind, user(v))))
 		}
 	}
-	for _, r := range rs {
-		if r.isGlob() {
-			m, _ := r.g.match()
-			add("path-regex", m)
+	readlink := g.o.Readlink
+	if readlink == nil {
+		readlink = os.Readlink
+	}
+	var prot []Protection
+	for _, pr := range n.AllowUnixSockets {
+		if err := checkString("path", pr.Path); err != nil {
+			return nil, err
+		}
+		if err := policy.CheckPath(pr.Path); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.Source, err)
+		}
+		glob := pr.Glob && hasMeta(pr.Path)
+		way := filepath.Clean(pr.Path)
+		if glob {
+			way = splitGlob(way).base
+		}
+		dir, rest, _ := planted.SplitOutsideWritable(way, func(d string) bool {
+			f, err := g.res.full(d)
+			return err == nil && writable(f)
+		}, readlink)
+		// What is left as written lies in a writable tree: a symlink there
+		// now is refused (also one reached through a link outside the
+		// trees, which the walk of the path as written would not see).
+		if l := planted.FindLink(filepath.Join(append([]string{dir}, rest...)...), pr.Source, g.insideWritable, g.res.full); l != nil {
+			l.Path, l.For = pr.Path, "allow that socket"
+			return nil, l
+		}
+		if glob {
+			rs, err := g.res.resolveRules([]policy.PathRule{pr}, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				if r.isGlob() {
+					m, _ := r.g.match()
+					add("path-regex", m)
+				} else {
+					add("path-literal", r.path)
+				}
+				if g.p.j.intersectsWritable(r) {
+					r = r.onlyMatches()
+					r.source = pr.Source + " (an allowed socket path in a writable tree is read-only)"
+					g.denyWrite = append(g.denyWrite, r)
+				}
+			}
 			continue
 		}
-		add("path-literal", r.path)
-	}
-	// The path as written too: the check may see it unresolved.
-	for _, r := range n.AllowUnixSockets {
-		if !r.Glob {
-			add("path-literal", r.Path)
+		d, err := g.res.full(dir) // no symlink in it: the Mac's root links, if this is not a Mac
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(append([]string{d}, rest...)...)
+		if err := policy.CheckPath(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.Source, err)
+		}
+		add("path-literal", p)
+		if writable(p) {
+			prot = append(prot, Protection{Path: p, Why: "allowUnixSockets: " + pr.Source + ": an allowed socket path in a writable tree is never writable (a symlink put there would lead the connection elsewhere)"})
 		}
 	}
-	return nil
+	// The paths as written too: the check may see them unresolved.
+	for _, pr := range n.AllowUnixSockets {
+		if !pr.Glob || !hasMeta(pr.Path) {
+			add("path-literal", pr.Path)
+		}
+	}
+	return prot, nil
+}
+
+// insideWritable reports the allowWrite tree that holds n (a path with
+// its directories' symlinks resolved) strictly below its top.
+func (g *generator) insideWritable(n string) (string, bool) {
+	for _, r := range g.writeRoots {
+		if !r.isGlob() {
+			if n != r.path && within(n, r.path) {
+				return r.path, true
+			}
+			continue
+		}
+		if m, err := r.g.match(); err == nil && r.covers(n) && !regexp.MustCompile(m).MatchString(n) {
+			return r.path, true
+		}
+	}
+	return "", false
 }
 
 // files resolves the filesystem rules and the protections.
@@ -252,8 +348,14 @@ func (g *generator) files() error {
 
 	// Protections: the caller's (Survey), moat's own files, the settings
 	// files. Kept where the rules would let the command write.
+	g.p.j = judge{reads: g.reads, roots: append(append([]rule(nil), g.writeRoots...), g.tmp...)}
 	var prot []Protection
 	prot = append(prot, g.o.Protect...)
+	sockets, err := g.unixSockets() // may add to denyWrite: the judge takes it after
+	if err != nil {
+		return err
+	}
+	prot = append(prot, sockets...)
 	for _, p := range g.pol.Protect {
 		prot = append(prot, Protection{Path: p, Why: "moat: its own files are never writable"})
 	}
@@ -262,7 +364,7 @@ func (g *generator) files() error {
 			prot = append(prot, Protection{Path: p, Why: "moat: a settings file it read is never writable"})
 		}
 	}
-	g.p.j = judge{reads: g.reads, roots: append(append([]rule(nil), g.writeRoots...), g.tmp...), denyWrite: g.denyWrite}
+	g.p.j.denyWrite = g.denyWrite
 	seen := map[string]bool{}
 	for _, pr := range prot {
 		if err := checkString("protected path", pr.Path); err != nil {
@@ -370,25 +472,11 @@ func (g *generator) files() error {
 // writable (found by an attack pass). As on Linux (linux/plan.go, the same
 // walk: internal/planted), moat refuses it and names where it leads.
 func (g *generator) plantedWriteLinks() error {
-	inside := func(n string) (string, bool) {
-		for _, r := range g.writeRoots {
-			if !r.isGlob() {
-				if n != r.path && within(n, r.path) {
-					return r.path, true
-				}
-				continue
-			}
-			if m, err := r.g.match(); err == nil && r.covers(n) && !regexp.MustCompile(m).MatchString(n) {
-				return r.path, true
-			}
-		}
-		return "", false
-	}
 	for _, r := range g.pol.FS.AllowWrite {
 		if r.Glob && hasMeta(r.Path) {
 			continue
 		}
-		if l := planted.FindLink(r.Path, r.Source, inside, g.res.full); l != nil {
+		if l := planted.FindLink(r.Path, r.Source, g.insideWritable, g.res.full); l != nil {
 			return l
 		}
 	}

@@ -31,6 +31,17 @@ func macResolve(p string) (string, error) {
 	return MacRoot(p), nil
 }
 
+// macReadlink is macResolve's links, one at a time.
+func macReadlink(p string) (string, error) {
+	switch p {
+	case "/tmp", "/var", "/etc":
+		return "private" + p, nil
+	case gHome + "/.aws":
+		return "/Volumes/vault/aws", nil
+	}
+	return "", os.ErrInvalid
+}
+
 func pr(path, src string) policy.PathRule {
 	return policy.PathRule{Path: path, Glob: policy.HasGlob(path), Source: src}
 }
@@ -145,7 +156,7 @@ var goldenCases = []goldenCase{
 }
 
 func goldenOptions(pol *policy.Policy) Options {
-	return Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Resolve: macResolve, Protect: goldenProtect(pol)}
+	return Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Resolve: macResolve, Readlink: macReadlink, Protect: goldenProtect(pol)}
 }
 
 // TestGolden compares each profile with testdata/NAME.sb (go test
@@ -709,5 +720,74 @@ func TestPlantedWriteLink(t *testing.T) {
 	for _, sb := range readBoth(t, p) {
 		expect(t, sb.writable, MacRoot(filepath.Join(home, "Library/LaunchAgents/evil.plist")), false, "the home directory")
 		expect(t, sb.writable, MacRoot(filepath.Join(work, "real/a")), true, "the real directory")
+	}
+}
+
+// TestPlantedSocketLink: an allowUnixSockets path is resolved only outside
+// the writable trees. A symlink inside one on its way (dev.sock ->
+// /var/run/docker.sock, planted by an earlier run; a planted directory;
+// one reached through the user's own link outside the trees) is refused,
+// naming where it leads; an allowed path inside a writable tree is
+// read-only and its directories pinned, so that the command cannot put a
+// symlink there during the run; a glob's matches there too.
+func TestPlantedSocketLink(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "app")
+	run := filepath.Join(dir, "var/run")
+	docker := filepath.Join(run, "docker.sock")
+	for _, d := range []string{filepath.Join(work, ".run"), filepath.Join(work, "sockets"), run, filepath.Join(dir, "ro")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(docker, nil, 0o600))
+	must(os.Symlink(docker, filepath.Join(work, ".run/dev.sock")))                    // planted
+	must(os.Symlink(run, filepath.Join(work, "planted")))                             // planted directory
+	must(os.Symlink(filepath.Join(work, "planted"), filepath.Join(dir, "ro/varrun"))) // the user's link, into the tree
+	must(os.Symlink(run, filepath.Join(dir, "ro/run")))                               // the user's link, outside the trees
+	gen := func(sockets ...string) (*Profile, error) {
+		pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+		pol.FS.MandatoryDenySearchDepth = 1
+		pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+		for i, s := range sockets {
+			pol.Net.AllowUnixSockets = append(pol.Net.AllowUnixSockets, policy.PathRule{Path: s, Glob: policy.HasGlob(s), Source: "allowUnixSockets[" + strconv.Itoa(i) + "]"})
+		}
+		return Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP})
+	}
+	for _, s := range []string{filepath.Join(work, ".run/dev.sock"), filepath.Join(work, "planted/docker.sock"), filepath.Join(dir, "ro/varrun/docker.sock"), filepath.Join(work, "planted/*.sock")} {
+		_, err := gen(s)
+		var l *planted.Link
+		if !errors.As(err, &l) {
+			t.Errorf("%s: %v, want a planted link", s, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "symlink inside the writable tree "+MacRoot(work)) || !strings.Contains(l.To, run) {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	must(os.Remove(filepath.Join(work, ".run/dev.sock")))
+	p, err := gen(filepath.Join(work, ".run/dev.sock"), filepath.Join(dir, "ro/run/docker.sock"), filepath.Join(work, "sockets/*.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := func(p string) string { return MacRoot(p) }
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.unixConnect, m(filepath.Join(work, ".run/dev.sock")), true, "the allowed path")
+		expect(t, sb.unixConnect, m(docker), true, "named through the user's link outside the trees")
+		expect(t, sb.unixConnect, m(filepath.Join(work, "sockets/a.sock")), true, "the glob")
+		expect(t, sb.writable, m(filepath.Join(work, ".run/dev.sock")), false, "an allowed socket path in a writable tree: a symlink put there would lead elsewhere")
+		expect(t, sb.movable, m(filepath.Join(work, ".run")), false, "its directory: pinned")
+		expect(t, sb.writable, m(filepath.Join(work, "sockets/a.sock")), false, "a glob's match in a writable tree")
+		expect(t, sb.writable, m(filepath.Join(work, "sockets/notes.txt")), true, "not a match")
+		expect(t, sb.writable, m(filepath.Join(work, ".run/other")), true, "the rest of the directory")
 	}
 }

@@ -19,6 +19,19 @@ type rule struct {
 	// re matches what the rule covers (the tree below each match), for the
 	// generator's own judgement (Explain, which protections matter).
 	re *regexp.Regexp
+	// exact: a glob rule that covers its matches only, not what lies
+	// below them (an allowUnixSockets glob made read-only; see onlyMatches).
+	exact bool
+}
+
+// onlyMatches is the glob rule r narrowed to its matches themselves.
+func (r rule) onlyMatches() rule {
+	if r.g == nil {
+		return r
+	}
+	m, _ := r.g.match() // checked when the rule was made
+	r.re, r.exact = regexp.MustCompile(m), true
+	return r
 }
 
 func (r rule) isGlob() bool { return r.g != nil }
@@ -44,6 +57,10 @@ func (r rule) depth() (int, bool) {
 func (r rule) filter() expr {
 	if r.g == nil {
 		return list("subpath", user(r.path))
+	}
+	if r.exact {
+		m, _ := r.g.match()
+		return list("regex", user(m))
 	}
 	t, _ := r.g.tree() // checked when the rule was made
 	return list("regex", user(t))
@@ -172,7 +189,7 @@ func dedupe(rs []rule) []rule {
 	seen := map[string]bool{}
 	out := rs[:0]
 	for _, r := range rs {
-		k := fmt.Sprint(r.g != nil, r.path)
+		k := fmt.Sprint(r.g != nil, r.exact, r.path)
 		if seen[k] {
 			continue
 		}

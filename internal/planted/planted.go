@@ -23,10 +23,16 @@ type Link struct {
 	Link   string // the symlink, its directory's symlinks resolved
 	Tree   string // the writable tree that holds it
 	To     string // where it leads now
+	// For says what naming To itself would do ("" : make it writable).
+	For string
 }
 
 func (l *Link) Error() string {
-	return fmt.Sprintf("%s (%s): %s is a symlink inside the writable tree %s, to %s: a sandboxed command could have made it; name %s itself to make it writable", l.Path, l.Source, l.Link, l.Tree, l.To, l.To)
+	what := l.For
+	if what == "" {
+		what = "make it writable"
+	}
+	return fmt.Sprintf("%s (%s): %s is a symlink inside the writable tree %s, to %s: a sandboxed command could have made it; name %s itself to %s", l.Path, l.Source, l.Link, l.Tree, l.To, l.To, what)
 }
 
 // FindLink walks the absolute path p as written, one component at a time
@@ -69,4 +75,53 @@ func FindLink(p, source string, inside func(node string) (tree string, ok bool),
 		}
 	}
 	return nil
+}
+
+// ResolveOutsideWritable resolves the symlinks of the absolute path p up
+// to the first directory for which writable is true; the rest stays as
+// written: a symlink there may have been planted, and is not followed (a
+// socket path dev.sock -> /var/run/docker.sock in the working directory).
+// A path that does not resolve (a loop, too many links) is kept as
+// written.
+func ResolveOutsideWritable(p string, writable func(dir string) bool) string {
+	dir, rest, _ := SplitOutsideWritable(p, writable, os.Readlink)
+	return filepath.Join(append([]string{dir}, rest...)...)
+}
+
+// SplitOutsideWritable is ResolveOutsideWritable in two parts, with the
+// symlinks read by readlink (os.Readlink, or a test's machine): the
+// directory it reached, resolved (no symlink in it), and the components
+// after it, as written; in says whether it stopped because that directory
+// is writable. A path that does not resolve is returned as written, whole.
+func SplitOutsideWritable(p string, writable func(dir string) bool, readlink func(string) (string, error)) (dir string, rest []string, in bool) {
+	rest = strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := "/"
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		if writable(cur) {
+			return cur, append([]string{name}, rest...), true
+		}
+		next := filepath.Join(cur, name)
+		t, err := readlink(next)
+		if err != nil {
+			cur = next // not a symlink (or nothing there: the rest is as written)
+			continue
+		}
+		if links++; links > 40 {
+			return p, nil, false
+		}
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		rest = append(strings.Split(strings.TrimPrefix(t, "/"), "/"), rest...)
+	}
+	return cur, nil, false
 }
