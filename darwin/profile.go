@@ -634,10 +634,13 @@ func (g *generator) entries() []entry {
 	many("", "above a protected or denyWrite path: no rename, no removal, no creation", "deny", []string{"file-write-unlink", "file-write-create"}, g.pinsWrite, nil)
 	many("", "above a denyRead path: no rename (it would carry the path out of its rule)", "deny", []string{"file-write-unlink"}, g.pinsRead, nil)
 	// Last among the write rules, so that both readings of precedence
-	// agree: no file flags anywhere. A command that set UF_IMMUTABLE or
-	// UF_APPEND (chflags uchg, which any owner may) on what it planted in
-	// a writable tree kept the git audit from moving it out after the run.
-	one("", "no file flags (chflags uchg would keep the git audit from taking a plant out)", "deny", []string{"file-write-flags"})
+	// agree: no file flags anywhere (a command that set UF_IMMUTABLE or
+	// UF_APPEND, chflags uchg, which any owner may, on what it planted in a
+	// writable tree kept the git audit from moving it out after the run);
+	// no set-user-ID or set-group-ID bit anywhere (a set-id file left in a
+	// writable tree runs as its owner for whoever runs it; Linux refuses
+	// those modes too).
+	one("", "no file flags (chflags uchg would keep the git audit from taking a plant out), no set-id bits", "deny", []string{"file-write-flags", "file-write-setugid"})
 
 	dev = nil
 	for _, d := range devIoctl {

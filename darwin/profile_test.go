@@ -576,6 +576,28 @@ func TestNoFileFlags(t *testing.T) {
 	}
 }
 
+// TestNoSetID: no path takes a set-user-ID or set-group-ID bit (chmod
+// u+s, g+s): a set-id file left in a writable tree runs as its owner for
+// whoever runs it later. Linux refuses those modes too.
+func TestNoSetID(t *testing.T) {
+	pol := goldenBase()
+	o := goldenOptions(pol)
+	o.TmpDir = "/var/folders/xy/abc/T/moat-1"
+	p, err := Generate(pol, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, path := range []string{gWork + "/bin/tool", gWork + "/a.txt", "/private/var/folders/xy/abc/T/moat-1/f"} {
+			expect(t, sb.writable, path, true, "the file's data and mode")
+			ok, err := sb.decide(sbQuery{op: "file-write-setugid", path: path})
+			if err != nil || ok {
+				t.Errorf("file-write-setugid on %s: %v %v", path, ok, err)
+			}
+		}
+	}
+}
+
 // TestProtectionsOnlyWhereWritable keeps the profile to the protections
 // that change something, and checks that every one of them holds.
 func TestProtectionsOnlyWhereWritable(t *testing.T) {

@@ -260,7 +260,7 @@ func readProfile(src string, params map[string]string) (*sbProfile, error) {
 var knownOps = map[string]bool{
 	"default": true, "file-read*": true, "file-read-data": true, "file-read-metadata": true,
 	"file-map-executable": true, "file-write*": true, "file-write-create": true, "file-write-unlink": true,
-	"file-write-data": true, "file-write-flags": true, "file-ioctl": true, "process-exec": true, "process-fork": true,
+	"file-write-data": true, "file-write-flags": true, "file-write-setugid": true, "file-ioctl": true, "process-exec": true, "process-fork": true,
 	"process-info*": true, "signal": true, "sysctl-read": true, "sysctl-write": true, "mach-lookup": true,
 	"ipc-posix-sem": true, "ipc-posix-shm": true, "user-preference-read": true, "system-socket": true,
 	"network-outbound": true, "network-inbound": true, "network-bind": true, "network*": true,
@@ -571,10 +571,10 @@ func (p *sbProfile) readable(path string) (bool, error) {
 // none allowed. The operations no path allows (neverOps) are not among
 // them: forbidden checks them on every profile.
 var writeOps = []string{"file-write-data", "file-write-create", "file-write-unlink", "file-write-mode",
-	"file-write-xattr", "file-write-times", "file-write-owner", "file-write-setugid"}
+	"file-write-xattr", "file-write-times", "file-write-owner"}
 
 // neverOps are write operations no moat profile allows on any path.
-var neverOps = []string{"file-write-flags"}
+var neverOps = []string{"file-write-flags", "file-write-setugid"}
 
 // writable is true when every write operation is allowed at path, false
 // when none is; a mix is an error unless mixed is allowed.
