@@ -30,6 +30,13 @@ type Options struct {
 	// Resolve returns the real path of p, symlinks resolved (what Seatbelt
 	// compares rules with). If nil, Canonical.
 	Resolve func(p string) (string, error)
+	// CaseSensitive reports whether the volume of the real path p compares
+	// names case-sensitively. Where it does not (the default on macOS),
+	// every deny (denyRead, denyWrite, a protection, a pin) is also written
+	// as a regex matching its path in any case. If nil: pathconf
+	// _PC_CASE_SENSITIVE on macOS (anything but a clear yes is no), false
+	// elsewhere.
+	CaseSensitive func(p string) bool
 	// Readlink reads a symlink, for the paths resolved step by step (an
 	// allowUnixSockets path: its symlinks are followed only outside the
 	// writable trees). If nil, os.Readlink; a test that gives Resolve a
@@ -157,6 +164,36 @@ type generator struct {
 	pinsRead   []expr // ancestors of read denies: no unlink (rename)
 	tty        string
 	unix       []expr
+	sensitive  map[string]bool // CaseSensitive's answers
+}
+
+// fold gives r its case-insensitive regex unless r's volume is known to be
+// case-sensitive.
+func (g *generator) fold(r rule) (rule, error) {
+	base := r.path
+	if r.isGlob() {
+		base = r.g.base
+	}
+	if g.caseSensitive(base) {
+		return r, nil
+	}
+	return r.folded()
+}
+
+func (g *generator) caseSensitive(p string) bool {
+	if v, ok := g.sensitive[p]; ok {
+		return v
+	}
+	f := g.o.CaseSensitive
+	if f == nil {
+		f = volumeCaseSensitive
+	}
+	if g.sensitive == nil {
+		g.sensitive = map[string]bool{}
+	}
+	v := f(p)
+	g.sensitive[p] = v
+	return v
 }
 
 // network checks the network part and resolves unix socket paths.
@@ -313,6 +350,11 @@ func (g *generator) files() error {
 	if err != nil {
 		return err
 	}
+	for i, r := range denyRead {
+		if denyRead[i], err = g.fold(r); err != nil {
+			return err
+		}
+	}
 	g.p.denyRead = denyRead
 	for _, r := range denyRead {
 		g.reads = append(g.reads, readRule{rule: r})
@@ -364,6 +406,11 @@ func (g *generator) files() error {
 			prot = append(prot, Protection{Path: p, Why: "moat: a settings file it read is never writable"})
 		}
 	}
+	for i, r := range g.denyWrite {
+		if g.denyWrite[i], err = g.fold(r); err != nil {
+			return err
+		}
+	}
 	g.p.j.denyWrite = g.denyWrite
 	seen := map[string]bool{}
 	for _, pr := range prot {
@@ -385,7 +432,11 @@ func (g *generator) files() error {
 			if ok, _ := g.p.j.writable(p); !ok {
 				continue // read-only anyway
 			}
-			g.protect = append(g.protect, rule{path: p, source: pr.Why})
+			r, err := g.fold(rule{path: p, source: pr.Why})
+			if err != nil {
+				return err
+			}
+			g.protect = append(g.protect, r)
 			g.p.Protected = append(g.p.Protected, Protection{Path: p, Why: pr.Why})
 		}
 	}
@@ -410,7 +461,11 @@ func (g *generator) files() error {
 			if err != nil {
 				return err
 			}
-			for _, x := range rs {
+			frs, err := r.foldedAncestorRegexes()
+			if err != nil {
+				return err
+			}
+			for _, x := range append(rs, frs...) {
 				regexPins[x] = true
 			}
 		}
@@ -426,6 +481,7 @@ func (g *generator) files() error {
 			return err
 		}
 	}
+	g.foldPins(writePins, regexPins)
 	g.pinsWrite = pinExprs(writePins, regexPins)
 	readPins := map[string]bool{}
 	readRegexPins := map[string]bool{}
@@ -441,7 +497,11 @@ func (g *generator) files() error {
 			if err != nil {
 				return err
 			}
-			for _, x := range rs {
+			frs, err := r.foldedAncestorRegexes()
+			if err != nil {
+				return err
+			}
+			for _, x := range append(rs, frs...) {
 				readRegexPins[x] = true
 			}
 		}
@@ -456,6 +516,7 @@ func (g *generator) files() error {
 			delete(readPins, a)
 		}
 	}
+	g.foldPins(readPins, readRegexPins)
 	for x := range readRegexPins {
 		if regexPins[x] {
 			delete(readRegexPins, x)
@@ -463,6 +524,20 @@ func (g *generator) files() error {
 	}
 	g.pinsRead = pinExprs(readPins, readRegexPins)
 	return nil
+}
+
+// foldPins adds to regexes, for each pinned directory in lits on a volume
+// not known to be case-sensitive, the regex of that directory in any case:
+// renaming .GIT moves .git as well there.
+func (g *generator) foldPins(lits, regexes map[string]bool) {
+	for a, ok := range lits {
+		if !ok || g.caseSensitive(a) {
+			continue
+		}
+		if x := "^" + ciEscape(a) + "$"; x != "^"+escapeRegex(a)+"$" {
+			regexes[x] = true
+		}
+	}
 }
 
 // plantedWriteLinks refuses a writable path, as written, that goes

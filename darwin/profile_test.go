@@ -670,11 +670,28 @@ func TestGlobs(t *testing.T) {
 		}
 	}
 	pol := c.pol()
-	p, err := Generate(pol, goldenOptions(pol))
+	o := goldenOptions(pol)
+	o.CaseSensitive = func(string) bool { return true } // the globs as written
+	p, err := Generate(pol, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	folded, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, folded) {
+		expect(t, sb.readable, gWork+"/certs/SERVER.PEM", false, "**/*.pem, in any case")
+		expect(t, sb.readable, gWork+"/Config/Secrets.YML", false, "[jy], in any case")
+		expect(t, sb.readable, gWork+"/config/secrets.xml", true, "[jy]")
+		expect(t, sb.readable, gWork+"/KEYS/a/Private", false, "keys/*/private")
+		expect(t, sb.movable, gWork+"/KEYS/a", false, "renaming a directory between the base and a match, in any case")
+		expect(t, sb.writable, gWork+"/a/b/YARN.LOCK", false, "denyWrite **/*.lock")
+		expect(t, sb.writable, gWork+"/dist/Bundle.js", false, "[!a-z]: B is bundle.js's b on such a volume")
+		expect(t, sb.writable, gWork+"/dist/.bundle.js", true, ". is not in [!a-z]")
+	}
 	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, gWork+"/certs/SERVER.PEM", true, "a case-sensitive volume: another name")
 		expect(t, sb.readable, gWork+"/certs/server.pem", false, "**/*.pem")
 		expect(t, sb.readable, gWork+"/server.pem", false, "** spans no directory too")
 		expect(t, sb.readable, gWork+"/certs/test-a.pem", true, "allowRead **/test-*.pem names the same node: it wins the tie")
@@ -811,5 +828,79 @@ func TestPlantedSocketLink(t *testing.T) {
 		expect(t, sb.writable, m(filepath.Join(work, "sockets/a.sock")), false, "a glob's match in a writable tree")
 		expect(t, sb.writable, m(filepath.Join(work, "sockets/notes.txt")), true, "not a match")
 		expect(t, sb.writable, m(filepath.Join(work, ".run/other")), true, "the rest of the directory")
+	}
+}
+
+// caseProfile surveys and generates for a repository in a temporary
+// directory, with the volume's case sensitivity given.
+func caseProfile(t *testing.T, sensitive bool) (*Profile, string, string) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "app")
+	for _, d := range []string{".git/hooks", ".git/objects", ".git/refs"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.FS.DenyRead = policy.DefaultDenyRead(dir)
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+	prot, err := Survey(pol, SurveyOptions{SystemGitConfigs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP, Protect: prot, CaseSensitive: func(string) bool { return sensitive }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, MacRoot(dir), MacRoot(work)
+}
+
+// TestCaseInsensitiveVolume: on a volume not known to be case-sensitive
+// (macOS's default), a protected or denied path is denied in every
+// spelling of its case, for git and Claude Code read .MCP.json as
+// .mcp.json there, .git/COMMONDIR as .git/commondir and head as HEAD; and
+// with the two non-ASCII letters Unicode folds to k and s. Every regex
+// stays anchored at both ends.
+func TestCaseInsensitiveVolume(t *testing.T) {
+	p, home, work := caseProfile(t, false)
+	for _, sb := range readBoth(t, p) {
+		for _, rel := range []string{".MCP.json", ".mcp.JSON", ".git/COMMONDIR", ".git/Config", ".CLAUDE/settings.json", ".Claude/settings.json",
+			".VSCode/tasks.json", ".git/HOOKS/pre-commit", ".GIT/hooks/pre-commit", "head", "Head", ".ENVRC", ".Bashrc",
+			".git/hoo\u212as/pre-commit", ".mcp.j\u017fon", ".git/modules/x"} {
+			expect(t, sb.writable, work+"/"+rel, false, "a protected name in another case")
+		}
+		expect(t, sb.writable, work+"/src/main.go", true, "the rest of the tree")
+		expect(t, sb.writable, work+"/README", true, "the rest of the tree")
+		expect(t, sb.readable, home+"/.SSH/id_rsa", false, "a default secret in another case")
+		expect(t, sb.readable, home+"/.Aws/credentials", false, "a default secret in another case")
+		expect(t, sb.movable, work+"/.GIT", false, "the directory holding protections, in another case")
+	}
+	for _, pa := range p.Params {
+		if strings.HasPrefix(pa.Value, "^") != strings.HasSuffix(pa.Value, "$") || (strings.HasPrefix(pa.Value, "^") && strings.HasSuffix(pa.Value, `\$`)) {
+			t.Errorf("a regex not anchored at both ends: %q", pa.Value)
+		}
+	}
+}
+
+// TestCaseSensitiveVolume: on a case-sensitive volume the profile keeps
+// the plain form: no folded regex, and .MCP.json is another file.
+func TestCaseSensitiveVolume(t *testing.T) {
+	p, _, work := caseProfile(t, true)
+	for _, pa := range p.Params {
+		if strings.Contains(pa.Value, "[mM]") || strings.Contains(pa.Value, "[gG]") {
+			t.Errorf("a folded regex on a case-sensitive volume: %q", pa.Value)
+		}
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.writable, work+"/.MCP.json", true, "another file on a case-sensitive volume")
+		expect(t, sb.writable, work+"/.mcp.json", false, "the protected name")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // sx is a parsed s-expression.
@@ -386,9 +387,24 @@ func splitHostPort(s string) (string, string, error) {
 // metacharacters, and nothing else (no \d, \w, \b...).
 const sbRegexEscape = `.[]\()*+?{}|^$`
 
+// sbRegexes caches compileSBRegex (the reader asks every regex of a
+// profile on every question).
+var sbRegexes sync.Map
+
 // compileSBRegex checks that a regex keeps to the dialect moat writes,
 // then compiles it with Go's regexp, which reads that dialect the same way.
 func compileSBRegex(s string) (*regexp.Regexp, error) {
+	if re, ok := sbRegexes.Load(s); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := checkSBRegex(s)
+	if err == nil {
+		sbRegexes.Store(s, re)
+	}
+	return re, err
+}
+
+func checkSBRegex(s string) (*regexp.Regexp, error) {
 	if !strings.HasPrefix(s, "^") || !strings.HasSuffix(s, "$") || strings.HasSuffix(s, `\$`) {
 		return nil, fmt.Errorf("regex %q is not anchored at both ends", s)
 	}
