@@ -20,7 +20,8 @@
 //     it is built and tested on every platform.
 //   - Survey: the disk search for what must stay read-only (mandatory
 //     names, git control files), as the Linux enforcer's search finds it.
-//   - LogReader, ParseDenial, LogStreamArgs: the sandbox's log lines ->
+//   - LogReader, ParseDenial, LogStreamArgs: the sandbox's log events
+//     (log stream --style ndjson, the kernel's reports only) ->
 //     policy.Violation. Untagged, tested with fixture lines.
 //   - ShowProfile and Profile.Document: the profile of a policy as this
 //     machine's disk and the Mac's path rules make it (for moat policy
