@@ -904,3 +904,40 @@ func TestCaseSensitiveVolume(t *testing.T) {
 		expect(t, sb.writable, work+"/.mcp.json", false, "the protected name")
 	}
 }
+
+// TestFirmlinkSpelling: a denied path under a firmlinked root (/Users,
+// /private, /Library, ...) is denied in the data volume's spelling too
+// (/System/Volumes/Data/Users/...), and one the policy spells that way in
+// the root's: which spelling Seatbelt compares a rule with, for a file
+// opened by the other, is not known without a Mac.
+func TestFirmlinkSpelling(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{"/Users/dev/.ssh", "/System/Volumes/Data/Users/dev/.ssh"},
+		{"/private/etc/sudoers", "/System/Volumes/Data/private/etc/sudoers"},
+		{"/System/Volumes/Data/Users/dev", "/Users/dev"},
+		{"/System/Library/Caches/x", "/System/Volumes/Data/System/Library/Caches/x"},
+		{"/System/Library/Frameworks", ""},
+		{"/System/Volumes/Data/other", ""},
+		{"/Usersx", ""},
+		{"/usr/bin/git", ""},
+	} {
+		got, ok := firmlinkSpelling(c.in)
+		if got != c.out || ok != (c.out != "") {
+			t.Errorf("firmlinkSpelling(%s) = %q, %v; want %q", c.in, got, ok, c.out)
+		}
+	}
+	pol := goldenBase()
+	pol.FS.DenyRead = append(pol.FS.DenyRead, pr("/System/Volumes/Data/Users/dev/private-notes", "s: denyRead[0]"))
+	p, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/.ssh/id_rsa", false, "a default secret in the data volume's spelling")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/.SSH/id_rsa", false, "and in another case")
+		expect(t, sb.readable, "/System/Volumes/Data/private/etc/sudoers", false, "/etc/sudoers in the data volume's spelling")
+		expect(t, sb.readable, "/Users/dev/private-notes/a", false, "a denyRead spelled through the data volume, by its root's spelling")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/private-notes/a", false, "and as written")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/src/app/main.go", true, "what is not denied")
+	}
+}

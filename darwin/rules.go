@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -182,6 +183,12 @@ func (r resolver) spellings(p string, deny bool) ([]string, error) {
 		}
 		if n != f {
 			out = append(out, n)
+		}
+		// Each also as the other side of a firmlink names it.
+		for _, q := range out {
+			if a, ok := firmlinkSpelling(q); ok && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
 		}
 	}
 	return out, nil
