@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,7 +343,7 @@ func (g *generator) insideWritable(n string) (string, bool) {
 // files resolves the filesystem rules and the protections.
 func (g *generator) files() error {
 	fs := g.pol.FS
-	denyRead, err := g.res.resolveRules(fs.DenyRead, true)
+	denyRead, err := g.res.resolveRules(macDenyRead(g.pol), true)
 	if err != nil {
 		return err
 	}
@@ -556,6 +557,20 @@ func (g *generator) plantedWriteLinks() error {
 		}
 	}
 	return nil
+}
+
+// macDenyRead is the policy's denyRead, with macOS's own credential stores
+// (policy.MacSecretPaths) wherever it denies the default secrets.
+func macDenyRead(pol *policy.Policy) []policy.PathRule {
+	out := pol.FS.DenyRead
+	if !filepath.IsAbs(pol.Home) || !slices.ContainsFunc(out, func(r policy.PathRule) bool { return r.Source == policy.DefaultSecretsSource }) {
+		return out
+	}
+	out = slices.Clone(out)
+	for _, p := range policy.MacSecretPaths {
+		out = append(out, policy.PathRule{Path: filepath.Join(pol.Home, p), Source: policy.DefaultSecretsSource + " (macOS)"})
+	}
+	return out
 }
 
 func pinExprs(lits, regexes map[string]bool) []expr {

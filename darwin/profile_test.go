@@ -941,3 +941,36 @@ func TestFirmlinkSpelling(t *testing.T) {
 		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/src/app/main.go", true, "what is not denied")
 	}
 }
+
+// TestMacDefaultSecrets: where a policy denies the default secrets, the
+// macOS profile denies the keychains' files too (~/Library/Keychains,
+// policy.MacSecretPaths); an allowRead re-allows them, as any default
+// secret; a policy without the defaults does not get them.
+func TestMacDefaultSecrets(t *testing.T) {
+	keychain := gHome + "/Library/Keychains/login.keychain-db"
+	pol := goldenBase()
+	p, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, false, "the login keychain")
+		expect(t, sb.readable, "/System/Volumes/Data"+keychain, false, "through the data volume")
+		expect(t, sb.readable, gHome+"/Library/Preferences/x.plist", true, "the rest of ~/Library")
+	}
+	pol.FS.AllowRead = []policy.PathRule{pr(gHome+"/Library/Keychains", "s: allowRead[0]")}
+	if p, err = Generate(pol, goldenOptions(pol)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, true, "re-allowed by allowRead")
+	}
+	pol = goldenBase()
+	pol.FS.DenyRead = nil
+	if p, err = Generate(pol, goldenOptions(pol)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, true, "a policy without the default secrets")
+	}
+}
