@@ -197,7 +197,8 @@ func (g *generator) caseSensitive(p string) bool {
 	return v
 }
 
-// network checks the network part and resolves unix socket paths.
+// network checks the network part (unix socket paths are resolved by
+// unixSockets, once the writable trees are known).
 func (g *generator) network() error {
 	n := g.pol.Net
 	g.p.http, g.p.socks = g.o.HTTPProxyPort, g.o.SOCKSProxyPort
