@@ -13,14 +13,21 @@
 //     deciding as on Linux; writes only in allowWrite and the run's private
 //     TMPDIR, minus denyWrite, minus what is unreadable, minus the
 //     protections, minus renaming, removing or creating anything above a
-//     protected path; network only to moat's proxy on the host's loopback
-//     (inbound only with allowLocalBinding, unix sockets only by path); the
+//     protected path; no file flags or set-id bits anywhere; every deny
+//     also in any case on a volume not known to be case-sensitive, and in
+//     its spelling across a firmlink (/System/Volumes/Data/...); a
+//     writable or socket path through a symlink planted in a writable
+//     tree refused (internal/planted); network only to moat's proxy on the
+//     host's loopback (inbound only with allowLocalBinding, unix sockets
+//     only by path, resolved outside the writable trees); the
 //     few system services, sysctl values and devices that git, node, python
 //     and Go programs need; the run's own terminal and no other. Untagged:
 //     it is built and tested on every platform.
 //   - Survey: the disk search for what must stay read-only (mandatory
-//     names, git control files), as the Linux enforcer's search finds it.
-//   - LogReader, ParseDenial, LogStreamArgs: the sandbox's log lines ->
+//     names, git control files), as the Linux enforcer's search finds it,
+//     names matched with case folded (.GIT is .git on a Mac's volume).
+//   - LogReader, ParseDenial, LogStreamArgs: the sandbox's log events
+//     (log stream --style ndjson, the kernel's reports only) ->
 //     policy.Violation. Untagged, tested with fixture lines.
 //   - ShowProfile and Profile.Document: the profile of a policy as this
 //     machine's disk and the Mac's path rules make it (for moat policy
@@ -69,6 +76,7 @@
 // linux/, bpf/, netproxy/, validators/, permissions/, runtime/settings or
 // the runtime package above it (deps_test.go): it enforces a Policy, it
 // does not decide one. It imports runtime/policy, runtime/enforce (types),
-// runtime/gitguard (the git config parser) and the standard library
-// (golang.org/x/sys/unix in the macOS-only files).
+// runtime/gitguard (the git config parser), internal/planted (the walk
+// for planted symlinks, shared with linux/), internal/lazyre and the
+// standard library (golang.org/x/sys/unix in the macOS-only files).
 package darwin

@@ -32,11 +32,56 @@ func escapeRegex(s string) string {
 	return b.String()
 }
 
+// Case folding. macOS volumes are case-insensitive by default (APFS and
+// HFS+ as formatted), so that .MCP.json, .git/COMMONDIR or head name the
+// files git and Claude Code read as .mcp.json, .git/commondir and HEAD. A
+// deny on such a volume is also written as a regex that spells every ASCII
+// letter of the path both ways ([mM]), and k and s with the two non-ASCII
+// letters Unicode folds to them (U+212A KELVIN SIGN, U+017F LONG S) as an
+// alternation of their UTF-8 bytes. Other non-ASCII letters, normalization
+// (a composed é against e and U+0301) and HFS+'s ignorable code points are
+// not folded (docs/MACOS.md).
+
+// foldLetter is the regex of one ASCII letter in any case, "" for a byte
+// that is not one.
+func foldLetter(c byte) string {
+	lo := c | 0x20
+	if lo < 'a' || lo > 'z' {
+		return ""
+	}
+	up := lo &^ 0x20
+	switch lo {
+	case 'k':
+		return "(k|K|\u212a)"
+	case 's':
+		return "(s|S|\u017f)"
+	}
+	return "[" + string(lo) + string(up) + "]"
+}
+
+// ciEscape is escapeRegex with every ASCII letter folded.
+func ciEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if f := foldLetter(s[i]); f != "" {
+			b.WriteString(f)
+			continue
+		}
+		if strings.IndexByte(regexSpecial, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // glob is a policy glob split at its first segment with a metacharacter:
-// base is the literal directory it starts from, segs the rest.
+// base is the literal directory it starts from, segs the rest. fold spells
+// its regexes case-insensitively.
 type glob struct {
 	base string
 	segs []string
+	fold bool
 }
 
 // splitGlob splits an absolute, cleaned pattern.
@@ -73,14 +118,18 @@ func (g glob) regex(n int) (string, error) {
 	var b strings.Builder
 	b.WriteByte('^')
 	if g.base != "/" {
-		b.WriteString(escapeRegex(g.base))
+		if g.fold {
+			b.WriteString(ciEscape(g.base))
+		} else {
+			b.WriteString(escapeRegex(g.base))
+		}
 	}
 	for _, s := range g.segs[:n] {
 		if s == "**" {
 			b.WriteString(`(/[^/]+)*`)
 			continue
 		}
-		r, err := segmentRegex(s)
+		r, err := segmentRegex(s, g.fold)
 		if err != nil {
 			return "", err
 		}
@@ -125,8 +174,13 @@ func (g glob) ancestorRegexes() ([]string, error) {
 // errGlob is wrapped by every glob the generator cannot translate.
 var errGlob = errors.New("glob not expressible in Seatbelt")
 
-// segmentRegex translates one path/filepath.Match segment.
-func segmentRegex(seg string) (string, error) {
+// segmentRegex translates one path/filepath.Match segment; with fold, what
+// it matches in any case.
+func segmentRegex(seg string, fold bool) (string, error) {
+	esc := escapeRegex
+	if fold {
+		esc = ciEscape
+	}
 	var b strings.Builder
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("%w: segment %q: %s", errGlob, seg, why)
@@ -145,17 +199,17 @@ func segmentRegex(seg string) (string, error) {
 				return bad("a trailing backslash")
 			}
 			_, n := utf8.DecodeRuneInString(seg[i+1:])
-			b.WriteString(escapeRegex(seg[i+1 : i+1+n]))
+			b.WriteString(esc(seg[i+1 : i+1+n]))
 			i += 1 + n
 		case '[':
-			r, n, err := classRegex(seg[i:])
+			r, n, err := classRegex(seg[i:], fold)
 			if err != nil {
 				return bad(err.Error())
 			}
 			b.WriteString(r)
 			i += n
 		default:
-			b.WriteString(escapeRegex(string(c)))
+			b.WriteString(esc(string(c)))
 			i++
 		}
 	}
@@ -169,16 +223,18 @@ const classSpecial = `]^-\[`
 // classRegex translates the character class at the start of s (Go syntax:
 // '[' ['^'] { c | '\' c | lo '-' hi } ']'), returning the regex and how
 // many bytes it used. Only ASCII is accepted: a multi-byte character in a
-// class would be read byte by byte by a byte-oriented engine.
-func classRegex(s string) (string, int, error) {
+// class would be read byte by byte by a byte-oriented engine. With fold,
+// the class is closed under case: a letter is in it when either case is
+// (negated: out of it only when both cases are), and k and s bring the
+// non-ASCII letters that fold to them as alternatives.
+func classRegex(s string, fold bool) (string, int, error) {
 	i := 1
 	negate := false
 	if i < len(s) && s[i] == '^' {
 		negate = true
 		i++
 	}
-	type item struct{ lo, hi byte }
-	var items []item
+	var items []classItem
 	char := func() (byte, error) {
 		if i >= len(s) {
 			return 0, errors.New("unterminated character class")
@@ -224,7 +280,11 @@ func classRegex(s string) (string, int, error) {
 				return "", 0, fmt.Errorf("reversed range %c-%c", lo, hi)
 			}
 		}
-		items = append(items, item{lo, hi})
+		items = append(items, classItem{lo, hi})
+	}
+	var extra []string // with fold: the non-ASCII letters folding to a member
+	if fold {
+		items, extra = foldClass(items, negate)
 	}
 	var inside, outside []string
 	for _, it := range items {
@@ -254,6 +314,7 @@ func classRegex(s string) (string, int, error) {
 		alts = append(alts, "["+strings.Join(inside, "")+"]")
 	}
 	alts = append(alts, outside...)
+	alts = append(alts, extra...)
 	switch len(alts) {
 	case 0:
 		return "", 0, errors.New("the class matches nothing in a path segment")
@@ -261,6 +322,70 @@ func classRegex(s string) (string, int, error) {
 		return alts[0], i, nil
 	}
 	return "(" + strings.Join(alts, "|") + ")", i, nil
+}
+
+// classItem is one member of a bracket class: a character or a range.
+type classItem struct{ lo, hi byte }
+
+// foldClass closes a class's ASCII members under case (see classRegex) and
+// returns them as items again, with the non-ASCII letters folding to a
+// member (a non-negated class only) as alternatives. A run of members is
+// one range; one of classSpecial at an end of a run is an item of its own
+// (classRegex matches those outside the brackets).
+func foldClass(items []classItem, negate bool) ([]classItem, []string) {
+	var in [128]bool
+	for _, it := range items {
+		for c := int(it.lo); c <= int(it.hi); c++ {
+			in[c] = true
+		}
+	}
+	other := func(c int) int { return c ^ 0x20 }
+	letter := func(c int) bool { lo := c | 0x20; return lo >= 'a' && lo <= 'z' }
+	var set [128]bool
+	for c := range in {
+		switch {
+		case c == '/':
+		case !letter(c):
+			set[c] = in[c]
+		case negate:
+			set[c] = in[c] && in[other(c)] // out of it only when both cases are
+		default:
+			set[c] = in[c] || in[other(c)]
+		}
+	}
+	var extra []string
+	if !negate {
+		if set['k'] {
+			extra = append(extra, "K")
+		}
+		if set['s'] {
+			extra = append(extra, "ſ")
+		}
+	}
+	var out []classItem
+	for c := 0; c < len(set); {
+		if !set[c] {
+			c++
+			continue
+		}
+		lo := c
+		for c < len(set) && set[c] {
+			c++
+		}
+		hi := c - 1
+		for lo < hi && strings.IndexByte(classSpecial, byte(lo)) >= 0 {
+			out = append(out, classItem{byte(lo), byte(lo)})
+			lo++
+		}
+		var tail []classItem
+		for lo < hi && strings.IndexByte(classSpecial, byte(hi)) >= 0 {
+			tail = append(tail, classItem{byte(hi), byte(hi)})
+			hi--
+		}
+		out = append(out, classItem{byte(lo), byte(hi)})
+		out = append(out, tail...)
+	}
+	return out, extra
 }
 
 func appendRange(out []string, lo, hi byte) []string {

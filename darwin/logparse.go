@@ -1,6 +1,7 @@
 package darwin
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,20 +13,23 @@ import (
 
 // The sandbox reports each denial to the unified log, from the kernel, as
 // "Sandbox: PROCESS(PID) deny(N) OPERATION TARGET", followed by the
-// rule's message, which moat sets to the run's tag. The runner reads them
-// with
+// rule's message, which moat sets to the run's tag, on a line of its own.
+// The runner reads them with
 //
-//	log stream --style compact --predicate 'eventMessage CONTAINS "TAG"'
+//	log stream --style ndjson --predicate 'eventMessage CONTAINS "TAG"'
 //
-// which prints one line per event, "DATE TIME TYPE PROCESS[PID:TID] MESSAGE",
-// a message of several lines continuing on lines of their own. LogReader
+// which prints one JSON object per event on one line: a line break in the
+// message (a file name may hold one) is escaped inside it, so no text of
+// the command's can start an event of its own. (The compact style printed
+// the message's lines as they were: `touch "$HOME/x<newline><a line in the
+// compact format>"` hid the real denial and forged another.) LogReader
 // turns those lines into violations; it is plain text processing, tested
 // with fixture lines on every platform.
 
 // LogStreamArgs are the arguments of /usr/bin/log that stream a run's
 // denials.
 func LogStreamArgs(tag string) []string {
-	return []string{"stream", "--style", "compact", "--predicate", `eventMessage CONTAINS "` + tag + `"`}
+	return []string{"stream", "--style", "ndjson", "--predicate", `eventMessage CONTAINS "` + tag + `"`}
 }
 
 // Denial is one parsed sandbox report.
@@ -37,7 +41,11 @@ type Denial struct {
 	Target  string // the path, address or name
 }
 
-var denialRE = lazyre.New(`^Sandbox: (.+)\((\d+)\) deny\((\d+)\) (\S+)(?: (.*))?$`)
+// denialRE reads a report. The process name is at most 32 bytes (the
+// kernel's p_name) on one line; the operation is a Seatbelt operation's
+// name; the target is the rest, line breaks included (a file name may
+// hold them).
+var denialRE = lazyre.New(`^Sandbox: (.{1,32})\((\d+)\) deny\((\d+)\) ([a-z][a-z0-9*-]*)(?: ((?s:.*)))?$`)
 
 // ParseDenial reads one report's text (the tag already removed).
 func ParseDenial(msg string) (Denial, bool) {
@@ -86,6 +94,11 @@ func (d Denial) Violation(explain func(op, target string) string) policy.Violati
 	if explain != nil {
 		v.Rule = explain(d.Op, d.Target)
 	}
+	if strings.ContainsAny(d.Target, "\r\n") {
+		// A name with a line break: shown quoted, so that no part of it
+		// reads as a report of its own.
+		v.Target = strconv.Quote(d.Target)
+	}
 	return v
 }
 
@@ -96,7 +109,7 @@ var noise = []struct{ op, target string }{
 	{"mach-lookup", "com.apple.analyticsd"},
 }
 
-// LogReader turns `log stream --style compact` lines into violations.
+// LogReader turns `log stream --style ndjson` lines into violations.
 type LogReader struct {
 	// Tag is the run's tag: events without it are not the run's.
 	Tag string
@@ -104,55 +117,52 @@ type LogReader struct {
 	// violations carry no rule.
 	Explain func(op, target string) string
 
-	cur  *logEvent
 	seen map[string]bool
 }
 
+// logEvent are the fields of a `log stream --style ndjson` event the
+// reader uses.
 type logEvent struct {
-	t   time.Time
-	msg strings.Builder
+	EventMessage     string `json:"eventMessage"`
+	ProcessID        *int64 `json:"processID"`
+	ProcessImagePath string `json:"processImagePath"`
+	SenderImagePath  string `json:"senderImagePath"`
+	Timestamp        string `json:"timestamp"`
 }
 
-// timeRE matches the start of an event line: "2024-06-01 10:20:30.123456".
-var timeRE = lazyre.New(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\S* `)
+// sandboxSender is where the kernel's sandbox reports come from.
+const sandboxSender = "/Sandbox.kext/Contents/MacOS/Sandbox"
 
-// Line reads one line of output and returns the violations it completed
-// (an event is complete when the next one starts, or at Flush).
+// Line reads one line of output (one event) and returns its violation, if
+// it is one of the run's denials: a report of the kernel's sandbox (the
+// kernel's process, pid 0, the Sandbox kext as the sender: nothing a
+// process can log as), whose message is a report ending with the run's
+// tag on its last line. Anything else (the stream's header, another
+// process's message holding the tag, a coalesced "duplicate report", a
+// message with text after the tag) is not.
 func (r *LogReader) Line(line string) []policy.Violation {
-	line = strings.TrimRight(line, "\r\n")
-	m := timeRE.FindStringSubmatch(line)
-	if m == nil {
-		if r.cur != nil { // a message's next line
-			r.cur.msg.WriteByte('\n')
-			r.cur.msg.WriteString(line)
-		}
-		return nil // or a header: "Filtering the log data using ...", "Timestamp ..."
-	}
-	out := r.Flush()
-	t, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", m[1], time.Local)
-	if err != nil {
-		t = time.Now()
-	}
-	r.cur = &logEvent{t: t}
-	r.cur.msg.WriteString(line[len(m[0]):])
-	return out
-}
-
-// Flush returns the violation of the event read so far, if it is one.
-func (r *LogReader) Flush() []policy.Violation {
-	e := r.cur
-	r.cur = nil
-	if e == nil || r.Tag == "" {
+	line = strings.TrimSpace(line)
+	if r.Tag == "" || !strings.HasPrefix(line, "{") {
 		return nil
 	}
-	msg := e.msg.String()
-	i := strings.LastIndex(msg, r.Tag)
-	if i < 0 {
+	var e logEvent
+	if json.Unmarshal([]byte(line), &e) != nil {
 		return nil
 	}
-	msg = msg[:i]
-	d, ok := ParseDenial(firstSandboxLine(msg))
-	if !ok || strings.Contains(msg, "duplicate report") {
+	if e.ProcessID == nil || *e.ProcessID != 0 || e.ProcessImagePath != "/kernel" || !strings.HasSuffix(e.SenderImagePath, sandboxSender) {
+		return nil
+	}
+	msg := strings.TrimRight(e.EventMessage, " \t\r\n")
+	body, ok := strings.CutSuffix(msg, r.Tag)
+	if !ok || body == "" || (!strings.HasSuffix(body, "\n") && !strings.HasSuffix(body, " ")) {
+		return nil // the tag is not the message's last line
+	}
+	body = strings.TrimPrefix(body, "(Sandbox) ")
+	if !strings.HasPrefix(body, "Sandbox: ") {
+		return nil // "N duplicate reports for Sandbox: ...", or not a report
+	}
+	d, ok := ParseDenial(body)
+	if !ok {
 		return nil
 	}
 	for _, n := range noise {
@@ -170,20 +180,9 @@ func (r *LogReader) Flush() []policy.Violation {
 	}
 	r.seen[key] = true
 	v := d.Violation(r.Explain)
-	v.Time = e.t
+	v.Time = time.Now()
+	if t, err := time.Parse("2006-01-02 15:04:05.999999999-0700", e.Timestamp); err == nil {
+		v.Time = t
+	}
 	return []policy.Violation{v}
-}
-
-// firstSandboxLine is the report's own line of a message: from "Sandbox: "
-// to the end of that line.
-func firstSandboxLine(msg string) string {
-	i := strings.Index(msg, "Sandbox: ")
-	if i < 0 {
-		return ""
-	}
-	msg = msg[i:]
-	if j := strings.IndexByte(msg, '\n'); j >= 0 {
-		msg = msg[:j]
-	}
-	return msg
 }

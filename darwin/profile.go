@@ -5,12 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/lazyre"
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -27,6 +31,18 @@ type Options struct {
 	// Resolve returns the real path of p, symlinks resolved (what Seatbelt
 	// compares rules with). If nil, Canonical.
 	Resolve func(p string) (string, error)
+	// CaseSensitive reports whether the volume of the real path p compares
+	// names case-sensitively. Where it does not (the default on macOS),
+	// every deny (denyRead, denyWrite, a protection, a pin) is also written
+	// as a regex matching its path in any case. If nil: pathconf
+	// _PC_CASE_SENSITIVE on macOS (anything but a clear yes is no), false
+	// elsewhere.
+	CaseSensitive func(p string) bool
+	// Readlink reads a symlink, for the paths resolved step by step (an
+	// allowUnixSockets path: its symlinks are followed only outside the
+	// writable trees). If nil, os.Readlink; a test that gives Resolve a
+	// Mac's links gives them here too.
+	Readlink func(p string) (string, error)
 	// TmpDir is the run's private temporary directory (writable; the
 	// runner points TMPDIR at it). Optional.
 	TmpDir string
@@ -103,7 +119,9 @@ func NewTag() string {
 var ErrUnexpressible = errors.New("not expressible in a Seatbelt profile")
 
 // Generate builds the Seatbelt profile for a policy. It reads nothing from
-// the disk except through Options.Resolve.
+// the disk except through Options.Resolve, and the lstat of each
+// component of an allowWrite path as written (a symlink on the way that
+// lies inside another writable tree is refused: a *planted.Link).
 func Generate(pol *policy.Policy, o Options) (*Profile, error) {
 	if pol == nil {
 		return nil, errors.New("darwin: nil policy")
@@ -147,9 +165,40 @@ type generator struct {
 	pinsRead   []expr // ancestors of read denies: no unlink (rename)
 	tty        string
 	unix       []expr
+	sensitive  map[string]bool // CaseSensitive's answers
 }
 
-// network checks the network part and resolves unix socket paths.
+// fold gives r its case-insensitive regex unless r's volume is known to be
+// case-sensitive.
+func (g *generator) fold(r rule) (rule, error) {
+	base := r.path
+	if r.isGlob() {
+		base = r.g.base
+	}
+	if g.caseSensitive(base) {
+		return r, nil
+	}
+	return r.folded()
+}
+
+func (g *generator) caseSensitive(p string) bool {
+	if v, ok := g.sensitive[p]; ok {
+		return v
+	}
+	f := g.o.CaseSensitive
+	if f == nil {
+		f = volumeCaseSensitive
+	}
+	if g.sensitive == nil {
+		g.sensitive = map[string]bool{}
+	}
+	v := f(p)
+	g.sensitive[p] = v
+	return v
+}
+
+// network checks the network part (unix socket paths are resolved by
+// unixSockets, once the writable trees are known).
 func (g *generator) network() error {
 	n := g.pol.Net
 	g.p.http, g.p.socks = g.o.HTTPProxyPort, g.o.SOCKSProxyPort
@@ -172,11 +221,31 @@ func (g *generator) network() error {
 	}
 	if n.AllowAllUnixSockets {
 		g.p.Notes = append(g.p.Notes, "allowAllUnixSockets: every unix socket of the host is reachable (the Docker socket, agents, mDNSResponder's DNS)")
-		return nil
 	}
-	rs, err := g.res.resolveRules(n.AllowUnixSockets, false)
-	if err != nil {
-		return err
+	return nil
+}
+
+// unixSockets resolves allowUnixSockets, once the writable trees are
+// known, and returns the protections its paths need. A socket path is
+// resolved only outside the writable trees, as on Linux
+// (internal/planted.ResolveOutsideWritable): a symlink the command made
+// inside one is not followed. One that is there already is refused,
+// naming where it leads (an earlier run could have planted dev.sock ->
+// /var/run/docker.sock, and the profile allowed the Docker socket). And an
+// allowed path inside a writable tree is read-only, its directories
+// pinned, so that the command cannot put a symlink there during the run:
+// Seatbelt may match the address the command gives (the path unresolved),
+// not where it leads. (The command cannot serve on it anyway: binding a
+// unix socket needs allowAllUnixSockets.) A glob whose base lies in a
+// writable tree is a denyWrite for the same reason.
+func (g *generator) unixSockets() ([]Protection, error) {
+	n := g.pol.Net
+	if n.AllowAllUnixSockets {
+		return nil, nil
+	}
+	writable := func(p string) bool {
+		_, ok := g.p.j.inRoot(p)
+		return ok
 	}
 	seen := map[string]bool{}
 	add := func(kind, v string) {
@@ -185,33 +254,108 @@ func (g *generator) network() error {
 			g.unix = append(g.unix, list("remote", "unix-socket", list(kind, user(v))))
 		}
 	}
-	for _, r := range rs {
-		if r.isGlob() {
-			m, _ := r.g.match()
-			add("path-regex", m)
+	readlink := g.o.Readlink
+	if readlink == nil {
+		readlink = os.Readlink
+	}
+	var prot []Protection
+	for _, pr := range n.AllowUnixSockets {
+		if err := checkString("path", pr.Path); err != nil {
+			return nil, err
+		}
+		if err := policy.CheckPath(pr.Path); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.Source, err)
+		}
+		glob := pr.Glob && hasMeta(pr.Path)
+		way := filepath.Clean(pr.Path)
+		if glob {
+			way = splitGlob(way).base
+		}
+		dir, rest, _ := planted.SplitOutsideWritable(way, func(d string) bool {
+			f, err := g.res.full(d)
+			return err == nil && writable(f)
+		}, readlink)
+		// What is left as written lies in a writable tree: a symlink there
+		// now is refused (also one reached through a link outside the
+		// trees, which the walk of the path as written would not see).
+		if l := planted.FindLink(filepath.Join(append([]string{dir}, rest...)...), pr.Source, g.insideWritable, g.res.full); l != nil {
+			l.Path, l.For = pr.Path, "allow that socket"
+			return nil, l
+		}
+		if glob {
+			rs, err := g.res.resolveRules([]policy.PathRule{pr}, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				if r.isGlob() {
+					m, _ := r.g.match()
+					add("path-regex", m)
+				} else {
+					add("path-literal", r.path)
+				}
+				if g.p.j.intersectsWritable(r) {
+					r = r.onlyMatches()
+					r.source = pr.Source + " (an allowed socket path in a writable tree is read-only)"
+					g.denyWrite = append(g.denyWrite, r)
+				}
+			}
 			continue
 		}
-		add("path-literal", r.path)
-	}
-	// The path as written too: the check may see it unresolved.
-	for _, r := range n.AllowUnixSockets {
-		if !r.Glob {
-			add("path-literal", r.Path)
+		d, err := g.res.full(dir) // no symlink in it: the Mac's root links, if this is not a Mac
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(append([]string{d}, rest...)...)
+		if err := policy.CheckPath(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.Source, err)
+		}
+		add("path-literal", p)
+		if writable(p) {
+			prot = append(prot, Protection{Path: p, Why: "allowUnixSockets: " + pr.Source + ": an allowed socket path in a writable tree is never writable (a symlink put there would lead the connection elsewhere)"})
 		}
 	}
-	return nil
+	// The paths as written too: the check may see them unresolved.
+	for _, pr := range n.AllowUnixSockets {
+		if !pr.Glob || !hasMeta(pr.Path) {
+			add("path-literal", pr.Path)
+		}
+	}
+	return prot, nil
+}
+
+// insideWritable reports the allowWrite tree that holds n (a path with
+// its directories' symlinks resolved) strictly below its top.
+func (g *generator) insideWritable(n string) (string, bool) {
+	for _, r := range g.writeRoots {
+		if !r.isGlob() {
+			if n != r.path && within(n, r.path) {
+				return r.path, true
+			}
+			continue
+		}
+		if m, err := r.g.match(); err == nil && r.covers(n) && !regexp.MustCompile(m).MatchString(n) {
+			return r.path, true
+		}
+	}
+	return "", false
 }
 
 // files resolves the filesystem rules and the protections.
 func (g *generator) files() error {
 	fs := g.pol.FS
-	denyRead, err := g.res.resolveRules(fs.DenyRead, true)
+	denyRead, err := g.res.resolveRules(macDenyRead(g.pol), true)
 	if err != nil {
 		return err
 	}
 	allowRead, err := g.res.resolveRules(fs.AllowRead, false)
 	if err != nil {
 		return err
+	}
+	for i, r := range denyRead {
+		if denyRead[i], err = g.fold(r); err != nil {
+			return err
+		}
 	}
 	g.p.denyRead = denyRead
 	for _, r := range denyRead {
@@ -225,6 +369,9 @@ func (g *generator) files() error {
 		return err
 	}
 	if g.writeRoots, err = g.res.resolveRules(fs.AllowWrite, false); err != nil {
+		return err
+	}
+	if err := g.plantedWriteLinks(); err != nil {
 		return err
 	}
 	g.p.writeRoots = g.writeRoots
@@ -245,8 +392,14 @@ func (g *generator) files() error {
 
 	// Protections: the caller's (Survey), moat's own files, the settings
 	// files. Kept where the rules would let the command write.
+	g.p.j = judge{reads: g.reads, roots: append(append([]rule(nil), g.writeRoots...), g.tmp...)}
 	var prot []Protection
 	prot = append(prot, g.o.Protect...)
+	sockets, err := g.unixSockets() // may add to denyWrite: the judge takes it after
+	if err != nil {
+		return err
+	}
+	prot = append(prot, sockets...)
 	for _, p := range g.pol.Protect {
 		prot = append(prot, Protection{Path: p, Why: "moat: its own files are never writable"})
 	}
@@ -255,7 +408,12 @@ func (g *generator) files() error {
 			prot = append(prot, Protection{Path: p, Why: "moat: a settings file it read is never writable"})
 		}
 	}
-	g.p.j = judge{reads: g.reads, roots: append(append([]rule(nil), g.writeRoots...), g.tmp...), denyWrite: g.denyWrite}
+	for i, r := range g.denyWrite {
+		if g.denyWrite[i], err = g.fold(r); err != nil {
+			return err
+		}
+	}
+	g.p.j.denyWrite = g.denyWrite
 	seen := map[string]bool{}
 	for _, pr := range prot {
 		if err := checkString("protected path", pr.Path); err != nil {
@@ -276,7 +434,11 @@ func (g *generator) files() error {
 			if ok, _ := g.p.j.writable(p); !ok {
 				continue // read-only anyway
 			}
-			g.protect = append(g.protect, rule{path: p, source: pr.Why})
+			r, err := g.fold(rule{path: p, source: pr.Why})
+			if err != nil {
+				return err
+			}
+			g.protect = append(g.protect, r)
 			g.p.Protected = append(g.p.Protected, Protection{Path: p, Why: pr.Why})
 		}
 	}
@@ -301,7 +463,11 @@ func (g *generator) files() error {
 			if err != nil {
 				return err
 			}
-			for _, x := range rs {
+			frs, err := r.foldedAncestorRegexes()
+			if err != nil {
+				return err
+			}
+			for _, x := range append(rs, frs...) {
 				regexPins[x] = true
 			}
 		}
@@ -317,6 +483,7 @@ func (g *generator) files() error {
 			return err
 		}
 	}
+	g.foldPins(writePins, regexPins)
 	g.pinsWrite = pinExprs(writePins, regexPins)
 	readPins := map[string]bool{}
 	readRegexPins := map[string]bool{}
@@ -332,7 +499,11 @@ func (g *generator) files() error {
 			if err != nil {
 				return err
 			}
-			for _, x := range rs {
+			frs, err := r.foldedAncestorRegexes()
+			if err != nil {
+				return err
+			}
+			for _, x := range append(rs, frs...) {
 				readRegexPins[x] = true
 			}
 		}
@@ -347,6 +518,7 @@ func (g *generator) files() error {
 			delete(readPins, a)
 		}
 	}
+	g.foldPins(readPins, readRegexPins)
 	for x := range readRegexPins {
 		if regexPins[x] {
 			delete(readRegexPins, x)
@@ -354,6 +526,52 @@ func (g *generator) files() error {
 	}
 	g.pinsRead = pinExprs(readPins, readRegexPins)
 	return nil
+}
+
+// foldPins adds to regexes, for each pinned directory in lits on a volume
+// not known to be case-sensitive, the regex of that directory in any case:
+// renaming .GIT moves .git as well there.
+func (g *generator) foldPins(lits, regexes map[string]bool) {
+	for a, ok := range lits {
+		if !ok || g.caseSensitive(a) {
+			continue
+		}
+		if x := "^" + ciEscape(a) + "$"; x != "^"+escapeRegex(a)+"$" {
+			regexes[x] = true
+		}
+	}
+}
+
+// plantedWriteLinks refuses a writable path, as written, that goes
+// through a symlink lying inside another writable tree: a command of an
+// earlier run could have planted it (work/out -> $HOME), and the next run
+// given --write out (or an allowWrite naming it) made wherever it leads
+// writable (found by an attack pass). As on Linux (linux/plan.go, the same
+// walk: internal/planted), moat refuses it and names where it leads.
+func (g *generator) plantedWriteLinks() error {
+	for _, r := range g.pol.FS.AllowWrite {
+		if r.Glob && hasMeta(r.Path) {
+			continue
+		}
+		if l := planted.FindLink(r.Path, r.Source, g.insideWritable, g.res.full); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// macDenyRead is the policy's denyRead, with macOS's own credential stores
+// (policy.MacSecretPaths) wherever it denies the default secrets.
+func macDenyRead(pol *policy.Policy) []policy.PathRule {
+	out := pol.FS.DenyRead
+	if !filepath.IsAbs(pol.Home) || !slices.ContainsFunc(out, func(r policy.PathRule) bool { return r.Source == policy.DefaultSecretsSource }) {
+		return out
+	}
+	out = slices.Clone(out)
+	for _, p := range policy.MacSecretPaths {
+		out = append(out, policy.PathRule{Path: filepath.Join(pol.Home, p), Source: policy.DefaultSecretsSource + " (macOS)"})
+	}
+	return out
 }
 
 func pinExprs(lits, regexes map[string]bool) []expr {
@@ -506,6 +724,14 @@ func (g *generator) entries() []entry {
 	many("", "protections: files that would let a command run code outside the sandbox later", "deny", []string{"file-write*"}, pr, prNotes)
 	many("", "above a protected or denyWrite path: no rename, no removal, no creation", "deny", []string{"file-write-unlink", "file-write-create"}, g.pinsWrite, nil)
 	many("", "above a denyRead path: no rename (it would carry the path out of its rule)", "deny", []string{"file-write-unlink"}, g.pinsRead, nil)
+	// Last among the write rules, so that both readings of precedence
+	// agree: no file flags anywhere (a command that set UF_IMMUTABLE or
+	// UF_APPEND, chflags uchg, which any owner may, on what it planted in a
+	// writable tree kept the git audit from moving it out after the run);
+	// no set-user-ID or set-group-ID bit anywhere (a set-id file left in a
+	// writable tree runs as its owner for whoever runs it; Linux refuses
+	// those modes too).
+	one("", "no file flags (chflags uchg would keep the git audit from taking a plant out), no set-id bits", "deny", []string{"file-write-flags", "file-write-setugid"})
 
 	dev = nil
 	for _, d := range devIoctl {

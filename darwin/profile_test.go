@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -28,6 +29,17 @@ func macResolve(p string) (string, error) {
 		return "/Volumes/vault/aws" + strings.TrimPrefix(p, gHome+"/.aws"), nil
 	}
 	return MacRoot(p), nil
+}
+
+// macReadlink is macResolve's links, one at a time.
+func macReadlink(p string) (string, error) {
+	switch p {
+	case "/tmp", "/var", "/etc":
+		return "private" + p, nil
+	case gHome + "/.aws":
+		return "/Volumes/vault/aws", nil
+	}
+	return "", os.ErrInvalid
 }
 
 func pr(path, src string) policy.PathRule {
@@ -144,7 +156,7 @@ var goldenCases = []goldenCase{
 }
 
 func goldenOptions(pol *policy.Policy) Options {
-	return Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Resolve: macResolve, Protect: goldenProtect(pol)}
+	return Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Resolve: macResolve, Readlink: macReadlink, Protect: goldenProtect(pol)}
 }
 
 // TestGolden compares each profile with testdata/NAME.sb (go test
@@ -241,6 +253,7 @@ func forbidden(t *testing.T, sb *sbProfile, pol *policy.Policy, o Options) {
 		t.Errorf("the default rule's message is %q, not the run's tag", sb.message)
 	}
 	roots := map[string]bool{}
+	var inside []string // a path in each literal writable tree
 	for _, r := range pol.FS.AllowWrite {
 		res := resolver{fn: o.Resolve}
 		rs, err := res.resolveRules([]policy.PathRule{r}, false)
@@ -249,11 +262,22 @@ func forbidden(t *testing.T, sb *sbProfile, pol *policy.Policy, o Options) {
 		}
 		for _, x := range rs {
 			roots[x.filter().String()] = true
+			if !x.isGlob() {
+				inside = append(inside, x.path, x.path+"/f")
+			}
 		}
 	}
 	if o.TmpDir != "" {
 		c, _ := o.Resolve(o.TmpDir)
 		roots[list("subpath", user(c)).String()] = true
+		inside = append(inside, c+"/f")
+	}
+	for _, p := range append(inside, "/dev/null") {
+		for _, op := range neverOps {
+			if ok, err := sb.decide(sbQuery{op: op, path: p}); ok || err != nil {
+				t.Errorf("%s allowed on %s (%v)", op, p, err)
+			}
+		}
 	}
 	okDevice := func(s string) bool {
 		return slices.Contains(devWrite, s) || s == devFD || (o.TTY != "" && (s == o.TTY || s == "/dev/tty"))
@@ -529,6 +553,51 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestNoFileFlags: no path, in a writable tree or not, takes file flags:
+// a plant made immutable (chflags uchg, UF_IMMUTABLE, which any owner may
+// set) or append-only could not be moved out by the git audit after the
+// run.
+func TestNoFileFlags(t *testing.T) {
+	pol := goldenBase()
+	o := goldenOptions(pol)
+	o.TmpDir = "/var/folders/xy/abc/T/moat-1"
+	p, err := Generate(pol, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, path := range []string{gWork + "/.git/hooks/pre-commit", gWork + "/sub/.git/config", gWork + "/a.txt", "/private/var/folders/xy/abc/T/moat-1/f"} {
+			expect(t, sb.writable, path, !strings.Contains(path, "/.git/hooks"), "the file's data")
+			ok, err := sb.decide(sbQuery{op: "file-write-flags", path: path})
+			if err != nil || ok {
+				t.Errorf("file-write-flags on %s: %v %v", path, ok, err)
+			}
+		}
+	}
+}
+
+// TestNoSetID: no path takes a set-user-ID or set-group-ID bit (chmod
+// u+s, g+s): a set-id file left in a writable tree runs as its owner for
+// whoever runs it later. Linux refuses those modes too.
+func TestNoSetID(t *testing.T) {
+	pol := goldenBase()
+	o := goldenOptions(pol)
+	o.TmpDir = "/var/folders/xy/abc/T/moat-1"
+	p, err := Generate(pol, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, path := range []string{gWork + "/bin/tool", gWork + "/a.txt", "/private/var/folders/xy/abc/T/moat-1/f"} {
+			expect(t, sb.writable, path, true, "the file's data and mode")
+			ok, err := sb.decide(sbQuery{op: "file-write-setugid", path: path})
+			if err != nil || ok {
+				t.Errorf("file-write-setugid on %s: %v %v", path, ok, err)
+			}
+		}
+	}
+}
+
 // TestProtectionsOnlyWhereWritable keeps the profile to the protections
 // that change something, and checks that every one of them holds.
 func TestProtectionsOnlyWhereWritable(t *testing.T) {
@@ -601,11 +670,28 @@ func TestGlobs(t *testing.T) {
 		}
 	}
 	pol := c.pol()
-	p, err := Generate(pol, goldenOptions(pol))
+	o := goldenOptions(pol)
+	o.CaseSensitive = func(string) bool { return true } // the globs as written
+	p, err := Generate(pol, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	folded, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, folded) {
+		expect(t, sb.readable, gWork+"/certs/SERVER.PEM", false, "**/*.pem, in any case")
+		expect(t, sb.readable, gWork+"/Config/Secrets.YML", false, "[jy], in any case")
+		expect(t, sb.readable, gWork+"/config/secrets.xml", true, "[jy]")
+		expect(t, sb.readable, gWork+"/KEYS/a/Private", false, "keys/*/private")
+		expect(t, sb.movable, gWork+"/KEYS/a", false, "renaming a directory between the base and a match, in any case")
+		expect(t, sb.writable, gWork+"/a/b/YARN.LOCK", false, "denyWrite **/*.lock")
+		expect(t, sb.writable, gWork+"/dist/Bundle.js", false, "[!a-z]: B is bundle.js's b on such a volume")
+		expect(t, sb.writable, gWork+"/dist/.bundle.js", true, ". is not in [!a-z]")
+	}
 	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, gWork+"/certs/SERVER.PEM", true, "a case-sensitive volume: another name")
 		expect(t, sb.readable, gWork+"/certs/server.pem", false, "**/*.pem")
 		expect(t, sb.readable, gWork+"/server.pem", false, "** spans no directory too")
 		expect(t, sb.readable, gWork+"/certs/test-a.pem", true, "allowRead **/test-*.pem names the same node: it wins the tie")
@@ -624,5 +710,267 @@ func TestGlobs(t *testing.T) {
 		expect(t, sb.writable, gWork+"/a/b/yarn.lock", false, "denyWrite **/*.lock")
 		expect(t, sb.writable, gWork+"/dist/Bundle.js", true, "[!a-z] is Go's class of '!' and a-z: B is not in it")
 		expect(t, sb.writable, gWork+"/dist/bundle.js", false, "b is")
+	}
+}
+
+// TestPlantedWriteLink: a writable path that goes through a symlink inside
+// another writable tree is refused, naming where it leads: an earlier run
+// could have planted work/out -> $HOME, and --write out would have made
+// the home directory (~/Library/LaunchAgents) writable. A real directory
+// there is taken as it is.
+func TestPlantedWriteLink(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	work := filepath.Join(home, "src/app")
+	for _, d := range []string{filepath.Join(home, "Library/LaunchAgents"), filepath.Join(work, "real")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(home, filepath.Join(work, "out")); err != nil {
+		t.Fatal(err)
+	}
+	gen := func(extra ...string) (*Profile, error) {
+		pol := &policy.Policy{Cwd: work, Home: home, Violations: true}
+		pol.FS.MandatoryDenySearchDepth = 1
+		pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+		for _, p := range extra {
+			pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: p, Source: "--write " + p})
+		}
+		return Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP})
+	}
+	for _, p := range []string{filepath.Join(work, "out"), filepath.Join(work, "out/Library/LaunchAgents")} {
+		_, err := gen(p)
+		var l *planted.Link
+		if !errors.As(err, &l) {
+			t.Fatalf("--write %s: %v, want a planted link", p, err)
+		}
+		if l.To != home || !strings.Contains(err.Error(), "symlink inside the writable tree "+MacRoot(work)) {
+			t.Errorf("--write %s: %v", p, err)
+		}
+	}
+	p, err := gen(filepath.Join(work, "real"))
+	if err != nil {
+		t.Fatalf("a real directory: %v", err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.writable, MacRoot(filepath.Join(home, "Library/LaunchAgents/evil.plist")), false, "the home directory")
+		expect(t, sb.writable, MacRoot(filepath.Join(work, "real/a")), true, "the real directory")
+	}
+}
+
+// TestPlantedSocketLink: an allowUnixSockets path is resolved only outside
+// the writable trees. A symlink inside one on its way (dev.sock ->
+// /var/run/docker.sock, planted by an earlier run; a planted directory;
+// one reached through the user's own link outside the trees) is refused,
+// naming where it leads; an allowed path inside a writable tree is
+// read-only and its directories pinned, so that the command cannot put a
+// symlink there during the run; a glob's matches there too.
+func TestPlantedSocketLink(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "app")
+	run := filepath.Join(dir, "var/run")
+	docker := filepath.Join(run, "docker.sock")
+	for _, d := range []string{filepath.Join(work, ".run"), filepath.Join(work, "sockets"), run, filepath.Join(dir, "ro")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(docker, nil, 0o600))
+	must(os.Symlink(docker, filepath.Join(work, ".run/dev.sock")))                    // planted
+	must(os.Symlink(run, filepath.Join(work, "planted")))                             // planted directory
+	must(os.Symlink(filepath.Join(work, "planted"), filepath.Join(dir, "ro/varrun"))) // the user's link, into the tree
+	must(os.Symlink(run, filepath.Join(dir, "ro/run")))                               // the user's link, outside the trees
+	gen := func(sockets ...string) (*Profile, error) {
+		pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+		pol.FS.MandatoryDenySearchDepth = 1
+		pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+		for i, s := range sockets {
+			pol.Net.AllowUnixSockets = append(pol.Net.AllowUnixSockets, policy.PathRule{Path: s, Glob: policy.HasGlob(s), Source: "allowUnixSockets[" + strconv.Itoa(i) + "]"})
+		}
+		return Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP})
+	}
+	for _, s := range []string{filepath.Join(work, ".run/dev.sock"), filepath.Join(work, "planted/docker.sock"), filepath.Join(dir, "ro/varrun/docker.sock"), filepath.Join(work, "planted/*.sock")} {
+		_, err := gen(s)
+		var l *planted.Link
+		if !errors.As(err, &l) {
+			t.Errorf("%s: %v, want a planted link", s, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "symlink inside the writable tree "+MacRoot(work)) || !strings.Contains(l.To, run) {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	must(os.Remove(filepath.Join(work, ".run/dev.sock")))
+	p, err := gen(filepath.Join(work, ".run/dev.sock"), filepath.Join(dir, "ro/run/docker.sock"), filepath.Join(work, "sockets/*.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := func(p string) string { return MacRoot(p) }
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.unixConnect, m(filepath.Join(work, ".run/dev.sock")), true, "the allowed path")
+		expect(t, sb.unixConnect, m(docker), true, "named through the user's link outside the trees")
+		expect(t, sb.unixConnect, m(filepath.Join(work, "sockets/a.sock")), true, "the glob")
+		expect(t, sb.writable, m(filepath.Join(work, ".run/dev.sock")), false, "an allowed socket path in a writable tree: a symlink put there would lead elsewhere")
+		expect(t, sb.movable, m(filepath.Join(work, ".run")), false, "its directory: pinned")
+		expect(t, sb.writable, m(filepath.Join(work, "sockets/a.sock")), false, "a glob's match in a writable tree")
+		expect(t, sb.writable, m(filepath.Join(work, "sockets/notes.txt")), true, "not a match")
+		expect(t, sb.writable, m(filepath.Join(work, ".run/other")), true, "the rest of the directory")
+	}
+}
+
+// caseProfile surveys and generates for a repository in a temporary
+// directory, with the volume's case sensitivity given.
+func caseProfile(t *testing.T, sensitive bool) (*Profile, string, string) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "app")
+	for _, d := range []string{".git/hooks", ".git/objects", ".git/refs"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := &policy.Policy{Cwd: work, Home: dir, Violations: true}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.FS.DenyRead = policy.DefaultDenyRead(dir)
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work, Source: "working directory"}}
+	prot, err := Survey(pol, SurveyOptions{SystemGitConfigs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP, Protect: prot, CaseSensitive: func(string) bool { return sensitive }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, MacRoot(dir), MacRoot(work)
+}
+
+// TestCaseInsensitiveVolume: on a volume not known to be case-sensitive
+// (macOS's default), a protected or denied path is denied in every
+// spelling of its case, for git and Claude Code read .MCP.json as
+// .mcp.json there, .git/COMMONDIR as .git/commondir and head as HEAD; and
+// with the two non-ASCII letters Unicode folds to k and s. Every regex
+// stays anchored at both ends.
+func TestCaseInsensitiveVolume(t *testing.T) {
+	p, home, work := caseProfile(t, false)
+	for _, sb := range readBoth(t, p) {
+		for _, rel := range []string{".MCP.json", ".mcp.JSON", ".git/COMMONDIR", ".git/Config", ".CLAUDE/settings.json", ".Claude/settings.json",
+			".VSCode/tasks.json", ".git/HOOKS/pre-commit", ".GIT/hooks/pre-commit", "head", "Head", ".ENVRC", ".Bashrc",
+			".git/hoo\u212as/pre-commit", ".mcp.j\u017fon", ".git/modules/x"} {
+			expect(t, sb.writable, work+"/"+rel, false, "a protected name in another case")
+		}
+		expect(t, sb.writable, work+"/src/main.go", true, "the rest of the tree")
+		expect(t, sb.writable, work+"/README", true, "the rest of the tree")
+		expect(t, sb.readable, home+"/.SSH/id_rsa", false, "a default secret in another case")
+		expect(t, sb.readable, home+"/.Aws/credentials", false, "a default secret in another case")
+		expect(t, sb.movable, work+"/.GIT", false, "the directory holding protections, in another case")
+	}
+	for _, pa := range p.Params {
+		if strings.HasPrefix(pa.Value, "^") != strings.HasSuffix(pa.Value, "$") || (strings.HasPrefix(pa.Value, "^") && strings.HasSuffix(pa.Value, `\$`)) {
+			t.Errorf("a regex not anchored at both ends: %q", pa.Value)
+		}
+	}
+}
+
+// TestCaseSensitiveVolume: on a case-sensitive volume the profile keeps
+// the plain form: no folded regex, and .MCP.json is another file.
+func TestCaseSensitiveVolume(t *testing.T) {
+	p, _, work := caseProfile(t, true)
+	for _, pa := range p.Params {
+		if strings.Contains(pa.Value, "[mM]") || strings.Contains(pa.Value, "[gG]") {
+			t.Errorf("a folded regex on a case-sensitive volume: %q", pa.Value)
+		}
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.writable, work+"/.MCP.json", true, "another file on a case-sensitive volume")
+		expect(t, sb.writable, work+"/.mcp.json", false, "the protected name")
+	}
+}
+
+// TestFirmlinkSpelling: a denied path under a firmlinked root (/Users,
+// /private, /Library, ...) is denied in the data volume's spelling too
+// (/System/Volumes/Data/Users/...), and one the policy spells that way in
+// the root's: which spelling Seatbelt compares a rule with, for a file
+// opened by the other, is not known without a Mac.
+func TestFirmlinkSpelling(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{"/Users/dev/.ssh", "/System/Volumes/Data/Users/dev/.ssh"},
+		{"/private/etc/sudoers", "/System/Volumes/Data/private/etc/sudoers"},
+		{"/System/Volumes/Data/Users/dev", "/Users/dev"},
+		{"/System/Library/Caches/x", "/System/Volumes/Data/System/Library/Caches/x"},
+		{"/System/Library/Frameworks", ""},
+		{"/System/Volumes/Data/other", ""},
+		{"/Usersx", ""},
+		{"/usr/bin/git", ""},
+	} {
+		got, ok := firmlinkSpelling(c.in)
+		if got != c.out || ok != (c.out != "") {
+			t.Errorf("firmlinkSpelling(%s) = %q, %v; want %q", c.in, got, ok, c.out)
+		}
+	}
+	pol := goldenBase()
+	pol.FS.DenyRead = append(pol.FS.DenyRead, pr("/System/Volumes/Data/Users/dev/private-notes", "s: denyRead[0]"))
+	p, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/.ssh/id_rsa", false, "a default secret in the data volume's spelling")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/.SSH/id_rsa", false, "and in another case")
+		expect(t, sb.readable, "/System/Volumes/Data/private/etc/sudoers", false, "/etc/sudoers in the data volume's spelling")
+		expect(t, sb.readable, "/Users/dev/private-notes/a", false, "a denyRead spelled through the data volume, by its root's spelling")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/private-notes/a", false, "and as written")
+		expect(t, sb.readable, "/System/Volumes/Data/Users/dev/src/app/main.go", true, "what is not denied")
+	}
+}
+
+// TestMacDefaultSecrets: where a policy denies the default secrets, the
+// macOS profile denies the keychains' files too (~/Library/Keychains,
+// policy.MacSecretPaths); an allowRead re-allows them, as any default
+// secret; a policy without the defaults does not get them.
+func TestMacDefaultSecrets(t *testing.T) {
+	keychain := gHome + "/Library/Keychains/login.keychain-db"
+	pol := goldenBase()
+	p, err := Generate(pol, goldenOptions(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, false, "the login keychain")
+		expect(t, sb.readable, "/System/Volumes/Data"+keychain, false, "through the data volume")
+		expect(t, sb.readable, gHome+"/Library/Preferences/x.plist", true, "the rest of ~/Library")
+	}
+	pol.FS.AllowRead = []policy.PathRule{pr(gHome+"/Library/Keychains", "s: allowRead[0]")}
+	if p, err = Generate(pol, goldenOptions(pol)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, true, "re-allowed by allowRead")
+	}
+	pol = goldenBase()
+	pol.FS.DenyRead = nil
+	if p, err = Generate(pol, goldenOptions(pol)); err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		expect(t, sb.readable, keychain, true, "a policy without the default secrets")
 	}
 }

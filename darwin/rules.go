@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,12 +20,80 @@ type rule struct {
 	// re matches what the rule covers (the tree below each match), for the
 	// generator's own judgement (Explain, which protections matter).
 	re *regexp.Regexp
+	// exact: a glob rule that covers its matches only, not what lies
+	// below them (an allowUnixSockets glob made read-only; see onlyMatches).
+	exact bool
+	// ci is, for a deny on a case-insensitive volume (folded), the same
+	// rule as a regex that matches its path in any case; "" otherwise.
+	ci   string
+	ciRe *regexp.Regexp
+}
+
+// folded is the rule with its case-insensitive regex (ci), for a volume
+// that is not known to be case-sensitive. A path without a letter to fold
+// is left as it is.
+func (r rule) folded() (rule, error) {
+	var ci, plain string
+	var err error
+	switch {
+	case r.g == nil:
+		if r.path == "/" {
+			return r, nil
+		}
+		ci, plain = "^"+ciEscape(r.path)+"(/.*)?$", "^"+escapeRegex(r.path)+"(/.*)?$"
+	default:
+		fg := *r.g
+		fg.fold = true
+		if r.exact {
+			ci, err = fg.match()
+			plain, _ = r.g.match()
+		} else {
+			ci, err = fg.tree()
+			plain, _ = r.g.tree()
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	if ci == plain {
+		return r, nil
+	}
+	re, err := regexp.Compile(ci)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w: %v", r.path, errGlob, err)
+	}
+	r.ci, r.ciRe = ci, re
+	return r, nil
+}
+
+// foldedAncestorRegexes are a folded glob rule's ancestorRegexes in any
+// case (nil for a rule that is not folded, or not a glob).
+func (r rule) foldedAncestorRegexes() ([]string, error) {
+	if r.ci == "" || r.g == nil {
+		return nil, nil
+	}
+	fg := *r.g
+	fg.fold = true
+	return fg.ancestorRegexes()
+}
+
+// onlyMatches is the glob rule r narrowed to its matches themselves.
+func (r rule) onlyMatches() rule {
+	if r.g == nil {
+		return r
+	}
+	m, _ := r.g.match() // checked when the rule was made
+	r.re, r.exact = regexp.MustCompile(m), true
+	return r
 }
 
 func (r rule) isGlob() bool { return r.g != nil }
 
 // covers reports whether p (a real path) is the rule's path or below it.
 func (r rule) covers(p string) bool {
+	if r.ciRe != nil && r.ciRe.MatchString(p) {
+		return true
+	}
 	if r.g == nil {
 		return within(p, r.path)
 	}
@@ -40,10 +109,23 @@ func (r rule) depth() (int, bool) {
 	return r.g.depth()
 }
 
-// filter is the rule as a Seatbelt filter: subpath, or the tree regex.
+// filter is the rule as a Seatbelt filter: subpath, or the tree regex;
+// for a folded rule, either that or its case-insensitive regex.
 func (r rule) filter() expr {
+	f := r.plainFilter()
+	if r.ci != "" {
+		return list("require-any", f, list("regex", user(r.ci)))
+	}
+	return f
+}
+
+func (r rule) plainFilter() expr {
 	if r.g == nil {
 		return list("subpath", user(r.path))
+	}
+	if r.exact {
+		m, _ := r.g.match()
+		return list("regex", user(m))
 	}
 	t, _ := r.g.tree() // checked when the rule was made
 	return list("regex", user(t))
@@ -101,6 +183,12 @@ func (r resolver) spellings(p string, deny bool) ([]string, error) {
 		}
 		if n != f {
 			out = append(out, n)
+		}
+		// Each also as the other side of a firmlink names it.
+		for _, q := range out {
+			if a, ok := firmlinkSpelling(q); ok && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
 		}
 	}
 	return out, nil
@@ -172,7 +260,7 @@ func dedupe(rs []rule) []rule {
 	seen := map[string]bool{}
 	out := rs[:0]
 	for _, r := range rs {
-		k := fmt.Sprint(r.g != nil, r.path)
+		k := fmt.Sprint(r.g != nil, r.exact, r.path)
 		if seen[k] {
 			continue
 		}

@@ -349,7 +349,10 @@ func (p *Process) report(v policy.Violation) {
 }
 
 // startLog starts `log stream` for the run's tag and waits until it
-// streams (its first line), so that no denial of the command is missed.
+// streams, so that no denial of the command is missed: until its first
+// line, which is its header, or the readiness marker this process logs
+// with logger(1) (a message holding the tag, which the reader does not
+// take for a report: it is not the kernel's) every 200 ms, for at most 3 s.
 func (p *Process) startLog() {
 	skip := func(err error) {
 		p.logSkip = &enforce.Skip{Protection: enforce.ProtectionViolations, Reason: "the sandbox's log could not be read (" + err.Error() + "): denials are enforced, not reported"}
@@ -389,17 +392,25 @@ func (p *Process) startLog() {
 		if first {
 			close(ready)
 		}
-		for _, v := range r.Flush() {
-			p.report(v)
-		}
 		_ = cmd.Wait()
 	}()
 	p.stopLog = func() { _ = cmd.Process.Kill() }
-	select {
-	case <-ready:
-	case <-time.After(3 * time.Second):
-		p.stopLogNow()
-		skip(errors.New("log stream printed nothing for 3 s"))
+	deadline := time.After(3 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	mark := func() { _ = exec.Command("/usr/bin/logger", "moat: log stream ready "+p.profile.Tag).Run() }
+	mark()
+	for {
+		select {
+		case <-ready:
+			return
+		case <-tick.C:
+			mark()
+		case <-deadline:
+			p.stopLogNow()
+			skip(errors.New("log stream printed nothing for 3 s"))
+			return
+		}
 	}
 }
 

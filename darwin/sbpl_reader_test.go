@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // sx is a parsed s-expression.
@@ -260,7 +261,7 @@ func readProfile(src string, params map[string]string) (*sbProfile, error) {
 var knownOps = map[string]bool{
 	"default": true, "file-read*": true, "file-read-data": true, "file-read-metadata": true,
 	"file-map-executable": true, "file-write*": true, "file-write-create": true, "file-write-unlink": true,
-	"file-write-data": true, "file-ioctl": true, "process-exec": true, "process-fork": true,
+	"file-write-data": true, "file-write-flags": true, "file-write-setugid": true, "file-ioctl": true, "process-exec": true, "process-fork": true,
 	"process-info*": true, "signal": true, "sysctl-read": true, "sysctl-write": true, "mach-lookup": true,
 	"ipc-posix-sem": true, "ipc-posix-shm": true, "user-preference-read": true, "system-socket": true,
 	"network-outbound": true, "network-inbound": true, "network-bind": true, "network*": true,
@@ -386,9 +387,24 @@ func splitHostPort(s string) (string, string, error) {
 // metacharacters, and nothing else (no \d, \w, \b...).
 const sbRegexEscape = `.[]\()*+?{}|^$`
 
+// sbRegexes caches compileSBRegex (the reader asks every regex of a
+// profile on every question).
+var sbRegexes sync.Map
+
 // compileSBRegex checks that a regex keeps to the dialect moat writes,
 // then compiles it with Go's regexp, which reads that dialect the same way.
 func compileSBRegex(s string) (*regexp.Regexp, error) {
+	if re, ok := sbRegexes.Load(s); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := checkSBRegex(s)
+	if err == nil {
+		sbRegexes.Store(s, re)
+	}
+	return re, err
+}
+
+func checkSBRegex(s string) (*regexp.Regexp, error) {
 	if !strings.HasPrefix(s, "^") || !strings.HasSuffix(s, "$") || strings.HasSuffix(s, `\$`) {
 		return nil, fmt.Errorf("regex %q is not anchored at both ends", s)
 	}
@@ -568,9 +584,13 @@ func (p *sbProfile) readable(path string) (bool, error) {
 }
 
 // writeOps are what "writable" means: every one allowed; "not writable":
-// none allowed.
+// none allowed. The operations no path allows (neverOps) are not among
+// them: forbidden checks them on every profile.
 var writeOps = []string{"file-write-data", "file-write-create", "file-write-unlink", "file-write-mode",
-	"file-write-xattr", "file-write-times", "file-write-flags", "file-write-owner", "file-write-setugid"}
+	"file-write-xattr", "file-write-times", "file-write-owner"}
+
+// neverOps are write operations no moat profile allows on any path.
+var neverOps = []string{"file-write-flags", "file-write-setugid"}
 
 // writable is true when every write operation is allowed at path, false
 // when none is; a mix is an error unless mixed is allowed.

@@ -235,7 +235,7 @@ func walkDirs(dir string, depth int, f func(string, []fs.DirEntry) error) error 
 			continue
 		}
 		for _, e := range es {
-			if e.IsDir() && e.Name() != ".git" && e.Name() != "node_modules" {
+			if e.IsDir() && foldName(e.Name()) != ".git" && e.Name() != "node_modules" {
 				queue = append(queue, item{filepath.Join(it.dir, e.Name()), it.d + 1})
 			}
 		}
@@ -280,25 +280,30 @@ func (s *survey) names(dir string, reserve []string) {
 func (s *survey) scan(root string, depth int) error {
 	mandatory := map[string]bool{}
 	for _, n := range policy.MandatoryFiles {
-		mandatory[n] = true
+		mandatory[foldName(n)] = true
 	}
 	for _, n := range policy.MandatoryDirs {
-		mandatory[n] = true
+		mandatory[foldName(n)] = true
 	}
 	n := 0
 	return walkDirs(root, depth, func(dir string, es []fs.DirEntry) error {
 		if n++; n > s.o.MaxDirs {
 			return fmt.Errorf("the search for git repositories under %s read more than %d directories at depth ≤ %d; lower mandatoryDenySearchDepth or narrow allowWrite", root, s.o.MaxDirs, depth)
 		}
-		has := map[string]fs.DirEntry{}
+		// Names are matched with case folded: on a case-insensitive
+		// volume (macOS's default) .GIT is the .git git finds and
+		// .Claude the .claude Claude Code reads. On a case-sensitive one
+		// the folded matches are protected too, which costs nothing.
+		has := map[string][]fs.DirEntry{}
 		for _, e := range es {
-			has[e.Name()] = e
-			if mandatory[e.Name()] {
+			k := foldName(e.Name())
+			has[k] = append(has[k], e)
+			if mandatory[k] {
 				s.protect(filepath.Join(dir, e.Name()), "mandatory: "+e.Name()+" is never writable")
 			}
 		}
-		if g, ok := has[".git"]; ok {
-			p := filepath.Join(dir, ".git")
+		for _, g := range has[".git"] {
+			p := filepath.Join(dir, g.Name())
 			s.names(dir, nil)
 			switch {
 			case g.IsDir():
@@ -319,6 +324,11 @@ func (s *survey) scan(root string, depth int) error {
 		return nil
 	})
 }
+
+// foldName is a name with its case folded, for matching names as a
+// case-insensitive volume does (ASCII letters, and U+212A KELVIN SIGN and
+// U+017F LONG S, which fold to k and s).
+func foldName(n string) string { return strings.ToLower(strings.ToUpper(n)) }
 
 // gitEntries protects the control files of git directory g: where they
 // exist, or also where they do not when reserve is set (the working
@@ -377,12 +387,18 @@ func kind(p string) byte {
 	return 'f'
 }
 
-// isBareRepo is git's test for a git directory: HEAD, objects/ and refs/.
-func isBareRepo(has map[string]fs.DirEntry) bool {
-	h, ok1 := has["HEAD"]
-	o, ok2 := has["objects"]
-	r, ok3 := has["refs"]
-	return ok1 && ok2 && ok3 && !h.IsDir() && o.IsDir() && r.IsDir()
+// isBareRepo is git's test for a git directory: HEAD, objects/ and refs/
+// (by folded name: see scan).
+func isBareRepo(has map[string][]fs.DirEntry) bool {
+	some := func(name string, dir bool) bool {
+		for _, e := range has[name] {
+			if e.IsDir() == dir {
+				return true
+			}
+		}
+		return false
+	}
+	return some("head", false) && some("objects", true) && some("refs", true)
 }
 
 // enclosingGitDir finds the git directory of the repository holding dir

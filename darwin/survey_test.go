@@ -103,3 +103,22 @@ func TestSurveyLoneHEAD(t *testing.T) {
 		t.Errorf("the existing HEAD itself is protected")
 	}
 }
+
+// TestSurveyFoldsCase: names are matched with case folded, as a
+// case-insensitive volume (macOS's default) does: a .GIT directory is a
+// repository git finds, .Claude the settings Claude Code reads.
+func TestSurveyFoldsCase(t *testing.T) {
+	e, m, err := surveyed(t, []string{
+		"$W/sub/.GIT/HEAD=ref: refs/heads/main\n", "$W/sub/.GIT/config=[core]\n", "$W/sub/.GIT/hooks/", "$W/sub/.GIT/objects/", "$W/sub/.GIT/refs/",
+		"$W/a/.Claude/settings.json", "$W/b/.VSCode/tasks.json", "$W/c/.ENVRC",
+		"$W/bare/head=ref: refs/heads/main\n", "$W/bare/Objects/", "$W/bare/REFS/", "$W/bare/config=[core]\n",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"$W/sub/.GIT/config", "$W/sub/.GIT/hooks", "$W/sub/.mcp.json", "$W/a/.Claude", "$W/b/.VSCode", "$W/c/.ENVRC", "$W/bare/config"} {
+		if _, ok := m[e.Path(want)]; !ok {
+			t.Errorf("%s is not protected", want)
+		}
+	}
+}

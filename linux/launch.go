@@ -21,6 +21,7 @@ import (
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
@@ -868,7 +869,7 @@ func unixAllow(pol *policy.Policy, v *view) []allowedSock {
 	var out []allowedSock
 	for _, r := range pol.Net.AllowUnixSockets {
 		writable := false
-		p := resolveOutsideWritable(filepath.Clean(r.Path), func(dir string) bool {
+		p := planted.ResolveOutsideWritable(filepath.Clean(r.Path), func(dir string) bool {
 			if v != nil && v.access(dir) == accRW {
 				writable = true
 			}
@@ -902,43 +903,6 @@ func (a allowedSock) matches(st *unix.Stat_t) bool {
 		return false
 	}
 	return !a.pinned || !a.present || (uint64(st.Dev) == a.dev && st.Ino == a.ino)
-}
-
-// resolveOutsideWritable resolves the symlinks of the absolute path p up to
-// the first directory for which writable is true; the rest stays as
-// written. A path that does not resolve (a loop, too many links) is kept
-// as written.
-func resolveOutsideWritable(p string, writable func(dir string) bool) string {
-	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	cur := "/"
-	for links := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		if writable(cur) {
-			return filepath.Join(append([]string{cur, name}, rest...)...)
-		}
-		next := filepath.Join(cur, name)
-		t, err := os.Readlink(next)
-		if err != nil {
-			cur = next // not a symlink (or nothing there: the rest is as written)
-			continue
-		}
-		if links++; links > 40 {
-			return p
-		}
-		if filepath.IsAbs(t) {
-			cur = "/"
-		}
-		rest = append(strings.Split(strings.TrimPrefix(t, "/"), "/"), rest...)
-	}
-	return cur
 }
 
 // mergeEnv sets each "K=V" of add in env, replacing what env had.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
+	"github.com/moat-sandbox/moat/internal/planted"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
@@ -164,30 +164,22 @@ func survey(in planInput) (*fsPlan, []*node, error) {
 // given --write out (or an allowWrite naming it) made wherever it leads
 // writable (found by an attack pass). srt skips such a path; moat refuses
 // it, naming where it leads, so that the user names that place itself.
+// The walk is internal/planted's, which the macOS enforcer shares.
 func plantedWriteLinks(written []policy.PathRule, trees []rule) error {
+	inside := func(n string) (string, bool) {
+		for _, t := range trees {
+			if n != t.path && within(n, t.path) {
+				return t.path, true
+			}
+		}
+		return "", false
+	}
 	for _, r := range written {
-		if strings.ContainsAny(r.Path, "*?[") || !filepath.IsAbs(r.Path) {
+		if strings.ContainsAny(r.Path, "*?[") {
 			continue
 		}
-		q := "/"
-		for _, c := range strings.Split(strings.Trim(filepath.Clean(r.Path), "/"), "/") {
-			if c == "" {
-				continue
-			}
-			q = filepath.Join(q, c)
-			fi, err := os.Lstat(q)
-			if err != nil {
-				break
-			}
-			if fi.Mode()&fs.ModeSymlink == 0 {
-				continue
-			}
-			for _, t := range trees {
-				if q != t.path && within(q, t.path) {
-					to, _ := filepath.EvalSymlinks(q)
-					return fmt.Errorf("%s (%s): %s is a symlink inside the writable tree %s, to %s: a sandboxed command could have made it; name %s itself to make it writable", r.Path, r.Source, q, t.path, to, to)
-				}
-			}
+		if l := planted.FindLink(r.Path, r.Source, inside, filepath.EvalSymlinks); l != nil {
+			return l
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
@@ -100,6 +102,13 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 			rule += "; original kept in " + f.MovedTo
 		}
 		report(policy.Violation{Kind: policy.FileViolation, Op: "plant", Target: f.Path, Rule: rule, Time: time.Now()})
+		if strings.HasPrefix(f.Action, "failed") {
+			// What it planted is still there, where the user's git reads
+			// it: the run says so, not only a violation line among others.
+			// The path is the command's choice: quoted, and the line
+			// sanitized, so that a name cannot forge another line.
+			warnings = append(warnings, policy.Sanitize("git audit could not take out "+strconv.Quote(f.Path)+" ("+f.Reason+"): "+f.Action+"; remove it before running git there"))
+		}
 	}
 	for _, in := range rep.Incomplete {
 		warnings = append(warnings, "git audit incomplete: "+in)

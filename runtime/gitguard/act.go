@@ -141,10 +141,35 @@ func (a *auditor) chmodDir(p string, bits fs.FileMode) {
 	a.restore = append(a.restore, modeChange{path: p, mode: mode, fd: fd})
 }
 
+// errCannotUnblock: the system has nothing an owner sets that unblockAt
+// could take off.
+var errCannotUnblock = errors.New("nothing to take off")
+
+// unblocked runs op, a change of the name base of the directory pfd. If
+// the change is refused (EPERM, EACCES) where a file's owner can refuse it
+// to the owner too (macOS: the flags UF_IMMUTABLE and UF_APPEND, a deny
+// entry of an ACL; unblockAt), what blocks it is taken off base and pfd
+// and op runs once more. Linux has nothing to take off (chattr +i needs
+// CAP_LINUX_IMMUTABLE, which no sandbox has): op runs once.
+func unblocked(pfd int, base string, op func() error) error {
+	err := op()
+	if err == nil || !(errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)) {
+		return err
+	}
+	uerr := unblockAt(pfd, base)
+	if errors.Is(uerr, errCannotUnblock) {
+		return err
+	}
+	if err = op(); err != nil && uerr != nil {
+		return fmt.Errorf("%w (taking its flags and ACL off: %v)", err, uerr)
+	}
+	return err
+}
+
 // moveOutAt renames the name base of the directory pfd to dest (the
 // quarantine), copying and removing it across filesystems.
 func moveOutAt(pfd int, base, dest string) error {
-	err := unix.Renameat(pfd, base, unix.AT_FDCWD, dest)
+	err := unblocked(pfd, base, func() error { return unix.Renameat(pfd, base, unix.AT_FDCWD, dest) })
 	if err == nil || !errors.Is(err, unix.EXDEV) {
 		return err
 	}
@@ -157,13 +182,15 @@ func moveOutAt(pfd int, base, dest string) error {
 // removeAt removes the name base of pfd (a file, a symlink, or an empty
 // directory).
 func removeAt(pfd int, base string) error {
-	err := unix.Unlinkat(pfd, base, 0)
-	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
-		if err2 := unix.Unlinkat(pfd, base, unix.AT_REMOVEDIR); err2 == nil {
-			return nil
+	return unblocked(pfd, base, func() error {
+		err := unix.Unlinkat(pfd, base, 0)
+		if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+			if err2 := unix.Unlinkat(pfd, base, unix.AT_REMOVEDIR); err2 == nil {
+				return nil
+			}
 		}
-	}
-	return err
+		return err
+	})
 }
 
 // copyAt copies the name base of pfd (not following it) to dest.
@@ -210,7 +237,11 @@ func replaceAt(pfd int, base string, data []byte) error {
 		mode = uint32(st.Mode) & 0o777
 	}
 	tmp := base + ".moat-" + randHex()
-	fd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	var fd int
+	err := unblocked(pfd, base, func() (err error) {
+		fd, err = unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -220,7 +251,7 @@ func replaceAt(pfd int, base string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(pfd, tmp, pfd, base)
+		err = unblocked(pfd, base, func() error { return unix.Renameat(pfd, tmp, pfd, base) })
 	}
 	if err != nil {
 		unix.Unlinkat(pfd, tmp, 0)

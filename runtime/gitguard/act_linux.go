@@ -17,3 +17,8 @@ const dirOpenFlags = unix.O_PATH
 func chmodFd(fd int, mode fs.FileMode) error {
 	return unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()))
 }
+
+// unblockAt: nothing a file's owner may set refuses the owner a change the
+// directory's mode allows (the immutable and append-only attributes need
+// CAP_LINUX_IMMUTABLE to set; a POSIX ACL does not restrict the owner).
+func unblockAt(int, string) error { return errCannotUnblock }

@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A sandbox still running beside the audit (another command of the
@@ -185,5 +188,42 @@ func TestAuditOversizedPackedRefs(t *testing.T) {
 	s.audit()
 	if out, _ := exec.Command("git", "-C", s.repo, "log", "-1", "--format=%s").CombinedOutput(); strings.Contains(string(out), "benign") {
 		t.Errorf("after the audit the user's git still shows the replacement: %q", out)
+	}
+}
+
+// TestUnblockedRetriesOnce: a change the owner was refused (EPERM,
+// EACCES) is tried once more after what blocks it is taken off, where the
+// system lets an owner block it (macOS: UF_IMMUTABLE, UF_APPEND, a deny
+// ACL entry); on Linux nothing an owner sets blocks the owner, and the
+// change is not tried again. Another error is never retried.
+func TestUnblockedRetriesOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pfd)
+	want := 2
+	if runtime.GOOS == "linux" {
+		want = 1
+	}
+	for _, refusal := range []error{unix.EPERM, unix.EACCES} {
+		n := 0
+		err := unblocked(pfd, "f", func() error {
+			if n++; n == 1 {
+				return refusal
+			}
+			return nil
+		})
+		if n != want || (want == 2) != (err == nil) {
+			t.Errorf("%v: %d calls (want %d), %v", refusal, n, want, err)
+		}
+	}
+	n := 0
+	if err := unblocked(pfd, "f", func() error { n++; return unix.ENOENT }); n != 1 || err != unix.ENOENT {
+		t.Errorf("ENOENT: %d calls, %v", n, err)
 	}
 }

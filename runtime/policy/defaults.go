@@ -34,6 +34,16 @@ var SecretPaths = []string{
 	".config/openai",
 }
 
+// MacSecretPaths are credential stores of macOS, relative to the home
+// directory: the macOS enforcer (darwin) denies them too wherever a policy
+// denies the default secrets (SecretPaths, by DefaultSecretsSource), so
+// that a profile made on any system holds them. A settings allowRead entry
+// re-allows one. The keychains' files: with the user's password, which the
+// keychain is locked with, a copy opens offline.
+var MacSecretPaths = []string{
+	"Library/Keychains",
+}
+
 // SystemSecretPaths are host files that hold secrets. They are unreadable
 // by default too; this matters when moat runs as root, because uid 0 inside
 // the sandbox still owns them.

@@ -1,6 +1,4 @@
-//go:build linux
-
-package linux
+package planted
 
 import (
 	"os"
@@ -10,10 +8,13 @@ import (
 
 // An allowUnixSockets entry is resolved when the sandbox starts, the
 // symlinks on its way followed only outside the trees the command may
-// write: one planted in a writable tree stays a name (the broker then
-// refuses to follow it).
+// write: one planted in a writable tree stays a name (on Linux the broker
+// then refuses to follow it; on macOS the profile makes it read-only).
 func TestResolveOutsideWritable(t *testing.T) {
-	root := canonTB(t, t.TempDir())
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ro := filepath.Join(root, "ro")
 	rw := filepath.Join(root, "rw")
 	run := filepath.Join(root, "run")
@@ -41,8 +42,8 @@ func TestResolveOutsideWritable(t *testing.T) {
 		{ro + "/missing/dir/a.sock", ro + "/missing/dir/a.sock"},
 		{ro + "/../run/b.sock", run + "/b.sock"},
 	} {
-		if got := resolveOutsideWritable(tc.in, writable); got != tc.want {
-			t.Errorf("resolveOutsideWritable(%s) = %s, want %s", tc.in, got, tc.want)
+		if got := ResolveOutsideWritable(tc.in, writable); got != tc.want {
+			t.Errorf("ResolveOutsideWritable(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
