@@ -132,10 +132,14 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 		cands = append(cands, cand{file: f, level: LevelCommandLine, explicit: true})
 	} else if !opts.NoDefaults {
-		cands = append(cands,
-			cand{file: filepath.Join(cwd, ".claude", "settings.local.json"), level: LevelLocalProject, format: FormatClaude},
-			cand{file: filepath.Join(cwd, ".claude", "settings.json"), level: LevelProject, format: FormatClaude},
-		)
+		cands = append(cands, cand{file: filepath.Join(cwd, ".claude", "settings.local.json"), level: LevelLocalProject, format: FormatClaude})
+		// Started in the home directory, .claude/settings.json is the
+		// user's own file: read once, as the user's (it was read as a
+		// project's too, and refused what only a project may not set).
+		project := filepath.Join(cwd, ".claude", "settings.json")
+		if home == "" || !sameFile(project, filepath.Join(home, ".claude", "settings.json")) {
+			cands = append(cands, cand{file: project, level: LevelProject, format: FormatClaude})
+		}
 		if home != "" {
 			cands = append(cands,
 				cand{file: filepath.Join(home, ".claude", "settings.json"), level: LevelUser, format: FormatClaude},
@@ -230,6 +234,20 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return p, sources, nil
+}
+
+// sameFile reports whether a and b name one file: the same path, or, both
+// existing, the same inode (through a symbolic link to the home directory).
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 func dirs(opts Options) (cwd, home string, err error) {

@@ -487,3 +487,30 @@ func TestDisableBypassPermissionsMode(t *testing.T) {
 		t.Error("the project's file undid the user's disableBypassPermissionsMode")
 	}
 }
+
+// Started in the home directory, ~/.claude/settings.json is the user's own
+// file, not a project's: it is read once, as the user's, and may set what
+// a project's may not (it was read twice, the second time as a project's,
+// and moat.env.allow in it was refused).
+func TestHomeSettingsAreTheUsers(t *testing.T) {
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{},"moat":{"env":{"allow":["GITHUB_TOKEN"]}}}`)
+	p, srcs, err := Load(Options{Cwd: e.home, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatalf("the user's own settings, started in the home directory: %v", err)
+	}
+	if len(srcs) != 1 || srcs[0].Level != LevelUser {
+		t.Errorf("sources %+v, want the user's file once", srcs)
+	}
+	if !contains(p.Env.Allow, "GITHUB_TOKEN") {
+		t.Errorf("env allow %v", p.Env.Allow)
+	}
+	// Through a symbolic link to the home directory too.
+	link := filepath.Join(e.cwd, "home")
+	if err := os.Symlink(e.home, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, srcs, err := Load(Options{Cwd: link, Home: e.home, ManagedFile: e.managed}); err != nil || len(srcs) != 1 {
+		t.Errorf("started in a link to the home directory: %v %+v", err, srcs)
+	}
+}
