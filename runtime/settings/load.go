@@ -218,6 +218,12 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
 	}
+	managedReadOnly := managedFlag(layers, func(l *layer) *bool { return l.managedReadOnly })
+	g := readGuard{reach: reach{depth: searchDepth(layers), entries: globBudget}, home: home, ls: layers,
+		dropped: func(l *layer) bool { return managedReadOnly && l.level != LevelManaged }}
+	if err := g.check(); err != nil {
+		return nil, nil, err
+	}
 	p := merge(layers, cwd, home)
 	p.Notes = append(p.Notes, notes...)
 	if err := checkImplicitCwd(p); err != nil {
@@ -327,14 +333,11 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 	p.FS.DenyRead = policy.DefaultDenyRead(home)
 	p.ToolCache = policy.DefaultToolCache(home, os.Getenv("XDG_CACHE_HOME"))
 
-	managedDomainsOnly, managedReadOnly := false, false
+	managedDomainsOnly := managedFlag(ls, func(l *layer) *bool { return l.managedDomainsOnly })
+	managedReadOnly := managedFlag(ls, func(l *layer) *bool { return l.managedReadOnly })
 	hasSRT, hasClaude := false, false
 	for _, l := range ls {
 		p.Sources = append(p.Sources, l.file)
-		if l.level == LevelManaged {
-			managedDomainsOnly = deref(l.managedDomainsOnly)
-			managedReadOnly = deref(l.managedReadOnly)
-		}
 		if l.format == FormatSRT {
 			hasSRT = true
 		} else {
@@ -477,6 +480,29 @@ func merge(ls []*layer, cwd, home string) *policy.Policy {
 }
 
 func deref(b *bool) bool { return b != nil && *b }
+
+// managedFlag is a switch only managed settings set
+// (allowManagedDomainsOnly, ...): the strongest managed layer that sets
+// it decides; other layers' are not read.
+func managedFlag(ls []*layer, get func(*layer) *bool) bool {
+	for _, l := range ls { // strongest first
+		if l.level == LevelManaged && get(l) != nil {
+			return *get(l)
+		}
+	}
+	return false
+}
+
+// searchDepth is the merged mandatoryDenySearchDepth: the strongest layer
+// that sets it.
+func searchDepth(ls []*layer) int {
+	for _, l := range ls {
+		if l.searchDepth != nil {
+			return *l.searchDepth
+		}
+	}
+	return policy.DefaultSearchDepth
+}
 
 func appendPaths(dst, src []policy.PathRule) []policy.PathRule {
 outer:

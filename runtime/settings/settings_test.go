@@ -426,6 +426,9 @@ func TestProjectCannotWiden(t *testing.T) {
 		"network.allowUnixSockets":  `{"sandbox":{"network":{"allowAllUnixSockets":true}}}`,
 		"ignoreViolations":          `{"sandbox":{"ignoreViolations":{"*":["/"]}}}`,
 		"sandbox.excludedCommands":  `{"sandbox":{"excludedCommands":["docker"]}}`,
+		// Reads of what a default secret hides (more: TestProjectCannotReallowSecrets).
+		"sandbox.filesystem.allowRead[0]": `{"sandbox":{"filesystem":{"allowRead":["~/.ssh"]}}}`,
+		"permissions.allow[0]":            `{"permissions":{"allow":["Read(~/.ssh/**)"]}}`,
 	} {
 		for _, name := range []string{"settings.json", "settings.local.json"} {
 			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
@@ -512,5 +515,134 @@ func TestHomeSettingsAreTheUsers(t *testing.T) {
 	}
 	if _, srcs, err := Load(Options{Cwd: link, Home: e.home, ManagedFile: e.managed}); err != nil || len(srcs) != 1 {
 		t.Errorf("started in a link to the home directory: %v %+v", err, srcs)
+	}
+}
+
+// A project's file may not make readable what a deny rule or a default
+// secret hides (found by an attack pass: a repository's allowRead
+// ["~/.ssh"], or Read(~/.ssh/**) in permissions.allow, printed the user's
+// private key; Read(~/secrets/**) undid a managed deny). Refused: a path
+// inside, equal to or holding one a deny hides, as written, through the
+// repository's symbolic links, or matched by a glob. A Read rule inside
+// the project that meets no deny stays accepted.
+func TestProjectCannotReallowSecrets(t *testing.T) {
+	e := newEnv(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(e.home, ".ssh"), 0o700))
+	must(os.MkdirAll(filepath.Join(e.home, "secrets"), 0o700))
+	must(os.MkdirAll(filepath.Join(e.home, "dotfiles", "gnupg"), 0o700))
+	must(os.Symlink(filepath.Join(e.home, "dotfiles", "gnupg"), filepath.Join(e.home, ".gnupg")))
+	must(os.MkdirAll(filepath.Join(e.cwd, "src"), 0o755))
+	must(os.Symlink(filepath.Join(e.home, ".ssh"), filepath.Join(e.cwd, "keys")))
+	must(os.Symlink("../home", filepath.Join(e.cwd, "h")))
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"deny":["Read(~/notes/**)","Read(**/.env)"]}}`)
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return err
+	}
+	refused := map[string]string{
+		`{"sandbox":{"filesystem":{"allowRead":["~/.ssh"]}}}`:                      "sandbox.filesystem.allowRead[0]",
+		`{"sandbox":{"filesystem":{"allowRead":["~/.ssh/id_rsa"]}}}`:               "sandbox.filesystem.allowRead[0]",
+		`{"permissions":{"allow":["Read(~/.ssh/**)"]}}`:                            "permissions.allow[0]",
+		`{"permissions":{"allow":["Bash(ls)","Read(~/.aws/credentials)"]}}`:        "permissions.allow[1]",
+		`{"sandbox":{"filesystem":{"allowRead":["~"]}}}`:                           "sandbox.filesystem.allowRead[0]", // holds ~/.ssh
+		`{"permissions":{"allow":["Read(//)"]}}`:                                   "permissions.allow[0]",
+		`{"permissions":{"allow":["Read(//etc)"]}}`:                                "permissions.allow[0]", // holds /etc/shadow
+		`{"permissions":{"allow":["Read(~/secrets/**)"]}}`:                         "permissions.allow[0]", // managed deny
+		`{"permissions":{"allow":["Read(~/notes/todo)"]}}`:                         "permissions.allow[0]", // the user's deny
+		`{"permissions":{"allow":["Read(./.env)"]}}`:                               "permissions.allow[0]", // the user's glob deny
+		`{"permissions":{"allow":["Read(./**)"]}}`:                                 "permissions.allow[0]", // holds what **/.env may match
+		`{"permissions":{"deny":["Read(./private)"],"allow":["Read(./private)"]}}`: "permissions.allow[0]", // its own deny
+		`{"permissions":{"allow":["Read(./keys/**)"]}}`:                            "permissions.allow[0]", // keys -> ~/.ssh
+		`{"permissions":{"allow":["Read(./k*)"]}}`:                                 "permissions.allow[0]", // a glob matching it
+		`{"permissions":{"allow":["Read(./h/*/id_rsa)"]}}`:                         "permissions.allow[0]", // h -> ../home
+		`{"permissions":{"allow":["Read(~/dotfiles/**)"]}}`:                        "permissions.allow[0]", // ~/.gnupg -> dotfiles/gnupg
+		`{"sandbox":{"filesystem":{"allowRead":["~/.s*"]}}}`:                       "sandbox.filesystem.allowRead[0]",
+	}
+	for body, field := range refused {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
+			err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != field || !strings.Contains(se.Reason, "a project's settings may not make readable") {
+				t.Errorf("a project's %s with %s: %v, want an error naming %s", name, body, err, field)
+			}
+			os.Remove(proj)
+		}
+	}
+	for _, body := range []string{
+		`{"permissions":{"allow":["Read(src/**)","Read(./src/*.go)","Read(//usr/share/doc/**)"]}}`,
+		`{"sandbox":{"filesystem":{"allowRead":["./src"]}}}`,
+		`{"permissions":{"allow":["Read(~/projects/**)"],"deny":["Read(./secret.txt)"]}}`,
+		`{"permissions":{"allow":["Read(./docs/**)"],"deny":["Read(./docs/private/**)"]}}`, // its own, more specific deny decides
+	} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), body)
+		if err := load(); err != nil {
+			t.Errorf("a project's %s: %v", body, err)
+		}
+		os.Remove(proj)
+	}
+	// The user's own file may re-allow a default secret (and the message
+	// of a project's names the deny it meets).
+	e.write(user, `{"sandbox":{"filesystem":{"allowRead":["~/.ssh/known_hosts"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own allowRead of a default secret: %v", err)
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["./keys"]}}}`)
+	if err := load(); err == nil || !strings.Contains(err.Error(), "moat's list of default secrets") || !strings.Contains(err.Error(), "through symbolic links") {
+		t.Errorf("the message names neither the default secrets nor the link: %v", err)
+	}
+	os.Remove(proj)
+}
+
+// No weaker settings file undoes a stronger one's denyRead (managed >
+// --settings and the user's files > the project's): an allowRead inside
+// (or equal to) a stronger file's denyRead is refused, naming both rules
+// and their files ("a managed deny can never be undone below it"; the
+// sandbox lets the more specific rule decide, so a user's allowRead of
+// ~/secrets/x undid the managed deny of ~/secrets).
+func TestWeakerLayerCannotReallow(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]},"sandbox":{"filesystem":{"denyRead":["//srv/vault"]}}}`)
+	for _, tc := range []struct{ file, body, field string }{
+		{filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/x)"]}}`, "permissions.allow[0]"},
+		{filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["//srv/vault/**"]}}}`, "sandbox.filesystem.allowRead[0]"},
+		{filepath.Join(e.home, SRTUserFile), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowRead":["~/secrets"],"allowWrite":[],"denyWrite":[]}}`, "filesystem.allowRead[0]"},
+		{filepath.Join(e.cwd, "given.json"), `{"permissions":{"allow":["Read(~/secrets/**)"]}}`, "permissions.allow[0]"},
+	} {
+		f := e.write(tc.file, tc.body)
+		opts := Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}
+		if strings.HasSuffix(f, "given.json") {
+			opts.File = f
+		}
+		_, _, err := Load(opts)
+		var se *Error
+		if !errors.As(err, &se) || se.File != f || se.Field != tc.field || !strings.Contains(se.Reason, "managed settings deny") || !strings.Contains(se.Reason, e.managed) {
+			t.Errorf("%s with %s: %v, want an error naming %s and the managed file", tc.file, tc.body, err, tc.field)
+		}
+		os.Remove(f)
+	}
+	// The managed file's own allowRead, and the user's outside the deny or
+	// above it (the deny, more specific, still decides), are fine.
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"],"allow":["Read(~/secrets/public/**)"]}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["~/elsewhere","~"]}}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(paths(p.FS.AllowRead), filepath.Join(e.home, "secrets/public")) {
+		t.Errorf("allowRead %v", paths(p.FS.AllowRead))
+	}
+	// The user's deny, a project's allow: refused (the project's check).
+	e.write(user, `{"sandbox":{"filesystem":{"denyRead":["~/work-notes"]}}}`)
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["~/work-notes/a"]}}}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), proj) || !strings.Contains(err.Error(), user) {
+		t.Errorf("a project's allowRead inside the user's denyRead: %v", err)
 	}
 }

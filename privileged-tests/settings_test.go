@@ -1,0 +1,58 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A repository's .claude/settings.json that re-allows a default secret is
+// refused, and the private key stays hidden (found by an attack pass: a
+// project's allowRead ["~/.ssh"], or Read(~/.ssh/**) in
+// permissions.allow, and `cat ~/.ssh/id_rsa` printed the key). The same
+// rule in the user's own settings does re-allow it: the sandbox honours
+// allowRead, so it is the refusal that keeps the key hidden here.
+func TestProjectSettingsCannotReallowSecrets(t *testing.T) {
+	f := newFixture(t)
+	key := filepath.Join(f.home, ".ssh", "id_ed25519")
+	project := filepath.Join(f.work, ".claude", "settings.json")
+	user := filepath.Join(f.home, ".claude", "settings.json")
+	for _, d := range []string{filepath.Dir(project), filepath.Dir(user)} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	run := func() result { return f.exec(moatBin, "run", "--", "/bin/cat", key) }
+	if got := run(); strings.Contains(got.out, secretText) {
+		t.Fatalf("ESCAPE: the key is readable with no settings at all:\n%s", got.out)
+	}
+	for _, tc := range []struct {
+		body     string
+		reallows bool // in the user's own file
+	}{
+		{`{"sandbox":{"filesystem":{"allowRead":["~/.ssh","~/secrets"]}}}`, true},
+		{`{"permissions":{"allow":["Read(~/.ssh/**)"]}}`, true},
+		{`{"permissions":{"allow":["Read(~)"]}}`, false}, // (~/.ssh, more specific, decides)
+	} {
+		body := tc.body
+		if tc.reallows {
+			// The user's own file: the key is readable (the test can fail).
+			must(t, os.WriteFile(user, []byte(body), 0o644))
+			if got := run(); got.code != 0 || !strings.Contains(got.out, secretText) {
+				t.Fatalf("the user's own %s must re-allow the key (or this test proves nothing): exit %d\n%s", body, got.code, got.out)
+			}
+			must(t, os.Remove(user))
+		}
+		// The repository's: refused, naming the file and the entry.
+		must(t, os.WriteFile(project, []byte(body), 0o644))
+		got := run()
+		if strings.Contains(got.out, secretText) {
+			t.Errorf("ESCAPE: a project's %s made the private key readable:\n%s", body, got.out)
+		}
+		if got.code != 125 || !strings.Contains(got.out, project) || !strings.Contains(got.out, "may not make readable") {
+			t.Errorf("a project's %s: want exit 125 and an error naming the file, got %d:\n%s", body, got.code, got.out)
+		}
+		must(t, os.Remove(project))
+	}
+}

@@ -1,0 +1,194 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// rank orders the sources for the rule that no weaker file undoes a
+// stronger one's denyRead: managed, then the user's own (--settings, the
+// user's files), then the repository's.
+func rank(l Level) int {
+	switch l {
+	case LevelManaged:
+		return 0
+	case LevelLocalProject, LevelProject:
+		return 2
+	}
+	return 1
+}
+
+func isProject(l Level) bool { return l == LevelProject || l == LevelLocalProject }
+
+// ruleField is the field part of a rule's Source ("file: field").
+func ruleField(r policy.PathRule) string {
+	if i := strings.LastIndex(r.Source, ": "); i >= 0 {
+		return r.Source[i+2:]
+	}
+	return r.Source
+}
+
+// denier names who hides a denyRead rule's path, for a message.
+func denier(r policy.PathRule) string {
+	if r.Source == policy.DefaultSecretsSource {
+		return "moat's list of default secrets"
+	}
+	return "the deny rule " + r.Source
+}
+
+// readGuard checks the allowRead rules of the layers against the denyRead
+// rules they might undo (found by an attack pass: a repository's
+// .claude/settings.json with allowRead ["~/.ssh"], or
+// Read(~/.ssh/**) in permissions.allow, made the private key readable,
+// and a project's Read(~/secrets/**) undid a managed deny; the sandbox
+// lets the more specific rule decide, and allowRead wins a tie).
+type readGuard struct {
+	reach
+	home    string
+	ls      []*layer
+	dropped func(*layer) bool // allowRead the merge drops (allowManagedReadPathsOnly)
+
+	denyForms map[*policy.PathRule][]pathForm
+}
+
+func (g *readGuard) formsOfDeny(r *policy.PathRule) []pathForm {
+	if f, ok := g.denyForms[r]; ok {
+		return f
+	}
+	f, _ := g.forms(*r, false) // (without expansion there is no error)
+	g.denyForms[r] = f
+	return f
+}
+
+// inside reports whether some form of the allow rule lies in (or is) what
+// a form of the deny rule names, and returns the allow form.
+func inside(allow, deny []pathForm) (pathForm, pathForm, bool) {
+	for _, a := range allow {
+		for _, d := range deny {
+			if ancestorOrSelf(d.comps, a.comps) {
+				return a, d, true
+			}
+		}
+	}
+	return pathForm{}, pathForm{}, false
+}
+
+// above reports whether some form of the allow rule holds the folder a
+// form of the deny rule lies in (the deny's path, for a rule without a
+// glob).
+func above(allow, deny []pathForm) (pathForm, pathForm, bool) {
+	for _, a := range allow {
+		for _, d := range deny {
+			if ancestorOrSelf(a.comps, literalRoot(d.comps)) {
+				return a, d, true
+			}
+		}
+	}
+	return pathForm{}, pathForm{}, false
+}
+
+// check returns the first allowRead rule that undoes a denyRead rule it
+// may not, as an *Error naming both.
+//
+// A project's file (.claude/settings.json, settings.local.json) may not
+// name a path that lies inside, is, or holds a path that any denyRead
+// hides (a default secret, or any other file's rule; of its own, one it
+// lies inside or is): a repository has no business with them.
+// Read(src/**) of a project that meets no deny stays accepted.
+//
+// Across the other files, a weaker one may not re-allow what a stronger
+// one denies (managed > --settings and the user's files > the project's):
+// an allowRead that lies inside (or is) a stronger file's denyRead is
+// refused. The user's own files may re-allow a default secret.
+func (g *readGuard) check() error {
+	g.denyForms = map[*policy.PathRule][]pathForm{}
+	defaults := policy.DefaultDenyRead(g.home)
+	for _, w := range g.ls {
+		if g.dropped(w) {
+			continue
+		}
+		for _, a := range w.allowRead {
+			var af []pathForm
+			allowForms := func() ([]pathForm, error) {
+				if af != nil {
+					return af, nil
+				}
+				var err error
+				af, err = g.forms(a, true)
+				if err != nil {
+					return nil, &Error{File: w.file, Field: ruleField(a), Reason: fmt.Sprintf("moat cannot tell whether %s re-allows a path a deny rule hides: %v", a.Path, err)}
+				}
+				return af, nil
+			}
+			if isProject(w.level) {
+				type deny struct {
+					r   *policy.PathRule
+					own bool // the file's own
+				}
+				var denies []deny
+				for i := range defaults {
+					denies = append(denies, deny{r: &defaults[i]})
+				}
+				for _, l := range g.ls {
+					for i := range l.denyRead {
+						denies = append(denies, deny{r: &l.denyRead[i], own: l == w})
+					}
+				}
+				for _, dn := range denies {
+					d := dn.r
+					af, err := allowForms()
+					if err != nil {
+						return err
+					}
+					df := g.formsOfDeny(d)
+					how := ""
+					if fa, fd, ok := inside(af, df); ok {
+						how = fmt.Sprintf("%s is within %s, which %s hides%s%s", a.Path, d.Path, denier(*d), viaNote(fa), viaNote(fd))
+					} else if fa, fd, ok := above(af, df); ok && !dn.own {
+						// (A deny of the file's own below its allow is
+						// the more specific rule: it decides.)
+						how = fmt.Sprintf("%s holds %s, which %s hides%s%s", a.Path, d.Path, denier(*d), viaNote(fa), viaNote(fd))
+					}
+					if how == "" {
+						continue
+					}
+					fix := "remove the entry, or set it in your own settings (~/.claude/settings.json) or pass --settings"
+					if managedRule(g.ls, d) {
+						fix = "remove the entry (no other settings file undoes a managed deny)"
+					}
+					return &Error{File: w.file, Field: ruleField(a), Reason: fmt.Sprintf("a project's settings may not make readable what a deny rule or a default secret hides: %s; %s", how, fix)}
+				}
+			}
+			for _, s := range g.ls {
+				if rank(s.level) >= rank(w.level) {
+					continue
+				}
+				for i := range s.denyRead {
+					d := &s.denyRead[i]
+					af, err := allowForms()
+					if err != nil {
+						return err
+					}
+					if fa, fd, ok := inside(af, g.formsOfDeny(d)); ok {
+						return &Error{File: w.file, Field: ruleField(a), Reason: fmt.Sprintf("re-allows reading %s, which the %s settings deny (%s, by %s)%s%s: a weaker settings file may not undo a stronger one's deny rule; remove the entry", a.Path, s.level, d.Path, d.Source, viaNote(fa), viaNote(fd))}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// managedRule reports whether r is one of the managed layers' denyRead.
+func managedRule(ls []*layer, r *policy.PathRule) bool {
+	for _, l := range ls {
+		for i := range l.denyRead {
+			if l.level == LevelManaged && &l.denyRead[i] == r {
+				return true
+			}
+		}
+	}
+	return false
+}
