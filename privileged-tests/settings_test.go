@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,39 @@ func TestProjectSettingsCannotReallowSecrets(t *testing.T) {
 			t.Errorf("a project's %s: want exit 125 and an error naming the file, got %d:\n%s", body, got.code, got.out)
 		}
 		must(t, os.Remove(project))
+	}
+}
+
+// A repository's httpProxyPort is refused: with it moat relays every
+// connection to that port of the host's loopback as is (found by an attack
+// pass: a project's {"sandbox":{"network":{"httpProxyPort":18765}}} let
+// the command reach the service listening there, whatever the domain
+// lists said). The user's own settings may name an external proxy: then
+// the service is reached, so the test can fail.
+func TestProjectSettingsCannotSetExternalProxy(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	body := fmt.Sprintf(`{"sandbox":{"network":{"httpProxyPort":%d}}}`, s.allowed)
+	project := filepath.Join(f.work, ".claude", "settings.json")
+	user := filepath.Join(f.home, ".claude", "settings.json")
+	for _, d := range []string{filepath.Dir(project), filepath.Dir(user)} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	run := func() result {
+		return f.exec(moatBin, "run", "--", "curl", "-sS", "--max-time", "10", "http://service.example/")
+	}
+	must(t, os.WriteFile(user, []byte(body), 0o644))
+	if got := run(); got.code != 0 || !strings.Contains(got.out, "hello") {
+		t.Fatalf("the user's own httpProxyPort must relay to the host's port (or this test proves nothing): exit %d\n%s", got.code, got.out)
+	}
+	must(t, os.Remove(user))
+	must(t, os.WriteFile(project, []byte(body), 0o644))
+	got := run()
+	if strings.Contains(got.out, "hello") {
+		t.Errorf("ESCAPE: a project's httpProxyPort reached the host's 127.0.0.1:%d:\n%s", s.allowed, got.out)
+	}
+	if got.code != 125 || !strings.Contains(got.out, project) || !strings.Contains(got.out, "httpProxyPort") {
+		t.Errorf("want exit 125 and an error naming the file and the key, got %d:\n%s", got.code, got.out)
 	}
 }

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -191,4 +192,95 @@ func managedRule(ls []*layer, r *policy.PathRule) bool {
 		}
 	}
 	return false
+}
+
+// externalProxyWhy is what httpProxyPort / socksProxyPort do to moat's
+// filtering (runtime/proxy.go relays to the external proxy as is).
+const externalProxyWhy = "moat then relays every connection to that port of the host's loopback as is, and its own domain filtering stops: the command reaches whatever listens there"
+
+func networkField(l *layer, key string) string {
+	if l.format == FormatSRT {
+		return "network." + key
+	}
+	return "sandbox.network." + key
+}
+
+// checkExternalProxy refuses an external proxy named below managed
+// settings that filter the network themselves (network lists, or
+// allowManagedDomainsOnly): it would turn their filtering off (found by an
+// attack pass: a project's httpProxyPort reached a service on the host's
+// 127.0.0.1 under managed allowManagedDomainsOnly, allowedDomains and
+// deniedDomains).
+func checkExternalProxy(ls []*layer) error {
+	why, file := "", ""
+	for _, l := range ls { // strongest first: the one that decides
+		if l.level == LevelManaged && l.managedDomainsOnly != nil {
+			if *l.managedDomainsOnly {
+				why, file = "set allowManagedDomainsOnly", l.file
+			}
+			break
+		}
+	}
+	for _, l := range ls {
+		if why == "" && l.level == LevelManaged && (len(l.allowedDomains) > 0 || len(l.deniedDomains) > 0) {
+			why, file = "set network lists (allowedDomains, deniedDomains or WebFetch(domain:...) rules)", l.file
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	for _, l := range ls {
+		if l.level == LevelManaged {
+			continue
+		}
+		for _, port := range []struct {
+			key string
+			v   *int
+		}{{"httpProxyPort", l.httpPort}, {"socksProxyPort", l.socksPort}} {
+			if port.v != nil {
+				return &Error{File: l.file, Field: networkField(l, port.key), Reason: fmt.Sprintf("the managed settings (%s) %s, and an external proxy would turn that filtering off: moat relays every connection to 127.0.0.1:%d as is, and the command reaches whatever listens there; only managed settings may name one here", file, why, *port.v)}
+			}
+		}
+	}
+	return nil
+}
+
+// externalProxyNote says, where the policy relays to an external proxy
+// and has network lists too, that the lists are that proxy's to enforce
+// (moat does not apply them); "" otherwise.
+func externalProxyNote(ls []*layer, p *policy.Policy) string {
+	n := p.Net
+	if n.HTTPProxyPort == 0 && n.SOCKSProxyPort == 0 {
+		return ""
+	}
+	var lists []string
+	for _, x := range []struct {
+		name string
+		n    int
+	}{{"allowedDomains", len(n.AllowedDomains)}, {"deniedDomains", len(n.DeniedDomains)}, {"deniedResolvedAddresses", len(n.DeniedResolvedAddresses)}} {
+		if x.n > 0 {
+			lists = append(lists, fmt.Sprintf("%s (%d)", x.name, x.n))
+		}
+	}
+	if len(lists) == 0 {
+		return ""
+	}
+	var by []string
+	for _, l := range ls {
+		for _, port := range []struct {
+			key string
+			v   *int
+		}{{"httpProxyPort", l.httpPort}, {"socksProxyPort", l.socksPort}} {
+			if port.v != nil {
+				by = append(by, fmt.Sprintf("%s: %s %d", l.file, networkField(l, port.key), *port.v))
+			}
+		}
+	}
+	var to []string
+	for _, port := range []int{n.HTTPProxyPort, n.SOCKSProxyPort} {
+		if a := fmt.Sprintf("127.0.0.1:%d", port); port != 0 && !slices.Contains(to, a) {
+			to = append(to, a)
+		}
+	}
+	return fmt.Sprintf("network: an external proxy is set (%s): moat relays every connection to %s as is, so the lists %s are that proxy's to enforce, not moat's", strings.Join(by, "; "), strings.Join(to, " and "), strings.Join(lists, ", "))
 }

@@ -218,6 +218,9 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
 	}
+	if err := checkExternalProxy(layers); err != nil {
+		return nil, nil, err
+	}
 	managedReadOnly := managedFlag(layers, func(l *layer) *bool { return l.managedReadOnly })
 	g := readGuard{reach: reach{depth: searchDepth(layers), entries: globBudget}, home: home, ls: layers,
 		dropped: func(l *layer) bool { return managedReadOnly && l.level != LevelManaged }}
@@ -226,6 +229,9 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	}
 	p := merge(layers, cwd, home)
 	p.Notes = append(p.Notes, notes...)
+	if n := externalProxyNote(layers, p); n != "" {
+		p.Notes = append(p.Notes, n)
+	}
 	if err := checkImplicitCwd(p); err != nil {
 		if !opts.RunsNothing {
 			return nil, nil, err
@@ -552,7 +558,9 @@ var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // moved the tool cache to ~/.local, reached the host's docker.sock, showed
 // the host's /proc, turned violation reports off and the limits up.
 // Writable paths and allowed domains stay a project's to widen, as Claude
-// Code reads them (SECURITY.md says so).
+// Code reads them (SECURITY.md says so); an external proxy does not (a
+// project's httpProxyPort let the command reach any service on that port
+// of the host's loopback, whatever the domain lists said).
 func projectWidens(l *layer) (string, string) {
 	t := func(b *bool) bool { return b != nil && *b }
 	f := func(b *bool) bool { return b != nil && !*b }
@@ -579,6 +587,10 @@ func projectWidens(l *layer) (string, string) {
 		return "sandbox.enabled", "turn the sandbox off"
 	case t(l.allowUnsandboxed) || len(l.excluded) > 0:
 		return "sandbox.excludedCommands", "run commands outside the sandbox"
+	case l.httpPort != nil:
+		return "network.httpProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
+	case l.socksPort != nil:
+		return "network.socksProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
 	}
 	return "", ""
 }

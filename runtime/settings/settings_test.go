@@ -426,6 +426,9 @@ func TestProjectCannotWiden(t *testing.T) {
 		"network.allowUnixSockets":  `{"sandbox":{"network":{"allowAllUnixSockets":true}}}`,
 		"ignoreViolations":          `{"sandbox":{"ignoreViolations":{"*":["/"]}}}`,
 		"sandbox.excludedCommands":  `{"sandbox":{"excludedCommands":["docker"]}}`,
+		// An external proxy turns moat's domain filtering off.
+		"network.httpProxyPort":  `{"sandbox":{"network":{"httpProxyPort":18765}}}`,
+		"network.socksProxyPort": `{"sandbox":{"network":{"socksProxyPort":18766}}}`,
 		// Reads of what a default secret hides (more: TestProjectCannotReallowSecrets).
 		"sandbox.filesystem.allowRead[0]": `{"sandbox":{"filesystem":{"allowRead":["~/.ssh"]}}}`,
 		"permissions.allow[0]":            `{"permissions":{"allow":["Read(~/.ssh/**)"]}}`,
@@ -645,4 +648,85 @@ func TestWeakerLayerCannotReallow(t *testing.T) {
 	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), proj) || !strings.Contains(err.Error(), user) {
 		t.Errorf("a project's allowRead inside the user's denyRead: %v", err)
 	}
+}
+
+// httpProxyPort / socksProxyPort hand every connection to an external
+// proxy as is: moat's domain lists no longer apply (found by an attack
+// pass: a project's httpProxyPort let the command reach any service on
+// the host's 127.0.0.1:18765, under managed allowManagedDomainsOnly,
+// allowedDomains and deniedDomains). A project may not set one
+// (TestProjectCannotWiden); no file below managed settings that set
+// network lists or allowManagedDomainsOnly may either; and where lists and
+// an external proxy meet, a note says on every run that the lists are the
+// proxy's to enforce.
+func TestExternalProxy(t *testing.T) {
+	e := newEnv(t)
+	user := filepath.Join(e.home, ".claude", "settings.json")
+	srtUser := filepath.Join(e.home, SRTUserFile)
+	given := filepath.Join(e.cwd, "given.json")
+	for _, managed := range []string{
+		`{"sandbox":{"network":{"allowManagedDomainsOnly":true}}}`,
+		`{"sandbox":{"network":{"allowedDomains":["corp.example"]}}}`,
+		`{"sandbox":{"network":{"deniedDomains":["evil.example"]}}}`,
+		`{"permissions":{"deny":["WebFetch(domain:evil.example)"]}}`,
+	} {
+		e.write(e.managed, managed)
+		for _, tc := range []struct{ file, body, field string }{
+			{user, `{"sandbox":{"network":{"httpProxyPort":18765}}}`, "sandbox.network.httpProxyPort"},
+			{user, `{"sandbox":{"network":{"socksProxyPort":18766}}}`, "sandbox.network.socksProxyPort"},
+			{srtUser, `{"network":{"allowedDomains":[],"deniedDomains":[],"httpProxyPort":18765},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.httpProxyPort"},
+			{given, `{"sandbox":{"network":{"httpProxyPort":18765}}}`, "sandbox.network.httpProxyPort"},
+		} {
+			f := e.write(tc.file, tc.body)
+			opts := Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}
+			if f == given {
+				opts.File = f
+			}
+			_, _, err := Load(opts)
+			var se *Error
+			if !errors.As(err, &se) || se.File != f || se.Field != tc.field || !strings.Contains(se.Reason, "managed") || !strings.Contains(se.Reason, e.managed) {
+				t.Errorf("managed %s, %s: %v, want an error naming %s and the managed file", managed, tc.body, err, tc.field)
+			}
+			os.Remove(f)
+		}
+	}
+	// Managed settings may name the proxy themselves; with lists, a note.
+	e.write(e.managed, `{"sandbox":{"network":{"allowManagedDomainsOnly":true,"allowedDomains":["corp.example"],"httpProxyPort":18765}}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Net.HTTPProxyPort != 18765 || !hasNote(p.Notes, "external proxy", "127.0.0.1:18765", "allowedDomains") {
+		t.Errorf("port %d, notes %q", p.Net.HTTPProxyPort, p.Notes)
+	}
+	// Without managed network settings the user may, with the note when
+	// there are lists, none without.
+	os.Remove(e.managed)
+	e.write(user, `{"sandbox":{"network":{"allowedDomains":["example.com"],"socksProxyPort":18766}},"permissions":{"deny":["WebFetch(domain:evil.example)"]}}`)
+	p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(p.Notes, "external proxy", "127.0.0.1:18766", "allowedDomains", "deniedDomains", user) {
+		t.Errorf("notes %q", p.Notes)
+	}
+	e.write(user, `{"sandbox":{"network":{"httpProxyPort":18765}}}`)
+	p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil || len(p.Notes) != 0 {
+		t.Errorf("an external proxy without lists: %v %q", err, p.Notes)
+	}
+}
+
+// hasNote reports whether one of notes holds every one of want.
+func hasNote(notes []string, want ...string) bool {
+	for _, n := range notes {
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(n, w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
