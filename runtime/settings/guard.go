@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -46,7 +47,7 @@ func denier(r policy.PathRule) string {
 // and a project's Read(~/secrets/**) undid a managed deny; the sandbox
 // lets the more specific rule decide, and allowRead wins a tie).
 type readGuard struct {
-	reach
+	*reach
 	home    string
 	ls      []*layer
 	dropped func(*layer) bool // allowRead the merge drops (allowManagedReadPathsOnly)
@@ -283,4 +284,38 @@ func externalProxyNote(ls []*layer, p *policy.Policy) string {
 		}
 	}
 	return fmt.Sprintf("network: an external proxy is set (%s): moat relays every connection to %s as is, so the lists %s are that proxy's to enforce, not moat's", strings.Join(by, "; "), strings.Join(to, " and "), strings.Join(lists, ", "))
+}
+
+// checkProjectWrites refuses what a project's file makes writable outside
+// the project, the directory that holds its .claude (found by an attack
+// pass: a repository's Edit(//etc/profile.d/**) allow made /etc/profile.d
+// writable; the implicit rule's check of system directories,
+// checkImplicitCwd, never saw explicit rules). allowWrite entries, Edit
+// (Write, MultiEdit, NotebookEdit) allow rules and additionalDirectories
+// are judged as the sandbox will resolve them: as written, through the
+// repository's symbolic links (out -> /etc) and as a glob's matches.
+func (x *reach) checkProjectWrites(l *layer) error {
+	if len(l.allowWrite) == 0 && len(l.addDirs) == 0 {
+		return nil
+	}
+	proj := filepath.Dir(filepath.Dir(l.file))
+	cproj := canonicalPath(proj)
+	for _, list := range [][]policy.PathRule{l.allowWrite, l.addDirs} {
+		for _, r := range list {
+			fs, err := x.forms(r, true)
+			if err != nil {
+				return &Error{File: l.file, Field: ruleField(r), Reason: fmt.Sprintf("moat cannot tell whether %s lies in the project: %v", r.Path, err)}
+			}
+			for _, f := range fs {
+				base := proj
+				if f.via != "" {
+					base = cproj
+				}
+				if !within(joinComps(literalRoot(f.comps)), base) {
+					return &Error{File: l.file, Field: ruleField(r), Reason: fmt.Sprintf("a project's settings may not make writable what lies outside the project %s: %s%s; set it in your own settings (~/.claude/settings.json) or pass --settings", proj, r.Path, viaNote(f))}
+				}
+			}
+		}
+	}
+	return nil
 }

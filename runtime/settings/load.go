@@ -221,8 +221,16 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	if err := checkExternalProxy(layers); err != nil {
 		return nil, nil, err
 	}
+	x := reach{depth: searchDepth(layers), entries: globBudget}
+	for _, l := range layers {
+		if isProject(l.level) {
+			if err := x.checkProjectWrites(l); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	managedReadOnly := managedFlag(layers, func(l *layer) *bool { return l.managedReadOnly })
-	g := readGuard{reach: reach{depth: searchDepth(layers), entries: globBudget}, home: home, ls: layers,
+	g := readGuard{reach: &x, home: home, ls: layers,
 		dropped: func(l *layer) bool { return managedReadOnly && l.level != LevelManaged }}
 	if err := g.check(); err != nil {
 		return nil, nil, err
@@ -232,7 +240,13 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	if n := externalProxyNote(layers, p); n != "" {
 		p.Notes = append(p.Notes, n)
 	}
-	if err := checkImplicitCwd(p); err != nil {
+	var projectFiles []string
+	for _, l := range layers {
+		if isProject(l.level) {
+			projectFiles = append(projectFiles, l.file)
+		}
+	}
+	if err := checkImplicitCwd(p, projectFiles); err != nil {
 		if !opts.RunsNothing {
 			return nil, nil, err
 		}
@@ -749,21 +763,28 @@ var homeDirs = []string{"/root", "/var/root", "/private/var/root"}
 
 // checkImplicitCwd refuses the implicit writable working directory where
 // it would hand the system to the command (moat started from /, /etc, ...),
-// unless an explicit allowWrite says the user wants it; and notes a whole
-// home directory made writable that way.
-func checkImplicitCwd(p *policy.Policy) error {
+// unless an explicit allowWrite says the user wants it (one of a project's
+// files, projectFiles, does not: a repository at such a place must not
+// lift the refusal); and notes a whole home directory made writable that
+// way.
+func checkImplicitCwd(p *policy.Policy, projectFiles []string) error {
+	cwd := p.Cwd
+	fromProject := func(r policy.PathRule) bool {
+		return slices.ContainsFunc(projectFiles, func(f string) bool { return strings.HasPrefix(r.Source, f+": ") })
+	}
+	// A project's rule for the working directory itself is judged as the
+	// implicit one (the merge keeps one rule per path: the project's).
 	implicit := false
 	for _, r := range p.FS.AllowWrite {
-		if r.Source == ImplicitCwdSource {
+		if r.Source == ImplicitCwdSource || (fromProject(r) && !r.Glob && r.Path == cwd) {
 			implicit = true
 		}
 	}
 	if !implicit {
 		return nil
 	}
-	cwd := p.Cwd
 	for _, r := range p.FS.AllowWrite {
-		if r.Source != ImplicitCwdSource && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
+		if r.Source != ImplicitCwdSource && !fromProject(r) && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
 			return nil // the user said so explicitly
 		}
 	}
@@ -782,7 +803,7 @@ func checkImplicitCwd(p *policy.Policy) error {
 		if cwd == p.Home {
 			also = fmt.Sprintf(" (it is also the home directory, which does not make %s one moat makes writable)", cwd)
 		}
-		return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory%s: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") if you mean it", cwd, also, cwd, strings.TrimPrefix(cwd, "/"))}
+		return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory%s: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") of your own settings if you mean it", cwd, also, cwd, strings.TrimPrefix(cwd, "/"))}
 	}
 	if cwd == p.Home {
 		p.Notes = append(p.Notes, fmt.Sprintf("the working directory is your home directory %s: all of it is writable to the command (shell start-up files, .gitconfig, .ssh and the other protected names stay read-only or hidden)", cwd))

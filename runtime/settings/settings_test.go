@@ -134,8 +134,8 @@ func TestClaudeFormatAndPrecedence(t *testing.T) {
 	e.write(filepath.Join(e.cwd, ".claude/settings.json"), `{"model":"x","env":{"A":"b"},
 	  "permissions":{"allow":["Bash(npm run:*)","Edit(./out/**)","WebFetch(domain:evil.example)"],
 	     "deny":["Read(./.env)","Edit(/pinned)"],"defaultMode":"plan"},
-	  "sandbox":{"enabled":true,"filesystem":{"allowWrite":["~/.kube"]}}}`)
-	e.write(filepath.Join(e.home, ".claude/settings.json"), `{"permissions":{"defaultMode":"acceptEdits","additionalDirectories":["//opt/extra"]}}`)
+	  "sandbox":{"enabled":true}}`)
+	e.write(filepath.Join(e.home, ".claude/settings.json"), `{"permissions":{"defaultMode":"acceptEdits","additionalDirectories":["//opt/extra"]},"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`)
 	p, err := e.load("")
 	if err != nil {
 		t.Fatal(err)
@@ -729,4 +729,86 @@ func hasNote(notes []string, want ...string) bool {
 		}
 	}
 	return false
+}
+
+// A project's file may make writable only what lies in the project (the
+// directory that holds .claude): found by an attack pass, a repository's
+// {"permissions":{"allow":["Edit(//etc/profile.d/**)"]}} made /etc/profile.d
+// writable for whoever ran moat in it as root. allowWrite, Edit (Write,
+// MultiEdit, NotebookEdit) allow rules and additionalDirectories outside
+// the project are refused, as written, through the repository's symbolic
+// links and as a glob's matches; the user's own settings may name them.
+func TestProjectCannotWriteOutside(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range []string{filepath.Join(e.home, "dotfiles"), filepath.Join(e.cwd, "src")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../home/dotfiles", filepath.Join(e.cwd, "out")); err != nil {
+		t.Fatal(err)
+	}
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return err
+	}
+	refused := map[string]string{
+		`{"permissions":{"allow":["Edit(//etc/profile.d/**)"]}}`:           "permissions.allow[0]",
+		`{"permissions":{"allow":["Bash(ls)","Write(~/.bashrc)"]}}`:        "permissions.allow[1]",
+		`{"permissions":{"allow":["MultiEdit(//usr/local/bin/*)"]}}`:       "permissions.allow[0]",
+		`{"permissions":{"allow":["Edit(/../../x)"]}}`:                     "permissions.allow[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`:            "sandbox.filesystem.allowWrite[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["./src","../sibling"]}}}`: "sandbox.filesystem.allowWrite[1]",
+		`{"sandbox":{"filesystem":{"allowWrite":["//"]}}}`:                 "sandbox.filesystem.allowWrite[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["//*/profile.d"]}}}`:      "sandbox.filesystem.allowWrite[0]",
+		`{"permissions":{"additionalDirectories":["//opt/extra"]}}`:        "permissions.additionalDirectories[0]",
+		`{"permissions":{"additionalDirectories":["../shared"]}}`:          "permissions.additionalDirectories[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["./out"]}}}`:              "sandbox.filesystem.allowWrite[0]", // out -> ../home/dotfiles
+		`{"sandbox":{"filesystem":{"allowWrite":["./out/new/file"]}}}`:     "sandbox.filesystem.allowWrite[0]",
+		`{"permissions":{"allow":["Edit(./o*)"]}}`:                         "permissions.allow[0]", // a glob matching it
+		`{"permissions":{"additionalDirectories":["./out"]}}`:              "permissions.additionalDirectories[0]",
+	}
+	for body, field := range refused {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
+			err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != field || !strings.Contains(se.Reason, "a project's settings may not make writable") || !strings.Contains(se.Reason, e.cwd) {
+				t.Errorf("a project's %s with %s: %v, want an error naming %s", name, body, err, field)
+			}
+			os.Remove(proj)
+		}
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Edit(./src/**)","Edit(/../build/**)","Write(*.log)"],"additionalDirectories":["./packages/a"]},"sandbox":{"filesystem":{"allowWrite":[".","./dist/**","node_modules/.cache"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("a project's writable paths inside it: %v", err)
+	}
+	os.Remove(proj)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"allow":["Edit(//etc/profile.d/**)"],"additionalDirectories":["//opt/extra"]},"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own writable paths: %v", err)
+	}
+}
+
+// The implicit writable working directory is refused in a system
+// directory unless an explicit allowWrite names it: the user's, not a
+// project's (a repository at such a place, /usr/local once was one, named
+// "." and lifted the refusal). Here the system directory is an ancestor
+// of the home directory.
+func TestProjectCannotLiftSystemDirectoryRefusal(t *testing.T) {
+	e := newEnv(t)
+	home := filepath.Join(e.cwd, "h")
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: home, ManagedFile: e.managed})
+		return err
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["."]}}}`)
+	if err := load(); err == nil || !strings.Contains(err.Error(), "system directory") {
+		t.Errorf("a project's allowWrite lifted the refusal of a system directory: %v", err)
+	}
+	os.Remove(proj)
+	e.write(filepath.Join(home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["//`+strings.TrimPrefix(e.cwd, "/")+`"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own allowWrite of the directory: %v", err)
+	}
 }
