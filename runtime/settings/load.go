@@ -574,7 +574,9 @@ var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Writable paths and allowed domains stay a project's to widen, as Claude
 // Code reads them (SECURITY.md says so); an external proxy does not (a
 // project's httpProxyPort let the command reach any service on that port
-// of the host's loopback, whatever the domain lists said).
+// of the host's loopback, whatever the domain lists said), nor a default
+// mode that allows what the user's ask rules ask about (a project's
+// bypassPermissions made moat check allow curl under the user's ask rule).
 func projectWidens(l *layer) (string, string) {
 	t := func(b *bool) bool { return b != nil && *b }
 	f := func(b *bool) bool { return b != nil && !*b }
@@ -601,6 +603,8 @@ func projectWidens(l *layer) (string, string) {
 		return "sandbox.enabled", "turn the sandbox off"
 	case t(l.allowUnsandboxed) || len(l.excluded) > 0:
 		return "sandbox.excludedCommands", "run commands outside the sandbox"
+	case l.defaultMode != nil && (*l.defaultMode == "bypassPermissions" || *l.defaultMode == "acceptEdits"):
+		return "permissions.defaultMode", fmt.Sprintf("make %s the default mode (it allows what your ask rules would ask about; plan and default may be a project's)", *l.defaultMode)
 	case l.httpPort != nil:
 		return "network.httpProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
 	case l.socksPort != nil:

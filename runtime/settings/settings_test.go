@@ -484,7 +484,7 @@ func TestDisableBypassPermissionsMode(t *testing.T) {
 	// The user's file disables it; the project's, read above it, cannot
 	// undo it.
 	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"disableBypassPermissionsMode":"disable"}}`)
-	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"acceptEdits"}}`)
+	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"plan"}}`)
 	p, err = e.load("")
 	if err != nil {
 		t.Fatal(err)
@@ -810,5 +810,41 @@ func TestProjectCannotLiftSystemDirectoryRefusal(t *testing.T) {
 	e.write(filepath.Join(home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["//`+strings.TrimPrefix(e.cwd, "/")+`"]}}}`)
 	if err := load(); err != nil {
 		t.Errorf("the user's own allowWrite of the directory: %v", err)
+	}
+}
+
+// A project's permissions.defaultMode may not be bypassPermissions or
+// acceptEdits: either allows what the user's ask rules would ask about
+// (found by an attack pass: a project's "bypassPermissions" made `moat
+// check -- curl x` allow under the user's ask rule Bash(curl:*)). plan and
+// default stay a project's to set; the user's own settings may set any.
+func TestProjectDefaultMode(t *testing.T) {
+	e := newEnv(t)
+	load := func() (*policy.Policy, error) {
+		p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return p, err
+	}
+	for _, mode := range []string{"bypassPermissions", "acceptEdits"} {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+			_, err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != "permissions.defaultMode" || !strings.Contains(se.Reason, mode) {
+				t.Errorf("a project's %s with defaultMode %s: %v", name, mode, err)
+			}
+			os.Remove(proj)
+		}
+		user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+		if p, err := load(); err != nil || p.Permissions.DefaultMode != mode {
+			t.Errorf("the user's own defaultMode %s: %v", mode, err)
+		}
+		os.Remove(user)
+	}
+	for _, mode := range []string{"plan", "default"} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+		if p, err := load(); err != nil || p.Permissions.DefaultMode != mode {
+			t.Errorf("a project's defaultMode %s: %v", mode, err)
+		}
+		os.Remove(proj)
 	}
 }
