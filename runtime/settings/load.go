@@ -33,7 +33,9 @@ type Options struct {
 	// Home is the home directory. If empty, os.UserHomeDir.
 	Home string
 	// ManagedFile is the managed settings file. If empty, the platform's
-	// location; "-" reads none.
+	// location; "-" reads none. The *.json files of managed-settings.d
+	// beside it (ManagedDropInDir) are managed settings too, merged on top
+	// of it in alphabetical order.
 	ManagedFile string
 	// NoDefaults reads no default user or project file (only File and the
 	// managed file).
@@ -98,7 +100,8 @@ type Source struct {
 }
 
 // Load builds the Policy from the settings files, highest precedence first:
-// managed, --settings FILE (or, without it, .claude/settings.local.json,
+// managed (managed-settings.d's drop-ins, the last first, then the managed
+// file), --settings FILE (or, without it, .claude/settings.local.json,
 // .claude/settings.json, ~/.claude/settings.json and ~/.srt-settings.json).
 // Lists merge across sources; a scalar comes from the strongest source that
 // sets it. With no file at all, the defaults apply: reads everywhere but the
@@ -123,6 +126,16 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 	}
 	if managed != "-" {
+		// Claude Code's drop-ins (managed-settings.d/*.json beside the
+		// managed file) merge in alphabetical order on top of it: the
+		// last is the strongest, and layers go strongest first.
+		dropIns, err := managedDropIns(managed)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := len(dropIns) - 1; i >= 0; i-- {
+			cands = append(cands, cand{file: dropIns[i], level: LevelManaged, format: FormatClaude})
+		}
 		cands = append(cands, cand{file: managed, level: LevelManaged, format: FormatClaude})
 	}
 	if opts.File != "" {
@@ -260,6 +273,48 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return p, sources, nil
+}
+
+// ManagedDropInDir is the directory of managed drop-ins, beside the
+// managed settings file.
+const ManagedDropInDir = "managed-settings.d"
+
+// managedDropIns lists the drop-ins of the managed file in alphabetical
+// order: the *.json files of managed-settings.d beside it, dotfiles
+// skipped. No directory there: none. Each is then read like the managed
+// file itself (readFile: a regular file, not of a kernel filesystem, at
+// most MaxFileSize).
+func managedDropIns(managed string) ([]string, error) {
+	dir := filepath.Join(filepath.Dir(managed), ManagedDropInDir)
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err == nil && !fi.IsDir() {
+		what := "a file"
+		if !fi.Mode().IsRegular() {
+			what = describeMode(fi.Mode())
+		}
+		return nil, &Error{File: dir, Reason: fmt.Sprintf("not a directory (%s): managed drop-ins are the *.json files of a directory", what)}
+	}
+	var es []os.DirEntry
+	if err == nil {
+		es, err = os.ReadDir(dir) // sorted by name
+	}
+	if err != nil {
+		reason := fmt.Sprintf("cannot read: %v", err)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			reason = fmt.Sprintf("cannot read: %v", pe.Err)
+		}
+		return nil, &Error{File: dir, Reason: reason, Err: err}
+	}
+	var out []string
+	for _, e := range es {
+		if n := e.Name(); !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json") {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out, nil
 }
 
 // sameFile reports whether a and b name one file: the same path, or, both

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -846,5 +847,93 @@ func TestProjectDefaultMode(t *testing.T) {
 			t.Errorf("a project's defaultMode %s: %v", mode, err)
 		}
 		os.Remove(proj)
+	}
+}
+
+// Claude Code's managed-settings.d: the *.json files beside the managed
+// file, merged in alphabetical order on top of it (dotfiles skipped; the
+// base file may be absent), are managed settings too (found by an attack
+// pass: they were ignored, and an administrator's deny in one of them did
+// nothing). Each is read with the managed file's checks (a regular file of
+// at most 4 MiB); lists merge, a later file's scalar wins, managed-only
+// switches count from them, and no file below undoes their denies.
+func TestManagedDropIns(t *testing.T) {
+	e := newEnv(t)
+	d := filepath.Join(filepath.Dir(e.managed), "managed-settings.d")
+	load := func() (*policy.Policy, []Source, error) {
+		return Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	}
+	deny := e.write(filepath.Join(d, "10-secrets.json"), `{"sandbox":{"filesystem":{"denyRead":["~/secrets"]}},"permissions":{"defaultMode":"plan"}}`)
+	p, srcs, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(paths(p.FS.DenyRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf("the drop-in's denyRead, without a managed file: %v", paths(p.FS.DenyRead))
+	}
+	if len(srcs) != 1 || srcs[0].File != deny || srcs[0].Level != LevelManaged {
+		t.Errorf("sources %+v", srcs)
+	}
+	// With the base file and more drop-ins: a later file's scalar wins,
+	// lists merge, dotfiles and other names are skipped.
+	e.write(e.managed, `{"permissions":{"defaultMode":"default","deny":["Read(~/base)"]}}`)
+	e.write(filepath.Join(d, "20-net.json"), `{"sandbox":{"network":{"allowManagedDomainsOnly":true,"allowedDomains":["corp.example"]}},"permissions":{"defaultMode":"acceptEdits"}}`)
+	e.write(filepath.Join(d, ".30-hidden.json"), `not json`)
+	e.write(filepath.Join(d, "README"), `not json`)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"defaultMode":"plan"},"sandbox":{"network":{"allowedDomains":["mine.example"]}}}`)
+	p, srcs, err = load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Permissions.DefaultMode != "acceptEdits" {
+		t.Errorf("defaultMode %q: the last drop-in's scalar must win (over the base file and the user's)", p.Permissions.DefaultMode)
+	}
+	dr := paths(p.FS.DenyRead)
+	if !contains(dr, filepath.Join(e.home, "secrets")) || !contains(dr, filepath.Join(e.home, "base")) {
+		t.Errorf("denyRead %v", dr)
+	}
+	if !p.Net.AllowManagedDomainsOnly || len(p.Net.AllowedDomains) != 1 || p.Net.AllowedDomains[0].Pattern != "corp.example" || !p.Net.AllowedDomains[0].Managed {
+		t.Errorf("a drop-in's allowManagedDomainsOnly: %v %+v", p.Net.AllowManagedDomainsOnly, p.Net.AllowedDomains)
+	}
+	var managed []string
+	for _, s := range srcs {
+		if s.Level == LevelManaged {
+			managed = append(managed, filepath.Base(s.File))
+		}
+	}
+	if strings.Join(managed, ",") != "20-net.json,10-secrets.json,managed.json" {
+		t.Errorf("managed sources (strongest first) %v", managed)
+	}
+	// A project may not re-allow a drop-in's deny; the error names it.
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/**)"]}}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), deny) {
+		t.Errorf("a project's allow of a drop-in's deny: %v", err)
+	}
+	os.Remove(proj)
+	// Each drop-in is checked as the managed file is: errors name it.
+	bad := e.write(filepath.Join(d, "40-bad.json"), `{"sandbox":{"enabeld":true}}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "sandbox.enabeld") {
+		t.Errorf("a bad drop-in: %v", err)
+	}
+	os.Remove(bad)
+	fifo := filepath.Join(d, "50-fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "FIFO") {
+		t.Errorf("a FIFO drop-in: %v", err)
+	}
+	os.Remove(fifo)
+	// A managed-settings.d that is not a directory is an error; "-" reads
+	// neither the managed file nor its drop-ins.
+	os.RemoveAll(d)
+	e.write(d, `{}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), d) {
+		t.Errorf("managed-settings.d a file: %v", err)
+	}
+	os.Remove(d)
+	e.write(filepath.Join(d, "10-secrets.json"), `{"sandbox":{"filesystem":{"denyRead":["~/secrets"]}}}`)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: "-"}); err != nil || contains(paths(p.FS.DenyRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf(`ManagedFile "-" read a drop-in: %v`, err)
 	}
 }
