@@ -231,6 +231,23 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		layers = append(layers, l)
 		sources = append(sources, Source{File: c.file, Level: c.level, Format: format})
 	}
+	// allowManagedPermissionRulesOnly: only the managed files' permission
+	// rules count, for the permission engine and for the sandbox rules
+	// made from them (found by an attack pass: it was ignored, and a
+	// project's Read allow undid a managed deny under it). Another file's
+	// is read and has no effect, as allowManagedDomainsOnly.
+	rulesOnly := managedFlag(layers, func(l *layer) *bool { return l.managedRulesOnly })
+	for _, l := range layers {
+		drop := rulesOnly && l.level != LevelManaged
+		if n := len(l.allow) + len(l.ask) + len(l.deny); drop && n > 0 {
+			rules := "rules"
+			if n == 1 {
+				rules = "rule"
+			}
+			notes = append(notes, fmt.Sprintf("%s: its %d permission %s (allow, ask, deny) not used: managed settings set allowManagedPermissionRulesOnly", l.file, n, rules))
+		}
+		l.foldRules(drop)
+	}
 	if err := checkExternalProxy(layers); err != nil {
 		return nil, nil, err
 	}
@@ -383,6 +400,8 @@ type layer struct {
 	parent                        *policy.ParentProxy
 
 	allow, ask, deny []policy.Rule
+	managedRulesOnly *bool     // allowManagedPermissionRulesOnly
+	fromRules        ruleLists // the sandbox rules made from allow and deny
 	defaultMode      *string
 	disableBypass    bool
 	addDirs          []policy.PathRule
@@ -399,6 +418,31 @@ type layer struct {
 	envAllow                          []string
 	envSet                            map[string]string
 	safeDirs                          []string
+}
+
+// ruleLists are the sandbox rules made from a file's permission rules
+// (Read, Edit, ... and WebFetch(domain:...) in allow and deny).
+type ruleLists struct {
+	allowRead, denyRead, allowWrite, denyWrite []policy.PathRule
+	allowedDomains, deniedDomains              []policy.DomainRule
+}
+
+// foldRules puts the sandbox rules made from the layer's permission rules
+// in its lists (first: the permissions are read before the sandbox
+// section), or, with drop, drops them and its permission rules.
+func (l *layer) foldRules(drop bool) {
+	d := l.fromRules
+	l.fromRules = ruleLists{}
+	if drop {
+		l.allow, l.ask, l.deny = nil, nil, nil
+		return
+	}
+	l.allowRead = append(d.allowRead, l.allowRead...)
+	l.denyRead = append(d.denyRead, l.denyRead...)
+	l.allowWrite = append(d.allowWrite, l.allowWrite...)
+	l.denyWrite = append(d.denyWrite, l.denyWrite...)
+	l.allowedDomains = append(d.allowedDomains, l.allowedDomains...)
+	l.deniedDomains = append(d.deniedDomains, l.deniedDomains...)
 }
 
 // merge combines the layers (strongest first) into a Policy.

@@ -937,3 +937,66 @@ func TestManagedDropIns(t *testing.T) {
 		t.Errorf(`ManagedFile "-" read a drop-in: %v`, err)
 	}
 }
+
+// allowManagedPermissionRulesOnly (a managed-only key of Claude Code's):
+// when managed settings set it, the permission rules (allow, ask, deny) of
+// every other file are dropped, for the permission engine and for the
+// sandbox rules made from them, with a note (found by an attack pass: it
+// was ignored, and a project's Read(~/secrets/**) allow undid a managed
+// deny under it). As with allowManagedDomainsOnly, another file's is read
+// and has no effect.
+func TestAllowManagedPermissionRulesOnly(t *testing.T) {
+	e := newEnv(t)
+	d := filepath.Join(filepath.Dir(e.managed), "managed-settings.d")
+	e.write(e.managed, `{"allowManagedPermissionRulesOnly":true,"permissions":{"deny":["Read(~/secrets/**)","Bash(curl:*)"],"allow":["Edit(./managed-out/**)"]}}`)
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/**)","Bash(npm test)","Edit(./out/**)","WebFetch(domain:evil.example)"],"ask":["Bash(git push:*)"]},"sandbox":{"filesystem":{"allowWrite":["./build"]}}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"deny":["Read(./.env)","WebFetch(domain:x.example)"]}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatalf("the project's rules are dropped, so nothing is refused: %v", err)
+	}
+	if contains(paths(p.FS.AllowRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf("a project's Read allow under allowManagedPermissionRulesOnly: allowRead %v", paths(p.FS.AllowRead))
+	}
+	var rules []string
+	for _, list := range [][]policy.Rule{p.Permissions.Allow, p.Permissions.Ask, p.Permissions.Deny} {
+		for _, r := range list {
+			rules = append(rules, r.Rule)
+		}
+	}
+	if strings.Join(rules, ",") != "Edit(./managed-out/**),Read(~/secrets/**),Bash(curl:*)" {
+		t.Errorf("permission rules %v, want the managed file's only", rules)
+	}
+	aw := paths(p.FS.AllowWrite)
+	if contains(aw, filepath.Join(e.cwd, "out")) || !contains(aw, filepath.Join(e.cwd, "build")) || !contains(aw, filepath.Join(e.cwd, "managed-out")) {
+		t.Errorf("allowWrite %v: the project's Edit rule must go, its allowWrite (not a permission rule) stay", aw)
+	}
+	if contains(paths(p.FS.DenyRead), filepath.Join(e.cwd, ".env")) || len(p.Net.AllowedDomains) != 0 || len(p.Net.DeniedDomains) != 0 {
+		t.Errorf("the other files' Read deny and WebFetch rules must go: denyRead %v, domains %+v %+v", paths(p.FS.DenyRead), p.Net.AllowedDomains, p.Net.DeniedDomains)
+	}
+	if !hasNote(p.Notes, proj, "allowManagedPermissionRulesOnly") || !hasNote(p.Notes, user, "allowManagedPermissionRulesOnly") {
+		t.Errorf("notes %q", p.Notes)
+	}
+	// From a drop-in too; and the last managed file that sets it decides.
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]}}`)
+	e.write(filepath.Join(d, "50-rules.json"), `{"allowManagedPermissionRulesOnly":true}`)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || len(p.Permissions.Allow) != 0 {
+		t.Errorf("a drop-in's allowManagedPermissionRulesOnly: %v %+v", err, p.Permissions.Allow)
+	}
+	os.RemoveAll(d)
+	// Without it the project's Read allow of the managed deny is refused
+	// (TestProjectCannotReallowSecrets), and a non-managed file's
+	// allowManagedPermissionRulesOnly does nothing.
+	e.write(user, `{"allowManagedPermissionRulesOnly":true,"permissions":{"deny":["Read(./.env)"]}}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "permissions.allow[0]") {
+		t.Errorf("without managed allowManagedPermissionRulesOnly: %v", err)
+	}
+	os.Remove(proj)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || !contains(paths(p.FS.DenyRead), filepath.Join(e.cwd, ".env")) {
+		t.Errorf("the user's allowManagedPermissionRulesOnly dropped rules: %v", err)
+	}
+	e.write(user, `{"allowManagedPermissionRulesOnly":"yes"}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "allowManagedPermissionRulesOnly") {
+		t.Errorf("a string: %v", err)
+	}
+}
