@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -453,14 +454,19 @@ func TestRenameParentOfDenyRule(t *testing.T) {
 // A settings file a sandboxed command writes never widens a later run: not
 // after it (the audit takes it out), nor while it runs (moat refuses to load
 // a settings file a live sandbox could have written).
+//
+// (A project's file may widen the domains, not the writable paths outside
+// the project: the widening here is a domain, a server on the host's
+// loopback.)
 func TestSettingsCannotWidenLaterRun(t *testing.T) {
+	requireCurl(t)
 	s := newGitScene(t)
 	sub := filepath.Join(s.repo, "sub")
-	target := filepath.Join(s.outside, "target.txt")
-	widen := fmt.Sprintf(`mkdir -p sub/.claude && printf '{"sandbox":{"filesystem":{"allowWrite":["/%s"]}}}' > sub/.claude/settings.json`, s.outside)
+	server := "127.0.0.1:" + strconv.Itoa(startServers(t, s.root).allowed)
+	widen := fmt.Sprintf(`mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowedDomains":["%s"]}}}' > sub/.claude/settings.json`, server)
 	// The later run: default settings discovery, started in sub.
 	later := func() result {
-		cmd := exec.Command(moatBin, "run", "--", "/bin/sh", "-c", "echo evil > "+target+" && echo ESCAPED")
+		cmd := exec.Command(moatBin, "run", "--", "/bin/sh", "-c", "curl -sf --max-time 10 http://"+server+"/ && echo ESCAPED")
 		cmd.Dir, cmd.Env = sub, s.env()
 		out, err := cmd.CombinedOutput()
 		code := 0
@@ -477,7 +483,6 @@ func TestSettingsCannotWidenLaterRun(t *testing.T) {
 		t.Fatalf("a project settings file must widen the run it is found by (or this test proves nothing):\n%s", r.out)
 	}
 	os.RemoveAll(filepath.Join(sub, ".claude"))
-	os.Remove(target)
 	// Written under moat: gone when moat returns.
 	r := s.run(widen, true)
 	if !strings.Contains(r.out, "settings") {

@@ -481,3 +481,27 @@ func TestCheckAndPolicyWhereRunRefuses(t *testing.T) {
 		t.Fatalf("moat run from /: %d %q", code, errs)
 	}
 }
+
+// A project's defaultMode bypassPermissions no longer overrides the user's
+// ask rules (found by an attack pass: `moat check -- curl x` answered
+// allow): moat check refuses the project's file, naming the key.
+func TestCheckProjectDefaultModeRefused(t *testing.T) {
+	cwd, _ := checkSetup(t, `{}`)
+	t.Setenv("MOAT_DAEMON", "off")
+	home := os.Getenv("HOME")
+	for _, f := range []struct{ path, body string }{
+		{filepath.Join(home, ".claude", "settings.json"), `{"permissions":{"ask":["Bash(curl:*)"]}}`},
+		{filepath.Join(cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"bypassPermissions"}}`},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runMoat(t, "", "check", "--cwd", cwd, "--", "curl x")
+	if code != 125 || strings.HasPrefix(out, "allow") || !strings.Contains(errs, "permissions.defaultMode") {
+		t.Fatalf("moat check under a project's bypassPermissions: exit %d, %q, %q", code, out, errs)
+	}
+}

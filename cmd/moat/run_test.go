@@ -611,3 +611,19 @@ func TestConcurrentRunsInOneDirectory(t *testing.T) {
 		t.Fatalf("a second run beside the first: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// An external proxy (httpProxyPort) with domain lists: moat relays to the
+// proxy as is, and every run says the lists are that proxy's to enforce
+// (found by an attack pass: nothing said they no longer applied).
+func TestRunExternalProxyNote(t *testing.T) {
+	tr := newTree(t)
+	s := filepath.Join(tr.dir, "..", "ext.json")
+	writeJSON(t, s, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{"example.com"}, "deniedDomains": []string{"evil.example"}, "httpProxyPort": 18765},
+		"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{}, "denyWrite": []string{}},
+	})
+	r := tr.moat(t, "", nil, "run", "--settings", s, "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "moat: note: network: an external proxy is set") || !strings.Contains(r.stderr, "127.0.0.1:18765") || !strings.Contains(r.stderr, "allowedDomains (1), deniedDomains (1) are that proxy's to enforce") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -3,7 +3,8 @@ package policy
 import "path/filepath"
 
 // SecretPaths are the credential stores that are unreadable by default,
-// relative to the home directory. A settings allowRead entry re-allows one.
+// relative to the home directory. An allowRead entry of the user's own
+// settings re-allows one (a project's may not: runtime/settings).
 var SecretPaths = []string{
 	".ssh",
 	".gnupg",

@@ -19,6 +19,10 @@ func decodeClaude(o *object, r resolver) (*layer, error) {
 	if err := misspelledTop(o); err != nil {
 		return nil, err
 	}
+	var err error
+	if l.managedRulesOnly, err = o.boolean("allowManagedPermissionRulesOnly"); err != nil {
+		return nil, err
+	}
 	if p, ok, err := o.obj("permissions"); err != nil {
 		return nil, err
 	} else if ok {
@@ -144,7 +148,9 @@ func decodePermissions(o *object, r resolver, l *layer) error {
 	return o.unknown("disableAutoMode")
 }
 
-// sandboxRule feeds a Read/Edit/WebFetch rule to the sandbox policy.
+// sandboxRule feeds a Read/Edit/WebFetch rule to the sandbox policy, in
+// l.fromRules until Load knows whether the file's permission rules count
+// (allowManagedPermissionRulesOnly).
 func sandboxRule(tool, content, kind, field string, r resolver, l *layer) error {
 	switch tool {
 	case "Read", "Edit", "Write", "MultiEdit", "NotebookEdit":
@@ -156,15 +162,16 @@ func sandboxRule(tool, content, kind, field string, r resolver, l *layer) error 
 		if err != nil {
 			return err
 		}
+		d := &l.fromRules
 		switch {
 		case tool == "Read" && kind == "deny":
-			l.denyRead = append(l.denyRead, pr)
+			d.denyRead = append(d.denyRead, pr)
 		case tool == "Read":
-			l.allowRead = append(l.allowRead, pr)
+			d.allowRead = append(d.allowRead, pr)
 		case kind == "deny":
-			l.denyWrite = append(l.denyWrite, pr)
+			d.denyWrite = append(d.denyWrite, pr)
 		default:
-			l.allowWrite = append(l.allowWrite, pr)
+			d.allowWrite = append(d.allowWrite, pr)
 		}
 	case "WebFetch":
 		d, ok := strings.CutPrefix(content, "domain:")
@@ -176,9 +183,9 @@ func sandboxRule(tool, content, kind, field string, r resolver, l *layer) error 
 		}
 		dr := policy.DomainRule{Pattern: d, Source: r.file + ": " + field}
 		if kind == "deny" {
-			l.deniedDomains = append(l.deniedDomains, dr)
+			l.fromRules.deniedDomains = append(l.fromRules.deniedDomains, dr)
 		} else {
-			l.allowedDomains = append(l.allowedDomains, dr)
+			l.fromRules.allowedDomains = append(l.fromRules.allowedDomains, dr)
 		}
 	}
 	return nil

@@ -8,7 +8,13 @@
 //   - Finding the files, their precedence, and the merge: lists merge across
 //     sources, a scalar comes from the strongest source that sets it, and
 //     managed-only switches (allowManagedDomainsOnly,
-//     allowManagedReadPathsOnly) are honoured only from managed settings.
+//     allowManagedReadPathsOnly, allowManagedPermissionRulesOnly) are
+//     honoured only from managed settings (the managed file and its
+//     managed-settings.d drop-ins).
+//   - What a weaker file may not do: a project's file may not weaken the
+//     sandbox for whoever runs moat in it (projectWidens) nor make readable
+//     what a deny rule or a default secret hides, and no file re-allows
+//     what a stronger one denies (guard.go, reach.go).
 //   - The path forms of each format (srt: absolute, ~/, relative to the
 //     working directory; Claude Code rules: //abs, ~/, /relative-to-the-file,
 //     relative to the working directory).

@@ -36,7 +36,9 @@ type Options struct {
 	// Home is the home directory. If empty, os.UserHomeDir.
 	Home string
 	// ManagedFile is the managed settings file. If empty, the platform's
-	// location; "-" reads none.
+	// location; "-" reads none. The *.json files of managed-settings.d
+	// beside it (ManagedDropInDir) are managed settings too, merged on top
+	// of it in alphabetical order.
 	ManagedFile string
 	// NoDefaults reads no default user or project file (only File and the
 	// managed file).
@@ -101,7 +103,8 @@ type Source struct {
 }
 
 // Load builds the Policy from the settings files, highest precedence first:
-// managed, --settings FILE (or, without it, .claude/settings.local.json,
+// managed (managed-settings.d's drop-ins, the last first, then the managed
+// file), --settings FILE (or, without it, .claude/settings.local.json,
 // .claude/settings.json, ~/.claude/settings.json and ~/.srt-settings.json).
 // Lists merge across sources; a scalar comes from the strongest source that
 // sets it. With no file at all, the defaults apply: reads everywhere but the
@@ -126,6 +129,16 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 	}
 	if managed != "-" {
+		// Claude Code's drop-ins (managed-settings.d/*.json beside the
+		// managed file) merge in alphabetical order on top of it: the
+		// last is the strongest, and layers go strongest first.
+		dropIns, err := managedDropIns(managed)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := len(dropIns) - 1; i >= 0; i-- {
+			cands = append(cands, cand{file: dropIns[i], level: LevelManaged, format: FormatClaude})
+		}
 		cands = append(cands, cand{file: managed, level: LevelManaged, format: FormatClaude})
 	}
 	if opts.File != "" {
@@ -135,10 +148,14 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 		cands = append(cands, cand{file: f, level: LevelCommandLine, explicit: true})
 	} else if !opts.NoDefaults {
-		cands = append(cands,
-			cand{file: filepath.Join(cwd, ".claude", "settings.local.json"), level: LevelLocalProject, format: FormatClaude},
-			cand{file: filepath.Join(cwd, ".claude", "settings.json"), level: LevelProject, format: FormatClaude},
-		)
+		cands = append(cands, cand{file: filepath.Join(cwd, ".claude", "settings.local.json"), level: LevelLocalProject, format: FormatClaude})
+		// Started in the home directory, .claude/settings.json is the
+		// user's own file: read once, as the user's (it was read as a
+		// project's too, and refused what only a project may not set).
+		project := filepath.Join(cwd, ".claude", "settings.json")
+		if home == "" || !sameFile(project, filepath.Join(home, ".claude", "settings.json")) {
+			cands = append(cands, cand{file: project, level: LevelProject, format: FormatClaude})
+		}
 		if home != "" {
 			cands = append(cands,
 				cand{file: filepath.Join(home, ".claude", "settings.json"), level: LevelUser, format: FormatClaude},
@@ -225,9 +242,52 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			secretHomes = append(secretHomes, a)
 		}
 	}
+	// allowManagedPermissionRulesOnly: only the managed files' permission
+	// rules count, for the permission engine and for the sandbox rules
+	// made from them (found by an attack pass: it was ignored, and a
+	// project's Read allow undid a managed deny under it). Another file's
+	// is read and has no effect, as allowManagedDomainsOnly.
+	rulesOnly := managedFlag(layers, func(l *layer) *bool { return l.managedRulesOnly })
+	for _, l := range layers {
+		drop := rulesOnly && l.level != LevelManaged
+		if n := len(l.allow) + len(l.ask) + len(l.deny); drop && n > 0 {
+			rules := "rules"
+			if n == 1 {
+				rules = "rule"
+			}
+			notes = append(notes, fmt.Sprintf("%s: its %d permission %s (allow, ask, deny) not used: managed settings set allowManagedPermissionRulesOnly", l.file, n, rules))
+		}
+		l.foldRules(drop)
+	}
+	if err := checkExternalProxy(layers); err != nil {
+		return nil, nil, err
+	}
+	x := reach{depth: searchDepth(layers), entries: globBudget}
+	for _, l := range layers {
+		if isProject(l.level) {
+			if err := x.checkProjectWrites(l); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	managedReadOnly := managedFlag(layers, func(l *layer) *bool { return l.managedReadOnly })
+	g := readGuard{reach: &x, homes: secretHomes, ls: layers,
+		dropped: func(l *layer) bool { return managedReadOnly && l.level != LevelManaged }}
+	if err := g.check(); err != nil {
+		return nil, nil, err
+	}
 	p := merge(layers, cwd, home, secretHomes)
 	p.Notes = append(p.Notes, notes...)
-	if err := checkImplicitCwd(p); err != nil {
+	if n := externalProxyNote(layers, p); n != "" {
+		p.Notes = append(p.Notes, n)
+	}
+	var projectFiles []string
+	for _, l := range layers {
+		if isProject(l.level) {
+			projectFiles = append(projectFiles, l.file)
+		}
+	}
+	if err := checkImplicitCwd(p, projectFiles); err != nil {
 		if !opts.RunsNothing {
 			return nil, nil, err
 		}
@@ -252,6 +312,62 @@ var accountHome = sync.OnceValue(func() string {
 	}
 	return filepath.Clean(u.HomeDir)
 })
+
+// ManagedDropInDir is the directory of managed drop-ins, beside the
+// managed settings file.
+const ManagedDropInDir = "managed-settings.d"
+
+// managedDropIns lists the drop-ins of the managed file in alphabetical
+// order: the *.json files of managed-settings.d beside it, dotfiles
+// skipped. No directory there: none. Each is then read like the managed
+// file itself (readFile: a regular file, not of a kernel filesystem, at
+// most MaxFileSize).
+func managedDropIns(managed string) ([]string, error) {
+	dir := filepath.Join(filepath.Dir(managed), ManagedDropInDir)
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err == nil && !fi.IsDir() {
+		what := "a file"
+		if !fi.Mode().IsRegular() {
+			what = describeMode(fi.Mode())
+		}
+		return nil, &Error{File: dir, Reason: fmt.Sprintf("not a directory (%s): managed drop-ins are the *.json files of a directory", what)}
+	}
+	var es []os.DirEntry
+	if err == nil {
+		es, err = os.ReadDir(dir) // sorted by name
+	}
+	if err != nil {
+		reason := fmt.Sprintf("cannot read: %v", err)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			reason = fmt.Sprintf("cannot read: %v", pe.Err)
+		}
+		return nil, &Error{File: dir, Reason: reason, Err: err}
+	}
+	var out []string
+	for _, e := range es {
+		if n := e.Name(); !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".json") {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out, nil
+}
+
+// sameFile reports whether a and b name one file: the same path, or, both
+// existing, the same inode (through a symbolic link to the home directory).
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
 
 func dirs(opts Options) (cwd, home string, err error) {
 	cwd = opts.Cwd
@@ -305,6 +421,8 @@ type layer struct {
 	parent                        *policy.ParentProxy
 
 	allow, ask, deny []policy.Rule
+	managedRulesOnly *bool     // allowManagedPermissionRulesOnly
+	fromRules        ruleLists // the sandbox rules made from allow and deny
 	defaultMode      *string
 	disableBypass    bool
 	addDirs          []policy.PathRule
@@ -323,6 +441,31 @@ type layer struct {
 	safeDirs                          []string
 }
 
+// ruleLists are the sandbox rules made from a file's permission rules
+// (Read, Edit, ... and WebFetch(domain:...) in allow and deny).
+type ruleLists struct {
+	allowRead, denyRead, allowWrite, denyWrite []policy.PathRule
+	allowedDomains, deniedDomains              []policy.DomainRule
+}
+
+// foldRules puts the sandbox rules made from the layer's permission rules
+// in its lists (first: the permissions are read before the sandbox
+// section), or, with drop, drops them and its permission rules.
+func (l *layer) foldRules(drop bool) {
+	d := l.fromRules
+	l.fromRules = ruleLists{}
+	if drop {
+		l.allow, l.ask, l.deny = nil, nil, nil
+		return
+	}
+	l.allowRead = append(d.allowRead, l.allowRead...)
+	l.denyRead = append(d.denyRead, l.denyRead...)
+	l.allowWrite = append(d.allowWrite, l.allowWrite...)
+	l.denyWrite = append(d.denyWrite, l.denyWrite...)
+	l.allowedDomains = append(d.allowedDomains, l.allowedDomains...)
+	l.deniedDomains = append(d.deniedDomains, l.deniedDomains...)
+}
+
 // merge combines the layers (strongest first) into a Policy.
 func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
 	p := &policy.Policy{Cwd: cwd, Home: home, Violations: true}
@@ -330,14 +473,11 @@ func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
 	p.FS.DenyRead = policy.DefaultDenyRead(secretHomes...)
 	p.ToolCache = policy.DefaultToolCache(home, os.Getenv("XDG_CACHE_HOME"))
 
-	managedDomainsOnly, managedReadOnly := false, false
+	managedDomainsOnly := managedFlag(ls, func(l *layer) *bool { return l.managedDomainsOnly })
+	managedReadOnly := managedFlag(ls, func(l *layer) *bool { return l.managedReadOnly })
 	hasSRT, hasClaude := false, false
 	for _, l := range ls {
 		p.Sources = append(p.Sources, l.file)
-		if l.level == LevelManaged {
-			managedDomainsOnly = deref(l.managedDomainsOnly)
-			managedReadOnly = deref(l.managedReadOnly)
-		}
 		if l.format == FormatSRT {
 			hasSRT = true
 		} else {
@@ -481,6 +621,29 @@ func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
 
 func deref(b *bool) bool { return b != nil && *b }
 
+// managedFlag is a switch only managed settings set
+// (allowManagedDomainsOnly, ...): the strongest managed layer that sets
+// it decides; other layers' are not read.
+func managedFlag(ls []*layer, get func(*layer) *bool) bool {
+	for _, l := range ls { // strongest first
+		if l.level == LevelManaged && get(l) != nil {
+			return *get(l)
+		}
+	}
+	return false
+}
+
+// searchDepth is the merged mandatoryDenySearchDepth: the strongest layer
+// that sets it.
+func searchDepth(ls []*layer) int {
+	for _, l := range ls {
+		if l.searchDepth != nil {
+			return *l.searchDepth
+		}
+	}
+	return policy.DefaultSearchDepth
+}
+
 func appendPaths(dst, src []policy.PathRule) []policy.PathRule {
 outer:
 	for _, r := range src {
@@ -529,7 +692,11 @@ var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // moved the tool cache to ~/.local, reached the host's docker.sock, showed
 // the host's /proc, turned violation reports off and the limits up.
 // Writable paths and allowed domains stay a project's to widen, as Claude
-// Code reads them (SECURITY.md says so).
+// Code reads them (SECURITY.md says so); an external proxy does not (a
+// project's httpProxyPort let the command reach any service on that port
+// of the host's loopback, whatever the domain lists said), nor a default
+// mode that allows what the user's ask rules ask about (a project's
+// bypassPermissions made moat check allow curl under the user's ask rule).
 func projectWidens(l *layer) (string, string) {
 	t := func(b *bool) bool { return b != nil && *b }
 	f := func(b *bool) bool { return b != nil && !*b }
@@ -556,6 +723,12 @@ func projectWidens(l *layer) (string, string) {
 		return "sandbox.enabled", "turn the sandbox off"
 	case t(l.allowUnsandboxed) || len(l.excluded) > 0:
 		return "sandbox.excludedCommands", "run commands outside the sandbox"
+	case l.defaultMode != nil && (*l.defaultMode == "bypassPermissions" || *l.defaultMode == "acceptEdits"):
+		return "permissions.defaultMode", fmt.Sprintf("make %s the default mode (it allows what your ask rules would ask about; plan and default may be a project's)", *l.defaultMode)
+	case l.httpPort != nil:
+		return "network.httpProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
+	case l.socksPort != nil:
+		return "network.socksProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
 	}
 	return "", ""
 }
@@ -714,21 +887,28 @@ var homeDirs = []string{"/root", "/var/root", "/private/var/root"}
 
 // checkImplicitCwd refuses the implicit writable working directory where
 // it would hand the system to the command (moat started from /, /etc, ...),
-// unless an explicit allowWrite says the user wants it; and notes a whole
-// home directory made writable that way.
-func checkImplicitCwd(p *policy.Policy) error {
+// unless an explicit allowWrite says the user wants it (one of a project's
+// files, projectFiles, does not: a repository at such a place must not
+// lift the refusal); and notes a whole home directory made writable that
+// way.
+func checkImplicitCwd(p *policy.Policy, projectFiles []string) error {
+	cwd := p.Cwd
+	fromProject := func(r policy.PathRule) bool {
+		return slices.ContainsFunc(projectFiles, func(f string) bool { return strings.HasPrefix(r.Source, f+": ") })
+	}
+	// A project's rule for the working directory itself is judged as the
+	// implicit one (the merge keeps one rule per path: the project's).
 	implicit := false
 	for _, r := range p.FS.AllowWrite {
-		if r.Source == ImplicitCwdSource {
+		if r.Source == ImplicitCwdSource || (fromProject(r) && !r.Glob && r.Path == cwd) {
 			implicit = true
 		}
 	}
 	if !implicit {
 		return nil
 	}
-	cwd := p.Cwd
 	for _, r := range p.FS.AllowWrite {
-		if r.Source != ImplicitCwdSource && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
+		if r.Source != ImplicitCwdSource && !fromProject(r) && !r.Glob && (r.Path == "/" || cwd == r.Path || strings.HasPrefix(cwd, r.Path+"/")) {
 			return nil // the user said so explicitly
 		}
 	}
@@ -747,7 +927,7 @@ func checkImplicitCwd(p *policy.Policy) error {
 		if cwd == p.Home {
 			also = fmt.Sprintf(" (it is also the home directory, which does not make %s one moat makes writable)", cwd)
 		}
-		return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory%s: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") if you mean it", cwd, also, cwd, strings.TrimPrefix(cwd, "/"))}
+		return &Error{Field: "working directory", Reason: fmt.Sprintf("%s is a system directory%s: Claude Code's settings make the working directory writable, and moat will not make %s writable by that rule; run moat from a project directory, or name it in sandbox.filesystem.allowWrite (\"//%s\") of your own settings if you mean it", cwd, also, cwd, strings.TrimPrefix(cwd, "/"))}
 	}
 	if cwd == p.Home {
 		p.Notes = append(p.Notes, fmt.Sprintf("the working directory is your home directory %s: all of it is writable to the command (shell start-up files, .gitconfig, .ssh and the other protected names stay read-only or hidden)", cwd))

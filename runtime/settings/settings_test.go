@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,8 +137,8 @@ func TestClaudeFormatAndPrecedence(t *testing.T) {
 	e.write(filepath.Join(e.cwd, ".claude/settings.json"), `{"model":"x","env":{"A":"b"},
 	  "permissions":{"allow":["Bash(npm run:*)","Edit(./out/**)","WebFetch(domain:evil.example)"],
 	     "deny":["Read(./.env)","Edit(/pinned)"],"defaultMode":"plan"},
-	  "sandbox":{"enabled":true,"filesystem":{"allowWrite":["~/.kube"]}}}`)
-	e.write(filepath.Join(e.home, ".claude/settings.json"), `{"permissions":{"defaultMode":"acceptEdits","additionalDirectories":["//opt/extra"]}}`)
+	  "sandbox":{"enabled":true}}`)
+	e.write(filepath.Join(e.home, ".claude/settings.json"), `{"permissions":{"defaultMode":"acceptEdits","additionalDirectories":["//opt/extra"]},"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`)
 	p, err := e.load("")
 	if err != nil {
 		t.Fatal(err)
@@ -428,6 +429,12 @@ func TestProjectCannotWiden(t *testing.T) {
 		"network.allowUnixSockets":  `{"sandbox":{"network":{"allowAllUnixSockets":true}}}`,
 		"ignoreViolations":          `{"sandbox":{"ignoreViolations":{"*":["/"]}}}`,
 		"sandbox.excludedCommands":  `{"sandbox":{"excludedCommands":["docker"]}}`,
+		// An external proxy turns moat's domain filtering off.
+		"network.httpProxyPort":  `{"sandbox":{"network":{"httpProxyPort":18765}}}`,
+		"network.socksProxyPort": `{"sandbox":{"network":{"socksProxyPort":18766}}}`,
+		// Reads of what a default secret hides (more: TestProjectCannotReallowSecrets).
+		"sandbox.filesystem.allowRead[0]": `{"sandbox":{"filesystem":{"allowRead":["~/.ssh"]}}}`,
+		"permissions.allow[0]":            `{"permissions":{"allow":["Read(~/.ssh/**)"]}}`,
 	} {
 		for _, name := range []string{"settings.json", "settings.local.json"} {
 			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
@@ -480,13 +487,519 @@ func TestDisableBypassPermissionsMode(t *testing.T) {
 	// The user's file disables it; the project's, read above it, cannot
 	// undo it.
 	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"disableBypassPermissionsMode":"disable"}}`)
-	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"acceptEdits"}}`)
+	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"plan"}}`)
 	p, err = e.load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Permissions.DisableBypass {
 		t.Error("the project's file undid the user's disableBypassPermissionsMode")
+	}
+}
+
+// Started in the home directory, ~/.claude/settings.json is the user's own
+// file, not a project's: it is read once, as the user's, and may set what
+// a project's may not (it was read twice, the second time as a project's,
+// and moat.env.allow in it was refused).
+func TestHomeSettingsAreTheUsers(t *testing.T) {
+	e := newEnv(t)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{},"moat":{"env":{"allow":["GITHUB_TOKEN"]}}}`)
+	p, srcs, err := Load(Options{Cwd: e.home, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatalf("the user's own settings, started in the home directory: %v", err)
+	}
+	if len(srcs) != 1 || srcs[0].Level != LevelUser {
+		t.Errorf("sources %+v, want the user's file once", srcs)
+	}
+	if !contains(p.Env.Allow, "GITHUB_TOKEN") {
+		t.Errorf("env allow %v", p.Env.Allow)
+	}
+	// Through a symbolic link to the home directory too.
+	link := filepath.Join(e.cwd, "home")
+	if err := os.Symlink(e.home, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, srcs, err := Load(Options{Cwd: link, Home: e.home, ManagedFile: e.managed}); err != nil || len(srcs) != 1 {
+		t.Errorf("started in a link to the home directory: %v %+v", err, srcs)
+	}
+}
+
+// A project's file may not make readable what a deny rule or a default
+// secret hides (found by an attack pass: a repository's allowRead
+// ["~/.ssh"], or Read(~/.ssh/**) in permissions.allow, printed the user's
+// private key; Read(~/secrets/**) undid a managed deny). Refused: a path
+// inside, equal to or holding one a deny hides, as written, through the
+// repository's symbolic links, or matched by a glob. A Read rule inside
+// the project that meets no deny stays accepted.
+func TestProjectCannotReallowSecrets(t *testing.T) {
+	e := newEnv(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(e.home, ".ssh"), 0o700))
+	must(os.MkdirAll(filepath.Join(e.home, "secrets"), 0o700))
+	must(os.MkdirAll(filepath.Join(e.home, "dotfiles", "gnupg"), 0o700))
+	must(os.Symlink(filepath.Join(e.home, "dotfiles", "gnupg"), filepath.Join(e.home, ".gnupg")))
+	must(os.MkdirAll(filepath.Join(e.cwd, "src"), 0o755))
+	must(os.Symlink(filepath.Join(e.home, ".ssh"), filepath.Join(e.cwd, "keys")))
+	must(os.Symlink("../home", filepath.Join(e.cwd, "h")))
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"deny":["Read(~/notes/**)","Read(**/.env)"]}}`)
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return err
+	}
+	refused := map[string]string{
+		`{"sandbox":{"filesystem":{"allowRead":["~/.ssh"]}}}`:                      "sandbox.filesystem.allowRead[0]",
+		`{"sandbox":{"filesystem":{"allowRead":["~/.ssh/id_rsa"]}}}`:               "sandbox.filesystem.allowRead[0]",
+		`{"permissions":{"allow":["Read(~/.ssh/**)"]}}`:                            "permissions.allow[0]",
+		`{"permissions":{"allow":["Bash(ls)","Read(~/.aws/credentials)"]}}`:        "permissions.allow[1]",
+		`{"sandbox":{"filesystem":{"allowRead":["~"]}}}`:                           "sandbox.filesystem.allowRead[0]", // holds ~/.ssh
+		`{"permissions":{"allow":["Read(//)"]}}`:                                   "permissions.allow[0]",
+		`{"permissions":{"allow":["Read(//etc)"]}}`:                                "permissions.allow[0]", // holds /etc/shadow
+		`{"permissions":{"allow":["Read(~/secrets/**)"]}}`:                         "permissions.allow[0]", // managed deny
+		`{"permissions":{"allow":["Read(~/notes/todo)"]}}`:                         "permissions.allow[0]", // the user's deny
+		`{"permissions":{"allow":["Read(./.env)"]}}`:                               "permissions.allow[0]", // the user's glob deny
+		`{"permissions":{"allow":["Read(./**)"]}}`:                                 "permissions.allow[0]", // holds what **/.env may match
+		`{"permissions":{"deny":["Read(./private)"],"allow":["Read(./private)"]}}`: "permissions.allow[0]", // its own deny
+		`{"permissions":{"allow":["Read(./keys/**)"]}}`:                            "permissions.allow[0]", // keys -> ~/.ssh
+		`{"permissions":{"allow":["Read(./k*)"]}}`:                                 "permissions.allow[0]", // a glob matching it
+		`{"permissions":{"allow":["Read(./h/*/id_rsa)"]}}`:                         "permissions.allow[0]", // h -> ../home
+		`{"permissions":{"allow":["Read(~/dotfiles/**)"]}}`:                        "permissions.allow[0]", // ~/.gnupg -> dotfiles/gnupg
+		`{"sandbox":{"filesystem":{"allowRead":["~/.s*"]}}}`:                       "sandbox.filesystem.allowRead[0]",
+	}
+	for body, field := range refused {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
+			err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != field || !strings.Contains(se.Reason, "a project's settings may not make readable") {
+				t.Errorf("a project's %s with %s: %v, want an error naming %s", name, body, err, field)
+			}
+			os.Remove(proj)
+		}
+	}
+	for _, body := range []string{
+		`{"permissions":{"allow":["Read(src/**)","Read(./src/*.go)","Read(//usr/share/doc/**)"]}}`,
+		`{"sandbox":{"filesystem":{"allowRead":["./src"]}}}`,
+		`{"permissions":{"allow":["Read(~/projects/**)"],"deny":["Read(./secret.txt)"]}}`,
+		`{"permissions":{"allow":["Read(./docs/**)"],"deny":["Read(./docs/private/**)"]}}`, // its own, more specific deny decides
+	} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), body)
+		if err := load(); err != nil {
+			t.Errorf("a project's %s: %v", body, err)
+		}
+		os.Remove(proj)
+	}
+	// The user's own file may re-allow a default secret (and the message
+	// of a project's names the deny it meets).
+	e.write(user, `{"sandbox":{"filesystem":{"allowRead":["~/.ssh/known_hosts"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own allowRead of a default secret: %v", err)
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["./keys"]}}}`)
+	if err := load(); err == nil || !strings.Contains(err.Error(), "moat's list of default secrets") || !strings.Contains(err.Error(), "through symbolic links") {
+		t.Errorf("the message names neither the default secrets nor the link: %v", err)
+	}
+	os.Remove(proj)
+}
+
+// No weaker settings file undoes a stronger one's denyRead (managed >
+// --settings and the user's files > the project's): an allowRead inside
+// (or equal to) a stronger file's denyRead is refused, naming both rules
+// and their files ("a managed deny can never be undone below it"; the
+// sandbox lets the more specific rule decide, so a user's allowRead of
+// ~/secrets/x undid the managed deny of ~/secrets).
+func TestWeakerLayerCannotReallow(t *testing.T) {
+	e := newEnv(t)
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]},"sandbox":{"filesystem":{"denyRead":["//srv/vault"]}}}`)
+	for _, tc := range []struct{ file, body, field string }{
+		{filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/x)"]}}`, "permissions.allow[0]"},
+		{filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["//srv/vault/**"]}}}`, "sandbox.filesystem.allowRead[0]"},
+		{filepath.Join(e.home, SRTUserFile), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowRead":["~/secrets"],"allowWrite":[],"denyWrite":[]}}`, "filesystem.allowRead[0]"},
+		{filepath.Join(e.cwd, "given.json"), `{"permissions":{"allow":["Read(~/secrets/**)"]}}`, "permissions.allow[0]"},
+	} {
+		f := e.write(tc.file, tc.body)
+		opts := Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}
+		if strings.HasSuffix(f, "given.json") {
+			opts.File = f
+		}
+		_, _, err := Load(opts)
+		var se *Error
+		if !errors.As(err, &se) || se.File != f || se.Field != tc.field || !strings.Contains(se.Reason, "managed settings deny") || !strings.Contains(se.Reason, e.managed) {
+			t.Errorf("%s with %s: %v, want an error naming %s and the managed file", tc.file, tc.body, err, tc.field)
+		}
+		os.Remove(f)
+	}
+	// The managed file's own allowRead, and the user's outside the deny or
+	// above it (the deny, more specific, still decides), are fine.
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"],"allow":["Read(~/secrets/public/**)"]}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["~/elsewhere","~"]}}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(paths(p.FS.AllowRead), filepath.Join(e.home, "secrets/public")) {
+		t.Errorf("allowRead %v", paths(p.FS.AllowRead))
+	}
+	// The user's deny, a project's allow: refused (the project's check).
+	e.write(user, `{"sandbox":{"filesystem":{"denyRead":["~/work-notes"]}}}`)
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowRead":["~/work-notes/a"]}}}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), proj) || !strings.Contains(err.Error(), user) {
+		t.Errorf("a project's allowRead inside the user's denyRead: %v", err)
+	}
+}
+
+// httpProxyPort / socksProxyPort hand every connection to an external
+// proxy as is: moat's domain lists no longer apply (found by an attack
+// pass: a project's httpProxyPort let the command reach any service on
+// the host's 127.0.0.1:18765, under managed allowManagedDomainsOnly,
+// allowedDomains and deniedDomains). A project may not set one
+// (TestProjectCannotWiden); no file below managed settings that set
+// network lists or allowManagedDomainsOnly may either; and where lists and
+// an external proxy meet, a note says on every run that the lists are the
+// proxy's to enforce.
+func TestExternalProxy(t *testing.T) {
+	e := newEnv(t)
+	user := filepath.Join(e.home, ".claude", "settings.json")
+	srtUser := filepath.Join(e.home, SRTUserFile)
+	given := filepath.Join(e.cwd, "given.json")
+	for _, managed := range []string{
+		`{"sandbox":{"network":{"allowManagedDomainsOnly":true}}}`,
+		`{"sandbox":{"network":{"allowedDomains":["corp.example"]}}}`,
+		`{"sandbox":{"network":{"deniedDomains":["evil.example"]}}}`,
+		`{"permissions":{"deny":["WebFetch(domain:evil.example)"]}}`,
+	} {
+		e.write(e.managed, managed)
+		for _, tc := range []struct{ file, body, field string }{
+			{user, `{"sandbox":{"network":{"httpProxyPort":18765}}}`, "sandbox.network.httpProxyPort"},
+			{user, `{"sandbox":{"network":{"socksProxyPort":18766}}}`, "sandbox.network.socksProxyPort"},
+			{srtUser, `{"network":{"allowedDomains":[],"deniedDomains":[],"httpProxyPort":18765},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`, "network.httpProxyPort"},
+			{given, `{"sandbox":{"network":{"httpProxyPort":18765}}}`, "sandbox.network.httpProxyPort"},
+		} {
+			f := e.write(tc.file, tc.body)
+			opts := Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}
+			if f == given {
+				opts.File = f
+			}
+			_, _, err := Load(opts)
+			var se *Error
+			if !errors.As(err, &se) || se.File != f || se.Field != tc.field || !strings.Contains(se.Reason, "managed") || !strings.Contains(se.Reason, e.managed) {
+				t.Errorf("managed %s, %s: %v, want an error naming %s and the managed file", managed, tc.body, err, tc.field)
+			}
+			os.Remove(f)
+		}
+	}
+	// Managed settings may name the proxy themselves; with lists, a note.
+	e.write(e.managed, `{"sandbox":{"network":{"allowManagedDomainsOnly":true,"allowedDomains":["corp.example"],"httpProxyPort":18765}}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Net.HTTPProxyPort != 18765 || !hasNote(p.Notes, "external proxy", "127.0.0.1:18765", "allowedDomains") {
+		t.Errorf("port %d, notes %q", p.Net.HTTPProxyPort, p.Notes)
+	}
+	// Without managed network settings the user may, with the note when
+	// there are lists, none without.
+	os.Remove(e.managed)
+	e.write(user, `{"sandbox":{"network":{"allowedDomains":["example.com"],"socksProxyPort":18766}},"permissions":{"deny":["WebFetch(domain:evil.example)"]}}`)
+	p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(p.Notes, "external proxy", "127.0.0.1:18766", "allowedDomains", "deniedDomains", user) {
+		t.Errorf("notes %q", p.Notes)
+	}
+	e.write(user, `{"sandbox":{"network":{"httpProxyPort":18765}}}`)
+	p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil || len(p.Notes) != 0 {
+		t.Errorf("an external proxy without lists: %v %q", err, p.Notes)
+	}
+}
+
+// hasNote reports whether one of notes holds every one of want.
+func hasNote(notes []string, want ...string) bool {
+	for _, n := range notes {
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(n, w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// A project's file may make writable only what lies in the project (the
+// directory that holds .claude): found by an attack pass, a repository's
+// {"permissions":{"allow":["Edit(//etc/profile.d/**)"]}} made /etc/profile.d
+// writable for whoever ran moat in it as root. allowWrite, Edit (Write,
+// MultiEdit, NotebookEdit) allow rules and additionalDirectories outside
+// the project are refused, as written, through the repository's symbolic
+// links and as a glob's matches; the user's own settings may name them.
+func TestProjectCannotWriteOutside(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range []string{filepath.Join(e.home, "dotfiles"), filepath.Join(e.cwd, "src")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../home/dotfiles", filepath.Join(e.cwd, "out")); err != nil {
+		t.Fatal(err)
+	}
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return err
+	}
+	refused := map[string]string{
+		`{"permissions":{"allow":["Edit(//etc/profile.d/**)"]}}`:           "permissions.allow[0]",
+		`{"permissions":{"allow":["Bash(ls)","Write(~/.bashrc)"]}}`:        "permissions.allow[1]",
+		`{"permissions":{"allow":["MultiEdit(//usr/local/bin/*)"]}}`:       "permissions.allow[0]",
+		`{"permissions":{"allow":["Edit(/../../x)"]}}`:                     "permissions.allow[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`:            "sandbox.filesystem.allowWrite[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["./src","../sibling"]}}}`: "sandbox.filesystem.allowWrite[1]",
+		`{"sandbox":{"filesystem":{"allowWrite":["//"]}}}`:                 "sandbox.filesystem.allowWrite[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["//*/profile.d"]}}}`:      "sandbox.filesystem.allowWrite[0]",
+		`{"permissions":{"additionalDirectories":["//opt/extra"]}}`:        "permissions.additionalDirectories[0]",
+		`{"permissions":{"additionalDirectories":["../shared"]}}`:          "permissions.additionalDirectories[0]",
+		`{"sandbox":{"filesystem":{"allowWrite":["./out"]}}}`:              "sandbox.filesystem.allowWrite[0]", // out -> ../home/dotfiles
+		`{"sandbox":{"filesystem":{"allowWrite":["./out/new/file"]}}}`:     "sandbox.filesystem.allowWrite[0]",
+		`{"permissions":{"allow":["Edit(./o*)"]}}`:                         "permissions.allow[0]", // a glob matching it
+		`{"permissions":{"additionalDirectories":["./out"]}}`:              "permissions.additionalDirectories[0]",
+	}
+	for body, field := range refused {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), body)
+			err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != field || !strings.Contains(se.Reason, "a project's settings may not make writable") || !strings.Contains(se.Reason, e.cwd) {
+				t.Errorf("a project's %s with %s: %v, want an error naming %s", name, body, err, field)
+			}
+			os.Remove(proj)
+		}
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Edit(./src/**)","Edit(/../build/**)","Write(*.log)"],"additionalDirectories":["./packages/a"]},"sandbox":{"filesystem":{"allowWrite":[".","./dist/**","node_modules/.cache"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("a project's writable paths inside it: %v", err)
+	}
+	os.Remove(proj)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"allow":["Edit(//etc/profile.d/**)"],"additionalDirectories":["//opt/extra"]},"sandbox":{"filesystem":{"allowWrite":["~/.kube"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own writable paths: %v", err)
+	}
+}
+
+// The implicit writable working directory is refused in a system
+// directory unless an explicit allowWrite names it: the user's, not a
+// project's (a repository at such a place, /usr/local once was one, named
+// "." and lifted the refusal). Here the system directory is an ancestor
+// of the home directory.
+func TestProjectCannotLiftSystemDirectoryRefusal(t *testing.T) {
+	e := newEnv(t)
+	home := filepath.Join(e.cwd, "h")
+	load := func() error {
+		_, _, err := Load(Options{Cwd: e.cwd, Home: home, ManagedFile: e.managed})
+		return err
+	}
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["."]}}}`)
+	if err := load(); err == nil || !strings.Contains(err.Error(), "system directory") {
+		t.Errorf("a project's allowWrite lifted the refusal of a system directory: %v", err)
+	}
+	os.Remove(proj)
+	e.write(filepath.Join(home, ".claude", "settings.json"), `{"sandbox":{"filesystem":{"allowWrite":["//`+strings.TrimPrefix(e.cwd, "/")+`"]}}}`)
+	if err := load(); err != nil {
+		t.Errorf("the user's own allowWrite of the directory: %v", err)
+	}
+}
+
+// A project's permissions.defaultMode may not be bypassPermissions or
+// acceptEdits: either allows what the user's ask rules would ask about
+// (found by an attack pass: a project's "bypassPermissions" made `moat
+// check -- curl x` allow under the user's ask rule Bash(curl:*)). plan and
+// default stay a project's to set; the user's own settings may set any.
+func TestProjectDefaultMode(t *testing.T) {
+	e := newEnv(t)
+	load := func() (*policy.Policy, error) {
+		p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+		return p, err
+	}
+	for _, mode := range []string{"bypassPermissions", "acceptEdits"} {
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", name), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+			_, err := load()
+			var se *Error
+			if !errors.As(err, &se) || se.File != proj || se.Field != "permissions.defaultMode" || !strings.Contains(se.Reason, mode) {
+				t.Errorf("a project's %s with defaultMode %s: %v", name, mode, err)
+			}
+			os.Remove(proj)
+		}
+		user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+		if p, err := load(); err != nil || p.Permissions.DefaultMode != mode {
+			t.Errorf("the user's own defaultMode %s: %v", mode, err)
+		}
+		os.Remove(user)
+	}
+	for _, mode := range []string{"plan", "default"} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"defaultMode":"`+mode+`"}}`)
+		if p, err := load(); err != nil || p.Permissions.DefaultMode != mode {
+			t.Errorf("a project's defaultMode %s: %v", mode, err)
+		}
+		os.Remove(proj)
+	}
+}
+
+// Claude Code's managed-settings.d: the *.json files beside the managed
+// file, merged in alphabetical order on top of it (dotfiles skipped; the
+// base file may be absent), are managed settings too (found by an attack
+// pass: they were ignored, and an administrator's deny in one of them did
+// nothing). Each is read with the managed file's checks (a regular file of
+// at most 4 MiB); lists merge, a later file's scalar wins, managed-only
+// switches count from them, and no file below undoes their denies.
+func TestManagedDropIns(t *testing.T) {
+	e := newEnv(t)
+	d := filepath.Join(filepath.Dir(e.managed), "managed-settings.d")
+	load := func() (*policy.Policy, []Source, error) {
+		return Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	}
+	deny := e.write(filepath.Join(d, "10-secrets.json"), `{"sandbox":{"filesystem":{"denyRead":["~/secrets"]}},"permissions":{"defaultMode":"plan"}}`)
+	p, srcs, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(paths(p.FS.DenyRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf("the drop-in's denyRead, without a managed file: %v", paths(p.FS.DenyRead))
+	}
+	if len(srcs) != 1 || srcs[0].File != deny || srcs[0].Level != LevelManaged {
+		t.Errorf("sources %+v", srcs)
+	}
+	// With the base file and more drop-ins: a later file's scalar wins,
+	// lists merge, dotfiles and other names are skipped.
+	e.write(e.managed, `{"permissions":{"defaultMode":"default","deny":["Read(~/base)"]}}`)
+	e.write(filepath.Join(d, "20-net.json"), `{"sandbox":{"network":{"allowManagedDomainsOnly":true,"allowedDomains":["corp.example"]}},"permissions":{"defaultMode":"acceptEdits"}}`)
+	e.write(filepath.Join(d, ".30-hidden.json"), `not json`)
+	e.write(filepath.Join(d, "README"), `not json`)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"defaultMode":"plan"},"sandbox":{"network":{"allowedDomains":["mine.example"]}}}`)
+	p, srcs, err = load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Permissions.DefaultMode != "acceptEdits" {
+		t.Errorf("defaultMode %q: the last drop-in's scalar must win (over the base file and the user's)", p.Permissions.DefaultMode)
+	}
+	dr := paths(p.FS.DenyRead)
+	if !contains(dr, filepath.Join(e.home, "secrets")) || !contains(dr, filepath.Join(e.home, "base")) {
+		t.Errorf("denyRead %v", dr)
+	}
+	if !p.Net.AllowManagedDomainsOnly || len(p.Net.AllowedDomains) != 1 || p.Net.AllowedDomains[0].Pattern != "corp.example" || !p.Net.AllowedDomains[0].Managed {
+		t.Errorf("a drop-in's allowManagedDomainsOnly: %v %+v", p.Net.AllowManagedDomainsOnly, p.Net.AllowedDomains)
+	}
+	var managed []string
+	for _, s := range srcs {
+		if s.Level == LevelManaged {
+			managed = append(managed, filepath.Base(s.File))
+		}
+	}
+	if strings.Join(managed, ",") != "20-net.json,10-secrets.json,managed.json" {
+		t.Errorf("managed sources (strongest first) %v", managed)
+	}
+	// A project may not re-allow a drop-in's deny; the error names it.
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/**)"]}}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), deny) {
+		t.Errorf("a project's allow of a drop-in's deny: %v", err)
+	}
+	os.Remove(proj)
+	// Each drop-in is checked as the managed file is: errors name it.
+	bad := e.write(filepath.Join(d, "40-bad.json"), `{"sandbox":{"enabeld":true}}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "sandbox.enabeld") {
+		t.Errorf("a bad drop-in: %v", err)
+	}
+	os.Remove(bad)
+	fifo := filepath.Join(d, "50-fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), fifo) || !strings.Contains(err.Error(), "FIFO") {
+		t.Errorf("a FIFO drop-in: %v", err)
+	}
+	os.Remove(fifo)
+	// A managed-settings.d that is not a directory is an error; "-" reads
+	// neither the managed file nor its drop-ins.
+	os.RemoveAll(d)
+	e.write(d, `{}`)
+	if _, _, err := load(); err == nil || !strings.Contains(err.Error(), d) {
+		t.Errorf("managed-settings.d a file: %v", err)
+	}
+	os.Remove(d)
+	e.write(filepath.Join(d, "10-secrets.json"), `{"sandbox":{"filesystem":{"denyRead":["~/secrets"]}}}`)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: "-"}); err != nil || contains(paths(p.FS.DenyRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf(`ManagedFile "-" read a drop-in: %v`, err)
+	}
+}
+
+// allowManagedPermissionRulesOnly (a managed-only key of Claude Code's):
+// when managed settings set it, the permission rules (allow, ask, deny) of
+// every other file are dropped, for the permission engine and for the
+// sandbox rules made from them, with a note (found by an attack pass: it
+// was ignored, and a project's Read(~/secrets/**) allow undid a managed
+// deny under it). As with allowManagedDomainsOnly, another file's is read
+// and has no effect.
+func TestAllowManagedPermissionRulesOnly(t *testing.T) {
+	e := newEnv(t)
+	d := filepath.Join(filepath.Dir(e.managed), "managed-settings.d")
+	e.write(e.managed, `{"allowManagedPermissionRulesOnly":true,"permissions":{"deny":["Read(~/secrets/**)","Bash(curl:*)"],"allow":["Edit(./managed-out/**)"]}}`)
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"permissions":{"allow":["Read(~/secrets/**)","Bash(npm test)","Edit(./out/**)","WebFetch(domain:evil.example)"],"ask":["Bash(git push:*)"]},"sandbox":{"filesystem":{"allowWrite":["./build"]}}}`)
+	user := e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"permissions":{"deny":["Read(./.env)","WebFetch(domain:x.example)"]}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil {
+		t.Fatalf("the project's rules are dropped, so nothing is refused: %v", err)
+	}
+	if contains(paths(p.FS.AllowRead), filepath.Join(e.home, "secrets")) {
+		t.Errorf("a project's Read allow under allowManagedPermissionRulesOnly: allowRead %v", paths(p.FS.AllowRead))
+	}
+	var rules []string
+	for _, list := range [][]policy.Rule{p.Permissions.Allow, p.Permissions.Ask, p.Permissions.Deny} {
+		for _, r := range list {
+			rules = append(rules, r.Rule)
+		}
+	}
+	if strings.Join(rules, ",") != "Edit(./managed-out/**),Read(~/secrets/**),Bash(curl:*)" {
+		t.Errorf("permission rules %v, want the managed file's only", rules)
+	}
+	aw := paths(p.FS.AllowWrite)
+	if contains(aw, filepath.Join(e.cwd, "out")) || !contains(aw, filepath.Join(e.cwd, "build")) || !contains(aw, filepath.Join(e.cwd, "managed-out")) {
+		t.Errorf("allowWrite %v: the project's Edit rule must go, its allowWrite (not a permission rule) stay", aw)
+	}
+	if contains(paths(p.FS.DenyRead), filepath.Join(e.cwd, ".env")) || len(p.Net.AllowedDomains) != 0 || len(p.Net.DeniedDomains) != 0 {
+		t.Errorf("the other files' Read deny and WebFetch rules must go: denyRead %v, domains %+v %+v", paths(p.FS.DenyRead), p.Net.AllowedDomains, p.Net.DeniedDomains)
+	}
+	if !hasNote(p.Notes, proj, "allowManagedPermissionRulesOnly") || !hasNote(p.Notes, user, "allowManagedPermissionRulesOnly") {
+		t.Errorf("notes %q", p.Notes)
+	}
+	// From a drop-in too; and the last managed file that sets it decides.
+	e.write(e.managed, `{"permissions":{"deny":["Read(~/secrets/**)"]}}`)
+	e.write(filepath.Join(d, "50-rules.json"), `{"allowManagedPermissionRulesOnly":true}`)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || len(p.Permissions.Allow) != 0 {
+		t.Errorf("a drop-in's allowManagedPermissionRulesOnly: %v %+v", err, p.Permissions.Allow)
+	}
+	os.RemoveAll(d)
+	// Without it the project's Read allow of the managed deny is refused
+	// (TestProjectCannotReallowSecrets), and a non-managed file's
+	// allowManagedPermissionRulesOnly does nothing.
+	e.write(user, `{"allowManagedPermissionRulesOnly":true,"permissions":{"deny":["Read(./.env)"]}}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "permissions.allow[0]") {
+		t.Errorf("without managed allowManagedPermissionRulesOnly: %v", err)
+	}
+	os.Remove(proj)
+	if p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || !contains(paths(p.FS.DenyRead), filepath.Join(e.cwd, ".env")) {
+		t.Errorf("the user's allowManagedPermissionRulesOnly dropped rules: %v", err)
+	}
+	e.write(user, `{"allowManagedPermissionRulesOnly":"yes"}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "allowManagedPermissionRulesOnly") {
+		t.Errorf("a string: %v", err)
 	}
 }
 
