@@ -55,8 +55,10 @@ type BuildSpec struct {
 	// so on the side channel and the command runs where the process
 	// started (the session's start directory).
 	Dir string
-	// Snapshot is the snapshot file inside the sandbox. If empty, none is
-	// sourced.
+	// Snapshot is the path, inside the sandbox, the script sources the
+	// snapshot from: the process's standard input (Proc.Stdin), named as a
+	// path (/proc/self/fd/0 on Linux). If empty, none is sourced. The rest
+	// of the script, the command with it, reads /dev/null.
 	Snapshot string
 	// Env are the session's environment changes, applied after the
 	// snapshot, in name order. The values are not written into the command
@@ -148,12 +150,11 @@ func CarryEnv(env []string, changes []EnvChange) []string {
 const (
 	recCwd             = "cwd"              // pwd -P after the command
 	recCwdMissing      = "cwd-missing"      // the tracked directory is gone
-	recSnapshot        = "snapshot"         // "present" if the snapshot file is still there
-	recSnapshotMissing = "snapshot-missing" // the snapshot was gone before the command
+	recSnapshotMissing = "snapshot-missing" // the snapshot could not be read
 	recEnvBefore       = "env0"             // export -p before the command
 	recEnvAfter        = "env"              // export -p after it
-	recSnapshotPath    = "snapshot-path"    // written by the snapshot script
-	recSnapshotError   = "snapshot-error"   // the snapshot script's failure
+	recSnapshotText    = "snapshot"         // the snapshot script's text
+	recSnapshotEnd     = "snapshot-end"     // ... and its end
 )
 
 // assemble is stage 5. Every word that a user's alias or function could
@@ -164,11 +165,13 @@ func assemble(spec BuildSpec, quoted string) string {
 	if spec.Dir != "" {
 		lines = append(lines, fmt.Sprintf(`builtin cd -- %s 2>/dev/null || builtin printf '%s\0' >&3`, quoteWord(spec.Dir), recCwdMissing))
 	}
-	lines = append(lines, "builtin trap "+singleQuote(reportScript(spec.Snapshot))+" EXIT")
+	lines = append(lines, "builtin trap "+singleQuote(reportScript())+" EXIT")
 	if spec.Snapshot != "" {
 		snap := quoteWord(spec.Snapshot)
 		lines = append(lines, fmt.Sprintf(`if builtin test -r %s; then builtin source %s 2>/dev/null || true; else builtin printf '%s\0' >&3; fi`,
 			snap, snap, recSnapshotMissing))
+		// The rest reads /dev/null, not the snapshot on standard input.
+		lines = append(lines, "{")
 	}
 	env := append([]EnvChange(nil), spec.Env...)
 	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
@@ -191,21 +194,17 @@ func assemble(spec BuildSpec, quoted string) string {
 	}
 	lines = append(lines, fmt.Sprintf(`{ builtin printf '%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recEnvBefore))
 	lines = append(lines, "builtin eval "+quoted+" 3>&-")
+	if spec.Snapshot != "" {
+		lines = append(lines, "} </dev/null")
+	}
 	return strings.Join(lines, "\n")
 }
 
-// reportScript is the EXIT trap: the working directory, whether the
-// snapshot is still there, and the exported environment, on descriptor 3.
-// Each record starts with a NUL so that stray bytes before it cannot run
-// into it.
-func reportScript(snapshot string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{ builtin printf '\0%s='; builtin pwd -P; `, recCwd)
-	if snapshot != "" {
-		fmt.Fprintf(&b, `builtin printf '\0%s='; builtin test -r %s && builtin printf present; `, recSnapshot, quoteWord(snapshot))
-	}
-	fmt.Fprintf(&b, `builtin printf '\0%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recEnvAfter)
-	return b.String()
+// reportScript is the EXIT trap: the working directory and the exported
+// environment, on descriptor 3. Each record starts with a NUL so that
+// stray bytes before it cannot run into it.
+func reportScript() string {
+	return fmt.Sprintf(`{ builtin printf '\0%s='; builtin pwd -P; builtin printf '\0%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recCwd, recEnvAfter)
 }
 
 // formatPrefix hands script to prefix as the seeds do: when the prefix

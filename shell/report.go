@@ -60,7 +60,7 @@ func parseReport(b []byte) report {
 		}
 		k, v, _ := strings.Cut(string(rec), "=")
 		switch k {
-		case recCwd, recCwdMissing, recSnapshot, recSnapshotMissing, recEnvBefore, recEnvAfter, recSnapshotPath, recSnapshotError:
+		case recCwd, recCwdMissing, recSnapshotMissing, recEnvBefore, recEnvAfter:
 			r[k] = v
 		}
 	}

@@ -16,7 +16,7 @@ func TestParseReport(t *testing.T) {
 		want report
 	}{
 		{"empty", "", report{}},
-		{"records", "cwd-missing\x00\x00cwd=/a/b\n\x00snapshot=present\x00", report{recCwdMissing: "", recCwd: "/a/b\n", recSnapshot: "present"}},
+		{"records", "cwd-missing\x00\x00cwd=/a/b\n\x00snapshot-missing\x00", report{recCwdMissing: "", recCwd: "/a/b\n", recSnapshotMissing: ""}},
 		{"last wins", "\x00cwd=/a\n\x00cwd=/b\n\x00", report{recCwd: "/b\n"}},
 		{"unknown keys dropped", "evil=1\x00cwd=/x\n", report{recCwd: "/x\n"}},
 		{"garbage between records", "junk\x00\x00cwd=/x\n\x00\xff\xfe", report{recCwd: "/x\n"}},

@@ -22,7 +22,7 @@ type task struct {
 	// Set before the process starts.
 	kind     string // set by start, before the process starts
 	tracked  string // the working directory it was started in
-	snapshot string // the snapshot it sources, or ""
+	snapshot bool   // it sources the snapshot
 	notes    []string
 	start    time.Time
 	proc     Process

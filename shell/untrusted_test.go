@@ -79,14 +79,20 @@ func TestUntrustedSideChannel(t *testing.T) {
 	}
 }
 
-func TestUntrustedSnapshotPath(t *testing.T) {
+// The snapshot script's report is taken only whole: one framed text,
+// ended, nothing around it; anything else and commands run in login
+// shells.
+func TestUntrustedSnapshot(t *testing.T) {
+	const text = "alias ll='echo hi'\n"
 	tests := []struct {
 		name, report string
 		ok           bool
 	}{
-		{"another file", "\x00snapshot-path=/etc/passwd\x00", false},
-		{"relative", "\x00snapshot-path=snapshot.sh\x00", false},
-		{"error", "\x00snapshot-error=disk full\x00", false},
+		{"whole", "snapshot=" + text + "\x00snapshot-end=\x00", true},
+		{"not ended", "snapshot=" + text, false},
+		{"a NUL inside", "snapshot=" + text + "\x00x\x00snapshot-end=\x00", false},
+		{"something after", "snapshot=" + text + "\x00snapshot-end=\x00x", false},
+		{"something before", "x\x00snapshot=" + text + "\x00snapshot-end=\x00", false},
 		{"nothing", "", false},
 	}
 	for _, tc := range tests {
@@ -97,15 +103,18 @@ func TestUntrustedSnapshotPath(t *testing.T) {
 				}
 				return "", "", 0
 			}}
-			s, _ := shell.New(shell.Config{Runner: r, Dir: "/w", Shell: shell.Bash("/bin/bash"), SnapshotDir: "/snap"})
+			s, _ := shell.New(shell.Config{Runner: r, Dir: "/w", Shell: shell.Bash("/bin/bash")})
 			defer s.Close()
 			if err := s.Snapshot(context.Background()); (err == nil) != tc.ok {
 				t.Fatalf("Snapshot() = %v", err)
 			}
 			s.Run(context.Background(), shell.Request{Command: "ls"})
 			last := r.procs[len(r.procs)-1]
-			if last.Argv[1] != "-l" || strings.Contains(last.Argv[len(last.Argv)-1], "/etc/passwd") {
+			if login := last.Argv[1] == "-l"; login == tc.ok {
 				t.Errorf("argv %q", last.Argv)
+			}
+			if tc.ok && string(last.Stdin) != text || !tc.ok && last.Stdin != nil {
+				t.Errorf("standard input %q", last.Stdin)
 			}
 		})
 	}
