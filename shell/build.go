@@ -50,10 +50,13 @@ type BuildSpec struct {
 	Shell Provider
 	// Command is the command as the agent wrote it. Required.
 	Command string
-	// Dir, if set, is the tracked working directory: the script changes to
-	// it first. When that fails (the directory was deleted) the script says
-	// so on the side channel and the command runs where the process
-	// started (the session's start directory).
+	// Dir, if set, is the tracked working directory, a physical path (pwd
+	// -P): the script changes to it first. When that fails (the directory
+	// was deleted) the script says so on the side channel and the command
+	// runs where the process started (the session's start directory). When
+	// the directory the change lands in is not Dir (Dir or a directory
+	// above it was replaced by a symbolic link since the command was
+	// judged), the script says so and exits: the command does not run.
 	Dir string
 	// Snapshot is the path, inside the sandbox, the script sources the
 	// snapshot from: the process's standard input (Proc.Stdin), named as a
@@ -146,13 +149,18 @@ func CarryEnv(env []string, changes []EnvChange) []string {
 	return out
 }
 
-// Side-channel records (descriptor 3). Each is "key=value" ended by NUL.
+// Side-channel records (descriptor 3), each "key=value" ended by NUL. A
+// command's report is, in this order and nothing else: cwd-missing=
+// (optional), snapshot-missing= (optional), env0=..., then from the exit
+// trap cwd=..., env=..., end=; or cwd-moved= alone (see parseCommandReport).
 const (
-	recCwd             = "cwd"              // pwd -P after the command
+	recCwdMoved        = "cwd-moved"        // the tracked directory leads elsewhere: not run
 	recCwdMissing      = "cwd-missing"      // the tracked directory is gone
 	recSnapshotMissing = "snapshot-missing" // the snapshot could not be read
 	recEnvBefore       = "env0"             // export -p before the command
+	recCwd             = "cwd"              // pwd -P after the command
 	recEnvAfter        = "env"              // export -p after it
+	recEnd             = "end"              // the exit trap wrote all of it
 	recSnapshotText    = "snapshot"         // the snapshot script's text
 	recSnapshotEnd     = "snapshot-end"     // ... and its end
 )
@@ -163,12 +171,18 @@ const (
 func assemble(spec BuildSpec, quoted string) string {
 	var lines []string
 	if spec.Dir != "" {
-		lines = append(lines, fmt.Sprintf(`builtin cd -- %s 2>/dev/null || builtin printf '%s\0' >&3`, quoteWord(spec.Dir), recCwdMissing))
+		// cd -P sets PWD to the physical directory it reached: another
+		// than Dir means a link now stands where the directory was judged
+		// (a command swapped one in between the decision and this cd), and
+		// the command is not run there.
+		d := quoteWord(spec.Dir)
+		lines = append(lines, fmt.Sprintf(`if builtin cd -P -- %s 2>/dev/null; then builtin test "$PWD" = %s || { builtin printf '%s=\0' >&3; builtin exit 126; }; else builtin printf '%s=\0' >&3; fi`,
+			d, d, recCwdMoved, recCwdMissing))
 	}
 	lines = append(lines, "builtin trap "+singleQuote(reportScript())+" EXIT")
 	if spec.Snapshot != "" {
 		snap := quoteWord(spec.Snapshot)
-		lines = append(lines, fmt.Sprintf(`if builtin test -r %s; then builtin source %s 2>/dev/null || true; else builtin printf '%s\0' >&3; fi`,
+		lines = append(lines, fmt.Sprintf(`if builtin test -r %s; then builtin source %s 2>/dev/null || true; else builtin printf '%s=\0' >&3; fi`,
 			snap, snap, recSnapshotMissing))
 		// The rest reads /dev/null, not the snapshot on standard input.
 		lines = append(lines, "{")
@@ -192,7 +206,7 @@ func assemble(spec BuildSpec, quoted string) string {
 	} else {
 		lines = append(lines, spec.Shell.DisableExtglob())
 	}
-	lines = append(lines, fmt.Sprintf(`{ builtin printf '%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recEnvBefore))
+	lines = append(lines, fmt.Sprintf(`{ builtin printf '%s=' && builtin export -p && builtin printf '\0'; } >&3 2>/dev/null`, recEnvBefore))
 	lines = append(lines, "builtin eval "+quoted+" 3>&-")
 	if spec.Snapshot != "" {
 		lines = append(lines, "} </dev/null")
@@ -201,10 +215,10 @@ func assemble(spec BuildSpec, quoted string) string {
 }
 
 // reportScript is the EXIT trap: the working directory and the exported
-// environment, on descriptor 3. Each record starts with a NUL so that
-// stray bytes before it cannot run into it.
+// environment, on descriptor 3, and the end record only when export -p
+// succeeded (a report cut short is not believed).
 func reportScript() string {
-	return fmt.Sprintf(`{ builtin printf '\0%s='; builtin pwd -P; builtin printf '\0%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recCwd, recEnvAfter)
+	return fmt.Sprintf(`{ builtin printf '%s='; builtin pwd -P; builtin printf '\0%s=' && builtin export -p && builtin printf '\0%s=\0'; } >&3 2>/dev/null`, recCwd, recEnvAfter, recEnd)
 }
 
 // formatPrefix hands script to prefix as the seeds do: when the prefix

@@ -867,32 +867,59 @@ func (s *Session) makeOutputDir() (string, error) {
 	return dir, nil
 }
 
+// reportState is what finish knows of a command's report besides its
+// records.
+type reportState struct {
+	complete bool  // the exit trap wrote it to its end
+	err      error // not exactly the shell's records: refused whole
+	over     bool  // larger than maxReportBytes
+	signal   int   // the shell died by this signal
+}
+
 // applyReport updates the session from a foreground command's side
-// channel: the working directory and the environment. It returns notes.
-func (s *Session) applyReport(t *task, r report, truncated bool) []string {
+// channel: the working directory and the environment. It returns notes. A
+// report is believed only whole, as the shell writes it, from a shell that
+// exited (not killed by a signal): a program the command ran wrote a
+// forged report through /proc/$PPID/fd/N and killed its shell, and the
+// session took / as its working directory and a PATH of the program's
+// (found by an attack pass). Otherwise the session keeps its working
+// directory and environment, and says so.
+func (s *Session) applyReport(t *task, r report, st reportState) []string {
 	var notes []string
+	if st.over {
+		return append(notes, "The command's report of its working directory and environment was too large: the session keeps its working directory ("+s.Cwd()+") and environment.")
+	}
+	if st.err != nil {
+		return append(notes, "The command's report of its working directory and environment was not its shell's (something else wrote on its side channel): the session keeps its working directory ("+s.Cwd()+") and environment.")
+	}
+	if r.has(recCwdMoved) {
+		return append(notes, s.movedBack(t))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.has(recCwdMissing) {
+		// The command ran in the start directory: the session goes back
+		// there, whatever else the report says.
 		notes = append(notes, fmt.Sprintf("The working directory %s no longer exists; the command ran in %s instead.", t.tracked, s.cfg.Dir))
+		s.cwd = s.cfg.Dir
+	}
+	switch {
+	case st.signal != 0:
+		return append(notes, fmt.Sprintf("The command's shell was killed by signal %d: its working directory and environment were not taken; the session keeps %s and its environment.", st.signal, s.cwd))
+	case !st.complete:
+		return append(notes, fmt.Sprintf("The command's shell did not report its working directory and environment (it was replaced by exec, or could not write): the session keeps %s and its environment.", s.cwd))
 	}
 	if cwd, ok := r.cwd(); ok {
 		s.cwd = cwd
-	} else if r.has(recCwdMissing) {
-		s.cwd = s.cfg.Dir
-	} else if r.has(recCwd) {
+	} else {
 		// pwd -P failed: the command removed its own directory (or made it
 		// unreadable).
 		notes = append(notes, fmt.Sprintf("The working directory could not be read after the command (was it deleted?); the session is back in %s.", s.cfg.Dir))
 		s.cwd = s.cfg.Dir
 	}
-	if truncated {
-		notes = append(notes, "The command's environment report was too large: environment changes were not kept.")
-		return notes
-	}
 	before, okB := parseExports(r[recEnvBefore], s.shell.Variant())
 	after, okA := parseExports(r[recEnvAfter], s.shell.Variant())
-	if !r.has(recEnvBefore) || !r.has(recEnvAfter) || !okB || !okA {
+	if !okB || !okA {
 		return notes
 	}
 	delta := envDelta(before, after)
@@ -925,6 +952,17 @@ func (s *Session) applyReport(t *task, r report, truncated bool) []string {
 	}
 	s.env = next
 	return notes
+}
+
+// movedBack puts the session back in its start directory after a command
+// found its working directory replaced by a link (and did not run).
+func (s *Session) movedBack(t *task) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cwd == t.tracked {
+		s.cwd = s.cfg.Dir
+	}
+	return fmt.Sprintf("The working directory %s now leads elsewhere (a symbolic link stands there or above it): the command was not run, and the session is back in %s.", t.tracked, s.cfg.Dir)
 }
 
 func baseValue(env []string, k string) (string, bool) {

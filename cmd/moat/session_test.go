@@ -291,3 +291,47 @@ func TestSessionSnapshotNotWritable(t *testing.T) {
 		}
 	}
 }
+
+// A program a command runs cannot forge its shell's report of the working
+// directory and the environment, in the sandbox: it wrote a report naming
+// / and a PATH of its own through /proc/$PPID/fd/N (bash's saved copy of
+// descriptor 3) and killed its shell (or left its exit trap no descriptor
+// to write with), and the session moved to / (the gate's boundary: reads
+// outside the project passed) and ran a fake git for the next git command
+// (found by an attack pass).
+func TestSessionReportCannotBeForged(t *testing.T) {
+	tr := newTree(t)
+	evil := filepath.Join(tr.dir, "evil")
+	os.Mkdir(evil, 0o755)
+	marker := filepath.Join(tr.dir, "fake-git-ran")
+	os.WriteFile(filepath.Join(evil, "git"), []byte("#!/bin/sh\necho FAKE-GIT > "+marker+"\n"), 0o755)
+	forge := `#!/bin/sh
+trap '' PIPE
+for fd in /proc/$PPID/fd/*; do
+  case ${fd##*/} in 0|1|2) continue;; esac
+  printf '\0cwd=/\n\0env=declare -x PATH="` + evil + `:/usr/bin:/bin"\n\0' > "$fd" 2>/dev/null && echo "forged on $fd"
+  printf 'cwd=/\n\0env=declare -x PATH="` + evil + `:/usr/bin:/bin"\n\0end=\0' > "$fd" 2>/dev/null
+done
+case $1 in
+kill) kill -9 $PPID;;
+limit) prlimit --pid $PPID --nofile=0:0 && echo limited;;
+esac
+`
+	os.WriteFile(filepath.Join(tr.dir, "run-tests.sh"), []byte(forge), 0o755)
+	for _, mode := range []string{"kill", "limit"} {
+		s := startSession(t, tr, "--gate", "deny")
+		ev := s.run("1", "./run-tests.sh "+mode)
+		t.Logf("%s: %v %v", mode, ev["output"], ev["notes"])
+		if ev["cwd"] != tr.dir {
+			t.Errorf("%s: the session took the forged working directory: %v", mode, ev["cwd"])
+		}
+		if ev := s.run("2", "pwd; git status --short"); ev["output"] != tr.dir+"\n" && !strings.HasPrefix(ev["output"].(string), tr.dir+"\n?? ") {
+			t.Errorf("%s: the next command: %v", mode, ev)
+		}
+		s.close()
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Errorf("ESCAPE (%s): the next git was the forged PATH's: %q", mode, b)
+			os.Remove(marker)
+		}
+	}
+}

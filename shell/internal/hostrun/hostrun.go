@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/internal/reportfd"
 	"github.com/moat-sandbox/moat/shell/internal/sealed"
 )
 
@@ -65,7 +66,9 @@ func (r *Runner) Start(ctx context.Context, p shell.Proc) (shell.Process, error)
 	if err != nil {
 		return nil, err
 	}
-	repR, repW, err := os.Pipe()
+	// Descriptor 3: a socket, which no other process can reopen through
+	// /proc to forge the report (reportfd).
+	repR, repW, err := reportfd.Pair()
 	if err != nil {
 		outR.Close()
 		outW.Close()
