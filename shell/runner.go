@@ -45,8 +45,11 @@ type Proc struct {
 	Output io.Writer
 	// Report receives what the process writes to descriptor 3: the side
 	// channel the session's scripts use for the working directory, the
-	// exported environment and the snapshot's state. The command itself can
-	// write there too, so the session treats it as untrusted (capped,
+	// exported environment and the snapshot's state. The runner must give
+	// descriptor 3 as something no other process can reopen through
+	// /proc/PID/fd (a socket, not a pipe: a program the command ran forged
+	// a report through a pipe's saved copy; shell/internal/reportfd). The
+	// session still treats it as untrusted (whole or refused, capped,
 	// validated). Calls to Report.Write never overlap each other (they may
 	// overlap calls to Output.Write).
 	Report io.Writer
