@@ -25,9 +25,9 @@ import (
 // So such a descriptor is never handed over: the command gets a pipe, and
 // moat copies between the pipe and the caller's descriptor (the file's
 // offset and append mode kept, since moat writes and reads through the
-// caller's own descriptor). Anonymous pipes, sockets and terminals are
-// handed over as they are (handOver); a directory is refused
-// (directoryStdio).
+// caller's own descriptor). Anonymous pipes, sockets, terminals and
+// sealed memfds are handed over as they are (handOver); a directory is
+// refused (directoryStdio).
 
 // stdioCopy is the copying a run's descriptors need.
 type stdioCopy struct {
@@ -133,14 +133,22 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 }
 
 // handOver reports a descriptor the command may have as it is: an
-// anonymous pipe, a socket, a terminal. Anything else names an inode of
-// the host's (a file, a named pipe, a device: /dev/null, whose mode root
-// inside changed for the whole host through /proc/self/fd/2, found by an
-// attack pass) and is copied through a pipe.
+// anonymous pipe, a socket, a terminal, a sealed memfd. Anything else names
+// an inode of the host's (a file, a named pipe, a device: /dev/null, whose
+// mode root inside changed for the whole host through /proc/self/fd/2,
+// found by an attack pass) and is copied through a pipe.
 func handOver(f *os.File, st *unix.Stat_t) bool {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFSOCK:
 		return true
+	case unix.S_IFREG:
+		// A memfd sealed against writing, growing, shrinking and new
+		// seals (a session's shell snapshot): no path of the host's, and
+		// no descriptor of it, reopened through /proc or not, can change
+		// it. A pipe in its place could be reopened for writing.
+		seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+		const want = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
+		return err == nil && seals&want == want
 	case unix.S_IFIFO:
 		l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 		return err == nil && strings.HasPrefix(l, "pipe:")

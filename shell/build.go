@@ -50,13 +50,18 @@ type BuildSpec struct {
 	Shell Provider
 	// Command is the command as the agent wrote it. Required.
 	Command string
-	// Dir, if set, is the tracked working directory: the script changes to
-	// it first. When that fails (the directory was deleted) the script says
-	// so on the side channel and the command runs where the process
-	// started (the session's start directory).
+	// Dir, if set, is the tracked working directory, a physical path (pwd
+	// -P): the script changes to it first. When that fails (the directory
+	// was deleted) the script says so on the side channel and the command
+	// runs where the process started (the session's start directory). When
+	// the directory the change lands in is not Dir (Dir or a directory
+	// above it was replaced by a symbolic link since the command was
+	// judged), the script says so and exits: the command does not run.
 	Dir string
-	// Snapshot is the snapshot file inside the sandbox. If empty, none is
-	// sourced.
+	// Snapshot is the path, inside the sandbox, the script sources the
+	// snapshot from: the process's standard input (Proc.Stdin), named as a
+	// path (/proc/self/fd/0 on Linux). If empty, none is sourced. The rest
+	// of the script, the command with it, reads /dev/null.
 	Snapshot string
 	// Env are the session's environment changes, applied after the
 	// snapshot, in name order. The values are not written into the command
@@ -144,16 +149,20 @@ func CarryEnv(env []string, changes []EnvChange) []string {
 	return out
 }
 
-// Side-channel records (descriptor 3). Each is "key=value" ended by NUL.
+// Side-channel records (descriptor 3), each "key=value" ended by NUL. A
+// command's report is, in this order and nothing else: cwd-missing=
+// (optional), snapshot-missing= (optional), env0=..., then from the exit
+// trap cwd=..., env=..., end=; or cwd-moved= alone (see parseCommandReport).
 const (
-	recCwd             = "cwd"              // pwd -P after the command
+	recCwdMoved        = "cwd-moved"        // the tracked directory leads elsewhere: not run
 	recCwdMissing      = "cwd-missing"      // the tracked directory is gone
-	recSnapshot        = "snapshot"         // "present" if the snapshot file is still there
-	recSnapshotMissing = "snapshot-missing" // the snapshot was gone before the command
+	recSnapshotMissing = "snapshot-missing" // the snapshot could not be read
 	recEnvBefore       = "env0"             // export -p before the command
+	recCwd             = "cwd"              // pwd -P after the command
 	recEnvAfter        = "env"              // export -p after it
-	recSnapshotPath    = "snapshot-path"    // written by the snapshot script
-	recSnapshotError   = "snapshot-error"   // the snapshot script's failure
+	recEnd             = "end"              // the exit trap wrote all of it
+	recSnapshotText    = "snapshot"         // the snapshot script's text
+	recSnapshotEnd     = "snapshot-end"     // ... and its end
 )
 
 // assemble is stage 5. Every word that a user's alias or function could
@@ -162,13 +171,21 @@ const (
 func assemble(spec BuildSpec, quoted string) string {
 	var lines []string
 	if spec.Dir != "" {
-		lines = append(lines, fmt.Sprintf(`builtin cd -- %s 2>/dev/null || builtin printf '%s\0' >&3`, quoteWord(spec.Dir), recCwdMissing))
+		// cd -P sets PWD to the physical directory it reached: another
+		// than Dir means a link now stands where the directory was judged
+		// (a command swapped one in between the decision and this cd), and
+		// the command is not run there.
+		d := quoteWord(spec.Dir)
+		lines = append(lines, fmt.Sprintf(`if builtin cd -P -- %s 2>/dev/null; then builtin test "$PWD" = %s || { builtin printf '%s=\0' >&3; builtin exit 126; }; else builtin printf '%s=\0' >&3; fi`,
+			d, d, recCwdMoved, recCwdMissing))
 	}
-	lines = append(lines, "builtin trap "+singleQuote(reportScript(spec.Snapshot))+" EXIT")
+	lines = append(lines, "builtin trap "+singleQuote(reportScript())+" EXIT")
 	if spec.Snapshot != "" {
 		snap := quoteWord(spec.Snapshot)
-		lines = append(lines, fmt.Sprintf(`if builtin test -r %s; then builtin source %s 2>/dev/null || true; else builtin printf '%s\0' >&3; fi`,
+		lines = append(lines, fmt.Sprintf(`if builtin test -r %s; then builtin source %s 2>/dev/null || true; else builtin printf '%s=\0' >&3; fi`,
 			snap, snap, recSnapshotMissing))
+		// The rest reads /dev/null, not the snapshot on standard input.
+		lines = append(lines, "{")
 	}
 	env := append([]EnvChange(nil), spec.Env...)
 	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
@@ -189,23 +206,19 @@ func assemble(spec BuildSpec, quoted string) string {
 	} else {
 		lines = append(lines, spec.Shell.DisableExtglob())
 	}
-	lines = append(lines, fmt.Sprintf(`{ builtin printf '%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recEnvBefore))
+	lines = append(lines, fmt.Sprintf(`{ builtin printf '%s=' && builtin export -p && builtin printf '\0'; } >&3 2>/dev/null`, recEnvBefore))
 	lines = append(lines, "builtin eval "+quoted+" 3>&-")
+	if spec.Snapshot != "" {
+		lines = append(lines, "} </dev/null")
+	}
 	return strings.Join(lines, "\n")
 }
 
-// reportScript is the EXIT trap: the working directory, whether the
-// snapshot is still there, and the exported environment, on descriptor 3.
-// Each record starts with a NUL so that stray bytes before it cannot run
-// into it.
-func reportScript(snapshot string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{ builtin printf '\0%s='; builtin pwd -P; `, recCwd)
-	if snapshot != "" {
-		fmt.Fprintf(&b, `builtin printf '\0%s='; builtin test -r %s && builtin printf present; `, recSnapshot, quoteWord(snapshot))
-	}
-	fmt.Fprintf(&b, `builtin printf '\0%s='; builtin export -p; builtin printf '\0'; } >&3 2>/dev/null`, recEnvAfter)
-	return b.String()
+// reportScript is the EXIT trap: the working directory and the exported
+// environment, on descriptor 3, and the end record only when export -p
+// succeeded (a report cut short is not believed).
+func reportScript() string {
+	return fmt.Sprintf(`{ builtin printf '%s='; builtin pwd -P; builtin printf '\0%s=' && builtin export -p && builtin printf '\0%s=\0'; } >&3 2>/dev/null`, recCwd, recEnvAfter, recEnd)
 }
 
 // formatPrefix hands script to prefix as the seeds do: when the prefix

@@ -54,7 +54,7 @@ func stages(spec BuildSpec, b Build) string {
 func TestBuildGolden(t *testing.T) {
 	bash, zsh := Bash("/bin/bash"), Zsh("/bin/zsh")
 	cmd := func(c string) BuildSpec { return BuildSpec{Shell: bash, Command: c} }
-	full := BuildSpec{Shell: bash, Command: "npm test 2>nul | tee log", Dir: "/work/my project", Snapshot: "/tmp/moat-shell-x/snapshot-bash-1-a.sh",
+	full := BuildSpec{Shell: bash, Command: "npm test 2>nul | tee log", Dir: "/work/my project", Snapshot: "/proc/self/fd/0",
 		Env: []EnvChange{{Name: "NODE_ENV", Value: "test"}, {Name: "OLD", Unset: true}, {Name: "Q", Value: "it's"}}}
 	withPrefix := func(p string, s BuildSpec) BuildSpec { s.Prefix = p; return s }
 	inZsh := func(s BuildSpec) BuildSpec { s.Shell = zsh; return s }

@@ -38,10 +38,13 @@
 // memory and on disk, the side channel is capped and parsed as data (the
 // exported environment is parsed with the shell parser, never evaluated on
 // the host), and paths from it are only ever used inside later scripts,
-// quoted, after validation. The host opens no file the sandbox can write:
-// the snapshot lives in the sandbox and is read by the sandbox; long output
-// is written by the host, with O_EXCL, into a directory the sandbox must not
-// be able to write (Config.OutputDir).
+// quoted, after validation; a report is used only whole, exactly as the
+// shell writes it, from a shell that exited (parseCommandReport). The host
+// opens no file the sandbox can write: the snapshot is the host's copy of
+// what the snapshot script wrote, handed to each command on a descriptor
+// nothing can write (Proc.Stdin); long output is written by the host, with
+// O_EXCL, into a directory the sandbox must not be able to write
+// (Config.OutputDir).
 //
 // # What it must not import
 //

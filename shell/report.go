@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"sync"
 
@@ -48,23 +49,65 @@ func (c *capBuffer) bytes() ([]byte, bool) {
 	return append([]byte(nil), c.buf...), c.over
 }
 
-// report is what a command said on the side channel: for each key, the
-// last value seen. Anything can be in it; every use validates.
+// report is what a command's shell said on the side channel, each record
+// once. Its values are still untrusted; every use validates.
 type report map[string]string
 
-func parseReport(b []byte) report {
-	r := report{}
-	for _, rec := range bytes.Split(b, []byte{0}) {
-		if len(rec) == 0 {
-			continue
-		}
-		k, v, _ := strings.Cut(string(rec), "=")
-		switch k {
-		case recCwd, recCwdMissing, recSnapshot, recSnapshotMissing, recEnvBefore, recEnvAfter, recSnapshotPath, recSnapshotError:
-			r[k] = v
-		}
+// reportOrder is the order of a command's records (cwd-moved aside); a
+// record may be left out only where optional says so.
+var reportOrder = []struct {
+	key      string
+	optional bool
+	flag     bool // its value is empty
+}{
+	{recCwdMissing, true, true},
+	{recSnapshotMissing, true, true},
+	{recEnvBefore, false, false},
+	{recCwd, false, false},
+	{recEnvAfter, false, false},
+	{recEnd, false, true},
+}
+
+// errReport is a report that is not exactly what the shell writes.
+var errReport = errors.New("not the shell's report")
+
+// parseCommandReport reads a command's side channel. It accepts only the
+// records the shell writes, each once, in order, each ended by NUL, with
+// nothing else: a forged record beside the shell's own (a duplicate), one
+// out of place, an unknown one or stray bytes make the whole report
+// errReport. A report may stop early (complete is false: the shell was
+// killed, or replaced by exec, before its exit trap wrote the end record);
+// what it has is then well formed but incomplete. "cwd-moved=" alone is
+// complete.
+func parseCommandReport(b []byte) (r report, complete bool, err error) {
+	r = report{}
+	if len(b) == 0 {
+		return r, false, nil
 	}
-	return r
+	if b[len(b)-1] != 0 {
+		return nil, false, errReport // a record cut short, or bytes after the last
+	}
+	recs := bytes.Split(b[:len(b)-1], []byte{0})
+	if len(recs) == 1 && string(recs[0]) == recCwdMoved+"=" {
+		r[recCwdMoved] = ""
+		return r, true, nil
+	}
+	next := 0
+	for _, rec := range recs {
+		k, v, ok := strings.Cut(string(rec), "=")
+		if !ok {
+			return nil, false, errReport
+		}
+		for next < len(reportOrder) && reportOrder[next].key != k && reportOrder[next].optional {
+			next++
+		}
+		if next == len(reportOrder) || reportOrder[next].key != k || (reportOrder[next].flag && v != "") {
+			return nil, false, errReport
+		}
+		r[k] = v
+		next++
+	}
+	return r, next == len(reportOrder), nil
 }
 
 func (r report) has(k string) bool { _, ok := r[k]; return ok }

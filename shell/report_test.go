@@ -9,21 +9,37 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-func TestParseReport(t *testing.T) {
+func TestParseCommandReport(t *testing.T) {
+	const whole = "env0=declare -x A=\"1\"\x00cwd=/a/b\n\x00env=declare -x A=\"2\"\x00end=\x00"
 	tests := []struct {
-		name string
-		in   string
-		want report
+		name     string
+		in       string
+		want     report
+		complete bool
+		bad      bool
 	}{
-		{"empty", "", report{}},
-		{"records", "cwd-missing\x00\x00cwd=/a/b\n\x00snapshot=present\x00", report{recCwdMissing: "", recCwd: "/a/b\n", recSnapshot: "present"}},
-		{"last wins", "\x00cwd=/a\n\x00cwd=/b\n\x00", report{recCwd: "/b\n"}},
-		{"unknown keys dropped", "evil=1\x00cwd=/x\n", report{recCwd: "/x\n"}},
-		{"garbage between records", "junk\x00\x00cwd=/x\n\x00\xff\xfe", report{recCwd: "/x\n"}},
+		{"empty", "", report{}, false, false},
+		{"whole", whole, report{recEnvBefore: "declare -x A=\"1\"", recCwd: "/a/b\n", recEnvAfter: "declare -x A=\"2\"", recEnd: ""}, true, false},
+		{"with the optional records", "cwd-missing=\x00snapshot-missing=\x00" + whole,
+			report{recCwdMissing: "", recSnapshotMissing: "", recEnvBefore: "declare -x A=\"1\"", recCwd: "/a/b\n", recEnvAfter: "declare -x A=\"2\"", recEnd: ""}, true, false},
+		{"moved", "cwd-moved=\x00", report{recCwdMoved: ""}, true, false},
+		{"cut after env0 (killed, exec)", "env0=x\x00", report{recEnvBefore: "x"}, false, false},
+		{"cut before the end record", "env0=x\x00cwd=/a\n\x00env=y\x00", report{recEnvBefore: "x", recCwd: "/a\n", recEnvAfter: "y"}, false, false},
+		{"a forged report and the shell's", "env0=x\x00cwd=/\n\x00env=y\x00end=\x00cwd=/a\n\x00env=y\x00end=\x00", nil, false, true},
+		{"a forged cwd before the shell's", "env0=x\x00cwd=/\n\x00cwd=/a\n\x00env=y\x00end=\x00", nil, false, true},
+		{"out of order", "cwd=/a\n\x00env0=x\x00env=y\x00end=\x00", nil, false, true},
+		{"unknown record", "env0=x\x00evil=1\x00cwd=/a\n\x00env=y\x00end=\x00", nil, false, true},
+		{"leading NUL", "\x00" + whole, nil, false, true},
+		{"bytes after the end", whole + "x", nil, false, true},
+		{"a record after the end", whole + "cwd=/\n\x00", nil, false, true},
+		{"no key", "junk\x00", nil, false, true},
+		{"a flag with a value", "cwd-missing=/etc\x00" + whole, nil, false, true},
+		{"moved and more", "cwd-moved=\x00" + whole, nil, false, true},
 	}
 	for _, tc := range tests {
-		if got := parseReport([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		got, complete, err := parseCommandReport([]byte(tc.in))
+		if (err != nil) != tc.bad || complete != tc.complete || (!tc.bad && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("%s: %v complete=%v err=%v, want %v complete=%v bad=%v", tc.name, got, complete, err, tc.want, tc.complete, tc.bad)
 		}
 	}
 }

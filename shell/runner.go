@@ -31,6 +31,13 @@ type Proc struct {
 	Env []string
 	// Dir is the working directory inside the sandbox.
 	Dir string
+	// Stdin, if set, is what the process reads on its standard input: the
+	// session hands each command the shell snapshot this way. The runner
+	// must give it on a descriptor that nothing can write, however it is
+	// reached (a pipe reopened through /proc/PID/fd/0 is writable; on Linux
+	// a sealed memfd is not: shell/internal/sealed). If nil, standard
+	// input is empty.
+	Stdin []byte
 	// Output receives what the process writes to its standard output and
 	// standard error. The runner gives descriptors 1 and 2 the same pipe,
 	// so the order of the two streams is kept at the descriptor level, as
@@ -38,15 +45,18 @@ type Proc struct {
 	Output io.Writer
 	// Report receives what the process writes to descriptor 3: the side
 	// channel the session's scripts use for the working directory, the
-	// exported environment and the snapshot's state. The command itself can
-	// write there too, so the session treats it as untrusted (capped,
+	// exported environment and the snapshot's state. The runner must give
+	// descriptor 3 as something no other process can reopen through
+	// /proc/PID/fd (a socket, not a pipe: a program the command ran forged
+	// a report through a pipe's saved copy; shell/internal/reportfd). The
+	// session still treats it as untrusted (whole or refused, capped,
 	// validated). Calls to Report.Write never overlap each other (they may
 	// overlap calls to Output.Write).
 	Report io.Writer
 }
 
-// The standard input of every process is empty (/dev/null or a closed
-// pipe): commands never wait for input that will not come.
+// The standard input of every process is Proc.Stdin, or empty (/dev/null
+// or a closed pipe): commands never wait for input that will not come.
 
 // Process is a started process.
 type Process interface {

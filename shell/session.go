@@ -51,10 +51,6 @@ type Config struct {
 	// GIT_OPTIONAL_LOCKS=0 and, unless
 	// NoHints, CLAUDECODE=1) and those the Runner adds.
 	Env []string
-	// SnapshotDir is the directory inside the sandbox that holds the
-	// shell snapshot (see SnapshotSpec.Dir). If empty,
-	// ${TMPDIR:-/tmp}/moat-shell-<random> as the sandbox sees it.
-	SnapshotDir string
 	// NoSnapshot runs every command in a login shell instead of sourcing a
 	// snapshot (what the seeds fall back to when the snapshot fails).
 	NoSnapshot bool
@@ -222,7 +218,6 @@ type Session struct {
 	cfg    Config
 	shell  Provider
 	engine *permissions.Engine
-	tag    string
 	log    *slog.Logger
 
 	mu       sync.Mutex
@@ -236,10 +231,9 @@ type Session struct {
 	saved    []savedFile // the files of saved output, oldest first
 
 	snapMu   sync.Mutex
-	snapPath string // "" until taken
+	snapText []byte // the snapshot, once taken: the host's copy, handed to each command
 	snapOK   bool
-	snapDone bool // tried at least once
-	snapLost bool // the file vanished: retake before the next command
+	snapDone bool // tried once
 	snapNote string
 }
 
@@ -274,7 +268,6 @@ func New(cfg Config) (*Session, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.tag = randomHex(6)
 	if s.cfg.MaxOutput <= 0 {
 		s.cfg.MaxOutput = DefaultMaxOutput
 	}
@@ -370,10 +363,10 @@ func hasVar(env []string, k string) bool {
 	return false
 }
 
-// Snapshot takes the shell snapshot now, if it was not taken yet or has
-// vanished. Commands do this themselves; a host may call it at the start
-// of a session to pay the cost early. An error means commands will run in
-// login shells (the seeds' fallback).
+// Snapshot takes the shell snapshot now, if it was not taken yet. Commands
+// do this themselves; a host may call it at the start of a session to pay
+// the cost early. An error means commands will run in login shells (the
+// seeds' fallback).
 func (s *Session) Snapshot(ctx context.Context) error {
 	if s.cfg.NoSnapshot {
 		return nil
@@ -387,52 +380,48 @@ func (s *Session) Snapshot(ctx context.Context) error {
 	return nil
 }
 
-// snapshot returns the snapshot to source ("" for a login shell) and a
-// note when it had to be retaken.
-func (s *Session) snapshot(ctx context.Context) (string, string) {
+// snapshot returns the snapshot's text, nil for a login shell.
+func (s *Session) snapshot(ctx context.Context) []byte {
 	if s.cfg.NoSnapshot {
-		return "", ""
+		return nil
 	}
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
-	lost := s.snapLost
 	s.ensureSnapshotLocked(ctx)
 	if !s.snapOK {
-		if lost {
-			return "", "the shell snapshot vanished and could not be taken again (" + s.snapNote + "): the command ran in a login shell"
-		}
-		return "", ""
+		return nil
 	}
-	if lost {
-		return s.snapPath, "the shell snapshot had vanished: it was taken again"
-	}
-	return s.snapPath, ""
+	return s.snapText
 }
 
+// ensureSnapshotLocked takes the snapshot once. It is taken before the
+// session's first command starts (every command waits for it here), so no
+// command of the session runs beside the script that takes it; it is never
+// taken again.
 func (s *Session) ensureSnapshotLocked(ctx context.Context) {
-	if s.snapDone && !s.snapLost {
-		return
+	if s.snapDone {
+		return // taken, or failed once: login shells from now on
 	}
-	if s.snapDone && !s.snapOK {
-		return // it failed once: login shells from now on
-	}
-	s.snapDone, s.snapLost = true, false
-	path, err := s.takeSnapshot(ctx)
+	s.snapDone = true
+	text, err := s.takeSnapshot(ctx)
 	if err != nil {
-		s.snapOK, s.snapPath, s.snapNote = false, "", err.Error()
+		s.snapOK, s.snapText, s.snapNote = false, nil, err.Error()
 		s.log.Debug("shell snapshot failed; commands run in login shells", "err", err)
 		return
 	}
-	s.snapOK, s.snapPath, s.snapNote = true, path, ""
-	s.log.Debug("shell snapshot taken", "path", path)
+	s.snapOK, s.snapText, s.snapNote = true, text, ""
+	s.log.Debug("shell snapshot taken", "bytes", len(text))
 }
 
-// takeSnapshot runs the snapshot script through the Runner.
-func (s *Session) takeSnapshot(ctx context.Context) (string, error) {
-	name := fmt.Sprintf("snapshot-%s-%d-%s.sh", s.shell.Name(), time.Now().UnixMilli(), randomHex(3))
-	spec := SnapshotSpec{Dir: s.cfg.SnapshotDir, Tag: s.tag, Name: name, Ripgrep: s.cfg.Ripgrep}
+// maxSnapshotBytes caps the snapshot's text.
+const maxSnapshotBytes = 4 << 20
+
+// takeSnapshot runs the snapshot script through the Runner and returns
+// the text it wrote.
+func (s *Session) takeSnapshot(ctx context.Context) ([]byte, error) {
+	spec := SnapshotSpec{Ripgrep: s.cfg.Ripgrep}
 	out := &capBuffer{max: 4096}
-	rep := &capBuffer{max: 64 << 10}
+	rep := &capBuffer{max: maxSnapshotBytes + 64}
 	// The snapshot serves the whole session: the command that happens to
 	// take it must not cut it short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SnapshotTimeout)
@@ -445,7 +434,7 @@ func (s *Session) takeSnapshot(ctx context.Context) (string, error) {
 		Report: rep,
 	})
 	if err != nil {
-		return "", fmt.Errorf("start: %w", err)
+		return nil, fmt.Errorf("start: %w", err)
 	}
 	type waited struct {
 		ex  Exit
@@ -459,26 +448,20 @@ func (s *Session) takeSnapshot(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		p.Kill()
 		<-ch
-		return "", fmt.Errorf("timed out after %v", s.cfg.SnapshotTimeout)
+		return nil, fmt.Errorf("timed out after %v", s.cfg.SnapshotTimeout)
 	}
 	if w.err != nil {
-		return "", w.err
+		return nil, w.err
 	}
-	b, _ := rep.bytes()
-	r := parseReport(b)
-	if msg, ok := r[recSnapshotError]; ok {
-		return "", errors.New(policy.Sanitize(msg))
-	}
-	if w.ex.Code != 0 {
+	if w.ex.Code != 0 || w.ex.Signal != 0 {
 		o, _ := out.bytes()
-		return "", fmt.Errorf("exit status %d: %s", w.ex.Code, policy.Sanitize(strings.TrimSpace(string(o))))
+		return nil, fmt.Errorf("exit status %d: %s", w.ex.Code, policy.Sanitize(strings.TrimSpace(string(o))))
 	}
-	path := r[recSnapshotPath]
-	if !validSandboxPath(path) || filepath.Base(path) != name ||
-		(s.cfg.SnapshotDir != "" && filepath.Dir(path) != filepath.Clean(s.cfg.SnapshotDir)) {
-		return "", fmt.Errorf("the snapshot script reported no valid path (%q)", policy.Sanitize(path))
+	b, over := rep.bytes()
+	if over {
+		return nil, fmt.Errorf("the snapshot is larger than %d MB", maxSnapshotBytes>>20)
 	}
-	return path, nil
+	return parseSnapshot(b)
 }
 
 // Run runs one command. It returns when the command finishes, or when it
@@ -563,11 +546,11 @@ func (s *Session) start(ctx context.Context, t *task, cwd string, env []EnvChang
 				Violations: []policy.Violation{}, Refused: &d}, nil
 		}
 	}
-	snap, note := s.snapshot(ctx)
-	if note != "" {
-		t.notes = append(t.notes, note)
+	snap := s.snapshot(ctx)
+	spec := BuildSpec{Shell: s.shell, Command: t.req.Command, Env: env, Prefix: s.cfg.Prefix}
+	if snap != nil {
+		spec.Snapshot = snapshotInput
 	}
-	spec := BuildSpec{Shell: s.shell, Command: t.req.Command, Snapshot: snap, Env: env, Prefix: s.cfg.Prefix}
 	if cwd != s.cfg.Dir {
 		spec.Dir = cwd
 	}
@@ -576,12 +559,13 @@ func (s *Session) start(ctx context.Context, t *task, cwd string, env []EnvChang
 	if err != nil {
 		return nil, err
 	}
-	t.snapshot = snap
+	t.snapshot = snap != nil
 	t.start = time.Now()
 	p, err := s.cfg.Runner.Start(ctx, Proc{
-		Argv:   s.shell.Argv(b.Final, snap == ""), // no snapshot: a login shell
+		Argv:   s.shell.Argv(b.Final, snap == nil), // no snapshot: a login shell
 		Env:    CarryEnv(s.procEnv(), env),
 		Dir:    s.cfg.Dir,
+		Stdin:  snap,
 		Output: t,
 		Report: t.rep,
 	})
@@ -883,32 +867,59 @@ func (s *Session) makeOutputDir() (string, error) {
 	return dir, nil
 }
 
+// reportState is what finish knows of a command's report besides its
+// records.
+type reportState struct {
+	complete bool  // the exit trap wrote it to its end
+	err      error // not exactly the shell's records: refused whole
+	over     bool  // larger than maxReportBytes
+	signal   int   // the shell died by this signal
+}
+
 // applyReport updates the session from a foreground command's side
-// channel: the working directory and the environment. It returns notes.
-func (s *Session) applyReport(t *task, r report, truncated bool) []string {
+// channel: the working directory and the environment. It returns notes. A
+// report is believed only whole, as the shell writes it, from a shell that
+// exited (not killed by a signal): a program the command ran wrote a
+// forged report through /proc/$PPID/fd/N and killed its shell, and the
+// session took / as its working directory and a PATH of the program's
+// (found by an attack pass). Otherwise the session keeps its working
+// directory and environment, and says so.
+func (s *Session) applyReport(t *task, r report, st reportState) []string {
 	var notes []string
+	if st.over {
+		return append(notes, "The command's report of its working directory and environment was too large: the session keeps its working directory ("+s.Cwd()+") and environment.")
+	}
+	if st.err != nil {
+		return append(notes, "The command's report of its working directory and environment was not its shell's (something else wrote on its side channel): the session keeps its working directory ("+s.Cwd()+") and environment.")
+	}
+	if r.has(recCwdMoved) {
+		return append(notes, s.movedBack(t))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.has(recCwdMissing) {
+		// The command ran in the start directory: the session goes back
+		// there, whatever else the report says.
 		notes = append(notes, fmt.Sprintf("The working directory %s no longer exists; the command ran in %s instead.", t.tracked, s.cfg.Dir))
+		s.cwd = s.cfg.Dir
+	}
+	switch {
+	case st.signal != 0:
+		return append(notes, fmt.Sprintf("The command's shell was killed by signal %d: its working directory and environment were not taken; the session keeps %s and its environment.", st.signal, s.cwd))
+	case !st.complete:
+		return append(notes, fmt.Sprintf("The command's shell did not report its working directory and environment (it was replaced by exec, or could not write): the session keeps %s and its environment.", s.cwd))
 	}
 	if cwd, ok := r.cwd(); ok {
 		s.cwd = cwd
-	} else if r.has(recCwdMissing) {
-		s.cwd = s.cfg.Dir
-	} else if r.has(recCwd) {
+	} else {
 		// pwd -P failed: the command removed its own directory (or made it
 		// unreadable).
 		notes = append(notes, fmt.Sprintf("The working directory could not be read after the command (was it deleted?); the session is back in %s.", s.cfg.Dir))
 		s.cwd = s.cfg.Dir
 	}
-	if truncated {
-		notes = append(notes, "The command's environment report was too large: environment changes were not kept.")
-		return notes
-	}
 	before, okB := parseExports(r[recEnvBefore], s.shell.Variant())
 	after, okA := parseExports(r[recEnvAfter], s.shell.Variant())
-	if !r.has(recEnvBefore) || !r.has(recEnvAfter) || !okB || !okA {
+	if !okB || !okA {
 		return notes
 	}
 	delta := envDelta(before, after)
@@ -943,6 +954,17 @@ func (s *Session) applyReport(t *task, r report, truncated bool) []string {
 	return notes
 }
 
+// movedBack puts the session back in its start directory after a command
+// found its working directory replaced by a link (and did not run).
+func (s *Session) movedBack(t *task) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cwd == t.tracked {
+		s.cwd = s.cfg.Dir
+	}
+	return fmt.Sprintf("The working directory %s now leads elsewhere (a symbolic link stands there or above it): the command was not run, and the session is back in %s.", t.tracked, s.cfg.Dir)
+}
+
 func baseValue(env []string, k string) (string, bool) {
 	v, ok := "", false
 	for _, kv := range env {
@@ -953,24 +975,12 @@ func baseValue(env []string, k string) (string, bool) {
 	return v, ok
 }
 
-// noteSnapshot records what the side channel says about the snapshot.
+// noteSnapshot says when the command could not read the snapshot.
 func (s *Session) noteSnapshot(t *task, r report) []string {
-	if t.snapshot == "" {
-		return nil
+	if t.snapshot && r.has(recSnapshotMissing) {
+		return []string{"The shell snapshot could not be read: the command ran without the user's aliases and functions."}
 	}
-	var notes []string
-	s.snapMu.Lock()
-	defer s.snapMu.Unlock()
-	if s.snapPath != t.snapshot {
-		return nil // already retaken
-	}
-	if r.has(recSnapshotMissing) {
-		notes = append(notes, "The shell snapshot was missing: the command ran without the user's aliases and functions; it will be taken again.")
-		s.snapLost = true
-	} else if v, ok := r[recSnapshot]; ok && v != "present" {
-		s.snapLost = true
-	}
-	return notes
+	return nil
 }
 
 func randomHex(n int) string {

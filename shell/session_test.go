@@ -28,7 +28,6 @@ type env struct {
 	runner *hostrun.Runner
 	dir    string // the start directory
 	home   string
-	snap   string // the snapshot directory
 	out    string // the output directory
 }
 
@@ -47,7 +46,7 @@ func newEnv(t testing.TB, rc string, mod func(*shell.Config)) *env {
 	root := t.TempDir()
 	root, _ = filepath.EvalSymlinks(root)
 	e := &env{runner: &hostrun.Runner{}, dir: filepath.Join(root, "work"), home: filepath.Join(root, "home"),
-		snap: filepath.Join(root, "snap"), out: filepath.Join(root, "out")}
+		out: filepath.Join(root, "out")}
 	for _, d := range []string{e.dir, e.home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -59,12 +58,11 @@ func newEnv(t testing.TB, rc string, mod func(*shell.Config)) *env {
 		}
 	}
 	cfg := shell.Config{
-		Runner:      e.runner,
-		Dir:         e.dir,
-		Shell:       shell.Bash(bashPath(t)),
-		Env:         []string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "LANG=C.UTF-8"},
-		SnapshotDir: e.snap,
-		OutputDir:   e.out,
+		Runner:    e.runner,
+		Dir:       e.dir,
+		Shell:     shell.Bash(bashPath(t)),
+		Env:       []string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "LANG=C.UTF-8"},
+		OutputDir: e.out,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -251,32 +249,33 @@ func TestSnapshot(t *testing.T) {
 	if n := e.runner.Starts() - starts; n != len(tests) {
 		t.Errorf("%d processes for %d commands: the snapshot was taken again", n, len(tests))
 	}
-	files, _ := filepath.Glob(filepath.Join(e.snap, "snapshot-bash-*.sh"))
-	if len(files) != 1 {
-		t.Fatalf("snapshot files: %q", files)
-	}
-	fi, err := os.Stat(e.snap)
-	if err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("snapshot directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
-	}
 	last := e.runner.Last()
 	if slices.Contains(last.Argv, "-l") {
 		t.Errorf("a command with a snapshot ran in a login shell: %q", last.Argv[:2])
 	}
+	if !strings.Contains(string(last.Stdin), "ALIAS-LL") {
+		t.Errorf("the command was not handed the snapshot on its standard input: %q", last.Stdin)
+	}
+	// The command itself reads /dev/null, not the snapshot.
+	if r := e.run(t, "wc -c"); r.Output != "0\n" {
+		t.Errorf("the command read %q on its standard input", r.Output)
+	}
 }
 
-func TestSnapshotDefaultDir(t *testing.T) {
+// The snapshot is no file: none is left in $TMPDIR (moat-shell-*
+// directories were, in the host's /tmp when it was writable), and none is
+// there for a command or another sandbox to rewrite.
+func TestSnapshotNoFile(t *testing.T) {
 	tmp := t.TempDir()
-	e := newEnv(t, testRC, func(c *shell.Config) {
-		c.SnapshotDir = ""
-		c.Env = append(c.Env, "TMPDIR="+tmp)
-	})
+	e := newEnv(t, testRC, func(c *shell.Config) { c.Env = append(c.Env, "TMPDIR="+tmp) })
 	if r := e.run(t, "ll"); r.Output != "ALIAS-LL\n" {
 		t.Errorf("%q", r.Output)
 	}
-	files, _ := filepath.Glob(filepath.Join(tmp, "moat-shell-*", "snapshot-bash-*.sh"))
-	if len(files) != 1 {
-		t.Errorf("snapshot files in $TMPDIR: %q", files)
+	if names, _ := os.ReadDir(tmp); len(names) != 0 {
+		t.Errorf("files left in $TMPDIR: %v", names)
+	}
+	if names, _ := os.ReadDir(filepath.Dir(e.dir)); len(names) != 2 { // work and home
+		t.Errorf("files left beside the session's directories: %v", names)
 	}
 }
 
@@ -303,38 +302,25 @@ func TestSnapshotRipgrepShim(t *testing.T) {
 	})
 }
 
-func TestSnapshotVanished(t *testing.T) {
+// The snapshot is taken once, and a command cannot make the session take
+// it again (a retake while commands run could be raced).
+func TestSnapshotTakenOnce(t *testing.T) {
 	e := newEnv(t, testRC, nil)
-	if r := e.run(t, "ll"); r.Output != "ALIAS-LL\n" {
-		t.Fatalf("%q", r.Output)
+	starts := e.runner.Starts()
+	for i := 0; i < 3; i++ {
+		if r := e.run(t, "ll; rm -rf /proc/self/fd/0 \"${TMPDIR:-/tmp}\"/moat-shell-* 2>/dev/null; true"); r.Output != "ALIAS-LL\n" || len(r.Notes) != 0 {
+			t.Errorf("%q %q", r.Output, r.Notes)
+		}
 	}
-	t.Run("removed by a command", func(t *testing.T) {
-		e.run(t, "rm -rf "+e.snap)
-		starts := e.runner.Starts()
-		r := e.run(t, "ll")
-		if r.Output != "ALIAS-LL\n" || !slices.Contains(r.Notes, "the shell snapshot had vanished: it was taken again") {
-			t.Errorf("%q %q", r.Output, r.Notes)
-		}
-		if n := e.runner.Starts() - starts; n != 2 {
-			t.Errorf("%d processes, want 2 (the snapshot and the command)", n)
-		}
-	})
-	t.Run("removed between commands", func(t *testing.T) {
-		os.RemoveAll(e.snap)
-		r := e.run(t, "ll; echo next")
-		if !strings.Contains(r.Output, "next") || !slices.Contains(r.Notes, "The shell snapshot was missing: the command ran without the user's aliases and functions; it will be taken again.") {
-			t.Errorf("%q %q", r.Output, r.Notes)
-		}
-		if r := e.run(t, "ll"); r.Output != "ALIAS-LL\n" {
-			t.Errorf("not retaken: %q %q", r.Output, r.Notes)
-		}
-	})
+	if n := e.runner.Starts() - starts; n != 4 {
+		t.Errorf("%d processes for 3 commands, want 4 (the snapshot once)", n)
+	}
 }
 
 func TestSnapshotFailureFallsBackToLogin(t *testing.T) {
-	e := newEnv(t, testRC, func(c *shell.Config) { c.SnapshotDir = "/proc/moat-cannot-exist/snap" })
+	e := newEnv(t, testRC+"exit 3\n", nil)
 	os.WriteFile(filepath.Join(e.home, ".bash_profile"), []byte("export FROM_PROFILE=yes\n"), 0o644)
-	if err := e.s.Snapshot(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot create the snapshot directory") {
+	if err := e.s.Snapshot(context.Background()); err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("Snapshot() = %v", err)
 	}
 	r := e.run(t, `echo "$FROM_PROFILE"`)
@@ -819,9 +805,8 @@ func TestConcurrentCommands(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	files, _ := filepath.Glob(filepath.Join(e.snap, "*.sh"))
-	if len(files) != 1 {
-		t.Errorf("%d snapshots", len(files))
+	if n := e.runner.Starts(); n != 5 {
+		t.Errorf("%d processes for 4 commands, want 5 (one snapshot)", n)
 	}
 }
 
@@ -887,7 +872,7 @@ func TestProcContract(t *testing.T) {
 	e := newEnv(t, "", func(c *shell.Config) { rec.Runner = c.Runner; c.Runner = &rec; c.NoSnapshot = true })
 	e.run(t, "true")
 	p := rec.last
-	if p.Dir != e.dir || p.Output == nil || p.Report == nil || p.Output == p.Report {
+	if p.Dir != e.dir || p.Output == nil || p.Report == nil || p.Output == p.Report || p.Stdin != nil {
 		t.Errorf("%+v", p)
 	}
 	for _, kv := range []string{"SHELL=" + bashPath(t), "GIT_EDITOR=true", "GIT_OPTIONAL_LOCKS=0", "CLAUDECODE=1", "HOME=" + e.home} {

@@ -1,60 +1,37 @@
 package shell
 
 import (
+	"bytes"
+	"errors"
 	"path"
 	"strings"
 )
 
-// SnapshotSpec says where a snapshot script writes the snapshot.
+// SnapshotSpec configures a snapshot script.
 //
 // The snapshot is the user's interactive shell environment, captured once
 // per session (the seeds' ShellSnapshot): the rc file is sourced in a login
 // shell, then its aliases, functions (completion functions, whose names
-// start with "_", left out), shell options and PATH are written to a file
-// that every command sources before its own text is evaluated. The script
-// runs inside the sandbox, and the file lives there: the host never opens
-// it. The script reports the file's path, or why it failed, on descriptor
-// 3.
+// start with "_", left out), shell options and PATH are written out as a
+// script that every command sources before its own text is evaluated. The
+// snapshot script runs inside the sandbox (it sources the user's rc file)
+// and writes that text on descriptor 3, framed: "snapshot=" TEXT NUL
+// "snapshot-end=" NUL. The host keeps the text and hands it to each
+// command on its standard input, a descriptor nothing can write
+// (Proc.Stdin): it is never a file in the sandbox, where a command, or
+// another sandbox sharing /tmp, rewrote it so that the next command ran
+// something else than what was judged (found by an attack pass).
 type SnapshotSpec struct {
-	// Dir is the directory inside the sandbox that holds the snapshot; it
-	// is created (mode 0700) when missing and must be owned by the
-	// sandbox's user. If empty, "${TMPDIR:-/tmp}/moat-shell-" + Tag, as the
-	// sandbox sees it.
-	Dir string
-	// Tag names the default directory. Required when Dir is empty.
-	Tag string
-	// Name is the snapshot file's name in Dir. Required.
-	Name string
 	// Ripgrep, if set, is an rg binary inside the sandbox: when the user's
 	// shell has no rg, the snapshot defines an rg function that runs it.
 	Ripgrep string
 }
 
-// dirAssign is the script's first line: where the snapshot goes.
-func (s SnapshotSpec) dirAssign() string {
-	if s.Dir != "" {
-		return "__moat_dir=" + quoteWord(s.Dir)
-	}
-	return "__moat_dir=${TMPDIR:-/tmp}/moat-shell-" + quoteWord(s.Tag)
-}
+// snapshotPrologue starts the framed text on descriptor 3.
+const snapshotPrologue = "builtin printf '" + recSnapshotText + "=' >&3\n"
 
-// snapshotPrologue creates the directory and checks it belongs to us (a
-// shared /tmp could hold someone else's directory or link of that name).
-const snapshotPrologue = `__moat_snap=$__moat_dir/@NAME@
-if ! builtin test -d "$__moat_dir"; then (builtin umask 077 && command mkdir -p -- "$__moat_dir") >/dev/null 2>&1; fi
-if ! builtin test -d "$__moat_dir" || builtin test -L "$__moat_dir" || ! builtin test -O "$__moat_dir" || ! builtin test -w "$__moat_dir"; then
-  builtin printf '\0snapshot-error=cannot create the snapshot directory %s\0' "$__moat_dir" >&3
-  builtin exit 1
-fi
-`
-
-// snapshotEpilogue reports the result.
-const snapshotEpilogue = `if ! builtin test -s "$__moat_snap"; then
-  builtin printf '\0snapshot-error=cannot write %s\0' "$__moat_snap" >&3
-  builtin exit 1
-fi
-builtin printf '\0snapshot-path=%s\0' "$__moat_snap" >&3
-`
+// snapshotEpilogue ends it: only a script that got this far wrote it all.
+const snapshotEpilogue = "builtin printf '\\0" + recSnapshotEnd + "=\\0' >&3\n"
 
 const bashSnapshotBody = `{
 builtin printf '# moat shell snapshot (bash)\n'
@@ -88,7 +65,7 @@ builtin printf '# aliases\n'
 builtin alias -p
 builtin printf '# PATH\n'
 builtin printf 'builtin export PATH=%q\n' "$PATH"
-@RG@} >| "$__moat_snap" 2>/dev/null
+@RG@} >&3 2>/dev/null
 `
 
 const bashRgShim = `if ! builtin command -v rg >/dev/null 2>&1; then
@@ -117,7 +94,7 @@ builtin print -r -- '# aliases'
 builtin alias -L
 builtin print -r -- '# PATH'
 builtin print -r -- "builtin export PATH=${(q)PATH}"
-@RG@} >| "$__moat_snap" 2>/dev/null
+@RG@} >&3 2>/dev/null
 `
 
 const zshRgShim = `if ! builtin whence rg >/dev/null 2>&1; then
@@ -127,21 +104,20 @@ fi
 `
 
 // SnapshotScript implements Provider: source ~/.bashrc, then write the
-// snapshot.
+// snapshot on descriptor 3.
 func (b bashShell) SnapshotScript(s SnapshotSpec) string {
 	rg := ""
 	if s.Ripgrep != "" {
 		rg = strings.ReplaceAll(bashRgShim, "@RGPATH@", quoteWord(s.Ripgrep))
 	}
-	return s.dirAssign() + "\n" +
-		`if builtin test -f ~/.bashrc; then builtin source ~/.bashrc </dev/null >/dev/null 2>&1; fi` + "\n" +
-		strings.ReplaceAll(snapshotPrologue, "@NAME@", quoteWord(s.Name)) +
+	return `if builtin test -f ~/.bashrc; then builtin source ~/.bashrc </dev/null >/dev/null 2>&1 3>&-; fi` + "\n" +
+		snapshotPrologue +
 		strings.ReplaceAll(bashSnapshotBody, "@RG@", rg) +
 		snapshotEpilogue
 }
 
 // SnapshotScript implements Provider: source ~/.zshrc (or $ZDOTDIR's),
-// then write the snapshot.
+// then write the snapshot on descriptor 3.
 func (z zshShell) SnapshotScript(s SnapshotSpec) string {
 	rg := ""
 	pre := ""
@@ -149,11 +125,26 @@ func (z zshShell) SnapshotScript(s SnapshotSpec) string {
 		pre = "__moat_rg=" + quoteWord(s.Ripgrep) + "\n"
 		rg = zshRgShim
 	}
-	return s.dirAssign() + "\n" + pre +
-		`if builtin test -f "${ZDOTDIR:-$HOME}/.zshrc"; then builtin source "${ZDOTDIR:-$HOME}/.zshrc" </dev/null >/dev/null 2>&1; fi` + "\n" +
-		strings.ReplaceAll(snapshotPrologue, "@NAME@", quoteWord(s.Name)) +
+	return pre +
+		`if builtin test -f "${ZDOTDIR:-$HOME}/.zshrc"; then builtin source "${ZDOTDIR:-$HOME}/.zshrc" </dev/null >/dev/null 2>&1 3>&-; fi` + "\n" +
+		snapshotPrologue +
 		strings.ReplaceAll(zshSnapshotBody, "@RG@", rg) +
 		snapshotEpilogue
+}
+
+// parseSnapshot checks what the snapshot script wrote on descriptor 3 and
+// returns the snapshot's text: exactly one framed text, complete, with no
+// NUL in it (a shell's text holds none) and nothing around it.
+func parseSnapshot(b []byte) ([]byte, error) {
+	head, tail := recSnapshotText+"=", "\x00"+recSnapshotEnd+"=\x00"
+	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(tail)) || len(b) < len(head)+len(tail) {
+		return nil, errors.New("the snapshot script did not write a whole snapshot")
+	}
+	text := b[len(head) : len(b)-len(tail)]
+	if bytes.IndexByte(text, 0) >= 0 {
+		return nil, errors.New("the snapshot holds a NUL byte")
+	}
+	return text, nil
 }
 
 // validSandboxPath checks a path the sandbox reported before the session

@@ -13,10 +13,10 @@ func TestSnapshotScriptGolden(t *testing.T) {
 		p    Provider
 		spec SnapshotSpec
 	}{
-		{"bash-default-dir", Bash("/bin/bash"), SnapshotSpec{Tag: "abc123", Name: "snapshot-bash-1-x.sh"}},
-		{"bash-dir-ripgrep", Bash("/bin/bash"), SnapshotSpec{Dir: "/run/moat session", Name: "snapshot-bash-1-x.sh", Ripgrep: "/opt/moat/rg"}},
-		{"zsh-default-dir", Zsh("/bin/zsh"), SnapshotSpec{Tag: "abc123", Name: "snapshot-zsh-1-x.sh"}},
-		{"zsh-dir-ripgrep", Zsh("/bin/zsh"), SnapshotSpec{Dir: "/run/moat", Name: "snapshot-zsh-1-x.sh", Ripgrep: "/opt/moat/rg"}},
+		{"bash", Bash("/bin/bash"), SnapshotSpec{}},
+		{"bash-ripgrep", Bash("/bin/bash"), SnapshotSpec{Ripgrep: "/opt/moat session/rg"}},
+		{"zsh", Zsh("/bin/zsh"), SnapshotSpec{}},
+		{"zsh-ripgrep", Zsh("/bin/zsh"), SnapshotSpec{Ripgrep: "/opt/moat/rg"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -28,7 +28,7 @@ func TestSnapshotScriptGolden(t *testing.T) {
 // TestSnapshotScriptParses checks the bash scripts with bash -n, and the
 // zsh ones with the zsh parser (zsh itself is not installed here).
 func TestSnapshotScriptParses(t *testing.T) {
-	spec := SnapshotSpec{Tag: "t", Name: "n.sh", Ripgrep: "/x/rg"}
+	spec := SnapshotSpec{Ripgrep: "/x/rg"}
 	if bash, err := exec.LookPath("bash"); err == nil {
 		if out, err := exec.Command(bash, "-n", "-c", Bash(bash).SnapshotScript(spec)).CombinedOutput(); err != nil {
 			t.Errorf("bash -n: %v\n%s", err, out)

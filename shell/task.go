@@ -22,7 +22,7 @@ type task struct {
 	// Set before the process starts.
 	kind     string // set by start, before the process starts
 	tracked  string // the working directory it was started in
-	snapshot string // the snapshot it sources, or ""
+	snapshot bool   // it sources the snapshot
 	notes    []string
 	start    time.Time
 	proc     Process
@@ -311,13 +311,18 @@ func (s *Session) finish(t *task, ex Exit, waitErr error) Result {
 	bg, interrupted, timedOut, timeout := t.background, t.interrupted, t.timedOut, t.timeout
 	t.mu.Unlock()
 	b, over := t.rep.bytes()
-	r := parseReport(b)
+	r, complete, perr := parseCommandReport(b)
 	notes := append([]string(nil), t.notes...)
-	notes = append(notes, s.noteSnapshot(t, r)...)
+	if perr == nil {
+		notes = append(notes, s.noteSnapshot(t, r)...)
+	}
+	moved := perr == nil && r.has(recCwdMoved)
 	if bg == "" && waitErr == nil {
 		// A background command's directory and environment changes are
 		// not the session's (the seeds do the same).
-		notes = append(notes, s.applyReport(t, r, over)...)
+		notes = append(notes, s.applyReport(t, r, reportState{complete: complete, err: perr, over: over, signal: ex.Signal})...)
+	} else if moved {
+		notes = append(notes, s.movedBack(t))
 	}
 	out := t.cap.render(s.cfg.MaxOutput, s.cfg.PreviewBytes)
 	res := Result{ID: t.id, Command: t.req.Command, ExitCode: ex.Code, Signal: ex.Signal,
@@ -333,6 +338,9 @@ func (s *Session) finish(t *task, ex Exit, waitErr error) Result {
 	case waitErr != nil:
 		res.ExitCode, res.IsError = -1, true
 		res.Message = "The sandbox failed to run the command: " + waitErr.Error()
+	case moved && ex.Signal == 0:
+		res.ExitCode, res.IsError = -1, true
+		res.Message = "Command not run: its working directory " + t.tracked + " is no longer the directory it was judged in (a symbolic link now stands there or above it); run it again to have it judged where the session is now"
 	case timedOut:
 		res.IsError, res.Message = true, fmt.Sprintf("Command timed out after %v", timeout)
 	case ex.TimedOut:

@@ -21,8 +21,14 @@ type scripted struct {
 
 type doneProc struct{ code int }
 
-func (d doneProc) Wait() (shell.Exit, error) { return shell.Exit{Code: d.code}, nil }
-func (d doneProc) Kill() error               { return nil }
+// Wait: a code above 128 is a death by signal code-128.
+func (d doneProc) Wait() (shell.Exit, error) {
+	if d.code > 128 {
+		return shell.Exit{Code: d.code, Signal: d.code - 128}, nil
+	}
+	return shell.Exit{Code: d.code}, nil
+}
+func (d doneProc) Kill() error { return nil }
 
 func (s *scripted) Start(_ context.Context, p shell.Proc) (shell.Process, error) {
 	s.mu.Lock()
@@ -37,26 +43,38 @@ func (s *scripted) Start(_ context.Context, p shell.Proc) (shell.Process, error)
 
 func TestUntrustedSideChannel(t *testing.T) {
 	const start = "/work"
-	huge := "env0=\x00env=" + strings.Repeat("declare -x A=\""+strings.Repeat("x", 1000)+"\"\n", 2000) + "\x00"
+	rep := func(cwd, env0, env string) string {
+		return "env0=" + env0 + "\x00cwd=" + cwd + "\x00env=" + env + "\x00end=\x00"
+	}
+	huge := rep("/work/sub\n", "", strings.Repeat("declare -x A=\""+strings.Repeat("x", 1000)+"\"\n", 2000))
+	const gone = "The working directory could not be read after the command (was it deleted?); the session is back in /work."
+	const notShells = "The command's report of its working directory and environment was not its shell's (something else wrote on its side channel): the session keeps its working directory (/work) and environment."
 	tests := []struct {
 		name   string
 		report string
+		code   int
 		cwd    string
 		note   string
 		env    int // session variables afterwards
 	}{
-		{"valid cwd", "\x00cwd=/work/sub\n\x00", "/work/sub", "", 0},
-		{"relative cwd ignored", "\x00cwd=sub\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
-		{"dot-dot cwd ignored", "\x00cwd=/work/../etc\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
-		{"control characters ignored", "\x00cwd=/work/\x1b[2J\n\x00", start, "The working directory could not be read after the command (was it deleted?); the session is back in /work.", 0},
-		{"no report", "", start, "", 0},
-		{"environment", "env0=declare -x A=\"1\"\x00env=declare -x A=\"2\"\ndeclare -x B=\"$(id)\"\x00", start, "", 1},
-		{"environment that does not parse", "env0=declare -x A=\"1\"\x00env=declare -x A=\"2\x00", start, "", 0},
-		{"environment too large", huge, start, "The command's environment report was too large: environment changes were not kept.", 0},
+		{"valid cwd", rep("/work/sub\n", "", ""), 0, "/work/sub", "", 0},
+		{"relative cwd ignored", rep("sub\n", "", ""), 0, start, gone, 0},
+		{"dot-dot cwd ignored", rep("/work/../etc\n", "", ""), 0, start, gone, 0},
+		{"control characters ignored", rep("/work/\x1b[2J\n", "", ""), 0, start, gone, 0},
+		{"no report", "", 0, start, "The command's shell did not report its working directory and environment (it was replaced by exec, or could not write): the session keeps /work and its environment.", 0},
+		{"environment", rep("/work\n", `declare -x A="1"`, "declare -x A=\"2\"\ndeclare -x B=\"$(id)\""), 0, start, "", 1},
+		{"environment that does not parse", rep("/work\n", `declare -x A="1"`, `declare -x A="2`), 0, start, "", 0},
+		{"environment too large", huge, 0, start, "The command's report of its working directory and environment was too large: the session keeps its working directory (/work) and environment.", 0},
+		{"killed by a signal", rep("/etc\n", "", `declare -x A="2"`), 137, start, "The command's shell was killed by signal 9: its working directory and environment were not taken; the session keeps /work and its environment.", 0},
+		{"a forged report before the shell's", rep("/etc\n", "", `declare -x A="2"`) + "cwd=/work/sub\x00env=\x00end=\x00", 0, start, notShells, 0},
+		{"a forged record inside", "env0=\x00cwd=/etc\n\x00cwd=/work\n\x00env=\x00end=\x00", 0, start, notShells, 0},
+		{"not ended", "env0=\x00cwd=/etc\n\x00env=declare -x A=\"2\"\x00", 0, start, "The command's shell did not report its working directory and environment (it was replaced by exec, or could not write): the session keeps /work and its environment.", 0},
+		{"old records", "\x00cwd=/work/sub\n\x00", 0, start, notShells, 0},
+		{"moved", "cwd-moved=\x00", 126, start, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &scripted{reply: func(int, shell.Proc) (string, string, int) { return "out\n", tc.report, 0 }}
+			r := &scripted{reply: func(int, shell.Proc) (string, string, int) { return "out\n", tc.report, tc.code }}
 			s, err := shell.New(shell.Config{Runner: r, Dir: start, Shell: shell.Bash("/bin/bash"), NoSnapshot: true, OutputDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -79,14 +97,20 @@ func TestUntrustedSideChannel(t *testing.T) {
 	}
 }
 
-func TestUntrustedSnapshotPath(t *testing.T) {
+// The snapshot script's report is taken only whole: one framed text,
+// ended, nothing around it; anything else and commands run in login
+// shells.
+func TestUntrustedSnapshot(t *testing.T) {
+	const text = "alias ll='echo hi'\n"
 	tests := []struct {
 		name, report string
 		ok           bool
 	}{
-		{"another file", "\x00snapshot-path=/etc/passwd\x00", false},
-		{"relative", "\x00snapshot-path=snapshot.sh\x00", false},
-		{"error", "\x00snapshot-error=disk full\x00", false},
+		{"whole", "snapshot=" + text + "\x00snapshot-end=\x00", true},
+		{"not ended", "snapshot=" + text, false},
+		{"a NUL inside", "snapshot=" + text + "\x00x\x00snapshot-end=\x00", false},
+		{"something after", "snapshot=" + text + "\x00snapshot-end=\x00x", false},
+		{"something before", "x\x00snapshot=" + text + "\x00snapshot-end=\x00", false},
 		{"nothing", "", false},
 	}
 	for _, tc := range tests {
@@ -97,15 +121,18 @@ func TestUntrustedSnapshotPath(t *testing.T) {
 				}
 				return "", "", 0
 			}}
-			s, _ := shell.New(shell.Config{Runner: r, Dir: "/w", Shell: shell.Bash("/bin/bash"), SnapshotDir: "/snap"})
+			s, _ := shell.New(shell.Config{Runner: r, Dir: "/w", Shell: shell.Bash("/bin/bash")})
 			defer s.Close()
 			if err := s.Snapshot(context.Background()); (err == nil) != tc.ok {
 				t.Fatalf("Snapshot() = %v", err)
 			}
 			s.Run(context.Background(), shell.Request{Command: "ls"})
 			last := r.procs[len(r.procs)-1]
-			if last.Argv[1] != "-l" || strings.Contains(last.Argv[len(last.Argv)-1], "/etc/passwd") {
+			if login := last.Argv[1] == "-l"; login == tc.ok {
 				t.Errorf("argv %q", last.Argv)
+			}
+			if tc.ok && string(last.Stdin) != text || !tc.ok && last.Stdin != nil {
+				t.Errorf("standard input %q", last.Stdin)
 			}
 		})
 	}

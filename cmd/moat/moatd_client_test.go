@@ -100,6 +100,13 @@ func TestDaemonSessionJSONL(t *testing.T) {
 	if out, _ := ev["output"].(string); strings.TrimSpace(out) != strconv.Itoa(u1.uid) {
 		t.Fatalf("id -u inside = %q, want %d: %v", out, u1.uid, ev)
 	}
+	// The snapshot, a memfd moatd (root) made, is read by the user's
+	// shell: the command runs in a shell that sourced it, not in the login
+	// shell of the fallback.
+	ev = s.run("snapshot", "shopt -q login_shell && echo login || echo snapshot")
+	if notes, _ := ev["notes"].([]any); ev["output"] != "snapshot\n" || len(notes) != 0 {
+		t.Errorf("the snapshot was not taken or not read: %v", ev)
+	}
 	// The eBPF layer: EPERM from the cgroup's connect hook, reported.
 	ev = s.run("2", "bash -c 'echo > /dev/tcp/192.0.2.1/80'; echo done")
 	out, _ := ev["output"].(string)

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +235,103 @@ func TestShellInteractive(t *testing.T) {
 	if _, err := os.Stat("/etc/moat-shell-test"); err == nil {
 		os.Remove("/etc/moat-shell-test")
 		t.Fatal("ESCAPE: the write landed on the host")
+	}
+}
+
+// The shell snapshot a session's commands source cannot be rewritten, by
+// another sandbox or by a command of the session. It was a file in
+// ${TMPDIR:-/tmp}: with /tmp writable (the host's /tmp), a `moat run
+// --write /tmp` appended an ls function to it and the session's next
+// auto-allowed ls ran it under the session's wider policy; and a command
+// of the session appended `export PATH=<dir>:$PATH`, so that the next `git
+// status`, judged read-only, ran a fake git (found by an attack pass). The
+// snapshot is now the host's, handed to each command on a sealed
+// descriptor, and no moat-shell-* directory is left in /tmp.
+func TestSessionSnapshotNotWritable(t *testing.T) {
+	tr := newTree(t)
+	os.WriteFile(filepath.Join(tr.home, ".bashrc"), []byte("alias ll='echo ALIAS-LL'\n"), 0o644)
+	marker := filepath.Join(tr.dir, "planted")
+	evil := filepath.Join(tr.dir, "evil")
+	os.Mkdir(evil, 0o755)
+	os.WriteFile(filepath.Join(evil, "git"), []byte("#!/bin/sh\necho FAKE-GIT > "+marker+"\n"), 0o755)
+	before, _ := filepath.Glob("/tmp/moat-shell-*")
+	probe := fmt.Sprintf("/tmp/moat-snapshot-probe-%d", time.Now().UnixNano())
+	t.Cleanup(func() { os.Remove(probe) })
+
+	s := startSession(t, tr, "--gate", "deny", "--write", "/tmp")
+	if ev := s.run("1", "ll"); ev["output"] != "ALIAS-LL\n" {
+		t.Fatalf("the snapshot was not sourced: %v", ev)
+	}
+	// Another sandbox, whose policy lets it write /tmp (and the project).
+	plantLS := `ls() { echo PLANTED > ` + marker + `; }`
+	other := tr.moat(t, "", nil, "run", "--settings", tr.settings, "--write", "/tmp", "--", "sh", "-c",
+		`touch `+probe+`; for f in /tmp/moat-shell-*/snapshot-*.sh; do [ -f "$f" ] && printf '%s\n' '`+plantLS+`' >> "$f" && echo planted "$f"; done; true`)
+	t.Logf("the other sandbox: %s%s", other.stdout, other.stderr)
+	if _, err := os.Stat(probe); err != nil {
+		t.Fatalf("the other sandbox could not write the host's /tmp (the test cannot fail): %v\n%s", err, other.stderr)
+	}
+	// A command of the session, on every snapshot it can reach.
+	ev := s.run("2", `for f in $(find /tmp "${TMPDIR:-/tmp}" -maxdepth 2 -name 'snapshot-*.sh' 2>/dev/null) /proc/$$/fd/*; do printf '%s\n' 'export PATH=`+evil+`:$PATH' >> "$f" 2>/dev/null && echo "appended to $f"; done; true`)
+	t.Logf("the session's command: %v", ev["output"])
+	if ev := s.run("3", "ls"); strings.Contains(ev["output"].(string), "PLANTED") {
+		t.Errorf("ls ran another sandbox's function: %v", ev)
+	}
+	if ev := s.run("4", "git status --short"); strings.Contains(ev["output"].(string), "FAKE-GIT") || ev["exit_code"] != 0.0 {
+		t.Errorf("git status: %v", ev)
+	}
+	s.close()
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("ESCAPE: the next command ran what was planted in the snapshot: %q", b)
+	}
+	after, _ := filepath.Glob("/tmp/moat-shell-*")
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			t.Errorf("the session left %s in the host's /tmp", d)
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// A program a command runs cannot forge its shell's report of the working
+// directory and the environment, in the sandbox: it wrote a report naming
+// / and a PATH of its own through /proc/$PPID/fd/N (bash's saved copy of
+// descriptor 3) and killed its shell (or left its exit trap no descriptor
+// to write with), and the session moved to / (the gate's boundary: reads
+// outside the project passed) and ran a fake git for the next git command
+// (found by an attack pass).
+func TestSessionReportCannotBeForged(t *testing.T) {
+	tr := newTree(t)
+	evil := filepath.Join(tr.dir, "evil")
+	os.Mkdir(evil, 0o755)
+	marker := filepath.Join(tr.dir, "fake-git-ran")
+	os.WriteFile(filepath.Join(evil, "git"), []byte("#!/bin/sh\necho FAKE-GIT > "+marker+"\n"), 0o755)
+	forge := `#!/bin/sh
+trap '' PIPE
+for fd in /proc/$PPID/fd/*; do
+  case ${fd##*/} in 0|1|2) continue;; esac
+  printf '\0cwd=/\n\0env=declare -x PATH="` + evil + `:/usr/bin:/bin"\n\0' > "$fd" 2>/dev/null && echo "forged on $fd"
+  printf 'cwd=/\n\0env=declare -x PATH="` + evil + `:/usr/bin:/bin"\n\0end=\0' > "$fd" 2>/dev/null
+done
+case $1 in
+kill) kill -9 $PPID;;
+limit) prlimit --pid $PPID --nofile=0:0 && echo limited;;
+esac
+`
+	os.WriteFile(filepath.Join(tr.dir, "run-tests.sh"), []byte(forge), 0o755)
+	for _, mode := range []string{"kill", "limit"} {
+		s := startSession(t, tr, "--gate", "deny")
+		ev := s.run("1", "./run-tests.sh "+mode)
+		t.Logf("%s: %v %v", mode, ev["output"], ev["notes"])
+		if ev["cwd"] != tr.dir {
+			t.Errorf("%s: the session took the forged working directory: %v", mode, ev["cwd"])
+		}
+		if ev := s.run("2", "pwd; git status --short"); ev["output"] != tr.dir+"\n" && !strings.HasPrefix(ev["output"].(string), tr.dir+"\n?? ") {
+			t.Errorf("%s: the next command: %v", mode, ev)
+		}
+		s.close()
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Errorf("ESCAPE (%s): the next git was the forged PATH's: %q", mode, b)
+			os.Remove(marker)
+		}
 	}
 }

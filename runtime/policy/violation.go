@@ -76,19 +76,25 @@ func Sanitize(s string) string {
 		switch {
 		case r == '<' || r == '>':
 			continue
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			b.WriteByte(' ')
-		case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs), r == 0xfffd:
-			// Controls, format characters (bidi, zero width), and the
-			// line and paragraph separators U+2028/U+2029, which some
-			// readers take for a line break: a file name forged a report
-			// line with them (found by an attack pass).
+		case Invisible(r):
 			b.WriteByte(' ')
 		default:
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
+}
+
+// Invisible reports whether r is a character that must not reach a reader
+// as it is: controls (C0, DEL, C1), format characters (bidi, zero width,
+// U+061C, U+180E), the line and paragraph separators U+2028/U+2029, which
+// some readers take for a line break (a file name forged a report line
+// with them, and a command a line of moat's question: found by attack
+// passes), private-use and surrogate code points, and U+FFFD. Sanitize
+// and the MCP server's question (which shows them as escapes) share it.
+func Invisible(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0xfffd ||
+		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs)
 }
 
 // Annotate renders violations as the block appended to a command's stderr.

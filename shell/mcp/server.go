@@ -316,30 +316,32 @@ func askMessage(in BashInput, cwd string, dec permissions.Result) string {
 	if in.Description != "" {
 		fmt.Fprintf(&b, "\n(the agent says: %s)\n", visible(oneLine(in.Description)))
 	}
-	fmt.Fprintf(&b, "\nWhy you are asked: %s\n", reasonOf(dec.Decision.Final()))
+	// The reason, the warnings and the suggested rule quote the command's
+	// words: shown on one line each, the same way.
+	fmt.Fprintf(&b, "\nWhy you are asked: %s\n", visible(oneLine(reasonOf(dec.Decision.Final()))))
 	if sb := dec.Sandbox; sb != nil && !sb.Sandboxed {
-		fmt.Fprintf(&b, "The settings would run it outside the sandbox (%s); moat runs it inside.\n", sb.Reason)
+		fmt.Fprintf(&b, "The settings would run it outside the sandbox (%s); moat runs it inside.\n", visible(oneLine(sb.Reason)))
 	}
 	for _, w := range dec.Warnings {
-		fmt.Fprintf(&b, "Warning: %s\n", w)
+		fmt.Fprintf(&b, "Warning: %s\n", visible(oneLine(w)))
 	}
 	if dec.Suggestion != "" {
-		fmt.Fprintf(&b, "To allow such commands from now on, add %s to the allow rules of moat's settings.\n", dec.Suggestion)
+		fmt.Fprintf(&b, "To allow such commands from now on, add %s to the allow rules of moat's settings.\n", visible(oneLine(dec.Suggestion)))
 	}
 	b.WriteString("Accept runs it (still inside the sandbox); decline refuses it.")
 	return b.String()
 }
 
-// visible shows the control characters of s but newlines and tabs
-// (C0, DEL, C1, the bidirectional and zero-width formatting marks) as
-// escapes.
+// visible shows the characters of s that policy.Invisible names (controls,
+// format characters, the line and paragraph separators), newlines and
+// tabs aside, as escapes.
 func visible(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x200b && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0xfeff:
+		case policy.Invisible(r):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteRune(r)

@@ -146,13 +146,18 @@ func Open(ctx context.Context, cfg Config) (*Shell, error) {
 	}
 	// moat's state is hidden from every sandbox (other sessions' output
 	// among it); this session's own saved output stays readable to its
-	// commands (the agent reads it back with cat, head or grep). Not for
-	// moatd's sessions: their output is in root's state, which the
-	// client's sandbox could never open.
+	// commands (the agent reads it back with cat, head or grep), and is
+	// never writable there, whatever the writable roots: with the state
+	// under one (--write $HOME), a later command rewrote an earlier one's
+	// saved output (found by an attack pass). Not for moatd's sessions:
+	// their output is in root's state, which the client's sandbox could
+	// never open.
 	spol := pol
 	if ownDir != "" && cfg.As == nil {
 		p := *pol
-		p.FS.AllowRead = append(append([]policy.PathRule(nil), pol.FS.AllowRead...), policy.PathRule{Path: ownDir, Source: "moat: this session's saved output"})
+		rule := policy.PathRule{Path: ownDir, Source: "moat: this session's saved output"}
+		p.FS.AllowRead = append(append([]policy.PathRule(nil), pol.FS.AllowRead...), rule)
+		p.FS.DenyWrite = append(append([]policy.PathRule(nil), pol.FS.DenyWrite...), rule)
 		spol = &p
 	}
 	sb, err := runtime.NewSession(ctx, runtime.SessionRequest{Policy: spol, IdleTimeout: cfg.IdleTimeout, StateDir: cfg.StateDir, Logger: cfg.Logger, Env: cfg.Env, As: cfg.As, Enforcer: cfg.Enforcer})

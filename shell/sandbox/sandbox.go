@@ -19,6 +19,8 @@ import (
 	"github.com/moat-sandbox/moat/runtime"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/internal/reportfd"
+	"github.com/moat-sandbox/moat/shell/internal/sealed"
 )
 
 // Runner starts each process as a command of one session sandbox. It is
@@ -48,19 +50,36 @@ func (r *Runner) Start(ctx context.Context, p shell.Proc) (shell.Process, error)
 	if err != nil {
 		return nil, err
 	}
-	repR, repW, err := os.Pipe()
+	// Descriptor 3: a socket, which no other process can reopen through
+	// /proc to forge the report (reportfd).
+	repR, repW, err := reportfd.Pair()
 	if err != nil {
 		outR.Close()
 		outW.Close()
 		return nil, err
 	}
+	var in *os.File
+	if p.Stdin != nil {
+		// The snapshot: a descriptor nothing in the sandbox can write
+		// (a pipe reopened through /proc/PID/fd/0 is writable).
+		if in, err = sealed.File(p.Stdin); err != nil {
+			outR.Close()
+			outW.Close()
+			repR.Close()
+			repW.Close()
+			return nil, fmt.Errorf("sandbox: standard input: %w", err)
+		}
+	}
 	// The command's own context: Kill ends it, not the start's ctx.
 	running, err := r.s.Start(context.Background(), runtime.Command{
 		Argv: p.Argv, Env: p.Env, Dir: p.Dir,
-		Stdout: outW, Stderr: outW, FD3: repW,
+		Stdin: in, Stdout: outW, Stderr: outW, FD3: repW,
 	})
 	outW.Close()
 	repW.Close()
+	if in != nil {
+		in.Close()
+	}
 	if err != nil {
 		outR.Close()
 		repR.Close()

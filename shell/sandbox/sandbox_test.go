@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,4 +257,43 @@ func openDir(t *testing.T) string {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// A session's saved output is read-only to its commands whatever the
+// writable roots: with moat's state directory under one (--write $HOME), a
+// later command rewrote an earlier command's saved output and planted a
+// link beside it (found by an attack pass).
+func TestOpenSavedOutputReadOnly(t *testing.T) {
+	dir := openDir(t)
+	pol := &policy.Policy{Cwd: dir, Home: dir}
+	pol.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
+	pol.FS.AllowWrite = []policy.PathRule{{Path: dir, Source: "test: --write $HOME"}}
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Policy: pol, Gate: GateOff, StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/bin:/bin", "LANG=C"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := s.Session.Run(ctx, shell.Request{Command: "seq 1 20000"})
+	if err != nil || res.OutputFile == "" {
+		t.Fatalf("long output not saved: %v %+v", err, res)
+	}
+	out := filepath.Dir(res.OutputFile)
+	attack := fmt.Sprintf("echo FORGED > %s; ln -s /etc/hostname %s/planted; touch %s/probe", res.OutputFile, out, dir)
+	if _, err := s.Session.Run(ctx, shell.Request{Command: attack}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(res.OutputFile); !strings.Contains(string(b), "20000") {
+		t.Errorf("a later command rewrote the saved output: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(out, "planted")); err == nil {
+		t.Errorf("a command planted a link in the saved output's directory")
+	}
+	// The writable root is writable: the attack could work.
+	if _, err := os.Stat(filepath.Join(dir, "probe")); err != nil {
+		t.Errorf("the writable root was not writable (the test cannot fail): %v", err)
+	}
+	if r, err := s.Session.Run(ctx, shell.Request{Command: "tail -n 1 " + res.OutputFile}); err != nil || !strings.Contains(r.Output, "20000") {
+		t.Errorf("the session cannot read back its saved output: %v %+v", err, r)
+	}
 }

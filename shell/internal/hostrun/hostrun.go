@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/moat-sandbox/moat/shell"
+	"github.com/moat-sandbox/moat/shell/internal/reportfd"
+	"github.com/moat-sandbox/moat/shell/internal/sealed"
 )
 
 // Runner starts processes on the host, each in its own process group, with
@@ -64,7 +66,9 @@ func (r *Runner) Start(ctx context.Context, p shell.Proc) (shell.Process, error)
 	if err != nil {
 		return nil, err
 	}
-	repR, repW, err := os.Pipe()
+	// Descriptor 3: a socket, which no other process can reopen through
+	// /proc to forge the report (reportfd).
+	repR, repW, err := reportfd.Pair()
 	if err != nil {
 		outR.Close()
 		outW.Close()
@@ -73,6 +77,18 @@ func (r *Runner) Start(ctx context.Context, p shell.Proc) (shell.Process, error)
 	cmd.Stdout = outW
 	cmd.Stderr = outW
 	cmd.ExtraFiles = []*os.File{repW}
+	if p.Stdin != nil {
+		in, err := sealed.File(p.Stdin)
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			repR.Close()
+			repW.Close()
+			return nil, fmt.Errorf("hostrun: standard input: %w", err)
+		}
+		defer in.Close()
+		cmd.Stdin = in
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		outR.Close()
