@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	globpkg "github.com/moat-sandbox/moat/internal/glob"
 	"github.com/moat-sandbox/moat/internal/sys"
 )
 
@@ -95,99 +96,24 @@ func globCached(pattern string, b *globBudget, cacheDir string) ([]string, error
 }
 
 // glob expands an absolute pattern with *, ?, [...] (per path segment) and
-// ** (up to b.depth directories). Symlinked directories are not followed by
-// **. It returns matches in lexical order.
+// ** (up to b.depth directories; for deny rules all of them, node_modules
+// and .git included): internal/glob, with this launch's budget and the
+// cache's stamps.
 func glob(pattern string, b *globBudget) ([]string, error) {
-	segs := strings.Split(strings.TrimPrefix(filepath.Clean(pattern), "/"), "/")
-	var out []string
-	seen := map[string]bool{}
-	var walk func(dir string, i, starDepth int) error
-	walk = func(dir string, i, starDepth int) error {
-		if i == len(segs) {
-			if !seen[dir] {
-				seen[dir] = true
-				out = append(out, dir)
-			}
-			return nil
-		}
-		s := segs[i]
-		switch {
-		case s == "**":
-			if err := walk(dir, i+1, 0); err != nil { // zero directories
-				return err
-			}
-			if starDepth >= b.depth {
-				return nil
-			}
-			es, err := b.readDir(dir)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if !e.IsDir() || b.depth != denyGlobDepth && (e.Name() == "node_modules" || e.Name() == ".git") {
-					continue
-				}
-				if err := walk(filepath.Join(dir, e.Name()), i, starDepth+1); err != nil {
-					return err
-				}
-			}
-			return nil
-		case !hasMeta(s):
-			// A match may appear here later: the directory's mtime tells.
+	w := globpkg.Walker{Depth: b.depth, AllDirs: b.depth == denyGlobDepth, ReadDir: b.readDir,
+		Looked: func(dir string) {
 			if st, ok := pathStampOf(dir); ok {
 				b.stamps = append(b.stamps, st)
 			}
-			next := filepath.Join(dir, s)
-			if i < len(segs)-1 {
-				if fi, err := os.Stat(next); err != nil || !fi.IsDir() {
-					return nil
-				}
-			} else if _, err := os.Lstat(next); err != nil {
-				return nil
-			}
-			return walk(next, i+1, 0)
-		default:
-			if _, err := filepath.Match(s, ""); err != nil {
-				return fmt.Errorf("bad glob segment %q in %s: %w", s, pattern, err)
-			}
-			es, err := b.readDir(dir)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if ok, _ := filepath.Match(s, e.Name()); !ok {
-					continue
-				}
-				next := filepath.Join(dir, e.Name())
-				if i < len(segs)-1 {
-					if fi, err := os.Stat(next); err != nil || !fi.IsDir() {
-						continue
-					}
-				}
-				if err := walk(next, i+1, 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		}}
+	if b.depth == denyGlobDepth {
+		w.Depth = -1
 	}
-	if err := walk("/", 0, 0); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return w.Expand(pattern)
 }
 
-// hasMeta reports whether a segment holds glob syntax. A "[" with no
-// closing "]" is a literal character (a name such as "a[1").
-func hasMeta(s string) bool {
-	if strings.ContainsAny(s, "*?") {
-		return true
-	}
-	if i := strings.IndexByte(s, '['); i >= 0 && strings.IndexByte(s[i:], ']') > 0 {
-		return true
-	}
-	return false
-}
+// hasMeta reports whether a segment holds glob syntax.
+func hasMeta(s string) bool { return globpkg.HasMeta(s) }
 
 const globCacheMagic = "moat-glob 2"
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/moat-sandbox/moat/internal/glob"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -40,16 +41,8 @@ func splitPath(p string) []string {
 }
 
 // hasMeta reports whether a component holds glob syntax, as the sandbox's
-// expansion reads it: a "[" with no closing "]" is a literal character.
-func hasMeta(s string) bool {
-	if strings.ContainsAny(s, "*?") {
-		return true
-	}
-	if i := strings.IndexByte(s, '['); i >= 0 && strings.IndexByte(s[i:], ']') > 0 {
-		return true
-	}
-	return false
-}
+// expansion reads it.
+func hasMeta(s string) bool { return glob.HasMeta(s) }
 
 // compMatch reports whether some name both components match. Two globs
 // are taken to meet (telling whether they do is not worth the doubt).
@@ -192,14 +185,10 @@ func (x *reach) forms(r policy.PathRule, expand bool) ([]pathForm, error) {
 	return out, nil
 }
 
-// glob expands an absolute pattern as the sandbox does: *, ? and [...]
-// within a component, ** across at most x.depth directories (not into
-// node_modules or .git, not through symbolically linked directories).
+// glob expands an absolute pattern as the sandbox does (internal/glob):
+// ** across at most x.depth directories, not into node_modules or .git.
 func (x *reach) glob(pattern string) ([]string, error) {
-	segs := splitPath(pattern)
-	var out []string
-	seen := map[string]bool{}
-	readDir := func(dir string) ([]os.DirEntry, error) {
+	w := glob.Walker{Depth: x.depth, ReadDir: func(dir string) ([]os.DirEntry, error) {
 		es, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, nil // unreadable or gone: matches nothing here
@@ -208,74 +197,8 @@ func (x *reach) glob(pattern string) ([]string, error) {
 			return nil, errGlobBudget
 		}
 		return es, nil
-	}
-	var walk func(dir string, i, starDepth int) error
-	walk = func(dir string, i, starDepth int) error {
-		if i == len(segs) {
-			if !seen[dir] {
-				seen[dir] = true
-				out = append(out, dir)
-			}
-			return nil
-		}
-		s := segs[i]
-		switch {
-		case s == "**":
-			if err := walk(dir, i+1, 0); err != nil {
-				return err
-			}
-			if starDepth >= x.depth {
-				return nil
-			}
-			es, err := readDir(dir)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if !e.IsDir() || e.Name() == "node_modules" || e.Name() == ".git" {
-					continue
-				}
-				if err := walk(filepath.Join(dir, e.Name()), i, starDepth+1); err != nil {
-					return err
-				}
-			}
-			return nil
-		case !hasMeta(s):
-			next := filepath.Join(dir, s)
-			if i < len(segs)-1 {
-				if fi, err := os.Stat(next); err != nil || !fi.IsDir() {
-					return nil
-				}
-			} else if _, err := os.Lstat(next); err != nil {
-				return nil
-			}
-			return walk(next, i+1, 0)
-		default:
-			es, err := readDir(dir)
-			if err != nil {
-				return err
-			}
-			for _, e := range es {
-				if ok, _ := filepath.Match(s, e.Name()); !ok {
-					continue
-				}
-				next := filepath.Join(dir, e.Name())
-				if i < len(segs)-1 {
-					if fi, err := os.Stat(next); err != nil || !fi.IsDir() {
-						continue
-					}
-				}
-				if err := walk(next, i+1, 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	if err := walk("/", 0, 0); err != nil {
-		return nil, err
-	}
-	return out, nil
+	}}
+	return w.Expand(pattern)
 }
 
 // within reports whether p is base or lies below it.

@@ -13,6 +13,8 @@ package reportfd
 import (
 	"os"
 	"syscall"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // Pair returns the host's end, to read (non-blocking, in Go's poller:
@@ -28,7 +30,7 @@ func Pair() (host, child *os.File, err error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return nil, nil, os.NewSyscallError("socketpair", err)
+		return nil, nil, sys.Named("socketpair", err)
 	}
 	// One way: the host only reads, the process only writes.
 	syscall.Shutdown(fds[0], syscall.SHUT_WR)
@@ -36,7 +38,7 @@ func Pair() (host, child *os.File, err error) {
 	if err := syscall.SetNonblock(fds[0], true); err != nil {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
-		return nil, nil, os.NewSyscallError("setnonblock", err)
+		return nil, nil, sys.Named("setnonblock", err)
 	}
 	return os.NewFile(uintptr(fds[0]), "moat-report"), os.NewFile(uintptr(fds[1]), "moat-report-child"), nil
 }
