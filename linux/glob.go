@@ -6,12 +6,15 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	globpkg "github.com/moat-sandbox/moat/internal/glob"
 	"github.com/moat-sandbox/moat/internal/sys"
@@ -60,9 +63,16 @@ var errGlobBudget = fmt.Errorf("glob expansion read more than %d directory entri
 func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
 	st, ok := pathStampOf(dir)
 	es, err := sys.ReadDir(dir, false) // a FIFO here is not opened
-
-	if err != nil {
-		return nil, nil // unreadable or gone: matches nothing here
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return nil, nil // gone: matches nothing here
+	case err != nil:
+		// there but not to be listed (chmod 0311 by a command of an
+		// earlier run): a deny rule hides it whole
+		if ok {
+			b.stamps = append(b.stamps, st)
+		}
+		return nil, globpkg.ErrUnreadable
 	}
 	if ok {
 		b.stamps = append(b.stamps, st)
@@ -100,7 +110,7 @@ func globCached(pattern string, b *globBudget, cacheDir string) ([]string, error
 // and .git included): internal/glob, with this launch's budget and the
 // cache's stamps.
 func glob(pattern string, b *globBudget) ([]string, error) {
-	w := globpkg.Walker{Depth: b.depth, AllDirs: b.depth == denyGlobDepth, ReadDir: b.readDir,
+	w := globpkg.Walker{Depth: b.depth, AllDirs: b.depth == denyGlobDepth, Unreadable: b.depth == denyGlobDepth, ReadDir: b.readDir,
 		Looked: func(dir string) {
 			if st, ok := pathStampOf(dir); ok {
 				b.stamps = append(b.stamps, st)

@@ -732,8 +732,16 @@ func (s *step) constraints() (policy.Decision, bool) {
 			}
 		}
 		dests := linkDests(p.argv)
-		if !regularFiles(a.remadeFrom, cwds) {
-			dests = append(dests, a.remade...)
+		switch {
+		case a.edit:
+			if !noLinks(a.remadeFrom, cwds) {
+				dests = append(dests, a.remade...)
+			}
+		case !a.readOnly && !a.roButRedirect:
+			// A command that changes files in ways not modelled here (git
+			// mv, tar x -C DIR, cp -s, an unknown flag): what it names may
+			// be remade.
+			dests = append(dests, operands(p.argv)...)
 		}
 		for _, d := range dests {
 			abs, ok := cwds.resolve(d)
@@ -807,21 +815,77 @@ func remadePath(p *part, a *analysis, cwds cwdSet, remade []string) string {
 	return ""
 }
 
-// regularFiles reports sources that are all regular files now (what mv
-// or cp makes of them is a regular file too).
-func regularFiles(srcs []string, cwds cwdSet) bool {
+// noLinks reports sources that are regular files or trees without a
+// symbolic link now (what mv or cp makes of them has none either); a
+// source that does not exist, or a tree too large to look through, is
+// not.
+func noLinks(srcs []string, cwds cwdSet) bool {
+	if len(srcs) == 0 {
+		return false
+	}
+	budget := 2000
 	for _, src := range srcs {
 		abs, ok := cwds.resolve(src)
 		if !ok {
 			return false
 		}
 		for _, x := range abs {
-			if fi, err := os.Lstat(x); err != nil || !fi.Mode().IsRegular() {
+			if !treeWithoutLinks(x, &budget) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+func treeWithoutLinks(p string, budget *int) bool {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil || fi.Mode()&os.ModeSymlink != 0:
+		return false
+	case fi.Mode().IsRegular():
+		return true
+	case !fi.IsDir():
+		return false
+	}
+	es, err := os.ReadDir(p)
+	if err != nil {
+		return false
+	}
+	if *budget -= len(es) + 1; *budget < 0 {
+		return false
+	}
+	for _, e := range es {
+		if !treeWithoutLinks(filepath.Join(p, e.Name()), budget) {
+			return false
+		}
+	}
+	return true
+}
+
+// operands are a command's words that may name what it writes: those not
+// starting with "-", and the values of -C, -t, --directory and
+// --target-directory (attached or not).
+func operands(argv []string) []string {
+	var out []string
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		switch {
+		case w == "-C" || w == "-t" || w == "--directory" || w == "--target-directory":
+			if i+1 < len(argv) {
+				i++
+				out = append(out, argv[i])
+			}
+		case strings.HasPrefix(w, "--directory=") || strings.HasPrefix(w, "--target-directory="):
+			_, v, _ := strings.Cut(w, "=")
+			out = append(out, v)
+		case len(w) > 2 && (strings.HasPrefix(w, "-C") || strings.HasPrefix(w, "-t")) && w[1] != '-':
+			out = append(out, w[2:])
+		case !strings.HasPrefix(w, "-") && w != "":
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // linkDests returns where ln (or link) makes a link: its last operand, or

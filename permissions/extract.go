@@ -38,10 +38,11 @@ const (
 type extraction struct {
 	ev         shellword.Evaluator // the shared word evaluator, for the source being walked
 	cands      [][]string
-	seen       map[string]bool // candidates already in cands
-	incomplete string          // why some command could not be seen ("" if none)
-	nested     int             // bytes parsed for nested strings
-	candsBuf   [4][]string     // cands' first backing array
+	seen       map[string]bool         // candidates already in cands
+	incomplete string                  // why some command could not be seen ("" if none)
+	piped      map[*syntax.Stmt]string // what echo ... | prints into a statement's stdin
+	nested     int                     // bytes parsed for nested strings
+	candsBuf   [4][]string             // cands' first backing array
 }
 
 func (x *extraction) fail(why string) {
@@ -54,23 +55,29 @@ func (x *extraction) fail(why string) {
 func (x *extraction) extractParts(parts []part) {
 	for i := range parts {
 		p := &parts[i]
-		stdin, have := "", true
+		// What a shell would read as its script from stdin: known text
+		// (have, stdin), a file on disk (have, ""), or unknown (!have:
+		// the host's, a pipe, another descriptor).
+		stdin, have := "", false
 		if i > 0 && (parts[i-1].op == "|" || parts[i-1].op == "|&") {
-			if s, ok := echoOutput(parts[i-1].argv); ok {
-				stdin = s
-			} else {
-				have = false
-			}
+			stdin, have = echoOutput(parts[i-1].argv)
 		}
 		for _, a := range p.assigns {
 			x.assignedCode(a.name, a.value, 0)
 		}
 		for _, r := range p.redirs {
+			if r.fd != "" && r.fd != "0" {
+				continue
+			}
 			switch {
 			case r.isHeredoc():
 				stdin, have = heredocText(r), true
-			case r.op == "<" && (r.fd == "" || r.fd == "0"):
-				stdin, have = "", true // a script file: not on the command line
+			case r.op == "<" || r.op == "<>":
+				// a script file: not on the command line, unless it names
+				// another descriptor
+				stdin, have = "", !stdinScript(r.target) && !unseenScript(r.target)
+			case strings.HasPrefix(r.op, "<"):
+				stdin, have = "", false // <&N
 			}
 		}
 		x.command(p.argv, 0, stdin, have)
@@ -134,18 +141,29 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			if !ok {
 				return true // x.fail already called
 			}
-			// A shell on the right of a pipe is handled by pipeIntoShell;
-			// here stdin is a here-document or what the agent host gives
-			// (not a script).
-			stdin, have := "", true
+			// What a shell would read as its script from stdin: what echo
+			// prints into it (pipeIntoShell), a here-document or
+			// here-string on fd 0, a file (have, ""), or unknown (!have:
+			// the host's stdin, a pipe, a process substitution, another
+			// descriptor, a block's or exec's redirection).
+			stdin, have := x.piped[n]
 			for _, r := range n.Redirs {
+				if r.N != nil && r.N.Value != "0" {
+					continue
+				}
 				switch {
 				case r.Hdoc != nil:
 					stdin, have = x.hdocText(r), true
 				case r.Op == syntax.WordHdoc && r.Word != nil:
 					stdin, have = x.wordValue(r.Word)
-				case r.Op == syntax.RdrIn && (r.N == nil || r.N.Value == "0") && r.Word != nil && procSubst(r.Word):
-					stdin, have = "", false // < <(...): what it prints is not on the line
+				case r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut:
+					t, static := "", r.Word != nil && !procSubst(r.Word)
+					if static {
+						t, static = x.wordValue(r.Word)
+					}
+					stdin, have = "", static && !stdinScript(t) && !unseenScript(t)
+				case r.Op == syntax.DplIn:
+					stdin, have = "", false
 				}
 			}
 			x.command(argv, depth, stdin, have)
@@ -172,6 +190,14 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 // ask rules; so is a single word assigned to such a variable or key
 // (GIT_EXTERNAL_DIFF=rm, git -c diff.external=rm, alias.x=!rm).
 func (x *extraction) assignedCode(name, v string, depth int) {
+	switch {
+	case strings.HasPrefix(name, "BASH_FUNC_"):
+		x.fail("the environment defines a shell function (" + name + ") that a later bash runs")
+		return
+	case name == "GIT_CONFIG_PARAMETERS" || name == "GIT_CONFIG_COUNT" || strings.HasPrefix(name, "GIT_CONFIG_KEY_"):
+		x.fail(name + " gives git configuration (an alias may run anything)")
+		return
+	}
 	v = strings.TrimPrefix(v, "!")
 	switch {
 	case strings.ContainsAny(v, " \t;|&`$()<>"):
@@ -180,6 +206,45 @@ func (x *extraction) assignedCode(name, v string, depth int) {
 		budget := maxPerCommand
 		x.look([]string{v}, depth+1, "", true, &budget)
 	}
+}
+
+// gitConfig looks at a git configuration value set on the line (git -c,
+// git config): an alias is another git command ("push") or, after "!", a
+// shell command; other keys may name a program (diff.external=rm).
+func (x *extraction) gitConfig(key, v string, depth int, budget *int) {
+	if k := strings.ToLower(key); strings.HasPrefix(k, "alias.") && !strings.HasPrefix(v, "!") {
+		if f := strings.Fields(v); len(f) > 0 {
+			x.look(append([]string{"git"}, f...), depth+1, "", false, budget)
+		}
+		return
+	}
+	x.assignedCode("git -c", v, depth)
+}
+
+// gitConfigSet returns the key and value a git config command line sets
+// (git config [opts] KEY VALUE, git config set [opts] KEY VALUE), if any.
+func gitConfigSet(args []string) (key, value string, ok bool) {
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--":
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+		case w == "-f" || w == "--file" || w == "--blob" || w == "--type" || w == "--default" || w == "--comment" || w == "--value" || w == "--file=":
+			i++
+		case strings.HasPrefix(w, "-"):
+		default:
+			ops = append(ops, w)
+		}
+	}
+	if len(ops) > 0 && (ops[0] == "set" || ops[0] == "add") {
+		ops = ops[1:]
+	}
+	if len(ops) < 2 {
+		return "", "", false
+	}
+	return ops[0], ops[1], true
 }
 
 // procSubst reports a word that is a process substitution, <(...) or >(...).
@@ -191,20 +256,13 @@ func procSubst(w *syntax.Word) bool {
 	return ok
 }
 
-// pipeIntoShell handles "producer | sh": the producer's output is a script.
+// pipeIntoShell handles "producer | sh": when the producer is echo or
+// printf with known output, that is the script the right side's shell (or
+// source) reads; the right side's own statement is judged with it. Any
+// other producer leaves the right side's stdin unknown.
 func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
-	right, ok := b.Y.Cmd.(*syntax.CallExpr)
-	if !ok || len(right.Args) == 0 {
-		return
-	}
-	rargv, ok := x.words(right.Args)
-	if !ok || !readsScriptFromStdin(rargv) {
-		return
-	}
-	for _, r := range b.Y.Redirs {
-		if r.Hdoc != nil || r.Op == syntax.WordHdoc || r.Op == syntax.RdrIn {
-			return // stdin comes from elsewhere; handled by command()
-		}
+	if _, ok := b.Y.Cmd.(*syntax.CallExpr); !ok {
+		return // a block, a subshell: their statements' stdin is unknown
 	}
 	left := b.X
 	for {
@@ -214,15 +272,16 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 		}
 		break
 	}
-	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
 		if largv, ok := x.words(call.Args); ok {
 			if s, ok := echoOutput(largv); ok {
-				x.nestedSource(s, depth+1)
-				return
+				if x.piped == nil {
+					x.piped = map[*syntax.Stmt]string{}
+				}
+				x.piped[b.Y] = s
 			}
 		}
 	}
-	x.fail("a shell reads its script from a pipe")
 }
 
 // words evaluates call arguments for matching: quotes removed, $'...'
@@ -332,18 +391,26 @@ func echoOutput(argv []string) (string, bool) {
 	if len(argv) == 0 {
 		return "", false
 	}
+	// Only what is printed as written: echo of words without a backslash
+	// (echo -e, and dash's echo without it, decode \x6d and \155), printf
+	// of one format with no % and no backslash but \n.
 	switch path.Base(argv[0]) {
 	case "echo":
 		args := argv[1:]
 		for len(args) > 0 && (args[0] == "-n" || args[0] == "-e" || args[0] == "-E" || args[0] == "-ne" || args[0] == "-en") {
 			args = args[1:]
 		}
-		return strings.ReplaceAll(strings.Join(args, " "), `\n`, "\n"), true
+		for _, a := range args {
+			if strings.Contains(a, `\`) {
+				return "", false
+			}
+		}
+		return strings.Join(args, " "), true
 	case "printf":
-		if len(argv) < 2 {
+		if len(argv) != 2 || strings.Contains(argv[1], "%") || strings.Contains(strings.ReplaceAll(argv[1], `\n`, ""), `\`) {
 			return "", false
 		}
-		return strings.ReplaceAll(strings.Join(argv[1:], " "), `\n`, "\n"), true
+		return strings.ReplaceAll(argv[1], `\n`, "\n"), true
 	}
 	return "", false
 }
@@ -492,18 +559,34 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			switch {
 			case w == "-c" && i+1 < len(argv):
 				i++
-				if _, v, ok := strings.Cut(argv[i], "="); ok {
-					x.assignedCode("git -c", v, depth)
+				if k, v, ok := strings.Cut(argv[i], "="); ok {
+					x.gitConfig(k, v, depth, budget)
 				}
 			case strings.HasPrefix(w, "-c") && len(w) > 2:
-				if _, v, ok := strings.Cut(w[2:], "="); ok {
-					x.assignedCode("git -c", v, depth)
+				if k, v, ok := strings.Cut(w[2:], "="); ok {
+					x.gitConfig(k, v, depth, budget)
 				}
 			case w == "--config-env" || strings.HasPrefix(w, "--config-env="):
 				x.fail("git takes configuration from the environment (--config-env)")
 			}
 		}
-		if sub := gitStripGlobals(argv); sub != nil {
+		sub := gitStripGlobals(argv)
+		if sub == nil {
+			sub = argv
+		}
+		if len(sub) > 1 && !strings.HasPrefix(sub[1], "-") {
+			if !gitCommands.get()[sub[1]] {
+				// an alias in some configuration (git config alias.p push,
+				// then git p) runs what its name does not show
+				x.fail("git " + sub[1] + " is not a git command moat knows (an alias may run anything)")
+			}
+			if sub[1] == "config" {
+				if k, v, ok := gitConfigSet(sub[2:]); ok {
+					x.gitConfig(k, v, depth, budget)
+				}
+			}
+		}
+		if len(sub) != len(argv) {
 			x.look(sub, depth, "", false, budget)
 		}
 		return
@@ -523,8 +606,19 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	}
 	if spec.assignments {
 		for _, a := range argv[1:] {
-			if n, v, ok := strings.Cut(a, "="); ok && isAssignmentWord(a) {
+			if n, v, ok := strings.Cut(a, "="); ok && envAssignment(a) {
 				x.assignedCode(n, v, depth)
+			}
+		}
+	}
+	if name == "sudo" {
+		// sudo -s / -i CMD runs CMD with the user's shell (-c)
+		for _, rest := range wrapperRests(argv, spec) {
+			for _, w := range argv[1:] {
+				if w == "-s" || w == "-i" || w == "--shell" || w == "--login" || len(w) > 2 && w[0] == '-' && w[1] != '-' && strings.ContainsAny(w, "si") {
+					x.nestedSource(strings.Join(rest, " "), depth+1)
+					break
+				}
 			}
 		}
 	}
@@ -575,22 +669,6 @@ var shellNames = lazy[map[string]bool]{make: func() map[string]bool {
 		"ash": true, "yash": true, "posh": true, "fish": true, "rbash": true, "tcsh": true, "csh": true,
 	}
 }}
-
-// readsScriptFromStdin reports whether a shell invocation reads its script
-// from standard input (no -c and no script file).
-func readsScriptFromStdin(argv []string) bool {
-	if len(argv) == 0 {
-		return false
-	}
-	if isSource(argv[0]) {
-		return stdinScript(sourceScript(argv))
-	}
-	if !shellNames.get()[path.Base(argv[0])] {
-		return false
-	}
-	cmd, script, _ := shellArgs(argv)
-	return cmd < 0 && (script < 0 || stdinScript(argv[script]))
-}
 
 // shellArgs finds, in a shell's arguments, the index of the -c command
 // string and of the script file (-1 when absent).
@@ -644,7 +722,7 @@ func (x *extraction) script(op string, depth int, stdin string, haveStdin bool) 
 	case stdinScript(op) && haveStdin && stdin != "":
 		x.nestedSource(stdin, depth+1)
 	case stdinScript(op) && !haveStdin:
-		x.fail("a shell reads its script from a pipe")
+		x.fail("a shell reads its script from standard input, which the line does not show")
 	case unseenScript(op):
 		x.fail("a shell reads its script from " + quoteWord(op) + ", which the line does not show")
 	}
@@ -660,10 +738,9 @@ func (x *extraction) shell(argv []string, depth int, stdin string, haveStdin boo
 	case haveStdin && stdin != "":
 		x.nestedSource(stdin, depth+1)
 	case haveStdin:
-		// nothing on stdin that we know of is a script: an interactive
-		// shell with no input, or input from a file
+		// its script is a file on disk (sh < script.sh), as sh script.sh
 	default:
-		x.fail("a shell reads its script from a pipe")
+		x.fail("a shell reads its script from standard input, which the line does not show")
 	}
 }
 
@@ -693,42 +770,47 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 	return map[string]wrapperSpec{
 		"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
 			plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
-		"command":      {plainFlags: set("-p", "-v", "-V")},
-		"builtin":      {},
-		"exec":         {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
-		"nohup":        {},
-		"time":         {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability"), assignments: true}, // bash's time takes a pipeline: time [--] FOO=1 cmd
-		"timeout":      {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
-		"nice":         {valueFlags: set("-n", "--adjustment")},
-		"ionice":       {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
-		"stdbuf":       {valueFlags: set("-i", "--input", "-o", "--output", "-e", "--error")},
-		"setsid":       {plainFlags: set("-c", "--ctty", "-f", "--fork", "-w", "--wait")},
-		"sudo":         {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
-		"doas":         {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
-		"pkexec":       {valueFlags: set("--user")},
-		"su":           {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
-		"runuser":      {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
-		"script":       {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
-		"flock":        {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
-		"chroot":       {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
-		"chrt":         {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
-		"taskset":      {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
-		"unshare":      {},
-		"nsenter":      {},
-		"firejail":     {},
-		"busybox":      {},
-		"toybox":       {},
-		"caffeinate":   {valueFlags: set("-t", "-w"), plainFlags: set("-d", "-i", "-m", "-s", "-u")},
-		"unbuffer":     {plainFlags: set("-p")},
-		"proxychains":  {valueFlags: set("-f"), plainFlags: set("-q")},
-		"proxychains4": {valueFlags: set("-f"), plainFlags: set("-q")},
-		"torsocks":     {},
-		"strace":       {valueFlags: set("-o", "-e", "-p", "-s", "-E", "-u", "-a", "-b", "-I", "-O", "-S", "-P", "-X")},
-		"ltrace":       {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
-		"xargs":        {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
-		"parallel":     {},
-		"watch":        {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
-		"sg":           {positionals: 1},
+		"command":          {plainFlags: set("-p", "-v", "-V")},
+		"builtin":          {},
+		"exec":             {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
+		"nohup":            {},
+		"time":             {valueFlags: set("-f", "--format", "-o", "--output"), plainFlags: set("-p", "-a", "--append", "-v", "--verbose", "-q", "--quiet", "--portability"), assignments: true}, // bash's time takes a pipeline: time [--] FOO=1 cmd
+		"timeout":          {valueFlags: set("-k", "--kill-after", "-s", "--signal"), plainFlags: set("--foreground", "--preserve-status", "-v", "--verbose"), positionals: 1},
+		"nice":             {valueFlags: set("-n", "--adjustment")},
+		"ionice":           {valueFlags: set("-c", "--class", "-n", "--classdata", "-p", "--pid", "-P", "--pgid", "-u", "--uid"), plainFlags: set("-t", "--ignore")},
+		"stdbuf":           {valueFlags: set("-i", "--input", "-o", "--output", "-e", "--error")},
+		"setsid":           {plainFlags: set("-c", "--ctty", "-f", "--fork", "-w", "--wait")},
+		"sudo":             {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
+		"doas":             {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
+		"pkexec":           {valueFlags: set("--user")},
+		"su":               {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+		"runuser":          {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
+		"script":           {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
+		"flock":            {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+		"chroot":           {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
+		"chrt":             {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
+		"taskset":          {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
+		"unshare":          {},
+		"nsenter":          {},
+		"firejail":         {},
+		"busybox":          {},
+		"toybox":           {},
+		"caffeinate":       {valueFlags: set("-t", "-w"), plainFlags: set("-d", "-i", "-m", "-s", "-u")},
+		"unbuffer":         {plainFlags: set("-p")},
+		"proxychains":      {valueFlags: set("-f"), plainFlags: set("-q")},
+		"proxychains4":     {valueFlags: set("-f"), plainFlags: set("-q")},
+		"torsocks":         {},
+		"strace":           {valueFlags: set("-o", "-e", "-p", "-s", "-E", "-u", "-a", "-b", "-I", "-O", "-S", "-P", "-X")},
+		"ltrace":           {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
+		"xargs":            {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
+		"parallel":         {},
+		"watch":            {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
+		"sg":               {positionals: 1},
+		"prlimit":          {valueFlags: set("-p", "--pid", "-o", "--output")},
+		"dbus-run-session": {valueFlags: set("--config-file", "--dbus-daemon")},
+		"systemd-run": {valueFlags: set("-u", "--unit", "-p", "--property", "--description", "--slice", "-E", "--setenv", "-M", "--machine", "-H", "--host",
+			"--working-directory", "--uid", "--gid", "--nice", "--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive",
+			"--on-calendar", "--timer-property", "--path-property", "--socket-property", "-G", "--service-type", "--expand-environment")},
 		// zsh's precommand modifiers ("- cmd" runs cmd with a dash before
 		// its argv[0]); in bash they are commands of their own names.
 		"noglob":    {},
@@ -806,7 +888,7 @@ func wrapperRests(argv []string, spec wrapperSpec) [][]string {
 				i++
 			}
 		}
-		for spec.assignments && i < len(argv) && isAssignmentWord(argv[i]) {
+		for spec.assignments && i < len(argv) && envAssignment(argv[i]) {
 			i++
 		}
 		i += spec.positionals
@@ -843,6 +925,12 @@ func splitInCluster(w string, spec wrapperSpec) int {
 		}
 	}
 	return -1
+}
+
+// envAssignment reports a NAME=VALUE word as env (and sudo) read it:
+// anything with an "=" after its first byte (BASH_FUNC_x%%=... included).
+func envAssignment(w string) bool {
+	return strings.IndexByte(w, '=') > 0
 }
 
 func isAssignmentWord(w string) bool {

@@ -311,6 +311,35 @@ func (x *extraction) hiddenInArgv(argv []string, depth int) string {
 				return "enable -f loads a builtin from a shared object"
 			}
 		}
+	case "compgen", "complete":
+		// -C COMMAND runs it; -W WORDS are expanded (command substitution
+		// included); -F FUNCTION calls a function.
+		for i := 1; i < len(argv); i++ {
+			w := argv[i]
+			if w == "--" || len(w) < 2 || w[0] != '-' {
+				continue
+			}
+			for j := 1; j < len(w); j++ {
+				c := w[j]
+				if strings.IndexByte("oAGWFCXPS", c) < 0 {
+					continue
+				}
+				v := w[j+1:]
+				if v == "" && i+1 < len(argv) {
+					i++
+					v = argv[i]
+				}
+				switch {
+				case c == 'C':
+					x.nestedSource(v, depth+1)
+				case c == 'F':
+					return name + " -F calls a shell function"
+				case strings.ContainsAny(v, "$`"):
+					return name + " -" + string(c) + " expands its value, which can run commands"
+				}
+				break
+			}
+		}
 	case "mapfile", "readarray":
 		// -C CALLBACK runs CALLBACK with arguments appended.
 		for i := 1; i < len(argv); i++ {

@@ -43,6 +43,30 @@ var hiddenRunCases = []string{
 	`hash -p /bin/rm ls; ls VICTIM`,
 	`BASH_CMDS[ls]=/bin/rm; ls VICTIM`,
 	`GIT_EXTERNAL_DIFF=rm git diff --no-index VICTIM x`,
+	// a second attack pass, on the fix: stdin scripts in blocks and
+	// through other descriptors, echo/printf that decode, compgen, git
+	// aliases and configuration, functions in the environment, wrappers
+	`echo 'rm VICTIM' | { bash; }`,
+	`echo 'rm VICTIM' | (bash)`,
+	`echo 'rm VICTIM' | if true; then bash; fi`,
+	`echo 'rm VICTIM' | time bash`,
+	`echo 'rm VICTIM' | bash -c bash`,
+	`echo 'rm VICTIM' | bash -c 'source /dev/stdin'`,
+	`{ bash; } < <(echo rm VICTIM)`,
+	`{ bash; } <<< 'rm VICTIM'`,
+	`exec < <(echo rm VICTIM); bash`,
+	`bash 3< <(echo rm VICTIM) <&3`,
+	`bash <<<'rm VICTIM' 3<<<'echo hi'`,
+	`echo -e 'rm VICTIM' | bash`,
+	`printf 'rm VICTIM' | bash`,
+	`printf 'r%s VICTIM' m | bash`,
+	`printf '%s' 'rm VICTIM' | bash /dev/stdin`,
+	`printf '%s' 'rm VICTIM' | source /dev/stdin`,
+	`compgen -C 'rm VICTIM' x`,
+	`compgen -W '$(rm VICTIM)' x`,
+	`git init -q r && git -C r config alias.x '!rm VICTIM' && git -C r x`,
+	`env 'BASH_FUNC_x%%=() { rm VICTIM; }' bash -c x`,
+	`prlimit --nofile=100 rm VICTIM`,
 }
 
 // TestDenyRulesSeeHiddenCode: a deny rule holds where nothing else is
@@ -92,11 +116,28 @@ func TestDenyRulesSeeHiddenCode(t *testing.T) {
 			t.Errorf("bash did not remove the victim with %q: the case proves nothing", cmd)
 		}
 	}
+	// git push denied: an alias, given or configured, is another name for it.
+	pushDeny, err := New(policy.Permissions{Deny: []policy.Rule{{Rule: "Bash(git push:*)"}}}, Options{Sandbox: &policy.Switches{AutoAllowBashIfSandboxed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{
+		"git -c alias.p=push p origin main",
+		"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=push git p origin main",
+		"git config alias.q push; git q origin main",
+		"git q origin main",
+		`GIT_CONFIG_PARAMETERS="'alias.x'='push'" git x`,
+	} {
+		if v := pushDeny.Decide(Request{Command: c, Cwd: "/work"}).Decision.Final(); v.Verdict == policy.Allow {
+			t.Errorf("deny git push: %q allowed (%s)", c, v.Reason)
+		}
+	}
 	for _, ok := range []string{
 		"echo hello", "ls -la", "git status", "echo $(date)", "ls > out.txt",
 		"for i in 1 2; do echo $i; done", "echo $((1+2))", "cat a | grep b",
 		"x=1; echo $x", "export FOO=bar", "env FOO=1 make", "trap - EXIT", "trap -p",
 		"source ./env.sh", ". venv/bin/activate", "bash script.sh", "read -r line < f",
+		"echo 'ls' | bash", "bash < script.sh", "git log --oneline", "git config user.name x",
 	} {
 		if v := auto.Decide(Request{Command: ok, Cwd: "/work"}).Decision.Final(); v.Verdict != policy.Allow {
 			t.Errorf("autoAllowBashIfSandboxed: %q not allowed (%s)", ok, v.Reason)
@@ -131,7 +172,7 @@ func TestEarlierPartRemakesTree(t *testing.T) {
 			}
 		}
 	}
-	eng, err := New(policy.Permissions{Allow: []policy.Rule{{Rule: "Bash(mv:*)"}, {Rule: "Bash(cp:*)"}, {Rule: "Bash(ln:*)"}, {Rule: "Bash(touch:*)"}}}, Options{})
+	eng, err := New(policy.Permissions{Allow: []policy.Rule{{Rule: "Bash(mv:*)"}, {Rule: "Bash(cp:*)"}, {Rule: "Bash(ln:*)"}, {Rule: "Bash(touch:*)"}, {Rule: "Bash(tar:*)"}}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +193,14 @@ func TestEarlierPartRemakesTree(t *testing.T) {
 		{"cp -r a d && tee d/inner/target.txt < a.txt", "acceptEdits", plain, false},
 		{"mv a b && cat b/inner/target.txt", "default", eng, true},
 		{"ln -s " + outside + " k && touch k/linked", "default", eng, false},
+		// the second pass: mv -t, and tools whose results are not modelled
+		{"mkdir d && mv -t d a && echo owned | tee -a d/a/inner/target.txt", "acceptEdits", plain, false},
+		{"mkdir d; mv -vt d a; sed -i s/orig/X/ d/a/inner/target.txt", "acceptEdits", plain, false},
+		{"mkdir d && mv --target-directory=d a && touch d/a/inner/newfile", "acceptEdits", plain, false},
+		{"cp -s " + outside + "/target.txt c && echo owned | tee -a c", "acceptEdits", eng, false},
+		{"mkdir d && ln -st d " + outside + " && echo owned | tee -a d/outside/target.txt", "acceptEdits", eng, false},
+		{"cp -rl a c && echo owned | tee -a c/inner/target.txt", "acceptEdits", eng, false},
+		{"tar cf t.tar a && mkdir e && tar xf t.tar -C e && echo owned | tee -a e/a/inner/target.txt", "acceptEdits", eng, false},
 	} {
 		setup()
 		if d := tc.e.Decide(Request{Command: tc.cmd, Cwd: work, Mode: tc.mode}).Decision.Final(); d.Verdict == policy.Allow {
@@ -170,7 +219,11 @@ func TestEarlierPartRemakesTree(t *testing.T) {
 		}
 	}
 	setup()
+	os.MkdirAll(filepath.Join(work, "plain", "sub"), 0o755)
+	os.WriteFile(filepath.Join(work, "plain", "sub", "f"), nil, 0o644)
 	for _, ok := range []string{
+		"mkdir -p build && cp -r plain build/ && touch build/plain/x",
+		"cp -a plain c && touch c/new.txt",
 		"mkdir -p build && cp a.txt build/ && touch build/y",
 		"cp a.txt b.txt && tee -a b.txt < /dev/null",
 		"mv a.txt c.txt; touch c.txt",

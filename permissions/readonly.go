@@ -427,7 +427,7 @@ var editSpecs = lazy[map[string]editSpec]{make: func() map[string]editSpec {
 			"--strip-trailing-slashes --suffix= --target-directory> --no-target-directory --update? --verbose --one-file-system " +
 			"--sparse= --reflink? --attributes-only"), lastIsTarget: true, targetFlags: []string{"-t", "--target-directory"}},
 		"mv": {flags: flags("-b -f -i -n -T -u -v -t> -S= --backup? --force --interactive --no-clobber --no-target-directory " +
-			"--update? --verbose --target-directory> --strip-trailing-slashes --suffix= --no-copy")},
+			"--update? --verbose --target-directory> --strip-trailing-slashes --suffix= --no-copy"), targetFlags: []string{"-t", "--target-directory"}},
 		"tee": {flags: flags("-a -i -p --append --ignore-interrupts --output-error?")},
 	}
 }}

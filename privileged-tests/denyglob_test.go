@@ -33,3 +33,29 @@ func TestDenyGlobReachesEveryDepth(t *testing.T) {
 		}
 	}
 }
+
+// A directory that cannot be listed but can be entered (chmod 0311, which
+// a command may do in a writable tree) is hidden whole by a deny glob
+// that reaches into it: the expansion read it as empty, and the next run
+// read certs/server.pem past denyRead **/*.pem (found by an attack pass).
+// Root lists any directory, so this runs where moat runs as a user (the
+// rootless suites of .ci/run).
+func TestDenyGlobIntoUnlistableDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root lists a 0311 directory: the rootless suites run this")
+	}
+	f := newFixture(t)
+	certs := filepath.Join(f.work, "certs")
+	must(t, os.MkdirAll(certs, 0o755))
+	pem := filepath.Join(certs, "server.pem")
+	must(t, os.WriteFile(pem, []byte(secretText+"\n"), 0o644))
+	must(t, os.Chmod(certs, 0o311))
+	t.Cleanup(func() { os.Chmod(certs, 0o755) })
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.work + "/**/*.pem"}})
+	if r := f.sandboxedWith(settings, "read", pem); strings.Contains(r.out, secretText) || r.escaped() {
+		t.Errorf("ESCAPE: %s read in a directory that cannot be listed, past denyRead **/*.pem:\n%s", pem, r.out)
+	}
+	if r := f.direct("read", pem); !strings.Contains(r.out, secretText) {
+		t.Errorf("without moat the file is read by name (the test cannot fail):\n%s", r.out)
+	}
+}

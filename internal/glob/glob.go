@@ -10,6 +10,7 @@
 package glob
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,13 +26,22 @@ type Walker struct {
 	// otherwise.
 	AllDirs bool
 	// ReadDir lists a directory; entries nil with a nil error match
-	// nothing there (unreadable or gone), an error stops the expansion
-	// (a budget spent).
+	// nothing there (gone), ErrUnreadable says it exists but cannot be
+	// listed, another error stops the expansion (a budget spent).
 	ReadDir func(dir string) ([]os.DirEntry, error)
+	// Unreadable makes a directory that cannot be listed a match of its
+	// own (deny rules: a name in it may match, and it can be entered by
+	// name); otherwise it matches nothing.
+	Unreadable bool
 	// Looked, if set, is called with each directory a literal segment is
 	// looked up in (a match may appear there later: a cache stamps it).
 	Looked func(dir string)
 }
+
+// ErrUnreadable is what ReadDir returns for a directory that exists but
+// cannot be listed (its owner took away the read permission: it may still
+// be entered by name).
+var ErrUnreadable = errors.New("directory cannot be listed")
 
 // HasMeta reports whether a segment holds pattern syntax.
 func HasMeta(s string) bool {
@@ -50,13 +60,26 @@ func (w *Walker) Expand(pattern string) ([]string, error) {
 	segs := strings.Split(strings.TrimPrefix(filepath.Clean(pattern), "/"), "/")
 	var out []string
 	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	readDir := func(dir string) ([]os.DirEntry, error) {
+		es, err := w.ReadDir(dir)
+		if errors.Is(err, ErrUnreadable) {
+			if w.Unreadable {
+				add(dir)
+			}
+			return nil, nil
+		}
+		return es, err
+	}
 	var walk func(dir string, i, starDepth int) error
 	walk = func(dir string, i, starDepth int) error {
 		if i == len(segs) {
-			if !seen[dir] {
-				seen[dir] = true
-				out = append(out, dir)
-			}
+			add(dir)
 			return nil
 		}
 		s := segs[i]
@@ -68,7 +91,7 @@ func (w *Walker) Expand(pattern string) ([]string, error) {
 			if w.Depth >= 0 && starDepth >= w.Depth {
 				return nil
 			}
-			es, err := w.ReadDir(dir)
+			es, err := readDir(dir)
 			if err != nil {
 				return err
 			}
@@ -98,7 +121,7 @@ func (w *Walker) Expand(pattern string) ([]string, error) {
 			if _, err := filepath.Match(s, ""); err != nil {
 				return fmt.Errorf("bad glob segment %q in %s: %w", s, pattern, err)
 			}
-			es, err := w.ReadDir(dir)
+			es, err := readDir(dir)
 			if err != nil {
 				return err
 			}

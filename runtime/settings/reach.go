@@ -191,7 +191,7 @@ func (x *reach) glob(pattern string) ([]string, error) {
 	w := glob.Walker{Depth: x.depth, ReadDir: func(dir string) ([]os.DirEntry, error) {
 		es, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, nil // unreadable or gone: matches nothing here
+			return nil, nil // unreadable or gone: matches nothing here (an allow rule's)
 		}
 		if x.entries -= len(es); x.entries < 0 {
 			return nil, errGlobBudget
