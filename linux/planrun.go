@@ -350,11 +350,12 @@ func (ln *launcher) landlock(p *nsinit.Plan) {
 	if !ln.nons {
 		p.LandlockPath("/dev/shm", writeMask, nsinit.LLOptional)
 	}
-	if !ln.nons {
-		// (Without namespaces /proc is the host's, and a root command
-		// could write its kernel knobs: nothing there.)
-		p.LandlockPath("/proc", devFile, 0)
-	}
+	// Nothing in /proc is writable (the files behind fds 0-2 are reopened
+	// through the stdio rule): /proc/PID/mem of another process of the
+	// sandbox was, and a program an allowed command ran rewrote the
+	// session shell's exit trap (found by an attack pass;
+	// TestProcMemNotWritable). Without namespaces /proc is the host's,
+	// whose kernel knobs a root command could write.
 	p.LandlockStdio(devFile)
 }
 

@@ -169,7 +169,7 @@ func (s *Server) refuseAddr(rules *Rules, a netip.Addr, port int, localhost bool
 	if rules.addrExempt(a, port) || (localhost && a.IsLoopback()) {
 		return ""
 	}
-	if what := specialKind(a); what != "" {
+	if what := policy.SpecialAddr(a); what != "" {
 		return what
 	}
 	if s.isLocalAddr(a) {

@@ -264,8 +264,8 @@ func TestSpecialAddresses(t *testing.T) {
 		{"::7f00:1", "loopback"},
 		{"8.8.8.8", ""}, {"203.0.113.10", ""}, {"2606:4700::1111", ""}, {"172.32.0.1", ""}, {"2002:808:808::1", ""},
 	} {
-		if got := specialKind(netip.MustParseAddr(tc.addr)); got != tc.want {
-			t.Errorf("specialKind(%s) = %q, want %q", tc.addr, got, tc.want)
+		if got := policy.SpecialAddr(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("policy.SpecialAddr(%s) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }

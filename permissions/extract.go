@@ -729,6 +729,15 @@ func (x *extraction) script(op string, depth int, stdin string, haveStdin bool) 
 }
 
 func (x *extraction) shell(argv []string, depth int, stdin string, haveStdin bool) {
+	// --rcfile/--init-file FILE: a start-up script (an interactive shell
+	// reads it): a process substitution or a descriptor there is a script
+	// the line does not show.
+	for i := 1; i+1 < len(argv) && strings.HasPrefix(argv[i], "-"); i++ {
+		if argv[i] == "--rcfile" || argv[i] == "--init-file" {
+			x.script(argv[i+1], depth, stdin, haveStdin)
+			i++
+		}
+	}
 	cmd, script, _ := shellArgs(argv)
 	switch {
 	case cmd >= 0:

@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -273,6 +274,9 @@ func (x *extraction) hiddenInArgv(argv []string, depth int) string {
 	if why := validators.EvaluatedCode(argv); why != "" {
 		return why
 	}
+	if opt := validators.ExecOption(argv); opt != "" {
+		return fmt.Sprintf("the option %q makes %s run a command the line does not show", shorten(opt, 60), name)
+	}
 	names, assigns := varNameArgs(name, argv[1:])
 	for _, v := range names {
 		if strings.ContainsAny(v, "$`") {
@@ -287,6 +291,30 @@ func (x *extraction) hiddenInArgv(argv []string, depth int) string {
 		}
 	}
 	switch name {
+	case "rsync":
+		// -e/--rsh runs a remote shell, --rsync-path a remote program
+		for _, w := range argv[1:] {
+			opt, _, _ := strings.Cut(w, "=")
+			if opt == "-e" || opt == "--rsh" || opt == "--rsync-path" || len(w) > 2 && w[0] == '-' && w[1] != '-' && w[len(w)-1] == 'e' {
+				return "rsync " + opt + " runs a command the line does not show"
+			}
+		}
+	case "make", "gmake":
+		// --eval adds rules whose recipes run; a makefile from a process
+		// substitution is a script the line does not show
+		for i, w := range argv[1:] {
+			opt, v, eq := strings.Cut(w, "=")
+			if !eq && i+2 < len(argv) {
+				v = argv[i+2]
+			}
+			if opt == "--eval" || (opt == "-f" || opt == "--file" || opt == "--makefile") && strings.HasPrefix(v, "<(") || strings.HasPrefix(w, "-f<(") {
+				return "make " + opt + " runs what the line does not show"
+			}
+		}
+	case "sed":
+		if sedRuns(argv[1:]) {
+			return "the sed script runs shell commands (e)"
+		}
 	case "declare", "typeset", "local", "readonly", "nameref":
 		for _, w := range argv[1:] {
 			if name == "nameref" || len(w) > 1 && (w[0] == '-' || w[0] == '+') && w[1] != '-' && strings.ContainsRune(w, 'n') {
@@ -398,3 +426,31 @@ func sourceScript(argv []string) string {
 
 // isSource reports the builtins source and ".".
 func isSource(name string) bool { return path.Base(name) == "source" || name == "." }
+
+// sedRuns reports a sed command line whose script runs shell commands (the
+// e command, s///e), or whose script cannot be read (-f, not understood).
+func sedRuns(args []string) bool {
+	pa, _, ok := parseSedArgs(args)
+	if !ok {
+		return false // not GNU sed as the tables know it; the sandbox's
+	}
+	var scripts []string
+	for _, f := range pa.flags {
+		switch f.name {
+		case "-e", "--expression":
+			scripts = append(scripts, f.value)
+		case "-f", "--file":
+			return true
+		}
+	}
+	if len(scripts) == 0 && len(pa.pos) > 0 {
+		scripts = append(scripts, args[pa.pos[0]])
+	}
+	var sc sedScript
+	for _, s := range scripts {
+		if err := parseSedScript(s, &sc); err != nil {
+			return true
+		}
+	}
+	return sc.exec && !pa.has("--sandbox")
+}

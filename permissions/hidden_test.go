@@ -67,7 +67,26 @@ var hiddenRunCases = []string{
 	`git init -q r && git -C r config alias.x '!rm VICTIM' && git -C r x`,
 	`env 'BASH_FUNC_x%%=() { rm VICTIM; }' bash -c x`,
 	`prlimit --nofile=100 rm VICTIM`,
+	// a third pass: programs' options and start-up files that run a command
+	`bash --rcfile <(echo rm VICTIM) -i </dev/null`,
+	`bash --init-file <(echo rm VICTIM) -i </dev/null`,
+	`tar -cf x.tar --checkpoint=1 --checkpoint-action=exec='rm VICTIM' x`,
+	`tar -cf y.tar -I 'rm VICTIM;cat' x`,
+	`ssh -o ProxyCommand='rm VICTIM' -o BatchMode=yes nohost.invalid`,
+	`zip -q z.zip x -T -TT 'rm VICTIM #'`,
+	`rsync -e 'sh -c "rm VICTIM"' nohost.invalid:x y`,
+	`make -f <(printf 'a:
+	rm VICTIM
+')`,
+	`make --eval=$'a:
+	rm VICTIM'`,
+	`sed -n '1e rm VICTIM' x`,
+	`sed 's|.*|rm VICTIM|e' <<< x`,
 }
+
+// oracleTools are the programs a case needs in bash; a case whose program
+// is not installed is judged by moat but not run.
+var oracleTools = []string{"ssh", "zip", "rsync", "make", "tar", "prlimit", "git", "script"}
 
 // TestDenyRulesSeeHiddenCode: a deny rule holds where nothing else is
 // consulted (autoAllowBashIfSandboxed, bypassPermissions) against lines
@@ -97,7 +116,7 @@ func TestDenyRulesSeeHiddenCode(t *testing.T) {
 				t.Errorf("%s: %q allowed (%s) with deny Bash(rm:*)", name, cmd, v.Reason)
 			}
 		}
-		if berr != nil {
+		if berr != nil || missingTool(cmd) {
 			continue
 		}
 		// The same line removes the victim in bash: the case is real.
@@ -233,4 +252,19 @@ func TestEarlierPartRemakesTree(t *testing.T) {
 			t.Errorf("acceptEdits: %q not allowed (%s)", ok, d.Reason)
 		}
 	}
+}
+
+// missingTool reports a case that names a program (oracleTools) this
+// machine does not have.
+func missingTool(cmd string) bool {
+	for _, w := range strings.Fields(cmd) {
+		for _, t := range oracleTools {
+			if w == t {
+				if _, err := exec.LookPath(t); err != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

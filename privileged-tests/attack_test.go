@@ -75,6 +75,46 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("%d entries, first %s", len(es), es[0].Name()), nil
 	},
+	// procmem: write into the memory of another process of the same user
+	// (a child here, as a command's child is to the session's shell)
+	// through /proc/PID/mem, which needs no ptrace call.
+	"procmem": func(a []string) (string, error) {
+		child := exec.Command("sleep", "30")
+		if err := child.Start(); err != nil {
+			return "", err
+		}
+		defer func() { child.Process.Kill(); child.Wait() }()
+		pid := strconv.Itoa(child.Process.Pid)
+		maps, err := os.ReadFile("/proc/" + pid + "/maps")
+		if err != nil {
+			return "", err
+		}
+		var addr uint64
+		for _, l := range strings.Split(string(maps), "\n") {
+			f := strings.Fields(l)
+			if len(f) > 1 && strings.HasPrefix(f[1], "rw") {
+				lo, _, _ := strings.Cut(f[0], "-")
+				addr, _ = strconv.ParseUint(lo, 16, 64)
+				break
+			}
+		}
+		if addr == 0 {
+			return "", fmt.Errorf("no writable mapping in %s", pid)
+		}
+		mem, err := os.OpenFile("/proc/"+pid+"/mem", os.O_RDWR, 0)
+		if err != nil {
+			return "", err
+		}
+		defer mem.Close()
+		b := make([]byte, 1)
+		if _, err := mem.ReadAt(b, int64(addr)); err != nil {
+			return "", err
+		}
+		if _, err := mem.WriteAt(b, int64(addr)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("wrote pid %s's memory at %#x", pid, addr), nil
+	},
 	// symlink-read TARGET LINK: plant a symlink and read through it.
 	"symlink-read": func(a []string) (string, error) {
 		if err := os.Symlink(a[0], a[1]); err != nil && !os.IsExist(err) {

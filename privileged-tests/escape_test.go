@@ -444,3 +444,14 @@ func TestPTY(t *testing.T) {
 		t.Fatalf("the caller's terminal %s is visible: %q", outer, out)
 	}
 }
+
+// A process of the sandbox may not write another's memory through
+// /proc/PID/mem (ptrace and process_vm_writev are refused by seccomp, but
+// this is an open): a program an allowed command ran rewrote the session
+// shell's exit trap, and the next command ran in / with a PATH of its
+// choosing (found by an attack pass). Without moat the same user writes
+// its child's memory that way.
+func TestProcMemNotWritable(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"procmem"}, nil)
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -455,19 +454,17 @@ func TestRenameParentOfDenyRule(t *testing.T) {
 // after it (the audit takes it out), nor while it runs (moat refuses to load
 // a settings file a live sandbox could have written).
 //
-// (A project's file may widen the domains, not the writable paths outside
-// the project: the widening here is a domain, a server on the host's
-// loopback.)
+// (A project's file may still widen some things, not the writable paths
+// outside the project nor the host's loopback: the widening here is
+// allowLocalBinding, a server listening inside the sandbox.)
 func TestSettingsCannotWidenLaterRun(t *testing.T) {
-	requireCurl(t)
 	s := newGitScene(t)
 	sub := filepath.Join(s.repo, "sub")
-	server := "127.0.0.1:" + strconv.Itoa(startServers(t, s.root).allowed)
-	widen := fmt.Sprintf(`mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowedDomains":["%s"]}}}' > sub/.claude/settings.json`, server)
+	widen := `mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowLocalBinding":true}}}' > sub/.claude/settings.json`
 	// The later run: default settings discovery, started in sub.
 	later := func() result {
-		cmd := exec.Command(moatBin, "run", "--", "/bin/sh", "-c", "curl -sf --max-time 10 http://"+server+"/ && echo ESCAPED")
-		cmd.Dir, cmd.Env = sub, s.env()
+		cmd := exec.Command(moatBin, "run", "--", self, "listen", "127.0.0.1:0")
+		cmd.Dir, cmd.Env = sub, append(s.env(), "MOAT_ATTACK=1")
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -263,3 +263,16 @@ func EvaluatedAssignment(name string, v Word) string {
 // permission layer uses it to tell when a line may run what it does not
 // show.
 func DangerousAssignment(name string, v Word) bool { return dangerousAssign(name, v) }
+
+// ExecOption reports an option that makes a program run a command of the
+// caller's choosing (rg --pre, tar --checkpoint-action, ssh -o
+// ProxyCommand, zip -TT, rsync -e, make --eval, ...), given the command's
+// argument values, or "". The permission layer uses it to tell when a line
+// may run what it does not show.
+func ExecOption(argv []string) string {
+	args := make([]Word, len(argv))
+	for i, a := range argv {
+		args[i] = Word{Raw: a, Value: a, Static: true}
+	}
+	return execOption(args)
+}

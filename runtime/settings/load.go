@@ -727,10 +727,40 @@ func projectWidens(l *layer) (string, string) {
 		return "permissions.defaultMode", fmt.Sprintf("make %s the default mode (it allows what your ask rules would ask about; plan and default may be a project's)", *l.defaultMode)
 	case l.httpPort != nil:
 		return "network.httpProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
+	}
+	for _, d := range append(append([]policy.DomainRule(nil), l.allowedDomains...), l.fromRules.allowedDomains...) {
+		if what := localDomain(d.Pattern); what != "" {
+			field := d.Source
+			if _, f, ok := strings.Cut(d.Source, ": "); ok {
+				field = f
+			}
+			return field, fmt.Sprintf("allow %s (%s: a repository reached the host's own services, its databases and Docker's API on 127.0.0.1)", d.Pattern, what)
+		}
+	}
+	switch {
 	case l.socksPort != nil:
 		return "network.socksProxyPort", "hand the network to an external proxy (" + externalProxyWhy + ")"
 	}
 	return "", ""
+}
+
+// localDomain says what an allowed domain opens that a project may not
+// (the host's loopback, a private, link-local or metadata address, by IP
+// literal in any spelling or as localhost), or "".
+func localDomain(pattern string) string {
+	p, err := policy.ParseDomainPattern(pattern, false)
+	switch {
+	case err != nil:
+		return ""
+	case p.IsIP():
+		if what := policy.SpecialAddr(p.Addr); what != "" {
+			return "a " + what + " address"
+		}
+	case p.Host == "localhost" || strings.HasSuffix(p.Host, ".localhost") || p.Host == "localhost.localdomain" ||
+		p.Host == "ip6-localhost" || p.Host == "ip6-loopback":
+		return "the host's loopback"
+	}
+	return ""
 }
 
 // decodeMoat reads moat's own section, in either format.

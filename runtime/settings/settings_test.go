@@ -1032,3 +1032,35 @@ func TestDefaultSecretsOfTheAccountHome(t *testing.T) {
 		t.Errorf("with Options.Home, the process's account home was added too")
 	}
 }
+
+// A project may not allow the host's loopback or a private, link-local or
+// metadata address, in any spelling: a repository's allowedDomains
+// ["127.0.0.1"] reached every service on the host's loopback (found by an
+// attack pass). A public name or address stays a project's to allow; the
+// user's own settings may allow a local one.
+func TestProjectCannotAllowLocalAddresses(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range []string{"127.0.0.1", "localhost", "localhost:5432", "0x7f000001", "127.1", "[::1]", "[::ffff:127.0.0.1]",
+		"10.1.2.3:80", "192.168.1.1", "169.254.169.254", "[fe80::1]", "app.localhost", "0.0.0.0"} {
+		for _, body := range []string{
+			`{"sandbox":{"network":{"allowedDomains":["` + d + `"]}}}`,
+			`{"permissions":{"allow":["WebFetch(domain:` + d + `)"]}}`,
+		} {
+			proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), body)
+			_, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+			if err == nil || !strings.Contains(err.Error(), "a project's settings may not allow") {
+				t.Errorf("a project's %s: %v, want a refusal", body, err)
+			}
+			os.Remove(proj)
+			user := e.write(filepath.Join(e.home, ".claude", "settings.json"), body)
+			if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil {
+				t.Errorf("the user's own %s: %v", body, err)
+			}
+			os.Remove(user)
+		}
+	}
+	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowedDomains":["registry.npmjs.org","*.github.com","93.184.216.34:443"]}}}`)
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil {
+		t.Errorf("public names and addresses: %v", err)
+	}
+}

@@ -1,4 +1,4 @@
-package netproxy
+package policy
 
 import (
 	"net/netip"
@@ -75,9 +75,12 @@ func embeddedV4(a netip.Addr) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// specialKind names the special range a falls into, or "" if none. An IPv6
-// address that carries an IPv4 address is judged by both.
-func specialKind(a netip.Addr) string {
+// SpecialAddr names the special range a falls into (loopback, private,
+// link-local, cloud metadata, ...), or "" if none: the addresses an
+// allowed host name must not resolve to (netproxy), and that a project's
+// settings may not allow (runtime/settings). An IPv6 address that carries
+// an IPv4 address is judged by both.
+func SpecialAddr(a netip.Addr) string {
 	a = a.WithZone("")
 	if v4, ok := embeddedV4(a); ok {
 		for _, s := range specialV4 {
