@@ -70,6 +70,9 @@ func Unenforced(pol *policy.Policy) ([]enforce.Skip, error) {
 			Reason:     "the default " + strings.Join(defaults, " and ") + ": macOS has no cgroups to hold a process tree's memory or process count; set them to -1 (unlimited) to accept that",
 		})
 	}
+	if pol.Net.AllowLocalBinding && pol.Net.LocalBindingByProject {
+		return nil, fmt.Errorf("allowLocalBinding comes from the project's settings, and on macOS the sandbox shares the host's network: a repository's server would listen on the host's ports; set it in your own settings (~/.claude/settings.json) or pass --settings")
+	}
 	if pol.Net.AllowLocalBinding && pol.BestEffort {
 		out = append(out, enforce.Skip{Protection: enforce.ProtectionNetworkLoopback, Reason: "allowLocalBinding opens every loopback port of the host to the command, not only its own servers"})
 	}

@@ -147,6 +147,9 @@ func (ln *launcher) prepare() error {
 	if err := checkAs(ln.l, ln.pol, ln.nons); err != nil {
 		return err
 	}
+	if err := checkProjectBinding(ln.pol, ln.nons); err != nil {
+		return err
+	}
 	st := ln.l.StateDir
 	if err := os.MkdirAll(st, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
@@ -452,6 +455,17 @@ func checkAs(l *enforce.Launch, pol *policy.Policy, nons bool) error {
 		return errors.New("moat.allowUnixSockets (network.allowUnixSockets): through moatd, the supervisor would connect these sockets as root on the client's behalf: not supported; use allowAllUnixSockets (connections then made as the client) or run moat rootless")
 	}
 	return nil
+}
+
+// checkProjectBinding refuses a project's allowLocalBinding where the
+// host's network is shared (the no-namespace tier, moat.shareNetwork): a
+// repository's server would listen on the host's ports, not in the
+// sandbox's own network namespace.
+func checkProjectBinding(pol *policy.Policy, nons bool) error {
+	if !pol.Net.AllowLocalBinding || !pol.Net.LocalBindingByProject || !nons && !pol.Net.Shared {
+		return nil
+	}
+	return errors.New("allowLocalBinding comes from the project's settings, and this sandbox shares the host's network (the no-namespace tier or moat.shareNetwork): a repository's server would listen on the host's ports; set it in your own settings (~/.claude/settings.json) or pass --settings")
 }
 
 // identityGroups are the primary and supplementary groups of id, once

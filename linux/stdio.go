@@ -58,6 +58,12 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 			c.abort()
 			return stdio, fd3, nil, directoryStdio(f, i)
 		}
+		if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			if l, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err == nil && l != 0 {
+				c.abort()
+				return stdio, fd3, nil, listeningStdio(i)
+			}
+		}
 		if handOver(f, &st) {
 			continue
 		}
@@ -133,14 +139,23 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 }
 
 // handOver reports a descriptor the command may have as it is: an
-// anonymous pipe, a socket, a terminal, a sealed memfd. Anything else names
-// an inode of the host's (a file, a named pipe, a device: /dev/null, whose
-// mode root inside changed for the whole host through /proc/self/fd/2,
-// found by an attack pass) and is copied through a pipe.
+// anonymous pipe, a connected stream socket, a terminal, a sealed memfd.
+// Anything else names an inode of the host's (a file, a named pipe, a
+// device: /dev/null, whose mode root inside changed for the whole host
+// through /proc/self/fd/2, found by an attack pass) or reaches past the
+// sandbox's network (a datagram or unconnected socket is the host
+// network's: sendto reached the host's loopback and its unix datagram
+// sockets, found by an attack pass), and is copied through a pipe.
 func handOver(f *os.File, st *unix.Stat_t) bool {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFSOCK:
-		return true
+		// Connected and a stream: it speaks to its peer and no other.
+		typ, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_TYPE)
+		if err != nil || typ != unix.SOCK_STREAM {
+			return false
+		}
+		_, err = unix.Getpeername(int(f.Fd()))
+		return err == nil
 	case unix.S_IFREG:
 		// A memfd sealed against writing, growing, shrinking and new
 		// seals (a session's shell snapshot): no path of the host's, and
@@ -221,6 +236,14 @@ func copyIn(w, src, cancel *os.File) {
 
 // abort ends the copying of a run that did not start.
 func (c *stdioCopy) abort() { c.wait() }
+
+// listeningStdio is the error for a listening socket as the command's
+// descriptor i: it would accept connections from the host's network (an
+// inetd-style caller's), past the sandbox's own.
+func listeningStdio(i int) error {
+	name := [...]string{"standard input", "standard output", "standard error", "descriptor 3"}[i]
+	return fmt.Errorf("the command's %s (descriptor %d) is a listening socket: moat does not hand one to a sandboxed command (it would serve on the host's network, past the sandbox's); accept the connection and give it that", name, i)
+}
 
 // directoryStdio is the error for a directory as the command's descriptor i:
 // through /proc/self/fd/N a command reaches the host's tree below it, on

@@ -5,6 +5,7 @@ package linux
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -50,5 +51,60 @@ func TestHandOverSealedMemfdOnly(t *testing.T) {
 		if got := handOver(tc.f, &st); got != tc.want {
 			t.Errorf("%s: handOver = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A socket is handed over only when it is a connected stream: a datagram
+// or unconnected socket of the caller's is the host network's (sendto
+// reached the host's loopback and its unix datagram sockets: found by an
+// attack pass), and a listening one is refused by pipeStdio.
+func TestHandOverSocketKinds(t *testing.T) {
+	sock := func(domain, typ int) *os.File {
+		fd, err := unix.Socket(domain, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(fd), "s")
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	pair := func(typ int) *os.File {
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	listening := sock(unix.AF_INET, unix.SOCK_STREAM)
+	if err := unix.Bind(int(listening.Fd()), &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(int(listening.Fd()), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    *os.File
+		want bool
+	}{
+		{"udp", sock(unix.AF_INET, unix.SOCK_DGRAM), false},
+		{"unix datagram pair", pair(unix.SOCK_DGRAM), false},
+		{"unix seqpacket pair", pair(unix.SOCK_SEQPACKET), false},
+		{"unconnected tcp", sock(unix.AF_INET, unix.SOCK_STREAM), false},
+		{"listening tcp", listening, false},
+		{"unix stream pair", pair(unix.SOCK_STREAM), true},
+	} {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(tc.f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		if got := handOver(tc.f, &st); got != tc.want {
+			t.Errorf("%s: handOver %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, _, _, err := pipeStdio([3]*os.File{listening, nil, nil}, nil); err == nil || !strings.Contains(err.Error(), "listening socket") {
+		t.Errorf("a listening socket as stdin: %v, want a refusal", err)
 	}
 }

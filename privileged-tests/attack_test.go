@@ -115,6 +115,23 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("wrote pid %s's memory at %#x", pid, addr), nil
 	},
+	// sendto-fd FD ADDR: send a datagram to ADDR on the socket the caller
+	// handed over as descriptor FD.
+	"sendto-fd": func(a []string) (string, error) {
+		fd, _ := strconv.Atoi(a[0])
+		pc, err := net.FilePacketConn(os.NewFile(uintptr(fd), "fd"))
+		if err != nil {
+			return "", err
+		}
+		to, err := net.ResolveUDPAddr("udp", a[1])
+		if err != nil {
+			return "", err
+		}
+		if _, err := pc.WriteTo([]byte("ESCAPED-UDP"), to); err != nil {
+			return "", err
+		}
+		return "sent to " + a[1] + " on descriptor " + a[0], nil
+	},
 	// symlink-read TARGET LINK: plant a symlink and read through it.
 	"symlink-read": func(a []string) (string, error) {
 		if err := os.Symlink(a[0], a[1]); err != nil && !os.IsExist(err) {

@@ -460,3 +460,27 @@ func TestNoUsernsHostDevicesAndProcesses(t *testing.T) {
 		}
 	}
 }
+
+// A project's allowLocalBinding, harmless in the sandbox's own network
+// namespace, let a repository's server listen on the host's ports in the
+// no-namespace tier (found by an attack pass): moat refuses it there; the
+// user's own settings may still allow it.
+func TestNoUsernsProjectLocalBinding(t *testing.T) {
+	f := makeFixture(t)
+	must(t, os.MkdirAll(filepath.Join(f.work, ".claude"), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.work, ".claude", "settings.json"), []byte(`{"sandbox":{"network":{"allowLocalBinding":true}}}`), 0o644))
+	got := f.noUserns(moatBin, "run", "--best-effort", "--", self, "listen", "127.0.0.1:0")
+	if got.escaped() {
+		t.Fatalf("ESCAPE: a project's allowLocalBinding listened on the host's network:\n%s", got.out)
+	}
+	if got.code != 125 || !strings.Contains(got.out, "allowLocalBinding comes from the project's settings") {
+		t.Fatalf("want moat to refuse the project's allowLocalBinding here (exit 125), got %d:\n%s", got.code, got.out)
+	}
+	// The user's own settings may.
+	must(t, os.Remove(filepath.Join(f.work, ".claude", "settings.json")))
+	must(t, os.MkdirAll(filepath.Join(f.home, ".claude"), 0o755))
+	must(t, os.WriteFile(filepath.Join(f.home, ".claude", "settings.json"), []byte(`{"sandbox":{"network":{"allowLocalBinding":true}}}`), 0o644))
+	if got := f.noUserns(moatBin, "run", "--best-effort", "--", self, "listen", "127.0.0.1:0"); strings.Contains(got.out, "comes from the project") {
+		t.Fatalf("the user's own allowLocalBinding was refused:\n%s", got.out)
+	}
+}

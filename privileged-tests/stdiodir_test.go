@@ -4,11 +4,13 @@ package privtests
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,5 +147,78 @@ func TestStdioDeviceAndFifoNotReopened(t *testing.T) {
 		if fi, err := os.Stat(node); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("without moat the user changes %s through the descriptor (or this test cannot fail): %v %v", node, fi.Mode(), err)
 		}
+	}
+}
+
+// A socket of the caller's handed as a descriptor 0-2 is the host
+// network's: a datagram socket as stdout let the command send to the
+// host's loopback (and to unix datagram sockets), past the network
+// namespace and, as root, the eBPF layer (which judges the cgroup a socket
+// was made in); a listening socket served on the host's port (found by an
+// attack pass). moat hands over only a connected stream socket, copies any
+// other through a pipe and refuses a listening one; without moat the same
+// datagram arrives.
+func TestStdioSocketNotHandedOver(t *testing.T) {
+	f := newFixture(t)
+	host, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	received := func() bool {
+		host.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+		buf := make([]byte, 64)
+		n, _, err := host.ReadFrom(buf)
+		return err == nil && strings.Contains(string(buf[:n]), "ESCAPED-UDP")
+	}
+	run := func(stdout *os.File, argv ...string) (int, string) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout = f.work, f.env(), stdout
+		var eb bytes.Buffer
+		cmd.Stderr = &eb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), eb.String()
+		}
+		return 0, eb.String()
+	}
+	udp := func() *os.File {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fl, err := c.(*net.UDPConn).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fl.Close() })
+		return fl
+	}
+	to := host.LocalAddr().String()
+	run(udp(), moatBin, "run", "--settings", f.settings, "--", self, "sendto-fd", "1", to)
+	if received() {
+		t.Errorf("ESCAPE: the command sent to the host's %s on a UDP socket handed over as its stdout", to)
+	}
+	run(udp(), self, "sendto-fd", "1", to)
+	if !received() {
+		t.Errorf("without moat the datagram does not arrive (the test cannot fail)")
+	}
+	// A listening socket as stdin is refused, naming it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lf, err := l.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "--", "true")
+	cmd.Dir, cmd.Env, cmd.Stdin = f.work, f.env(), lf
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(string(out), "listening socket") {
+		t.Errorf("a listening socket as stdin: %v\n%s", err, out)
 	}
 }

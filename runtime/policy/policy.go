@@ -123,6 +123,12 @@ type Network struct {
 	AllowAllUnixSockets bool `json:"allowAllUnixSockets,omitempty"`
 	// AllowLocalBinding lets servers inside the sandbox listen on loopback.
 	AllowLocalBinding bool `json:"allowLocalBinding,omitempty"`
+	// LocalBindingByProject: AllowLocalBinding came from a project's
+	// settings file. Harmless in the sandbox's own network namespace, it
+	// would let a repository's servers listen on the host's ports where
+	// the host's network is shared (the no-namespace tier, shareNetwork,
+	// macOS), and is refused there.
+	LocalBindingByProject bool `json:"localBindingByProject,omitempty"`
 	// HTTPProxyPort and SOCKSProxyPort name an external filtering proxy.
 	HTTPProxyPort  int `json:"httpProxyPort,omitempty"`
 	SOCKSProxyPort int `json:"socksProxyPort,omitempty"`

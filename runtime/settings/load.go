@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -506,6 +508,9 @@ func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
 		setB(&p.Net.StrictAllowlist, l.strict)
 		setB(&p.Net.AllowAllUnixSockets, l.allUnix)
 		setB(&p.Net.AllowLocalBinding, l.localBinding)
+		if l.localBinding != nil {
+			p.Net.LocalBindingByProject = *l.localBinding && isProject(l.level)
+		}
 		if l.httpPort != nil {
 			p.Net.HTTPProxyPort = *l.httpPort
 		}
@@ -756,11 +761,32 @@ func localDomain(pattern string) string {
 		if what := policy.SpecialAddr(p.Addr); what != "" {
 			return "a " + what + " address"
 		}
+		for _, a := range hostAddrs() {
+			if a == p.Addr.Unmap() {
+				return "an address of this host"
+			}
+		}
 	case p.Host == "localhost" || strings.HasSuffix(p.Host, ".localhost") || p.Host == "localhost.localdomain" ||
 		p.Host == "ip6-localhost" || p.Host == "ip6-loopback":
 		return "the host's loopback"
 	}
 	return ""
+}
+
+// hostAddrs are this host's interface addresses (a project's allowed IP
+// literal that is one reaches the host's own services over loopback
+// routing, past firewalls on its interfaces: found by an attack pass).
+var hostAddrs = func() []netip.Addr {
+	as, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
 }
 
 // decodeMoat reads moat's own section, in either format.

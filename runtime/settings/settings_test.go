@@ -2,6 +2,7 @@ package settings
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -1059,8 +1060,37 @@ func TestProjectCannotAllowLocalAddresses(t *testing.T) {
 			os.Remove(user)
 		}
 	}
+	// An address of this host (not a special one: 203.0.113.7 stands for a
+	// public address of the host's interface).
+	saved := hostAddrs
+	hostAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("203.0.113.7")} }
+	defer func() { hostAddrs = saved }()
+	for _, d := range []string{"203.0.113.7", "203.0.113.7:8765", "[::ffff:203.0.113.7]"} {
+		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowedDomains":["`+d+`"]}}}`)
+		if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "an address of this host") {
+			t.Errorf("a project's %s (an address of this host): %v, want a refusal", d, err)
+		}
+		os.Remove(proj)
+	}
 	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowedDomains":["registry.npmjs.org","*.github.com","93.184.216.34:443"]}}}`)
 	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil {
 		t.Errorf("public names and addresses: %v", err)
+	}
+}
+
+// Where allowLocalBinding comes from is kept: a project's is refused where
+// the host's network is shared (TestNoUsernsProjectLocalBinding), the
+// user's is not.
+func TestLocalBindingProvenance(t *testing.T) {
+	e := newEnv(t)
+	proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowLocalBinding":true}}}`)
+	p, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed})
+	if err != nil || !p.Net.AllowLocalBinding || !p.Net.LocalBindingByProject {
+		t.Errorf("a project's: %+v %v", p.Net, err)
+	}
+	os.Remove(proj)
+	e.write(filepath.Join(e.home, ".claude", "settings.json"), `{"sandbox":{"network":{"allowLocalBinding":true}}}`)
+	if p, _, err = Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil || !p.Net.AllowLocalBinding || p.Net.LocalBindingByProject {
+		t.Errorf("the user's: %+v %v", p.Net, err)
 	}
 }
