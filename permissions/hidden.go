@@ -432,19 +432,11 @@ func isSource(name string) bool { return path.Base(name) == "source" || name == 
 func sedRuns(args []string) bool {
 	pa, _, ok := parseSedArgs(args)
 	if !ok {
-		return false // not GNU sed as the tables know it; the sandbox's
+		return true // a flag the tables do not know: the script is not read
 	}
-	var scripts []string
-	for _, f := range pa.flags {
-		switch f.name {
-		case "-e", "--expression":
-			scripts = append(scripts, f.value)
-		case "-f", "--file":
-			return true
-		}
-	}
-	if len(scripts) == 0 && len(pa.pos) > 0 {
-		scripts = append(scripts, args[pa.pos[0]])
+	scripts, _, fromFile := sedScripts(pa, args)
+	if fromFile {
+		return true
 	}
 	var sc sedScript
 	for _, s := range scripts {

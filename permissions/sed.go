@@ -297,25 +297,15 @@ func analyzeSed(a *analysis, args []string) {
 		a.mustAsk("sed: flag " + quoteWord(bad) + " is not known")
 		return
 	}
-	var scripts []string
-	for _, f := range pa.flags {
-		switch f.name {
-		case "-e", "--expression":
-			scripts = append(scripts, f.value)
-		case "-f", "--file":
-			a.notReadOnly("sed -f runs a script from a file")
-			a.mustAsk("sed -f: the script is in a file and cannot be checked")
-			return
-		}
-	}
-	files := pa.pos
-	if len(scripts) == 0 {
-		if len(files) == 0 {
-			a.notReadOnly("sed without a script")
-			return
-		}
-		scripts = append(scripts, args[files[0]])
-		files = files[1:]
+	scripts, files, fromFile := sedScripts(pa, args)
+	switch {
+	case fromFile:
+		a.notReadOnly("sed -f runs a script from a file")
+		a.mustAsk("sed -f: the script is in a file and cannot be checked")
+		return
+	case len(scripts) == 0:
+		a.notReadOnly("sed without a script")
+		return
 	}
 	var sc sedScript
 	for _, s := range scripts {
@@ -367,6 +357,25 @@ func analyzeSed(a *analysis, args []string) {
 
 // parseSedArgs reads sed's flags. -i takes an optional suffix attached to
 // it (-i.bak), never the next word, and may be bundled (-ni, -Ei).
+// sedScripts returns a sed command line's scripts (-e, or the first
+// operand), the operands that are files, and whether a script comes from
+// a file (-f).
+func sedScripts(pa parsedArgs, args []string) (scripts []string, files []int, fromFile bool) {
+	for _, f := range pa.flags {
+		switch f.name {
+		case "-e", "--expression":
+			scripts = append(scripts, f.value)
+		case "-f", "--file":
+			return nil, nil, true
+		}
+	}
+	files = pa.pos
+	if len(scripts) == 0 && len(files) > 0 {
+		scripts, files = append(scripts, args[files[0]]), files[1:]
+	}
+	return scripts, files, false
+}
+
 func parseSedArgs(args []string) (parsedArgs, string, bool) {
 	return parseFlags(args, sedFlags, flagOpts{})
 }
