@@ -574,7 +574,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	}
 	for _, p := range pol.Protect {
 		if c, _, err := in.dirs.canonical(p); err == nil {
-			protect(c, "moat: its own files are never writable", false)
+			// One that does not exist yet (the managed settings'
+			// directory) is reserved where its parent is writable.
+			protect(c, "moat: its own files are never writable", reserveIfParent(c))
 		}
 	}
 	// Keep the protections that matter: those the rules would let the

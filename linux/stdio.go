@@ -139,7 +139,8 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 }
 
 // handOver reports a descriptor the command may have as it is: an
-// anonymous pipe, a connected stream socket, a terminal, a sealed memfd.
+// anonymous pipe, a connected unix stream socket, a terminal, a sealed
+// memfd.
 // Anything else names an inode of the host's (a file, a named pipe, a
 // device: /dev/null, whose mode root inside changed for the whole host
 // through /proc/self/fd/2, found by an attack pass) or reaches past the
@@ -149,7 +150,14 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 func handOver(f *os.File, st *unix.Stat_t) bool {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFSOCK:
-		// Connected and a stream: it speaks to its peer and no other.
+		// A connected unix stream speaks to its peer and no other (connect
+		// again is EISCONN). A TCP socket does not: connect(AF_UNSPEC)
+		// disconnects it, and it connected anew to the host's loopback
+		// past the sandbox's network (found by an attack pass).
+		dom, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		if err != nil || dom != unix.AF_UNIX {
+			return false
+		}
 		typ, err := unix.GetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_TYPE)
 		if err != nil || typ != unix.SOCK_STREAM {
 			return false

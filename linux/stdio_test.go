@@ -54,7 +54,7 @@ func TestHandOverSealedMemfdOnly(t *testing.T) {
 	}
 }
 
-// A socket is handed over only when it is a connected stream: a datagram
+// A socket is handed over only when it is a connected unix stream: a datagram
 // or unconnected socket of the caller's is the host network's (sendto
 // reached the host's loopback and its unix datagram sockets: found by an
 // attack pass), and a listening one is refused by pipeStdio.
@@ -84,11 +84,22 @@ func TestHandOverSocketKinds(t *testing.T) {
 	if err := unix.Listen(int(listening.Fd()), 1); err != nil {
 		t.Fatal(err)
 	}
+	connected := sock(unix.AF_INET, unix.SOCK_STREAM)
+	la, err := unix.Getsockname(int(listening.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Connect(int(connected.Fd()), la); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		f    *os.File
 		want bool
 	}{
+		// connect(AF_UNSPEC) disconnects a TCP socket, which then connects
+		// anywhere in the host's network
+		{"connected tcp", connected, false},
 		{"udp", sock(unix.AF_INET, unix.SOCK_DGRAM), false},
 		{"unix datagram pair", pair(unix.SOCK_DGRAM), false},
 		{"unix seqpacket pair", pair(unix.SOCK_SEQPACKET), false},

@@ -132,6 +132,29 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "sent to " + a[1] + " on descriptor " + a[0], nil
 	},
+	// reconnect-fd FD ADDR: disconnect the TCP socket handed over as
+	// descriptor FD (connect with AF_UNSPEC) and connect it to ADDR.
+	"reconnect-fd": func(a []string) (string, error) {
+		fd, _ := strconv.Atoi(a[0])
+		if _, err := unix.Getpeername(fd); err != nil {
+			return "", fmt.Errorf("descriptor %d is no connected socket: %v", fd, err)
+		}
+		var unspec [16]byte // struct sockaddr with sa_family AF_UNSPEC
+		if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&unspec[0])), 16); e != 0 {
+			return "", fmt.Errorf("disconnect: %v", e)
+		}
+		ap, err := netip.ParseAddrPort(a[1])
+		if err != nil {
+			return "", err
+		}
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+			return "", err
+		}
+		if _, err := unix.Write(fd, []byte("ESCAPED-TCP\n")); err != nil {
+			return "", err
+		}
+		return "reconnected descriptor " + a[0] + " to " + a[1], nil
+	},
 	// symlink-read TARGET LINK: plant a symlink and read through it.
 	"symlink-read": func(a []string) (string, error) {
 		if err := os.Symlink(a[0], a[1]); err != nil && !os.IsExist(err) {

@@ -3,7 +3,9 @@
 package privtests
 
 import (
+	"github.com/moat-sandbox/moat/internal/testutil"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,9 +43,7 @@ func TestDenyGlobReachesEveryDepth(t *testing.T) {
 // Root lists any directory, so this runs where moat runs as a user (the
 // rootless suites of .ci/run).
 func TestDenyGlobIntoUnlistableDirectory(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root lists a 0311 directory: the rootless suites run this")
-	}
+	testutil.RequireUnprivileged(t) // root lists a 0311 directory: the rootless suites run this
 	f := newFixture(t)
 	certs := filepath.Join(f.work, "certs")
 	must(t, os.MkdirAll(certs, 0o755))
@@ -57,5 +57,33 @@ func TestDenyGlobIntoUnlistableDirectory(t *testing.T) {
 	}
 	if r := f.direct("read", pem); !strings.Contains(r.out, secretText) {
 		t.Errorf("without moat the file is read by name (the test cannot fail):\n%s", r.out)
+	}
+}
+
+// The managed settings' directory is never writable in a sandbox, even
+// one given /etc: a drop-in planted in /etc/claude-code/managed-settings.d
+// would be obeyed by the next run as the administrator's (found by an
+// attack pass). Without moat root makes it (and the test removes it).
+func TestManagedSettingsDirNotWritable(t *testing.T) {
+	testutil.RequireRoot(t)
+	const dir = "/etc/claude-code"
+	if _, err := os.Lstat(dir); err == nil {
+		t.Skip(dir + " exists on this machine: not touched")
+	}
+	f := newFixture(t)
+	plant := "mkdir -p " + dir + "/managed-settings.d && echo '{}' > " + dir + "/managed-settings.d/x.json"
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--write", "/etc", "--", "/bin/sh", "-c", plant)
+	if _, err := os.Lstat(dir); err == nil {
+		os.RemoveAll(dir)
+		t.Fatalf("ESCAPE: a sandbox given /etc made %s:\n%s", dir, r.out)
+	}
+	if !strings.Contains(r.out, "deny file-write "+dir) {
+		t.Errorf("the refusal is not reported:\n%s", r.out)
+	}
+	out, err := exec.Command("/bin/sh", "-c", plant).CombinedOutput()
+	_, statErr := os.Lstat(dir + "/managed-settings.d/x.json")
+	os.RemoveAll(dir)
+	if err != nil || statErr != nil {
+		t.Errorf("without moat root makes %s (or the test cannot fail): %v %s", dir, err, out)
 	}
 }

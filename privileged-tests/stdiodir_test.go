@@ -204,6 +204,57 @@ func TestStdioSocketNotHandedOver(t *testing.T) {
 	if !received() {
 		t.Errorf("without moat the datagram does not arrive (the test cannot fail)")
 	}
+	// A connected TCP socket: connect(AF_UNSPEC) disconnects it, and it
+	// connected anew to the host's loopback (found by an attack pass).
+	secret, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secret.Close()
+	agent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	go func() {
+		for {
+			c, err := agent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	reached := func() bool {
+		secret.(*net.TCPListener).SetDeadline(time.Now().Add(1500 * time.Millisecond))
+		c, err := secret.Accept()
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	tcp := func() *os.File {
+		c, err := net.Dial("tcp", agent.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fl, err := c.(*net.TCPConn).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fl.Close() })
+		return fl
+	}
+	run(tcp(), moatBin, "run", "--settings", f.settings, "--", self, "reconnect-fd", "1", secret.Addr().String())
+	if reached() {
+		t.Errorf("ESCAPE: the command reconnected a TCP socket handed over as its stdout to the host's %s", secret.Addr())
+	}
+	run(tcp(), self, "reconnect-fd", "1", secret.Addr().String())
+	if !reached() {
+		t.Errorf("without moat the socket does not reconnect (the test cannot fail)")
+	}
 	// A listening socket as stdin is refused, naming it.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

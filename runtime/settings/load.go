@@ -138,6 +138,17 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if opts.ManagedFile == "" {
+			// The administrator's: root's alone to write (a drop-in a
+			// user, or a sandbox the user made /etc/claude-code writable
+			// in, planted would be obeyed as managed: found by an attack
+			// pass).
+			for _, f := range append([]string{filepath.Dir(managed), filepath.Join(filepath.Dir(managed), ManagedDropInDir), managed}, dropIns...) {
+				if err := rootOnly(f); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
 		for i := len(dropIns) - 1; i >= 0; i-- {
 			cands = append(cands, cand{file: dropIns[i], level: LevelManaged, format: FormatClaude})
 		}
@@ -280,6 +291,11 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 	}
 	p := merge(layers, cwd, home, secretHomes)
 	p.Notes = append(p.Notes, notes...)
+	if opts.ManagedFile == "" && managed != "-" {
+		// The managed settings' directory is never writable in a sandbox
+		// (a drop-in planted there would be obeyed as the administrator's).
+		p.Protect = append(p.Protect, filepath.Dir(managed))
+	}
 	if n := externalProxyNote(layers, p); n != "" {
 		p.Notes = append(p.Notes, n)
 	}
@@ -355,6 +371,24 @@ func managedDropIns(managed string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// rootOnly refuses a managed settings file or directory that someone
+// other than root may write (owned by another user, or writable by its
+// group or by others). One that does not exist is no error.
+func rootOnly(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return &Error{File: p, Reason: fmt.Sprintf("managed settings must be root's alone to write: this is owned by uid %d with mode %v; chown root and chmod go-w it", st.Uid, fi.Mode().Perm())}
+	}
+	return nil
 }
 
 // sameFile reports whether a and b name one file: the same path, or, both

@@ -1094,3 +1094,26 @@ func TestLocalBindingProvenance(t *testing.T) {
 		t.Errorf("the user's: %+v %v", p.Net, err)
 	}
 }
+
+// Managed settings are root's alone to write: one owned by another user or
+// writable by its group or others is refused (a drop-in planted where a
+// user could write would be obeyed as the administrator's: found by an
+// attack pass).
+func TestManagedSettingsRootOnly(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "managed-settings.json")
+	if err := os.WriteFile(f, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(f, 0o644)
+	if err := rootOnly(f); (err == nil) != (os.Getuid() == 0) {
+		t.Errorf("0644, owned by uid %d: %v", os.Getuid(), err)
+	}
+	os.Chmod(f, 0o664)
+	if err := rootOnly(f); err == nil || !strings.Contains(err.Error(), "root's alone to write") {
+		t.Errorf("0664: %v, want a refusal", err)
+	}
+	if err := rootOnly(filepath.Join(dir, "absent")); err != nil {
+		t.Errorf("an absent file: %v", err)
+	}
+}
