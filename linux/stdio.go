@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -108,7 +107,17 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 				c.abort()
 				return stdio, fd3, nil, err
 			}
-			src := f
+			// The copying holds a descriptor of its own: a caller that
+			// closes its copy once the command has it (a session's
+			// runner, as exec.Cmd callers do) does not cut the stream.
+			nfd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				r.Close()
+				w.Close()
+				c.abort()
+				return stdio, fd3, nil, fmt.Errorf("descriptor %d: %w", i, sys.Named("dup", err))
+			}
+			src := os.NewFile(uintptr(nfd), f.Name())
 			c.wg.Add(1)
 			if input {
 				p = r
@@ -117,6 +126,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 					defer c.wg.Done()
 					copyIn(w, src, c.cancelR) // until the input's end, the command's (EPIPE), or the run's
 					w.Close()
+					src.Close()
 				}()
 			} else {
 				p = w
@@ -126,6 +136,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 					defer c.wg.Done()
 					io.Copy(src, r) // ends when every process of the run has let go of the pipe
 					r.Close()
+					src.Close()
 				}()
 			}
 		}
@@ -138,9 +149,12 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 	return out, out3, c, nil
 }
 
-// handOver reports a descriptor the command may have as it is: an
-// anonymous pipe, a connected unix stream socket, a terminal, a sealed
-// memfd.
+// handOver reports a descriptor the command may have as it is: a
+// connected unix stream socket, a terminal, a sealed memfd. A pipe is not:
+// the command reopened /proc/self/fd/0 for writing and put lines into the
+// host shell's script it was reading (cat script | bash, a job loop), and
+// read what another host process wrote into its stdout pipe (found by an
+// attack pass); it gets a pipe of moat's, whose other end moat alone holds.
 // Anything else names an inode of the host's (a file, a named pipe, a
 // device: /dev/null, whose mode root inside changed for the whole host
 // through /proc/self/fd/2, found by an attack pass) or reaches past the
@@ -162,8 +176,22 @@ func handOver(f *os.File, st *unix.Stat_t) bool {
 		if err != nil || typ != unix.SOCK_STREAM {
 			return false
 		}
-		_, err = unix.Getpeername(int(f.Fd()))
-		return err == nil
+		if _, err = unix.Getpeername(int(f.Fd())); err != nil {
+			return false
+		}
+		// Bound, it can name nothing else: an unnamed one would take an
+		// abstract name in the host's network namespace with bind(2) (a
+		// name a host service then cannot have: found by an attack pass).
+		// Autobind gives it a name of the kernel's choosing; a socket
+		// already bound keeps its own.
+		if sa, err := unix.Getsockname(int(f.Fd())); err == nil {
+			if u, ok := sa.(*unix.SockaddrUnix); ok && (u.Name == "" || u.Name == "@") {
+				unix.Bind(int(f.Fd()), &unix.SockaddrUnix{}) // (x/sys: an empty name autobinds)
+			}
+		}
+		sa, err := unix.Getsockname(int(f.Fd()))
+		u, ok := sa.(*unix.SockaddrUnix)
+		return err == nil && ok && u.Name != "" && u.Name != "@"
 	case unix.S_IFREG:
 		// A memfd sealed against writing, growing, shrinking and new
 		// seals (a session's shell snapshot): no path of the host's, and
@@ -172,9 +200,6 @@ func handOver(f *os.File, st *unix.Stat_t) bool {
 		seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
 		const want = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
 		return err == nil && seals&want == want
-	case unix.S_IFIFO:
-		l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-		return err == nil && strings.HasPrefix(l, "pipe:")
 	case unix.S_IFCHR:
 		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 		return err == nil

@@ -54,7 +54,8 @@ func TestHandOverSealedMemfdOnly(t *testing.T) {
 	}
 }
 
-// A socket is handed over only when it is a connected unix stream: a datagram
+// A socket is handed over only when it is a connected unix stream (and a
+// pipe never: reopened through /proc it runs the other way): a datagram
 // or unconnected socket of the caller's is the host network's (sendto
 // reached the host's loopback and its unix datagram sockets: found by an
 // attack pass), and a listening one is refused by pipeStdio.
@@ -106,6 +107,7 @@ func TestHandOverSocketKinds(t *testing.T) {
 		{"unconnected tcp", sock(unix.AF_INET, unix.SOCK_STREAM), false},
 		{"listening tcp", listening, false},
 		{"unix stream pair", pair(unix.SOCK_STREAM), true},
+		{"pipe", pipeEnd(t), false},
 	} {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(tc.f.Fd()), &st); err != nil {
@@ -118,4 +120,13 @@ func TestHandOverSocketKinds(t *testing.T) {
 	if _, _, _, err := pipeStdio([3]*os.File{listening, nil, nil}, nil); err == nil || !strings.Contains(err.Error(), "listening socket") {
 		t.Errorf("a listening socket as stdin: %v, want a refusal", err)
 	}
+}
+
+func pipeEnd(t *testing.T) *os.File {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r
 }

@@ -4,6 +4,7 @@ package privtests
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -271,5 +272,37 @@ func TestStdioSocketNotHandedOver(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(string(out), "listening socket") {
 		t.Errorf("a listening socket as stdin: %v\n%s", err, out)
+	}
+}
+
+// A pipe of the caller's is not handed over: reopened through
+// /proc/self/fd/0 for writing it put a line into the host shell's script
+// it was reading (cat script | bash ran it outside the sandbox), and
+// /proc/self/fd/1 for reading took what another host process wrote for
+// the real reader (found by an attack pass). The command gets moat's pipe;
+// without moat the line lands in the caller's pipe.
+func TestStdioPipeOneWay(t *testing.T) {
+	f := newFixture(t)
+	inject := func(argv ...string) string {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		w.Write([]byte("job\n"))
+		w.Close()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdin = f.work, f.env(), r
+		cmd.Run()
+		r.SetReadDeadline(time.Now().Add(2 * time.Second))
+		rest, _ := io.ReadAll(r)
+		return string(rest)
+	}
+	script := "echo INJECTED > /proc/self/fd/0"
+	if rest := inject(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script); strings.Contains(rest, "INJECTED") {
+		t.Errorf("ESCAPE: the command wrote into the caller's stdin pipe: %q", rest)
+	}
+	if rest := inject("/bin/sh", "-c", script); !strings.Contains(rest, "INJECTED") {
+		t.Errorf("without moat the line does not land in the pipe (the test cannot fail): %q", rest)
 	}
 }

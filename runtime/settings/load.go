@@ -385,6 +385,19 @@ func rootOnly(p string) error {
 	if !ok {
 		return nil
 	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		// A link (NixOS's /etc/static, configuration management): the
+		// link root's, and what it leads to held to the same rule.
+		if st.Uid != 0 {
+			return &Error{File: p, Reason: fmt.Sprintf("managed settings must be root's alone to write: this symbolic link is owned by uid %d; chown -h root it", st.Uid)}
+		}
+		if fi, err = os.Stat(p); err != nil {
+			return nil // leads nowhere: as absent
+		}
+		if st, ok = fi.Sys().(*syscall.Stat_t); !ok {
+			return nil
+		}
+	}
 	if st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
 		return &Error{File: p, Reason: fmt.Sprintf("managed settings must be root's alone to write: this is owned by uid %d with mode %v; chown root and chmod go-w it", st.Uid, fi.Mode().Perm())}
 	}

@@ -1116,4 +1116,19 @@ func TestManagedSettingsRootOnly(t *testing.T) {
 	if err := rootOnly(filepath.Join(dir, "absent")); err != nil {
 		t.Errorf("an absent file: %v", err)
 	}
+	// A symbolic link (mode 0777 always) is judged by its owner and by
+	// what it leads to (a link of root's to root's 0644 file loads: every
+	// run was refused, found by an attack pass).
+	os.Chmod(f, 0o644)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(f, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := rootOnly(link); (err == nil) != (os.Getuid() == 0) {
+		t.Errorf("a link to a 0644 file, owned by uid %d: %v", os.Getuid(), err)
+	}
+	os.Chmod(f, 0o666)
+	if err := rootOnly(link); err == nil {
+		t.Errorf("a link to a 0666 file: no refusal")
+	}
 }
