@@ -575,8 +575,10 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	for _, p := range pol.Protect {
 		if c, _, err := in.dirs.canonical(p); err == nil {
 			// One that does not exist yet (the managed settings'
-			// directory) is reserved where its parent is writable.
-			protect(c, "moat: its own files are never writable", reserveIfParent(c))
+			// directory) is reserved where a writable tree holds it and
+			// this user could make it (as root with --write /etc).
+			protect(c, "moat: its own files are never writable", inAnyRoot(c, v.allowWrite) && reserveIfParent(c) &&
+				unix.Access(filepath.Dir(c), unix.W_OK) == nil)
 		}
 	}
 	// Keep the protections that matter: those the rules would let the

@@ -4,10 +4,11 @@ package linux
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,11 +31,19 @@ import (
 
 // stdioCopy is the copying a run's descriptors need.
 type stdioCopy struct {
-	wg      sync.WaitGroup
-	child   []*os.File // the pipe ends given to the sandbox: closed here once it has them
-	cancel  *os.File   // closed when the run ended: the input copying stops (cancelR: its other end)
-	cancelR *os.File
+	wg       sync.WaitGroup
+	child    []*os.File // the pipe ends given to the sandbox: closed here once it has them
+	cancel   *os.File   // closed when the run ended: the input copying stops (cancelR: its other end)
+	cancelR  *os.File
+	progress atomic.Int64 // bytes the output copying wrote to the caller
 }
+
+// outputStall is how long the output copying may make no progress, once
+// the run's processes are gone, before moat stops waiting for it: a
+// caller that stops reading (a paused stream, a reader that waits for moat
+// to exit first) kept moat, and moatd's shutdown, waiting past the
+// command's timeout (found by an attack pass).
+var outputStall = 5 * time.Second
 
 // pipeStdio returns the descriptors to hand to the sandbox for the
 // caller's stdio (and fd3, if not nil): a pipe for each descriptor
@@ -134,7 +143,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 				done[key] = w
 				go func() {
 					defer c.wg.Done()
-					io.Copy(src, r) // ends when every process of the run has let go of the pipe
+					c.copyOut(src, r) // ends when every process of the run has let go of the pipe
 					r.Close()
 					src.Close()
 				}()
@@ -231,9 +240,47 @@ func (c *stdioCopy) wait() {
 	if c.cancel != nil {
 		c.cancel.Close()
 	}
-	c.wg.Wait()
-	if c.cancelR != nil {
-		c.cancelR.Close()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	last := c.progress.Load()
+	for t := time.NewTimer(outputStall); ; t.Reset(outputStall) {
+		select {
+		case <-done:
+			t.Stop()
+			if c.cancelR != nil {
+				c.cancelR.Close()
+			}
+			return
+		case <-t.C:
+			if p := c.progress.Load(); p != last {
+				last = p
+				continue
+			}
+			// No byte taken for outputStall: the rest is dropped (the
+			// copying ends when its write fails or the caller reads).
+			return
+		}
+	}
+}
+
+// copyOut copies the command's output to the caller, counting progress.
+func (c *stdioCopy) copyOut(dst, src *os.File) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			for off := 0; off < n; {
+				m, werr := dst.Write(buf[off:n])
+				off += m
+				c.progress.Add(int64(m))
+				if werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

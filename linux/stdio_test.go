@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,4 +130,48 @@ func pipeEnd(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r
+}
+
+// The output copying is waited for while it makes progress, and no longer
+// once the caller stops reading: a reader that waited for moat to exit
+// first kept moat (and moatd's shutdown) waiting past the timeout (found
+// by an attack pass).
+func TestOutputCopyingStallEnds(t *testing.T) {
+	saved := outputStall
+	outputStall = 200 * time.Millisecond
+	defer func() { outputStall = saved }()
+	r, w, err := os.Pipe() // the caller's stdout, which it never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	out, _, c, err := pipeStdio([3]*os.File{nil, w, nil}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[1] == w {
+		t.Fatal("the caller's pipe was handed over")
+	}
+	chunk := make([]byte, 64<<10)
+	go func() {
+		for i := 0; i < 8; i++ { // more than both pipes hold
+			if _, err := out[1].Write(chunk); err != nil {
+				break
+			}
+		}
+		out[1].Close()
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	ended := make(chan struct{})
+	go func() { c.wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("wait did not return with a caller that does not read")
+	}
+	if d := time.Since(start); d < outputStall {
+		t.Errorf("wait returned after %v, before the stall time", d)
+	}
 }
