@@ -87,3 +87,34 @@ func TestManagedSettingsDirNotWritable(t *testing.T) {
 		t.Errorf("without moat root makes %s (or the test cannot fail): %v %s", dir, err, out)
 	}
 }
+
+// Files a tool runs code from when the project is next opened (a dev
+// container's initializeCommand, an agent's MCP servers, .envrc, .exrc),
+// made by the command where none was, are taken out after the run: they
+// were protected only where they existed (found by an attack pass).
+// Without moat the same command leaves them.
+func TestToolFilesTakenOut(t *testing.T) {
+	f := newFixture(t)
+	plant := "mkdir -p .devcontainer .cursor sub && echo '{\"initializeCommand\":\"x\"}' > .devcontainer/devcontainer.json && " +
+		"echo '{}' > .cursor/mcp.json && echo x > .envrc && echo x > sub/.exrc"
+	files := []string{".devcontainer/devcontainer.json", ".cursor/mcp.json", ".envrc", "sub/.exrc"}
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
+	for _, rel := range files {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
+			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "deny file-plant") {
+		t.Errorf("the plants are not reported:\n%s", r.out)
+	}
+	cmd := exec.Command("/bin/sh", "-c", plant)
+	cmd.Dir = f.work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, rel := range files {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
+			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
+		}
+	}
+}

@@ -227,3 +227,23 @@ func TestUnblockedRetriesOnce(t *testing.T) {
 		t.Errorf("ENOENT: %d calls, %v", n, err)
 	}
 }
+
+// info/grafts written during the run gives a commit other parents: git
+// log showed a commit without the file git push sends (found by an attack
+// pass). It is taken out.
+func TestAuditGrafts(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.sh(s.repo, `echo evil > install.sh && git add install.sh && git commit -q -m "docs: README" && M=$(git rev-parse HEAD) && `+
+		`F=$(echo fake | git commit-tree $(git rev-parse HEAD^{tree}) -p HEAD~1) && mkdir -p .git/info && echo "$M $F" > .git/info/grafts`)
+	if out := s.git(s.repo, "show", "--stat", "--format=%s", "HEAD"); strings.Contains(out, "install.sh") {
+		t.Fatalf("the grafts file does not hide the change without moat (or this test cannot fail): %q", out)
+	}
+	s.audit()
+	if _, err := os.Lstat(filepath.Join(s.repo, ".git", "info", "grafts")); err == nil {
+		t.Errorf("info/grafts written during the run stayed")
+	}
+	if out, _ := exec.Command("git", "-C", s.repo, "show", "--stat", "--format=%s", "HEAD").CombinedOutput(); !strings.Contains(string(out), "install.sh") {
+		t.Errorf("after the audit the user's git still hides the change: %q", out)
+	}
+}

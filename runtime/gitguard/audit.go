@@ -429,7 +429,60 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 	if dir == a.o.Home {
 		a.settingsFile(filepath.Join(dir, ".srt-settings.json"))
 	}
+	if d.flags&flagTool != 0 {
+		a.toolFiles(dir)
+	}
 	return nil
+}
+
+// ToolNames are the names of policy.MandatoryFiles and MandatoryDirs that
+// no placeholder reserves (those the working directory's reservations, the
+// .claude audit and the git audit do not cover; runtime's
+// TestToolNamesArePolicys keeps the two lists together, since gitguard
+// depends on nothing of moat's): where one exists moat keeps it read-only;
+// one the run made is taken out, for it runs code when the user next opens
+// the project (.devcontainer's initializeCommand, an agent's MCP servers in
+// .cursor or .gemini, .envrc, .exrc: found by an attack pass).
+var ToolNames = []string{
+	".bash_login", ".bash_logout", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".inputrc",
+	".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
+	".zed", ".fleet", ".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".clinerules", ".devcontainer",
+}
+
+var toolNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range ToolNames {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}()
+
+func toolName(name string) bool { return toolNames[strings.ToLower(name)] }
+
+// toolFiles takes out the tool files (toolNames) of dir that the run made
+// or changed.
+func (a *auditor) toolFiles(dir string) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !toolName(e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		a.reachPath(p)
+		if a.ownPlaceholder(p) {
+			continue
+		}
+		id, err := lstatID(p)
+		if err != nil || !a.changedAt(p, id) {
+			continue
+		}
+		if real, ok := a.changedActionable(p); ok {
+			a.quarantine(real, "a file a tool runs code from when the project is next opened (an editor's, an agent's, direnv's, a dev container's): a sandboxed command may not make one")
+		}
+	}
 }
 
 // insideGitAdmin reports a directory inside a .git directory (worktree and

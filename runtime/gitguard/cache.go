@@ -20,6 +20,7 @@ const (
 	flagDotGit uint8 = 1 << iota // the directory holds a .git entry
 	flagHEAD                     // ... a HEAD that is not a directory
 	flagClaude                   // ... a .claude entry
+	flagTool                     // ... a name a tool reads code from (toolNames)
 )
 
 // dirInfo is what the audit keeps of one directory.
@@ -58,6 +59,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			}
 		case strings.EqualFold(name, ".claude"):
 			d.flags |= flagClaude
+		case toolName(name):
+			d.flags |= flagTool
 		}
 		if e.IsDir() {
 			d.subdirs = append(d.subdirs, name)

@@ -76,7 +76,9 @@ func (a *auditor) replaceRefs(common string) {
 func (a *auditor) objectCaches(common string) {
 	info := filepath.Join(common, "objects", "info")
 	a.reach(info)
-	cands := []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "alternates"), filepath.Join(info, "http-alternates")}
+	grafts := filepath.Join(common, "info", "grafts")
+	a.reach(filepath.Dir(grafts))
+	cands := []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "alternates"), filepath.Join(info, "http-alternates"), grafts}
 	if es, err := os.ReadDir(filepath.Join(info, "commit-graphs")); err == nil {
 		for _, e := range es {
 			cands = append(cands, filepath.Join(info, "commit-graphs", e.Name()))
@@ -90,6 +92,8 @@ func (a *auditor) objectCaches(common string) {
 		why := "a commit-graph written during the run: git trusts the trees and parents it gives, so what the user's git shows can differ from what git push sends (git rebuilds it)"
 		if b := filepath.Base(p); b == "alternates" || b == "http-alternates" {
 			why = "objects/info/" + b + " written during the run: git takes objects (and a commit-graph) from the store it names"
+		} else if p == grafts {
+			why = "info/grafts written during the run: git gives commits the parents it names, so what the user's git shows can differ from what git push sends (found by an attack pass)"
 		}
 		if real, ok := a.actionable(p); ok {
 			a.quarantine(real, why)
