@@ -48,10 +48,10 @@ const denyGlobDepth = math.MaxInt32
 // forDeny sets the budget for deny rules (** not limited in depth, and
 // walking into node_modules and .git) until the returned function is
 // called; the entries read count against the same budget.
-func (b *globBudget) forDeny() (*globBudget, func()) {
+func (b *globBudget) forDeny() (restore func()) {
 	d := b.depth
 	b.depth = denyGlobDepth
-	return b, func() { b.depth = d }
+	return func() { b.depth = d }
 }
 
 // DefaultGlobBudget is the number of directory entries glob expansion may

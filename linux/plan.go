@@ -350,8 +350,8 @@ func expandRules(in planInput) (*fsPlan, error) {
 	if v.allowRead, err = in.dirs.expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
 		return nil, err
 	}
-	db, restore := budget.forDeny()
-	v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, db, in.cacheDir)
+	restore := budget.forDeny()
+	v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cacheDir)
 	restore()
 	if err != nil {
 		return nil, err
@@ -386,8 +386,8 @@ func expandRules(in planInput) (*fsPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, restore = budget.forDeny()
-	v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, db, in.cacheDir)
+	restore = budget.forDeny()
+	v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir)
 	restore()
 	if err != nil {
 		return nil, err

@@ -73,7 +73,8 @@ func TestGlob(t *testing.T) {
 		})
 	}
 	// For deny rules ** goes all the way down, node_modules included.
-	deny, restore := (&globBudget{entries: DefaultGlobBudget, depth: 3}).forDeny()
+	deny := &globBudget{entries: DefaultGlobBudget, depth: 3}
+	restore := deny.forDeny()
 	got, err := glob(filepath.Join(root, "a/**/.env"), deny)
 	restore()
 	if err != nil || len(got) != 5 {
