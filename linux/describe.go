@@ -103,7 +103,7 @@ func describe(pol *policy.Policy, stateDir string) (*enforce.Description, error)
 	if pol.Limits.Timeout > 0 {
 		add("timeout", true, "supervisor kills the pid namespace", pol.Limits.Timeout.String())
 	}
-	d.Mechanisms = append(d.Mechanisms, limitMechanisms(pol.Limits.Effective(totalMemory()), !userns, kfErr == nil)...)
+	d.Mechanisms = append(d.Mechanisms, limitMechanisms(pol.Limits.Effective(totalMemory()), pol.Limits.Memory > 0, !userns, kfErr == nil)...)
 	add("violations", pol.Violations, "seccomp user notifications observed by the supervisor", "")
 	return d, nil
 }

@@ -237,6 +237,25 @@ func (ln *launcher) runGroup() *cgroup.Group {
 	return ln.dg
 }
 
+// memoryByRlimit: a memory limit is set and no cgroup holds it (the
+// rlimit holds a process's own memory, not a tmpfs's pages, a memfd's or
+// System V shared memory's: moat bounds those itself).
+func (ln *launcher) memoryByRlimit() bool {
+	return ln.eff.Memory > 0 && !ln.lim.holds("memory")
+}
+
+// memoryBound is the memory limit the settings set (not moat's default,
+// half the machine), where an rlimit holds it: memfds and System V IPC are
+// then bounded too (seccomp.Options.MemoryBound); 0 otherwise. Under the
+// default, a guard against a runaway process rather than a bound, memfds
+// work (browsers and their test drivers need them).
+func (ln *launcher) memoryBound() int64 {
+	if ln.pol.Limits.Memory > 0 && ln.memoryByRlimit() {
+		return ln.eff.Memory
+	}
+	return 0
+}
+
 // prepareLimits resolves the limits and makes the cgroups that hold them.
 func (ln *launcher) prepareLimits() error {
 	ln.eff = ln.pol.Limits.Effective(totalMemory())
@@ -852,7 +871,10 @@ func clone3Works() bool {
 }
 
 // seccompOptions are the variable parts of the command's filter.
-func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
+// memoryBound: the memory limit the settings set, where an rlimit holds it
+// (no cgroup), which does not count a memfd's pages nor System V IPC's;
+// 0 otherwise.
+func seccompOptions(pol *policy.Policy, nons bool, memoryBound int64) seccomp.Options {
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
 	unixOK := broker || pol.Net.AllowAllUnixSockets
 	// No socket listens without allowLocalBinding where none may (no unix
@@ -869,7 +891,7 @@ func seccompOptions(pol *policy.Policy, nons bool) seccomp.Options {
 	// for the command (metabroker.go): notified whether or not violations
 	// are reported (with moat.violations off nothing was checked).
 	brokerMeta := nons && os.Geteuid() != 0
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta}
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta, MemoryBound: memoryBound}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

@@ -59,9 +59,10 @@ type limiter struct {
 var counterKeys = [3]string{"oom_kill", "max", "nr_throttled"}
 
 // limitMechanisms says what holds each limit here, for moat policy: the
-// same choice newLimiter and rlimits make. runCgroup says whether a run
-// gets a cgroup v2 of its own (the eBPF filter's).
-func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanism {
+// same choice newLimiter and rlimits make. setMemory: the settings set the
+// memory limit (not moat's default). runCgroup says whether a run gets a
+// cgroup v2 of its own (the eBPF filter's).
+func limitMechanisms(eff policy.Limits, setMemory, nons, runCgroup bool) []enforce.Mechanism {
 	root := os.Geteuid() == 0
 	v2 := cgroups.IsCgroup2UnifiedMode()
 	mounted := func(c string) bool {
@@ -95,7 +96,21 @@ func limitMechanisms(eff policy.Limits, nons, runCgroup bool) []enforce.Mechanis
 		if by, ok := cg("memory", "memory.max + memory.swap.max", "memory.limit_in_bytes (+ memory.memsw.limit_in_bytes)"); ok {
 			add("limit: memory", true, by, humanBytes(eff.Memory)+" for the whole tree; OOM kills are reported")
 		} else {
-			add("limit: memory", true, "RLIMIT_DATA", humanBytes(eff.Memory)+" per process, not the tree (a cgroup needs root, or a cgroup v2 delegated to this user); refused allocations are not reported")
+			by := "RLIMIT_DATA"
+			note := humanBytes(eff.Memory) + " per process, not the tree (a cgroup needs root, or a cgroup v2 delegated to this user)"
+			if !nons {
+				by += "; tmpfs size= of /tmp and /dev/shm"
+				note += "; /tmp and /dev/shm hold at most as much each"
+			} else {
+				note += "; the host's /tmp and /dev/shm are not counted (no mount namespace)"
+			}
+			if setMemory {
+				by += "; memfd_create and msgget refused (ENOSYS), System V segments and semaphore sets bounded (seccomp)"
+			} else {
+				note += "; memfds and System V IPC are not counted under this default (set moat.limits.memory to bound them)"
+			}
+			note += "; the kernel's own memory (sockets, pipes, inodes) is not counted; refused allocations are not reported"
+			add("limit: memory", true, by, note)
 		}
 	} else {
 		add("limit: memory", false, "", "none (moat.limits.memory is unlimited)")
@@ -447,6 +462,9 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 	}
 	if eff.Memory > 0 && !lm.holds("memory") {
 		p.Rlimit(unix.RLIMIT_DATA, uint64(eff.Memory), uint64(eff.Memory))
+		if nons {
+			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitMemory, Reason: "the memory limit beyond each process's own (no mount or IPC namespace: the host's /tmp, /dev/shm and System V shared memory are not counted)"})
+		}
 	}
 	if eff.Pids > 0 && !lm.holds("pids") {
 		if nons {

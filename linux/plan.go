@@ -93,6 +93,21 @@ type planInput struct {
 	// clientReach, for a client's sandbox, reports for each path whether
 	// the client can look it up (false: its permissions refuse it).
 	clientReach func(paths []string) []bool
+	// tmpfsSize, if not 0, bounds each writable tmpfs moat mounts (/tmp,
+	// /dev/shm): a rootless memory limit (RLIMIT_DATA) does not count the
+	// pages of a tmpfs, which a cgroup would (found by an attack pass: 1.8
+	// GiB in /tmp under a 64 MiB limit).
+	tmpfsSize int64
+}
+
+// tmpfsInodes bounds the files of a tmpfs of size bytes: each inode costs
+// the kernel memory of its own (about a kilobyte with its dentry), which
+// size= does not count.
+func tmpfsInodes(size int64) uint64 {
+	if size <= 0 {
+		return 0
+	}
+	return uint64(max(size/1024, 1024))
 }
 
 // node is one path the mount plan must consider.
@@ -800,13 +815,14 @@ func (m *mounter) synthetic(n *node) {
 	uid, gid := uint32(m.in.uid), uint32(m.in.gid)
 	switch n.synth {
 	case "tmp":
+		size := m.in.tmpfsSize
 		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
-			p.Tmpfs("/tmp", 0o700, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev)
+			p.TmpfsSized("/tmp", 0o700, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev, uint64(size), tmpfsInodes(size))
 		})
 		m.states[n.path] = stTmp
 		m.fp.llTrees = append(m.fp.llTrees, "/tmp")
 	case "dev":
-		m.steps = append(m.steps, devSteps(m.in.uid, m.in.gid)...)
+		m.steps = append(m.steps, devSteps(m.in.uid, m.in.gid, m.in.tmpfsSize)...)
 		m.states[n.path] = stDev
 		m.roAtEnd = append(m.roAtEnd, "/dev")
 	case "proc":
@@ -1191,8 +1207,9 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // devSteps build a minimal /dev: a tmpfs with the harmless devices bound in
 // from the host (a user namespace cannot mknod), a new devpts instance,
-// a private /dev/shm and the usual symlinks.
-func devSteps(uid, gid int) []step {
+// a private /dev/shm (of shmSize bytes at most, if not 0) and the usual
+// symlinks.
+func devSteps(uid, gid int, shmSize int64) []step {
 	return []step{
 		func(p *nsinit.Plan, slots map[string]uint32) {
 			p.Tmpfs("/dev", 0o755, uint32(uid), uint32(gid), nsinit.AttrNosuid|nsinit.AttrNoexec)
@@ -1204,7 +1221,7 @@ func devSteps(uid, gid int) []step {
 			p.Devpts("/dev/pts")
 			p.Symlink("pts/ptmx", "/dev/ptmx")
 			p.Mkdir("/dev/shm", 0o755)
-			p.Tmpfs("/dev/shm", 0o1777, uint32(uid), uint32(gid), nsinit.AttrNosuid|nsinit.AttrNodev)
+			p.TmpfsSized("/dev/shm", 0o1777, uint32(uid), uint32(gid), nsinit.AttrNosuid|nsinit.AttrNodev, uint64(shmSize), tmpfsInodes(shmSize))
 			p.Symlink("/proc/self/fd", "/dev/fd")
 			p.Symlink("/proc/self/fd/0", "/dev/stdin")
 			p.Symlink("/proc/self/fd/1", "/dev/stdout")

@@ -70,6 +70,9 @@ func (ln *launcher) makePlan() error {
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
 	}
+	if ln.memoryByRlimit() {
+		in.tmpfsSize = ln.eff.Memory
+	}
 	if pol.Violations && !ln.nons && ln.l.As == nil {
 		// Reads of hidden files are reported: each gets a sentinel of
 		// its own (moatd's sandboxes, started as another user, keep
@@ -91,7 +94,7 @@ func (ln *launcher) makePlan() error {
 		ln.l.Planned(ln.Footprint())
 	}
 	ln.step("filesystem planned")
-	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons))
+	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.memoryBound()))
 	if err != nil {
 		return err
 	}

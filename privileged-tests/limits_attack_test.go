@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +61,74 @@ func init() {
 			b[i] = 1
 		}
 		return fmt.Sprintf("filled %d MiB", n), nil
+	}
+	// storefill KIND MIB: a child process stores MIB MiB where an rlimit on
+	// memory does not look: KIND file:DIR (a file in DIR, a tmpfs in the
+	// sandbox), memfd, or shm (System V segments of 1 MiB). The store is
+	// let go when the child ends (the file removed by the parent).
+	attacks["storefill"] = func(a []string) (string, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		kind := a[0]
+		if dir, ok := strings.CutPrefix(kind, "file:"); ok {
+			file := filepath.Join(dir, fmt.Sprintf("moat-storefill-%d", os.Getpid()))
+			kind = "file:" + file
+			defer os.Remove(file)
+		}
+		cmd := exec.Command(exe, "storefill-child", kind, a[1])
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("the store did not fill: %v: %s", err, firstLine(out))
+		}
+		return strings.TrimSpace(strings.TrimPrefix(string(out), "ESCAPED: ")), nil
+	}
+	attacks["storefill-child"] = func(a []string) (string, error) {
+		n, _ := strconv.Atoi(a[1])
+		mib := make([]byte, 1<<20)
+		for i := range mib {
+			mib[i] = byte(i)
+		}
+		var f *os.File
+		switch kind := a[0]; {
+		case strings.HasPrefix(kind, "file:"):
+			var err error
+			if f, err = os.Create(strings.TrimPrefix(kind, "file:")); err != nil {
+				return "", err
+			}
+		case kind == "memfd":
+			fd, err := unix.MemfdCreate("storefill", 0)
+			if err != nil {
+				return "", fmt.Errorf("memfd_create: %w", err)
+			}
+			f = os.NewFile(uintptr(fd), "memfd")
+		case kind == "shm":
+			for i := 0; i < n; i++ {
+				id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 1<<20, unix.IPC_CREAT|0o600)
+				if err != nil {
+					return "", fmt.Errorf("segment %d: shmget: %w", i, err)
+				}
+				b, err := unix.SysvShmAttach(id, 0, 0)
+				// (removed now: it goes when it is detached, at the latest
+				// when this process ends)
+				unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+				if err != nil {
+					return "", fmt.Errorf("segment %d: shmat: %w", i, err)
+				}
+				copy(b, mib)
+			}
+			return fmt.Sprintf("stored %d MiB in System V shared memory", n), nil
+		default:
+			return "", fmt.Errorf("unknown store %q", kind)
+		}
+		defer f.Close()
+		for i := 0; i < n; i++ {
+			if _, err := f.Write(mib); err != nil {
+				return "", fmt.Errorf("after %d MiB: %w", i, err)
+			}
+		}
+		return fmt.Sprintf("stored %d MiB in %s", n, a[0]), nil
 	}
 	// spin SECONDS: burn CPU for that long (wall clock); escapes when it got
 	// at least 15% of a CPU: three times the 0.05-CPU limit the rate test

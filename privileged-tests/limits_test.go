@@ -82,6 +82,37 @@ func TestLimitMemoryBalloon(t *testing.T) {
 	}
 }
 
+// A memory limit holds what the command stores outside its processes'
+// own memory too: files in the sandbox's /tmp and /dev/shm (tmpfs pages),
+// a memfd, System V shared memory. A cgroup counts all of them; rootless,
+// where RLIMIT_DATA holds the limit and counts none of them, moat bounds
+// each tmpfs by the limit and seccomp refuses memfds and System V segments
+// past it (an attack pass stored 1.8 GiB in /tmp under a 64 MiB limit).
+func TestLimitMemoryStores(t *testing.T) {
+	f := newFixture(t)
+	limits := map[string]any{"memory": "256MiB"}
+	for _, c := range []struct{ name, sandboxed, direct string }{
+		{"tmp", "file:/tmp", "file:" + f.work},
+		{"dev-shm", "file:/dev/shm", "file:/dev/shm"},
+		{"memfd", "memfd", "memfd"},
+		{"sysv-shm", "shm", "shm"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := f.sandboxedWith(f.limitSettings(limits), "storefill", c.sandboxed, "512")
+			if got.escaped() {
+				t.Errorf("512 MiB stored under a 256 MiB limit:\n%s", got.out)
+			} else if !strings.Contains(got.out, "blocked:") {
+				t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+			} else if r := cgroupOnly("limit memory 256 MiB reached"); r != "" && !strings.Contains(got.out, r) {
+				t.Errorf("moat did not report %q:\n%s", r, got.out)
+			}
+			if base := f.direct("storefill", c.direct, "512"); !base.escaped() {
+				t.Errorf("the store must fill without moat (or this test cannot fail):\n%s", base.out)
+			}
+		})
+	}
+}
+
 func TestLimitCPURate(t *testing.T) {
 	f := newFixture(t)
 	if !cgroupHeld() {

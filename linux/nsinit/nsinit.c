@@ -431,15 +431,19 @@ static void do_mount_op(struct rd *r)
 	}
 	case M_TMPFS: {
 		uint32_t mode = rd_u32(r), uid = rd_u32(r), gid = rd_u32(r);
-		uint64_t attr = rd_u64(r);
+		uint64_t attr = rd_u64(r), size = rd_u64(r), inodes = rd_u64(r);
 		char *target = rd_str(r);
 		if (r->bad)
 			break;
-		char m[16], u[16], g[16];
+		char m[16], u[16], g[16], sz[24], in[24];
 		snprintf(m, sizeof m, "%o", mode);
 		snprintf(u, sizeof u, "%u", uid);
 		snprintf(g, sizeof g, "%u", gid);
-		const char *kv[] = {"mode", m, "uid", u, "gid", g, NULL};
+		snprintf(sz, sizeof sz, "%llu", (unsigned long long)size);
+		snprintf(in, sizeof in, "%llu", (unsigned long long)inodes);
+		/* size and nr_inodes bound what the tmpfs holds (0: the
+		 * kernel's default, half the machine's memory) */
+		const char *kv[] = {"mode", m, "uid", u, "gid", g, size ? "size" : NULL, sz, inodes ? "nr_inodes" : NULL, in, NULL};
 		int fd = new_fs("tmpfs", kv, attr);
 		if (fd < 0)
 			die("create a tmpfs for %s", target);

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -267,7 +268,18 @@ func (p *Plan) Attach(slot uint32, target string) {
 
 // Tmpfs mounts a new tmpfs over target.
 func (p *Plan) Tmpfs(target string, mode, uid, gid uint32, attr uint64) {
-	p.add(rMount, "tmpfs on "+target, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u64(attr).str(target))
+	p.TmpfsSized(target, mode, uid, gid, attr, 0, 0)
+}
+
+// TmpfsSized mounts a new tmpfs over target that holds at most size bytes
+// in at most inodes files (0: the kernel's defaults, half the machine's
+// memory).
+func (p *Plan) TmpfsSized(target string, mode, uid, gid uint32, attr, size, inodes uint64) {
+	what := "tmpfs on " + target
+	if size > 0 {
+		what += " (size " + strconv.FormatUint(size, 10) + ", " + strconv.FormatUint(inodes, 10) + " inodes)"
+	}
+	p.add(rMount, what, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u64(attr).u64(size).u64(inodes).str(target))
 }
 
 // Proc mounts a new procfs over target.

@@ -51,7 +51,7 @@ enum {
 	M_CLONE = 2,       /* u32 slot, u32 flags (MC_*), u64 set, u64 clr, str path */
 	M_ATTACH_ROOT = 3, /* u32 slot, str staging dir */
 	M_ATTACH = 4,      /* u32 slot, str target */
-	M_TMPFS = 5,       /* u32 mode, u32 uid, u32 gid, u64 attr, str target */
+	M_TMPFS = 5,       /* u32 mode, u32 uid, u32 gid, u64 attr, u64 size, u64 nr_inodes (0: default), str target */
 	M_PROC = 6,        /* u64 attr, str target */
 	M_DEVPTS = 7,      /* str target */
 	M_MKDIR = 8,       /* u32 mode, str path (parents created too) */

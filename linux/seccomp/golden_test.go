@@ -41,6 +41,7 @@ func TestFilterGolden(t *testing.T) {
 		{NoListen: true, NoMetadata: true, NoNamespaces: true}, {NoListen: true, NoMetadata: true, NoNamespaces: true, Notify: true},
 		{NoListen: true, NoNamespaces: true, Notify: true},
 		{NoListen: true, NoNamespaces: true, NotifyMetadata: true}, {NoListen: true, NoNamespaces: true, Notify: true, NotifyMetadata: true},
+		{NoListen: true, MemoryBound: 256 << 20}, {NoListen: true, MemoryBound: 256 << 20, Notify: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

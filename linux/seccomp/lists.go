@@ -59,6 +59,15 @@ type Options struct {
 	// governs none of them, the supervisor makes the change itself on the
 	// file it opened and checked (a broker), or refuses it.
 	NotifyMetadata bool
+	// MemoryBound, if not 0, is a memory limit held by an rlimit
+	// (RLIMIT_DATA, no cgroup), which counts neither a memfd's pages nor
+	// System V shared memory's: memfd_create and memfd_secret answer ENOSYS
+	// (programs fall back to a file, in a tmpfs moat bounds), msgget
+	// ENOSYS, and a shared memory segment or semaphore set that could,
+	// times the namespace's default count of them (4096 segments, 32,000
+	// sets), pass the bound is refused with EINVAL, as the kernel refuses
+	// one past its own maximum (found by an attack pass).
+	MemoryBound int64
 }
 
 // IsMetadata reports whether name is a call NotifyMetadata sends.
@@ -179,6 +188,24 @@ const setIDBits = unix.S_ISUID | unix.S_ISGID
 // openat2Nr is openat2's number (amd64 and arm64), for a libseccomp that
 // does not know it.
 const openat2Nr = 437
+
+// memfdSecretNr is memfd_secret's number (amd64 and arm64).
+const memfdSecretNr = 447
+
+// The kernel's defaults for a new IPC namespace: segments (SHMMNI) and
+// semaphore sets (SEMMNI); and what a semaphore costs it, about.
+const (
+	shmMNI   = 4096
+	semMNI   = 32000
+	semBytes = 64
+)
+
+// SysVBounds are the largest shared memory segment and semaphore set a
+// command under a memory bound may make (at least a page and one
+// semaphore).
+func SysVBounds(bound int64) (shmSize, semN uint64) {
+	return uint64(max(bound/shmMNI, 4096)), uint64(max(bound/(semMNI*semBytes), 1))
+}
 
 // modeArg returns the index of a syscall's mode argument (modeSyscalls).
 func modeArg(name string) (int, bool) {

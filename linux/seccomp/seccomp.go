@@ -30,7 +30,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata, b.denyOtherProcesses} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata, b.denyOtherProcesses, b.denyMemfd} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -124,6 +124,30 @@ func (b *builder) denySyscalls(Options) error {
 		}
 	}
 	return nil
+}
+
+// denyMemfd keeps anonymous memory files and System V IPC within a memory
+// bound an rlimit holds (MemoryBound).
+func (b *builder) denyMemfd(o Options) error {
+	if o.MemoryBound <= 0 {
+		return nil
+	}
+	enosys := lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))
+	einval := lsc.ActErrno.SetReturnCode(int16(unix.EINVAL))
+	if err := b.add("memfd_create", enosys); err != nil {
+		return err
+	}
+	if err := b.addNr("memfd_secret", memfdSecretNr, enosys); err != nil {
+		return err
+	}
+	if err := b.add("msgget", enosys); err != nil {
+		return err
+	}
+	shm, sem := SysVBounds(o.MemoryBound)
+	if err := b.add("shmget", einval, lsc.ScmpCondition{Argument: 1, Op: lsc.CompareGreater, Operand1: shm}); err != nil {
+		return err
+	}
+	return b.add("semget", einval, lsc.ScmpCondition{Argument: 1, Op: lsc.CompareGreater, Operand1: sem})
 }
 
 // denyArguments refuses syscalls by their arguments.
