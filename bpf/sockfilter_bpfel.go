@@ -52,6 +52,7 @@ const (
 	sockfilterMapAllowed         = "allowed"
 	sockfilterMapConfigs         = "configs"
 	sockfilterMapEvents          = "events"
+	sockfilterMapOwners          = "owners"
 	sockfilterProgMoatBind4      = "moat_bind4"
 	sockfilterProgMoatBind6      = "moat_bind6"
 	sockfilterProgMoatConnect4   = "moat_connect4"
@@ -122,6 +123,7 @@ type sockfilterMapSpecs struct {
 	Allowed *ebpf.MapSpec `ebpf:"allowed"`
 	Configs *ebpf.MapSpec `ebpf:"configs"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
+	Owners  *ebpf.MapSpec `ebpf:"owners"`
 }
 
 // sockfilterVariableSpecs contains global variables before they are loaded into the kernel.
@@ -156,6 +158,7 @@ type sockfilterMaps struct {
 	Allowed *ebpf.Map `ebpf:"allowed"`
 	Configs *ebpf.Map `ebpf:"configs"`
 	Events  *ebpf.Map `ebpf:"events"`
+	Owners  *ebpf.Map `ebpf:"owners"`
 }
 
 func (m *sockfilterMaps) Close() error {
@@ -163,6 +166,7 @@ func (m *sockfilterMaps) Close() error {
 		m.Allowed,
 		m.Configs,
 		m.Events,
+		m.Owners,
 	)
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -43,6 +44,18 @@ type observer struct {
 	// when the sandbox started); connect(2) comes here only when the
 	// broker is on.
 	unixAllow []allowedSock
+	// tcpPorts, if not nil, are the only ports a TCP socket may connect
+	// to (the no-namespace tier without eBPF, where Landlock holds TCP to
+	// the proxy's ports): a connect the broker makes for the command is
+	// the supervisor's own, which the command's Landlock domain does not
+	// govern, so the broker applies the same rule.
+	tcpPorts map[uint16]bool
+	// later counts the answers goroutines still owe (connects the broker
+	// makes for the command); closed says serve has returned. The last of
+	// them closes fd (an answer must never go to a reused descriptor).
+	laterMu sync.Mutex
+	later   int
+	closed  bool
 	// writes counts the filesystem-writing syscalls notified (attempted,
 	// refused or not): none at all means the command changed nothing on
 	// disk, which the kernel, not the command, vouches for.
@@ -81,8 +94,11 @@ type notifResp struct {
 	flags uint32
 }
 
+// errLater is handle's answer when a goroutine will send the answer.
+const errLater = unix.Errno(^uintptr(0))
+
 func (o *observer) serve() {
-	defer unix.Close(o.fd)
+	defer o.release()
 	// Each notification is a round trip the command waits on: keep this
 	// loop on one thread, and ask the kernel (6.6+) to wake it
 	// synchronously, on the notifying task's CPU.
@@ -108,6 +124,9 @@ func (o *observer) serve() {
 			return
 		}
 		errno, cont := o.handle(&n)
+		if errno == errLater {
+			continue
+		}
 		resp := notifResp{id: n.id}
 		if cont {
 			resp.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
@@ -116,6 +135,38 @@ func (o *observer) serve() {
 		}
 		_ = ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}
+}
+
+// release closes the notification descriptor once serve has returned and
+// no goroutine owes an answer on it.
+func (o *observer) release() {
+	o.laterMu.Lock()
+	o.closed = true
+	last := o.later == 0
+	o.laterMu.Unlock()
+	if last {
+		unix.Close(o.fd)
+	}
+}
+
+// answerLater runs f in a goroutine and sends the errno it returns as the
+// answer to notification id.
+func (o *observer) answerLater(id uint64, f func() unix.Errno) unix.Errno {
+	o.laterMu.Lock()
+	o.later++
+	o.laterMu.Unlock()
+	go func() {
+		errno := f()
+		o.laterMu.Lock()
+		defer o.laterMu.Unlock()
+		resp := notifResp{id: id, error: -int32(errno)}
+		_ = ioctlPtr(o.fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // (ENOENT: the caller is gone)
+		o.later--
+		if o.later == 0 && o.closed {
+			unix.Close(o.fd)
+		}
+	}()
+	return errLater
 }
 
 func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
@@ -553,9 +604,17 @@ func ioctlName(req uint64) string {
 // The decision rests on the socket the command holds (fetched with
 // pidfd_getfd) and on a path the supervisor read once: an allowed
 // connection is made by the supervisor itself, on that socket, to that
-// path, so the command cannot change the address after the check. Sockets
-// of other families continue in the kernel (the network namespace and the
-// proxy confine them).
+// path, so the command cannot change the address after the check.
+//
+// Sockets of other families are connected by the supervisor too, to the
+// address it read once, never let continue in the kernel: the kernel would
+// look the descriptor and the address up again, and another thread of the
+// command, which swapped a unix socket onto the descriptor in between
+// (dup2), had that socket connected to any path it named, past the
+// allow-list (found by an attack pass: the user's bus, docker.sock). The
+// socket is the command's, so its network namespace, its cgroup's eBPF
+// programs (which judge a socket the supervisor connects by the cgroup that
+// made it) and its O_NONBLOCK hold as they would have.
 func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 	pidfd, err := pidfdOf(int(n.pid))
 	if err != nil {
@@ -575,7 +634,7 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 		return unix.ENOTSOCK, false
 	}
 	if dom != unix.AF_UNIX {
-		return 0, true
+		return o.connectOther(n, sock)
 	}
 	path, abstract, ok := readSockaddrUnix(int(n.pid), n.args[1], n.args[2])
 	if !ok {
@@ -623,6 +682,71 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 		return unix.ECONNREFUSED, false
 	}
 	return 0, false
+}
+
+// connectOther connects the command's socket sock (not a unix one; this
+// process's copy of it) to the address the command named, as read once, in
+// a goroutine (a blocking connect waits for the peer).
+func (o *observer) connectOther(n *notif, sock int) (unix.Errno, bool) {
+	addr, errno := readSockaddr(int(n.pid), n.args[1], n.args[2])
+	if errno != 0 {
+		return errno, false
+	}
+	if errno := o.tcpAllowed(n, sock, addr); errno != 0 {
+		return errno, false
+	}
+	mine, err := unix.FcntlInt(uintptr(sock), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return unix.ENOMEM, false
+	}
+	if !o.idValid(n.id) {
+		unix.Close(mine)
+		return unix.EPERM, false
+	}
+	return o.answerLater(n.id, func() unix.Errno {
+		defer unix.Close(mine)
+		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(mine), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
+		return e
+	}), false
+}
+
+// tcpAllowed applies tcpPorts to a TCP socket's connect to addr.
+func (o *observer) tcpAllowed(n *notif, sock int, addr []byte) unix.Errno {
+	if o.tcpPorts == nil || len(addr) < 4 {
+		return 0
+	}
+	fam := int(addr[0]) | int(addr[1])<<8
+	if fam != unix.AF_INET && fam != unix.AF_INET6 {
+		return 0 // AF_UNSPEC disconnects; other families fail in the kernel
+	}
+	if proto, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_PROTOCOL); err != nil || proto != unix.IPPROTO_TCP {
+		return 0 // (Landlock confines TCP alone)
+	}
+	port := uint16(addr[2])<<8 | uint16(addr[3])
+	if o.tcpPorts[port] {
+		return 0
+	}
+	o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "network-connect-tcp", Target: "port " + strconv.Itoa(int(port)),
+		Rule: "TCP only to moat's proxy (no network namespace here)", Pid: int(n.pid)})
+	return unix.EACCES
+}
+
+// readSockaddr reads the address a connect(2) names (at most a
+// sockaddr_storage, as the kernel takes).
+func readSockaddr(pid int, addr, addrlen uint64) ([]byte, unix.Errno) {
+	if int64(int32(addrlen)) < 0 || addrlen > unix.SizeofSockaddrAny {
+		return nil, unix.EINVAL
+	}
+	if addrlen == 0 {
+		return nil, unix.EINVAL
+	}
+	buf := make([]byte, addrlen)
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	if n, err := unix.ProcessVMReadv(pid, local, remote, 0); err != nil || n != len(buf) {
+		return nil, unix.EFAULT
+	}
+	return buf, 0
 }
 
 // allowedSocket decides a connect(2) to the unix socket path abs (absolute,

@@ -275,6 +275,21 @@ func execFlags(argv0 string) uint32 {
 	return nsinit.ExecSearch
 }
 
+// landlockTCPPorts are the only ports TCP may connect to, where Landlock
+// holds that (the no-namespace tier without eBPF: the proxy's), or nil.
+// (With eBPF, the cgroup's programs confine every protocol and report what
+// they refuse; Landlock would refuse TCP first, silently.)
+func (ln *launcher) landlockTCPPorts() map[uint16]bool {
+	if !ln.nons || ln.kf != nil || landlockABI() < 4 || ln.net == nil {
+		return nil
+	}
+	ports := map[uint16]bool{}
+	for _, a := range ln.net.hostAddrs {
+		ports[a.Port()] = true
+	}
+	return ports
+}
+
 // landlock plans the Landlock ruleset: writes only where the policy allows
 // them (a second layer behind the mounts, the only one without them), TCP
 // binding only with allowLocalBinding, and in the no-namespace tier the
@@ -306,10 +321,7 @@ func (ln *launcher) landlock(p *nsinit.Plan) {
 		if len(readDirs) > 0 {
 			fsMask |= llReadFile | llReadDir
 		}
-		if abi >= 4 && ln.kf == nil {
-			// (With eBPF, the cgroup's programs confine every protocol and
-			// report what they refuse; Landlock would refuse TCP first,
-			// silently.)
+		if ln.landlockTCPPorts() != nil {
 			netMask |= llConnectTCP
 		}
 	}
@@ -326,10 +338,8 @@ func (ln *launcher) landlock(p *nsinit.Plan) {
 		for _, t := range readTrees {
 			p.LandlockPath(t, llReadFile|llReadDir, nsinit.LLOptional)
 		}
-		if netMask&llConnectTCP != 0 {
-			for _, a := range ln.net.hostAddrs {
-				p.LandlockPort(llConnectTCP, uint64(a.Port()))
-			}
+		for port := range ln.landlockTCPPorts() {
+			p.LandlockPort(llConnectTCP, uint64(port))
 		}
 	}
 	for _, f := range ln.fp.llFiles {

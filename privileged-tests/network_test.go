@@ -249,6 +249,44 @@ func TestUnixSocketAllowList(t *testing.T) {
 	}
 }
 
+// The broker never lets a connect(2) continue in the kernel: the kernel
+// would look the descriptor and the address up again, and another thread
+// swapped a unix socket onto the descriptor it had checked (an inet one) in
+// between, which the kernel then connected to any socket path, past the
+// allow-list (found by an attack pass: the user's bus, docker.sock). The
+// broker connects other sockets itself, to the address it read once: TCP
+// still works through it, and stays confined.
+func TestUnixSocketBrokerFdSwap(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	secret := filepath.Join(f.root, "secret.sock")
+	defer serveUnix(t, secret, "secret").Close()
+	allowed := "127.0.0.1:" + strconv.Itoa(s.allowed)
+	settings := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + strconv.Itoa(s.allowed)}, "allowUnixSockets": []string{s.unixPath}})
+	got := f.sandboxedWith(settings, "unix-fdswap", secret, "20000")
+	if got.escaped() {
+		t.Errorf("ESCAPE: a socket not in allowUnixSockets:\n%s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	if base := f.direct("unix-fdswap", secret, "20000"); !base.escaped() {
+		t.Errorf("without moat the socket must be reachable:\n%s", base.out)
+	}
+	// inet sockets are connected by the broker: the allowed host port
+	// works (moat.shareNetwork is off: through the proxy), a direct one
+	// does not.
+	if got := f.sandboxedWith(settings, "curl", "http://localhost:"+strconv.Itoa(s.allowed)+"/"); !got.escaped() {
+		t.Errorf("%s is allowed and must work with the broker on:\n%s", allowed, got.out)
+	}
+	if got := f.sandboxedWith(settings, "tcp", "127.0.0.1:"+strconv.Itoa(s.denied)); got.escaped() {
+		t.Errorf("ESCAPE: direct TCP with the unix broker on:\n%s", got.out)
+	}
+	if got := f.sandboxedWith(settings, "unix-thread", s.unixPath); !got.escaped() {
+		t.Errorf("the allowed socket must work:\n%s", got.out)
+	}
+}
+
 // An allowed socket path in a writable tree is no pointer: a symlink the
 // command puts there (or anywhere) leads the broker only to a socket the
 // policy allows, as the sandbox sees it. The broker used to resolve the

@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -168,6 +169,47 @@ func TestNoUsernsNetwork(t *testing.T) {
 	}
 	if base := f.direct(args...); !base.escaped() {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}
+
+// The unix-socket broker in the no-namespace tier: a swap of the
+// descriptor between the broker's check and the connect reached a socket in
+// a denyRead directory (found by an attack pass); and the TCP connects the
+// broker now makes itself (as the supervisor, which no Landlock domain
+// confines) still reach nothing but the proxy.
+func TestNoUsernsUnixBroker(t *testing.T) {
+	if landlockABI() < 4 && os.Geteuid() != 0 {
+		testutil.Unavailable(t, "Landlock ABI %d < 4 and no eBPF (not root): TCP cannot be confined", landlockABI())
+	}
+	f := makeFixture(t)
+	s := startServers(t, f.root)
+	hidden := filepath.Join(f.outside, "secretdir", "agent.sock")
+	defer serveUnix(t, hidden, "hidden").Close()
+	b, _ := json.Marshal(map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}, "allowUnixSockets": []string{s.unixPath}},
+		"filesystem": map[string]any{"denyRead": []string{filepath.Join(f.outside, "secretdir")}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
+	})
+	settings := filepath.Join(f.root, "nons-broker.json")
+	must(t, os.WriteFile(settings, b, 0o644))
+	run := func(args ...string) result {
+		return f.noUserns(moatBin, append([]string{"run", "--best-effort", "--settings", settings, "--", self}, args...)...)
+	}
+	if got := run("unix", s.unixPath); !got.escaped() {
+		t.Fatalf("the allowed socket must work:\n%s", got.out)
+	}
+	for _, args := range [][]string{
+		{"unix-fdswap", hidden, "20000"},
+		{"tcp", "127.0.0.1:" + strconv.Itoa(s.denied)},
+	} {
+		got := run(args...)
+		if got.escaped() {
+			t.Errorf("ESCAPE: %v under moat --best-effort:\n%s", args, got.out)
+		} else if !strings.Contains(got.out, "blocked:") {
+			t.Errorf("the attack did not run (exit %d):\n%s", got.code, got.out)
+		}
+		if base := f.direct(args...); !base.escaped() {
+			t.Errorf("%v must work without moat:\n%s", args, base.out)
+		}
 	}
 }
 

