@@ -306,3 +306,22 @@ func TestStdioPipeOneWay(t *testing.T) {
 		t.Errorf("without moat the line does not land in the pipe (the test cannot fail): %q", rest)
 	}
 }
+
+// moat run -n gives the command /dev/null on stdin (ssh -n): moat reads a
+// pipe on its stdin ahead of the command, so a while-read loop of moat runs
+// needs it to see every line.
+func TestRunNoStdin(t *testing.T) {
+	f := newFixture(t)
+	loop := func(flag string) string {
+		cmd := exec.Command("/bin/sh", "-c", `while read x; do "$0" run `+flag+` --settings "$1" -- /bin/sh -c 'read y && echo "command read $y"'; echo "loop read $x"; done`, moatBin, f.settings)
+		cmd.Dir, cmd.Env, cmd.Stdin = f.work, f.env(), strings.NewReader("a\nb\nc\n")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := loop("-n"); strings.Count(out, "loop read") != 3 || strings.Contains(out, "command read") {
+		t.Errorf("with -n the loop must read every line and the command none:\n%s", out)
+	}
+	if out := loop(""); strings.Count(out, "loop read") == 3 {
+		t.Errorf("without -n moat reads stdin ahead (this test shows what -n is for):\n%s", out)
+	}
+}

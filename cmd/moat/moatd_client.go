@@ -175,7 +175,16 @@ func daemonRun(ctx context.Context, cl *client.Client, f runFlags, argv []string
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	end, err := cl.RunAttached(ctx, req, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, sigs)
+	stdin := os.Stdin
+	if f.noStdin {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return &exitError{code: exitMoatError, err: err}
+		}
+		defer null.Close()
+		stdin = null
+	}
+	end, err := cl.RunAttached(ctx, req, [3]*os.File{stdin, os.Stdout, os.Stderr}, sigs)
 	if err != nil {
 		var ae *client.Error
 		if errors.As(err, &ae) {

@@ -38,6 +38,8 @@ type runFlags struct {
 	// srt without ~/.srt-settings.json: srt's own defaults, no project or
 	// user file of Claude Code's).
 	noDefaults bool
+	// noStdin: the command reads /dev/null (ssh -n).
+	noStdin bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -67,6 +69,7 @@ when the command cannot be executed / is not found.`,
 	fl.BoolVar(&f.bestEffort, "best-effort", false, "run with what can be enforced and report what was skipped, instead of refusing")
 	fl.StringArrayVarP(&f.write, "write", "w", nil, "also make `PATH` writable (repeatable)")
 	fl.BoolVar(&f.debug, "debug", false, "log what moat does on stderr")
+	fl.BoolVarP(&f.noStdin, "no-stdin", "n", false, "give the command /dev/null as its standard input (as ssh -n): moat reads a pipe on its stdin ahead of the command, so a while-read loop of moat runs needs this")
 	fl.IntVar(&f.controlFD, "control-fd", -1, "read network-list updates from descriptor `N` while the command runs (one srt settings document per line)")
 	fl.SetInterspersed(false)
 	return c
@@ -177,7 +180,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	for _, n := range policyNotes(pol) {
 		fmt.Fprintf(stderr, "moat: note: %s\n", n)
 	}
-	res, err := sandboxRun(inv, pol, argv, f.debug, stderr, control)
+	res, err := sandboxRun(inv, pol, argv, f.debug, f.noStdin, stderr, control)
 	if err != nil {
 		return runError(explainReserveError(pol, err))
 	}
@@ -200,7 +203,7 @@ func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 // sandboxRun wires the command line to runtime.Run: the caller's stdio and
 // signals, --control-fd lines parsed into network updates, --debug,
 // MOAT_TRACE.
-func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug bool, stderr io.Writer, control *os.File) (*runtime.Result, error) {
+func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug, noStdin bool, stderr io.Writer, control *os.File) (*runtime.Result, error) {
 	ctx := context.Background()
 	req := runtime.Request{Policy: pol, Argv: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if debug {
@@ -217,6 +220,14 @@ func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug bool, 
 		signal.Notify(sigs, forwardedSignals...)
 		defer signal.Stop(sigs)
 		req.Signals = sigs
+	}
+	if noStdin {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		defer null.Close()
+		req.Stdin = null
 	}
 	if control != nil {
 		name := control.Name()
