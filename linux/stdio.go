@@ -265,6 +265,9 @@ func (c *stdioCopy) wait() {
 
 // copyOut copies the command's output to the caller, counting progress.
 func (c *stdioCopy) copyOut(dst, src *os.File) {
+	if c.spliceOut(dst, src) {
+		return
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
@@ -280,6 +283,73 @@ func (c *stdioCopy) copyOut(dst, src *os.File) {
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// spliceOut moves the command's output from moat's pipe src to the
+// caller's dst inside the kernel (splice: pages move, no copy), counting
+// progress. It returns false, having moved nothing, where dst takes no
+// splice (a file open for appending): copyOut then copies.
+func (c *stdioCopy) spliceOut(dst, src *os.File) bool {
+	rc, err := src.SyscallConn()
+	if err != nil {
+		return false
+	}
+	dc, err := dst.SyscallConn()
+	if err != nil {
+		return false
+	}
+	// (dst is this copier's own descriptor, closed after copyOut: its
+	// number stays valid. Fd would put the caller's shared file in
+	// blocking mode.)
+	dfd := -1
+	if dc.Control(func(fd uintptr) { dfd = int(fd) }) != nil || dfd < 0 {
+		return false
+	}
+	moved := false
+	for {
+		var n int64
+		var serr error
+		eof := false
+		rerr := rc.Read(func(sfd uintptr) bool {
+			n, serr = unix.Splice(int(sfd), nil, dfd, nil, 1<<20, unix.SPLICE_F_NONBLOCK)
+			if serr != unix.EAGAIN {
+				return true
+			}
+			// The pipe empty, or dst (non-blocking) full; the kernel
+			// says EAGAIN for a full dst even when the pipe is at its
+			// end. Waiting for the pipe then would wait for an event
+			// that has come and gone.
+			avail, err := unix.IoctlGetInt(int(sfd), unix.TIOCINQ) // FIONREAD
+			if err != nil || avail > 0 {
+				return true // dst full: wait for it below
+			}
+			fds := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, 0); err == nil && fds[0].Revents&unix.POLLIN == 0 && fds[0].Revents&unix.POLLHUP != 0 {
+				eof = true // empty, and every writer gone
+				return true
+			}
+			if fds[0].Revents&unix.POLLIN != 0 {
+				serr = unix.EINTR // data came meanwhile: again
+				return true
+			}
+			return false // empty: wait for the pipe
+		})
+		switch {
+		case rerr != nil || eof:
+			return true
+		case serr == unix.EAGAIN:
+			fds := []unix.PollFd{{Fd: int32(dfd), Events: unix.POLLOUT}}
+			unix.Poll(fds, 1000)
+		case serr == unix.EINTR:
+		case serr != nil:
+			return moved || serr != unix.EINVAL // EINVAL first: no splice to dst
+		case n == 0:
+			return true // every writer of the pipe is gone
+		default:
+			moved = true
+			c.progress.Add(n)
 		}
 	}
 }
