@@ -98,6 +98,9 @@ type launcher struct {
 
 	observed atomic.Bool
 	writes   atomic.Int64
+	// killed: Kill ended the run (without a pid namespace init then exits
+	// without a word of the command, which had run).
+	killed atomic.Bool
 	closed   atomic.Bool
 
 	exe string // this moat binary (ssh's ProxyCommand inside)
@@ -669,11 +672,20 @@ func (ln *launcher) Wait() (*enforce.Exit, error) {
 	default:
 		// init ended without reporting the command: it was killed.
 		ws, _ := ln.cmd.ProcessState.Sys().(syscall.WaitStatus)
-		if !ws.Signaled() {
+		switch {
+		case ws.Signaled():
+			exit.Signal = ws.Signal()
+		case ln.killed.Load():
+			// Without a pid namespace Kill closes init's line to its
+			// supervisor: init kills the tree and exits, saying nothing
+			// of the command, which may well have run (the git audit
+			// must follow: found by an attack pass, a timeout let a
+			// planted core.fsmonitor stay).
+			exit.Signal = syscall.SIGKILL
+		default:
 			return nil, &enforce.SetupError{Step: "the sandbox's init exited without running the command"}
 		}
-		exit.Signal = ws.Signal()
-		exit.Code = 128 + int(ws.Signal())
+		exit.Code = 128 + int(exit.Signal)
 	}
 	return exit, nil
 }
@@ -702,6 +714,7 @@ func (ln *launcher) SyncNetwork(allowed []string) error {
 // without one, init sees its supervisor's end close and kills every
 // descendant itself.
 func (ln *launcher) Kill() error {
+	ln.killed.Store(true)
 	if ln.nons {
 		var err error
 		if cerr := ln.syncConn.Control(func(fd uintptr) { err = unix.Shutdown(int(fd), unix.SHUT_WR) }); cerr != nil {

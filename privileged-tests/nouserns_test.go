@@ -172,6 +172,43 @@ func TestNoUsernsNetwork(t *testing.T) {
 	}
 }
 
+// A run ended by its timeout is audited like any other. Without a pid
+// namespace, init learns of the kill by its supervisor's line closing and
+// exits without a word of the command: moat took that for a sandbox that
+// never ran the command, and skipped the git audit, so a planted
+// core.fsmonitor stayed for the user's next git status, outside any
+// sandbox (found by an attack pass).
+func TestNoUsernsTimeoutStillAudited(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testutil.Unavailable(t, "git is not installed")
+	}
+	f := makeFixture(t)
+	prog := filepath.Join(f.root, "pwn.sh")
+	mark := filepath.Join(f.root, "pwned")
+	must(t, os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+mark+"\nexit 1\n"), 0o755))
+	plant := filepath.Join(f.work, "plant")
+	script := `mkdir -p plant/.git/objects plant/.git/refs/heads && printf 'ref: refs/heads/main\n' > plant/.git/HEAD && printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "%s"\n' "` + prog + `" > plant/.git/config`
+	userGit := func() bool {
+		os.Remove(mark)
+		cmd := exec.Command("git", "status")
+		cmd.Dir, cmd.Env = plant, f.env()
+		cmd.Run()
+		_, err := os.Stat(mark)
+		return err == nil
+	}
+	if r := f.exec("/bin/sh", "-c", script); r.code != 0 || !userGit() {
+		t.Fatalf("without moat the planted repository must run the program on git status (exit %d):\n%s", r.code, r.out)
+	}
+	must(t, os.RemoveAll(plant))
+	got := f.noUserns(moatBin, "run", "--best-effort", "--timeout", "2s", "--settings", f.settings, "--", "/bin/sh", "-c", script+" && sleep 100")
+	if got.code != 124 {
+		t.Errorf("a run its timeout ended exits 124, got %d:\n%s", got.code, got.out)
+	}
+	if userGit() {
+		t.Errorf("ESCAPE: after a run its timeout ended, the user's git status ran the planted program:\n%s", got.out)
+	}
+}
+
 // The unix-socket broker in the no-namespace tier: a swap of the
 // descriptor between the broker's check and the connect reached a socket in
 // a denyRead directory (found by an attack pass); and the TCP connects the

@@ -126,6 +126,11 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}()
 	exit, timedOut, err := r.supervise(ctx, proc)
 	if err != nil {
+		// The command may have run before the sandbox failed: what it
+		// planted for the user's git goes all the same.
+		for _, w := range r.auditGit(proc.Footprint()) {
+			r.log.Warn(w)
+		}
 		return nil, err
 	}
 	r.trace("waited")
