@@ -209,6 +209,49 @@ func TestNoUsernsTimeoutStillAudited(t *testing.T) {
 	}
 }
 
+// A process tree that keeps forking dies with the run. Without a pid
+// namespace init killed its children round by round, and each round ended
+// one generation while the next forked again: moat returned after 21-39 s
+// and 200 processes stayed on the host, outside any sandbox, where they
+// could still write through descriptors they held (found by an attack
+// pass). init's kill(-1), in a Landlock signal scope of its own, ends the
+// tree at once and reaches nothing else.
+func TestNoUsernsForkingTreeDies(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		testutil.Unavailable(t, "perl is not installed")
+	}
+	if landlockABI() < 6 {
+		testutil.Unavailable(t, "Landlock ABI %d < 6: no signal scope, init's rounds remain", landlockABI())
+	}
+	f := makeFixture(t)
+	settings := f.limitSettings(map[string]any{"pids": 64})
+	if os.Geteuid() == 0 {
+		// Root ignores RLIMIT_NPROC: only the run's cgroup bounds the tree.
+		if p := f.noUserns(moatBin, "policy", "--settings", settings); !strings.Contains(p.out, "pids.max") {
+			testutil.Unavailable(t, "no pids cgroup bounds a root run here (the fork bomb would be unbounded):\n%s", p.out)
+		}
+	}
+	marker := "moat-hydra-" + testutil.SleepMarker(0)
+	// Every process forks again and again, whatever a refused fork says,
+	// up to 200 processes of this user (RLIMIT_NPROC, as a user; as root
+	// the run's pids cgroup holds it).
+	script := `$SIG{CHLD} = "IGNORE"; while (1) { fork }`
+	start := time.Now()
+	got := f.noUserns(moatBin, "run", "--best-effort", "--timeout", "2s", "--settings", settings, "--",
+		"/bin/bash", "-c", `ulimit -u 200 || exit 3; exec perl -e '`+script+`' `+marker)
+	took := time.Since(start)
+	time.Sleep(200 * time.Millisecond)
+	if pids := testutil.Procs("perl -e "+script+" "+marker, os.Getuid()); len(pids) > 0 {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		t.Errorf("ESCAPE: %d processes of the run outlived moat (it returned after %v)", len(pids), took.Round(time.Millisecond))
+	}
+	if got.code != 124 || took > 15*time.Second {
+		t.Errorf("the run must end by its timeout, at once: exit %d after %v\n%s", got.code, took.Round(time.Millisecond), got.out)
+	}
+}
+
 // The unix-socket broker in the no-namespace tier: a swap of the
 // descriptor between the broker's check and the connect reached a socket in
 // a denyRead directory (found by an attack pass); and the TCP connects the

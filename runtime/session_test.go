@@ -270,6 +270,53 @@ func TestSessionLimits(t *testing.T) {
 	}
 }
 
+// A command whose tree keeps forking ends whole when its timeout ends it,
+// and the session goes on. Its reaper killed child by child: each round
+// ended one generation while the next forked again, so such a tree
+// outlived the command (61 processes as root, 253 rootless, until the
+// session closed) and took the process limit from the next commands
+// (found by an attack pass). The reaper's kill(-1) in a signal scope of its
+// own ends it at once.
+func TestSessionKillEndsForkingTree(t *testing.T) {
+	pol, _ := testPolicy(t)
+	pol.Limits.Pids = 64
+	s := newTestSession(t, pol)
+	marker := "moat-hydra-" + testutil.SleepMarker(0)
+	// Every process forks again and again, whatever a refused fork says.
+	script := `$SIG{CHLD} = "IGNORE"; while (1) { fork; select(undef, undef, undef, 0.001) }`
+	type ran struct {
+		res *Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, _, err := sessionRun(t, s, Command{Argv: []string{"perl", "-e", script, marker}, Timeout: time.Second})
+		done <- ran{res, err}
+	}()
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the command's end did not come 29 s after its timeout: its tree kept forking (%d processes)", len(testutil.Procs("perl -e "+script+" "+marker, os.Getuid())))
+	}
+	res, err := r.res, r.err
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut {
+		t.Errorf("the forking tree must be ended by its timeout: %+v", res)
+	}
+	if pids := testutil.Procs("perl -e "+script+" "+marker, os.Getuid()); len(pids) > 0 {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		t.Fatalf("%d processes of the command outlived it", len(pids))
+	}
+	if res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "echo ok"}}); err != nil || res.ExitCode != 0 || out != "ok\n" {
+		t.Errorf("the session after the forking tree: %v %+v %q", err, res, out)
+	}
+}
+
 func hasViolation(res *Result, s string) bool {
 	for _, v := range res.Violations {
 		if strings.Contains(v.Line(), s) {
