@@ -884,10 +884,10 @@ func clone3Works() bool {
 }
 
 // seccompOptions are the variable parts of the command's filter.
-// memoryBound: the memory limit the settings set, where an rlimit holds it
-// (no cgroup), which does not count a memfd's pages nor System V IPC's;
-// 0 otherwise.
-func seccompOptions(pol *policy.Policy, nons bool, memoryBound int64) seccomp.Options {
+// memoryByRlimit: an rlimit holds the memory limit (no cgroup); memoryBound:
+// the limit the settings set, where an rlimit holds it, which does not
+// count a memfd's pages nor System V IPC's; 0 otherwise.
+func seccompOptions(pol *policy.Policy, nons, session, memoryByRlimit bool, memoryBound int64) seccomp.Options {
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
 	unixOK := broker || pol.Net.AllowAllUnixSockets
 	// No socket listens without allowLocalBinding where none may (no unix
@@ -904,7 +904,8 @@ func seccompOptions(pol *policy.Policy, nons bool, memoryBound int64) seccomp.Op
 	// for the command (metabroker.go): notified whether or not violations
 	// are reported (with moat.violations off nothing was checked).
 	brokerMeta := nons && os.Geteuid() != 0
-	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta, MemoryBound: memoryBound}
+	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta, MemoryBound: memoryBound,
+		NoGrowsDown: memoryByRlimit, Session: session && !nons}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

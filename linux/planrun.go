@@ -94,7 +94,7 @@ func (ln *launcher) makePlan() error {
 		ln.l.Planned(ln.Footprint())
 	}
 	ln.step("filesystem planned")
-	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.memoryBound()))
+	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.session, ln.memoryByRlimit(), ln.memoryBound()))
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,17 @@ func init() {
 				return "", fmt.Errorf("memfd_create: %w", err)
 			}
 			f = os.NewFile(uintptr(fd), "memfd")
+		case kind == "growsdown":
+			// A mapping the kernel counts as stack, not data
+			// (RLIMIT_DATA does not see it).
+			b, err := unix.Mmap(-1, 0, n<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_GROWSDOWN)
+			if err != nil {
+				return "", fmt.Errorf("mmap(MAP_GROWSDOWN): %w", err)
+			}
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			return fmt.Sprintf("stored %d MiB in a grows-down mapping", n), nil
 		case kind == "shm":
 			for i := 0; i < n; i++ {
 				id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 1<<20, unix.IPC_CREAT|0o600)

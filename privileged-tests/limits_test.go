@@ -96,6 +96,7 @@ func TestLimitMemoryStores(t *testing.T) {
 		{"dev-shm", "file:/dev/shm", "file:/dev/shm"},
 		{"memfd", "memfd", "memfd"},
 		{"sysv-shm", "shm", "shm"},
+		{"grows-down mapping", "growsdown", "growsdown"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := f.sandboxedWith(f.limitSettings(limits), "storefill", c.sandboxed, "512")

@@ -317,6 +317,27 @@ func TestSessionKillEndsForkingTree(t *testing.T) {
 	}
 }
 
+// A command cannot take the session's server (pid 2) its descriptors or
+// its CPU: it lowered the server's descriptor limit, and every later
+// command failed, "malformed request" (found by an attack pass). The
+// server's limits and priority are kept as init's are.
+func TestSessionServerKeepsItsLimits(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "prlimit --pid 2 --nofile=5:5 && echo LOWERED; renice -n 19 -p 2 >/dev/null && echo RENICED; grep 'open files' /proc/2/limits"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "LOWERED") || strings.Contains(out, "RENICED") {
+		t.Errorf("a command changed the session server's limits or priority (exit %d):\n%s", res.ExitCode, out)
+	}
+	for i := 0; i < 3; i++ {
+		if res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "echo ok"}}); err != nil || res.ExitCode != 0 || out != "ok\n" {
+			t.Fatalf("the session after a command tried to cripple its server: %v %+v %q", err, res, out)
+		}
+	}
+}
+
 func hasViolation(res *Result, s string) bool {
 	for _, v := range res.Violations {
 		if strings.Contains(v.Line(), s) {

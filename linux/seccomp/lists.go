@@ -68,6 +68,15 @@ type Options struct {
 	// sets), pass the bound is refused with EINVAL, as the kernel refuses
 	// one past its own maximum (found by an attack pass).
 	MemoryBound int64
+	// NoGrowsDown answers mmap with MAP_GROWSDOWN ENOMEM: where memory is
+	// an rlimit (RLIMIT_DATA), which counts such a mapping as stack, not
+	// data (512 MiB under a 64 MiB limit: found by an attack pass).
+	NoGrowsDown bool
+	// Session: the command runs in a session sandbox, whose server is pid
+	// 2: its limits, priority and CPUs are kept as init's are (a command
+	// lowered its descriptor limit, and every later command failed: found
+	// by an attack pass).
+	Session bool
 }
 
 // IsMetadata reports whether name is a call NotifyMetadata sends.

@@ -151,7 +151,7 @@ func (b *builder) denyMemfd(o Options) error {
 }
 
 // denyArguments refuses syscalls by their arguments.
-func (b *builder) denyArguments(Options) error {
+func (b *builder) denyArguments(o Options) error {
 	// clone3 keeps its flags in memory, out of seccomp's sight: ENOSYS
 	// makes libc fall back to clone, whose flags are checked below.
 	if err := b.add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
@@ -193,9 +193,15 @@ func (b *builder) denyArguments(Options) error {
 	// (prlimit --pid 1) or starve it (found by an attack pass). Landlock's
 	// scoping covers signals only. In the no-namespace tier pid 1 is the
 	// host's init.
-	for _, r := range processArgs {
-		if err := b.add(r.name, b.deny, masked(r.arg, 0xffffffff, 1)); err != nil {
-			return err
+	kept := []uint64{1}
+	if o.Session {
+		kept = append(kept, 2) // the session's server
+	}
+	for _, pid := range kept {
+		for _, r := range processArgs {
+			if err := b.add(r.name, b.deny, masked(r.arg, 0xffffffff, pid)); err != nil {
+				return err
+			}
 		}
 	}
 	// Every process of a uid (init's among them): renice -u, ionice -u.
@@ -210,7 +216,18 @@ func (b *builder) denyArguments(Options) error {
 	if err != nil {
 		return err
 	}
-	return b.add("prlimit64", b.deny, masked(0, 0xffffffff, 1), notNull)
+	for _, pid := range kept {
+		if err := b.add("prlimit64", b.deny, masked(0, 0xffffffff, pid), notNull); err != nil {
+			return err
+		}
+	}
+	if o.NoGrowsDown {
+		const mapGrowsDown = 0x100
+		if err := b.add("mmap", lsc.ActErrno.SetReturnCode(int16(unix.ENOMEM)), masked(3, mapGrowsDown, mapGrowsDown)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // processArgs are the calls that change another process's priority, CPUs
