@@ -101,7 +101,7 @@ type launcher struct {
 	// killed: Kill ended the run (without a pid namespace init then exits
 	// without a word of the command, which had run).
 	killed atomic.Bool
-	closed   atomic.Bool
+	closed atomic.Bool
 
 	exe string // this moat binary (ssh's ProxyCommand inside)
 
