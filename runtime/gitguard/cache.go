@@ -361,9 +361,13 @@ func (s *stats) lstat(p string) (os.FileInfo, error) {
 	return os.Lstat(p)
 }
 
-// prestat lstats every directory the cache knows, with a few goroutines.
-func prestat(c *walkCache) *stats {
-	if c == nil || len(c.dirs) < 256 {
+// prestat lstats every directory the cache knows, a few at a time, each
+// share through par (Options.Parallel: on a thread with the audit's own
+// credentials). Without par nothing is looked at ahead of the walk: a
+// goroutine of its own could lstat with other credentials than the
+// audit's. A share par could not run is left to the walk.
+func prestat(c *walkCache, par func(func()) error) *stats {
+	if c == nil || len(c.dirs) < 256 || par == nil {
 		return nil
 	}
 	paths := make([]string, 0, len(c.dirs))
@@ -371,6 +375,7 @@ func prestat(c *walkCache) *stats {
 		paths = append(paths, p)
 	}
 	res := make([]statResult, len(paths))
+	done := make([]bool, len(paths))
 	const workers = 4
 	var wg sync.WaitGroup
 	chunk := (len(paths) + workers - 1) / workers
@@ -379,16 +384,21 @@ func prestat(c *walkCache) *stats {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := lo; j < hi; j++ {
-				fi, err := os.Lstat(paths[j])
-				res[j] = statResult{fi, err}
-			}
+			_ = par(func() {
+				for j := lo; j < hi; j++ {
+					fi, err := os.Lstat(paths[j])
+					res[j] = statResult{fi, err}
+					done[j] = true
+				}
+			})
 		}()
 	}
 	wg.Wait()
 	s := &stats{m: make(map[string]statResult, len(paths))}
 	for i, p := range paths {
-		s.m[p] = res[i]
+		if done[i] {
+			s.m[p] = res[i]
+		}
 	}
 	return s
 }

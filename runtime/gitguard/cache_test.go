@@ -3,9 +3,13 @@ package gitguard
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // encoded is c as save writes it.
@@ -80,5 +84,82 @@ func TestCacheRejectsSlashedNames(t *testing.T) {
 				t.Errorf("a forged record is loaded (root %q, %d directories)", got.root, len(got.dirs))
 			}
 		})
+	}
+}
+
+// The directories a record knows are looked at ahead of the walk only
+// through Options.Parallel, on threads with the audit's credentials: a
+// goroutine of prestat's own ran on any thread of the process, with root's
+// credentials under moatd (whose audit runs on one thread with the
+// client's). Without the hook nothing is looked at ahead; a share the hook
+// could not run is left to the walk; an audit finds the same either way.
+func TestPrestatOnlyThroughTheHook(t *testing.T) {
+	dir := t.TempDir()
+	w := filepath.Join(dir, "w")
+	c := newCache(w)
+	for i := 0; i < 300; i++ {
+		p := filepath.Join(w, fmt.Sprintf("d%03d", i))
+		if i%2 == 0 {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.put(p, dirInfo{})
+	}
+	if s := prestat(c, nil); s != nil {
+		t.Fatalf("without the hook, prestat looked at %d paths on goroutines of its own", len(s.m))
+	}
+	// A hook that runs nothing: nothing was looked at (every lstat ahead
+	// of the walk is made by a share the hook ran).
+	if s := prestat(c, func(func()) error { return errors.New("no thread") }); s != nil && len(s.m) != 0 {
+		t.Fatalf("a hook that ran nothing, and yet %d paths were looked at", len(s.m))
+	}
+	var calls atomic.Int32
+	s := prestat(c, func(fn func()) error { calls.Add(1); fn(); return nil })
+	if s == nil || len(s.m) != 300 || calls.Load() == 0 {
+		t.Fatalf("through the hook (%d calls): %+v", calls.Load(), s)
+	}
+	for p, r := range s.m {
+		if _, err := os.Lstat(p); (err == nil) != (r.err == nil) {
+			t.Errorf("%s: prestat says %v, lstat %v", p, r.err, err)
+		}
+	}
+	var n atomic.Int32
+	s = prestat(c, func(fn func()) error {
+		if n.Add(1) == 1 {
+			return errors.New("no thread")
+		}
+		fn()
+		return nil
+	})
+	if s == nil || len(s.m) != 300-75 {
+		t.Fatalf("one share of four refused: %+v (want %d entries)", s, 300-75)
+	}
+
+	// A warm audit goes through the hook, and finds what it finds without.
+	for i := 0; i < 300; i++ {
+		os.MkdirAll(filepath.Join(w, fmt.Sprintf("e%03d", i)), 0o755)
+	}
+	opts := Options{Roots: []string{w}, Home: filepath.Join(dir, "home"), Since: time.Now(),
+		QuarantineDir: filepath.Join(dir, "q"), CacheDir: filepath.Join(dir, "cache")}
+	if _, err := Audit(opts); err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	opts.Parallel = func(fn func()) error { calls.Add(1); fn(); return nil }
+	with, err := Audit(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() == 0 {
+		t.Error("a warm audit of 451 directories made no call of Options.Parallel")
+	}
+	opts.Parallel = nil
+	without, err := Audit(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.Dirs != without.Dirs || with.Read != without.Read || len(with.Findings)+len(without.Findings) != 0 || len(with.Incomplete)+len(without.Incomplete) != 0 {
+		t.Errorf("with the hook: %+v; without: %+v", with, without)
 	}
 }
