@@ -17,9 +17,10 @@ import (
 
 // Daemon makes a Server serve many users (moat daemon, moatd): any user
 // may connect, each request acts for the user the kernel says is at the
-// other end of the connection (SO_PEERCRED, SO_PEERGROUPS), every session belongs to the
-// user who opened it and is invisible to every other (404 on every route),
-// and every session's sandbox runs as its owner (enforce.Launch.As).
+// other end of the connection (SO_PEERCRED, SO_PEERGROUPS), every session
+// belongs to the user who opened it and is invisible to every other (404
+// on every route), and every session's sandbox runs as its owner, with the
+// client's own groups (enforce.Launch.As).
 type Daemon struct {
 	// PolicyFor returns the policy of a user's session in cwd (absolute,
 	// already checked to be a directory the user can use): the user's

@@ -169,9 +169,12 @@ func peerGroups(c net.Conn) ([]int, error) {
 				n = int(size / 4)
 				continue
 			}
-			if e != 0 {
+			switch {
+			case e != 0:
 				gerr = e
-			} else {
+			case int(size/4) > n:
+				gerr = fmt.Errorf("%d bytes for %d groups", size, n)
+			default:
 				gids = buf[:size/4]
 			}
 			return
