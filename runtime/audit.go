@@ -75,10 +75,19 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 			home = h
 		}
 		opts.Home = home
+		// Every thread of this process has its credentials.
+		opts.Parallel = func(fn func()) error { fn(); return nil }
 		rep, err = gitguard.Audit(opts)
 	} else {
 		opts.QuarantineDir = filepath.Join(as.Home, ".local", "state", "moat", "quarantine")
 		opts.CacheDir = filepath.Join(as.Home, ".local", "state", "moat", "cache")
+		// What the audit does on threads of its own is done with the
+		// client's credentials too: root's lstat ahead of the walk, of
+		// paths the client's record names, told the client what exists
+		// where only root may look (found by an attack pass).
+		opts.Parallel = func(fn func()) error {
+			return ascred.Do(as.Uid, as.Gid, as.Groups, func() error { fn(); return nil })
+		}
 		err = ascred.Do(as.Uid, as.Gid, as.Groups, func() error {
 			if h, err := filepath.EvalSymlinks(home); err == nil {
 				home = h

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 				done(false)
 				continue
 			}
-			id, err := identityOfUID(w.As)
+			id, err := identityOfUID(w.As, w.AsGroups)
 			if err != nil {
 				warns = append(warns, fmt.Sprintf("git audit of a killed run (uid %d) not done: %v", w.As, err))
 				done(false)
@@ -77,25 +78,23 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 	return vs, warns
 }
 
-// identityOfUID is a user's identity from the user database.
-func identityOfUID(uid int) (*enforce.Identity, error) {
+// identityOfUID is the identity a killed run's sandbox had: the uid's home
+// and name from the user database, its gid and groups (the gid first) as
+// its announcement recorded them, the client's own. An announcement
+// without them (an older moatd's) gets the database's primary group alone:
+// never more groups than the sandbox had.
+func identityOfUID(uid int, groups []int) (*enforce.Identity, error) {
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
 		return nil, err
 	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return nil, err
+	id := &enforce.Identity{Uid: uid, Home: filepath.Clean(u.HomeDir), Name: u.Username}
+	if len(groups) > 0 {
+		id.Gid, id.Groups = groups[0], slices.Clone(groups[1:])
+		return id, nil
 	}
-	id := &enforce.Identity{Uid: uid, Gid: gid, Home: filepath.Clean(u.HomeDir), Name: u.Username}
-	gids, err := u.GroupIds()
-	if err != nil {
+	if id.Gid, err = strconv.Atoi(u.Gid); err != nil {
 		return nil, err
-	}
-	for _, g := range gids {
-		if n, err := strconv.Atoi(g); err == nil {
-			id.Groups = append(id.Groups, n)
-		}
 	}
 	return id, nil
 }
@@ -108,6 +107,16 @@ func announcedUID(as *enforce.Identity) int {
 		return 0
 	}
 	return as.Uid
+}
+
+// announcedGroups are the gid and then the groups a client's run records
+// with its uid (nil for this process's own user): the audit of a killed
+// run is made with them.
+func announcedGroups(as *enforce.Identity) []int {
+	if as == nil {
+		return nil
+	}
+	return append([]int{as.Gid}, as.Groups...)
 }
 
 // unsettledSince is when the earliest live sandbox that can write roots

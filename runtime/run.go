@@ -310,7 +310,7 @@ func (r *run) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As)})
+	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
 	if err != nil {
 		r.log.Debug("announce", "err", err)
 		return

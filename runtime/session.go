@@ -187,7 +187,7 @@ func (s *Session) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As)})
+	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
 	if err != nil {
 		s.log.Debug("announce", "err", err)
 		return

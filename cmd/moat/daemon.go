@@ -50,7 +50,8 @@ func newDaemonCmd() *cobra.Command {
 root, it serves the local API (docs/API.md) on a unix socket (mode 0660,
 group --group) to every user who can reach it. Each request acts for the user
 the kernel names (SO_PEERCRED), sessions belong to that user and are invisible
-to others, and every sandbox runs as that user: the daemon does only what
+to others, and every sandbox runs as that user, with the calling process's own
+gid and groups (SO_PEERGROUPS): the daemon does only what
 needs root (the eBPF network filter and its violation reports, cgroup limits).
 
 Each user's policy is /etc/moat/users.d/USER.json (root-owned; default.json

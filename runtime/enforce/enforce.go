@@ -148,8 +148,10 @@ type Launch struct {
 }
 
 // Identity is a user a root supervisor runs a sandbox as (Launch.As): the
-// ids come from the kernel (the client socket's SO_PEERCRED and the
-// password database), never from a request body.
+// ids come from the kernel (the client socket's SO_PEERCRED and
+// SO_PEERGROUPS: the client process's own gid and groups, never more than
+// it has), the home and name from the password database, never from a
+// request body.
 type Identity struct {
 	Uid, Gid int
 	// Groups are the supplementary groups (the primary one may be among

@@ -61,6 +61,19 @@ type Options struct {
 	CacheDir string
 	// MaxDirs bounds the directories one audit visits (0: DefaultMaxDirs).
 	MaxDirs int
+	// Parallel, if set, runs fn on an OS thread whose file-system
+	// credentials are those of the goroutine that called Audit, and
+	// returns once fn has returned (an error: fn did not run). A warm
+	// audit lstats the directories its record knows ahead of the walk, a
+	// few at a time, through it. Nil: the walk lstats each directory when
+	// it reaches it, on the calling goroutine. Goroutines of the audit's
+	// own would run on any thread of the process: where the caller's
+	// thread has other credentials than the process (moatd audits a
+	// client's trees on a thread with the client's), they would lstat as
+	// the process (root), and the walk would go by root's answers for
+	// paths the record names (found by an attack pass: an oracle of what
+	// exists where only root may look).
+	Parallel func(fn func()) error
 	// Unsettled, if set, is when the earliest sandbox still running that
 	// can write the roots began (another run, or another command of the
 	// same session). What changed since then may still be that sandbox's
@@ -330,7 +343,7 @@ func (a *auditor) walkRoot(root string) error {
 	a.next = next
 	// The directories the cache knows are looked at a few at a time: the
 	// lstat calls are what a warm audit costs.
-	pre := prestat(a.cache)
+	pre := prestat(a.cache, a.o.Parallel)
 	type item struct {
 		dir     string
 		fresh   bool   // put where it is during the run, with all it holds

@@ -34,7 +34,8 @@ func BenchmarkAuditWarm(b *testing.B) {
 		}
 	}
 	opts := Options{Roots: []string{w}, Home: filepath.Join(root, "home"),
-		QuarantineDir: filepath.Join(root, "q"), CacheDir: filepath.Join(root, "cache")}
+		QuarantineDir: filepath.Join(root, "q"), CacheDir: filepath.Join(root, "cache"),
+		Parallel: func(fn func()) error { fn(); return nil }} // as moat's own audit
 	opts.Since = time.Now()
 	if _, err := Audit(opts); err != nil { // the record
 		b.Fatal(err)

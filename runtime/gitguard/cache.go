@@ -243,6 +243,27 @@ func (c *walkCache) encode(w *bufio.Writer) {
 
 var errCache = errors.New("bad cache")
 
+// cleanAbs reports a clean absolute path.
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// entryName reports the name of one directory entry.
+func entryName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00")
+}
+
+// decodeCache reads a record of the walk. Under moatd the record is the
+// client's own file (in its state directory), which it can write as it
+// likes: the walk joins a directory's path and its subdirectories' names
+// and goes by what the record says of the result, so a name with a "/"
+// (through a symlink, or ".." out of the tree) made the walk, and root's
+// lstat ahead of it, look at any path of the host (found by an attack
+// pass). decodeCache takes only what readDirInfo and the walk make: a
+// clean absolute root, directories under it by their clean paths, and
+// names of single entries; anything else is no record at all. (Where
+// pointer files led is only compared with where they lead now, never
+// looked at.)
 func decodeCache(r *bufio.Reader) (*walkCache, error) {
 	magic := make([]byte, len(cacheMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != cacheMagic {
@@ -259,7 +280,7 @@ func decodeCache(r *bufio.Reader) (*walkCache, error) {
 		return string(b), err
 	}
 	root, err := s()
-	if err != nil || !filepath.IsAbs(root) {
+	if err != nil || !cleanAbs(root) {
 		return nil, errCache
 	}
 	c := newCache(root)
@@ -295,12 +316,16 @@ func decodeCache(r *bufio.Reader) (*walkCache, error) {
 		}
 		for k := uint64(0); k < ns; k++ {
 			name, err := s()
-			if err != nil {
+			if err != nil || !entryName(name) {
 				return nil, errCache
 			}
 			d.subdirs = append(d.subdirs, name)
 		}
-		c.dirs[root+rel] = d
+		dir := root + rel
+		if !cleanAbs(dir) || !within(dir, root) {
+			return nil, errCache
+		}
+		c.dirs[dir] = d
 	}
 	nr, err := u()
 	if err != nil || nr > 1<<20 {
@@ -336,9 +361,13 @@ func (s *stats) lstat(p string) (os.FileInfo, error) {
 	return os.Lstat(p)
 }
 
-// prestat lstats every directory the cache knows, with a few goroutines.
-func prestat(c *walkCache) *stats {
-	if c == nil || len(c.dirs) < 256 {
+// prestat lstats every directory the cache knows, a few at a time, each
+// share through par (Options.Parallel: on a thread with the audit's own
+// credentials). Without par nothing is looked at ahead of the walk: a
+// goroutine of its own could lstat with other credentials than the
+// audit's. A share par could not run is left to the walk.
+func prestat(c *walkCache, par func(func()) error) *stats {
+	if c == nil || len(c.dirs) < 256 || par == nil {
 		return nil
 	}
 	paths := make([]string, 0, len(c.dirs))
@@ -346,6 +375,7 @@ func prestat(c *walkCache) *stats {
 		paths = append(paths, p)
 	}
 	res := make([]statResult, len(paths))
+	done := make([]bool, len(paths))
 	const workers = 4
 	var wg sync.WaitGroup
 	chunk := (len(paths) + workers - 1) / workers
@@ -354,16 +384,21 @@ func prestat(c *walkCache) *stats {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := lo; j < hi; j++ {
-				fi, err := os.Lstat(paths[j])
-				res[j] = statResult{fi, err}
-			}
+			_ = par(func() {
+				for j := lo; j < hi; j++ {
+					fi, err := os.Lstat(paths[j])
+					res[j] = statResult{fi, err}
+					done[j] = true
+				}
+			})
 		}()
 	}
 	wg.Wait()
 	s := &stats{m: make(map[string]statResult, len(paths))}
 	for i, p := range paths {
-		s.m[p] = res[i]
+		if done[i] {
+			s.m[p] = res[i]
+		}
 	}
 	return s
 }

@@ -33,6 +33,10 @@ type Writer struct {
 	// As is the uid the sandbox ran as when it is not this process's
 	// (moatd: a client's); -1 or 0 when it is.
 	As int
+	// AsGroups are, with As, the gid and then the supplementary groups the
+	// sandbox ran with (the client's own, when it connected); empty in an
+	// announcement of an older moat, which did not record them.
+	AsGroups []int
 	// Dead: the run ended without withdrawing its announcement (it was
 	// killed): its sandbox could write Roots from Since on, and no audit
 	// looked at them.
@@ -79,6 +83,13 @@ func Announce(dir, id string, w Writer) (*os.File, error) {
 	fmt.Fprintf(&b, "S %d\n", w.Since.UnixNano())
 	if w.As > 0 {
 		fmt.Fprintf(&b, "U %d\n", w.As)
+		if len(w.AsGroups) > 0 {
+			b.WriteString("G")
+			for _, g := range w.AsGroups {
+				fmt.Fprintf(&b, " %d", g)
+			}
+			b.WriteString("\n")
+		}
 	}
 	for _, r := range w.Roots {
 		fmt.Fprintf(&b, "W %s\n", hex.EncodeToString([]byte(r)))
@@ -195,6 +206,15 @@ func readAnnouncement(file string) (Writer, bool) {
 				return Writer{}, false
 			}
 			w.As = uid
+		case "G":
+			w.AsGroups = nil
+			for _, f := range strings.Fields(v) {
+				g, err := strconv.Atoi(f)
+				if err != nil || g < 0 {
+					return Writer{}, false
+				}
+				w.AsGroups = append(w.AsGroups, g)
+			}
 		case "W", "R":
 			b, err := hex.DecodeString(v)
 			if err != nil || !cleanAbs(string(b)) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,10 @@ import (
 
 // Daemon makes a Server serve many users (moat daemon, moatd): any user
 // may connect, each request acts for the user the kernel says is at the
-// other end of the connection (SO_PEERCRED), every session belongs to the
-// user who opened it and is invisible to every other (404 on every route),
-// and every session's sandbox runs as its owner (enforce.Launch.As).
+// other end of the connection (SO_PEERCRED, SO_PEERGROUPS), every session
+// belongs to the user who opened it and is invisible to every other (404
+// on every route), and every session's sandbox runs as its owner, with the
+// client's own groups (enforce.Launch.As).
 type Daemon struct {
 	// PolicyFor returns the policy of a user's session in cwd (absolute,
 	// already checked to be a directory the user can use): the user's
@@ -47,13 +49,19 @@ type Daemon struct {
 	PATH string
 }
 
-// Peer is who is at the other end of a connection, from the kernel.
+// Peer is who is at the other end of a connection, from the kernel: its
+// process's effective uid and gid and its supplementary groups when it
+// connected (SO_PEERCRED, SO_PEERGROUPS), and its pid.
 type Peer struct {
 	Uid, Gid, Pid int
+	Groups        []int
 }
 
-// identityOf is the user of a daemon peer: uid from the kernel, groups and
-// home from the user database. Root is not served: it runs moat itself.
+// identityOf is the user of a daemon peer: uid, gid and groups from the
+// kernel (the peer's own, never more: a process its launcher started with
+// fewer groups than the user database lists gets a sandbox with no more
+// than it has), home and name from the user database. Root is not served:
+// it runs moat itself.
 func identityOf(p *Peer) (*enforce.Identity, error) {
 	if p == nil {
 		return nil, fmt.Errorf("the connection's peer is unknown")
@@ -65,22 +73,7 @@ func identityOf(p *Peer) (*enforce.Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uid %d is not in the user database: %v", p.Uid, err)
 	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return nil, fmt.Errorf("user %s: primary group %q: %v", u.Username, u.Gid, err)
-	}
-	id := &enforce.Identity{Uid: p.Uid, Gid: gid, Home: filepath.Clean(u.HomeDir), Name: u.Username}
-	gids, err := u.GroupIds()
-	if err != nil {
-		return nil, fmt.Errorf("user %s: groups: %v", u.Username, err)
-	}
-	for _, g := range gids {
-		n, err := strconv.Atoi(g)
-		if err != nil {
-			return nil, fmt.Errorf("user %s: group %q: %v", u.Username, g, err)
-		}
-		id.Groups = append(id.Groups, n)
-	}
+	id := &enforce.Identity{Uid: p.Uid, Gid: p.Gid, Groups: slices.Clone(p.Groups), Home: filepath.Clean(u.HomeDir), Name: u.Username}
 	if !filepath.IsAbs(id.Home) {
 		return nil, fmt.Errorf("user %s has no absolute home directory (%q)", u.Username, u.HomeDir)
 	}

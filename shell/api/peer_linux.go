@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -140,8 +142,59 @@ func peerCred(c net.Conn) (*syscall.Ucred, error) {
 	return cred, nil
 }
 
+// peerGroups returns the supplementary groups of a unix socket's peer
+// when it connected (SO_PEERGROUPS: Linux 4.13 on), as SO_PEERCRED has
+// its uid and gid.
+func peerGroups(c net.Conn) ([]int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("not a unix socket (%T): the API answers only on unix sockets", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		gids []uint32
+		gerr error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		// Too small a buffer gets ERANGE and the size needed.
+		for n := 64; ; {
+			buf := make([]uint32, n)
+			size := uint32(4 * n)
+			_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_PEERGROUPS, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&size)), 0)
+			runtime.KeepAlive(buf)
+			if e == unix.ERANGE && int(size/4) > n && n < 1<<17 {
+				n = int(size / 4)
+				continue
+			}
+			switch {
+			case e != 0:
+				gerr = e
+			case int(size/4) > n:
+				gerr = fmt.Errorf("%d bytes for %d groups", size, n)
+			default:
+				gids = buf[:size/4]
+			}
+			return
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if gerr != nil {
+		return nil, fmt.Errorf("SO_PEERGROUPS (the peer's groups): %w", gerr)
+	}
+	out := make([]int, len(gids))
+	for i, g := range gids {
+		out[i] = int(g)
+	}
+	return out, nil
+}
+
 // checkDaemonPeer reads who connected to the daemon from the kernel
-// (SO_PEERCRED; SO_PEERPIDFD where the kernel has it, so that the process
+// (SO_PEERCRED and SO_PEERGROUPS: its uid, gid and groups when it
+// connected; SO_PEERPIDFD where the kernel has it, so that the process
 // whose namespaces are checked is the peer and not a process that reused
 // its pid). Any user may connect (the socket's mode and group decide who
 // can), but only from the host's own user and mount namespaces (those of
@@ -160,6 +213,14 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	p := &Peer{Uid: int(cred.Uid), Gid: int(cred.Gid), Pid: int(cred.Pid)}
 	if cred.Pid <= 0 {
 		return p, errors.New("the peer's process is not visible from the daemon's PID namespace")
+	}
+	// The peer's groups are those its process had when it connected, as
+	// its gid is: a process started with fewer groups than the user
+	// database lists (setpriv --clear-groups, a service manager's
+	// SupplementaryGroups, a CI runner) got a sandbox with all of them
+	// (found by an attack pass).
+	if p.Groups, err = peerGroups(c); err != nil {
+		return p, err
 	}
 	pidfd := peerPidfd(c)
 	if pidfd >= 0 {
