@@ -887,7 +887,7 @@ func clone3Works() bool {
 // memoryByRlimit: an rlimit holds the memory limit (no cgroup); memoryBound:
 // the limit the settings set, where an rlimit holds it, which does not
 // count a memfd's pages nor System V IPC's; 0 otherwise.
-func seccompOptions(pol *policy.Policy, nons, session, memoryByRlimit bool, memoryBound int64) seccomp.Options {
+func seccompOptions(pol *policy.Policy, nons, session, memoryByRlimit, landlockTCP bool, memoryBound int64) seccomp.Options {
 	broker := len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets
 	unixOK := broker || pol.Net.AllowAllUnixSockets
 	// No socket listens without allowLocalBinding where none may (no unix
@@ -905,7 +905,7 @@ func seccompOptions(pol *policy.Policy, nons, session, memoryByRlimit bool, memo
 	// are reported (with moat.violations off nothing was checked).
 	brokerMeta := nons && os.Geteuid() != 0
 	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta, MemoryBound: memoryBound,
-		NoGrowsDown: memoryByRlimit, Session: session && !nons}
+		NoGrowsDown: memoryByRlimit, Session: session && !nons, NoFastOpen: landlockTCP}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

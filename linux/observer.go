@@ -734,7 +734,8 @@ func (o *observer) tcpAllowed(n *notif, sock int, addr []byte) unix.Errno {
 // readSockaddr reads the address a connect(2) names (at most a
 // sockaddr_storage, as the kernel takes).
 func readSockaddr(pid int, addr, addrlen uint64) ([]byte, unix.Errno) {
-	if int64(int32(addrlen)) < 0 || addrlen > unix.SizeofSockaddrAny {
+	const sizeofSockaddrStorage = 128 // what the kernel takes (x/sys's RawSockaddrAny is 112)
+	if int64(int32(addrlen)) < 0 || addrlen > sizeofSockaddrStorage {
 		return nil, unix.EINVAL
 	}
 	if addrlen == 0 {

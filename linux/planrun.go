@@ -94,7 +94,7 @@ func (ln *launcher) makePlan() error {
 		ln.l.Planned(ln.Footprint())
 	}
 	ln.step("filesystem planned")
-	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.session, ln.memoryByRlimit(), ln.memoryBound()))
+	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.session, ln.memoryByRlimit(), ln.landlockTCP(), ln.memoryBound()))
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func execFlags(argv0 string) uint32 {
 // (With eBPF, the cgroup's programs confine every protocol and report what
 // they refuse; Landlock would refuse TCP first, silently.)
 func (ln *launcher) landlockTCPPorts() map[uint16]bool {
-	if !ln.nons || ln.kf != nil || landlockABI() < 4 || ln.net == nil {
+	if !ln.landlockTCP() || ln.net == nil {
 		return nil
 	}
 	ports := map[uint16]bool{}
@@ -288,6 +288,11 @@ func (ln *launcher) landlockTCPPorts() map[uint16]bool {
 		ports[a.Port()] = true
 	}
 	return ports
+}
+
+// landlockTCP: Landlock alone confines TCP (to the proxy's ports).
+func (ln *launcher) landlockTCP() bool {
+	return ln.nons && ln.kf == nil && landlockABI() >= 4
 }
 
 // landlock plans the Landlock ruleset: writes only where the policy allows

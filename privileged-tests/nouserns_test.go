@@ -293,6 +293,32 @@ func TestNoUsernsUnixBroker(t *testing.T) {
 	}
 }
 
+// TCP Fast Open (a send with MSG_FASTOPEN) makes a connection without
+// connect(2), which is all Landlock's TCP rule sees: rootless in this tier
+// it reached any port of the host's loopback (found by an attack pass).
+// seccomp refuses it where Landlock alone confines TCP; as root the eBPF
+// layer judges it as a connect.
+func TestNoUsernsTCPFastOpen(t *testing.T) {
+	if landlockABI() < 4 && os.Geteuid() != 0 {
+		testutil.Unavailable(t, "Landlock ABI %d < 4 and no eBPF (not root): TCP cannot be confined", landlockABI())
+	}
+	f := makeFixture(t)
+	s := startServers(t, f.root)
+	target := "127.0.0.1:" + strconv.Itoa(s.denied)
+	for _, how := range []string{"sendto", "sendmsg"} {
+		args := []string{"tcp-fastopen", target, how}
+		got := f.bestEffort(args...)
+		if got.escaped() {
+			t.Errorf("ESCAPE: %s with MSG_FASTOPEN reached a host port under moat --best-effort:\n%s", how, got.out)
+		} else if !strings.Contains(got.out, "blocked:") {
+			t.Errorf("the attack did not run (exit %d):\n%s", got.code, got.out)
+		}
+		if base := f.direct(args...); !base.escaped() {
+			t.Errorf("%s with MSG_FASTOPEN must reach the port without moat:\n%s", how, base.out)
+		}
+	}
+}
+
 // Every process the command starts dies with it (no pid namespace: init
 // is a subreaper and kills what is left).
 func TestNoUsernsNoDaemon(t *testing.T) {

@@ -4,6 +4,7 @@ package privtests
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -72,5 +73,39 @@ func init() {
 			unix.Close(inf)
 		}
 		return "", fmt.Errorf("neither a plain connect nor %d swaps reached %s", tries, target)
+	}
+}
+
+func init() {
+	// tcp-fastopen ADDR sendto|sendmsg: a TCP connection made by a Fast
+	// Open send (MSG_FASTOPEN), not by connect(2); escapes when the
+	// listener at ADDR answers.
+	attacks["tcp-fastopen"] = func(a []string) (string, error) {
+		ap, err := netip.ParseAddrPort(a[0])
+		if err != nil {
+			return "", err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}
+		req := []byte("GET / HTTP/1.0\r\n\r\n")
+		if len(a) > 1 && a[1] == "sendmsg" {
+			err = unix.Sendmsg(fd, req, nil, sa, unix.MSG_FASTOPEN)
+		} else {
+			err = unix.Sendto(fd, req, unix.MSG_FASTOPEN, sa)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s(MSG_FASTOPEN): %w", a[len(a)-1], err)
+		}
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 3})
+		buf := make([]byte, 64)
+		n, err := unix.Read(fd, buf)
+		if n <= 0 {
+			return "", fmt.Errorf("no answer: %v", err)
+		}
+		return fmt.Sprintf("reached %s: %q", a[0], buf[:n]), nil
 	}
 }

@@ -43,6 +43,7 @@ func TestFilterGolden(t *testing.T) {
 		{NoListen: true, NoNamespaces: true, NotifyMetadata: true}, {NoListen: true, NoNamespaces: true, Notify: true, NotifyMetadata: true},
 		{NoListen: true, MemoryBound: 256 << 20}, {NoListen: true, MemoryBound: 256 << 20, Notify: true},
 		{NoListen: true, NoGrowsDown: true}, {NoListen: true, Session: true}, {NoListen: true, Session: true, NoGrowsDown: true, Notify: true},
+		{NoListen: true, NoNamespaces: true, NotifyMetadata: true, NoFastOpen: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

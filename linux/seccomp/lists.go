@@ -72,6 +72,11 @@ type Options struct {
 	// an rlimit (RLIMIT_DATA), which counts such a mapping as stack, not
 	// data (512 MiB under a 64 MiB limit: found by an attack pass).
 	NoGrowsDown bool
+	// NoFastOpen refuses sendto, sendmsg and sendmmsg with MSG_FASTOPEN:
+	// where Landlock alone confines TCP (the no-namespace tier without
+	// eBPF), which sees connect(2) and not the connect a Fast Open send
+	// makes (any port was reached: found by an attack pass).
+	NoFastOpen bool
 	// Session: the command runs in a session sandbox, whose server is pid
 	// 2: its limits, priority and CPUs are kept as init's are (a command
 	// lowered its descriptor limit, and every later command failed: found

@@ -221,6 +221,17 @@ func (b *builder) denyArguments(o Options) error {
 			return err
 		}
 	}
+	if o.NoFastOpen {
+		const msgFastOpen = 0x20000000
+		for _, r := range []struct {
+			name string
+			arg  uint
+		}{{"sendto", 3}, {"sendmsg", 2}, {"sendmmsg", 3}} {
+			if err := b.add(r.name, b.deny, masked(r.arg, msgFastOpen, msgFastOpen)); err != nil {
+				return err
+			}
+		}
+	}
 	if o.NoGrowsDown {
 		const mapGrowsDown = 0x100
 		if err := b.add("mmap", lsc.ActErrno.SetReturnCode(int16(unix.ENOMEM)), masked(3, mapGrowsDown, mapGrowsDown)); err != nil {
