@@ -462,6 +462,14 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 	}
 	if eff.Memory > 0 && !lm.holds("memory") {
 		p.Rlimit(unix.RLIMIT_DATA, uint64(eff.Memory), uint64(eff.Memory))
+		// The main stack is not data either: with its soft limit raised
+		// to an unlimited hard one it grew to 512 MiB under 64 (found by
+		// an attack pass). It gets no more than the limit.
+		var st unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_STACK, &st) == nil {
+			lim := uint64(eff.Memory)
+			p.Rlimit(unix.RLIMIT_STACK, min(st.Cur, lim), min(st.Max, lim))
+		}
 		if nons {
 			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitMemory, Reason: "the memory limit beyond each process's own (no mount or IPC namespace: the host's /tmp, /dev/shm and System V shared memory are not counted)"})
 		}

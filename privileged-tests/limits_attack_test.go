@@ -103,6 +103,20 @@ func init() {
 				return "", fmt.Errorf("memfd_create: %w", err)
 			}
 			f = os.NewFile(uintptr(fd), "memfd")
+		case kind == "stack":
+			// The main stack is not data: it grows by page faults up to
+			// RLIMIT_STACK, whose soft limit the process may raise to
+			// the hard one. (Growing it for real needs C recursion.)
+			var r unix.Rlimit
+			unix.Getrlimit(unix.RLIMIT_STACK, &r)
+			r.Cur = r.Max
+			if err := unix.Setrlimit(unix.RLIMIT_STACK, &r); err != nil {
+				return "", fmt.Errorf("raise the stack limit: %w", err)
+			}
+			if r.Max != unix.RLIM_INFINITY && r.Max < uint64(n)<<20 {
+				return "", fmt.Errorf("the stack may grow to %d MiB only", r.Max>>20)
+			}
+			return fmt.Sprintf("the stack may grow past %d MiB", n), nil
 		case kind == "growsdown":
 			// A mapping the kernel counts as stack, not data
 			// (RLIMIT_DATA does not see it).
