@@ -314,7 +314,9 @@ func TestMCPHTTP(t *testing.T) {
 }
 
 // moat mcp --http unix:PATH: the socket is this user's only (0600) and
-// serves the streamable client; the socket is removed at the end.
+// serves the streamable client; the socket, the path given, is hidden from
+// the server's own sandbox (its temporary bind name was hidden instead:
+// found by an attack pass), and removed at the end.
 func TestMCPUnixSocket(t *testing.T) {
 	tr := mcpTree(t)
 	sock := filepath.Join(filepath.Dir(tr.dir), "mcp.sock")
@@ -335,6 +337,11 @@ func TestMCPUnixSocket(t *testing.T) {
 	}
 	if r, _, txt := mcpCall(t, cs, "bash", map[string]any{"command": "echo over a socket"}); r.IsError || !strings.Contains(txt, "over a socket") {
 		t.Errorf("echo over the socket: %q", txt)
+	}
+	// The socket, the path given, is hidden from the server's own sandbox
+	// (the temporary name it was bound to was hidden instead).
+	if _, m, txt := mcpCall(t, cs, "bash", map[string]any{"command": "test -S " + sock}); m["exit_code"] != float64(1) {
+		t.Errorf("the server's own socket is there in its sandbox: %v %q", m["exit_code"], txt)
 	}
 	cs.Close()
 	// A command of another sandbox that may reach unix sockets is refused
