@@ -128,7 +128,20 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	mux.Handle("/mcp/", handler)
-	hs := &http.Server{Handler: loopbackOnly(mux, sock != ""), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = mux
+	if sock != "" {
+		// The peer's checks read /proc, where Landlock leaves no trace: a
+		// request must show this process's proof too (client.ProofHeader,
+		// as moat serve's routes), which a Landlock-confined caller cannot
+		// read (a root one without no_new_privs, or any when this server
+		// runs under no_new_privs, passed the peer's checks and had its
+		// commands run outside its domain: found by an attack pass).
+		var err error
+		if h, err = api.RequireProof(mux); err != nil {
+			return &exitError{code: exitMoatError, err: fmt.Errorf("--http %s: %w", f.http, err)}
+		}
+	}
+	hs := &http.Server{Handler: loopbackOnly(h, sock != ""), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "moat: MCP over streamable HTTP at %s\n", where)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(lis) }()
