@@ -74,33 +74,37 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 		return usageError("moat mcp decides each command itself (ask becomes a question to the user): --gate does not apply")
 	}
 	var lis net.Listener
-	var where string
+	var where, sock string
 	if f.http != "" {
 		// Listen before the sandbox is set up: a bad or busy address fails
 		// at once.
-		if _, _, err := parseMCPAddr(f.http); err != nil {
+		network, address, err := parseMCPAddr(f.http)
+		if err != nil {
 			return usageError("--http %s: %v", f.http, err)
 		}
-		var err error
+		if network == "unix" {
+			sock = address
+		}
 		if lis, where, err = listenMCP(f.http); err != nil {
 			return &exitError{code: exitMoatError, err: fmt.Errorf("--http %s: %w", f.http, err)}
 		}
-		defer func() {
-			lis.Close()
-			if lis.Addr().Network() == "unix" {
-				os.Remove(lis.Addr().String())
-			}
-		}()
+		// Closing a listener of api.Listen removes the socket (the path
+		// given, if it is still this socket's: not one another server
+		// made there since).
+		defer lis.Close()
 	}
 	ctx, stop := interrupted()
 	defer stop()
 	var hide []string
-	if lis != nil && lis.Addr().Network() == "unix" {
-		// Its own socket is hidden from its sandbox (as moat serve's), and
-		// only a peer of this user in these namespaces, confined as this
-		// process is, is served: a command of another, narrower sandbox
-		// ran its commands under this policy and answered its own asks.
-		hide = append(hide, lis.Addr().String())
+	if sock != "" {
+		// Its own socket, the path given (the listener's address is the
+		// name it was bound to first, in a temporary directory that is
+		// gone already), is hidden from its sandbox (as moat serve's),
+		// and only a peer of this user in these namespaces, confined as
+		// this process is, is served: a command of another, narrower
+		// sandbox ran its commands under this policy and answered its own
+		// asks.
+		hide = append(hide, sock)
 		lis = api.PeerChecked(lis)
 	}
 	e, err := openShell(ctx, &f.sessionFlags, cmd.ErrOrStderr(), hide...)
@@ -124,7 +128,20 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	mux.Handle("/mcp/", handler)
-	hs := &http.Server{Handler: loopbackOnly(mux, lis.Addr().Network() == "unix"), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = mux
+	if sock != "" {
+		// The peer's checks read /proc, where Landlock leaves no trace: a
+		// request must show this process's proof too (client.ProofHeader,
+		// as moat serve's routes), which a Landlock-confined caller cannot
+		// read (a root one without no_new_privs, or any when this server
+		// runs under no_new_privs, passed the peer's checks and had its
+		// commands run outside its domain: found by an attack pass).
+		var err error
+		if h, err = api.RequireProof(mux); err != nil {
+			return &exitError{code: exitMoatError, err: fmt.Errorf("--http %s: %w", f.http, err)}
+		}
+	}
+	hs := &http.Server{Handler: loopbackOnly(h, sock != ""), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "moat: MCP over streamable HTTP at %s\n", where)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(lis) }()

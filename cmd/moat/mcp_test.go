@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
 // mcpTree is a tree whose settings (Claude Code's format) deny rm.
@@ -191,7 +192,15 @@ func TestMCPReadsTheUsersSettings(t *testing.T) {
 // startHTTP starts moat mcp --http addr and returns the URL it serves.
 func startHTTP(t *testing.T, tr tree, addr string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(moatBin(t), "mcp", "--settings", tr.settings, "--http", addr)
+	return startHTTPVia(t, tr, nil, "--http", addr)
+}
+
+// startHTTPVia is startHTTP with moat mcp's arguments after --settings,
+// started by a wrapper command (pre: setpriv ...), if any.
+func startHTTPVia(t *testing.T, tr tree, pre []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	argv := append(append(append([]string(nil), pre...), moatBin(t), "mcp", "--settings", tr.settings), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = tr.dir, tr.env()
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -314,7 +323,10 @@ func TestMCPHTTP(t *testing.T) {
 }
 
 // moat mcp --http unix:PATH: the socket is this user's only (0600) and
-// serves the streamable client; the socket is removed at the end.
+// serves the streamable client that shows the server's proof (moat's Go
+// client does; one that does not is refused); the socket, the path given,
+// is hidden from the server's own sandbox (its temporary bind name was
+// hidden instead: found by an attack pass), and removed at the end.
 func TestMCPUnixSocket(t *testing.T) {
 	tr := mcpTree(t)
 	sock := filepath.Join(filepath.Dir(tr.dir), "mcp.sock")
@@ -326,17 +338,42 @@ func TestMCPUnixSocket(t *testing.T) {
 	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the socket's mode is %v, want a 0600 socket", fi.Mode())
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	cs, err := mcpClient("").Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://localhost/mcp", HTTPClient: hc}, nil)
+	// moat's Go client's HTTP client shows the server's proof by itself.
+	cs, err := mcpClient("").Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://localhost/mcp", HTTPClient: client.New(sock).HTTP}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r, _, txt := mcpCall(t, cs, "bash", map[string]any{"command": "echo over a socket"}); r.IsError || !strings.Contains(txt, "over a socket") {
 		t.Errorf("echo over the socket: %q", txt)
 	}
+	// The socket, the path given, is hidden from the server's own sandbox
+	// (the temporary name it was bound to was hidden instead).
+	if _, m, txt := mcpCall(t, cs, "bash", map[string]any{"command": "test -S " + sock}); m["exit_code"] != float64(1) {
+		t.Errorf("the server's own socket is there in its sandbox: %v %q", m["exit_code"], txt)
+	}
 	cs.Close()
+	// A client without the proof (HTTP on the socket as is) is refused:
+	// the peer checks do not see Landlock (TestServerProofLandlockCaller).
+	plain := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	if _, err := mcpClient("").Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://localhost/mcp", HTTPClient: plain}, nil); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("a client without the proof: %v, want Forbidden", err)
+	}
+	plain.CloseIdleConnections()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := client.Proof(c)
+	c.Close()
+	if proof == "" {
+		t.Fatal("the server shows no proof to its own user")
+	}
+	// moat proof prints it, for clients of one's own (curl).
+	if out := tr.moat(t, "", tr.env(), "proof", "unix:"+sock); out.code != 0 || strings.TrimSpace(out.stdout) != proof {
+		t.Errorf("moat proof unix:%s: %d %q %q, want %s", sock, out.code, out.stdout, out.stderr, proof)
+	}
 	// A command of another sandbox that may reach unix sockets is refused
 	// (it ran its commands under this server's policy and answered its own
 	// asks: found by an attack pass); the same request from this user's
@@ -348,12 +385,14 @@ func TestMCPUnixSocket(t *testing.T) {
 	})
 	initReq := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"x","version":"1"}}}`
 	curl := []string{"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock, "-X", "POST", "http://localhost/mcp",
-		"-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream", "-d", initReq}
+		"-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream", "-H", client.ProofHeader + ": " + proof, "-d", initReq}
 	if _, err := exec.LookPath("curl"); err == nil {
 		direct, _ := exec.Command(curl[0], curl[1:]...).Output()
 		if string(direct) != "200" {
 			t.Fatalf("the host's own request: %q, want 200", direct)
 		}
+		// Even with the proof, a command of another sandbox is refused (the
+		// peer checks: other namespaces).
 		out := tr.moat(t, "", tr.env(), append([]string{"run", "--settings", unixOK, "--"}, curl...)...)
 		if strings.HasPrefix(out.stdout, "2") {
 			t.Errorf("ESCAPE: a command of another sandbox was served by moat mcp (%d): %q %q", out.code, out.stdout, out.stderr)

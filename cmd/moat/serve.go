@@ -45,6 +45,11 @@ it.
   moat serve --socket /var/tmp/moat.sock &
   curl --unix-socket /var/tmp/moat.sock http://moat/v1/health
 
+Every request but the health check must show the server's proof, the
+header X-Moat-Proof, which only a process that may inspect the server (not
+one confined by Landlock) can read: moat's Go client (shell/api/client)
+sends it; moat proof SOCKET prints it for other clients.
+
 Every session is a session sandbox with the policy of --settings (a session
 may add existing writable paths); every command runs in it. --gate is the
 sessions' default gate and the loosest one they may ask for.

@@ -6,12 +6,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -20,6 +24,7 @@ import (
 	"time"
 	"unsafe"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
@@ -44,8 +49,16 @@ func startServe(t *testing.T, tr tree, env []string, extra ...string) (sock stri
 // startServeCmd is startServe, with the server's process.
 func startServeCmd(t *testing.T, tr tree, env []string, extra ...string) (sock string, log *lockedBuffer, cmd *exec.Cmd) {
 	t.Helper()
+	return startServeVia(t, tr, env, nil, extra...)
+}
+
+// startServeVia is startServeCmd with the server started by a wrapper
+// command (pre: setpriv ...), if any.
+func startServeVia(t *testing.T, tr tree, env, pre []string, extra ...string) (sock string, log *lockedBuffer, cmd *exec.Cmd) {
+	t.Helper()
 	sock = filepath.Join(filepath.Dir(tr.dir), "api.sock")
-	cmd = exec.Command(moatBin(t), append([]string{"serve", "--debug", "--socket", sock, "--settings", tr.settings}, extra...)...)
+	args := append(append(append([]string(nil), pre...), moatBin(t), "serve", "--debug", "--socket", sock, "--settings", tr.settings), extra...)
+	cmd = exec.Command(args[0], args[1:]...)
 	cmd.Dir, cmd.Env = "/", env
 	log = &lockedBuffer{b: &bytes.Buffer{}}
 	cmd.Stderr = log
@@ -58,8 +71,12 @@ func startServeCmd(t *testing.T, tr tree, env []string, extra ...string) (sock s
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		if h, err := c.Health(ctx); err == nil && h.Status == "ok" {
+		h, err := c.Health(ctx)
+		if err == nil && h.Status == "ok" {
 			return sock, log, cmd
+		}
+		if ae := (*client.Error)(nil); pre != nil && errors.As(err, &ae) && ae.Status == 403 {
+			return sock, log, cmd // it answers, if not this process (confined otherwise by pre)
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("moat serve never answered:\n%s", log.String())
@@ -361,6 +378,11 @@ func (tr tree) moatVia(t *testing.T, env, pre []string, args ...string) runOut {
 // (Landlock sets no_new_privs), in the server's user and mount namespaces.
 const landlockEnv = "MOAT_TEST_LANDLOCK_WRITE"
 
+// landlockNoNNPEnv, set with landlockEnv, applies the Landlock domain
+// without no_new_privs, which root may (CAP_SYS_ADMIN): then nothing in
+// /proc shows the confinement.
+const landlockNoNNPEnv = "MOAT_TEST_LANDLOCK_NO_NNP"
+
 func init() {
 	dirs := os.Getenv(landlockEnv)
 	if dirs == "" {
@@ -398,8 +420,10 @@ func init() {
 		}
 		unix.Close(df)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		os.Exit(2)
+	if os.Getenv(landlockNoNNPEnv) == "" {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			os.Exit(2)
+		}
 	}
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
 		os.Stderr.WriteString("landlock helper: restrict: " + e.Error() + "\n")
@@ -407,7 +431,7 @@ func init() {
 	}
 	env := []string{}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, landlockEnv+"=") {
+		if !strings.HasPrefix(kv, landlockEnv+"=") && !strings.HasPrefix(kv, landlockNoNNPEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -467,9 +491,12 @@ func TestServerRunConfinedCaller(t *testing.T) {
 	}
 	// The same through a session of the API: the confined caller is
 	// refused at the door (403), the unconfined one gets the write.
-	session := `id=$(curl -s --unix-socket ` + sock + ` -X POST http://moat/v1/sessions -d '{"write":["` + target + `"]}' | sed -n 's/.*"id":"\([^"]*\)".*/\1/p'); ` +
+	// (The server's proof, which every route asks for, is read as any
+	// client reads it: from the server's /proc/PID/fd.)
+	session := `P=$(ls -l /proc/` + strconv.Itoa(server.Process.Pid) + `/fd 2>/dev/null | sed -n 's/.*moat-serve-proof-\([0-9a-f]*\).*/\1/p'); ` +
+		`id=$(curl -s --unix-socket ` + sock + ` -H "X-Moat-Proof: $P" -X POST http://moat/v1/sessions -d '{"write":["` + target + `"]}' | sed -n 's/.*"id":"\([^"]*\)".*/\1/p'); ` +
 		`[ -n "$id" ] || { echo no session; exit 1; }; ` +
-		`curl -s --unix-socket ` + sock + ` -X POST "http://moat/v1/sessions/$id/commands?stream=false" -d '{"command":"echo x > ` + plant + `"}'`
+		`curl -s --unix-socket ` + sock + ` -H "X-Moat-Proof: $P" -X POST "http://moat/v1/sessions/$id/commands?stream=false" -d '{"command":"echo x > ` + plant + `"}'`
 	out, err := exec.Command("sh", "-c", session).CombinedOutput()
 	if _, serr := os.Stat(plant); serr != nil {
 		t.Fatalf("the unconfined session did not write: %v %s %v", err, out, serr)
@@ -511,6 +538,211 @@ func TestServerRunConfinedCaller(t *testing.T) {
 		if _, serr := os.Stat(plant); serr == nil {
 			t.Fatal("the Landlock stand-in does not confine: the attack proves nothing")
 		}
+	}
+}
+
+// apiAttackEnv, set (JSON: apiAttack), makes this test binary a client of
+// moat serve and of moat mcp's unix socket that asks each to write a file
+// in Target: through a session, POST /v1/run and the bash tool. It uses
+// moat's Go client, which shows the servers' proof when it can read it,
+// prints one line per route ("session: served", "run: refused: ...") and
+// exits.
+const apiAttackEnv = "MOAT_TEST_API_ATTACK"
+
+type apiAttack struct{ Serve, MCP, Target string }
+
+func init() {
+	spec := os.Getenv(apiAttackEnv)
+	if spec == "" || os.Getenv(landlockEnv) != "" {
+		return // not asked, or the Landlock helper's to run first
+	}
+	var a apiAttack
+	if err := json.Unmarshal([]byte(spec), &a); err != nil {
+		fmt.Println("bad", apiAttackEnv, err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	report := func(route string, err error) {
+		if err != nil {
+			fmt.Printf("%s: refused: %v\n", route, strings.ReplaceAll(err.Error(), "\n", " "))
+		} else {
+			fmt.Printf("%s: served\n", route)
+		}
+	}
+	c := client.New(a.Serve)
+	s, err := c.CreateSession(ctx, client.SessionRequest{Write: []string{a.Target}})
+	if err == nil {
+		var ev client.Event
+		if ev, err = c.RunWait(ctx, s.ID, client.CommandRequest{Command: "echo x > " + a.Target + "/by-session"}); err == nil && ev.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", ev.ExitCode, ev.Output)
+		}
+	}
+	report("session", err)
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	end, err := c.RunAttached(ctx, client.RunRequest{Argv: []string{"sh", "-c", "echo x > " + a.Target + "/by-run"},
+		Env: []string{"PATH=/usr/bin:/bin"}, Write: []string{a.Target}}, [3]*os.File{null, null, null}, nil)
+	if err == nil && end.ExitCode != 0 {
+		err = fmt.Errorf("exit %d: %s", end.ExitCode, end.Error)
+	}
+	report("run", err)
+	// The MCP client says only "Forbidden": an initialize of its own
+	// first, for the server's reason.
+	hc := client.New(a.MCP).HTTP
+	initReq := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://localhost/mcp", strings.NewReader(initReq))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := hc.Do(req); err != nil {
+		report("mcp", err)
+		os.Exit(0)
+	} else if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 {
+		report("mcp", fmt.Errorf("%s: %s", resp.Status, b))
+		os.Exit(0)
+	}
+	mc := sdk.NewClient(&sdk.Implementation{Name: "moat-attack", Version: "1"}, nil)
+	cs, err := mc.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://localhost/mcp", HTTPClient: hc}, nil)
+	if err == nil {
+		var r *sdk.CallToolResult
+		if r, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo x > " + a.Target + "/by-mcp"}}); err == nil && r.IsError {
+			err = fmt.Errorf("the tool failed: %+v", r.Content)
+		}
+		cs.Close()
+	}
+	report("mcp", err)
+	os.Exit(0)
+}
+
+// TestServerProofLandlockCaller: a process confined by Landlock that
+// nothing in /proc shows (root, which may enter a domain without
+// no_new_privs; or any user when the servers themselves run under
+// no_new_privs, as in a container with no-new-privileges or a systemd unit
+// with NoNewPrivileges=) passes every peer check of moat serve and of moat
+// mcp --http unix:, and had them write, through a session, POST /v1/run
+// and the bash tool, where its domain forbids it (found by an attack
+// pass). Every such request must show the server's proof, which such a
+// process cannot read: refused (403), nothing written. The same requests
+// from the same process unconfined are served: the routes are there and
+// only the proof closes them.
+func TestServerProofLandlockCaller(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		testutil.Unavailable(t, "no setpriv (util-linux)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nnp := []string{setpriv, "--no-new-privs"}
+	for _, tc := range []struct {
+		name string
+		// servers: what starts the servers; caller: what starts the
+		// unconfined caller (confined as the servers are).
+		servers, caller []string
+		// noNNP: the Landlock domain is applied without no_new_privs.
+		noNNP bool
+	}{
+		{name: "root without no_new_privs", noNNP: true},
+		{name: "servers under no_new_privs", servers: nnp, caller: nnp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.noNNP {
+				testutil.RequireRoot(t) // Landlock without no_new_privs needs CAP_SYS_ADMIN
+			}
+			tr := newTree(t)
+			base := tr.env("MOAT_DAEMON=off")
+			target := filepath.Join(filepath.Dir(tr.dir), "target")
+			if err := os.Mkdir(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// Nothing writable but what the requests add (target): the
+			// servers' working directories ("/" for moat serve) stay
+			// read-only.
+			writeJSON(t, tr.settings, map[string]any{
+				"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+				"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{}, "denyWrite": []string{}},
+			})
+			sock, log, _ := startServeVia(t, tr, base, tc.servers, "--gate", "off")
+			mcpSock := filepath.Join(filepath.Dir(tr.dir), "mcp.sock")
+			startHTTPVia(t, tr, tc.servers, "--mode", "bypassPermissions", "--write", target, "--http", "unix:"+mcpSock)
+			spec, _ := json.Marshal(apiAttack{Serve: sock, MCP: mcpSock, Target: target})
+			env := append(append([]string(nil), base...), apiAttackEnv+"="+string(spec))
+			files := []string{"by-session", "by-run", "by-mcp"}
+
+			// Unconfined (as the servers are): served, the files written.
+			cmd := exec.Command(self)
+			if tc.caller != nil {
+				cmd = exec.Command(tc.caller[0], append(tc.caller[1:], self)...)
+			}
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.Count(string(out), ": served") != 3 {
+				t.Fatalf("the unconfined caller: %v\n%s\n%s", err, out, log.String())
+			}
+			for _, f := range files {
+				if err := os.Remove(filepath.Join(target, f)); err != nil {
+					t.Errorf("the unconfined caller's %s: %v", f, err)
+				}
+			}
+
+			// Confined by Landlock (writes in the tree and /dev only):
+			// refused for want of the proof, nothing written.
+			confined := append(append([]string(nil), env...), landlockEnv+"="+tr.dir+":/dev")
+			if tc.noNNP {
+				confined = append(confined, landlockNoNNPEnv+"=1")
+			}
+			cmd = exec.Command(self, "--", self)
+			cmd.Env = confined
+			out, _ = cmd.CombinedOutput()
+			if strings.Contains(string(out), "landlock helper") {
+				t.Fatalf("the confinement did not apply: %s", out)
+			}
+			t.Logf("the confined caller:\n%s", out)
+			for _, route := range []string{"session", "run", "mcp"} {
+				line := regexp.MustCompile(`(?m)^` + route + `: .*$`).FindString(string(out))
+				if !strings.HasPrefix(line, route+": refused") || !strings.Contains(line, "403") && !strings.Contains(line, "Forbidden") {
+					t.Errorf("ESCAPE? a Landlock-confined caller through %s: %q, want refused (403)", route, line)
+				}
+				if strings.HasPrefix(line, route+": refused") && !strings.Contains(line, "proof") {
+					t.Errorf("%s: refused for another reason than the proof (%q): the peer checks should have let this caller through", route, line)
+				}
+			}
+			for _, f := range files {
+				if _, err := os.Stat(filepath.Join(target, f)); err == nil {
+					t.Errorf("ESCAPE: a Landlock-confined caller wrote %s outside its domain through the server:\n%s", f, out)
+				}
+			}
+
+			// Nor does moat proof read it there (it does unconfined).
+			for _, s := range []string{sock, "unix:" + mcpSock} {
+				cmd = exec.Command(self, "--", moatBin(t), "proof", s)
+				cmd.Env = confined
+				if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "landlock helper") {
+					t.Errorf("moat proof %s in the Landlock domain: %v %s", s, err, out)
+				}
+				cmd = exec.Command(moatBin(t), "proof", s)
+				if tc.caller != nil {
+					cmd = exec.Command(tc.caller[0], append(tc.caller[1:], moatBin(t), "proof", s)...)
+				}
+				cmd.Env = base
+				if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) != 32 {
+					t.Errorf("moat proof %s unconfined: %v %s", s, err, out)
+				}
+			}
+
+			// The domain holds without the servers: a direct write fails.
+			direct := filepath.Join(target, "direct")
+			cmd = exec.Command(self, "--", "/bin/sh", "-c", "echo x > "+direct)
+			cmd.Env = confined
+			cmd.Run()
+			if _, err := os.Stat(direct); err == nil {
+				t.Fatal("the Landlock stand-in does not confine: the attack proves nothing")
+			}
+		})
 	}
 }
 

@@ -717,7 +717,7 @@ func TestStalledStreamHoldsNothing(t *testing.T) {
 		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
 	}
 	body := fmt.Sprintf(`{"command":"sleep %s & yes | head -c 3000000; wait","timeout_ms":1500}`, marker)
-	fmt.Fprintf(conn, "POST /v1/sessions/%s/commands HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", s.ID, len(body), body)
+	fmt.Fprintf(conn, "POST /v1/sessions/%s/commands HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s", s.ID, client.ProofHeader, serverProof(t), len(body), body)
 	// Never read: the stream backs up. The command must still end by its
 	// timeout (it runs first: its sleep is there).
 	deadline := time.Now().Add(time.Minute)

@@ -73,9 +73,9 @@ func (s *Server) cliRun(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.CLIRun == nil || s.cfg.Daemon != nil {
 		return errorf(http.StatusNotFound, "", "POST /v1/cli/run is served by moat serve only (not by moatd): run moat yourself")
 	}
-	if !s.cliProof.valid(r.Header.Get(client.CLIProofHeader)) {
-		return errorf(http.StatusForbidden, "", "the caller did not show the server's proof (%s: the name of a memfd of the server's, read from /proc/PID/fd): a process that may not inspect the server, such as one confined by Landlock, gets no moat run from it", client.CLIProofHeader)
-	}
+	// The server's proof (client.ProofHeader) was checked before the
+	// route (ServeHTTP): a process that may not inspect the server, such
+	// as one confined by Landlock, gets no moat run from it.
 	if !strings.EqualFold(r.Header.Get("Upgrade"), client.CLIRunUpgrade) {
 		return errorf(http.StatusBadRequest, "", "POST /v1/cli/run passes descriptors over its connection: send it with \"Connection: Upgrade\" and \"Upgrade: %s\"", client.CLIRunUpgrade)
 	}

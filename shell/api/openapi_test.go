@@ -27,10 +27,16 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	pathRe := regexp.MustCompile(`^  (/\S*):\s*$`)
 	opRe := regexp.MustCompile(`^    (get|put|post|delete|patch|head|options):\s*$`)
 	documented := map[string]bool{}
-	path := ""
+	// noProof: the operations that say "security: []" (no proof asked).
+	noProof := map[string]bool{}
+	path, op := "", ""
+	proofScheme := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
+		if line == "  - proof: []" {
+			proofScheme = true // the document's default security
+		}
 		if m := pathRe.FindStringSubmatch(line); m != nil {
 			path = m[1]
 			continue
@@ -39,7 +45,11 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 			path = "" // out of paths:
 		}
 		if m := opRe.FindStringSubmatch(line); m != nil && path != "" {
-			documented[strings.ToUpper(m[1])+" "+path] = true
+			op = strings.ToUpper(m[1]) + " " + path
+			documented[op] = true
+		}
+		if line == "      security: []" && path != "" {
+			noProof[op] = true
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -51,6 +61,12 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		if !documented[r.pattern] {
 			t.Errorf("route %s is not in docs/openapi.yaml", r.pattern)
 		}
+		if noProof[r.pattern] != proofExempt(r.pattern) {
+			t.Errorf("route %s: docs/openapi.yaml says it needs the proof: %v; the server: %v", r.pattern, !noProof[r.pattern], !proofExempt(r.pattern))
+		}
+	}
+	if !proofScheme {
+		t.Error("docs/openapi.yaml does not ask for the proof (security: - proof: [])")
 	}
 	var extra []string
 	for op := range documented {

@@ -86,7 +86,8 @@ func TestRunAttached(t *testing.T) {
 			t.Fatal(err)
 		}
 		uc := conn.(*net.UnixConn)
-		req := "POST /v1/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: moat-run\r\nContent-Length: " +
+		req := "POST /v1/run HTTP/1.1\r\nHost: moat\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: moat-run\r\n" +
+			client.ProofHeader + ": " + serverProof(t) + "\r\nContent-Length: " +
 			itoa(len(body)) + "\r\n\r\n" + string(body)
 		if _, err := uc.Write([]byte(req)); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,11 @@
 //
 // Who may connect: Serve answers only peers of the server's own user (their
 // credentials read from the socket) in the server's own user and mount
-// namespaces, so a command in one of the server's sandboxes cannot drive it.
+// namespaces, confined as the server is, so a command in one of the
+// server's sandboxes cannot drive it; on Linux every request but
+// GET /v1/health and POST /v1/cli/hello must also show the server's proof
+// (client.ProofHeader), which a process confined by Landlock, invisible in
+// /proc, cannot read (moatd asks for none).
 // The wire types are in package client.
 package api
 
@@ -128,8 +132,6 @@ type Server struct {
 	runs       sync.WaitGroup
 	runsOf     map[int]int // POST /v1/run commands running, by owner (daemon)
 	cliRuns    int         // POST /v1/cli/run runs running
-	cliProof   *cliProof   // what a POST /v1/cli/run caller must show (nil: none taken)
-	proofOnce  sync.Once   // closes cliProof's memfd once
 }
 
 // route is one pattern of the mux and its handler.
@@ -236,11 +238,11 @@ func New(cfg Config) (*Server, error) {
 		sessions: map[string]*session{}, runsOf: map[int]int{}, openingOf: map[int]int{},
 		connsOf: map[int]int{}, connUID: map[net.Conn]int{}}
 	s.runsCtx, s.cancelRuns = context.WithCancel(context.Background())
-	if cfg.CLIRun != nil && cfg.Daemon == nil {
-		if p, err := newCLIProof(); err == nil {
-			s.cliProof = p
-		} else if cfg.Logger != nil {
-			cfg.Logger.Warn("POST /v1/cli/run refuses every caller", "err", err)
+	if cfg.Daemon == nil && proofRequired {
+		// What every request but the health check must show (checkProof):
+		// without it the server could serve no one safely.
+		if _, err := processProof(); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
 		}
 	}
 	if s.log == nil {
@@ -433,7 +435,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // endRuns kills the commands of POST /v1/run and waits for them.
 func (s *Server) endRuns(ctx context.Context) error {
 	s.cancelRuns()
-	s.proofOnce.Do(s.cliProof.close) // closed: no new run (the token stays known)
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
 	select {
@@ -494,6 +495,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h, pattern := s.mux.Handler(r)
+	if s.cfg.Daemon == nil && !proofExempt(pattern) {
+		// The peer's checks read /proc, where Landlock leaves no trace:
+		// the proof is what a Landlock-confined caller cannot show.
+		if e := checkProof(r); e != nil {
+			s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "err", e.msg)
+			writeError(w, e)
+			return
+		}
+	}
 	if pattern == "" {
 		s.noRoute(w, r, h)
 		return

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 )
 
@@ -38,19 +39,59 @@ type Client struct {
 }
 
 // New returns a client of the server listening on the unix socket path.
+// Its requests show the server's proof (ProofHeader), read once for each
+// connection when it is made (Proof). Its HTTP client serves any HTTP
+// server on a unix socket that asks for the proof (moat mcp --http
+// unix:PATH: give it as the MCP client's HTTP client).
 func New(socket string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			c, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				return nil, err
+			}
+			return &proofConn{Conn: c, proof: Proof(c)}, nil
 		},
 		MaxIdleConnsPerHost: 64,
 	}
-	return &Client{HTTP: &http.Client{Transport: tr}, Base: "http://moat", Socket: socket}
+	return &Client{HTTP: &http.Client{Transport: &proofTransport{tr}}, Base: "http://moat", Socket: socket}
 }
 
 // Close closes the idle connections.
 func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+
+// proofConn is a connection and the proof its server showed when it was
+// made.
+type proofConn struct {
+	net.Conn
+	proof string
+}
+
+// proofTransport sends each request with the proof of the connection it
+// goes on: the transport picks the connection (an idle one, or a new one
+// to a server that may have been restarted since), so the header is set
+// once it has (httptrace's GotConn comes before the request is written;
+// again if the request is retried on another connection).
+type proofTransport struct{ *http.Transport }
+
+func (t *proofTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h := r.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del(ProofHeader)
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if pc, ok := info.Conn.(*proofConn); ok && pc.proof != "" {
+			h.Set(ProofHeader, pc.proof)
+		} else {
+			h.Del(ProofHeader)
+		}
+	}}
+	r = r.WithContext(httptrace.WithClientTrace(r.Context(), trace))
+	r.Header = h
+	return t.Transport.RoundTrip(r)
+}
 
 // Health is GET /v1/health.
 func (c *Client) Health(ctx context.Context) (Health, error) {

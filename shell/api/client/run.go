@@ -58,6 +58,9 @@ func (c *Client) RunAttached(ctx context.Context, req RunRequest, stdio [3]*os.F
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Connection", "Upgrade")
 	hr.Header.Set("Upgrade", RunUpgrade)
+	if p := Proof(uc); p != "" {
+		hr.Header.Set(ProofHeader, p)
+	}
 	if err := hr.Write(uc); err != nil {
 		return RunEnd{}, ctxErr(ctx, err)
 	}

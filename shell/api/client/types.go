@@ -264,12 +264,22 @@ type CLIRunRequest struct {
 	Groups []int `json:"groups"`
 }
 
-// CLIProofHeader carries, on POST /v1/cli/run, the server's proof: the
-// token in the name of a memfd the server holds open
-// ("/memfd:moat-serve-proof-TOKEN" in /proc/PID/fd). Only a process that
-// may inspect the server's process (ptrace read access: the same user,
-// not confined by Landlock or the like) can read it.
-const CLIProofHeader = "X-Moat-Proof"
+// ProofHeader carries the server's proof, which every request of moat
+// serve but GET /v1/health and POST /v1/cli/hello must show, and every
+// request on moat mcp's unix socket: the token in the name of a memfd the
+// server's process holds open ("/memfd:moat-serve-proof-TOKEN" in
+// /proc/PID/fd). Only a process that may inspect the server's process
+// (ptrace read access: the same user, not confined by Landlock or the
+// like) can read it. A Client made by New sends it by itself (Proof
+// reads it).
+const ProofHeader = "X-Moat-Proof"
+
+// CLIProofHeader is ProofHeader (POST /v1/cli/run asked for it first).
+const CLIProofHeader = ProofHeader
+
+// ProofMemfdPrefix begins the name of the server's memfd, after "/memfd:":
+// the token follows.
+const ProofMemfdPrefix = "moat-serve-proof-"
 
 // CLIRunUpgrade is the protocol POST /v1/cli/run switches its connection
 // to: the client sends its descriptors 0-2 (one SCM_RIGHTS message, one
