@@ -56,6 +56,8 @@ type observer struct {
 	laterMu sync.Mutex
 	later   int
 	closed  bool
+	// conns bounds the connects the broker makes (brokerconn.go).
+	conns conns
 	// writes counts the filesystem-writing syscalls notified (attempted,
 	// refused or not): none at all means the command changed nothing on
 	// disk, which the kernel, not the command, vouches for.
@@ -699,15 +701,17 @@ func (o *observer) connectOther(n *notif, sock int) (unix.Errno, bool) {
 	if err != nil {
 		return unix.ENOMEM, false
 	}
-	if !o.idValid(n.id) {
+	pidfd, err := pidfdOf(int(n.pid))
+	if err != nil {
 		unix.Close(mine)
 		return unix.EPERM, false
 	}
-	return o.answerLater(n.id, func() unix.Errno {
-		defer unix.Close(mine)
-		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(mine), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
-		return e
-	}), false
+	if !o.idValid(n.id) {
+		unix.Close(mine)
+		unix.Close(pidfd)
+		return unix.EPERM, false
+	}
+	return o.answerLater(n.id, func() unix.Errno { return o.conns.connect(pidfd, mine, addr) }), false
 }
 
 // tcpAllowed applies tcpPorts to a TCP socket's connect to addr.

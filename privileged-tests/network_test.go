@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -284,6 +285,47 @@ func TestUnixSocketBrokerFdSwap(t *testing.T) {
 	}
 	if got := f.sandboxedWith(settings, "unix-thread", s.unixPath); !got.escaped() {
 		t.Errorf("the allowed socket must work:\n%s", got.out)
+	}
+}
+
+// The connects the broker makes for a command are bounded: a command that
+// started a blocking connect to a listener that never accepts, killed its
+// own process and started again left a supervisor thread behind each time,
+// and moat serve died of thread exhaustion with every sandbox it served
+// (found by an attack pass). At most a few connects of a sandbox hold a
+// thread, and one whose caller is gone ends.
+func TestBrokerConnectsCannotExhaustSupervisor(t *testing.T) {
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	settings := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{s.unixPath}})
+	cmd := exec.Command(moatBin, "run", "--settings", settings, "--", self, "connect-leak", "300")
+	cmd.Dir, cmd.Env = f.work, f.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	most := 0
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-time.After(20 * time.Millisecond):
+			b, _ := os.ReadFile(status)
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+					n, _ := strconv.Atoi(strings.TrimSpace(v))
+					most = max(most, n)
+				}
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "ESCAPED: 300 blocking connects") {
+		t.Fatalf("the attack did not run to its end under moat:\n%s", out.String())
+	}
+	if most > 100 {
+		t.Errorf("moat's supervisor grew to %d threads while the command abandoned 300 blocking connects", most)
 	}
 }
 

@@ -5,9 +5,12 @@ package privtests
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,5 +110,58 @@ func init() {
 			return "", fmt.Errorf("no answer: %v", err)
 		}
 		return fmt.Sprintf("reached %s: %q", a[0], buf[:n]), nil
+	}
+}
+
+func init() {
+	// connect-leak N: N times, a child process starts a blocking TCP
+	// connect to a listener that never accepts (backlog full, SYNs retried
+	// for ever) and is killed 5 ms later. Under the unix-socket broker each
+	// such connect is the supervisor's: unbounded, each left a thread in
+	// it behind. Escapes when all N ran (the supervisor is looked at by
+	// the test).
+	attacks["connect-leak"] = func(a []string) (string, error) {
+		n, _ := strconv.Atoi(a[0])
+		l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(l)
+		if err := unix.Bind(l, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			if err := unix.Listen(l, 0); err != nil { // (Landlock may refuse a bind; listen binds)
+				return "", fmt.Errorf("listen: %w", err)
+			}
+		} else if err := unix.Listen(l, 0); err != nil {
+			return "", fmt.Errorf("listen: %w", err)
+		}
+		sa, err := unix.Getsockname(l)
+		if err != nil {
+			return "", err
+		}
+		port := sa.(*unix.SockaddrInet4).Port
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		for i := 0; i < n; i++ {
+			cmd := exec.Command(exe, "connect-block", strconv.Itoa(port))
+			if err := cmd.Start(); err != nil {
+				return "", fmt.Errorf("child %d: %w", i, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		return fmt.Sprintf("%d blocking connects started and abandoned", n), nil
+	}
+	attacks["connect-block"] = func(a []string) (string, error) {
+		port, _ := strconv.Atoi(a[0])
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_SYNCNT, 127)
+		err = unix.Connect(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: port})
+		return "", fmt.Errorf("connect returned: %v", err)
 	}
 }
