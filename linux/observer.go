@@ -690,6 +690,15 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 // process's copy of it) to the address the command named, as read once, in
 // a goroutine (a blocking connect waits for the peer).
 func (o *observer) connectOther(n *notif, sock int) (unix.Errno, bool) {
+	// Only inet sockets: a netlink socket's connect is judged by the
+	// connecting process's capabilities (sending to multicast groups), and
+	// here that process would be the supervisor (as root, every one). No
+	// common program connects a netlink socket (they bind and send).
+	if dom, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || (dom != unix.AF_INET && dom != unix.AF_INET6) {
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "connect", Target: familyName(uint64(dom), 0),
+			Rule: "with network.allowUnixSockets moat connects sockets for the command, inet and unix ones only", Pid: int(n.pid)})
+		return unix.EOPNOTSUPP, false
+	}
 	addr, errno := readSockaddr(int(n.pid), n.args[1], n.args[2])
 	if errno != 0 {
 		return errno, false

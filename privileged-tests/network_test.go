@@ -286,6 +286,14 @@ func TestUnixSocketBrokerFdSwap(t *testing.T) {
 	if got := f.sandboxedWith(settings, "unix-thread", s.unixPath); !got.escaped() {
 		t.Errorf("the allowed socket must work:\n%s", got.out)
 	}
+	// The broker makes inet and unix connects only (a netlink one is
+	// judged by the connecting process's capabilities: the supervisor's).
+	if got := f.sandboxedWith(settings, "netlink-connect"); got.escaped() {
+		t.Errorf("the broker connected a netlink socket:\n%s", got.out)
+	}
+	if base := f.direct("netlink-connect"); !base.escaped() {
+		t.Errorf("a netlink socket must connect without moat:\n%s", base.out)
+	}
 }
 
 // The connects the broker makes for a command are bounded: a command that

@@ -165,3 +165,20 @@ func init() {
 		return "", fmt.Errorf("connect returned: %v", err)
 	}
 }
+
+func init() {
+	// netlink-connect: connect a NETLINK_ROUTE socket to the kernel's
+	// address (under the unix-socket broker the connect would be the
+	// supervisor's, with its capabilities).
+	attacks["netlink-connect"] = func(a []string) (string, error) {
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+		if err != nil {
+			return "", fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			return "", fmt.Errorf("connect: %w", err)
+		}
+		return "connected a netlink socket", nil
+	}
+}
