@@ -71,12 +71,12 @@ func (c *conns) connect(pidfd, fd int, addr []byte) unix.Errno {
 	select {
 	case c.slots <- struct{}{}:
 	case <-bc.gone:
-		return unix.EINTR
+		return unix.ECANCELED // (the caller is gone: no one reads it)
 	}
 	defer func() { <-c.slots }()
 	select {
 	case <-bc.gone:
-		return unix.EINTR
+		return unix.ECANCELED
 	default:
 	}
 	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))

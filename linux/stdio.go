@@ -311,9 +311,11 @@ func (c *stdioCopy) spliceOut(dst, src *os.File) bool {
 	for {
 		var n int64
 		var serr error
-		eof := false
+		eof, again := false, false
 		rerr := rc.Read(func(sfd uintptr) bool {
-			n, serr = unix.Splice(int(sfd), nil, dfd, nil, 1<<20, unix.SPLICE_F_NONBLOCK)
+			n, serr = sys.RetryValue(func() (int64, error) {
+				return unix.Splice(int(sfd), nil, dfd, nil, 1<<20, unix.SPLICE_F_NONBLOCK)
+			})
 			if serr != unix.EAGAIN {
 				return true
 			}
@@ -326,12 +328,12 @@ func (c *stdioCopy) spliceOut(dst, src *os.File) bool {
 				return true // dst full: wait for it below
 			}
 			fds := []unix.PollFd{{Fd: int32(sfd), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, 0); err == nil && fds[0].Revents&unix.POLLIN == 0 && fds[0].Revents&unix.POLLHUP != 0 {
+			if _, err := sys.RetryValue(func() (int, error) { return unix.Poll(fds, 0) }); err == nil && fds[0].Revents&unix.POLLIN == 0 && fds[0].Revents&unix.POLLHUP != 0 {
 				eof = true // empty, and every writer gone
 				return true
 			}
 			if fds[0].Revents&unix.POLLIN != 0 {
-				serr = unix.EINTR // data came meanwhile: again
+				again = true // data came meanwhile
 				return true
 			}
 			return false // empty: wait for the pipe
@@ -339,10 +341,10 @@ func (c *stdioCopy) spliceOut(dst, src *os.File) bool {
 		switch {
 		case rerr != nil || eof:
 			return true
+		case again:
 		case serr == unix.EAGAIN:
 			fds := []unix.PollFd{{Fd: int32(dfd), Events: unix.POLLOUT}}
-			unix.Poll(fds, 1000)
-		case serr == unix.EINTR:
+			sys.RetryValue(func() (int, error) { return unix.Poll(fds, 1000) })
 		case serr != nil:
 			return moved || serr != unix.EINVAL // EINVAL first: no splice to dst
 		case n == 0:

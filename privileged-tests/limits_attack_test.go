@@ -94,9 +94,13 @@ func init() {
 		switch kind := a[0]; {
 		case strings.HasPrefix(kind, "file:"):
 			var err error
-			if f, err = os.Create(strings.TrimPrefix(kind, "file:")); err != nil {
+			name := strings.TrimPrefix(kind, "file:")
+			if f, err = os.Create(name); err != nil {
 				return "", err
 			}
+			// Unlinked at once: its pages go when this process does (a
+			// cgroup's OOM kill included), and the parent can report.
+			os.Remove(name)
 		case kind == "memfd":
 			fd, err := unix.MemfdCreate("storefill", 0)
 			if err != nil {
