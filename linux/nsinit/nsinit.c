@@ -10,9 +10,10 @@
  * command's process unshares a mount namespace, builds the sandbox's
  * filesystem by following the plan's mount operations, drops every
  * capability, sets no_new_privs, applies Landlock, loads seccomp last and
- * execs. Init reaps, forwards signals, reports the exit status, and when the
- * supervisor dies (its socket closes) kills the whole namespace and execs
- * the supervisor's clean-up.
+ * execs. Init reaps, forwards signals, reports the exit status, makes (in a
+ * child) the connects the supervisor's unix-socket broker allowed, and when
+ * the supervisor dies (its socket closes) kills the whole namespace and
+ * execs the supervisor's clean-up.
  *
  * Stage 2 never decides anything: every path, flag and rule comes from the
  * plan the supervisor computed. It only performs syscalls in order and
