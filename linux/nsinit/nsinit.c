@@ -1831,15 +1831,18 @@ static void __attribute__((noreturn)) connector_main(pid_t init, int sock, int t
 	close_except(keep, 3);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != init)
 		_exit(1); /* init is gone: so is the supervisor's answer */
+	prctl(PR_SET_NAME, "moat-connect", 0, 0, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", target);
+	/* Every signal stays blocked (as in init) but the timeout's. */
 	struct sigaction act;
 	memset(&act, 0, sizeof act);
 	act.sa_handler = connect_timed_out;
 	sigaction(SIGALRM, &act, NULL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigset_t alrm;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	sigprocmask(SIG_UNBLOCK, &alrm, NULL);
 	alarm(MOAT_CONNECT_TIMEOUT);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || connector_filter() < 0) {
 		answer_connect(reply, EPERM);
