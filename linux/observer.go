@@ -46,7 +46,7 @@ type observer struct {
 	unixAllow []allowedSock
 	// connectInside has the sandbox's init connect an allowed unix socket
 	// (unixconnect.go): the command's socket, the socket checked (O_PATH);
-	// it returns the pipe the answer comes on (awaitConnect).
+	// it returns the socket the answer comes on (awaitConnect).
 	connectInside func(sock, target int) (*os.File, unix.Errno)
 	// tcpPorts, if not nil, are the only ports a TCP socket may connect
 	// to (the no-namespace tier without eBPF, where Landlock holds TCP to

@@ -16,7 +16,8 @@ import (
 
 // connectInside has the sandbox's init connect sock (this process's copy of
 // the command's unix socket) to target (an O_PATH descriptor of the socket
-// the broker allowed), and returns the pipe its answer comes on (await).
+// the broker allowed), and returns the socket its answer comes on
+// (awaitConnect).
 //
 // The broker used to connect the socket itself: the kernel records the
 // connecting task as the connection's peer (SO_PEERCRED, SO_PEERPIDFD), so a
@@ -33,14 +34,17 @@ import (
 // the descriptors it carries are the kernel's once sent, so the caller
 // closes its own.
 func (ln *launcher) connectInside(sock, target int) (*os.File, unix.Errno) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+	// A socketpair, not a pipe: init answers with send(MSG_NOSIGNAL), so an
+	// end closed here (the wait given up) raises no SIGPIPE in init, which
+	// passes the signals it gets on to the command.
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
 		return nil, unix.EAGAIN
 	}
 	answer := os.NewFile(uintptr(p[0]), "moat-connect-answer") // non-blocking: in Go's poller
 	defer unix.Close(p[1])
 	var serr error
-	err := ln.syncConn.Write(func(fd uintptr) bool {
+	err = ln.syncConn.Write(func(fd uintptr) bool {
 		// Never waits: a queue init does not empty is answered EAGAIN.
 		serr = unix.Sendmsg(int(fd), nsinit.ConnectRequest(), unix.UnixRights(sock, target, p[1]), nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 		return true

@@ -1751,11 +1751,13 @@ static int connector_reaped(pid_t p)
 	return 0;
 }
 
+/* answer_connect sends the errno on reply (a socket: no SIGPIPE when the
+ * supervisor stopped waiting, which init would pass on to the command). */
 static void answer_connect(int reply, int err)
 {
 	ssize_t n;
 	do
-		n = write(reply, &err, sizeof err);
+		n = send(reply, &err, sizeof err, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 }
 
@@ -1798,7 +1800,7 @@ static int connector_filter(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		ALLOW_NR(__NR_connect),
-		ALLOW_NR(__NR_write),
+		ALLOW_NR(__NR_sendto),
 		ALLOW_NR(__NR_rt_sigreturn),
 		ALLOW_NR(__NR_restart_syscall),
 		ALLOW_NR(__NR_exit),
@@ -1859,7 +1861,13 @@ static void __attribute__((noreturn)) connector_main(pid_t init, int sock, int t
  * init's copies of the three descriptors. */
 static void connect_for_command(int sock, int target, int reply)
 {
-	if (nconnectors >= MOAT_MAX_CONNECTORS) {
+	/* The supervisor closed its end of reply when it stopped waiting
+	 * (it answered the command ETIMEDOUT): the socket stays as it is. */
+	struct pollfd p = {.fd = reply, .events = POLLOUT};
+	int abandoned = poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+	if (abandoned) {
+		/* nothing to do */
+	} else if (nconnectors >= MOAT_MAX_CONNECTORS) {
 		answer_connect(reply, EAGAIN);
 	} else {
 		pid_t init = getpid();

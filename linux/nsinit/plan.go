@@ -526,7 +526,7 @@ func SignalRequest(id uint32, sig int) []byte { return reqHeader(ReqSignal, id, 
 
 // ConnectRequest encodes a ReqConnect request: sent to init on FdSync with
 // three descriptors (the command's socket, an O_PATH descriptor of the
-// socket to connect it to, the write end of a pipe for the answer, an int
+// socket to connect it to, one end of a socketpair for the answer, an int
 // errno), it has a child of init connect the socket inside the sandbox.
 func ConnectRequest() []byte { return reqHeader(ReqConnect, 0, 0, 0) }
 

@@ -132,9 +132,9 @@ struct moat_req {
  * that the peer a server sees (SO_PEERCRED, SO_PEERPIDFD) is confined: the
  * supervisor sends init, on MOAT_FD_SYNC, a struct moat_req of type
  * REQ_CONNECT with three descriptors (SCM_RIGHTS): the command's socket, an
- * O_PATH descriptor of the socket it may connect to, and the write end of a
- * pipe. A child of init connects the one to the other and writes the errno
- * (an int, 0: connected) to the pipe, or init writes EAGAIN there when
+ * O_PATH descriptor of the socket it may connect to, and one end of a
+ * socketpair. A child of init connects the one to the other and sends the
+ * errno (an int, 0: connected) on the socketpair, or init sends EAGAIN when
  * MOAT_MAX_CONNECTORS are at work. A connect still waiting (a full backlog)
  * after MOAT_CONNECT_TIMEOUT seconds fails with ETIMEDOUT. */
 #define MOAT_MAX_CONNECTORS 16
