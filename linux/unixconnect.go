@@ -25,8 +25,9 @@ import (
 // unconfined, outside the sandbox's namespaces, and not the command (found by
 // an attack pass: moat serve, which refuses a sandboxed peer, opened a
 // session for the command that wrote the user's home directory). A child of
-// init connects it now: in the sandbox's user, pid and network namespaces,
-// without capabilities, under no_new_privs and a seccomp filter of its own
+// init connects it now: in the sandbox's user, pid and network namespaces
+// (in the no-namespace tier, on the host as the command is), without
+// capabilities, under no_new_privs and a seccomp filter of its own
 // (linux/nsinit/nsinit.c, connect_for_command), so the peer a server sees is
 // confined, as the command would be had it connected itself.
 //

@@ -1819,7 +1819,7 @@ static int connector_filter(void)
 
 /* connector_main connects sock to the socket target (an O_PATH descriptor,
  * through /proc/self/fd: the socket the supervisor checked, whatever the
- * command does to its path meanwhile) and writes the errno to reply. */
+ * command does to its path meanwhile) and sends the errno on reply. */
 static void __attribute__((noreturn)) connector_main(pid_t init, int sock, int target, int reply)
 {
 	int keep[3] = {sock, target, reply};
