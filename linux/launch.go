@@ -458,7 +458,8 @@ func (ln *launcher) joinCgroups(pid int) error {
 // checkAs refuses what a sandbox for another user (Launch.As) cannot do
 // safely: it needs root, the namespaces (the no-namespace tier would run
 // the command with the supervisor's ids), and no unix-socket broker (the
-// supervisor would connect those sockets as root on the client's behalf).
+// supervisor, as root, would find and open those sockets for the client,
+// past directories it cannot search).
 func checkAs(l *enforce.Launch, pol *policy.Policy, nons bool) error {
 	id := l.As
 	if id == nil {
@@ -474,7 +475,7 @@ func checkAs(l *enforce.Launch, pol *policy.Policy, nons bool) error {
 	case nons:
 		return &enforce.UnsupportedFeatureError{Feature: "the no-namespace tier for another user", Need: "moatd runs a client's sandbox only with every namespace (it would otherwise run with root's credentials)"}
 	case len(pol.Net.AllowUnixSockets) > 0 && !pol.Net.AllowAllUnixSockets:
-		return errors.New("moat.allowUnixSockets (network.allowUnixSockets): through moatd, the supervisor would connect these sockets as root on the client's behalf: not supported; use allowAllUnixSockets (connections then made as the client) or run moat rootless")
+		return errors.New("moat.allowUnixSockets (network.allowUnixSockets): through moatd, the supervisor would find and open these sockets as root for the client, past directories it cannot search: not supported; use allowAllUnixSockets (connections then made as the client) or run moat rootless")
 	}
 	return nil
 }

@@ -44,6 +44,10 @@ type observer struct {
 	// when the sandbox started); connect(2) comes here only when the
 	// broker is on.
 	unixAllow []allowedSock
+	// connectInside has the sandbox's init connect an allowed unix socket
+	// (unixconnect.go): the command's socket, the socket checked (O_PATH);
+	// it returns the socket the answer comes on (awaitConnect).
+	connectInside func(sock, target int) (*os.File, unix.Errno)
 	// tcpPorts, if not nil, are the only ports a TCP socket may connect
 	// to (the no-namespace tier without eBPF, where Landlock holds TCP to
 	// the proxy's ports): a connect the broker makes for the command is
@@ -605,10 +609,14 @@ func ioctlName(req uint64) string {
 // brokerConnect handles connect(2) when unix sockets are allowed by path.
 // The decision rests on the socket the command holds (fetched with
 // pidfd_getfd) and on a path the supervisor read once: an allowed
-// connection is made by the supervisor itself, on that socket, to that
-// path, so the command cannot change the address after the check.
+// connection is made on that socket, to the socket found at that path (by
+// its descriptor), so the command cannot change the address after the
+// check. It is made inside the sandbox, by a child of its init
+// (unixconnect.go), not by the supervisor: the kernel takes the connecting
+// process for the peer, and a server that judges its peer by its process
+// took moat, unconfined, for the command (found by an attack pass).
 //
-// Sockets of other families are connected by the supervisor too, to the
+// Sockets of other families are connected by the supervisor itself, to the
 // address it read once, never let continue in the kernel: the kernel would
 // look the descriptor and the address up again, and another thread of the
 // command, which swapped a unix socket onto the descriptor in between
@@ -676,14 +684,16 @@ func (o *observer) brokerConnect(n *notif) (unix.Errno, bool) {
 	}
 	// The socket checked, by its descriptor: nothing the command does to
 	// the path after the check (a symlink swapped in) changes where this
-	// connects.
-	if err := unix.Connect(sock, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(fd)}); err != nil {
-		if e, ok := err.(unix.Errno); ok {
-			return e, false
-		}
+	// connects. Init's child connects it, inside the sandbox; the answer
+	// comes later (a connect may wait for a full backlog).
+	if o.connectInside == nil {
 		return unix.ECONNREFUSED, false
 	}
-	return 0, false
+	answer, errno := o.connectInside(sock, fd)
+	if errno != 0 {
+		return errno, false
+	}
+	return o.answerLater(n.id, func() unix.Errno { return awaitConnect(answer) }), false
 }
 
 // connectOther connects the command's socket sock (not a unix one; this

@@ -10,9 +10,10 @@
  * command's process unshares a mount namespace, builds the sandbox's
  * filesystem by following the plan's mount operations, drops every
  * capability, sets no_new_privs, applies Landlock, loads seccomp last and
- * execs. Init reaps, forwards signals, reports the exit status, and when the
- * supervisor dies (its socket closes) kills the whole namespace and execs
- * the supervisor's clean-up.
+ * execs. Init reaps, forwards signals, reports the exit status, makes (in a
+ * child) the connects the supervisor's unix-socket broker allowed, and when
+ * the supervisor dies (its socket closes) kills the whole namespace and
+ * execs the supervisor's clean-up.
  *
  * Stage 2 never decides anything: every path, flag and rule comes from the
  * plan the supervisor computed. It only performs syscalls in order and
@@ -46,10 +47,12 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -1719,6 +1722,206 @@ static void __attribute__((noreturn)) supervisor_gone(char **cleanup)
 	_exit(137);
 }
 
+/* ---- connects made for the command (the unix-socket broker) -------------- */
+
+/* The unix-socket broker (linux/observer.go) decides a command's connect(2)
+ * and used to make the connection itself, in the supervisor: the kernel
+ * records the connecting task as the peer (SO_PEERCRED, SO_PEERPIDFD), so a
+ * server that judges its peer by its process (moat serve, moatd, moat mcp)
+ * saw moat, unconfined and outside the sandbox's namespaces, and served the
+ * command as if it were the user (found by an attack pass: a session of the
+ * user's moat serve that wrote the home directory). Now init makes it, in a
+ * child of its own: in the sandbox's user, pid and network namespaces, under
+ * no_new_privs and a seccomp filter, without capabilities (REQ_CONNECT in
+ * plan.h). A child, so that a connect that blocks (a full backlog) never
+ * stalls init; at most MOAT_MAX_CONNECTORS at once. */
+
+static pid_t connectors[MOAT_MAX_CONNECTORS];
+static int nconnectors;
+
+/* connector_reaped forgets p if it is a connector. */
+static int connector_reaped(pid_t p)
+{
+	for (int i = 0; i < nconnectors; i++) {
+		if (connectors[i] == p) {
+			connectors[i] = connectors[--nconnectors];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* answer_connect sends the errno on reply (a socket: no SIGPIPE when the
+ * supervisor stopped waiting, which init would pass on to the command). */
+static void answer_connect(int reply, int err)
+{
+	ssize_t n;
+	do
+		n = send(reply, &err, sizeof err, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+}
+
+static void connect_timed_out(int sig)
+{
+	(void)sig; /* connect(2) returns EINTR (no SA_RESTART) */
+}
+
+/* close_except closes every descriptor but keep[0..n) (ascending). */
+static void close_except(const int *keep, int n)
+{
+	unsigned int lo = 0;
+	for (int i = 0; i <= n; i++) {
+		unsigned int hi = i < n ? (unsigned int)keep[i] : ~0U;
+		if (hi > lo && syscall(__NR_close_range, lo, hi - 1, 0) < 0)
+			for (unsigned int fd = lo; fd < hi && fd < 1024; fd++)
+				close((int)fd);
+		if (i < n)
+			lo = hi + 1;
+	}
+}
+
+#if defined(__x86_64__)
+#define CONNECTOR_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CONNECTOR_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* connector_filter: the connector's seccomp filter. It makes the
+ * connector confined as a command is, for a server that looks (a peer
+ * under seccomp and no_new_privs is a sandboxed one), and leaves it
+ * nothing but the calls it makes once it is loaded. */
+static int connector_filter(void)
+{
+#ifdef CONNECTOR_ARCH
+#define ALLOW_NR(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CONNECTOR_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		ALLOW_NR(__NR_connect),
+		ALLOW_NR(__NR_sendto),
+		ALLOW_NR(__NR_rt_sigreturn),
+		ALLOW_NR(__NR_restart_syscall),
+		ALLOW_NR(__NR_exit),
+		ALLOW_NR(__NR_exit_group),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+#undef ALLOW_NR
+	struct sock_fprog fp = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
+	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp);
+#else
+	struct sock_filter f[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+	struct sock_fprog fp = {.len = 1, .filter = f};
+	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp);
+#endif
+}
+
+/* connector_main connects sock to the socket target (an O_PATH descriptor,
+ * through /proc/self/fd: the socket the supervisor checked, whatever the
+ * command does to its path meanwhile) and sends the errno on reply. */
+static void __attribute__((noreturn)) connector_main(pid_t init, int sock, int target, int reply)
+{
+	int keep[3] = {sock, target, reply};
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	close_except(keep, 3);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != init)
+		_exit(1); /* init is gone: so is the supervisor's answer */
+	prctl(PR_SET_NAME, "moat-connect", 0, 0, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", target);
+	/* Every signal stays blocked (as in init) but the timeout's. */
+	struct sigaction act;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = connect_timed_out;
+	sigaction(SIGALRM, &act, NULL);
+	sigset_t alrm;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+	alarm(MOAT_CONNECT_TIMEOUT);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || connector_filter() < 0) {
+		answer_connect(reply, EPERM);
+		_exit(1);
+	}
+	int err = connect(sock, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : errno;
+	if (err == EINTR)
+		err = ETIMEDOUT;
+	answer_connect(reply, err);
+	_exit(0);
+}
+
+/* connect_for_command starts a connector (or answers EAGAIN) and closes
+ * init's copies of the three descriptors. */
+static void connect_for_command(int sock, int target, int reply)
+{
+	/* The supervisor closed its end of reply when it stopped waiting
+	 * (it answered the command ETIMEDOUT): the socket stays as it is. */
+	struct pollfd p = {.fd = reply, .events = POLLOUT};
+	int abandoned = poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+	if (abandoned) {
+		/* nothing to do */
+	} else if (nconnectors >= MOAT_MAX_CONNECTORS) {
+		answer_connect(reply, EAGAIN);
+	} else {
+		pid_t init = getpid();
+		pid_t c = fork();
+		if (c == 0)
+			connector_main(init, sock, target, reply);
+		if (c < 0)
+			answer_connect(reply, EAGAIN);
+		else
+			connectors[nconnectors++] = c;
+	}
+	close(sock);
+	close(target);
+	close(reply);
+}
+
+/* read_sync reads what the supervisor sent on its socket (REQ_CONNECT
+ * requests) until none is left; 0: the supervisor is gone. */
+static int read_sync(void)
+{
+	for (;;) {
+		struct moat_req q;
+		memset(&q, 0, sizeof q);
+		struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
+		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+		ssize_t n = recvmsg(MOAT_FD_SYNC, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+		if (n == 0)
+			return 0;
+		int fds[4], nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+				if (nfds < 4)
+					fds[nfds++] = fd;
+				else
+					close(fd);
+			}
+		}
+		if (n == (ssize_t)sizeof q && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && q.type == REQ_CONNECT && nfds == 3) {
+			connect_for_command(fds[0], fds[1], fds[2]);
+			continue;
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
+}
+
 static void __attribute__((noreturn)) run_init(void)
 {
 	char **cleanup = NULL;
@@ -1852,12 +2055,8 @@ static void __attribute__((noreturn)) run_init(void)
 				continue;
 			supervisor_gone(cleanup);
 		}
-		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			char b[64];
-			ssize_t n = recv(MOAT_FD_SYNC, b, sizeof b, MSG_DONTWAIT);
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-				supervisor_gone(cleanup);
-		}
+		if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && !read_sync())
+			supervisor_gone(cleanup);
 		if (!(pfd[0].revents & POLLIN))
 			continue;
 		struct signalfd_siginfo si;
@@ -1869,8 +2068,10 @@ static void __attribute__((noreturn)) run_init(void)
 			int status;
 			pid_t p;
 			while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
-				if (p != child)
+				if (p != child) {
+					connector_reaped(p); /* (or an orphan of the command's) */
 					continue;
+				}
 				/* Leaving kills everything else in the pid namespace;
 				 * without one, init does it first. */
 				if (mode & MODE_NONS)

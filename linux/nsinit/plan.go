@@ -86,11 +86,18 @@ const (
 	ReqFD3         = 1 // REQ_FD3
 )
 
-// Session requests.
+// Session requests, and the request to init on FdSync.
 const (
-	ReqRun    = 1
-	ReqSignal = 2
-	ReqSize   = 16 // sizeof(struct moat_req)
+	ReqRun     = 1
+	ReqSignal  = 2
+	ReqConnect = 3
+	ReqSize    = 16 // sizeof(struct moat_req)
+
+	// MaxConnectors bounds the connects init makes for the command at
+	// once (ReqConnect; beyond, the answer is EAGAIN), ConnectTimeout how
+	// long one may block, in seconds (then ETIMEDOUT).
+	MaxConnectors  = 16
+	ConnectTimeout = 30
 )
 
 // Mount attributes (MOUNT_ATTR_*).
@@ -516,6 +523,12 @@ func RunRequest(id uint32, dir string, argv, env []string, exflags uint32, fd3 b
 // SignalRequest encodes a request to deliver sig to command id (SIGKILL ends
 // it and everything it started).
 func SignalRequest(id uint32, sig int) []byte { return reqHeader(ReqSignal, id, uint32(sig), 0) }
+
+// ConnectRequest encodes a ReqConnect request: sent to init on FdSync with
+// three descriptors (the command's socket, an O_PATH descriptor of the
+// socket to connect it to, one end of a socketpair for the answer, an int
+// errno), it has a child of init connect the socket inside the sandbox.
+func ConnectRequest() []byte { return reqHeader(ReqConnect, 0, 0, 0) }
 
 func reqHeader(typ, id, sig, flags uint32) []byte {
 	b := make([]byte, 0, 256)

@@ -118,6 +118,7 @@ struct moat_ids {
 enum {
 	REQ_RUN = 1,    /* start a command */
 	REQ_SIGNAL = 2, /* sig: deliver it (SIGKILL ends the command and all it started) */
+	REQ_CONNECT = 3, /* on MOAT_FD_SYNC, to init: connect a socket for the command (below) */
 };
 #define REQ_FD3 1u /* flags: a fourth descriptor becomes the command's fd 3 */
 struct moat_req {
@@ -126,6 +127,18 @@ struct moat_req {
 	unsigned int sig;
 	unsigned int flags;
 };
+
+/* A connect the unix-socket broker allowed is made inside the sandbox, so
+ * that the peer a server sees (SO_PEERCRED, SO_PEERPIDFD) is confined: the
+ * supervisor sends init, on MOAT_FD_SYNC, a struct moat_req of type
+ * REQ_CONNECT with three descriptors (SCM_RIGHTS): the command's socket, an
+ * O_PATH descriptor of the socket it may connect to, and one end of a
+ * socketpair. A child of init connects the one to the other and sends the
+ * errno (an int, 0: connected) on the socketpair, or init sends EAGAIN when
+ * MOAT_MAX_CONNECTORS are at work. A connect still waiting (a full backlog)
+ * after MOAT_CONNECT_TIMEOUT seconds fails with ETIMEDOUT. */
+#define MOAT_MAX_CONNECTORS 16
+#define MOAT_CONNECT_TIMEOUT 30
 
 #define MOAT_MSG_TEXT 480
 struct moat_msg {
