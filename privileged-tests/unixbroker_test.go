@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
 func init() {
@@ -90,7 +91,18 @@ func serveSessionAttack(a []string) (string, error) {
 	}}
 	post := func(url string, body any) (int, []byte, error) {
 		b, _ := json.Marshal(body)
-		resp, err := hc.Post("http://moat"+url, "application/json", strings.NewReader(string(b)))
+		req, err := http.NewRequest("POST", "http://moat"+url, strings.NewReader(string(b)))
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if len(a) > 2 {
+			// The server's proof, given: this attack is on the peer
+			// check behind it (a token that leaked, or a host that
+			// handed it on).
+			req.Header.Set(client.ProofHeader, a[2])
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -182,6 +194,18 @@ func (l *lockedLog) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// serveProof is the proof of the moat serve at sock, read as the user
+// outside any sandbox (moat proof).
+func (f *fixture) serveProof(sock string) string {
+	f.t.Helper()
+	r := f.exec(moatBin, "proof", sock)
+	token := strings.TrimSpace(r.out)
+	if r.code != 0 || token == "" || strings.ContainsAny(token, " \n") {
+		f.t.Fatalf("moat proof %s: exit %d\n%s", sock, r.code, r.out)
+	}
+	return token
+}
+
 func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -200,6 +224,9 @@ func (l *lockedLog) String() string {
 func TestServerRefusesBrokeredSandbox(t *testing.T) {
 	f := newFixture(t)
 	sock := f.startServe(f.env(), nil)
+	// The server's proof (every request shows it) is given to the attack:
+	// what is attacked here is the peer check behind it.
+	token := f.serveProof(sock)
 	dir := f.outside // readable in the sandbox, not writable
 	planted := filepath.Join(dir, "planted-by-api")
 	settings := func(unix map[string]any) string {
@@ -223,19 +250,19 @@ func TestServerRefusesBrokeredSandbox(t *testing.T) {
 		{"allowAllUnixSockets (the kernel connects)", map[string]any{"allowAllUnixSockets": true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := f.sandboxedWith(settings(tc.unix), "serve-session", sock, dir)
+			got := f.sandboxedWith(settings(tc.unix), "serve-session", sock, dir, token)
 			if _, err := os.Stat(planted); err == nil || got.escaped() {
 				os.Remove(planted)
 				t.Fatalf("ESCAPE: a sandboxed command opened a session of moat serve that wrote %s:\n%s", dir, got.out)
 			}
 			// The connection was made and refused by the server (not
 			// refused by moat before it reached the server).
-			if !strings.Contains(got.out, "blocked: POST /v1/sessions: HTTP 403") {
-				t.Fatalf("the server did not refuse the connection (the attack must reach it):\n%s", got.out)
+			if !strings.Contains(got.out, "blocked: POST /v1/sessions: HTTP 403") || strings.Contains(got.out, "does not show the server's proof") {
+				t.Fatalf("the server's peer check did not refuse the connection (the attack must reach it, with the proof):\n%s", got.out)
 			}
 		})
 	}
-	if base := f.direct("serve-session", sock, dir); !base.escaped() {
+	if base := f.direct("serve-session", sock, dir, token); !base.escaped() {
 		t.Fatalf("without moat the requests must write %s:\n%s", dir, base.out)
 	}
 	os.Remove(planted)
@@ -257,6 +284,7 @@ func TestNoUsernsServerRefusesBrokeredSandbox(t *testing.T) {
 	wrap := []string{self}
 	env := append(f.env(), denyUsernsEnv+"=1")
 	sock := f.startServe(env, wrap, "--best-effort")
+	token := f.serveProof(sock)
 	dir := f.outside
 	planted := filepath.Join(dir, "planted-by-api")
 	for _, unix := range []map[string]any{{"allowUnixSockets": []string{sock}}, {"allowAllUnixSockets": true}} {
@@ -270,18 +298,18 @@ func TestNoUsernsServerRefusesBrokeredSandbox(t *testing.T) {
 		})
 		settings := filepath.Join(f.root, fmt.Sprintf("nons-serve-peer-%d.json", time.Now().UnixNano()))
 		must(t, os.WriteFile(settings, b, 0o644))
-		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", settings, "--", self, "serve-session", sock, dir)
+		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", settings, "--", self, "serve-session", sock, dir, token)
 		if _, err := os.Stat(planted); err == nil || got.escaped() {
 			os.Remove(planted)
 			t.Fatalf("ESCAPE (%v): a sandboxed command opened a session of moat serve that wrote %s:\n%s", unix, dir, got.out)
 		}
-		if !strings.Contains(got.out, "blocked: POST /v1/sessions: HTTP 403") {
-			t.Fatalf("the server did not refuse the connection (%v; the attack must reach it):\n%s", unix, got.out)
+		if !strings.Contains(got.out, "blocked: POST /v1/sessions: HTTP 403") || strings.Contains(got.out, "does not show the server's proof") {
+			t.Fatalf("the server's peer check did not refuse the connection (%v; the attack must reach it, with the proof):\n%s", unix, got.out)
 		}
 	}
 	// The control runs under the server's filter too (a peer confined
 	// otherwise than the server is refused, the sandbox or not).
-	if base := f.noUserns(self, "serve-session", sock, dir); !base.escaped() {
+	if base := f.noUserns(self, "serve-session", sock, dir, token); !base.escaped() {
 		t.Fatalf("without moat (under the same filter as the server) the requests must write %s:\n%s", dir, base.out)
 	}
 	os.Remove(planted)
