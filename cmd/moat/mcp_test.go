@@ -374,6 +374,11 @@ func TestMCPUnixSocket(t *testing.T) {
 	if out := tr.moat(t, "", tr.env(), "proof", "unix:"+sock); out.code != 0 || strings.TrimSpace(out.stdout) != proof {
 		t.Errorf("moat proof unix:%s: %d %q %q, want %s", sock, out.code, out.stdout, out.stderr, proof)
 	}
+	// As a header, for curl -H @<(moat proof --header ...): a pipe, not a
+	// command line that any process can read.
+	if out := tr.moat(t, "", tr.env(), "proof", "--header", "unix:"+sock); out.code != 0 || strings.TrimSpace(out.stdout) != client.ProofHeader+": "+proof {
+		t.Errorf("moat proof --header unix:%s: %d %q %q", sock, out.code, out.stdout, out.stderr)
+	}
 	// A command of another sandbox that may reach unix sockets is refused
 	// (it ran its commands under this server's policy and answered its own
 	// asks: found by an attack pass); the same request from this user's
