@@ -230,17 +230,11 @@ func TestServerRefusesBrokeredSandbox(t *testing.T) {
 	dir := f.outside // readable in the sandbox, not writable
 	planted := filepath.Join(dir, "planted-by-api")
 	settings := func(unix map[string]any) string {
-		network := map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}}
+		network := map[string]any{"allowedDomains": []string{}}
 		for k, v := range unix {
 			network[k] = v
 		}
-		b, _ := json.Marshal(map[string]any{
-			"network":    network,
-			"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
-		})
-		p := filepath.Join(f.root, fmt.Sprintf("serve-peer-%d.json", time.Now().UnixNano()))
-		must(t, os.WriteFile(p, b, 0o644))
-		return p
+		return f.netSettings(network)
 	}
 	for _, tc := range []struct {
 		name string
@@ -288,16 +282,11 @@ func TestNoUsernsServerRefusesBrokeredSandbox(t *testing.T) {
 	dir := f.outside
 	planted := filepath.Join(dir, "planted-by-api")
 	for _, unix := range []map[string]any{{"allowUnixSockets": []string{sock}}, {"allowAllUnixSockets": true}} {
-		network := map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}}
+		network := map[string]any{"allowedDomains": []string{}}
 		for k, v := range unix {
 			network[k] = v
 		}
-		b, _ := json.Marshal(map[string]any{
-			"network":    network,
-			"filesystem": map[string]any{"denyRead": []string{}, "allowWrite": []string{f.work}, "denyWrite": []string{}},
-		})
-		settings := filepath.Join(f.root, fmt.Sprintf("nons-serve-peer-%d.json", time.Now().UnixNano()))
-		must(t, os.WriteFile(settings, b, 0o644))
+		settings := f.netSettings(network)
 		got := f.noUserns(moatBin, "run", "--best-effort", "--settings", settings, "--", self, "serve-session", sock, dir, token)
 		if _, err := os.Stat(planted); err == nil || got.escaped() {
 			os.Remove(planted)

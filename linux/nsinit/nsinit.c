@@ -1360,6 +1360,27 @@ struct session_cmd {
 
 #define MAX_SESSION_CMDS 1024
 
+/* take_fds keeps the first max descriptors a message carried (SCM_RIGHTS)
+ * in fds, closes the rest, and returns how many it kept. */
+static int take_fds(struct msghdr *mh, int *fds, int max)
+{
+	int n = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 /* session_request receives one request (with its descriptors); it returns
  * 0 at the end of the session. */
 static int session_request(struct moat_req *q, unsigned char **payload, size_t *plen, int *fds, int *nfds)
@@ -1391,20 +1412,7 @@ static int session_request(struct moat_req *q, unsigned char **payload, size_t *
 		free(buf);
 		return 0;
 	}
-	*nfds = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-			if (*nfds < 8)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
+	*nfds = take_fds(&mh, fds, 8);
 	memcpy(q, buf, sizeof *q);
 	*payload = buf;
 	*plen = (size_t)n;
@@ -1899,20 +1907,8 @@ static int read_sync(void)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 		if (n == 0)
 			return 0;
-		int fds[4], nfds = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			for (int i = 0; i < k; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-				if (nfds < 4)
-					fds[nfds++] = fd;
-				else
-					close(fd);
-			}
-		}
+		int fds[4];
+		int nfds = take_fds(&mh, fds, 4);
 		if (n == (ssize_t)sizeof q && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && q.type == REQ_CONNECT && nfds == 3) {
 			connect_for_command(fds[0], fds[1], fds[2]);
 			continue;
