@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // daemonSockets counts the daemon's descriptors that are sockets.
@@ -221,14 +223,13 @@ func TestDaemonAttackOtherUsersRunRemovesMountedPlaceholders(t *testing.T) {
 }
 
 // auditRacer is the attacker's host-side program (perl, core modules
-// only). It watches FILE with inotify; the audit (root, in moatd) opens a
-// config it rewrites twice: once to read it, then, after checking the
-// real path of its directory (actionable: EvalSymlinks), once more to
-// copy it to the quarantine. At that second open the racer swaps DIR (a
-// directory of FILE's path) with LINK, a symlink to the target directory
-// (renameat2 RENAME_EXCHANGE): root's replaceFile then creates
-// NAME.moat-XXXX in the target and renames it over TARGET/NAME, with the
-// config's kept entries as content. Once root has read the config (the
+// only). It watches FILE with inotify; the audit opens a config it
+// rewrites twice: once to read it, then once more to copy it to the
+// quarantine. At that second open the racer swaps DIR (a directory of
+// FILE's path) with LINK, a symlink to the target directory (renameat2
+// RENAME_EXCHANGE): an audit that resolved the path again for the rewrite
+// created NAME.moat-XXXX in the target and renamed it over TARGET/NAME,
+// with the config's kept entries as content. Once root has read the config (the
 // first close), the racer extends it to 32 MiB (sparse): the copy to the
 // quarantine lasts long enough for the swap.
 const auditRacer = `
@@ -351,6 +352,79 @@ func TestDaemonAttackAuditRaceWritesAsRoot(t *testing.T) {
 				t.Errorf("%s made moatd's git audit (root) create %v in %s, a directory it cannot write: %s is owned by uid %d and holds %q", att.name, made, target, planted, owner, b)
 			}
 		})
+	}
+}
+
+// TestAuditRaceOtherUserSteersRootsRun: root runs a command with a
+// writable tree that another user can write in too (here a directory of
+// that user's inside it; --write / is the wide case, and a group's shared
+// project the common one). The run's git audit, root's, judges what
+// changed in the tree during the run, the other user's files too: the
+// user plants a risky git config and, while root copies it to the
+// quarantine, swaps the repository's .git for a symlink to a directory
+// only root can write, inside the same tree. The audit resolved the path
+// anew for the rewrite and wrote the config's kept entries there, as root
+// (what CI saw once in TestDaemonAttackAuditRaceWritesAsRoot: another
+// package's root run with --write / audited that test's tree). Now the
+// audit acts in the directory it judged the file in, through one
+// descriptor, and the rewritten config stays the user's.
+func TestAuditRaceOtherUserSteersRootsRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	tr := newTree(t)
+	att := attackUser(t, tr.dir)
+	target := filepath.Join(tr.dir, "root-only")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := att.as("sh", "-c", "echo x > "+target+"/config"); err == nil {
+		t.Fatalf("%s can write %s without moat: the test proves nothing", att.name, target)
+	}
+	cmd := exec.Command(moatBin(t), "run", "--settings", tr.settings, "--", "sh", "-c", "touch wrote; sleep 3")
+	cmd.Dir, cmd.Env = tr.dir, tr.env()
+	var cout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &cout, &cout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // changed during the run
+	if _, errOut, err := att.as("sh", "-c", "cd "+att.dir+" && mkdir -p r/.git/hooks && ("+riskyConfig+") > r/.git/config && ln -s "+target+" r/.git-link"); err != nil {
+		t.Fatalf("as %s: %v %s", att.name, err, errOut)
+	}
+	racer := exec.Command("perl", "-e", auditRacer, filepath.Join(att.dir, "r/.git/config"), filepath.Join(att.dir, "r/.git"), filepath.Join(att.dir, "r/.git-link"))
+	racer.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(att.uid), Gid: uint32(att.gid), Groups: []uint32{uint32(att.gid)}}}
+	var rout bytes.Buffer
+	racer.Stdout, racer.Stderr = &rout, &rout
+	if err := racer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rdone := make(chan struct{})
+	go func() { racer.Wait(); close(rdone) }()
+	cmd.Wait()
+	select {
+	case <-rdone:
+	case <-time.After(10 * time.Second):
+		racer.Process.Kill()
+		<-rdone
+	}
+	t.Logf("run: %s\nracer: %s", cout.String(), rout.String())
+	if es, _ := os.ReadDir(target); len(es) > 0 {
+		b, _ := os.ReadFile(filepath.Join(target, es[0].Name()))
+		t.Fatalf("ESCAPE: %s made root's git audit write %s in %s, a directory only root can write: %q", att.name, es[0].Name(), target, b)
+	}
+	if !strings.Contains(rout.String(), "swapped: 0") {
+		t.Fatalf("the racer never swapped the directory (the audit did not read the config twice?): the test proved nothing\n%s", cout.String())
+	}
+	// The config was rewritten in the user's own directory (now at the
+	// link's name), and is still the user's.
+	fi, err := os.Lstat(filepath.Join(att.dir, "r/.git-link/config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != att.uid {
+		t.Errorf("root's audit rewrote %s's config and made it uid %d's", att.name, uid)
+	}
+	if b, _ := os.ReadFile(filepath.Join(att.dir, "r/.git-link/config")); strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the planted config was not rewritten: %q", b)
 	}
 }
 

@@ -34,6 +34,10 @@ import (
 // command swaps it back and forth.
 var testHookBefore, testHookChecked func(dir string)
 
+// testHookAct, set by tests, runs before the directory of a file the
+// audit changes is opened (parentOf), not before a mode change.
+var testHookAct func(dir string)
+
 // errOutside: the path does not lie in a writable tree as it is now.
 var errOutside = errors.New("not inside the writable trees (as it is now)")
 
@@ -82,9 +86,56 @@ func (a *auditor) openDir(dir string) (int, error) {
 	return fd, nil
 }
 
-// parentOf opens the directory that holds p as it is now (its directories'
-// symlinks resolved, the result inside a root) and returns p's name in it.
+// errDirChanged: the directory at a path is not the one the audit
+// resolved there when it judged a file in it.
+var errDirChanged = errors.New("not the directory moat judged the file in (it was moved or replaced during the audit)")
+
+// parentOf opens the directory that holds p, for a change, and returns p's
+// name in it. p is a path the audit resolved when it judged the file
+// (changedActionable: its directories' symlinks resolved, inside a root),
+// so its directory is opened as that very path, from the outermost root,
+// following no symlink at all, and must be the directory resolved then
+// (the same inode). Resolving it again here let anyone who can write the
+// tree (a user who shares a writable tree with the run, or another
+// sandbox) swap a directory of the path for a symlink after the file was
+// read, to another directory inside the roots, and the audit wrote what it
+// kept of the file there, as the audit's user: a concurrent root run with
+// --write / wrote a file another user chose into a root-only directory
+// (TestAuditRaceStaysInTheJudgedDirectory; TestDaemonAttackAuditRaceWritesAsRoot
+// failed once this way).
 func (a *auditor) parentOf(p string) (int, string, error) {
+	dir := filepath.Dir(p)
+	if testHookBefore != nil {
+		testHookBefore(dir)
+	}
+	if testHookAct != nil {
+		testHookAct(dir)
+	}
+	if !a.inRoots(dir) {
+		return -1, "", errOutside
+	}
+	if testHookChecked != nil {
+		testHookChecked(dir) // a racing command's moment (tests)
+	}
+	fd, err := a.openDir(dir)
+	if err != nil {
+		return -1, "", err
+	}
+	if want, ok := a.dirs[dir]; ok {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || uint64(st.Dev) != want.dev || uint64(st.Ino) != want.ino {
+			unix.Close(fd)
+			return -1, "", fmt.Errorf("%s: %w", dir, errDirChanged)
+		}
+	}
+	return fd, filepath.Base(p), nil
+}
+
+// resolvedParentOf opens the directory that holds p as it is now (its
+// directories' symlinks resolved, the result inside a root), for a mode
+// change that makes a path searchable (chmodDir: the paths it gets are
+// the ones the audit reads, not only resolved ones).
+func (a *auditor) resolvedParentOf(p string) (int, string, error) {
 	if testHookBefore != nil {
 		testHookBefore(filepath.Dir(p))
 	}
@@ -111,7 +162,7 @@ func (a *auditor) openSelf(p string) (int, error) {
 			return unix.Open(r, unix.O_DIRECTORY|dirOpenFlags|unix.O_CLOEXEC, 0)
 		}
 	}
-	pfd, base, err := a.parentOf(p)
+	pfd, base, err := a.resolvedParentOf(p)
 	if err != nil {
 		return -1, err
 	}
@@ -228,14 +279,33 @@ func copyAt(pfd int, base, dest string) error {
 	return err
 }
 
-// replaceAt writes data in place of the name base of pfd (a new file
-// renamed over it), keeping its permission bits.
-func replaceAt(pfd int, base string, data []byte) error {
-	mode := uint32(0o644)
+// statAt is the name base of pfd as it is now, not followed.
+func statAt(pfd int, base string) (fileID, bool) {
 	var st unix.Stat_t
-	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		mode = uint32(st.Mode) & 0o777
+	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return fileID{}, false
 	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: st.Ctim.Nano(), mode: fs.FileMode(st.Mode & unix.S_IFMT), size: st.Size}, true
+}
+
+// isFile reports whether id (statAt) is the regular file from.
+func isFile(id, from fileID) bool {
+	return uint32(id.mode) == unix.S_IFREG && id.dev == from.dev && id.ino == from.ino
+}
+
+// errChangedWhileRewritten: the file was replaced between the copy of the
+// original and the rewrite.
+var errChangedWhileRewritten = errors.New("it changed while moat rewrote it")
+
+// replaceAt writes data in place of the name base of pfd (a new file
+// renamed over it), which must be the regular file from: its permission
+// bits and, for root's audit, its owner are kept.
+func replaceAt(pfd int, base string, data []byte, from fileID) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	mode := uint32(st.Mode) & 0o777
 	tmp := base + ".moat-" + randHex()
 	var fd int
 	err := unblocked(pfd, base, func() (err error) {
@@ -245,10 +315,22 @@ func replaceAt(pfd int, base string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if os.Geteuid() == 0 && int(st.Uid) != 0 {
+		// Root's audit rewrites a file of another user's (a tree that
+		// user shares with the run): it stays that user's. Refused only
+		// where root's credentials are not this thread's (moatd's audit
+		// runs as the client, whose file it is).
+		_ = unix.Fchown(fd, int(st.Uid), int(st.Gid))
+	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		if now, ok := statAt(pfd, base); !ok || !isFile(now, from) {
+			err = errChangedWhileRewritten
+		}
 	}
 	if err == nil {
 		err = unblocked(pfd, base, func() error { return unix.Renameat(pfd, tmp, pfd, base) })
@@ -259,14 +341,57 @@ func replaceAt(pfd int, base string, data []byte) error {
 	return err
 }
 
+// rewriteAt puts data in place of the file at p, the original copied to
+// the quarantine (dest; qerr when there is no quarantine), through one
+// descriptor of p's directory (parentOf): the file there must be from,
+// the file the audit read data from, when it is checked, when it is
+// copied and when it is replaced. Each step reopening p's directory by
+// path let a swap between them make the audit write, in another
+// directory, what it kept of a file it read elsewhere.
+func (a *auditor) rewriteAt(p string, from fileID, data []byte) (dest string, qerr error, out rewriteOutcome, err error) {
+	pfd, base, err := a.parentOf(p)
+	if err != nil {
+		return "", nil, notTheRead, err
+	}
+	defer unix.Close(pfd)
+	if now, ok := statAt(pfd, base); !ok || !isFile(now, from) {
+		if ok && !a.changedAt(p, now) {
+			return "", nil, olderThere, nil
+		}
+		return "", nil, notTheRead, nil
+	}
+	dest, err = a.dest(p)
+	var qe *noQuarantineError
+	switch {
+	case errors.As(err, &qe):
+		dest, qerr = "", err
+	case err != nil:
+		return "", nil, rewroteIt, err
+	default:
+		if err := copyAt(pfd, base, dest); err != nil {
+			return dest, nil, rewroteIt, err
+		}
+	}
+	return dest, qerr, rewroteIt, replaceAt(pfd, base, data, from)
+}
+
+// errNotJudged: the name is not the file the audit judged there.
+var errNotJudged = errors.New("not the file moat judged there (a directory on its path changed during the audit)")
+
 // atParent runs fn with the descriptor of p's directory (parentOf) and
-// p's name in it.
+// p's name in it, which must be the file the audit judged (expectAt), if
+// it said which.
 func (a *auditor) atParent(p string, fn func(pfd int, base string) error) error {
 	pfd, base, err := a.parentOf(p)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(pfd)
+	if want, ok := a.expect[p]; ok {
+		if now, ok := statAt(pfd, base); !ok || now.dev != want.dev || now.ino != want.ino {
+			return errNotJudged
+		}
+	}
 	return fn(pfd, base)
 }
 
@@ -282,23 +407,8 @@ func (a *auditor) moveOut(p string) (string, error) {
 	return dest, nil
 }
 
-// copyOut keeps a copy of p in the quarantine.
-func (a *auditor) copyOut(p string) (string, error) {
-	dest, err := a.dest(p)
-	if err != nil {
-		return "", err
-	}
-	return dest, a.atParent(p, func(pfd int, base string) error { return copyAt(pfd, base, dest) })
-}
-
 // remove removes p.
 func (a *auditor) remove(p string) error { return a.atParent(p, removeAt) }
-
-// replaceFile writes data to p atomically (a new file renamed over it),
-// keeping p's permission bits.
-func (a *auditor) replaceFile(p string, data []byte) error {
-	return a.atParent(p, func(pfd int, base string) error { return replaceAt(pfd, base, data) })
-}
 
 // putModesBack restores what reach changed, deepest first (a directory
 // the audit moved out is no longer there).
@@ -309,19 +419,4 @@ func (a *auditor) putModesBack() {
 		unix.Close(c.fd)
 	}
 	a.restore = nil
-}
-
-// sameFile reports whether the name p (through its directory's
-// descriptor, not following it) is the regular file from.
-func (a *auditor) sameFile(p string, from fileID) bool {
-	pfd, base, err := a.parentOf(p)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
-	}
-	return uint64(st.Dev) == from.dev && uint64(st.Ino) == from.ino
 }

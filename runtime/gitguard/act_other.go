@@ -10,10 +10,10 @@ import (
 // Elsewhere the audit changes nothing (it has no safe way to: act.go).
 var errNoActions = errors.New("the audit cannot act on this system")
 
-func (a *auditor) chmodDir(string, fs.FileMode)     {}
-func (a *auditor) putModesBack()                    {}
-func (a *auditor) moveOut(string) (string, error)   { return "", errNoActions }
-func (a *auditor) copyOut(string) (string, error)   { return "", errNoActions }
-func (a *auditor) remove(string) error              { return errNoActions }
-func (a *auditor) replaceFile(string, []byte) error { return errNoActions }
-func (a *auditor) sameFile(string, fileID) bool     { return false }
+func (a *auditor) chmodDir(string, fs.FileMode)   {}
+func (a *auditor) putModesBack()                  {}
+func (a *auditor) moveOut(string) (string, error) { return "", errNoActions }
+func (a *auditor) remove(string) error            { return errNoActions }
+func (a *auditor) rewriteAt(string, fileID, []byte) (string, error, rewriteOutcome, error) {
+	return "", nil, notTheRead, errNoActions
+}

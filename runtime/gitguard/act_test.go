@@ -3,6 +3,7 @@
 package gitguard
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,133 @@ func TestAuditRaceCannotReachOutside(t *testing.T) {
 			t.Fatalf("ESCAPE: the audit, raced, changed the mode of %s outside the writable trees: %v %v", victimDir, fi, err)
 		}
 	})
+}
+
+// TestAuditRaceStaysInTheJudgedDirectory: the swap leads to a directory
+// inside the writable trees, where the audit may act, but that is not the
+// one it read the file in. A user who shares a writable tree with a run
+// (root's run with --write /, a group's project) can write where the
+// run's audit reads: a concurrent root run rewrote the config another user
+// planted into a root-only directory, the file's kept entries (which a
+// shell runs, sourced) now root's, or moved root's file of that name out
+// (TestDaemonAttackAuditRaceWritesAsRoot failed once this way). Each of
+// the audit's steps (the check that the file is the one it read, the copy
+// of the original, the rewrite) resolved the path again: the swap is made
+// before each of them in turn, as a symlink and as another real directory
+// renamed into place. The victim's config stays as it was, and nothing is
+// written beside it.
+func TestAuditRaceStaysInTheJudgedDirectory(t *testing.T) {
+	for _, how := range []string{"symlink", "directory"} {
+		for step := 1; step <= 3; step++ {
+			t.Run(fmt.Sprintf("%s before step %d", how, step), func(t *testing.T) {
+				s := newScene(t)
+				s.mayFail = true
+				victimGit := filepath.Join(s.w, "victim", ".git")
+				victim := filepath.Join(victimGit, "config")
+				victimText := "[remote \"origin\"]\n\turl = https://example.com/victim.git\n"
+				s.write(victim, victimText)
+				s.begin()
+				planted := filepath.Join(s.w, "r", ".git")
+				s.write(filepath.Join(planted, "config"), "[core]\n\tfsmonitor = "+s.prog+"\n[user]\n\tname = kept\n")
+				s.write(filepath.Join(planted, "HEAD"), "ref: refs/heads/main\n")
+				calls, swapped := 0, false
+				testHookAct = func(dir string) {
+					if dir != planted || swapped {
+						return
+					}
+					if calls++; calls < step {
+						return
+					}
+					swapped = true
+					must(t, os.Rename(planted, planted+"-real"))
+					if how == "symlink" {
+						must(t, os.Symlink(victimGit, planted))
+					} else {
+						must(t, os.Rename(victimGit, planted))
+					}
+				}
+				t.Cleanup(func() { testHookAct = nil })
+				rep := s.audit()
+				at := victimGit
+				if swapped && how == "directory" {
+					at = planted // the victim's directory, renamed
+				}
+				es, _ := os.ReadDir(at)
+				var names []string
+				for _, e := range es {
+					names = append(names, e.Name())
+				}
+				if b, err := os.ReadFile(filepath.Join(at, "config")); err != nil || string(b) != victimText || len(names) != 1 {
+					t.Fatalf("ESCAPE: the audit, raced (swapped: %v), changed the victim's directory %s inside the trees: config %q %v, entries %v\n%+v", swapped, at, b, err, names, rep.Findings)
+				}
+				if !swapped {
+					// The audit resolved the path fewer times than step:
+					// the planted config is rewritten where it is.
+					if b, err := os.ReadFile(filepath.Join(planted, "config")); err != nil || strings.Contains(string(b), "fsmonitor") {
+						t.Fatalf("the planted config was not rewritten: %q %v\n%+v", b, err, rep.Findings)
+					}
+					return
+				}
+				failed := false
+				for _, f := range rep.Findings {
+					failed = failed || strings.HasPrefix(f.Action, "failed")
+				}
+				if !failed {
+					t.Errorf("the audit must say it could not act: %+v", rep.Findings)
+				}
+			})
+		}
+	}
+}
+
+// TestAuditRaceJudgedFileOnly: the swap comes between the audit's look
+// at a file it judged changed during the run (a hook; git's index)
+// and its resolving the file's path to act on it: the path then leads to
+// a file of the same name in another directory inside the trees, older
+// than the run, which the audit moved out (a hook's name is the planter's
+// choice: any file of the trees). It moves out only the file it judged,
+// and says it could not act.
+func TestAuditRaceJudgedFileOnly(t *testing.T) {
+	for _, tc := range []struct{ name, swap, file, text string }{
+		{"hook", "r/.git/hooks", "pre-commit", "#!/bin/sh\nexit 1\n"},
+		{"git state", "r/.git", "index", "not an index"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t)
+			s.mayFail = true
+			victimDir := filepath.Join(s.w, "victim")
+			victim := filepath.Join(victimDir, tc.file)
+			s.write(victim, "the victim's own file\n")
+			s.begin()
+			swap := filepath.Join(s.w, tc.swap)
+			planted := filepath.Join(swap, tc.file)
+			s.write(filepath.Join(s.w, "r", ".git", "HEAD"), "ref: refs/heads/main\n")
+			s.write(planted, tc.text)
+			swapped := false
+			testHookResolve = func(p string) {
+				if p == planted && !swapped {
+					swapped = true
+					must(t, os.Rename(swap, swap+"-real"))
+					must(t, os.Symlink(victimDir, swap))
+				}
+			}
+			t.Cleanup(func() { testHookResolve = nil })
+			rep := s.audit()
+			if !swapped {
+				t.Fatalf("the audit never resolved %s: %+v", planted, rep.Findings)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "the victim's own file\n" {
+				t.Fatalf("ESCAPE: the audit, raced, moved or changed %s, a file it never judged: %q %v\n%+v", victim, b, err, rep.Findings)
+			}
+			failed := false
+			for _, f := range rep.Findings {
+				failed = failed || strings.HasPrefix(f.Action, "failed")
+			}
+			if !failed {
+				t.Errorf("the audit must say it could not act: %+v", rep.Findings)
+			}
+		})
+	}
 }
 
 // race makes dir a symlink to victim each time the audit has checked the

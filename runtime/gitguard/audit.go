@@ -156,7 +156,7 @@ func Audit(o Options) (*Report, error) {
 	// Start, and a user's own edit in the last tick before the run is
 	// judged as the command's: the audit errs on the side of the check.
 	start := o.Start.Add(-coarseTick()).UnixNano()
-	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}, dirs: map[string]fileID{}, expect: map[string]fileID{}, judged: map[string]fileID{}}
 	var includes []string
 	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
@@ -237,11 +237,14 @@ type auditor struct {
 	start       int64 // the precise start less a coarse tick (for protected files)
 	unsettled   int64 // Options.Unsettled (0: none)
 	rep         *Report
-	seen        map[string]bool // candidate git directories evaluated
-	done        map[string]bool // files already acted on
-	fresh       map[string]bool // directories moved in during the run
-	reached     map[string]bool // directories made searchable (or found so)
-	restore     []modeChange    // modes to put back when the audit ends
+	seen        map[string]bool   // candidate git directories evaluated
+	done        map[string]bool   // files already acted on
+	fresh       map[string]bool   // directories moved in during the run
+	reached     map[string]bool   // directories made searchable (or found so)
+	dirs        map[string]fileID // directories as resolved when a file in them was judged (parentOf)
+	expect      map[string]fileID // files as judged, by the path resolved to act on them (expectAt)
+	judged      map[string]fileID // git state files judged changed, by the path they were judged by (stateChanged)
+	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
 	globalHooks []string
 	qdir        string // this audit's quarantine directory, made on first use
@@ -493,6 +496,7 @@ func (a *auditor) toolFiles(dir string) {
 			continue
 		}
 		if real, ok := a.changedActionable(p); ok {
+			a.expectAt(real, id)
 			a.quarantine(real, "a file a tool runs code from when the project is next opened (an editor's, an agent's, direnv's, a dev container's): a sandboxed command may not make one")
 		}
 	}
@@ -855,6 +859,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 				changed = id.ctime > a.start
 			}
 			if real, ok := a.changedActionable(p); changed && ok {
+				a.expectAt(real, id)
 				a.quarantine(real, "a legacy git remote ("+d+"/) written by the sandboxed command: it names where git pushes")
 			}
 		}
@@ -925,6 +930,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	}
 	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
+		a.expectAt(p, lid)
 		if err != nil {
 			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())
 			return nil
@@ -1022,6 +1028,7 @@ func (a *auditor) hookDir(dir string) bool {
 			changed = true
 		}
 		if real, ok := a.changedActionable(p); changed && ok {
+			a.expectAt(real, id)
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
@@ -1054,6 +1061,7 @@ func (a *auditor) settingsFile(p string) {
 		return
 	}
 	if real, ok := a.changedActionable(p); ok {
+		a.expectAt(real, id)
 		a.quarantine(real, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
 	}
 }
@@ -1180,12 +1188,46 @@ func (a *auditor) protectedFile(p string) bool {
 // hard link made in an earlier run, where it was writable), so its
 // protection is no reason to keep what it now holds.
 func (a *auditor) changedActionable(p string) (string, bool) {
+	if testHookResolve != nil {
+		testHookResolve(p)
+	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
 	if err != nil {
 		return p, false
 	}
 	real := filepath.Join(dir, filepath.Base(p))
+	if id, ok := a.judged[p]; ok {
+		a.expectAt(real, id)
+	}
+	if _, ok := a.dirs[dir]; !ok {
+		// What the audit acts on in this directory is acted on in this
+		// very one (parentOf): not one moved or swapped into its path
+		// since.
+		if id, err := lstatID(dir); err == nil {
+			a.dirs[dir] = id
+		}
+	}
 	return real, a.inRoots(real)
+}
+
+// testHookResolve, set by tests, runs when the audit resolves the path of
+// a file it judged: where a racing user swaps a directory of it.
+var testHookResolve func(p string)
+
+// expectAt says that real (changedActionable's path of a file judged by
+// another, p) is the file id, the one judged changed: the audit moves it
+// out only if it still is (atParent). The judgment looked at p, and the
+// path resolved only afterwards: a directory of p swapped in between (a
+// symlink, by a user who shares a writable tree with the run) made real
+// another file, of the name p has, in any directory inside the trees,
+// and the audit moved that one out (TestAuditRaceStaysInTheJudgedDirectory).
+func (a *auditor) expectAt(real string, id fileID) {
+	if id.ino == 0 && id.dev == 0 {
+		return
+	}
+	if _, ok := a.expect[real]; !ok {
+		a.expect[real] = id
+	}
 }
 
 func (a *auditor) inRoots(p string) bool {

@@ -63,46 +63,57 @@ func (a *auditor) rewrite(p string, from fileID, keep []Entry, why string) {
 // the file data was read from: when the file at p (through its
 // directory's descriptor) is not that one, data may have come from
 // anywhere a swapped directory led the read (another sandbox still
-// running can swap it), and must not be written into the tree: the file
-// is moved out whole instead.
+// running, or another user who can write the tree, can swap it), and must
+// not be written into the tree: the file is moved out whole instead, or,
+// if it did not change during the run (what the swap led the audit to is
+// no plant), left.
 func (a *auditor) replace(p string, from fileID, data []byte, reason, action string) {
 	if a.done[p] {
 		return
 	}
-	if !a.sameFile(p, from) {
+	a.unlock(filepath.Dir(p))
+	dest, qerr, out, err := a.rewriteAt(p, from, data)
+	switch out {
+	case notTheRead:
 		a.quarantine(p, reason+" (it changed while moat read it)")
+		return
+	case olderThere:
+		a.done[p] = true
+		a.record(Finding{Path: p, Reason: reason, Action: "left: the file there now is not the one moat read (a directory on its path was swapped while moat read it), and did not change during the run"})
 		return
 	}
 	a.done[p] = true
-	a.unlock(filepath.Dir(p))
 	f := Finding{Path: p, Reason: reason, Action: action}
-	dest, err := a.copyOut(p)
+	if err == nil {
+		if qerr != nil {
+			f.Action = action + " (the original not kept: " + qerr.Error() + ")"
+		}
+		f.MovedTo = dest
+		a.record(f)
+		return
+	}
+	// The risky file must not stay: move it out whole.
+	d, err2 := a.moveOut(p)
 	var qe *noQuarantineError
-	if errors.As(err, &qe) {
-		// No quarantine: rewritten all the same, the original not kept.
-		if err = a.replaceFile(p, data); err == nil {
-			f.Action = action + " (the original not kept: " + qe.Error() + ")"
-			a.record(f)
-			return
-		}
-	} else if err == nil {
-		err = a.replaceFile(p, data)
+	switch {
+	case err2 == nil:
+		f.Action, f.MovedTo = "quarantined (could not rewrite it: "+err.Error()+")", d
+	case errors.As(err2, &qe) && a.remove(p) == nil:
+		f.Action = "removed (could not rewrite it: " + err.Error() + "; not kept: " + err2.Error() + ")"
+	default:
+		f.Action = "failed: " + err.Error() + "; " + err2.Error()
 	}
-	if err != nil {
-		// The risky file must not stay: move it out whole.
-		d, err2 := a.moveOut(p)
-		switch {
-		case err2 == nil:
-			f.Action, dest = "quarantined (could not rewrite it: "+err.Error()+")", d
-		case errors.As(err2, &qe) && a.remove(p) == nil:
-			f.Action = "removed (could not rewrite it: " + err.Error() + "; not kept: " + err2.Error() + ")"
-		default:
-			f.Action = "failed: " + err.Error() + "; " + err2.Error()
-		}
-	}
-	f.MovedTo = dest
 	a.record(f)
 }
+
+// rewriteOutcome is what rewriteAt found at the path.
+type rewriteOutcome int
+
+const (
+	rewroteIt  rewriteOutcome = iota // rewritten, or the error says why not
+	notTheRead                       // not the file read (or no file, or the directory changed)
+	olderThere                       // not the file read, and a file that did not change during the run
+)
 
 func (a *auditor) dir() (string, error) {
 	if a.qdir != "" {

@@ -25,6 +25,7 @@ func (a *auditor) replaceRefs(common string) {
 			return nil
 		}
 		if real, ok := a.actionable(p); ok {
+			a.expectAt(real, idOf(fi))
 			a.quarantine(real, "a replace ref made during the run (git replace): the user's git shows another commit than the one git push sends")
 		}
 		return nil
@@ -96,6 +97,7 @@ func (a *auditor) objectCaches(common string) {
 			why = "info/grafts written during the run: git gives commits the parents it names, so what the user's git shows can differ from what git push sends (found by an attack pass)"
 		}
 		if real, ok := a.actionable(p); ok {
+			a.expectAt(real, idOf(fi))
 			a.quarantine(real, why)
 		}
 	}

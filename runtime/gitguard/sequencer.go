@@ -59,10 +59,15 @@ func (a *auditor) stateChanged(p string) bool {
 	if err != nil {
 		return false
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
+	if fi.Mode()&fs.ModeSymlink != 0 || a.changedAt(p, idOf(fi)) || a.linkedAway(p) {
+		// What is acted on later, by the path resolved then, is this
+		// file (changedActionable, expectAt).
+		if _, ok := a.judged[p]; !ok {
+			a.judged[p] = idOf(fi)
+		}
 		return true
 	}
-	return a.changedAt(p, idOf(fi)) || a.linkedAway(p)
+	return false
 }
 
 // todo takes the exec lines out of a rebase's todo list the command wrote
