@@ -39,7 +39,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // startServe starts moat serve --debug for tr in another working directory
-// than the client's ("/"), and waits for it to answer.
+// than the client's, and waits for it to answer.
 func startServe(t *testing.T, tr tree, env []string, extra ...string) (sock string, log *lockedBuffer) {
 	t.Helper()
 	sock, log, _ = startServeCmd(t, tr, env, extra...)
@@ -59,7 +59,14 @@ func startServeVia(t *testing.T, tr tree, env, pre []string, extra ...string) (s
 	sock = filepath.Join(filepath.Dir(tr.dir), "api.sock")
 	args := append(append(append([]string(nil), pre...), moatBin(t), "serve", "--debug", "--socket", sock, "--settings", tr.settings), extra...)
 	cmd = exec.Command(args[0], args[1:]...)
-	cmd.Dir, cmd.Env = "/", env
+	// Not "/": the tree's settings make "." writable, and a server whose
+	// "." was "/" gave its sessions the whole host to write, and their git
+	// audits, root's, walked every other test's trees running beside them.
+	cwd := filepath.Join(filepath.Dir(tr.dir), "serve-cwd")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir, cmd.Env = cwd, env
 	log = &lockedBuffer{b: &bytes.Buffer{}}
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
