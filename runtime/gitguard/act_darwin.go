@@ -68,3 +68,5 @@ func removeACL(fd int) error {
 	}
 	return nil
 }
+
+func ownedByAuditor(p string) bool { return true }

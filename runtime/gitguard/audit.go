@@ -243,7 +243,7 @@ type auditor struct {
 	reached     map[string]bool   // directories made searchable (or found so)
 	dirs        map[string]fileID // directories as resolved when a file in them was judged (parentOf)
 	expect      map[string]fileID // files as judged, by the path resolved to act on them (expectAt)
-	judged      map[string]fileID // git state files judged changed, by the path they were judged by (stateChanged)
+	judged      map[string]fileID // files judged, by the path they were judged by (judgedAs)
 	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
 	globalHooks []string
@@ -332,7 +332,33 @@ func (a *auditor) inFresh(p string) bool {
 
 // changedAt reports a file changed during the run: its inode, or the
 // directory it was moved in with.
-func (a *auditor) changedAt(p string, id fileID) bool { return a.changed(id) || a.inFresh(p) }
+func (a *auditor) changedAt(p string, id fileID) bool {
+	return a.changed(id) || a.inFreshReally(p)
+}
+
+// inFreshReally is inFresh for where p really lies: through a symlink on
+// its way below the directory moved in (another user's, say), p may lead
+// out of it, and what it leads to was not moved in with it. A fresh
+// directory that is itself a pointer (a symlinked .claude) is judged by
+// where it leads.
+func (a *auditor) inFreshReally(p string) bool {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if a.fresh[d] {
+			rd, err := filepath.EvalSymlinks(d)
+			if err != nil {
+				rd = d
+			}
+			rp, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return true // nothing there to lead anywhere
+			}
+			return within(rp, rd)
+		}
+		if d == "/" || d == "." {
+			return false
+		}
+	}
+}
 
 // ---- the walk ---------------------------------------------------------
 
@@ -422,6 +448,7 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		head := filepath.Join(dir, "HEAD")
 		var res []string
 		if hid, err := lstatID(head); err == nil && (a.inFresh(head) || a.changed(hid) && !a.knewRepo(dir)) {
+			a.judgedAs(head, hid)
 			res = append(res, head)
 		}
 		a.repo(dir, "", res)
@@ -495,8 +522,8 @@ func (a *auditor) toolFiles(dir string) {
 		if err != nil || !a.changedAt(p, id) {
 			continue
 		}
+		a.judgedAs(p, id)
 		if real, ok := a.changedActionable(p); ok {
-			a.expectAt(real, id)
 			a.quarantine(real, "a file a tool runs code from when the project is next opened (an editor's, an agent's, direnv's, a dev container's): a sandboxed command may not make one")
 		}
 	}
@@ -515,6 +542,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 		return
 	}
 	lid := idOf(lfi)
+	a.judgedAs(dotgit, lid)
 	var res []string
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
@@ -577,7 +605,9 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 	}
 	if a.cache != nil {
 		if old, ok := a.cache.redirects[file]; ok && old != key {
-			a.fresh[target] = true
+			if ownedByAuditor(file) {
+				a.fresh[target] = true
+			}
 			return true
 		}
 	}
@@ -760,6 +790,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	if c, id, canonical, ok := readCommondir(g); ok {
 		common = c
 		cd := filepath.Join(g, "commondir")
+		if lid, err := lstatID(cd); err == nil {
+			a.judgedAs(cd, lid)
+		}
 		changed := a.changedAt(cd, id)
 		if changed && !canonical {
 			if real, ok := a.actionable(cd); ok {
@@ -858,8 +891,8 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			if changed && !swapped && a.protectedFile(p) {
 				changed = id.ctime > a.start
 			}
+			a.judgedAs(p, id)
 			if real, ok := a.changedActionable(p); changed && ok {
-				a.expectAt(real, id)
 				a.quarantine(real, "a legacy git remote ("+d+"/) written by the sandboxed command: it names where git pushes")
 			}
 		}
@@ -928,9 +961,9 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	if a.linkedAway(p) {
 		changed = true
 	}
+	a.judgedAs(p, lid)
 	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
-		a.expectAt(p, lid)
 		if err != nil {
 			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())
 			return nil
@@ -1027,8 +1060,8 @@ func (a *auditor) hookDir(dir string) bool {
 		if a.linkedAway(p) {
 			changed = true
 		}
+		a.judgedAs(p, id)
 		if real, ok := a.changedActionable(p); changed && ok {
-			a.expectAt(real, id)
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
@@ -1060,8 +1093,8 @@ func (a *auditor) settingsFile(p string) {
 	if swapped := a.linkedAway(p); !changed && !swapped {
 		return
 	}
+	a.judgedAs(p, id)
 	if real, ok := a.changedActionable(p); ok {
-		a.expectAt(real, id)
 		a.quarantine(real, "a settings file moat reads: what a sandboxed command writes must never widen a later run")
 	}
 }
@@ -1106,8 +1139,8 @@ func (a *auditor) hiddenRemote(u, base string) {
 				continue
 			}
 		}
-		if !insideGitAdmin(g) {
-			continue // the walk's
+		if !insideGitAdmin(filepath.Dir(g)) || strings.Contains(g, "/.git/modules/") || strings.Contains(g, "/.git/worktrees/") {
+			continue // the walk's (a .git directory itself, a submodule's or worktree's: repo's)
 		}
 		a.fresh[g] = true
 		a.repo(g, "", nil)
@@ -1188,6 +1221,14 @@ func (a *auditor) protectedFile(p string) bool {
 // hard link made in an earlier run, where it was writable), so its
 // protection is no reason to keep what it now holds.
 func (a *auditor) changedActionable(p string) (string, bool) {
+	if _, ok := a.judged[p]; !ok {
+		// A file no judgment named (judgedAs) is the one there now,
+		// before its path is resolved: what is moved out later is that
+		// file or nothing.
+		if id, err := lstatID(p); err == nil {
+			a.judged[p] = id
+		}
+	}
 	if testHookResolve != nil {
 		testHookResolve(p)
 	}
@@ -1208,6 +1249,16 @@ func (a *auditor) changedActionable(p string) (string, bool) {
 		}
 	}
 	return real, a.inRoots(real)
+}
+
+// judgedAs records the file p was judged as (by the walk's path), so that
+// what is acted on later, by the path resolved then, is that file
+// (changedActionable, expectAt). Without it, the file there when the path
+// is resolved is taken.
+func (a *auditor) judgedAs(p string, id fileID) {
+	if _, ok := a.judged[p]; !ok {
+		a.judged[p] = id
+	}
 }
 
 // testHookResolve, set by tests, runs when the audit resolves the path of

@@ -24,8 +24,8 @@ func (a *auditor) replaceRefs(common string) {
 		if err != nil || !a.changedAt(p, idOf(fi)) {
 			return nil
 		}
+		a.judgedAs(p, idOf(fi))
 		if real, ok := a.actionable(p); ok {
-			a.expectAt(real, idOf(fi))
 			a.quarantine(real, "a replace ref made during the run (git replace): the user's git shows another commit than the one git push sends")
 		}
 		return nil
@@ -96,8 +96,8 @@ func (a *auditor) objectCaches(common string) {
 		} else if p == grafts {
 			why = "info/grafts written during the run: git gives commits the parents it names, so what the user's git shows can differ from what git push sends (found by an attack pass)"
 		}
+		a.judgedAs(p, idOf(fi))
 		if real, ok := a.actionable(p); ok {
-			a.expectAt(real, idOf(fi))
 			a.quarantine(real, why)
 		}
 	}

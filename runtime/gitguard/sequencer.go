@@ -62,9 +62,7 @@ func (a *auditor) stateChanged(p string) bool {
 	if fi.Mode()&fs.ModeSymlink != 0 || a.changedAt(p, idOf(fi)) || a.linkedAway(p) {
 		// What is acted on later, by the path resolved then, is this
 		// file (changedActionable, expectAt).
-		if _, ok := a.judged[p]; !ok {
-			a.judged[p] = idOf(fi)
-		}
+		a.judgedAs(p, idOf(fi))
 		return true
 	}
 	return false

@@ -1,0 +1,126 @@
+//go:build linux
+
+package gitguard
+
+// A user who can write in a tree another user's run can write (root's run
+// with --write /, a group's shared project) must not steer that run's
+// audit onto files the run never changed: found by an attack pass (40),
+// each case a way root's audit rewrote root's config or moved root's
+// hooks or .git directory out of a repository the other user cannot
+// even list.
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// Another user's repository names the victim's (unchanged) repository as
+// a remote: the audit must not judge the victim's repository as moved in.
+func TestAuditRemoteNamesAnotherRepository(t *testing.T) {
+	s := newScene(t)
+	victim := filepath.Join(s.w, "victim")
+	s.git(s.w, "init", "-q", "victim")
+	s.git(victim, "config", "alias.st", "status")
+	s.write(filepath.Join(victim, ".git", "hooks", "pre-commit"), "#!/bin/sh\necho victim's own hook\n")
+	cfg0, _ := os.ReadFile(filepath.Join(victim, ".git", "config"))
+	s.begin()
+	s.sh(s.w, `git init -q att && cd att && git remote add origin "$W/victim"`)
+	rep := s.audit()
+	for _, f := range rep.Findings {
+		t.Logf("%s: %s", f.Path, f.Action)
+	}
+	if _, err := os.Stat(filepath.Join(victim, ".git", "hooks", "pre-commit")); err != nil {
+		t.Errorf("ESCAPE: the victim's own hook (unchanged) was taken out: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(victim, ".git", "config")); string(b) != string(cfg0) {
+		t.Errorf("ESCAPE: the victim's own config (unchanged) was rewritten:\n%s", b)
+	}
+}
+
+// A .git file made during the run points at a repository whose (older)
+// config is risky: the .git file is moved out. The worktree directory is
+// swapped for a symlink to another repository's work tree between the
+// judgment and the resolution: that repository's .git must stay.
+func TestAuditRaceResolutionMovesOnlyTheJudgedPointer(t *testing.T) {
+	s := newScene(t)
+	s.mayFail = true
+	victim := filepath.Join(s.w, "deep", "victim")
+	s.git(s.w, "init", "-q", "deep/victim")
+	tdir := filepath.Join(s.w, "att", "t")
+	s.git(s.w, "init", "-q", "--bare", "att/t")
+	s.git(tdir, "config", "core.fsmonitor", "x")
+	wdir := filepath.Join(s.w, "att", "w")
+	must(t, os.MkdirAll(wdir, 0o755))
+	s.begin()
+	s.write(filepath.Join(wdir, ".git"), "gitdir: ../t\n")
+	swapped := false
+	testHookResolve = func(p string) {
+		if p == filepath.Join(wdir, ".git") && !swapped {
+			swapped = true
+			must(t, os.Rename(wdir, wdir+"-real"))
+			must(t, os.Symlink(victim, wdir))
+		}
+	}
+	t.Cleanup(func() { testHookResolve = nil })
+	rep := s.audit()
+	if !swapped {
+		t.Fatalf("never resolved: %+v", rep.Findings)
+	}
+	if fi, err := os.Lstat(filepath.Join(victim, ".git")); err != nil || !fi.IsDir() {
+		t.Fatalf("ESCAPE: the victim's .git was moved out: %v\n%+v", err, rep.Findings)
+	}
+}
+
+// A .git file of another user's, older than the run, that leads to
+// another directory than at the last audit: the victim's git directory
+// must not be judged whole.
+func TestAuditOtherUsersRetargetedPointer(t *testing.T) {
+	testutil.RequireRoot(t) // another user's pointer: root makes it (the user's own is judged, TestAuditStagedAcrossRuns)
+	s := newScene(t)
+	victim := filepath.Join(s.w, "deep", "victim")
+	s.git(s.w, "init", "-q", "deep/victim")
+	s.git(victim, "config", "alias.st", "status")
+	s.write(filepath.Join(victim, ".git", "hooks", "pre-push"), "#!/bin/sh\n")
+	wdir := filepath.Join(s.w, "att", "w")
+	s.write(filepath.Join(wdir, ".git"), "gitdir: ../elsewhere\n")
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	s.audit() // an earlier run's audit: the record
+	s.write(filepath.Join(wdir, ".git"), "gitdir: "+filepath.Join(victim, ".git")+"\n")
+	// Another user's pointer, as in a tree shared with root's run.
+	must(t, os.Lchown(filepath.Join(wdir, ".git"), 1013, 1013))
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	s.audit()
+	if _, err := os.Stat(filepath.Join(victim, ".git", "hooks", "pre-push")); err != nil {
+		t.Errorf("ESCAPE: the victim's own hook was taken out: %v", err)
+	}
+}
+
+// An older config of another user's includes a file through a directory
+// moved in during the run, in which a symlink leads to the victim's git
+// directory: the victim's config is judged "changed" by the path it was
+// reached through, and rewritten.
+func TestAuditIncludeThroughMovedInDirectory(t *testing.T) {
+	s := newScene(t)
+	victim := filepath.Join(s.w, "deep", "victim")
+	s.git(s.w, "init", "-q", "deep/victim")
+	s.git(victim, "config", "alias.st", "status")
+	cfg0, _ := os.ReadFile(filepath.Join(victim, ".git", "config"))
+	s.git(s.w, "init", "-q", "att/x/y/a")
+	s.git(filepath.Join(s.w, "att/x/y/a"), "config", "include.path", filepath.Join(s.w, "att", "fresh", "link", "config"))
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	s.audit() // the record: an earlier run's audit
+	s.begin()
+	must(t, os.MkdirAll(filepath.Join(s.w, "att", "fresh"), 0o755))
+	must(t, os.Symlink(filepath.Join(victim, ".git"), filepath.Join(s.w, "att", "fresh", "link")))
+	s.audit()
+	if b, _ := os.ReadFile(filepath.Join(victim, ".git", "config")); string(b) != string(cfg0) {
+		t.Errorf("ESCAPE: the victim's own config (unchanged) was rewritten:\n%s", b)
+	}
+}
