@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -35,6 +36,13 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		vs    []policy.Violation
 		warns []string
 	)
+	if err := checkStateDir(stateDir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil // no state yet: no run was killed
+		}
+		// Another user's announcements are not this user's dead runs.
+		return nil, []string{"dead runs not audited: " + err.Error()}
+	}
 	for _, w := range live.Writers(filepath.Join(stateDir, "journal")) {
 		if !w.Dead {
 			continue

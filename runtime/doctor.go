@@ -55,8 +55,8 @@ func Doctor(ctx context.Context, o DoctorOptions) (*DoctorReport, error) {
 		rep.Refusal = "moat has no sandbox on " + goos() + " in this build"
 		return rep, nil
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	if err := prepareStateDir(o.StateDir); err != nil {
+		return nil, err
 	}
 	// Beside the state directory, not in it: every sandbox hides moat's
 	// state.

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -13,6 +14,48 @@ import (
 )
 
 func writableDir(d string) bool { return unix.Access(d, unix.W_OK) == nil }
+
+// checkStateDir refuses a state directory that is not this user's alone:
+// a symlink, another user's directory, or one others can write. moat
+// trusts what is in it (the journal whose dead runs it audits, the
+// quarantine it moves files into, the compiled seccomp programs it loads),
+// and /tmp/moat-UID, the state directory of a user without a usable home
+// (root without HOME, a service account), is anyone's to make first: one
+// another user made had the victim's runs audit trees that user chose,
+// move the victim's files into that user's quarantine, and load that
+// user's seccomp program, which allowed every call (found by an attack
+// pass; TestStateDirOfAnotherUser).
+func checkStateDir(d string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(d, &st); err != nil {
+		return fmt.Errorf("state directory %s: %w", d, err)
+	}
+	why := ""
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		why = "is a symlink"
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		why = "is not a directory"
+	case int(st.Uid) != os.Geteuid():
+		why = fmt.Sprintf("belongs to uid %d, not to this user (uid %d)", st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		why = fmt.Sprintf("is writable by others (mode %04o)", st.Mode&0o7777)
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("state directory %s %s: moat keeps its journal, quarantine and compiled filters there and trusts them; set XDG_STATE_HOME to a directory of this user's", d, why)
+}
+
+// prepareStateDir makes the state directory (mode 0700) if it is not
+// there, and checks it (checkStateDir) once it is: made first by another
+// user, MkdirAll would have taken it as it was.
+func prepareStateDir(d string) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	return checkStateDir(d)
+}
 
 // SettingsCheck returns a check for settings.Options.Check: a default
 // settings file that a live sandbox (or one killed before its audit: see

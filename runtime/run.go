@@ -184,8 +184,8 @@ func newRun(req Request) (*run, error) {
 	if r.req.StateDir == "" {
 		r.req.StateDir = DefaultStateDir()
 	}
-	if err := os.MkdirAll(r.req.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	if err := prepareStateDir(r.req.StateDir); err != nil {
+		return nil, err
 	}
 	getenv := os.Getenv
 	if req.As != nil {

@@ -119,8 +119,8 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if s.req.Env == nil {
 		s.req.Env = os.Environ()
 	}
-	if err := os.MkdirAll(s.req.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	if err := prepareStateDir(s.req.StateDir); err != nil {
+		return nil, err
 	}
 	var warn string
 	if s.pol, warn = withToolCache(s.pol, s.log, req.As, envLookup(s.req.Env)); warn != "" {
