@@ -179,7 +179,7 @@ func (a *auditor) chmodDir(p string, bits fs.FileMode) {
 		return
 	}
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() ||
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != auditorUID() ||
 		fs.FileMode(st.Mode)&bits == bits {
 		unix.Close(fd)
 		return
@@ -315,7 +315,7 @@ func replaceAt(pfd int, base string, data []byte, from fileID) error {
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 && int(st.Uid) != 0 {
+	if auditorUID() == 0 && int(st.Uid) != 0 {
 		// Root's audit rewrites a file of another user's (a tree that
 		// user shares with the run): it stays that user's. Refused only
 		// where root's credentials are not this thread's (moatd's audit
@@ -355,7 +355,10 @@ func (a *auditor) rewriteAt(p string, from fileID, data []byte) (dest string, qe
 	}
 	defer unix.Close(pfd)
 	if now, ok := statAt(pfd, base); !ok || !isFile(now, from) {
-		if ok && !a.changedAt(p, now) {
+		if ok && uint32(now.mode) == unix.S_IFREG && !a.changedAt(p, now) {
+			// Only a regular file can be "the older file there": a symlink
+			// at the name is what led the read (its own age says nothing of
+			// what it leads to).
 			return "", nil, olderThere, nil
 		}
 		return "", nil, notTheRead, nil

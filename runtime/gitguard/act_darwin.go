@@ -3,6 +3,7 @@ package gitguard
 import (
 	"errors"
 	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,4 +70,5 @@ func removeACL(fd int) error {
 	return nil
 }
 
-func ownedByAuditor(p string) bool { return true }
+// auditorUID is the user the audit runs as.
+func auditorUID() int { return os.Geteuid() }

@@ -156,7 +156,7 @@ func Audit(o Options) (*Report, error) {
 	// Start, and a user's own edit in the last tick before the run is
 	// judged as the command's: the audit errs on the side of the check.
 	start := o.Start.Add(-coarseTick()).UnixNano()
-	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}, dirs: map[string]fileID{}, expect: map[string]fileID{}, judged: map[string]fileID{}}
+	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}, dirs: map[string]fileID{}, expect: map[string]fileID{}, judged: map[string]fileID{}, askedFresh: map[string]bool{}}
 	var includes []string
 	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
 	defer a.putModesBack()
@@ -192,7 +192,7 @@ type modeChange struct {
 // Root needs none of it (it reads and renames whatever the modes say), and
 // changes no mode.
 func (a *auditor) reach(p string) {
-	if a.reached[p] || !a.inRoots(p) || os.Geteuid() == 0 {
+	if a.reached[p] || !a.inRoots(p) || auditorUID() == 0 {
 		return
 	}
 	a.reached[p] = true
@@ -205,7 +205,7 @@ func (a *auditor) reach(p string) {
 // wrote a hook and then took write permission off its directory made the
 // move out fail, and the hook stayed).
 func (a *auditor) unlock(dir string) {
-	if !a.inRoots(dir) || os.Geteuid() == 0 {
+	if !a.inRoots(dir) || auditorUID() == 0 {
 		return
 	}
 	a.chmodDir(dir, 0o700)
@@ -244,6 +244,7 @@ type auditor struct {
 	dirs        map[string]fileID // directories as resolved when a file in them was judged (parentOf)
 	expect      map[string]fileID // files as judged, by the path resolved to act on them (expectAt)
 	judged      map[string]fileID // files judged, by the path they were judged by (judgedAs)
+	askedFresh  map[string]bool   // directories inFresh asked movedIn about
 	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
 	globalHooks []string
@@ -319,45 +320,98 @@ func gitObjectDir(name string) bool {
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
 
 // inFresh reports whether p lies in a directory moved in during the run.
+// A directory the walk has not reached yet is asked now (movedIn): a
+// config or hooks path a repository names is judged when the walk visits
+// the repository, and a new directory on its way that the walk reached
+// only later left a staged config or hook unjudged, by the order of the
+// names (found by an attack pass: TestAuditThroughSymlinkInNewDirectory).
 func (a *auditor) inFresh(p string) bool {
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		if a.fresh[d] {
 			return true
 		}
+		if !a.askedFresh[d] && a.walkable(d) {
+			a.askedFresh[d] = true
+			if fi, err := os.Lstat(d); err == nil && fi.IsDir() && a.movedIn(d, idOf(fi)) {
+				a.fresh[d] = true
+				return true
+			}
+		}
 		if d == "/" || d == "." {
 			return false
 		}
 	}
+}
+
+// walkable reports a directory below the root being walked that the walk
+// visits when it gets there (not a .git directory or anything in one, not
+// a bare repository's objects): what movedIn knows of from the record.
+func (a *auditor) walkable(d string) bool {
+	if a.cache == nil || d == a.cache.root || !within(d, a.cache.root) {
+		return false
+	}
+	for _, c := range strings.Split(strings.TrimPrefix(d, a.cache.root), "/") {
+		if c == ".git" {
+			return false
+		}
+	}
+	return !inSkippedObjects(d)
 }
 
 // changedAt reports a file changed during the run: its inode, or the
 // directory it was moved in with.
-func (a *auditor) changedAt(p string, id fileID) bool {
-	return a.changed(id) || a.inFreshReally(p)
-}
+func (a *auditor) changedAt(p string, id fileID) bool { return a.changed(id) || a.inFresh(p) }
 
-// inFreshReally is inFresh for where p really lies: through a symlink on
-// its way below the directory moved in (another user's, say), p may lead
-// out of it, and what it leads to was not moved in with it. A fresh
-// directory that is itself a pointer (a symlinked .claude) is judged by
-// where it leads.
-func (a *auditor) inFreshReally(p string) bool {
+// freshAncestor is the directory moved in during the run that holds p
+// (by p's path), "" if none.
+func (a *auditor) freshAncestor(p string) string {
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		if a.fresh[d] {
-			rd, err := filepath.EvalSymlinks(d)
-			if err != nil {
-				rd = d
-			}
-			rp, err := filepath.EvalSymlinks(filepath.Dir(p))
-			if err != nil {
-				return true // nothing there to lead anywhere
-			}
-			return within(rp, rd)
+			return d
 		}
 		if d == "/" || d == "." {
-			return false
+			return ""
 		}
 	}
+}
+
+// leadOut is the symlink inside the directory moved in during the run,
+// fresh, through which p's path leads out of it ("" if p's directory lies
+// inside it, as it really is). A file reached through a directory moved
+// in is judged as moved in with it, wherever it lies; but what was moved
+// in is the symlink, not the file it leads to: the symlink is what the
+// audit takes out. Acting on the file it led to had root's audit rewrite
+// root's config, which another user's older include reached through a
+// symlink that user made in a new directory (found by an attack pass:
+// TestAuditIncludeThroughMovedInDirectory); judging such a file not at
+// all let a sandbox's new directory lead the user's core.hooksPath or an
+// include to a hook or config staged in an earlier run (the next pass:
+// TestAuditThroughSymlinkInNewDirectory).
+func leadOut(fresh, p string) string {
+	rd, err := filepath.EvalSymlinks(fresh)
+	if err != nil {
+		rd = fresh
+	}
+	rp, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil || within(rp, rd) {
+		return ""
+	}
+	rel, err := filepath.Rel(fresh, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	d := fresh
+	for _, c := range strings.Split(rel, "/") {
+		d = filepath.Join(d, c)
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return d
+		}
+	}
+	return ""
 }
 
 // ---- the walk ---------------------------------------------------------
@@ -547,7 +601,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
 		real := mustReal(dotgit)
-		if a.pointer(dotgit, real, a.changed(lid)) {
+		if a.pointer(dotgit, real, a.changedAt(dotgit, lid)) {
 			res = append(res, dotgit)
 		}
 		fi, err := os.Stat(dotgit)
@@ -605,13 +659,59 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 	}
 	if a.cache != nil {
 		if old, ok := a.cache.redirects[file]; ok && old != key {
-			if ownedByAuditor(file) {
+			// It led elsewhere at the last audit. Its target is judged
+			// whole only if the pointer, or something on its way, changed
+			// during the run: what changed between two runs is not the
+			// sandbox's (another user who retargeted a .git file of theirs
+			// at root's repository had root's audit rewrite root's config
+			// and move its hooks out: found by an attack pass,
+			// TestAuditOtherUsersRetargetedPointer); a symlink on its way
+			// retargeted during the run is (TestAuditPointerRetargetedBySandbox).
+			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target, 0) || a.wayChangedInRun(physical(target), 0) {
 				a.fresh[target] = true
 			}
 			return true
 		}
 	}
 	return changed && !a.knewRedirect(file, key)
+}
+
+// wayChangedInRun reports whether anything on p's way inside the roots
+// (each directory or symlink of its path, and the way of what a symlink
+// leads to) changed during the run, or was moved in with a directory.
+func (a *auditor) wayChangedInRun(p string, depth int) bool {
+	if depth > 8 {
+		return true // a loop of symlinks: as changed
+	}
+	p = filepath.Clean(p)
+	d := "/"
+	for _, c := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		d = filepath.Join(d, c)
+		if !a.inRoots(d) {
+			continue
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return false
+		}
+		if a.changedAt(d, idOf(fi)) {
+			return true
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			t, err := os.Readlink(d)
+			if err != nil {
+				return true
+			}
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(d), t)
+			}
+			return a.wayChangedInRun(t+strings.TrimPrefix(p, d), depth+1)
+		}
+	}
+	return false
 }
 
 // linkedAway reports a file git or moat reads (a config or a file it
@@ -1034,11 +1134,34 @@ func (a *auditor) hookDir(dir string) bool {
 	}
 	es, err := os.ReadDir(dir)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			// A hooks directory that is there but cannot be listed
+			// (search-only) may hold a hook git runs all the same.
+			a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v (its hooks were not checked)", dir, err))
+		}
 		return false
 	}
 	all := swapped
 	if did, err := lstatID(dir); err == nil && a.changedAt(dir, did) {
 		all = true
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !swapped {
+			// The symlink is what the run made (or moved in): it goes,
+			// not the hooks of whatever directory it names (another
+			// user's symlink to root's hooks made root's audit move them
+			// out). Hooks changed in its target are judged there too.
+			hooks := false
+			for _, e := range es {
+				hooks = hooks || !e.IsDir() && !strings.HasSuffix(e.Name(), ".sample")
+			}
+			if hooks {
+				a.judgedAs(dir, did)
+				if real, ok := a.changedActionable(dir); ok {
+					a.quarantine(real, "a symlinked git hooks directory made during the run (it leads to "+quoteName(leadsTo(dir))+")")
+					return false
+				}
+			}
+			all = false
+		}
 	}
 	remain := false
 	for _, e := range es {
@@ -1139,12 +1262,29 @@ func (a *auditor) hiddenRemote(u, base string) {
 				continue
 			}
 		}
-		if !insideGitAdmin(filepath.Dir(g)) || strings.Contains(g, "/.git/modules/") || strings.Contains(g, "/.git/worktrees/") {
-			continue // the walk's (a .git directory itself, a submodule's or worktree's: repo's)
+		if !insideGitAdmin(g) && !inSkippedObjects(g) || strings.EqualFold(filepath.Base(g), ".git") {
+			// The walk's: a work tree's .git directory is judged with its
+			// work tree, by what changed in it (another user's remote
+			// naming root's .git marked it moved in, and root's audit
+			// rewrote root's config and moved its hooks out).
+			continue
 		}
 		a.fresh[g] = true
 		a.repo(g, "", nil)
 	}
+}
+
+// inSkippedObjects reports a path below a bare repository's objects
+// directories the walk skips (two hex digits, pack, info).
+func inSkippedObjects(p string) bool {
+	for d := p; d != "/" && d != "."; d = filepath.Dir(d) {
+		if gitObjectDir(filepath.Base(d)) && filepath.Base(filepath.Dir(d)) == "objects" {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(filepath.Dir(d)), "HEAD")); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // legacyRemoteURLs are the locations the legacy remote files of git
@@ -1221,6 +1361,13 @@ func (a *auditor) protectedFile(p string) bool {
 // hard link made in an earlier run, where it was writable), so its
 // protection is no reason to keep what it now holds.
 func (a *auditor) changedActionable(p string) (string, bool) {
+	if f := a.freshAncestor(p); f != "" {
+		if link := leadOut(f, p); link != "" && link != p {
+			// The symlink that leads out of a directory moved in is what
+			// is taken out (leadOut), judged as it is now.
+			p = link
+		}
+	}
 	if _, ok := a.judged[p]; !ok {
 		// A file no judgment named (judgedAs) is the one there now,
 		// before its path is resolved: what is moved out later is that

@@ -60,6 +60,10 @@ func (a *auditor) replaceRefs(common string) {
 		keep = append(keep, l)
 	}
 	if dropped > 0 {
+		if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			a.quarantine(real, "packed-refs (a symlink) written during the run holds replace refs (git replace): the user's git shows other commits than the ones git push sends")
+			return
+		}
 		a.replace(real, id, []byte(strings.Join(keep, "")), "packed-refs written during the run holds replace refs (git replace): the user's git shows other commits than the ones git push sends", "rewrote without the replace refs")
 	}
 }
