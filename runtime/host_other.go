@@ -20,3 +20,6 @@ func prepareStateDir(d string) error {
 
 // SettingsCheck has nothing to check where moat has no sandbox.
 func SettingsCheck(string) func(string) error { return nil }
+
+// PrivateDir makes the directory d if it is not there.
+func PrivateDir(d string) error { return prepareStateDir(d) }

@@ -42,20 +42,73 @@ func checkStateDir(d string) error {
 		why = fmt.Sprintf("is writable by others (mode %04o)", st.Mode&0o7777)
 	}
 	if why == "" {
-		return nil
+		return checkAncestors(d)
 	}
 	return fmt.Errorf("state directory %s %s: moat keeps its journal, quarantine and compiled filters there and trusts them; set XDG_STATE_HOME to a directory of this user's", d, why)
 }
 
+// checkAncestors refuses a directory another user could replace: one of
+// the directories that hold it (as written, and as its symlinks resolve)
+// belongs to another user than root or this one, or others can write it
+// (a sticky directory, /tmp, only where the entry on the way is this
+// user's or root's). With root's HOME another user's (sudo keeping HOME),
+// that user renamed root's state directory away mid-run and put one of
+// its own in its place, and root's audit wrote its record through that
+// user's symlink into a root-only file (found by an attack pass:
+// TestStateDirParentOfAnotherUser).
+func checkAncestors(d string) error {
+	paths := []string{filepath.Clean(d)}
+	if r, err := filepath.EvalSymlinks(d); err == nil && r != paths[0] {
+		paths = append(paths, r)
+	}
+	me := os.Geteuid()
+	for _, p := range paths {
+		for child, dir := p, filepath.Dir(p); ; child, dir = dir, filepath.Dir(dir) {
+			var st, cst unix.Stat_t
+			if err := unix.Lstat(dir, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				childOurs := unix.Lstat(child, &cst) != nil || int(cst.Uid) == me || cst.Uid == 0
+				// A group-writable directory of the user's own group (a
+				// home under user private groups) is the user's.
+				othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && int(st.Gid) != os.Getegid()
+				why := ""
+				switch {
+				case int(st.Uid) != me && st.Uid != 0:
+					why = fmt.Sprintf("directory %s belongs to uid %d", dir, st.Uid)
+				case othersWrite && st.Mode&unix.S_ISVTX == 0:
+					why = fmt.Sprintf("directory %s is writable by others (mode %04o)", dir, st.Mode&0o7777)
+				case othersWrite && !childOurs:
+					why = fmt.Sprintf("%s belongs to uid %d (in %s, which anyone can write in)", child, cst.Uid, dir)
+				}
+				if why != "" {
+					return fmt.Errorf("%s, on the way to %s: another user could put a directory of its own in its place; set XDG_STATE_HOME (or XDG_RUNTIME_DIR, for moat serve's socket) to a directory of this user's", why, d)
+				}
+			}
+			if dir == "/" || dir == "." {
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // prepareStateDir makes the state directory (mode 0700) if it is not
 // there, and checks it (checkStateDir) once it is: made first by another
-// user, MkdirAll would have taken it as it was.
+// user, MkdirAll would have taken it as it was. What holds it is checked
+// first: MkdirAll would make root's directories in another user's home.
 func prepareStateDir(d string) error {
+	if err := checkAncestors(d); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
 	return checkStateDir(d)
 }
+
+// PrivateDir makes the directory d (mode 0700) if it is not there and
+// checks that it is this user's alone, as the state directory is: for
+// moat serve's default socket.
+func PrivateDir(d string) error { return prepareStateDir(d) }
 
 // SettingsCheck returns a check for settings.Options.Check: a default
 // settings file that a live sandbox (or one killed before its audit: see

@@ -85,6 +85,14 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.socket == "" {
+		// The default socket's directory is moat's own: one another
+		// user made first (/tmp/moat-UID, where there is no home) let
+		// that user swap the socket and take the clients' requests.
+		if err := runtime.PrivateDir(filepath.Dir(sock)); err != nil {
+			return &exitError{code: exitMoatError, err: err}
+		}
+	}
 	pol, err := loadPolicy(f.settings)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 )
@@ -75,5 +77,89 @@ func TestStateDirOfAnotherUser(t *testing.T) {
 	}
 	if out := run("echo moat-ran-$((6*7))"); !strings.Contains(out, "moat-ran-42") {
 		t.Fatalf("%s's second run with a state directory of its own failed:\n%s", victim.name, out)
+	}
+}
+
+// TestStateDirParentOfAnotherUser: root runs moat with another user's
+// HOME (sudo keeping HOME). Its state directory was made, root's and
+// private, inside that user's ~/.local/state, which that user can rename
+// away mid-run to put a directory of its own in its place: root's audit
+// then wrote its record through that user's symlink into a root-only
+// file (found by an attack pass). moat refuses a state directory held by a
+// directory another user controls, and makes nothing in it.
+func TestStateDirParentOfAnotherUser(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	dev := lookupDaemonUser(t, "moatd-test2", true)
+	dir, err := os.MkdirTemp("/var/tmp", "moat-statedir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	home := filepath.Join(dir, "home-dev")
+	state := filepath.Join(home, ".local", "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{home, filepath.Join(home, ".local"), state} {
+		os.Chown(p, dev.uid, dev.gid)
+	}
+	// Control: a directory root makes there is the user's to move away.
+	if err := os.Mkdir(filepath.Join(state, "probe"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := dev.as("mv", filepath.Join(state, "probe"), filepath.Join(state, "probe.moved")); err != nil {
+		t.Fatalf("%s cannot move a directory of root's out of its own ~/.local/state: the test proves nothing: %v %s", dev.name, err, errOut)
+	}
+	os.RemoveAll(filepath.Join(state, "probe.moved"))
+	cmd := exec.Command(moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}
+	out, _ := cmd.CombinedOutput()
+	t.Logf("root's run: %s", out)
+	if strings.Contains(string(out), "moat-ran-42") || !strings.Contains(string(out), "belongs to uid "+strconv.Itoa(dev.uid)) {
+		t.Errorf("root's run kept its state in %s, which %s controls, or did not say why it refused:\n%s", state, dev.name, out)
+	}
+	if _, err := os.Lstat(filepath.Join(state, "moat")); err == nil {
+		t.Errorf("root's run made its state directory in %s's %s", dev.name, state)
+	}
+}
+
+// TestServeRefusesStateDirOfAnotherUser: moat serve's default socket, for
+// a user without a home or XDG_RUNTIME_DIR, is in /tmp/moat-UID, which
+// another user can make first (mode 0777): that user could swap the
+// socket and take the clients' requests (found by an attack pass). moat
+// serve refuses such a directory, naming it.
+func TestServeRefusesStateDirOfAnotherUser(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	att := lookupDaemonUser(t, "moatd-attack", true)
+	const uid = 4141 // a uid with no home
+	state := "/tmp/moat-" + strconv.Itoa(uid)
+	os.RemoveAll(state)
+	t.Cleanup(func() { os.RemoveAll(state) })
+	if _, errOut, err := att.as("sh", "-c", "mkdir -m 777 "+state+" && chmod 777 "+state); err != nil {
+		t.Fatalf("as %s: %v %s", att.name, err, errOut)
+	}
+	bin := moatBin(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(out.String(), state) {
+			t.Errorf("moat serve: %v, and it did not name %s:\n%s", err, state, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Errorf("moat serve served with its socket in %s, a directory %s made:\n%s", state, att.name, out.String())
 	}
 }
