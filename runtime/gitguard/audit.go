@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -330,7 +331,7 @@ func (a *auditor) inFresh(p string) bool {
 		if a.fresh[d] {
 			return true
 		}
-		if !a.askedFresh[d] && a.walkable(d) {
+		if !a.askedFresh[d] && a.walkable(d) && physical(d) == d {
 			a.askedFresh[d] = true
 			if fi, err := os.Lstat(d); err == nil && fi.IsDir() && a.movedIn(d, idOf(fi)) {
 				a.fresh[d] = true
@@ -397,7 +398,7 @@ func leadOut(fresh, p string) string {
 		return ""
 	}
 	rel, err := filepath.Rel(fresh, p)
-	if err != nil || strings.HasPrefix(rel, "..") {
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return ""
 	}
 	d := fresh
@@ -667,7 +668,7 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 			// and move its hooks out: found by an attack pass,
 			// TestAuditOtherUsersRetargetedPointer); a symlink on its way
 			// retargeted during the run is (TestAuditPointerRetargetedBySandbox).
-			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target, 0) || a.wayChangedInRun(physical(target), 0) {
+			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target, 0) || a.wayChangedInRun(physical(target), 0) || a.changedLinkOnWay(rawPointer(file)) != "" {
 				a.fresh[target] = true
 			}
 			return true
@@ -1061,6 +1062,12 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	if a.linkedAway(p) {
 		changed = true
 	}
+	if link := a.changedLinkOnWay(p); link != "" && link != p {
+		if real, ok := a.changedActionable(link); ok {
+			a.quarantine(real, "a symlink made during the run on the way to a git config git reads ("+quoteName(p)+")")
+			return nil
+		}
+	}
 	a.judgedAs(p, lid)
 	if real, ok := a.changedActionable(p); changed && ok {
 		p = real
@@ -1132,8 +1139,26 @@ func (a *auditor) hookDir(dir string) bool {
 	if real := leadsTo(dir); real != filepath.Clean(dir) && (a.fresh[real] || a.inFresh(real)) {
 		swapped = true // it leads into a directory moved in during the run
 	}
+	if link := a.changedLinkOnWay(dir); link != "" && (link != dir || !swapped) {
+		// A symlink made during the run on the way to a hooks directory
+		// (or the hooks directory itself): it goes, whatever the listing.
+		if _, err := os.Stat(dir); err == nil {
+			if real, ok := a.changedActionable(link); ok {
+				a.quarantine(real, "a symlink made during the run on the way to a git hooks directory ("+quoteName(dir)+")")
+				return false
+			}
+		}
+	}
 	es, err := os.ReadDir(dir)
 	if err != nil {
+		if link := a.changedLinkOnWay(dir); link != "" && !errors.Is(err, fs.ErrNotExist) {
+			// Its hooks cannot be checked: the symlink the run made to
+			// it goes.
+			if real, ok := a.changedActionable(link); ok {
+				a.quarantine(real, "a symlink made during the run to a git hooks directory moat cannot list ("+quoteName(dir)+")")
+				return false
+			}
+		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			// A hooks directory that is there but cannot be listed
 			// (search-only) may hold a hook git runs all the same.
@@ -1246,9 +1271,23 @@ func (a *auditor) hiddenRemote(u, base string) {
 	if u == "" || !strings.ContainsAny(u, "/.") {
 		return // a remote's name
 	}
-	cands := []string{u}
-	if !filepath.IsAbs(u) {
-		cands = []string{filepath.Join(base, u)}
+	// As receive-pack's enter_repo finds it: ~ and ~user expanded, then
+	// PATH/.git, PATH, PATH.git/.git and PATH.git tried.
+	p := u
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		p = a.o.Home + strings.TrimPrefix(p, "~")
+	case strings.HasPrefix(p, "~"):
+		name, rest, _ := strings.Cut(p[1:], "/")
+		if usr, err := user.Lookup(name); err == nil {
+			p = usr.HomeDir + "/" + rest
+		}
+	case !filepath.IsAbs(p):
+		p = filepath.Join(base, p)
+	}
+	var cands []string
+	for _, suf := range []string{"/.git", "", ".git/.git", ".git"} {
+		cands = append(cands, p+suf)
 	}
 	for _, c := range cands {
 		real, err := filepath.EvalSymlinks(c)
@@ -1262,7 +1301,7 @@ func (a *auditor) hiddenRemote(u, base string) {
 				continue
 			}
 		}
-		if !insideGitAdmin(g) && !inSkippedObjects(g) || strings.EqualFold(filepath.Base(g), ".git") {
+		if walked := !insideGitAdmin(filepath.Dir(g)) && !inSkippedObjects(filepath.Dir(g)); walked && (!insideGitAdmin(g) && !inSkippedObjects(g) || strings.EqualFold(filepath.Base(g), ".git")) {
 			// The walk's: a work tree's .git directory is judged with its
 			// work tree, by what changed in it (another user's remote
 			// naming root's .git marked it moved in, and root's audit
@@ -1684,4 +1723,80 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 		}
 	}
 	return ""
+}
+
+// changedLinkOnWay is the first symlink inside the roots met while p is
+// resolved as the kernel resolves it (each ".." applying to the directory
+// reached so far) that changed during the run, or was moved in with a
+// directory; "" if none.
+func (a *auditor) changedLinkOnWay(p string) string {
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	todo := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	d := "/"
+	for n := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			d = filepath.Dir(d)
+			continue
+		}
+		next := filepath.Join(d, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			d = next
+			continue
+		}
+		if n++; n > 40 {
+			return ""
+		}
+		if a.inRoots(next) && a.changedAt(next, idOf(fi)) {
+			return next
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return next
+		}
+		if filepath.IsAbs(t) {
+			d = "/"
+		}
+		todo = append(strings.Split(t, "/"), todo...)
+	}
+	return ""
+}
+
+// rawPointer is the path a pointer file names, before any symlink on it is
+// resolved: a symlink itself, or the directory a .git file or commondir
+// names (relative to the file's directory).
+func rawPointer(file string) string {
+	fi, err := os.Lstat(file)
+	if err != nil {
+		return ""
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return file
+	}
+	b, _, err := readSmall(file, 64<<10)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimPrefix(string(b), "gitdir: ")
+	s = strings.TrimRight(s, "\r\n")
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	if s == "" {
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Dir(file) + "/" + s
+	}
+	return s
 }
