@@ -11,14 +11,20 @@ import (
 )
 
 // DefaultStateDir is $XDG_STATE_HOME/moat, or ~/.local/state/moat, or
-// /tmp/moat-<uid> when there is no usable home.
+// /tmp/moat-<uid> when there is no usable home: none, one this user cannot
+// write, or one that another user controls or can write (root with a
+// user's HOME, as sudo may keep it; a home of mode 0777), where moat's
+// state could be swapped (checkAncestors). Whichever it is, it is checked
+// before use (prepareStateDir).
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "moat")
 	}
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {
-			return filepath.Join(h, ".local", "state", "moat")
+			if d := filepath.Join(h, ".local", "state", "moat"); heldSafely(d) {
+				return d
+			}
 		}
 	}
 	return fmt.Sprintf("/tmp/moat-%d", os.Geteuid())

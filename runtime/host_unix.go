@@ -5,7 +5,10 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -62,17 +65,24 @@ func checkAncestors(d string) error {
 		paths = append(paths, r)
 	}
 	me := os.Geteuid()
+	overflow := unmappedOwner()
 	for _, p := range paths {
 		for child, dir := p, filepath.Dir(p); ; child, dir = dir, filepath.Dir(dir) {
 			var st, cst unix.Stat_t
 			if err := unix.Lstat(dir, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				childOurs := unix.Lstat(child, &cst) != nil || int(cst.Uid) == me || cst.Uid == 0
-				// A group-writable directory of the user's own group (a
-				// home under user private groups) is the user's.
-				othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && int(st.Gid) != os.Getegid()
+				// Inside a user namespace that does not map root (toolbox,
+				// flatpak, unshare -U), root's files show as the overflow
+				// uid, and are taken for root's (another user's show so
+				// too: in there, moat cannot tell them apart).
+				trusted := func(uid uint32) bool { return int(uid) == me || uid == 0 || int(uid) == overflow }
+				childOurs := unix.Lstat(child, &cst) != nil || trusted(cst.Uid)
+				// A group-writable directory of the user's own private
+				// group (a home under user private groups) is the user's;
+				// one of a group others are in (users) is not.
+				othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && !privateGroup(int(st.Gid))
 				why := ""
 				switch {
-				case int(st.Uid) != me && st.Uid != 0:
+				case !trusted(st.Uid):
 					why = fmt.Sprintf("directory %s belongs to uid %d", dir, st.Uid)
 				case othersWrite && st.Mode&unix.S_ISVTX == 0:
 					why = fmt.Sprintf("directory %s is writable by others (mode %04o)", dir, st.Mode&0o7777)
@@ -89,6 +99,57 @@ func checkAncestors(d string) error {
 		}
 	}
 	return nil
+}
+
+// heldSafely reports a directory no other user can replace (checkAncestors).
+func heldSafely(d string) bool { return checkAncestors(d) == nil }
+
+// unmappedOwner is the overflow uid when this process runs in a user
+// namespace that does not map every uid (root's files show as owned by
+// it), -1 otherwise.
+func unmappedOwner() int {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil || strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295" {
+		return -1
+	}
+	u := 65534
+	if b, err := os.ReadFile("/proc/sys/kernel/overflowuid"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			u = n
+		}
+	}
+	return u
+}
+
+// privateGroup reports a group that is this user's alone: named as the
+// user, with no other member listed (user private groups).
+func privateGroup(gid int) bool {
+	if gid != os.Getegid() {
+		return false
+	}
+	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
+	if err != nil {
+		return false
+	}
+	g, err := user.LookupGroupId(strconv.Itoa(gid))
+	if err != nil || g.Name != u.Username {
+		return false
+	}
+	b, err := os.ReadFile("/etc/group")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 4 && f[2] == strconv.Itoa(gid) {
+			for _, m := range strings.Split(f[3], ",") {
+				if m != "" && m != u.Username {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // prepareStateDir makes the state directory (mode 0700) if it is not

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,11 +118,93 @@ func TestStateDirParentOfAnotherUser(t *testing.T) {
 	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}
 	out, _ := cmd.CombinedOutput()
 	t.Logf("root's run: %s", out)
+	if _, err := os.Lstat(filepath.Join(state, "moat")); err == nil {
+		t.Errorf("root's run made its state directory in %s's %s:\n%s", dev.name, state, out)
+	}
+	// Its state is kept where no other user reaches it (/tmp/moat-0), and
+	// it runs.
+	if !strings.Contains(string(out), "moat-ran-42") {
+		t.Errorf("root's run with %s's HOME did not run:\n%s", dev.name, out)
+	}
+	// Named explicitly, such a directory is refused, saying why.
+	cmd = exec.Command(moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_STATE_HOME=" + state, "LANG=C"}
+	out, _ = cmd.CombinedOutput()
 	if strings.Contains(string(out), "moat-ran-42") || !strings.Contains(string(out), "belongs to uid "+strconv.Itoa(dev.uid)) {
-		t.Errorf("root's run kept its state in %s, which %s controls, or did not say why it refused:\n%s", state, dev.name, out)
+		t.Errorf("root's run kept its state in %s (XDG_STATE_HOME), which %s controls, or did not say why it refused:\n%s", state, dev.name, out)
 	}
 	if _, err := os.Lstat(filepath.Join(state, "moat")); err == nil {
 		t.Errorf("root's run made its state directory in %s's %s", dev.name, state)
+	}
+}
+
+// TestStateDirSharedPrimaryGroup: a state directory held by a directory
+// writable by the user's primary group is the user's only when that group
+// is the user's own (user private groups): with a group others share
+// (users), a member swapped the state directory mid-run and moat wrote
+// its journal and records into that member's tree (found by an attack
+// pass).
+func TestStateDirSharedPrimaryGroup(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	u := lookupDaemonUser(t, "moat-ci", true)
+	g, err := user.LookupGroup("users")
+	if err != nil {
+		t.Skipf("no group users: %v", err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	dir, err := os.MkdirTemp("/var/tmp", "moat-statedir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	shared := filepath.Join(dir, "shared")
+	os.Mkdir(shared, 0o775)
+	os.Chown(shared, u.uid, gid)
+	os.Chmod(shared, 0o2775)
+	run := func(env ...string) string {
+		cmd := exec.Command(moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(gid), Groups: []uint32{uint32(gid)}}}
+		cmd.Dir, cmd.Env = dir, append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + shared, "LANG=C"}, env...)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	out := run("XDG_STATE_HOME=" + shared)
+	if strings.Contains(out, "moat-ran-42") || !strings.Contains(out, "writable by others") {
+		t.Errorf("a state directory in %s (group users, writable) was used, or moat did not say why not:\n%s", shared, out)
+	}
+	if out := run(); !strings.Contains(out, "moat-ran-42") {
+		t.Errorf("with a HOME of that kind, the default state directory (/tmp/moat-UID) was not used:\n%s", out)
+	}
+}
+
+// TestStateDirInUserNamespace: in a user namespace that maps only the
+// user (toolbox, flatpak, unshare -U), root's directories show as the
+// overflow uid: moat still runs (the check refused every path, / among
+// them, found by an attack pass).
+func TestStateDirInUserNamespace(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	u := lookupDaemonUser(t, "moat-ci", true)
+	dir, err := os.MkdirTemp("/var/tmp", "moat-statedir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	home := filepath.Join(dir, "home")
+	os.Mkdir(home, 0o700)
+	os.Chown(home, u.uid, u.gid)
+	cmd := exec.Command("unshare", "-U", "--map-current-user", moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+	cmd.Dir, cmd.Env = home, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}
+	out, err := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "moat-ran-42") {
+		t.Errorf("moat in a user namespace that maps only the user did not run: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "state", "moat")); err != nil {
+		t.Errorf("its state is not in its home: %v\n%s", err, out)
 	}
 }
 

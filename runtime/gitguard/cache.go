@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 const (
@@ -199,7 +200,9 @@ func (c *walkCache) save(dir string) {
 	}
 	file := cacheFile(dir, c.root)
 	tmp := fmt.Sprintf("%s.%d.%d.tmp", file, os.Getpid(), tmpSeq.Add(1)) // runs of one supervisor write at once
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A new file, never one found at the name (a symlink planted there
+	// led root's record into a root-only file: found by an attack pass).
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return
 	}
