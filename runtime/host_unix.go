@@ -74,15 +74,23 @@ func checkAncestors(d string) error {
 				// flatpak, unshare -U), root's files show as the overflow
 				// uid, and are taken for root's (another user's show so
 				// too: in there, moat cannot tell them apart).
-				trusted := func(uid uint32) bool { return int(uid) == me || uid == 0 || int(uid) == overflow }
-				childOurs := unix.Lstat(child, &cst) != nil || trusted(cst.Uid)
+				// Another user's directories show as it too, so only the
+				// directories a system has (/, /home, /tmp, ..., and
+				// those above the user's home) are taken for root's
+				// (another user's directory there let that user swap a
+				// state directory it held: found by an attack pass,
+				// TestStateDirInUserNamespace).
+				trusted := func(uid uint32, at string) bool {
+					return int(uid) == me || uid == 0 || int(uid) == overflow && systemDir(at)
+				}
+				childOurs := unix.Lstat(child, &cst) != nil || trusted(cst.Uid, child)
 				// A group-writable directory of the user's own private
 				// group (a home under user private groups) is the user's;
 				// one of a group others are in (users) is not.
 				othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && !privateGroup(int(st.Gid))
 				why := ""
 				switch {
-				case !trusted(st.Uid):
+				case !trusted(st.Uid, dir):
 					why = fmt.Sprintf("directory %s belongs to uid %d", dir, st.Uid)
 				case othersWrite && st.Mode&unix.S_ISVTX == 0:
 					why = fmt.Sprintf("directory %s is writable by others (mode %04o)", dir, st.Mode&0o7777)
@@ -99,6 +107,20 @@ func checkAncestors(d string) error {
 		}
 	}
 	return nil
+}
+
+// systemDir reports a directory every system has, or one above the user's
+// home (as the user database names it).
+func systemDir(d string) bool {
+	switch d {
+	case "/", "/home", "/tmp", "/var", "/var/tmp", "/run", "/run/user", "/usr", "/opt", "/srv", "/mnt", "/media", "/root", "/Users", "/private", "/private/tmp", "/private/var":
+		return true
+	}
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && u.HomeDir != "" {
+		h := filepath.Clean(u.HomeDir)
+		return d != h && (d == "/" || strings.HasPrefix(h, d+"/"))
+	}
+	return false
 }
 
 // heldSafely reports a directory no other user can replace (checkAncestors).

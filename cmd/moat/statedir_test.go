@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -181,30 +182,51 @@ func TestStateDirSharedPrimaryGroup(t *testing.T) {
 
 // TestStateDirInUserNamespace: in a user namespace that maps only the
 // user (toolbox, flatpak, unshare -U), root's directories show as the
-// overflow uid: moat still runs (the check refused every path, / among
-// them, found by an attack pass).
+// overflow uid: moat still runs, its state in the user's home (the check
+// refused every path, / among them, found by an attack pass). Another
+// user's directories show as the overflow uid too: one that holds a state
+// directory named by XDG_STATE_HOME is still refused (the next pass got it
+// past the check, and that user could swap the state directory).
 func TestStateDirInUserNamespace(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireUserns(t)
 	u := lookupDaemonUser(t, "moat-ci", true)
+	att := lookupDaemonUser(t, "moatd-attack", true)
+	pw, err := user.LookupId(strconv.Itoa(u.uid))
+	if err != nil || pw.HomeDir == "" {
+		t.Fatalf("moat-ci's home: %v", err)
+	}
+	home := filepath.Clean(pw.HomeDir)
+	if fi, err := os.Stat(home); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != u.uid {
+		t.Skipf("moat-ci has no home of its own (%s): %v", home, err)
+	}
 	dir, err := os.MkdirTemp("/var/tmp", "moat-statedir-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	home := filepath.Join(dir, "home")
-	os.Mkdir(home, 0o700)
-	os.Chown(home, u.uid, u.gid)
-	cmd := exec.Command("unshare", "-U", "--map-current-user", moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
-	cmd.Dir, cmd.Env = home, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}
-	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "moat-ran-42") {
-		t.Errorf("moat in a user namespace that maps only the user did not run: %v\n%s", err, out)
+	attDir := filepath.Join(dir, "att")
+	os.Mkdir(attDir, 0o755)
+	os.Chown(attDir, att.uid, att.gid)
+	theirs := filepath.Join(attDir, "state")
+	os.Mkdir(theirs, 0o755)
+	os.Chown(theirs, u.uid, u.gid) // the user's, in a directory of the other user's
+	run := func(env ...string) string {
+		cmd := exec.Command("unshare", "-U", "--map-current-user", moatBin(t), "run", "--", "sh", "-c", "echo moat-ran-$((6*7))")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
+		cmd.Dir, cmd.Env = dir, append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}, env...)
+		out, err := cmd.CombinedOutput()
+		return fmt.Sprintf("%v\n%s", err, out)
+	}
+	if out := run(); !strings.Contains(out, "moat-ran-42") {
+		t.Errorf("moat in a user namespace that maps only the user did not run: %s", out)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".local", "state", "moat")); err != nil {
-		t.Errorf("its state is not in its home: %v\n%s", err, out)
+		t.Errorf("its state is not in its home: %v", err)
+	}
+	if out := run("XDG_STATE_HOME=" + theirs); strings.Contains(out, "moat-ran-42") || !strings.Contains(out, "directory "+attDir+" belongs to uid") {
+		t.Errorf("in a user namespace, a state directory in %s (%s's) was used, or moat did not name it: %s", attDir, att.name, out)
 	}
 }
 

@@ -601,6 +601,12 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	var res []string
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
+		if t, err := os.Readlink(dotgit); err == nil && perProcess(linkTarget(filepath.Dir(dotgit), t)) && a.changedAt(dotgit, lid) {
+			if real, ok := a.actionable(dotgit); ok {
+				a.quarantine(real, "a .git symlink made during the run through /proc: it leads elsewhere for git than for moat ("+quoteName(t)+")")
+				return
+			}
+		}
 		real := mustReal(dotgit)
 		if a.pointer(dotgit, real, a.changedAt(dotgit, lid)) {
 			res = append(res, dotgit)
@@ -629,7 +635,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	changed := a.changedAt(dotgit, id)
 	if changed && !canonical {
 		if real, ok := a.actionable(dotgit); ok {
-			a.quarantine(real, "a .git file written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it): git goes to "+quoteName(target))
+			a.quarantine(real, "a .git file written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it, or a path through /proc that leads elsewhere for git than for moat): git goes to "+quoteName(target))
 		}
 	}
 	if a.pointer(dotgit, target, changed) {
@@ -897,7 +903,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		changed := a.changedAt(cd, id)
 		if changed && !canonical {
 			if real, ok := a.actionable(cd); ok {
-				a.quarantine(real, "a commondir written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it): git goes to "+quoteName(c))
+				a.quarantine(real, "a commondir written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it, or a path through /proc that leads elsewhere for git than for moat): git goes to "+quoteName(c))
 			}
 		}
 		if a.pointer(cd, c, changed) {
@@ -1049,8 +1055,24 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		// reads, and not the command's.
 		return nil
 	}
+	// A symlink made during the run on the way to a config git reads goes
+	// before anything is resolved in the audit's own process: where it
+	// leads may differ for git (/proc/self/cwd is git's work tree there,
+	// the audit's directory here), so a path the audit finds dangling is
+	// no reason to keep it.
+	if link := a.changedLinkOnWay(p); link != "" && link != p {
+		if real, ok := a.changedActionable(link); ok {
+			a.quarantine(real, "a symlink made during the run on the way to a git config git reads ("+quoteName(p)+")")
+			return nil
+		}
+	}
 	lfi, err := os.Lstat(p)
 	if err != nil {
+		if link := a.changedLinkOnWay(p); link != "" {
+			if real, ok := a.changedActionable(link); ok {
+				a.quarantine(real, "a symlink made during the run to a git config moat cannot reach ("+quoteName(p)+")")
+			}
+		}
 		return nil
 	}
 	data, id, err := readSmall(p, maxConfigSize)
@@ -1061,12 +1083,6 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	}
 	if a.linkedAway(p) {
 		changed = true
-	}
-	if link := a.changedLinkOnWay(p); link != "" && link != p {
-		if real, ok := a.changedActionable(link); ok {
-			a.quarantine(real, "a symlink made during the run on the way to a git config git reads ("+quoteName(p)+")")
-			return nil
-		}
 	}
 	a.judgedAs(p, lid)
 	if real, ok := a.changedActionable(p); changed && ok {
@@ -1142,7 +1158,9 @@ func (a *auditor) hookDir(dir string) bool {
 	if link := a.changedLinkOnWay(dir); link != "" && (link != dir || !swapped) {
 		// A symlink made during the run on the way to a hooks directory
 		// (or the hooks directory itself): it goes, whatever the listing.
-		if _, err := os.Stat(dir); err == nil {
+		// Whether or not the audit can reach its target: what a symlink
+		// leads to may differ for git (/proc/self/cwd).
+		{
 			if real, ok := a.changedActionable(link); ok {
 				a.quarantine(real, "a symlink made during the run on the way to a git hooks directory ("+quoteName(dir)+")")
 				return false
@@ -1580,6 +1598,7 @@ func readGitfile(p string) (target string, id fileID, canonical, ok bool) {
 	if !filepath.IsAbs(t) {
 		t = filepath.Dir(p) + "/" + t
 	}
+	canonical = canonical && !perProcess(t)
 	return physical(t), id, canonical, true
 }
 
@@ -1631,6 +1650,7 @@ func readCommondir(g string) (dir string, id fileID, canonical, ok bool) {
 	if !filepath.IsAbs(s) {
 		s = g + "/" + s
 	}
+	canonical = canonical && !perProcess(s)
 	return physical(s), id, canonical, true
 }
 
@@ -1764,12 +1784,39 @@ func (a *auditor) changedLinkOnWay(p string) string {
 		if err != nil {
 			return next
 		}
+		if a.inRoots(next) && perProcess(linkTarget(d, t)) {
+			// /proc/self/cwd, /proc/self/root, /dev/fd: resolved in
+			// moat's process here and in git's there, to other places
+			// (found by an attack pass: TestAuditProcSelfSymlink).
+			return next
+		}
 		if filepath.IsAbs(t) {
 			d = "/"
 		}
 		todo = append(strings.Split(t, "/"), todo...)
 	}
 	return ""
+}
+
+// linkTarget is where a symlink in dir whose text is t leads, as a path.
+func linkTarget(dir, t string) string {
+	if filepath.IsAbs(t) {
+		return t
+	}
+	return filepath.Join(dir, t)
+}
+
+// perProcess reports a path through the kernel's per-process links
+// (/proc/self/cwd, /proc/PID/root, /dev/fd/N, ...): it leads to another
+// place for each process that resolves it, git's not moat's.
+func perProcess(p string) bool {
+	p = filepath.Clean(p)
+	for _, d := range []string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // rawPointer is the path a pointer file names, before any symlink on it is
