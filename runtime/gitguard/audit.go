@@ -169,7 +169,7 @@ func Audit(o Options) (*Report, error) {
 	// A file the user's global config includes, in a writable tree: git
 	// reads it for every repository (or those its condition names).
 	for _, inc := range includes {
-		if a.inRoots(inc) {
+		if a.inRoots(inc) || a.inRoots(physical(inc)) {
 			a.configFile(inc, 1)
 		}
 	}
@@ -599,14 +599,17 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 	lid := idOf(lfi)
 	a.judgedAs(dotgit, lid)
 	var res []string
+	if (lfi.Mode()&fs.ModeSymlink != 0 || lfi.Mode().IsRegular()) && procOnWay(rawPointer(dotgit)) {
+		// A .git symlink or file whose way passes through /proc or
+		// /dev/fd, changed or not (a directory on its way may have been
+		// swapped): it leads elsewhere for git than for moat.
+		if real, ok := a.actionable(dotgit); ok {
+			a.quarantine(real, "a .git pointer whose way passes through /proc or /dev/fd: it leads elsewhere for git than for moat")
+			return
+		}
+	}
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
-		if t, err := os.Readlink(dotgit); err == nil && perProcess(linkTarget(filepath.Dir(dotgit), t)) && a.changedAt(dotgit, lid) {
-			if real, ok := a.actionable(dotgit); ok {
-				a.quarantine(real, "a .git symlink made during the run through /proc: it leads elsewhere for git than for moat ("+quoteName(t)+")")
-				return
-			}
-		}
 		real := mustReal(dotgit)
 		if a.pointer(dotgit, real, a.changedAt(dotgit, lid)) {
 			res = append(res, dotgit)
@@ -901,6 +904,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			a.judgedAs(cd, lid)
 		}
 		changed := a.changedAt(cd, id)
+		if procOnWay(rawPointer(cd)) {
+			canonical, changed = false, true // leads elsewhere for git than for moat
+		}
 		if changed && !canonical {
 			if real, ok := a.actionable(cd); ok {
 				a.quarantine(real, "a commondir written during the run in a form git and other readers of it may take for different directories (space around the path, a line break or a NUL in it, or a path through /proc that leads elsewhere for git than for moat): git goes to "+quoteName(c))
@@ -1693,7 +1699,7 @@ func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
 			}
 			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
 				if v := ConfigPath(e.Value, filepath.Dir(f), home); v != "" {
-					includes = append(includes, physical(v))
+					includes = append(includes, filepath.Clean(v)) // as written: changedLinkOnWay must see the symlinks on its way
 				}
 			}
 		}
@@ -1745,13 +1751,15 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 	return ""
 }
 
-// changedLinkOnWay is the first symlink inside the roots met while p is
-// resolved as the kernel resolves it (each ".." applying to the directory
-// reached so far) that changed during the run, or was moved in with a
-// directory; "" if none.
-func (a *auditor) changedLinkOnWay(p string) string {
+// walkWay resolves p as the kernel resolves it (each ".." applying to the
+// directory reached so far, a symlink's text put in its place) and calls
+// step with each component reached: its path, its lstat, and, for a
+// symlink, where its text leads (a path). It returns the first path step
+// accepts, "" if none; loop is true when more than 40 symlinks were met
+// (the kernel's ELOOP). A component that is not there ends the walk.
+func walkWay(p string, step func(next string, fi fs.FileInfo, target string) bool) (found string, loop bool) {
 	if !filepath.IsAbs(p) {
-		return ""
+		return "", false
 	}
 	todo := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	d := "/"
@@ -1768,34 +1776,56 @@ func (a *auditor) changedLinkOnWay(p string) string {
 		next := filepath.Join(d, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return ""
+			return "", false
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
+			if step(next, fi, "") {
+				return next, false
+			}
 			d = next
 			continue
 		}
 		if n++; n > 40 {
-			return ""
-		}
-		if a.inRoots(next) && a.changedAt(next, idOf(fi)) {
-			return next
+			return "", true
 		}
 		t, err := os.Readlink(next)
-		if err != nil {
-			return next
-		}
-		if a.inRoots(next) && perProcess(linkTarget(d, t)) {
-			// /proc/self/cwd, /proc/self/root, /dev/fd: resolved in
-			// moat's process here and in git's there, to other places
-			// (found by an attack pass: TestAuditProcSelfSymlink).
-			return next
+		if err != nil || step(next, fi, linkTarget(d, t)) {
+			return next, false
 		}
 		if filepath.IsAbs(t) {
 			d = "/"
 		}
 		todo = append(strings.Split(t, "/"), todo...)
 	}
-	return ""
+	return "", false
+}
+
+// changedLinkOnWay is the first symlink inside the roots met while p is
+// resolved as the kernel resolves it that changed during the run, or was
+// moved in with a directory, or leads through /proc or /dev/fd (resolved
+// in moat's process here and in git's there, to other places: found by an
+// attack pass, TestAuditProcSelfSymlink); "" if none.
+func (a *auditor) changedLinkOnWay(p string) string {
+	found, _ := walkWay(p, func(next string, fi fs.FileInfo, target string) bool {
+		return target != "" && a.inRoots(next) && (a.changedAt(next, idOf(fi)) || perProcess(target))
+	})
+	return found
+}
+
+// procOnWay reports whether p, resolved as the kernel resolves it, passes
+// through /proc or /dev/fd at any step, whoever made the symlinks that
+// lead there (one outside the roots too: a link to /proc/self/cwd/.. in
+// the tree, then a pointer through it, led git to a staged repository and
+// moat nowhere; found by an attack pass, TestAuditProcSelfIndirect). A
+// loop of symlinks counts as such.
+func procOnWay(p string) bool {
+	if perProcess(p) {
+		return true
+	}
+	found, loop := walkWay(p, func(next string, _ fs.FileInfo, target string) bool {
+		return perProcess(next) || target != "" && perProcess(target)
+	})
+	return loop || found != ""
 }
 
 // linkTarget is where a symlink in dir whose text is t leads, as a path.
