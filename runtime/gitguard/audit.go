@@ -677,7 +677,7 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 			// and move its hooks out: found by an attack pass,
 			// TestAuditOtherUsersRetargetedPointer); a symlink on its way
 			// retargeted during the run is (TestAuditPointerRetargetedBySandbox).
-			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target, 0) || a.wayChangedInRun(physical(target), 0) || a.changedLinkOnWay(rawPointer(file)) != "" {
+			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target) || a.wayChangedInRun(physical(target)) || a.changedLinkOnWay(rawPointer(file)) != "" {
 				a.fresh[target] = true
 			}
 			return true
@@ -687,41 +687,14 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 }
 
 // wayChangedInRun reports whether anything on p's way inside the roots
-// (each directory or symlink of its path, and the way of what a symlink
-// leads to) changed during the run, or was moved in with a directory.
-func (a *auditor) wayChangedInRun(p string, depth int) bool {
-	if depth > 8 {
-		return true // a loop of symlinks: as changed
-	}
-	p = filepath.Clean(p)
-	d := "/"
-	for _, c := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if c == "" {
-			continue
-		}
-		d = filepath.Join(d, c)
-		if !a.inRoots(d) {
-			continue
-		}
-		fi, err := os.Lstat(d)
-		if err != nil {
-			return false
-		}
-		if a.changedAt(d, idOf(fi)) {
-			return true
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, err := os.Readlink(d)
-			if err != nil {
-				return true
-			}
-			if !filepath.IsAbs(t) {
-				t = filepath.Join(filepath.Dir(d), t)
-			}
-			return a.wayChangedInRun(t+strings.TrimPrefix(p, d), depth+1)
-		}
-	}
-	return false
+// (each directory or symlink met while p is resolved as the kernel
+// resolves it, walkWay) changed during the run, or was moved in with a
+// directory. A loop of symlinks counts as changed.
+func (a *auditor) wayChangedInRun(p string) bool {
+	found, loop := walkWay(p, func(next string, fi fs.FileInfo, _ string) bool {
+		return a.inRoots(next) && a.changedAt(next, idOf(fi))
+	})
+	return loop || found != ""
 }
 
 // linkedAway reports a file git or moat reads (a config or a file it

@@ -53,26 +53,10 @@ func TestAuditRemoteHiddenUnderModulesOrWorktrees(t *testing.T) {
 // Found by an attack pass (41): a .git symlink inside a directory moved in during the run, leading
 // to a repository staged (inside another .git) in an earlier run.
 func TestAuditDotGitSymlinkMovedInWithItsDirectory(t *testing.T) {
-	run1 := `git init -q --bare .git/stash/evil && git config -f .git/stash/evil/config core.bare false && git config -f .git/stash/evil/config core.fsmonitor "$PROG" && mkdir -p .git/stash/proj && ln -s "$REPO/.git/stash/evil" .git/stash/proj/.git`
-	run2 := `mv .git/stash/proj proj`
-	s := newScene(t)
-	s.sh(s.repo, run1)
-	s.sh(s.repo, run2)
-	if !s.userGit(filepath.Join(s.repo, "proj"), "status") {
-		t.Fatal("the attack does not work without moat")
-	}
-	s = newScene(t)
-	s.begin()
-	s.audit()
-	s.begin()
-	s.sh(s.repo, run1)
-	s.audit()
-	s.begin()
-	s.sh(s.repo, run2)
-	s.audit()
-	if s.userGit(filepath.Join(s.repo, "proj"), "status") {
-		t.Fatal("ESCAPE: a .git symlink moved in with its directory led git to a staged repository")
-	}
+	runStaged(t, []stagedCase{{".git symlink moved in with its directory", nil,
+		`git init -q --bare .git/stash/evil && git config -f .git/stash/evil/config core.bare false && git config -f .git/stash/evil/config core.fsmonitor "$PROG" && mkdir -p .git/stash/proj && ln -s "$REPO/.git/stash/evil" .git/stash/proj/.git`,
+		`mv .git/stash/proj proj`,
+		func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "proj"), "status") }}})
 }
 
 // Found by an attack pass (41), against a check of the pointer's owner (reverted for it): A .git file (read-only during the run, as
@@ -143,12 +127,7 @@ func TestAuditDotGitSymlinkMovedInWithItsDirectorySlow(t *testing.T) {
 // no git reads them); this run makes the directory (moved in, as new),
 // with a symlink in it leading to that data.
 func TestAuditThroughSymlinkInNewDirectory(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		setup      func(s *scene)
-		run1, run2 string
-		planted    func(s *scene) bool
-	}{
+	runStaged(t, []stagedCase{
 		{"the user's include",
 			func(s *scene) {
 				s.protected[filepath.Join(s.repo, ".git", "config")] = true
@@ -164,30 +143,7 @@ func TestAuditThroughSymlinkInNewDirectory(t *testing.T) {
 			`mkdir -p ../stage/h && printf '#!/bin/sh\n"%s"\n' "$PROG" > ../stage/h/pre-commit && chmod +x ../stage/h/pre-commit`,
 			`mkdir ../hk && ln -s "$W/stage" ../hk/git`,
 			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newScene(t)
-			tc.setup(s)
-			s.sh(s.repo, tc.run1)
-			s.sh(s.repo, tc.run2)
-			if !tc.planted(s) {
-				t.Fatal("the attack does not work without moat")
-			}
-			s = newScene(t)
-			tc.setup(s)
-			s.begin()
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run1)
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run2)
-			rep := s.audit()
-			if tc.planted(s) {
-				t.Fatalf("ESCAPE (findings %+v)", rep.Findings)
-			}
-		})
-	}
+	})
 }
 
 // Found by an attack pass (41): a packed-refs that is a symlink (made in an earlier run, to a file
@@ -202,24 +158,7 @@ func TestAuditSymlinkedPackedRefs(t *testing.T) {
 		s.t.Logf("for-each-ref: %s", out)
 		return strings.Contains(string(out), "refs/replace/")
 	}
-	s := newScene(t)
-	s.sh(s.repo, run1)
-	s.sh(s.repo, run2)
-	if !planted(s) {
-		t.Fatal("the attack does not work without moat")
-	}
-	s = newScene(t)
-	s.begin()
-	s.audit()
-	s.begin()
-	s.sh(s.repo, run1)
-	s.audit()
-	s.begin()
-	s.sh(s.repo, run2)
-	rep := s.audit()
-	if planted(s) {
-		t.Fatalf("ESCAPE: the replace ref stayed (findings %+v)", rep.Findings)
-	}
+	runStaged(t, []stagedCase{{"packed-refs a symlink", nil, run1, run2, planted}})
 }
 
 // Found by an attack pass (41), cross-user: during the run, another user (no sandbox) makes a
@@ -246,46 +185,22 @@ func TestAuditOtherUsersHooksSymlink(t *testing.T) {
 // run whose hooks / config / commondir lead (symlink) outside the moved
 // directory, to data staged in an earlier run.
 func TestAuditMovedInRepositoryLeadsOutside(t *testing.T) {
-	for _, tc := range []struct {
-		name, run1, run2 string
-		planted          func(s *scene) bool
-	}{
-		{"hooks symlink",
+	runStaged(t, []stagedCase{
+		{"hooks symlink", nil,
 			`mkdir -p ../data/h && ` + hookAt("../data/h/pre-commit") + ` && mkdir -p .git/stash && git init -q .git/stash/p && rm -rf .git/stash/p/.git/hooks && ln -s "$W/data/h" .git/stash/p/.git/hooks && mkdir -p p0 && mv .git/stash/p/.git p0/`,
 			`mv p0/.git sub-git && mkdir sub && mv sub-git sub/.git`,
 			func(s *scene) bool {
 				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
 			}},
-		{"config symlink",
+		{"config symlink", nil,
 			`mkdir -p ../data && printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" > ../data/cfg && git init -q .git/stash/p && rm .git/stash/p/.git/config && ln -s "$W/data/cfg" .git/stash/p/.git/config`,
 			`mv .git/stash/p sub`,
 			func(s *scene) bool { return s.userGit(filepath.Join(s.repo, "sub"), "status") }},
-		{"hooks dir deeper: hooks -> data, data/x is a symlink into staging",
+		{"hooks dir deeper: hooks -> data, data/x is a symlink into staging", nil,
 			`mkdir -p ../data && git init -q .git/stash/p && mkdir -p .git/stash/p/.git/h2 && ` + hookAt(".git/stash/p/.git/h2/pre-commit") + ` && git -C .git/stash/p config core.hooksPath .git/h2`,
 			`mv .git/stash/p sub`,
 			func(s *scene) bool {
 				return s.userGit(filepath.Join(s.repo, "sub"), "commit", "-q", "--allow-empty", "-m", "x")
 			}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newScene(t)
-			s.sh(s.repo, tc.run1)
-			s.sh(s.repo, tc.run2)
-			if !tc.planted(s) {
-				t.Fatal("the attack does not work without moat")
-			}
-			s = newScene(t)
-			s.begin()
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run1)
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run2)
-			rep := s.audit()
-			if tc.planted(s) {
-				t.Fatalf("ESCAPE (findings %+v)", rep.Findings)
-			}
-		})
-	}
+	})
 }
