@@ -145,6 +145,9 @@ func TestCgroupEscape(t *testing.T) {
 // and left its cgroup through them (found by an attack pass). Without a
 // mount namespace (the no-namespace tier) such a root is refused, --write
 // / among them (Landlock granted the whole of /proc and /sys).
+//
+// make test runs it alone (the Makefile's ALONE): its --write / run's git
+// audit judges every tree on the host, other tests' plants among them.
 func TestKernelMountsInWritableRoot(t *testing.T) {
 	testutil.RequireRoot(t) // mounting them takes root
 	f := newFixture(t)

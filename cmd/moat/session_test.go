@@ -247,6 +247,9 @@ func TestShellInteractive(t *testing.T) {
 // status`, judged read-only, ran a fake git (found by an attack pass). The
 // snapshot is now the host's, handed to each command on a sealed
 // descriptor, and no moat-shell-* directory is left in /tmp.
+//
+// make test runs it alone (the Makefile's ALONE): its --write /tmp
+// sandboxes' git audit judges the trees other tests keep in /tmp.
 func TestSessionSnapshotNotWritable(t *testing.T) {
 	tr := newTree(t)
 	os.WriteFile(filepath.Join(tr.home, ".bashrc"), []byte("alias ll='echo ALIAS-LL'\n"), 0o644)
