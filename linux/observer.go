@@ -223,6 +223,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (without namespaces) another process",
 			Rule: "the sandbox's init, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
+	case "fcntl":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "fcntl", Target: "F_SETLEASE",
+			Rule: "no file leases: a lease holds other processes' opens of the file", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "ioctl":
 		if o.nonsUser && seccomp.IsInodeFlagIoctl(n.args[1]) {
 			return o.brokerInodeFlags(n) // metabroker.go
@@ -563,7 +567,7 @@ var syscallNames = func() map[int]string {
 		add(d)
 	}
 	m[452], m[463], m[466], m[469] = "fchmodat2", "setxattrat", "removexattrat", "file_setattr"
-	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "connect", "listen", "personality",
+	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)
 	}

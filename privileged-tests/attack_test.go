@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -523,6 +524,32 @@ var attacks = map[string]func([]string) (string, error){
 		return "unmounted " + a[0], nil
 	},
 	// keyring DESC: find a key in the caller's session keyring and read it.
+	// lease PATH: take a write lease on a file this user owns and may
+	// only read, then open it again (another open file, as another
+	// process's would be) without blocking: under the lease the kernel
+	// holds that open (EWOULDBLOCK here; a blocking open, any other
+	// process's, waits lease-break-time, 45 s).
+	"lease": func(a []string) (string, error) {
+		signal.Ignore(unix.SIGIO) // the lease break's signal
+		fd, err := unix.Open(a[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+			return "", fmt.Errorf("fcntl F_SETLEASE: %w", err)
+		}
+		defer unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+		other, err := unix.Open(a[0], unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(other)
+			return "", fmt.Errorf("a lease was taken on %s, but another open went through", a[0])
+		}
+		if err != unix.EWOULDBLOCK {
+			return "", fmt.Errorf("open under the lease: %w", err)
+		}
+		return "a lease on " + a[0] + " holds every other process's open of it", nil
+	},
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)
 		if err != nil {

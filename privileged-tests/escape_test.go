@@ -421,6 +421,24 @@ func TestKeyrings(t *testing.T) {
 	f.attack([]string{"keyring", desc}, nil)
 }
 
+// No file leases: a lease on a file the command may only read (the user's
+// ~/.bashrc, root's /etc/ld.so.cache) held every other process's open of
+// it, the host's included, 45 s each (found by attack pass 46).
+func TestNoFileLeases(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"lease", f.target}, nil)
+	got := f.sandboxed("lease", f.target)
+	if !viaSession() && !strings.Contains(got.out, "F_SETLEASE") {
+		t.Errorf("the refused lease must be reported:\n%s", got.out)
+	}
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			f := makeFixture(t)
+			f.attackWith(f.bestEffort, []string{"lease", f.target}, nil)
+		})
+	}
+}
+
 // The command gets a terminal of its own when stdin is a terminal, with a
 // name that exists inside, and cannot see the caller's.
 func TestPTY(t *testing.T) {

@@ -171,6 +171,18 @@ func (b *builder) denyArguments(o Options) error {
 			return err
 		}
 	}
+	// fcntl(F_SETLEASE): a lease needs only a descriptor of the file and
+	// its ownership, and makes the kernel hold every other process's open
+	// of it (every open under a write lease, every write under a read
+	// lease) for lease-break-time, 45 s, each time: a command took one on
+	// files it may only read, the user's (a ~/.bashrc every new shell
+	// stalled on) and, as root, the system's (/etc/ld.so.cache, which
+	// every program's start opens), and the host's processes waited
+	// (found by attack pass 46). Nothing a sandboxed build runs takes
+	// leases (Samba and NFS servers do).
+	if err := b.add("fcntl", b.deny, masked(1, 0xffffffff, unix.F_SETLEASE)); err != nil {
+		return err
+	}
 	for _, req := range deniedIoctls {
 		if err := b.add("ioctl", b.deny, masked(1, 0xffffffff, req)); err != nil {
 			return err
