@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
@@ -242,6 +243,9 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 				Reason: "user.max_user_namespaces=0 inside (this host's /proc/sys is read-only): seccomp alone refuses new user namespaces"})
 		} else {
 			p.Sysctl("/proc/sys/user/max_user_namespaces", "0")
+			for _, c := range ucountCaps() {
+				p.Sysctl("/proc/sys/user/"+c.name, strconv.FormatUint(c.value, 10))
+			}
 		}
 		ln.fp.lockdown(p)
 	}
@@ -452,4 +456,50 @@ func clientReach(id *enforce.Identity, paths []string) []bool {
 		return ok
 	}
 	return res
+}
+
+// ucountLimits are the per-user kernel counts a sandbox gets half of: the
+// host's limit (fs.*), and the same count's limit in moat's own user
+// namespace (user.*), whichever is lower. The kernel charges such a count
+// to the user in every user namespace up to the host's, so a command that
+// made inotify instances until it was refused took all of its user's
+// (root's, as root), and the user's own programs (editors, systemd) could
+// make none while it ran (found by attack pass 46). The sandbox's own
+// user namespace caps them at half; what several sandboxes of one user
+// take together is still bounded only by the host's limit.
+var ucountLimits = []struct{ host, name string }{
+	{"fs/inotify/max_user_instances", "max_inotify_instances"},
+	{"fs/inotify/max_user_watches", "max_inotify_watches"},
+	{"fs/fanotify/max_user_groups", "max_fanotify_groups"},
+	{"fs/fanotify/max_user_marks", "max_fanotify_marks"},
+}
+
+type ucountCap struct {
+	name  string
+	value uint64
+}
+
+// ucountCaps returns the caps of ucountLimits this kernel has (fanotify's
+// came in 5.13), at least 1 each.
+func ucountCaps() []ucountCap {
+	read := func(p string) (uint64, bool) {
+		b, err := os.ReadFile("/proc/sys/" + p)
+		if err != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		return v, err == nil
+	}
+	var out []ucountCap
+	for _, l := range ucountLimits {
+		own, ok := read("user/" + l.name)
+		if !ok {
+			continue // not a count of this kernel: no such file inside either
+		}
+		if host, ok := read(l.host); ok && host < own {
+			own = host
+		}
+		out = append(out, ucountCap{l.name, max(own/2, 1)})
+	}
+	return out
 }

@@ -550,6 +550,29 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "a lease on " + a[0] + " holds every other process's open of it", nil
 	},
+	// inotify-half: make more than half of this user's inotify instances
+	// (fs.inotify.max_user_instances, the host's limit, which the kernel
+	// charges through every user namespace up to the host's). Past half
+	// the user's own programs (editors, systemd) are left too few; this
+	// stops one past half, so that run without moat it does not take them
+	// all.
+	"inotify-half": func(a []string) (string, error) {
+		b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_instances")
+		if err != nil {
+			return "", err
+		}
+		limit, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return "", err
+		}
+		want := limit/2 + 1
+		for i := 0; i < want; i++ {
+			if _, err := unix.InotifyInit1(unix.IN_CLOEXEC); err != nil {
+				return "", fmt.Errorf("inotify instance %d of %d (the user's limit %d): %w", i+1, want, limit, err)
+			}
+		}
+		return fmt.Sprintf("made %d of the user's %d inotify instances", want, limit), nil
+	},
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)
 		if err != nil {

@@ -439,6 +439,15 @@ func TestNoFileLeases(t *testing.T) {
 	}
 }
 
+// A command takes at most half of its user's inotify instances: the kernel
+// charges them to the user in every user namespace up to the host's, and
+// a command that made them until refused left the user's own programs
+// none while it ran (found by attack pass 46).
+func TestInotifyInstancesBounded(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"inotify-half"}, nil)
+}
+
 // The command gets a terminal of its own when stdin is a terminal, with a
 // name that exists inside, and cannot see the caller's.
 func TestPTY(t *testing.T) {
