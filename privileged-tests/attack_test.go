@@ -523,7 +523,6 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "unmounted " + a[0], nil
 	},
-	// keyring DESC: find a key in the caller's session keyring and read it.
 	// lease PATH: take a write lease on a file this user owns and may
 	// only read, then open it again (another open file, as another
 	// process's would be) without blocking: under the lease the kernel
@@ -573,6 +572,7 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("made %d of the user's %d inotify instances", want, limit), nil
 	},
+	// keyring DESC: find a key in the caller's session keyring and read it.
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)
 		if err != nil {
