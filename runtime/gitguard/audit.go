@@ -158,22 +158,136 @@ func Audit(o Options) (*Report, error) {
 	// judged as the command's: the audit errs on the side of the check.
 	start := o.Start.Add(-coarseTick()).UnixNano()
 	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}, dirs: map[string]fileID{}, expect: map[string]fileID{}, judged: map[string]fileID{}, askedFresh: map[string]bool{}}
-	var includes []string
-	a.globalHooks, includes = globalGitConfig(o.Home, o.XDGConfigHome)
+	a.global = globalGitConfig(o.Home, o.XDGConfigHome, func(p string) bool { return a.inRoots(p) || a.inRoots(physical(p)) })
+	a.globalHooks = a.global.hooks
 	defer a.putModesBack()
 	for _, root := range o.Roots {
 		if err := a.walkRoot(root); err != nil {
 			return a.rep, err
 		}
 	}
-	// A file the user's global config includes, in a writable tree: git
-	// reads it for every repository (or those its condition names).
-	for _, inc := range includes {
-		if a.inRoots(inc) || a.inRoots(physical(inc)) {
-			a.configFile(inc, 1)
+	return a.rep, nil
+}
+
+// globalInRoot judges what the user's global git configuration names in
+// the tree root, after the walk of it (its record is saved after this):
+//
+//   - a file it includes (at any depth: an include of an included file
+//     too), judged like any config: git reads it for every repository (or
+//     those its condition names). A core.hooksPath or init.templateDir
+//     such a file still sets once judged is the user's;
+//   - its core.hooksPath where it is a path of its own (absolute, ~/):
+//     git runs the hooks there in every repository of the user's, and a
+//     tree that holds no repository (no repo call) left it unjudged;
+//   - its init.templateDir: git clone and git init copy what it holds
+//     (hooks, config, every other file) into each new repository.
+//
+// Found by attack pass 45: the audit read the hooksPath and includes of
+// the top-level files only, judged the global hooks only from a
+// repository it visited, and never judged the template directory.
+func (a *auditor) globalInRoot(root string) {
+	in := func(p string) bool { return within(p, root) || within(physical(p), root) }
+	for _, inc := range a.global.includes {
+		if !in(inc) {
+			continue
+		}
+		for _, e := range a.configFile(inc, 1) {
+			if !e.HasValue || e.Value == "" {
+				continue
+			}
+			switch e.Name {
+			case "core.hookspath":
+				a.lateHooks = append(a.lateHooks, e.Value)
+				// Relative: taken in each repository, those visited
+				// before this include was read among them.
+				if ConfigPath(e.Value, "", a.o.Home) == "" {
+					for _, base := range a.bases {
+						a.hookDir(a.resolve(e.Value, base))
+					}
+				}
+			case "init.templatedir":
+				a.global.templates = append(a.global.templates, e.Value)
+			}
 		}
 	}
-	return a.rep, nil
+	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
+		if p := ConfigPath(h, "", a.o.Home); p != "" && in(p) {
+			a.hookDir(p)
+		}
+	}
+	for _, t := range a.global.templates {
+		if p := ConfigPath(t, "", a.o.Home); p != "" && in(p) {
+			a.templateDir(p)
+		}
+	}
+}
+
+// templateDir judges the user's git template directory dir (in a writable
+// tree): every file git would copy into a new repository (names not
+// starting with "."; hooks/ as a hooks directory, config as a config)
+// that changed during the run, or came with a directory moved in, is
+// taken out. A sandboxed command has no reason to write there.
+func (a *auditor) templateDir(dir string) {
+	a.reachPath(filepath.Join(dir, "x"))
+	if link := a.changedLinkOnWay(dir); link != "" {
+		if real, ok := a.changedActionable(link); ok {
+			a.quarantine(real, "a symlink made during the run on the way to the user's git template directory (init.templateDir "+quoteName(dir)+")")
+			return
+		}
+	}
+	all := a.linkedAway(dir)
+	if real := leadsTo(dir); real != filepath.Clean(dir) && (a.fresh[real] || a.inFresh(real)) {
+		all = true
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && a.inFresh(filepath.Join(dir, "x")) {
+		all = true
+	}
+	n := 0
+	var walk func(d string, depth int)
+	walk = func(d string, depth int) {
+		a.reach(d)
+		es, err := os.ReadDir(d)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v (the git template directory was not checked)", d, err))
+			}
+			return
+		}
+		for _, e := range es {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue // git's copy_templates skips these
+			}
+			p := filepath.Join(d, e.Name())
+			if d == dir && e.Name() == "hooks" {
+				a.hookDir(p)
+				continue
+			}
+			if d == dir && e.Name() == "config" {
+				a.configFile(p, 1)
+				continue
+			}
+			id, err := lstatID(p)
+			if err != nil {
+				continue
+			}
+			if e.IsDir() {
+				if depth < 8 && n < 10000 {
+					walk(p, depth+1)
+				}
+				continue
+			}
+			if n++; n > 10000 {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than 10000 files (the rest of the git template directory was not checked)", dir))
+				return
+			}
+			changed := all || a.changedAt(p, id) || a.linkedAway(p)
+			a.judgedAs(p, id)
+			if real, ok := a.changedActionable(p); changed && ok {
+				a.quarantine(real, "a file in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
+			}
+		}
+	}
+	walk(dir, 0)
 }
 
 type modeChange struct {
@@ -249,7 +363,10 @@ type auditor struct {
 	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
 	globalHooks []string
-	qdir        string // this audit's quarantine directory, made on first use
+	global      globalGit // what the user's global git configuration names
+	lateHooks   []string  // core.hooksPath of global includes in the trees, once judged
+	bases       []string  // the work trees (or git directories) of the repositories judged
+	qdir        string    // this audit's quarantine directory, made on first use
 	n           int
 	cache       *walkCache // what the previous audit saw
 	next        *walkCache // what this one sees
@@ -488,6 +605,7 @@ func (a *auditor) walkRoot(root string) error {
 				objects: s == "objects" && d.flags&flagHEAD != 0, dev: id.dev})
 		}
 	}
+	a.globalInRoot(root)
 	next.save(a.o.CacheDir)
 	return nil
 }
@@ -907,7 +1025,10 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			hookDirs = append(hookDirs, a.resolve(e.Value, base))
 		}
 	}
-	for _, h := range a.globalHooks {
+	if !slices.Contains(a.bases, base) {
+		a.bases = append(a.bases, base)
+	}
+	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
 		hookDirs = append(hookDirs, a.resolve(h, base))
 	}
 	hooks := false
@@ -1633,21 +1754,26 @@ func readCommondir(g string) (dir string, id fileID, canonical, ok bool) {
 	return physical(s), id, canonical, true
 }
 
-// globalHooksPaths are the core.hooksPath values of the user's and the
-// system's git configuration (read-only to the command, but they name where
-// hooks live, maybe inside a writable tree).
-// Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
-// shell of the user's may set the variable where the command's did not.
-func globalHooksPaths(home, xdgConfigHome string) []string {
-	hooks, _ := globalGitConfig(home, xdgConfigHome)
-	return hooks
+// globalGit is what the system's and the user's git configuration name:
+// core.hooksPath values, the files their include.path and
+// includeIf.*.path entries name (absolute; every condition counts as met:
+// a file the user's git may read) and init.templateDir values.
+type globalGit struct {
+	hooks, includes, templates []string
 }
 
-// globalGitConfig reads the system's and the user's git config files:
-// the core.hooksPath values they set, and the files their include.path
-// and includeIf.*.path entries name (absolute; every condition counts as
-// met: a file the user's git may read).
-func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
+// globalGitConfig reads the system's and the user's git config files,
+// and the files they include, at any depth, as the mounts do
+// (linux.readGitFacts): a core.hooksPath or another include set in an
+// included file (~/.gitconfig.local, an includeIf for work repositories)
+// is the user's configuration as much as one in ~/.gitconfig. An included
+// file inTree reports (in a writable tree) is listed but not read here:
+// the audit judges it first (globalInRoot), and what it names counts only
+// as it is then.
+// Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
+// shell of the user's may set the variable where the command's did not.
+func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool) globalGit {
+	var g globalGit
 	files := []string{"/etc/gitconfig"}
 	if home != "" {
 		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
@@ -1657,28 +1783,46 @@ func globalGitConfig(home, xdgConfigHome string) (hooks, includes []string) {
 			files = append(files, x)
 		}
 	}
-	for _, f := range files {
+	seen := map[string]bool{}
+	var read func(f string, depth int)
+	read = func(f string, depth int) {
+		if depth > 10 || seen[f] {
+			return
+		}
+		seen[f] = true
 		b, _, err := readSmall(f, maxConfigSize)
 		if err != nil {
-			continue
+			return
 		}
 		es, err := ParseConfig(b)
 		if err != nil {
-			continue
+			return
 		}
 		for _, e := range es {
 			if e.Name == "core.hookspath" && e.HasValue {
-				hooks = append(hooks, e.Value)
+				g.hooks = append(g.hooks, e.Value)
+			}
+			if e.Name == "init.templatedir" && e.HasValue && e.Value != "" {
+				g.templates = append(g.templates, e.Value)
 			}
 			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
 				if v := ConfigPath(e.Value, filepath.Dir(f), home); v != "" {
-					includes = append(includes, filepath.Clean(v)) // as written: changedLinkOnWay must see the symlinks on its way
+					v = filepath.Clean(v) // as written: changedLinkOnWay must see the symlinks on its way
+					if !slices.Contains(g.includes, v) {
+						g.includes = append(g.includes, v)
+					}
+					if inTree == nil || !inTree(v) {
+						read(v, depth+1)
+					}
 				}
 			}
 		}
 	}
-	sort.Strings(hooks)
-	return hooks, includes
+	for _, f := range files {
+		read(f, 0)
+	}
+	sort.Strings(g.hooks)
+	return g
 }
 
 // hiddenURL says why e, a URL of config p (a remote's, a submodule's, an
