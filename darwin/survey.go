@@ -153,6 +153,11 @@ func (s *survey) run() ([]Protection, error) {
 	for _, inc := range s.global.includes {
 		s.protect(s.resolve(inc), "git: included by the user's git configuration")
 	}
+	for _, t := range s.global.templateDirs {
+		if p := gitguard.ConfigPath(t, "", s.home); p != "" {
+			s.protect(s.resolve(p), "git: the user's init.templateDir")
+		}
+	}
 	return s.out, nil
 }
 
@@ -467,6 +472,7 @@ type gitFacts struct {
 	worktreeConfig bool
 	hooksPaths     []string
 	includes       []string
+	templateDirs   []string // init.templateDir values
 }
 
 func readGitFacts(files []string, home string) gitFacts {
@@ -492,6 +498,8 @@ func readGitFacts(files []string, home string) gitFacts {
 				f.worktreeConfig = true
 			case e.Name == "core.hookspath" && e.HasValue && e.Value != "":
 				f.hooksPaths = append(f.hooksPaths, e.Value)
+			case e.Name == "init.templatedir" && e.HasValue && e.Value != "":
+				f.templateDirs = append(f.templateDirs, e.Value)
 			case (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue:
 				if inc := gitguard.ConfigPath(e.Value, filepath.Dir(p), home); inc != "" {
 					f.includes = append(f.includes, inc)

@@ -28,6 +28,7 @@ type gitFacts struct {
 	worktreeConfig bool
 	hooksPaths     []string
 	includes       []string // resolved
+	templateDirs   []string // init.templateDir values: git clone and git init copy them into new repositories
 }
 
 // readGitFacts reads the config files of git directory g (and of the
@@ -60,6 +61,8 @@ func readGitFacts(files []string, home string, read func(string) ([]byte, error)
 				f.worktreeConfig = true
 			case e.Name == "core.hookspath" && e.HasValue && e.Value != "":
 				f.hooksPaths = append(f.hooksPaths, e.Value)
+			case e.Name == "init.templatedir" && e.HasValue && e.Value != "":
+				f.templateDirs = append(f.templateDirs, e.Value)
 			case (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue:
 				inc := gitguard.ConfigPath(e.Value, filepath.Dir(p), home)
 				if inc != "" {

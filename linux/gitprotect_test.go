@@ -78,3 +78,21 @@ func TestWorktreeConfigAsGitReadsIt(t *testing.T) {
 		}
 	}
 }
+
+// The user's init.templateDir (in ~/.gitconfig or a file it includes) is
+// a fact the plan protects: git clone and git init copy its hooks and
+// config into every new repository (attack pass 45: a writable home's
+// ~/.git_template/hooks/post-checkout ran on the user's next clone).
+func TestGlobalGitFactsTemplateDir(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = ~/.gitconfig.local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig.local"), []byte("[init]\n\ttemplateDir = ~/.git_template\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := readGitFacts(globalGitConfigs(home, ""), home, readConfigFile).templateDirs
+	if !slices.Contains(got, "~/.git_template") {
+		t.Fatalf("init.templateDir not read: %q", got)
+	}
+}

@@ -587,6 +587,13 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	for _, inc := range global.includes {
 		protect(inc, "git: included by the user's git configuration", reserveIfParent(inc))
 	}
+	// git clone and git init copy the template directory (hooks, config)
+	// into every new repository (attack pass 45).
+	for _, t := range global.templateDirs {
+		if p := gitguard.ConfigPath(t, "", home); p != "" {
+			protect(p, "git: the user's init.templateDir", reserveIfParent(p))
+		}
+	}
 	for _, p := range pol.Protect {
 		if c, _, err := in.dirs.canonical(p); err == nil {
 			// One that does not exist yet (the managed settings'
