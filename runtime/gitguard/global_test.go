@@ -3,6 +3,7 @@ package gitguard
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -174,5 +175,23 @@ func TestAuditGlobalTemplateDirUsersOwn(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(tmpl, n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
+	}
+}
+
+// TestAuditQuarantineLongName: a plant whose name is 255 bytes long is
+// taken out all the same: the quarantine's name for it (a number before
+// the name) was too long, the move failed, and the plant stayed (found by
+// attack pass 45: a legacy remote .git/remotes/<255 bytes>).
+func TestAuditQuarantineLongName(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.audit()
+	s.begin()
+	name := strings.Repeat("o", 255)
+	p := filepath.Join(s.repo, ".git", "remotes", name)
+	s.write(p, "URL: /elsewhere\n")
+	rep := s.audit()
+	if _, err := os.Lstat(p); err == nil {
+		t.Fatalf("a legacy remote of a 255-byte name stayed (findings %+v)", rep.Findings)
 	}
 }

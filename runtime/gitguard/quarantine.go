@@ -141,6 +141,13 @@ func (a *auditor) dest(p string) (string, error) {
 		}
 		return r
 	}, filepath.Base(p))
+	// The name may be as long as a name can be (255 bytes): with the
+	// number before it, it was too long for the quarantine, and the plant
+	// stayed (attack pass 45: a legacy remote of a 255-byte name). The
+	// full path is in index.txt.
+	if len(name) > 200 {
+		name = name[:200]
+	}
 	dest := filepath.Join(d, fmt.Sprintf("%03d-%s", a.n, name))
 	idx, err := os.OpenFile(filepath.Join(d, "index.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
 	if err == nil {
