@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -29,6 +30,15 @@ func writableDir(d string) bool { return unix.Access(d, unix.W_OK) == nil }
 // user's seccomp program, which allowed every call (found by an attack
 // pass; TestStateDirOfAnotherUser).
 func checkStateDir(d string) error {
+	if err := checkStateDirItself(d); err != nil {
+		return err
+	}
+	return checkAncestors(d)
+}
+
+// checkStateDirItself is checkStateDir without the directories that hold
+// d (checkAncestors).
+func checkStateDirItself(d string) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(d, &st); err != nil {
 		return fmt.Errorf("state directory %s: %w", d, err)
@@ -45,7 +55,7 @@ func checkStateDir(d string) error {
 		why = fmt.Sprintf("is writable by others (mode %04o)", st.Mode&0o7777)
 	}
 	if why == "" {
-		return checkAncestors(d)
+		return nil
 	}
 	return fmt.Errorf("state directory %s %s: moat keeps its journal, quarantine and compiled filters there and trusts them; set XDG_STATE_HOME to a directory of this user's", d, why)
 }
@@ -128,8 +138,11 @@ func heldSafely(d string) bool { return checkAncestors(d) == nil }
 
 // unmappedOwner is the overflow uid when this process runs in a user
 // namespace that does not map every uid (root's files show as owned by
-// it), -1 otherwise.
-func unmappedOwner() int {
+// it), -1 otherwise. moat never changes its own user namespace (stage 2 is
+// another process): read once.
+var unmappedOwner = sync.OnceValue(readUnmappedOwner)
+
+func readUnmappedOwner() int {
 	b, err := os.ReadFile("/proc/self/uid_map")
 	if err != nil || strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295" {
 		return -1
@@ -178,9 +191,16 @@ func privateGroup(gid int) bool {
 // there, and checks it (checkStateDir) once it is: made first by another
 // user, MkdirAll would have taken it as it was. What holds it is checked
 // first: MkdirAll would make root's directories in another user's home.
+// A directory that was there is not walked again: its ancestors, as
+// written and as its symlinks resolve, were checked first, and only this
+// user or root can change them. One made here is (the way to it as
+// resolved could not be checked before it existed).
 func prepareStateDir(d string) error {
 	if err := checkAncestors(d); err != nil {
 		return err
+	}
+	if checkStateDirItself(d) == nil {
+		return nil
 	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
