@@ -905,8 +905,11 @@ func seccompOptions(pol *policy.Policy, nons, session, memoryByRlimit, landlockT
 	// for the command (metabroker.go): notified whether or not violations
 	// are reported (with moat.violations off nothing was checked).
 	brokerMeta := nons && os.Geteuid() != 0
+	// Where the host's network is shared, a source route or an IPv6
+	// routing header would send a connect's packets to another host than
+	// the one eBPF (or Landlock) judged (seccomp.Options.NoSourceRoute).
 	return seccomp.Options{AllowUnix: pol.Net.AllowAllUnixSockets, UnixBroker: broker, Notify: pol.Violations, NoListen: noListen, NoMetadata: noMeta, NoNamespaces: nons, NotifyMetadata: brokerMeta, MemoryBound: memoryBound,
-		NoGrowsDown: memoryByRlimit, Session: session && !nons, NoFastOpen: landlockTCP}
+		NoGrowsDown: memoryByRlimit, Session: session && !nons, NoFastOpen: landlockTCP, NoSourceRoute: pol.Net.Shared || nons}
 }
 
 // unixAllow resolves allowUnixSockets when the sandbox starts: the

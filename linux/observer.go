@@ -223,6 +223,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (without namespaces) another process",
 			Rule: "the sandbox's init, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
+	case "setsockopt":
+		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "setsockopt", Target: sockoptName(n.args[1], n.args[2]),
+			Rule: "no source routes or IPv6 routing headers where the host's network is shared: they send packets past the filter, to another host than the one connected to", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "fcntl":
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "fcntl", Target: "F_SETLEASE",
 			Rule: "no file leases: a lease holds other processes' opens of the file", Pid: int(n.pid)})
@@ -298,6 +302,21 @@ func familyName(fam, proto uint64) string {
 		n += fmt.Sprintf(" protocol %d", int32(proto))
 	}
 	return "socket(" + n + ")"
+}
+
+// sockoptName names a socket option NoSourceRoute refuses.
+func sockoptName(level, name uint64) string {
+	switch [2]uint64{uint64(uint32(level)), uint64(uint32(name))} {
+	case [2]uint64{unix.IPPROTO_IP, unix.IP_OPTIONS}:
+		return "IP_OPTIONS"
+	case [2]uint64{unix.IPPROTO_IPV6, unix.IPV6_RTHDR}:
+		return "IPV6_RTHDR"
+	case [2]uint64{unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR}:
+		return "IPV6_2292RTHDR"
+	case [2]uint64{unix.IPPROTO_IPV6, unix.IPV6_2292PKTOPTIONS}:
+		return "IPV6_2292PKTOPTIONS"
+	}
+	return fmt.Sprintf("level %d option %d", int32(level), int32(name))
 }
 
 func isDenied(name string) bool {
@@ -567,7 +586,7 @@ var syscallNames = func() map[int]string {
 		add(d)
 	}
 	m[452], m[463], m[466], m[469] = "fchmodat2", "setxattrat", "removexattrat", "file_setattr"
-	for _, s := range []string{"socket", "socketpair", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality",
+	for _, s := range []string{"socket", "socketpair", "setsockopt", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)
 	}

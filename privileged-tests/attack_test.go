@@ -655,6 +655,14 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "udp answer " + string(buf[:n]), nil
 	},
+	// srh HOP [V6]:PORT MARK: connect to [V6]:PORT with an IPv6 segment
+	// routing header (IPV6_RTHDR) whose active segment is HOP and whose
+	// other segments carry MARK: the SYN goes to HOP, not to the address
+	// connected to. It escaped if the SYN was sent (the test's packet
+	// socket sees whether it reached HOP).
+	"srh": func(a []string) (string, error) {
+		return sourceRoutedConnect(a[0], a[1], a[2])
+	},
 	// icmp ADDR: a raw ICMP echo request.
 	"icmp": func(a []string) (string, error) {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
@@ -899,6 +907,43 @@ print("ESCAPED: created a user namespace")
 `
 
 // dialUnix connects to the unix socket at path and reads what it says.
+// sourceRoutedConnect is the srh attack.
+func sourceRoutedConnect(hop, addr, mark string) (string, error) {
+	first, err := netip.ParseAddr(hop)
+	if err != nil {
+		return "", err
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return "", err
+	}
+	// segments[0] is the final destination (the kernel fills it in with
+	// the address connected to), then MARK in 16-byte segments, then HOP,
+	// the active one (segments_left points at it).
+	data := []byte(mark)
+	data = append(data, make([]byte, (16-len(data)%16)%16)...)
+	segs := make([]byte, 16, 16+len(data)+16)
+	segs = append(segs, data...)
+	h := first.As16()
+	segs = append(segs, h[:]...)
+	n := len(segs) / 16
+	srh := append([]byte{0, byte(2 * n), 4, byte(n - 1), byte(n - 1), 0, 0, 0}, segs...)
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptString(fd, unix.IPPROTO_IPV6, unix.IPV6_RTHDR, string(srh)); err != nil {
+		return "", fmt.Errorf("setsockopt IPV6_RTHDR: %w", err)
+	}
+	err = unix.Connect(fd, &unix.SockaddrInet6{Addr: ap.Addr().As16(), Port: int(ap.Port())})
+	if err != nil && err != unix.EINPROGRESS {
+		return "", fmt.Errorf("connect %s: %w", addr, err)
+	}
+	time.Sleep(300 * time.Millisecond) // the SYN and a retransmission or two
+	return "a SYN for " + addr + " routed through " + hop, nil
+}
+
 func dialUnix(path string) (string, error) {
 	c, err := net.DialTimeout("unix", path, 3*time.Second)
 	if err != nil {

@@ -9,16 +9,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // servers on the host's loopback stand in for allowed and denied hosts.
@@ -797,6 +800,98 @@ func TestSharedNetworkAllowedLiteralTCPOnly(t *testing.T) {
 		}
 		if base := f.direct(c.attack...); !base.escaped() {
 			t.Errorf("without moat %v must work:\n%s", c.attack, base.out)
+		}
+	}
+}
+
+// With moat.shareNetwork eBPF judges the address a connect names, and an
+// IPv6 routing header sends the packets to its first segment instead: a
+// connect to an allowed [::1]:PORT with a segment routing header
+// (setsockopt IPV6_RTHDR, no privilege needed) sent its SYN to any IPv6
+// host, with up to about 1.4 KB of chosen bytes in the header, and nothing
+// was reported (found by attack pass 48). The other host here is an
+// address added to lo, where a packet socket sees what reaches it.
+func TestSharedNetworkSourceRoute(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t)
+	s := startServers(t, f.root)
+	if s.v6 == 0 {
+		testutil.Unavailable(t, "no IPv6 loopback")
+	}
+	const hop = "fd6d:6f61:7400::48"
+	ipCmd, err := exec.LookPath("ip")
+	if err != nil {
+		testutil.Unavailable(t, "no ip command (iproute2) to add an address to lo")
+	}
+	if out, err := exec.Command(ipCmd, "-6", "addr", "add", hop+"/128", "dev", "lo", "nodad").CombinedOutput(); err != nil {
+		testutil.Unavailable(t, "cannot add %s to lo: %s", hop, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command(ipCmd, "-6", "addr", "del", hop+"/128", "dev", "lo").Run() })
+	seen := sniffIPv6(t, "lo", netip.MustParseAddr(hop))
+	target := "[::1]:" + strconv.Itoa(s.v6)
+	settings := f.sharedSettings(map[string]any{"allowedDomains": []string{target}}, map[string]any{})
+
+	got := f.sandboxedWith(settings, "srh", hop, target, "moat-srh-inside")
+	if seen("moat-srh-inside", time.Second) {
+		t.Errorf("ESCAPE: a connect to the allowed %s reached %s through a routing header:\n%s", target, hop, got.out)
+	} else if got.escaped() || !strings.Contains(got.out, "IPV6_RTHDR") {
+		t.Errorf("the routing header was not refused and reported:\n%s", got.out)
+	}
+	base := f.direct("srh", hop, target, "moat-srh-outside")
+	if !base.escaped() || !seen("moat-srh-outside", 2*time.Second) {
+		t.Errorf("without moat the SYN must reach %s (or this test cannot see an escape):\n%s", hop, base.out)
+	}
+}
+
+// sniffIPv6 watches the IPv6 packets on dev addressed to dst; seen reports
+// whether one held mark, waiting up to wait for it.
+func sniffIPv6(t *testing.T, dev string, dst netip.Addr) (seen func(mark string, wait time.Duration) bool) {
+	t.Helper()
+	ifi, err := net.InterfaceByName(dev)
+	must(t, err)
+	const ethPIPv6 = 0x86dd
+	proto := int(ethPIPv6>>8 | (ethPIPv6&0xff)<<8) // network byte order
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, proto)
+	must(t, err)
+	must(t, unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: uint16(proto), Ifindex: ifi.Index}))
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
+	var mu sync.Mutex
+	var pkts [][]byte
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		buf := make([]byte, 65536)
+		want := dst.As16()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			n, _, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil || n < 40 || !bytes.Equal(buf[24:40], want[:]) {
+				continue
+			}
+			mu.Lock()
+			pkts = append(pkts, append([]byte(nil), buf[:n]...))
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped; unix.Close(fd) })
+	return func(mark string, wait time.Duration) bool {
+		for end := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+			mu.Lock()
+			for _, p := range pkts {
+				if bytes.Contains(p, []byte(mark)) {
+					mu.Unlock()
+					return true
+				}
+			}
+			mu.Unlock()
+			if time.Now().After(end) {
+				return false
+			}
 		}
 	}
 }

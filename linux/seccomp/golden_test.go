@@ -44,6 +44,8 @@ func TestFilterGolden(t *testing.T) {
 		{NoListen: true, MemoryBound: 256 << 20}, {NoListen: true, MemoryBound: 256 << 20, Notify: true},
 		{NoListen: true, NoGrowsDown: true}, {NoListen: true, Session: true}, {NoListen: true, Session: true, NoGrowsDown: true, Notify: true},
 		{NoListen: true, NoNamespaces: true, NotifyMetadata: true, NoFastOpen: true},
+		{NoListen: true, NoSourceRoute: true}, {NoListen: true, NoSourceRoute: true, Notify: true},
+		{NoListen: true, NoNamespaces: true, NotifyMetadata: true, NoFastOpen: true, NoSourceRoute: true},
 	} {
 		prog, err := Build(o)
 		if err != nil {

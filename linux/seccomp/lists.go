@@ -77,6 +77,19 @@ type Options struct {
 	// eBPF), which sees connect(2) and not the connect a Fast Open send
 	// makes (any port was reached: found by an attack pass).
 	NoFastOpen bool
+	// NoSourceRoute refuses the socket options that send a packet to
+	// another host than the one connect(2) or sendto(2) names: IPv4's
+	// IP_OPTIONS (loose and strict source routes) and IPv6's routing
+	// headers (IPV6_RTHDR, IPV6_2292RTHDR, and IPV6_2292PKTOPTIONS, which
+	// sets one too). eBPF's connect and sendmsg hooks judge the address
+	// the call names; with a source route the packet goes to the route's
+	// first hop instead. Wherever the host's network is shared (eBPF, or
+	// Landlock's TCP ports, is the enforcement), a connect to an allowed
+	// "[::1]:3000" with a segment routing header sent its SYN, and up to
+	// about 1.4 KB of chosen bytes in the header, to any IPv6 host (found
+	// by attack pass 48). In the sandbox's own network namespace there is
+	// no route to a first hop.
+	NoSourceRoute bool
 	// Session: the command runs in a session sandbox, whose server is pid
 	// 2: its limits, priority and CPUs are kept as init's are (a command
 	// lowered its descriptor limit, and every later command failed: found
@@ -282,4 +295,14 @@ func IsInodeFlagIoctl(req uint64) bool {
 		}
 	}
 	return false
+}
+
+// sourceRouteOptions are the (level, name) pairs of setsockopt(2) that
+// NoSourceRoute refuses: a source route, or an IPv6 routing header, sends
+// the packets to its first hop rather than to the address connected to.
+var sourceRouteOptions = [][2]uint64{
+	{unix.IPPROTO_IP, unix.IP_OPTIONS},
+	{unix.IPPROTO_IPV6, unix.IPV6_RTHDR},
+	{unix.IPPROTO_IPV6, unix.IPV6_2292RTHDR},
+	{unix.IPPROTO_IPV6, unix.IPV6_2292PKTOPTIONS},
 }

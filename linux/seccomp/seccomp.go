@@ -244,6 +244,13 @@ func (b *builder) denyArguments(o Options) error {
 			}
 		}
 	}
+	if o.NoSourceRoute {
+		for _, opt := range sourceRouteOptions {
+			if err := b.add("setsockopt", b.deny, masked(1, 0xffffffff, opt[0]), masked(2, 0xffffffff, opt[1])); err != nil {
+				return err
+			}
+		}
+	}
 	if o.NoGrowsDown {
 		const mapGrowsDown = 0x100
 		if err := b.add("mmap", lsc.ActErrno.SetReturnCode(int16(unix.ENOMEM)), masked(3, mapGrowsDown, mapGrowsDown)); err != nil {
