@@ -945,3 +945,25 @@ func TestMaxConns(t *testing.T) {
 	}
 	held[1].Close()
 }
+
+// TestRefusedNamesNotResolved: a name the lists refuse (denied, or on
+// neither list with nobody to ask) is never looked up, by any way in: a
+// lookup of <secret>.evil.test would carry the secret to evil.test's name
+// servers whatever the proxy answers (attack pass 48 checked this holds).
+func TestRefusedNamesNotResolved(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"*.allowed.test"}, []string{"secret.allowed.test"}))
+	for _, name := range []string{"c2VjcmV0.evil.test", "secret.allowed.test", "SECRET.allowed.test.", "allowed.test"} {
+		if r := viaForward(t, e.addr, name+":80", "/"); r.status != http.StatusForbidden {
+			t.Errorf("forward %s: status %d, want 403", name, r.status)
+		}
+		if r := viaConnect(t, e.addr, name+":443"); r.status != http.StatusForbidden {
+			t.Errorf("CONNECT %s: status %d, want 403", name, r.status)
+		}
+		if r := viaSOCKS(t, e.addr, 0x03, name, 443, ""); r.socks != 0x02 {
+			t.Errorf("SOCKS5 %s: reply %d, want 2 (not allowed)", name, r.socks)
+		}
+	}
+	if asked := e.res.askedNames(); len(asked) != 0 {
+		t.Fatalf("refused names were looked up: %q", asked)
+	}
+}
