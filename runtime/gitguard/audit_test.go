@@ -1025,3 +1025,45 @@ func TestAuditSplitIndexPaths(t *testing.T) {
 		t.Fatalf("the audit found nothing in a split index naming a path outside the tree")
 	}
 }
+
+// stagedCase is a plant made in two runs (run1, then run2), each audited:
+// run once without moat (the attack must work) and once with the audit
+// after each run.
+type stagedCase struct {
+	name       string
+	setup      func(s *scene)
+	run1, run2 string
+	planted    func(s *scene) bool
+}
+
+func runStaged(t *testing.T, cases []stagedCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			s.sh(s.repo, tc.run1)
+			s.sh(s.repo, tc.run2)
+			if !tc.planted(s) {
+				t.Fatal("the attack does not work without moat")
+			}
+			s = newScene(t)
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			s.begin()
+			s.audit()
+			s.begin()
+			s.sh(s.repo, tc.run1)
+			r1 := s.audit()
+			s.begin()
+			s.sh(s.repo, tc.run2)
+			rep := s.audit()
+			if tc.planted(s) {
+				t.Fatalf("ESCAPE (run1 findings %+v; findings %+v incomplete %v)", r1.Findings, rep.Findings, rep.Incomplete)
+			}
+			t.Logf("held: run1 %+v run2 %+v", r1.Findings, rep.Findings)
+		})
+	}
+}

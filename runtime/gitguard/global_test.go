@@ -18,27 +18,11 @@ type globalCase struct {
 }
 
 func runGlobal(t *testing.T, cases []globalCase) {
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newScene(t)
-			tc.setup(s)
-			s.sh(s.repo, tc.plant)
-			if !tc.planted(s) {
-				t.Fatal("the attack does not work without moat")
-			}
-			s = newScene(t)
-			tc.setup(s)
-			s.begin()
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.plant)
-			rep := s.audit()
-			if tc.planted(s) {
-				t.Fatalf("ESCAPE (findings %+v incomplete %v)", rep.Findings, rep.Incomplete)
-			}
-			t.Logf("held: %+v", rep.Findings)
-		})
+	staged := make([]stagedCase, len(cases))
+	for i, tc := range cases {
+		staged[i] = stagedCase{name: tc.name, setup: tc.setup, run1: "true", run2: tc.plant, planted: tc.planted}
 	}
+	runStaged(t, staged)
 }
 
 // TestAuditGlobalConfigIncludedSettings: what the user's global config

@@ -18,45 +18,6 @@ import (
 	"time"
 )
 
-type stagedCase struct {
-	name       string
-	setup      func(s *scene)
-	run1, run2 string
-	planted    func(s *scene) bool
-}
-
-func runStaged(t *testing.T, cases []stagedCase) {
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newScene(t)
-			if tc.setup != nil {
-				tc.setup(s)
-			}
-			s.sh(s.repo, tc.run1)
-			s.sh(s.repo, tc.run2)
-			if !tc.planted(s) {
-				t.Fatal("the attack does not work without moat")
-			}
-			s = newScene(t)
-			if tc.setup != nil {
-				tc.setup(s)
-			}
-			s.begin()
-			s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run1)
-			r1 := s.audit()
-			s.begin()
-			s.sh(s.repo, tc.run2)
-			rep := s.audit()
-			if tc.planted(s) {
-				t.Fatalf("ESCAPE (run1 findings %+v; findings %+v incomplete %v)", r1.Findings, rep.Findings, rep.Incomplete)
-			}
-			t.Logf("held: run1 %+v run2 %+v", r1.Findings, rep.Findings)
-		})
-	}
-}
-
 func TestAuditSymlinkOnWay(t *testing.T) {
 	runStaged(t, []stagedCase{
 		{"global hooksPath, symlink as a middle component",
