@@ -10,12 +10,12 @@ import (
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-// DefaultStateDir is $XDG_STATE_HOME/moat, or ~/.local/state/moat, or
-// /tmp/moat-<uid> when there is no usable home: none, one this user cannot
-// write, or one that another user controls or can write (root with a
-// user's HOME, as sudo may keep it; a home of mode 0777), where moat's
-// state could be swapped (checkAncestors). Whichever it is, it is checked
-// before use (prepareStateDir).
+// DefaultStateDir is $XDG_STATE_HOME/moat, or ~/.local/state/moat, or,
+// when there is no usable home (none, one this user cannot write, or one
+// that another user controls or can write: root with a user's HOME, as
+// sudo may keep it; a home of mode 0777, where moat's state could be
+// swapped: checkAncestors), fallbackStateDir. Whichever it is, it is
+// checked before use (prepareStateDir).
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "moat")
@@ -27,7 +27,35 @@ func DefaultStateDir() string {
 			}
 		}
 	}
-	return fmt.Sprintf("/tmp/moat-%d", os.Geteuid())
+	return fallbackStateDir()
+}
+
+// fallbackStateDir is the state directory of a user without a usable
+// home: root's /var/lib/moat, which no other user can make first; another
+// user's /var/tmp/moat-UID; /tmp/moat-UID where neither can be made. Not
+// /tmp first: what moat keeps there must outlive a reboot (the journal of
+// a run the reboot ended, whose placeholders and plants the next run
+// takes out, and the quarantine, with the originals of the files the
+// audit rewrote), and /tmp is emptied at boot.
+func fallbackStateDir() string {
+	uid := os.Geteuid()
+	var cands []string
+	if uid == 0 {
+		cands = append(cands, "/var/lib/moat")
+	}
+	cands = append(cands, fmt.Sprintf("/var/tmp/moat-%d", uid))
+	for _, d := range cands {
+		if fi, err := os.Lstat(d); err == nil {
+			if fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
+				return d // checked as it is (prepareStateDir): another user's is refused, saying so
+			}
+			continue
+		}
+		if writableDir(filepath.Dir(d)) && heldSafely(d) {
+			return d
+		}
+	}
+	return fmt.Sprintf("/tmp/moat-%d", uid)
 }
 
 // Reexec handles this program being re-executed by a sandbox (to clean up

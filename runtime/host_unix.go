@@ -23,8 +23,9 @@ func writableDir(d string) bool { return unix.Access(d, unix.W_OK) == nil }
 // a symlink, another user's directory, or one others can write. moat
 // trusts what is in it (the journal whose dead runs it audits, the
 // quarantine it moves files into, the compiled seccomp programs it loads),
-// and /tmp/moat-UID, the state directory of a user without a usable home
-// (root without HOME, a service account), is anyone's to make first: one
+// and /var/tmp/moat-UID (/tmp/moat-UID before), the state directory of a
+// user without a usable home (a service account), is anyone's to make
+// first: one
 // another user made had the victim's runs audit trees that user chose,
 // move the victim's files into that user's quarantine, and load that
 // user's seccomp program, which allowed every call (found by an attack

@@ -87,7 +87,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	if f.socket == "" {
 		// The default socket's directory is moat's own: one another
-		// user made first (/tmp/moat-UID, where there is no home) let
+		// user made first (/var/tmp/moat-UID, where there is no home) let
 		// that user swap the socket and take the clients' requests.
 		if err := runtime.PrivateDir(filepath.Dir(sock)); err != nil {
 			return &exitError{code: exitMoatError, err: err}

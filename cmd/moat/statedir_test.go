@@ -20,8 +20,8 @@ import (
 )
 
 // TestStateDirOfAnotherUser: a user whose home is not usable (a service
-// account's /nonexistent, a read-only home, root without HOME) gets
-// /tmp/moat-UID as its state directory, which any other user can make
+// account's /nonexistent, a read-only home) gets /var/tmp/moat-UID as its
+// state directory (/tmp/moat-UID before), which any other user can make
 // first. moat used it as found (found by an attack pass): another user's
 // announcement of a "dead run" there made the victim's audit take the
 // victim's files, from the epoch on, out of trees the attacker chose, into
@@ -47,7 +47,7 @@ func TestStateDirOfAnotherUser(t *testing.T) {
 	os.Chown(proj, victim.uid, victim.gid)
 	os.Chown(filepath.Join(proj, ".envrc"), victim.uid, victim.gid)
 	os.Chmod(dir, 0o711)
-	state := "/tmp/moat-" + strconv.Itoa(victim.uid)
+	state := "/var/tmp/moat-" + strconv.Itoa(victim.uid)
 	os.RemoveAll(state)
 	t.Cleanup(func() { os.RemoveAll(state) })
 	ann := "S 0\nW " + hex.EncodeToString([]byte(proj)) + "\nE\n"
@@ -122,8 +122,8 @@ func TestStateDirParentOfAnotherUser(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(state, "moat")); err == nil {
 		t.Errorf("root's run made its state directory in %s's %s:\n%s", dev.name, state, out)
 	}
-	// Its state is kept where no other user reaches it (/tmp/moat-0), and
-	// it runs.
+	// Its state is kept where no other user reaches it (/var/lib/moat),
+	// and it runs.
 	if !strings.Contains(string(out), "moat-ran-42") {
 		t.Errorf("root's run with %s's HOME did not run:\n%s", dev.name, out)
 	}
@@ -176,7 +176,7 @@ func TestStateDirSharedPrimaryGroup(t *testing.T) {
 		t.Errorf("a state directory in %s (group users, writable) was used, or moat did not say why not:\n%s", shared, out)
 	}
 	if out := run(); !strings.Contains(out, "moat-ran-42") {
-		t.Errorf("with a HOME of that kind, the default state directory (/tmp/moat-UID) was not used:\n%s", out)
+		t.Errorf("with a HOME of that kind, the default state directory (/var/tmp/moat-UID) was not used:\n%s", out)
 	}
 }
 
@@ -231,7 +231,7 @@ func TestStateDirInUserNamespace(t *testing.T) {
 }
 
 // TestServeRefusesStateDirOfAnotherUser: moat serve's default socket, for
-// a user without a home or XDG_RUNTIME_DIR, is in /tmp/moat-UID, which
+// a user without a home or XDG_RUNTIME_DIR, is in /var/tmp/moat-UID, which
 // another user can make first (mode 0777): that user could swap the
 // socket and take the clients' requests (found by an attack pass). moat
 // serve refuses such a directory, naming it.
@@ -240,7 +240,7 @@ func TestServeRefusesStateDirOfAnotherUser(t *testing.T) {
 	testutil.RequireUserns(t)
 	att := lookupDaemonUser(t, "moatd-attack", true)
 	const uid = 4141 // a uid with no home
-	state := "/tmp/moat-" + strconv.Itoa(uid)
+	state := "/var/tmp/moat-" + strconv.Itoa(uid)
 	os.RemoveAll(state)
 	t.Cleanup(func() { os.RemoveAll(state) })
 	if _, errOut, err := att.as("sh", "-c", "mkdir -m 777 "+state+" && chmod 777 "+state); err != nil {
@@ -267,4 +267,40 @@ func TestServeRefusesStateDirOfAnotherUser(t *testing.T) {
 		<-done
 		t.Errorf("moat serve served with its socket in %s, a directory %s made:\n%s", state, att.name, out.String())
 	}
+}
+
+// TestStateDirOfRootWithoutHome: root without a HOME (a systemd service,
+// cron) keeps its state in /var/lib/moat, which no other user can make
+// first and which outlives a reboot. It was /tmp/moat-0: emptied at boot,
+// so the journal of a run the reboot ended (its placeholders, its plants
+// to audit) and the quarantine (the originals of what the audit rewrote)
+// were lost, and any user could make it first (moat refused it then: a
+// denial of service).
+func TestStateDirOfRootWithoutHome(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
+	dir, err := os.MkdirTemp("/var/tmp", "moat-statedir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// A repository the command makes, with a hook: the audit moves the hook
+	// to the quarantine of the run's state directory.
+	cmd := exec.Command(moatBin(t), "run", "--write", ".", "--", "sh", "-c",
+		"git init -q r && printf '#!/bin/sh\\necho planted\\n' > r/.git/hooks/pre-commit && chmod +x r/.git/hooks/pre-commit && echo moat-ran-$((6*7))")
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "moat-ran-42") {
+		t.Fatalf("root's run without HOME did not run:\n%s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "r", ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatalf("the planted hook stayed:\n%s", out)
+	}
+	idx, _ := filepath.Glob("/var/lib/moat/quarantine/*/index.txt")
+	for _, f := range idx {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), dir) {
+			return
+		}
+	}
+	t.Errorf("the quarantine of root's run without HOME is not in /var/lib/moat (%d indexes there):\n%s", len(idx), out)
 }
