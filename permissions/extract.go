@@ -42,6 +42,7 @@ type extraction struct {
 	incomplete string                  // why some command could not be seen ("" if none)
 	piped      map[*syntax.Stmt]string // what echo ... | prints into a statement's stdin
 	nested     int                     // bytes parsed for nested strings
+	findNames  int                     // > 0 while looking at find -exec's words, where {} is a name found
 	candsBuf   [4][]string             // cands' first backing array
 }
 
@@ -446,6 +447,13 @@ func precheck(src string) string {
 
 // nestedSource parses a command string found inside another command.
 func (x *extraction) nestedSource(src string, depth int) {
+	if x.findNames > 0 && strings.Contains(src, "{}") {
+		// find -exec sh -c 'echo {}': each name find finds (the working
+		// tree's, untrusted) becomes part of the script; a file named
+		// $(rm x) or ;rm x ran rm (found by attack pass 49)
+		x.fail("find puts the names it finds ({}) into a command string")
+		return
+	}
 	x.nested += len(src)
 	if x.nested > maxNestedBytes {
 		x.fail("nested command strings too large")
@@ -500,6 +508,9 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	*budget--
 	x.add(argv)
 	name := argv[0]
+	if x.findNames > 0 && strings.Contains(name, "{}") {
+		x.fail("find runs the names it finds ({}) as the command")
+	}
 	if strings.Contains(name, "/") {
 		name = path.Base(name)
 		if name == "" || name == "." || name == "/" {
@@ -585,6 +596,12 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 					x.gitConfig(k, v, depth, budget)
 				}
 			}
+			// git rebase -x CMD, git bisect run CMD, git submodule
+			// foreach CMD run a shell command of the line's (found by
+			// attack pass 49)
+			for _, c := range gitRunsCommands(sub[1:]) {
+				x.nestedSource(c, depth+1)
+			}
 		}
 		if len(sub) != len(argv) {
 			x.look(sub, depth, "", false, budget)
@@ -599,6 +616,41 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		return
 	case "xargs", "parallel":
 		x.fail(name + " builds its command from its input")
+	case "capsh":
+		// capsh [OPTIONS] -- ARGS runs the shell (/bin/bash, or
+		// --shell=PATH) with ARGS; == ARGS runs capsh again
+		sh := "bash"
+		for i := 1; i < len(argv); i++ {
+			w := argv[i]
+			switch {
+			case strings.HasPrefix(w, "--shell="):
+				sh = w[len("--shell="):]
+			case w == "--" || w == "==":
+				next := sh
+				if w == "==" {
+					next = "capsh"
+				}
+				x.look(append([]string{next}, argv[i+1:]...), depth, stdin, haveStdin, budget)
+				return
+			}
+		}
+		return
+	case "sg":
+		// sg GROUP [-c] COMMAND: COMMAND is a string for sh -c
+		rest := argv[1:]
+		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-c" {
+			rest = rest[1:]
+		}
+		if len(rest) > 1 {
+			rest = rest[1:]
+			if rest[0] == "-c" {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				x.nestedSource(rest[0], depth+1)
+			}
+		}
+		return
 	}
 	spec, ok := wrappers.get()[name]
 	if !ok {
@@ -648,6 +700,60 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	}
 }
 
+// gitRunsCommands returns the shell commands a git subcommand line (args
+// from the subcommand's name on) runs: rebase's -x/--exec (each one,
+// bundled and attached too, read as widely as parse-options might),
+// bisect run's command and submodule foreach's.
+func gitRunsCommands(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	var out []string
+	switch args[0] {
+	case "rebase":
+		for i := 1; i < len(args); i++ {
+			w := args[i]
+			if w == "--" {
+				break
+			}
+			opt, val, hasVal := strings.Cut(w, "=")
+			switch {
+			case strings.HasPrefix(opt, "--") && len(opt) >= 4 && strings.HasPrefix("--exec", opt):
+				if hasVal {
+					out = append(out, val)
+				} else if i+1 < len(args) {
+					out = append(out, args[i+1])
+				}
+			case len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, 'x'):
+				if k := strings.IndexRune(w, 'x'); k+1 < len(w) {
+					out = append(out, w[k+1:])
+				} else if i+1 < len(args) {
+					out = append(out, args[i+1])
+				}
+			}
+		}
+	case "bisect":
+		if len(args) > 2 && args[1] == "run" {
+			out = append(out, strings.Join(args[2:], " "))
+		}
+	case "submodule":
+		i := 1
+		for i < len(args) && strings.HasPrefix(args[i], "-") {
+			i++
+		}
+		if i < len(args) && args[i] == "foreach" {
+			i++
+			for i < len(args) && strings.HasPrefix(args[i], "-") {
+				i++
+			}
+			if i < len(args) {
+				out = append(out, strings.Join(args[i:], " "))
+			}
+		}
+	}
+	return out
+}
+
 // findExec looks at the commands of find's -exec, -execdir, -ok and -okdir.
 func (x *extraction) findExec(argv []string, depth int, budget *int) {
 	for i := 1; i < len(argv); i++ {
@@ -657,7 +763,9 @@ func (x *extraction) findExec(argv []string, depth int, budget *int) {
 			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
 				j++
 			}
+			x.findNames++
 			x.look(argv[i+1:j], depth, "", false, budget)
+			x.findNames--
 			i = j
 		}
 	}
@@ -830,6 +938,25 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		// the parser leaves as a command named "--"); elsewhere a command
 		// named "--" is not found.
 		"--": {assignments: true},
+
+		// attack pass 49: more programs that run the command after their
+		// options (fakeroot rm x ran rm under deny Bash(rm:*))
+		"fakeroot":        {valueFlags: set("-l", "--lib", "--faked", "-s", "-i", "-b")},
+		"setpriv":         {},
+		"ssh-agent":       {valueFlags: set("-a", "-E", "-t", "-P", "-O")},
+		"eatmydata":       {},
+		"chronic":         {},
+		"ifne":            {},
+		"dbus-launch":     {},
+		"xvfb-run":        {},
+		"numactl":         {},
+		"systemd-inhibit": {},
+		"valgrind":        {},
+		"catchsegv":       {},
+		"tini":            {},
+		"dumb-init":       {},
+		"gosu":            {positionals: 1},
+		"su-exec":         {positionals: 1},
 	}
 }}
 

@@ -82,11 +82,23 @@ var hiddenRunCases = []string{
 	rm VICTIM'`,
 	`sed -n '1e rm VICTIM' x`,
 	`sed 's|.*|rm VICTIM|e' <<< x`,
+	// attack pass 49: find puts the names it finds into a shell's script
+	// (a name of the working tree is code there), git subcommands and
+	// wrappers that run a command
+	`touch '$(rm victim)' && find . -name '$(*' -exec sh -c 'echo {}' \;`,
+	`touch ';rm victim' && find . -name ';*' -execdir bash -c 'echo {}' \;`,
+	`touch ';rm victim' && find . -name ';*' -exec sh -c {} \;`,
+	`git init -q r && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m a && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m b && git -C r -c user.name=a -c user.email=a@b rebase -q -x 'rm VICTIM' HEAD~1`,
+	`git init -q r && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m a && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m b && git -C r -c user.name=a -c user.email=a@b rebase -q --exec='rm VICTIM' HEAD~1`,
+	`git init -q s && git -C s -c user.name=a -c user.email=a@b commit -q --allow-empty -m a && git config --global protocol.file.allow always && git init -q r && git -C r submodule -q add "$PWD/s" s && git -C r submodule -q foreach 'rm VICTIM'`,
+	`git init -q r && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m a && git -C r -c user.name=a -c user.email=a@b commit -q --allow-empty -m b && git -C r bisect start HEAD HEAD~1 && git -C r bisect run rm VICTIM`,
+	`capsh -- -c 'rm VICTIM'`,
+	`fakeroot rm VICTIM`,
 }
 
 // oracleTools are the programs a case needs in bash; a case whose program
 // is not installed is judged by moat but not run.
-var oracleTools = []string{"ssh", "zip", "rsync", "make", "tar", "prlimit", "git", "script"}
+var oracleTools = []string{"ssh", "zip", "rsync", "make", "tar", "prlimit", "git", "script", "capsh", "fakeroot", "find"}
 
 // TestDenyRulesSeeHiddenCode: a deny rule holds where nothing else is
 // consulted (autoAllowBashIfSandboxed, bypassPermissions) against lines
@@ -157,6 +169,9 @@ func TestDenyRulesSeeHiddenCode(t *testing.T) {
 		"x=1; echo $x", "export FOO=bar", "env FOO=1 make", "trap - EXIT", "trap -p",
 		"source ./env.sh", ". venv/bin/activate", "bash script.sh", "read -r line < f",
 		"echo 'ls' | bash", "bash < script.sh", "git log --oneline", "git config user.name x",
+		`find . -name '*.go' -exec grep -l TODO {} +`, `find . -type f -exec sh -c 'wc -l "$1"' _ {} \;`,
+		"git rebase -i HEAD~3", "git rebase -X theirs main", "git bisect start", "git submodule update --init",
+		"fakeroot dpkg-deb --build pkg", "capsh --print",
 	} {
 		if v := auto.Decide(Request{Command: ok, Cwd: "/work"}).Decision.Final(); v.Verdict != policy.Allow {
 			t.Errorf("autoAllowBashIfSandboxed: %q not allowed (%s)", ok, v.Reason)
