@@ -132,3 +132,53 @@ func TestCwdReplacedByLink(t *testing.T) {
 		t.Errorf("the next command: %+v", r)
 	}
 }
+
+// A directory of the working tree that git takes for a bare repository
+// (HEAD, objects/, refs/ and a config: repository content, which a clone
+// brings) does not run its configuration's programs when the agent's
+// auto-allowed git command runs in it: `cd evil && git diff --no-index a
+// b`, judged read-only, ran the tree's diff.external (found by attack pass
+// 49). The session's git refuses a bare repository it was not pointed at
+// (safe.bareRepository=explicit), as git's own hardening advises; one
+// named with --git-dir still works.
+func TestImplicitBareRepositoryNotUsed(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	e := newEnv(t, "", nil)
+	evil := filepath.Join(e.dir, "evil")
+	marker := filepath.Join(e.dir, "PWNED")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(evil, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, c := range map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[diff]\n\texternal = touch " + marker + "; true\n",
+		"a":      "a\n",
+		"b":      "b\n",
+	} {
+		if err := os.WriteFile(filepath.Join(evil, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Without moat's environment, git uses the directory and runs the
+	// program: the case is real.
+	plain := exec.Command("git", "diff", "--no-index", "a", "b")
+	plain.Dir = evil
+	plain.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "GIT_CONFIG_NOSYSTEM=1"}
+	plain.Run()
+	if _, err := os.Stat(marker); err != nil {
+		t.Skipf("this git does not take %s for a bare repository: the case proves nothing", evil)
+	}
+	os.Remove(marker)
+	e.run(t, "cd evil")
+	r := e.run(t, "git diff --no-index a b; git --git-dir=. rev-parse --git-dir")
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the session's git ran the program of a bare repository it found: %q", r.Output)
+	}
+	if !strings.Contains(r.Output, "\n.\n") && !strings.HasSuffix(r.Output, ".\n") {
+		t.Errorf("git --git-dir=. no longer works: %q", r.Output)
+	}
+}

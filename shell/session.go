@@ -348,6 +348,20 @@ func (s *Session) procEnv() []string {
 		// never refresh .git/index (docs/DECISIONS.md).
 		set("GIT_OPTIONAL_LOCKS", "0")
 	}
+	// git takes a directory of the working tree with HEAD, objects/ and
+	// refs/ for a bare repository and runs what its config names: `cd evil
+	// && git diff --no-index a b`, judged read-only, ran a cloned tree's
+	// diff.external (found by attack pass 49). A bare repository is used
+	// only when named (--git-dir, GIT_DIR), as git's own hardening advises;
+	// added after any configuration the environment already gives.
+	// GIT_CONFIG_PARAMETERS, not GIT_CONFIG_KEY_n, which the environment
+	// filter takes for a credential (*KEY*).
+	const bare = "'safe.bareRepository'='explicit'"
+	if v, ok := baseValue(env, "GIT_CONFIG_PARAMETERS"); ok && v != "" {
+		set("GIT_CONFIG_PARAMETERS", v+" "+bare)
+	} else {
+		set("GIT_CONFIG_PARAMETERS", bare)
+	}
 	if !s.cfg.NoHints {
 		set("CLAUDECODE", "1")
 	}
