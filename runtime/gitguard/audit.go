@@ -1790,6 +1790,15 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool) globa
 			return
 		}
 		seen[f] = true
+		if depth == 0 && inTree != nil && inTree(f) {
+			// One of the user's own files lying in a writable tree
+			// (~/.config/git/config in a writable home that had no
+			// ~/.config, $XDG_CONFIG_HOME in a dotfiles tree: the mounts
+			// reserve neither) is judged like an include in the tree,
+			// not taken for the user's (attack pass 47).
+			g.includes = append(g.includes, f)
+			return
+		}
 		b, _, err := readSmall(f, maxConfigSize)
 		if err != nil {
 			return

@@ -27,6 +27,8 @@ type scene struct {
 	since                        time.Time
 	protected                    map[string]bool
 	hidden                       func(string) bool // Options.Hidden
+	roots                        []string          // the audit's roots (nil: w alone)
+	xdg                          string            // XDG_CONFIG_HOME of the user and the command ("": unset)
 }
 
 func newScene(t *testing.T) *scene {
@@ -84,9 +86,13 @@ func (s *scene) write(p, data string) {
 }
 
 func (s *scene) env() []string {
-	return []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1",
+	env := []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
+	if s.xdg != "" {
+		env = append(env, "XDG_CONFIG_HOME="+s.xdg)
+	}
+	return env
 }
 
 func (s *scene) git(dir string, args ...string) string {
@@ -132,8 +138,12 @@ func (s *scene) audit() *Report {
 // auditFrom audits a run that began at start (Since: since).
 func (s *scene) auditFrom(since, start time.Time) *Report {
 	s.t.Helper()
+	roots := s.roots
+	if roots == nil {
+		roots = []string{s.w}
+	}
 	rep, err := Audit(Options{
-		Roots: []string{s.w}, Since: since, Start: start, Home: s.home, Hidden: s.hidden,
+		Roots: roots, Since: since, Start: start, Home: s.home, Hidden: s.hidden, XDGConfigHome: s.xdg,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),
 		Parallel:      func(fn func()) error { fn(); return nil }, // as moat's own audit
