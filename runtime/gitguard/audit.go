@@ -187,6 +187,20 @@ func Audit(o Options) (*Report, error) {
 // repository it visited, and never judged the template directory.
 func (a *auditor) globalInRoot(root string) {
 	in := func(p string) bool { return within(p, root) || within(physical(p), root) }
+	// A value set by an include of this tree may name a directory in a
+	// tree walked before it, whose own turn is over: it is judged now
+	// (found by attack pass 47: --write A --write B, B's include naming
+	// A/x/hooks, and the hook in A stayed).
+	a.walked = append(a.walked, root)
+	inWalked := func(p string) bool {
+		for _, r := range a.walked {
+			if within(p, r) || within(physical(p), r) {
+				return true
+			}
+		}
+		return false
+	}
+	nh, nt := len(a.lateHooks), len(a.global.templates)
 	for _, inc := range a.global.includes {
 		if !in(inc) {
 			continue
@@ -210,13 +224,13 @@ func (a *auditor) globalInRoot(root string) {
 			}
 		}
 	}
-	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
-		if p := ConfigPath(h, "", a.o.Home); p != "" && in(p) {
+	for i, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
+		if p := ConfigPath(h, "", a.o.Home); p != "" && (in(p) || i >= len(a.globalHooks)+nh && inWalked(p)) {
 			a.hookDir(p)
 		}
 	}
-	for _, t := range a.global.templates {
-		if p := ConfigPath(t, "", a.o.Home); p != "" && in(p) {
+	for i, t := range a.global.templates {
+		if p := ConfigPath(t, "", a.o.Home); p != "" && (in(p) || i >= nt && inWalked(p)) {
 			a.templateDir(p)
 		}
 	}
@@ -366,6 +380,7 @@ type auditor struct {
 	global      globalGit // what the user's global git configuration names
 	lateHooks   []string  // core.hooksPath of global includes in the trees, once judged
 	bases       []string  // the work trees (or git directories) of the repositories judged
+	walked      []string  // the roots walked so far
 	qdir        string    // this audit's quarantine directory, made on first use
 	n           int
 	cache       *walkCache // what the previous audit saw
