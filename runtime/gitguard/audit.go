@@ -256,9 +256,15 @@ func (a *auditor) templateDir(dir string) {
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && a.inFresh(filepath.Join(dir, "x")) {
 		all = true
 	}
-	n := 0
-	var walk func(d string, depth int)
-	walk = func(d string, depth int) {
+	// Every file is judged, however many and however deep: git copies
+	// them all. The walk stopped at 10000 files and 8 levels, in name
+	// order, and what lay past either stayed: a directory of 10001 files
+	// sorting first hid a planted commondir, which git init copied into
+	// the next new repository (found by attack pass 47). A directory the
+	// run made or moved in (by the last audit's record) goes whole, one
+	// move for all it holds.
+	var walk func(d string)
+	walk = func(d string) {
 		a.reach(d)
 		es, err := os.ReadDir(d)
 		if err != nil {
@@ -285,14 +291,15 @@ func (a *auditor) templateDir(dir string) {
 				continue
 			}
 			if e.IsDir() {
-				if depth < 8 && n < 10000 {
-					walk(p, depth+1)
+				if a.fresh[p] || a.changed(id) && a.inFresh(filepath.Join(p, "x")) {
+					a.judgedAs(p, id)
+					if real, ok := a.changedActionable(p); ok {
+						a.quarantine(real, "a directory made or moved in during the run in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
+						continue
+					}
 				}
+				walk(p)
 				continue
-			}
-			if n++; n > 10000 {
-				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than 10000 files (the rest of the git template directory was not checked)", dir))
-				return
 			}
 			changed := all || a.changedAt(p, id) || a.linkedAway(p)
 			a.judgedAs(p, id)
@@ -301,7 +308,7 @@ func (a *auditor) templateDir(dir string) {
 			}
 		}
 	}
-	walk(dir, 0)
+	walk(dir)
 }
 
 type modeChange struct {
