@@ -3,6 +3,7 @@ package gitguard
 import (
 	"errors"
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strings"
 )
@@ -426,8 +427,17 @@ func parseGitInt(v string) (int64, bool) {
 }
 
 // ConfigPath resolves a path value of a git config file as git does: "~"
-// and "~/..." are in home ("" when home is unknown), an absolute path is
-// cleaned, a relative one is relative to base ("" when base is "").
+// and "~/..." are in home ("" when home is unknown), "~user" and
+// "~user/..." in that user's home directory (git's interpolate_path asks
+// getpwnam; "" for a user unknown here, where git refuses the value), an
+// absolute path is cleaned, a relative one is relative to base ("" when
+// base is "").
+//
+// "~user/" was taken for a relative path (base/~user/...): an include,
+// core.hooksPath or init.templateDir the user wrote as ~name/dotfiles/...
+// named a file neither the mounts nor the audit knew, and a command that
+// could write there had its core.fsmonitor run by the user's git status
+// (found by attack pass 47).
 func ConfigPath(v, base, home string) string {
 	switch {
 	case v == "~" || strings.HasPrefix(v, "~/"):
@@ -435,6 +445,13 @@ func ConfigPath(v, base, home string) string {
 			return ""
 		}
 		return filepath.Join(home, strings.TrimPrefix(v, "~"))
+	case strings.HasPrefix(v, "~"):
+		name, rest, _ := strings.Cut(v[1:], "/")
+		u, err := user.Lookup(name)
+		if err != nil || !filepath.IsAbs(u.HomeDir) {
+			return ""
+		}
+		return filepath.Join(u.HomeDir, rest)
 	case filepath.IsAbs(v):
 		return filepath.Clean(v)
 	case base == "":
