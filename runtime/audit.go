@@ -20,7 +20,7 @@ import (
 // violations; it returns warnings (an audit that could not cover
 // everything).
 func (r *run) auditGit(fp enforce.Footprint) []string {
-	return auditGit(fp, r.since, unsettledSince(r.req.StateDir, fp.WritableRoots, r.announce), r.pol.Home, r.req.StateDir, r.req.As, xdgConfigHome(r.req.Env, r.req.As), r.violation)
+	return auditGit(fp, r.since, unsettledSince(r.req.StateDir, fp.WritableRoots, r.announce), r.pol.Home, r.req.StateDir, r.req.As, userEnv(r.req.Env, r.req.As), r.violation)
 }
 
 // auditGit audits the trees the command could write. With as (moatd), the
@@ -41,7 +41,7 @@ func (r *run) auditGit(fp enforce.Footprint) []string {
 //
 // unsettled is when the earliest other sandbox still running that can write
 // these trees began (zero: none): see gitguard.Options.Unsettled.
-func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir string, as *enforce.Identity, xdgConfigHome string, report func(policy.Violation)) []string {
+func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir string, as *enforce.Identity, userEnv func(string) string, report func(policy.Violation)) []string {
 	if fp.Observed && !fp.Wrote {
 		// Every filesystem write would have been reported, and none was:
 		// the command changed nothing (and so planted nothing).
@@ -49,6 +49,9 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 	}
 	if len(fp.WritableRoots) == 0 {
 		return nil
+	}
+	if userEnv == nil {
+		userEnv = func(string) string { return "" }
 	}
 	readOnly := fp.ReadOnly
 	if readOnly == nil {
@@ -63,8 +66,12 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 		Protected:     readOnly,
 		Hidden:        fp.Hidden,
 		Placeholder:   fp.Placeholder,
-		XDGConfigHome: xdgConfigHome,
-		Unsettled:     unsettled,
+		XDGConfigHome: userEnv("XDG_CONFIG_HOME"),
+		// The user's git reads these from the same environment.
+		GitConfigGlobal: userEnv("GIT_CONFIG_GLOBAL"),
+		GitConfigSystem: userEnv("GIT_CONFIG_SYSTEM"),
+		GitTemplateDir:  userEnv("GIT_TEMPLATE_DIR"),
+		Unsettled:       unsettled,
 	}
 	var (
 		rep *gitguard.Report
@@ -125,13 +132,15 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 	return warnings
 }
 
-// xdgConfigHome is $XDG_CONFIG_HOME of the command's environment: env's,
-// or this process's when the command inherits it (no env, not a client's).
-func xdgConfigHome(env []string, as *enforce.Identity) string {
+// userEnv looks variables up in the command's environment, the user's
+// (XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL, GIT_TEMPLATE_DIR: where the user's
+// git finds its configuration): env's, or this process's when the command
+// inherits it (no env, not a client's).
+func userEnv(env []string, as *enforce.Identity) func(string) string {
 	if env == nil && as == nil {
-		return os.Getenv("XDG_CONFIG_HOME")
+		return os.Getenv
 	}
-	return envLookup(env)("XDG_CONFIG_HOME")
+	return envLookup(env)
 }
 
 func randomID() string {

@@ -44,7 +44,7 @@ func TestFailedQuarantineIsAWarning(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", hook).Run() })
 	var vs []policy.Violation
-	warn := auditGit(enforce.Footprint{WritableRoots: []string{w}}, start, time.Time{}, dir, filepath.Join(dir, "state"), nil, "", func(v policy.Violation) { vs = append(vs, v) })
+	warn := auditGit(enforce.Footprint{WritableRoots: []string{w}}, start, time.Time{}, dir, filepath.Join(dir, "state"), nil, nil, func(v policy.Violation) { vs = append(vs, v) })
 	found := false
 	for _, v := range vs {
 		found = found || (v.Target == hook && strings.Contains(v.Rule, "failed"))

@@ -80,7 +80,7 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 			v.Rule += fmt.Sprintf(" (left by a moat run killed before its audit, started %s)", since.Format("2006-01-02 15:04:05"))
 			vs = append(vs, v)
 		}
-		warns = append(warns, auditGit(fp, since, unsettledSince(stateDir, w.Roots, nil), home, stateDir, as, xdgConfigHome(nil, as), report)...)
+		warns = append(warns, auditGit(fp, since, unsettledSince(stateDir, w.Roots, nil), home, stateDir, as, userEnv(nil, as), report)...)
 		done(true)
 	}
 	return vs, warns

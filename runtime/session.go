@@ -428,7 +428,7 @@ func (r *Running) Wait() (*Result, error) {
 		} else {
 			res.ExitCode, res.Signal = exit.Code, exit.Signal
 		}
-		res.Warnings = auditGit(r.proc.Footprint(), r.since, unsettledSince(r.s.req.StateDir, r.proc.Footprint().WritableRoots, nil), r.s.pol.Home, r.s.req.StateDir, r.s.req.As, xdgConfigHome(r.s.req.Env, r.s.req.As), r.violation)
+		res.Warnings = auditGit(r.proc.Footprint(), r.since, unsettledSince(r.s.req.StateDir, r.proc.Footprint().WritableRoots, nil), r.s.pol.Home, r.s.req.StateDir, r.s.req.As, userEnv(r.s.req.Env, r.s.req.As), r.violation)
 		r.mu.Lock()
 		res.Violations = r.violations.report(res.ExitCode == 0 && res.Signal == 0)
 		r.mu.Unlock()
@@ -468,7 +468,7 @@ func (s *Session) closeHeld() error {
 	close(s.stop)
 	err := s.sess.Close()
 	fp := s.sess.Footprint()
-	warn := auditGit(fp, s.since, unsettledSince(s.req.StateDir, fp.WritableRoots, s.announce), s.pol.Home, s.req.StateDir, s.req.As, xdgConfigHome(s.req.Env, s.req.As), s.violation)
+	warn := auditGit(fp, s.since, unsettledSince(s.req.StateDir, fp.WritableRoots, s.announce), s.pol.Home, s.req.StateDir, s.req.As, userEnv(s.req.Env, s.req.As), s.violation)
 	s.proxy.close()
 	live.Withdraw(s.announce)
 	s.null.Close()

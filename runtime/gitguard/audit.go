@@ -54,6 +54,15 @@ type Options struct {
 	// XDGConfigHome is $XDG_CONFIG_HOME of the command's environment (the
 	// user's git config may be there); this process's own is never read.
 	XDGConfigHome string
+	// GitConfigGlobal, GitConfigSystem and GitTemplateDir are
+	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
+	// command's environment, the user's: git reads the first two as the
+	// global and system configuration, and git clone and git init copy the
+	// last into each new repository. A file or directory they name in a
+	// writable tree is judged as ~/.gitconfig and init.templateDir are
+	// (found by attack pass 47: a core.fsmonitor appended to the file
+	// GIT_CONFIG_GLOBAL named, a hook put in GIT_TEMPLATE_DIR).
+	GitConfigGlobal, GitConfigSystem, GitTemplateDir string
 	// QuarantineDir receives what the audit takes out of the trees. It must
 	// be outside every root. Required.
 	QuarantineDir string
@@ -158,7 +167,10 @@ func Audit(o Options) (*Report, error) {
 	// judged as the command's: the audit errs on the side of the check.
 	start := o.Start.Add(-coarseTick()).UnixNano()
 	a := &auditor{o: o, since: o.Since.UnixNano(), start: start, unsettled: unixNano(o.Unsettled), rep: &Report{}, seen: map[string]bool{}, done: map[string]bool{}, fresh: map[string]bool{}, reached: map[string]bool{}, dirs: map[string]fileID{}, expect: map[string]fileID{}, judged: map[string]fileID{}, askedFresh: map[string]bool{}}
-	a.global = globalGitConfig(o.Home, o.XDGConfigHome, func(p string) bool { return a.inRoots(p) || a.inRoots(physical(p)) })
+	a.global = globalGitConfig(o.Home, o.XDGConfigHome, func(p string) bool { return a.inRoots(p) || a.inRoots(physical(p)) }, o.GitConfigGlobal, o.GitConfigSystem)
+	if filepath.IsAbs(o.GitTemplateDir) {
+		a.global.templates = append(a.global.templates, o.GitTemplateDir)
+	}
 	a.globalHooks = a.global.hooks
 	defer a.putModesBack()
 	for _, root := range o.Roots {
@@ -1794,9 +1806,19 @@ type globalGit struct {
 // as it is then.
 // Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
 // shell of the user's may set the variable where the command's did not.
-func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool) globalGit {
+//
+// extra are more files the user's git reads ($GIT_CONFIG_GLOBAL,
+// $GIT_CONFIG_SYSTEM of the user's environment: "" for none); they are
+// read besides the usual ones, which git reads when the variable is unset
+// in another shell of the user's.
+func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra ...string) globalGit {
 	var g globalGit
 	files := []string{"/etc/gitconfig"}
+	for _, x := range extra {
+		if filepath.IsAbs(x) && !slices.Contains(files, filepath.Clean(x)) {
+			files = append(files, filepath.Clean(x))
+		}
+	}
 	if home != "" {
 		files = append(files, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
 	}

@@ -29,6 +29,7 @@ type scene struct {
 	hidden                       func(string) bool // Options.Hidden
 	roots                        []string          // the audit's roots (nil: w alone)
 	xdg                          string            // XDG_CONFIG_HOME of the user and the command ("": unset)
+	gitGlobal, gitTemplates      string            // GIT_CONFIG_GLOBAL, GIT_TEMPLATE_DIR likewise
 }
 
 func newScene(t *testing.T) *scene {
@@ -92,6 +93,12 @@ func (s *scene) env() []string {
 	if s.xdg != "" {
 		env = append(env, "XDG_CONFIG_HOME="+s.xdg)
 	}
+	if s.gitGlobal != "" {
+		env = append(env, "GIT_CONFIG_GLOBAL="+s.gitGlobal)
+	}
+	if s.gitTemplates != "" {
+		env = append(env, "GIT_TEMPLATE_DIR="+s.gitTemplates)
+	}
 	return env
 }
 
@@ -144,6 +151,7 @@ func (s *scene) auditFrom(since, start time.Time) *Report {
 	}
 	rep, err := Audit(Options{
 		Roots: roots, Since: since, Start: start, Home: s.home, Hidden: s.hidden, XDGConfigHome: s.xdg,
+		GitConfigGlobal: s.gitGlobal, GitTemplateDir: s.gitTemplates,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),
 		Parallel:      func(fn func()) error { fn(); return nil }, // as moat's own audit
