@@ -84,6 +84,12 @@ type planInput struct {
 	// xdgConfigHome is $XDG_CONFIG_HOME of the command's environment (the
 	// client's under moatd), where the user's git config may live.
 	xdgConfigHome string
+	// gitConfigGlobal, gitConfigSystem and gitTemplateDir are
+	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
+	// command's environment, the user's: files the user's git reads as its
+	// configuration, and the directory git clone and git init copy into
+	// each new repository (attack pass 47).
+	gitConfigGlobal, gitConfigSystem, gitTemplateDir string
 	// asClient: the sandbox is a client's (moatd): this process's own
 	// environment says nothing of the user's.
 	asClient bool
@@ -492,7 +498,16 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	if in.clientRead != nil {
 		readConfig = in.clientRead
 	}
-	global := readGitFacts(globalGitConfigs(home, xdg), home, readConfig)
+	globalFiles := globalGitConfigs(home, xdg)
+	for _, f := range []string{in.gitConfigGlobal, in.gitConfigSystem} {
+		if filepath.IsAbs(f) {
+			globalFiles = append(globalFiles, filepath.Clean(f))
+		}
+	}
+	global := readGitFacts(globalFiles, home, readConfig)
+	if filepath.IsAbs(in.gitTemplateDir) {
+		global.templateDirs = append(global.templateDirs, filepath.Clean(in.gitTemplateDir))
+	}
 	// A reserved path needs a mount point, made in its parent: only where
 	// the parent exists.
 	reserveIfParent := func(p string) bool { return in.dirs.kind(filepath.Dir(p)) == 'd' }
@@ -575,6 +590,19 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, n := range policy.HomeReservedPaths {
 			p := filepath.Join(home, n)
 			protect(p, "mandatory: ~/"+n+" is never writable", reserveIfParent(p))
+		}
+	}
+	// The user's git configuration files outside the home's reserved
+	// names ($XDG_CONFIG_HOME/git, $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)
+	// are never writable either (attack pass 47).
+	if filepath.IsAbs(xdg) {
+		p := filepath.Join(xdg, "git")
+		protect(p, "git: the user's $XDG_CONFIG_HOME/git", reserveIfParent(p))
+	}
+	for _, f := range []string{in.gitConfigGlobal, in.gitConfigSystem} {
+		if filepath.IsAbs(f) {
+			f = filepath.Clean(f)
+			protect(f, "git: the user's git configuration ($GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)", reserveIfParent(f))
 		}
 	}
 	// The user's own git configuration names hooks directories and
