@@ -236,13 +236,18 @@ func (a *auditor) globalInRoot(root string) {
 			}
 		}
 	}
+	// One outside every tree is judged too, in each tree's turn: a
+	// symlink of the user's in it may lead into the tree (a dotfiles
+	// layout: ~/.git_template/hooks -> ~/dotfiles/git/hooks), and git
+	// takes what is there (attack pass 47).
+	outside := func(p string) bool { return !a.inRoots(p) && !a.inRoots(physical(p)) }
 	for i, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
-		if p := ConfigPath(h, "", a.o.Home); p != "" && (in(p) || i >= len(a.globalHooks)+nh && inWalked(p)) {
+		if p := ConfigPath(h, "", a.o.Home); p != "" && (in(p) || outside(p) || i >= len(a.globalHooks)+nh && inWalked(p)) {
 			a.hookDir(p)
 		}
 	}
 	for i, t := range a.global.templates {
-		if p := ConfigPath(t, "", a.o.Home); p != "" && (in(p) || i >= nt && inWalked(p)) {
+		if p := ConfigPath(t, "", a.o.Home); p != "" && (in(p) || outside(p) || i >= nt && inWalked(p)) {
 			a.templateDir(p)
 		}
 	}
@@ -1365,9 +1370,42 @@ func (a *auditor) hookDir(dir string) bool {
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
+		if !changed && id.mode&fs.ModeSymlink != 0 && a.linkedHookChanged(p) {
+			continue
+		}
 		remain = true
 	}
 	return remain
+}
+
+// linkedHookChanged judges hook p, a symlink of the user's (older than the
+// run), by the file it leads to: git runs that file, and one in a
+// writable tree that changed during the run is the command's program (a
+// dotfiles layout: ~/.githooks/pre-commit -> ~/dotfiles/git/pre-commit).
+// The symlink is taken out where the audit may act on it, else the file.
+// It was judged by the symlink's own change time only, and the command's
+// rewrite of the file ran on the user's next commit (found by attack pass
+// 47).
+func (a *auditor) linkedHookChanged(p string) bool {
+	t, err := filepath.EvalSymlinks(p)
+	if err != nil || !a.inRoots(t) {
+		return false
+	}
+	tid, err := lstatID(t)
+	if err != nil || tid.mode.IsDir() || !a.changedAt(t, tid) {
+		return false
+	}
+	why := "a git hook that is a symlink to a file changed during the run (" + quoteName(t) + ")"
+	if real, ok := a.changedActionable(p); ok {
+		a.quarantine(real, why)
+		return true
+	}
+	a.judgedAs(t, tid)
+	if real, ok := a.changedActionable(t); ok {
+		a.quarantine(real, why)
+		return true
+	}
+	return false
 }
 
 func (a *auditor) settingsFile(p string) {

@@ -1,0 +1,44 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestAuditGlobalOutsideTreeLinksIn: the user's template directory or
+// hooks directory lies outside the writable trees, and what git takes
+// from it is a symlink of the user's into a tree (a dotfiles layout:
+// ~/.git_template/hooks -> ~/dotfiles/git/hooks, ~/.githooks/pre-commit
+// -> ~/dotfiles/git/pre-commit, as GNU stow makes them). The audit judged
+// a template directory only when it lay in a tree, and a hook by the
+// symlink's own change time, so what the command wrote in the tree ran on
+// the user's next clone or commit (found by attack pass 47).
+func TestAuditGlobalOutsideTreeLinksIn(t *testing.T) {
+	runGlobal(t, []globalCase{
+		{"a template's hooks symlinked into the tree",
+			func(s *scene) {
+				tmpl := filepath.Join(s.outside, "tmpl")
+				must(t, os.MkdirAll(filepath.Join(s.w, "dots", "hooks"), 0o755))
+				must(t, os.MkdirAll(tmpl, 0o755))
+				must(t, os.Symlink(filepath.Join(s.w, "dots", "hooks"), filepath.Join(tmpl, "hooks")))
+				s.write(filepath.Join(s.home, ".gitconfig"), "[init]\n\ttemplateDir = "+tmpl+"\n")
+			},
+			`printf '#!/bin/sh\n"%s"\n' "$PROG" > ../dots/hooks/post-checkout && chmod +x ../dots/hooks/post-checkout`,
+			func(s *scene) bool {
+				c := filepath.Join(s.outside, "clone")
+				os.RemoveAll(c)
+				return s.userGit(s.outside, "clone", "-q", s.repo, c)
+			}},
+		{"a global hook symlinked to a file in the tree",
+			func(s *scene) {
+				hooks := filepath.Join(s.outside, "githooks")
+				s.write(filepath.Join(s.w, "dots", "pre-commit"), "#!/bin/sh\nexit 0\n")
+				must(t, os.MkdirAll(hooks, 0o755))
+				must(t, os.Symlink(filepath.Join(s.w, "dots", "pre-commit"), filepath.Join(hooks, "pre-commit")))
+				s.write(filepath.Join(s.home, ".gitconfig"), "[core]\n\thooksPath = "+hooks+"\n")
+			},
+			`printf '#!/bin/sh\n"%s"\n' "$PROG" > ../dots/pre-commit`,
+			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
+	})
+}
