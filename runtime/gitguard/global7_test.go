@@ -42,3 +42,20 @@ func TestAuditGlobalOutsideTreeLinksIn(t *testing.T) {
 			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
 	})
 }
+
+// TestAuditRepoHookSymlinkedToScript: a repository's hook that is a
+// symlink to a script in the work tree (.git/hooks/pre-commit ->
+// ../../scripts/pre-commit) runs what the command wrote in the script on
+// the user's next commit: the symlink goes, the script stays (found by
+// attack pass 47).
+func TestAuditRepoHookSymlinkedToScript(t *testing.T) {
+	runGlobal(t, []globalCase{
+		{"a hook symlinked to a script of the work tree",
+			func(s *scene) {
+				s.write(filepath.Join(s.repo, "scripts", "pre-commit"), "#!/bin/sh\nexit 0\n")
+				must(t, os.Symlink("../../scripts/pre-commit", filepath.Join(s.repo, ".git", "hooks", "pre-commit")))
+			},
+			`printf '#!/bin/sh\n"%s"\n' "$PROG" > scripts/pre-commit`,
+			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
+	})
+}
