@@ -1224,7 +1224,23 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		changed = true
 	}
 	a.judgedAs(p, lid)
-	if real, ok := a.changedActionable(p); changed && ok {
+	real, ok := a.changedActionable(p)
+	if changed && !ok && err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		// A symlink outside the trees (the user's: ~/cfg/git-local ->
+		// ~/dotfiles/git-local) to a file in one that changed during the
+		// run: the file is what is judged and rewritten. It was taken for
+		// unchanged, the symlink being out of the audit's reach, and its
+		// core.fsmonitor ran (found by attack pass 47).
+		if t, terr := filepath.EvalSymlinks(p); terr == nil && a.inRoots(t) {
+			if tfi, lerr := os.Lstat(t); lerr == nil && tfi.Mode().IsRegular() && idOf(tfi) == id {
+				a.judgedAs(t, id)
+				if real, ok = a.changedActionable(t); ok {
+					lfi = tfi
+				}
+			}
+		}
+	}
+	if changed && ok {
 		p = real
 		if err != nil {
 			a.quarantine(p, "a git config file git may read, that moat cannot read: "+err.Error())

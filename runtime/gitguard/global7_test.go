@@ -59,3 +59,39 @@ func TestAuditRepoHookSymlinkedToScript(t *testing.T) {
 			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
 	})
 }
+
+// TestAuditGlobalConfigSymlinkedIntoTree: a config git reads by a path
+// outside the trees that is a symlink of the user's to a file in one
+// (~/cfg/git-local -> ~/dotfiles/git-local, included by ~/.gitconfig; a
+// template's config likewise). The audit saw the file change, but could
+// not act on the symlink (outside the trees) and took the file for
+// unchanged: the command's core.fsmonitor ran on the user's next git
+// status (found by attack pass 47). The file in the tree is rewritten.
+func TestAuditGlobalConfigSymlinkedIntoTree(t *testing.T) {
+	runGlobal(t, []globalCase{
+		{"an include outside the tree symlinked into it",
+			func(s *scene) {
+				s.write(filepath.Join(s.w, "dots", "git-local"), "[user]\n\tname = me\n")
+				must(t, os.MkdirAll(filepath.Join(s.home, "cfg"), 0o755))
+				must(t, os.Symlink(filepath.Join(s.w, "dots", "git-local"), filepath.Join(s.home, "cfg", "git-local")))
+				s.write(filepath.Join(s.home, ".gitconfig"), "[include]\n\tpath = ~/cfg/git-local\n")
+			},
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> ../dots/git-local`,
+			func(s *scene) bool { return s.userGit(s.repo, "status") }},
+		{"a template's config outside the tree symlinked into it",
+			func(s *scene) {
+				tmpl := filepath.Join(s.outside, "tmpl")
+				s.write(filepath.Join(s.w, "dots", "tmpl-config"), "[user]\n\tname = me\n")
+				must(t, os.MkdirAll(tmpl, 0o755))
+				must(t, os.Symlink(filepath.Join(s.w, "dots", "tmpl-config"), filepath.Join(tmpl, "config")))
+				s.write(filepath.Join(s.home, ".gitconfig"), "[init]\n\ttemplateDir = "+tmpl+"\n")
+			},
+			`printf '[core]\n\tfsmonitor = "%s"\n' "$PROG" >> ../dots/tmpl-config`,
+			func(s *scene) bool {
+				c := filepath.Join(s.outside, "clone")
+				os.RemoveAll(c)
+				s.userGit(s.outside, "clone", "-q", s.repo, c)
+				return s.userGit(c, "status")
+			}},
+	})
+}
