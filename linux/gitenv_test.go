@@ -38,3 +38,33 @@ func TestPlanProtectsGitEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// What the user's git configuration names through a symlink of the
+// user's (a template directory ~/link/tmpl, ~/link leading into the
+// writable tree) is protected where it leads: the mount was planned for
+// the path as written, outside the tree, and the command wrote a hook in
+// the template (found by attack pass 47).
+func TestPlanProtectsGlobalPathsThroughSymlinks(t *testing.T) {
+	root := canon(t, t.TempDir())
+	work := filepath.Join(root, "work")
+	home := filepath.Join(root, "home")
+	mkTree(t, root, "work/tmpl/description", "work/hooks/", "work/inc", "home/")
+	if err := os.Symlink(work, filepath.Join(home, "link")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "[init]\n\ttemplateDir = ~/link/tmpl\n[core]\n\thooksPath = ~/link/hooks\n[include]\n\tpath = ~/link/inc\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := &policy.Policy{Cwd: work, Home: home}
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work}}
+	fp, err := makeFSPlan(planInput{pol: pol, exposeRO: []string{work}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"tmpl", "hooks", "inc"} {
+		if !slices.Contains(fp.protected, filepath.Join(work, p)) {
+			t.Errorf("%s is not protected: %v", p, fp.protected)
+		}
+	}
+}

@@ -592,34 +592,45 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			protect(p, "mandatory: ~/"+n+" is never writable", reserveIfParent(p))
 		}
 	}
+	// What the user's own git configuration names (below) is protected
+	// where it leads as well: a path through a symlink of the user's
+	// (~/link/tmpl, ~/link -> a writable tree) was compared with the
+	// writable trees as written, found outside them, and left writable
+	// (found by attack pass 47; the audit judged it, but the mounts are
+	// the first layer). Not a writable root or one of its ancestors, and
+	// nothing in a git directory.
+	protectGlobal := func(p, why string) {
+		protect(p, why, reserveIfParent(p))
+		if c, exists, err := in.dirs.canonical(p); err == nil && c != p && exists && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
+			protect(c, why+" (through a symlink on "+p+")", false)
+		}
+	}
 	// The user's git configuration files outside the home's reserved
 	// names ($XDG_CONFIG_HOME/git, $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)
 	// are never writable either (attack pass 47).
 	if filepath.IsAbs(xdg) {
-		p := filepath.Join(xdg, "git")
-		protect(p, "git: the user's $XDG_CONFIG_HOME/git", reserveIfParent(p))
+		protectGlobal(filepath.Join(xdg, "git"), "git: the user's $XDG_CONFIG_HOME/git")
 	}
 	for _, f := range []string{in.gitConfigGlobal, in.gitConfigSystem} {
 		if filepath.IsAbs(f) {
-			f = filepath.Clean(f)
-			protect(f, "git: the user's git configuration ($GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)", reserveIfParent(f))
+			protectGlobal(filepath.Clean(f), "git: the user's git configuration ($GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)")
 		}
 	}
 	// The user's own git configuration names hooks directories and
 	// included files: none may be writable.
 	for _, h := range global.hooksPaths {
 		if p := gitguard.ConfigPath(h, "", home); p != "" {
-			protect(p, "git: the user's core.hooksPath", reserveIfParent(p))
+			protectGlobal(p, "git: the user's core.hooksPath")
 		}
 	}
 	for _, inc := range global.includes {
-		protect(inc, "git: included by the user's git configuration", reserveIfParent(inc))
+		protectGlobal(inc, "git: included by the user's git configuration")
 	}
 	// git clone and git init copy the template directory (hooks, config)
 	// into every new repository (attack pass 45).
 	for _, t := range global.templateDirs {
 		if p := gitguard.ConfigPath(t, "", home); p != "" {
-			protect(p, "git: the user's init.templateDir", reserveIfParent(p))
+			protectGlobal(p, "git: the user's init.templateDir")
 		}
 	}
 	for _, p := range pol.Protect {
