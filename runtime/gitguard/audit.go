@@ -236,6 +236,34 @@ func (a *auditor) globalInRoot(root string) {
 			}
 		}
 	}
+	// A relative one is each repository's own (.githooks), the user's
+	// next git init's too: in every directory of this tree, not only in
+	// the repositories the walk found. A hook the command put in a
+	// directory that was no repository yet (a project it scaffolded) ran
+	// on the user's first commit after git init there (found by attack
+	// pass 47). One lstat a directory, and only for a relative value.
+	var rel []string
+	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
+		if h != "" && ConfigPath(h, "", a.o.Home) == "" && !slices.Contains(rel, h) {
+			rel = append(rel, h)
+		}
+	}
+	if len(rel) > 0 && a.next != nil {
+		dirs := make([]string, 0, len(a.next.dirs))
+		for d := range a.next.dirs {
+			dirs = append(dirs, d)
+		}
+		sort.Strings(dirs)
+		for _, d := range dirs {
+			for _, h := range rel {
+				if p := a.resolve(h, d); p != "" {
+					if _, err := os.Lstat(p); err == nil {
+						a.hookDir(p)
+					}
+				}
+			}
+		}
+	}
 	// One outside every tree is judged too, in each tree's turn: a
 	// symlink of the user's in it may lead into the tree (a dotfiles
 	// layout: ~/.git_template/hooks -> ~/dotfiles/git/hooks), and git

@@ -1,0 +1,32 @@
+package gitguard
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestAuditGlobalRelativeHooksPathNoRepositoryYet: the user's global
+// core.hooksPath is relative (.githooks: each repository's own hooks
+// directory). A hook the command put in a repository of the tree is taken
+// out, but one it put in a directory that was no repository yet stayed,
+// and ran on the user's first commit after git init there (a project the
+// agent scaffolded; found by attack pass 47).
+func TestAuditGlobalRelativeHooksPathNoRepositoryYet(t *testing.T) {
+	initCommit := func(s *scene) bool {
+		p := filepath.Join(s.w, "proj")
+		s.userGit(p, "init", "-q")
+		s.userGit(p, "add", "main.py")
+		return s.userGit(p, "commit", "-q", "-m", "init")
+	}
+	setup := func(s *scene) {
+		s.write(filepath.Join(s.home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n")
+	}
+	runGlobal(t, []globalCase{
+		{"a hook in a directory that is no repository yet", setup,
+			`mkdir -p ../proj/.githooks && echo 'print(1)' > ../proj/main.py && printf '#!/bin/sh\n"%s"\n' "$PROG" > ../proj/.githooks/pre-commit && chmod +x ../proj/.githooks/pre-commit`,
+			initCommit},
+		{"the hooks directory a symlink to another directory", setup,
+			`mkdir -p ../proj/h && echo 'print(1)' > ../proj/main.py && printf '#!/bin/sh\n"%s"\n' "$PROG" > ../proj/h/pre-commit && chmod +x ../proj/h/pre-commit && ln -s h ../proj/.githooks`,
+			initCommit},
+	})
+}
