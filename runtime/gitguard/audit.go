@@ -242,13 +242,20 @@ func (a *auditor) globalInRoot(root string) {
 	// directory that was no repository yet (a project it scaffolded) ran
 	// on the user's first commit after git init there (found by attack
 	// pass 47). One lstat a directory, and only for a relative value.
-	var rel []string
+	// A relative init.templateDir likewise: git init takes it in the
+	// directory it makes a repository of.
+	var rel, relTemplates []string
 	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
 		if h != "" && ConfigPath(h, "", a.o.Home) == "" && !slices.Contains(rel, h) {
 			rel = append(rel, h)
 		}
 	}
-	if len(rel) > 0 && a.next != nil {
+	for _, t := range a.global.templates {
+		if t != "" && ConfigPath(t, "", a.o.Home) == "" && !slices.Contains(relTemplates, t) {
+			relTemplates = append(relTemplates, t)
+		}
+	}
+	if len(rel)+len(relTemplates) > 0 && a.next != nil {
 		dirs := make([]string, 0, len(a.next.dirs))
 		for d := range a.next.dirs {
 			dirs = append(dirs, d)
@@ -259,6 +266,13 @@ func (a *auditor) globalInRoot(root string) {
 				if p := a.resolve(h, d); p != "" {
 					if _, err := os.Lstat(p); err == nil {
 						a.hookDir(p)
+					}
+				}
+			}
+			for _, t := range relTemplates {
+				if p := a.resolve(t, d); p != "" {
+					if _, err := os.Lstat(p); err == nil {
+						a.templateDir(p)
 					}
 				}
 			}
