@@ -1428,7 +1428,7 @@ func (a *auditor) hookDir(dir string) bool {
 			a.quarantine(real, "a git hook written by the sandboxed command")
 			continue
 		}
-		if !changed && id.mode&fs.ModeSymlink != 0 && a.linkedHookChanged(p) {
+		if id.mode&fs.ModeSymlink != 0 && a.linkedHookChanged(p) {
 			continue
 		}
 		remain = true
@@ -1436,8 +1436,8 @@ func (a *auditor) hookDir(dir string) bool {
 	return remain
 }
 
-// linkedHookChanged judges hook p, a symlink of the user's (older than the
-// run), by the file it leads to: git runs that file, and one in a
+// linkedHookChanged judges hook p, a symlink the audit did not take out
+// (the user's, or out of its reach), by its way and the file it leads to: git runs that file, and one in a
 // writable tree that changed during the run is the command's program (a
 // dotfiles layout: ~/.githooks/pre-commit -> ~/dotfiles/git/pre-commit).
 // The symlink is taken out where the audit may act on it, else the file.
@@ -1445,6 +1445,15 @@ func (a *auditor) hookDir(dir string) bool {
 // rewrite of the file ran on the user's next commit (found by attack pass
 // 47).
 func (a *auditor) linkedHookChanged(p string) bool {
+	// A symlink of the tree on its way that the run made or retargeted
+	// (to /proc/self/cwd/..., which leads git and the audit to different
+	// places) goes, wherever it leads the audit.
+	if link := a.changedLinkOnWay(p); link != "" && link != p {
+		if real, ok := a.changedActionable(link); ok {
+			a.quarantine(real, "a symlink made during the run on the way to a git hook ("+quoteName(p)+")")
+			return true
+		}
+	}
 	t, err := filepath.EvalSymlinks(p)
 	if err != nil || !a.inRoots(t) {
 		return false

@@ -95,3 +95,26 @@ func TestAuditGlobalConfigSymlinkedIntoTree(t *testing.T) {
 			}},
 	})
 }
+
+// TestAuditGlobalHookSymlinkRetargetedOnWay: the user's global hook is a
+// symlink through a symlinked directory of the user's in the tree
+// (~/.githooks/pre-commit -> W/link/pre-commit, W/link -> the user's hooks
+// outside it). The command retargets W/link at /proc/self/cwd/.x, which
+// leads the user's git (in its repository) to a hook the command wrote
+// there, and the audit nowhere (found by attack pass 47).
+func TestAuditGlobalHookSymlinkRetargetedOnWay(t *testing.T) {
+	runGlobal(t, []globalCase{
+		{"a symlink on the way to a global hook retargeted at /proc/self/cwd",
+			func(s *scene) {
+				real := filepath.Join(s.outside, "realhooks")
+				s.write(filepath.Join(real, "pre-commit"), "#!/bin/sh\nexit 0\n")
+				must(t, os.Symlink(real, filepath.Join(s.w, "link")))
+				hooks := filepath.Join(s.outside, "githooks")
+				must(t, os.MkdirAll(hooks, 0o755))
+				must(t, os.Symlink(filepath.Join(s.w, "link", "pre-commit"), filepath.Join(hooks, "pre-commit")))
+				s.write(filepath.Join(s.home, ".gitconfig"), "[core]\n\thooksPath = "+hooks+"\n")
+			},
+			`mkdir -p .x && printf '#!/bin/sh\n"%s"\n' "$PROG" > .x/pre-commit && chmod +x .x/pre-commit && rm ../link && ln -s /proc/self/cwd/.x ../link`,
+			func(s *scene) bool { return s.userGit(s.repo, "commit", "-q", "--allow-empty", "-m", "x") }},
+	})
+}
