@@ -36,6 +36,16 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Daemon != nil && desc != nil {
+		// The protected paths and the placeholders are planned by root,
+		// which looks in the cwd as root: a cwd swapped for a symbolic
+		// link after its check as the client (to another user's 0700
+		// directory, to /root) listed which protected names exist there
+		// (found by an attack pass). The peer gets only their count.
+		d := *desc
+		d.Protected, d.Placeholders = nil, nil
+		desc = &d
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Policy      *policy.Policy `json:"policy"`
 		Notes       []string       `json:"notes"`

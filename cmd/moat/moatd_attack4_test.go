@@ -1,0 +1,85 @@
+//go:build linux
+
+package main
+
+// Security review (fourth round, attack pass 50) of moatd. Each test FAILS
+// while the flaw it names is present, and shows the client cannot do the
+// same without moat (so it cannot pass vacuously).
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestDaemonAttackPolicyCwdSwapListsProtectedNames: GET /v1/policy checks
+// its cwd as the client (search permission, its real path), then plans
+// the policy's protected paths and placeholders as root, by that path. A
+// directory swapped for a symbolic link after the check (a RENAME_EXCHANGE
+// loop, won in a few tries) had root plan in a directory the client cannot
+// search, and the answer listed which protected names (.git, .vscode,
+// .bashrc ...) exist there: the placeholders are the missing ones. The
+// answer to a daemon peer carries no such list.
+func TestDaemonAttackPolicyCwdSwapListsProtectedNames(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	// Root's policy for the users makes the working directory writable
+	// (a common users.d file): its protected names are planned there.
+	users := filepath.Join(dir, "users.d")
+	if err := os.MkdirAll(users, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := `{"filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []}, "network": {"allowedDomains": [], "deniedDomains": []}}`
+	if err := os.WriteFile(filepath.Join(users, "default.json"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const marker = "root-only-moatd-a50"
+	private := filepath.Join(dir, marker)
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(private, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, errb, err := u1.as("ls", "-a", private); err == nil || strings.Contains(out, ".vscode") {
+		t.Fatalf("the client lists the directory itself (or this test cannot fail): %q %q %v", out, errb, err)
+	}
+	if _, errb, err := u1.as("stat", filepath.Join(private, ".vscode")); err == nil {
+		t.Fatalf("the client stats the name itself (or this test cannot fail): %s", errb)
+	}
+	// The client's own directory c and a link c2 to the private one,
+	// exchanged over and over (what the client can do in its own tree).
+	c, c2 := filepath.Join(u1.dir, "c"), filepath.Join(u1.dir, "c2")
+	if _, errb, err := u1.as("mkdir", c); err != nil {
+		t.Fatalf("mkdir: %v %s", err, errb)
+	}
+	if _, errb, err := u1.as("ln", "-s", private, c2); err != nil {
+		t.Fatalf("ln: %v %s", err, errb)
+	}
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			unix.Renameat2(unix.AT_FDCWD, c, unix.AT_FDCWD, c2, unix.RENAME_EXCHANGE)
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	path := "/v1/policy?cwd=" + url.QueryEscape(c)
+	answered := 0
+	for i := 0; i < 400; i++ {
+		code, body := u1.call(t, d.sock, "GET", path, "")
+		if code != 200 {
+			continue
+		}
+		answered++
+		if strings.Contains(body, marker) {
+			t.Fatalf("ESCAPE: moatd planned in a directory the client cannot search and listed its protected names and placeholders (try %d): %s", i, body)
+		}
+	}
+	t.Logf("%d answers, none naming what is in the directory", answered)
+}
