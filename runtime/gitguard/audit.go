@@ -353,7 +353,7 @@ func (a *auditor) templateDir(dir string) {
 				if a.fresh[p] || a.changed(id) && a.inFresh(filepath.Join(p, "x")) {
 					a.judgedAs(p, id)
 					if real, ok := a.changedActionable(p); ok {
-						a.quarantine(real, "a directory made or moved in during the run in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
+						a.quarantineReached(dir, real, "a directory made or moved in during the run in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
 						continue
 					}
 				}
@@ -363,7 +363,7 @@ func (a *auditor) templateDir(dir string) {
 			changed := all || a.changedAt(p, id) || a.linkedAway(p)
 			a.judgedAs(p, id)
 			if real, ok := a.changedActionable(p); changed && ok {
-				a.quarantine(real, "a file in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
+				a.quarantineReached(dir, real, "a file in the user's git template directory (init.templateDir "+quoteName(dir)+"), which git clone and git init copy into every new repository")
 			}
 		}
 	}
@@ -1273,7 +1273,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		// run: the file is what is judged and rewritten. It was taken for
 		// unchanged, the symlink being out of the audit's reach, and its
 		// core.fsmonitor ran (found by attack pass 47).
-		if t, terr := filepath.EvalSymlinks(p); terr == nil && a.inRoots(t) {
+		if t, terr := filepath.EvalSymlinks(p); terr == nil && a.inRoots(t) && a.foreignLinkOnWay(p) == "" {
 			if tfi, lerr := os.Lstat(t); lerr == nil && tfi.Mode().IsRegular() && idOf(tfi) == id {
 				a.judgedAs(t, id)
 				if real, ok = a.changedActionable(t); ok {
@@ -1425,7 +1425,10 @@ func (a *auditor) hookDir(dir string) bool {
 		}
 		a.judgedAs(p, id)
 		if real, ok := a.changedActionable(p); changed && ok {
-			a.quarantine(real, "a git hook written by the sandboxed command")
+			if a.quarantineReached(dir, real, "a git hook written by the sandboxed command") {
+				continue
+			}
+			remain = true
 			continue
 		}
 		if id.mode&fs.ModeSymlink != 0 && a.linkedHookChanged(p) {
@@ -1469,8 +1472,7 @@ func (a *auditor) linkedHookChanged(p string) bool {
 	}
 	a.judgedAs(t, tid)
 	if real, ok := a.changedActionable(t); ok {
-		a.quarantine(real, why)
-		return true
+		return a.quarantineReached(p, real, why)
 	}
 	return false
 }
@@ -2085,6 +2087,50 @@ func (a *auditor) changedLinkOnWay(p string) string {
 		return target != "" && a.inRoots(next) && (a.changedAt(next, idOf(fi)) || perProcess(target))
 	})
 	return found
+}
+
+// foreignLinkOnWay is the first symlink met while p is resolved as the
+// kernel resolves it (walkWay) that is neither the auditing user's nor
+// root's, "" if none. What such a symlink leads the audit to is not acted
+// on: another user who can write a tree the run can write (or a
+// directory of their own outside the trees) made root's audit move out or
+// rewrite root's files that the run changed, in a directory that user
+// cannot even list, by a symlinked hook, hooks directory, template
+// directory or include of theirs leading there (found by attack pass 51:
+// TestAuditOtherUsersSymlinkLeadsToRunsFiles). The symlink itself is what
+// is taken out, where it lies in a tree (quarantineReached).
+func (a *auditor) foreignLinkOnWay(p string) string {
+	me := auditorUID()
+	found, _ := walkWay(p, func(next string, fi fs.FileInfo, target string) bool {
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return false
+		}
+		uid, ok := ownerOf(fi)
+		return ok && uid != me && uid != 0
+	})
+	return found
+}
+
+// quarantineReached takes out real, a file the audit reached by a path
+// through way (a hooks or template directory, a config's directory): where
+// another user's symlink lies on way (foreignLinkOnWay), that symlink goes
+// instead if it lies in a tree, and nothing is moved otherwise (the
+// finding says so). It reports whether something was taken out.
+func (a *auditor) quarantineReached(way, real, why string) bool {
+	link := a.foreignLinkOnWay(way)
+	if link == "" {
+		a.quarantine(real, why)
+		return true
+	}
+	if lreal, ok := a.changedActionable(link); ok {
+		a.quarantine(lreal, why+" (reached through "+quoteName(link)+", another user's symlink: the symlink is taken out, not the file "+quoteName(real)+" it leads to)")
+		return true
+	}
+	if key := "\x00foreign\x00" + real; !a.done[key] {
+		a.done[key] = true
+		a.record(Finding{Path: real, Reason: why, Action: "failed: reached through " + quoteName(link) + ", another user's symlink outside the writable trees: moat acts on nothing another user's symlink leads it to"})
+	}
+	return false
 }
 
 // procOnWay reports whether p, resolved as the kernel resolves it, passes

@@ -12,6 +12,7 @@ package gitguard
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,88 @@ func TestAuditIncludeThroughMovedInDirectory(t *testing.T) {
 	s.audit()
 	if b, _ := os.ReadFile(filepath.Join(victim, ".git", "config")); string(b) != string(cfg0) {
 		t.Errorf("ESCAPE: the victim's own config (unchanged) was rewritten:\n%s", b)
+	}
+}
+
+// Another user's symlink (in a shared tree, or in a directory of theirs
+// outside the trees) leads a hook, a hooks directory or an include to a
+// file of the run's user that the run changed, in a directory that other
+// user cannot even list: root's audit moved it out (attack pass 51). The
+// symlink is what goes where it lies in a tree; the file stays.
+func TestAuditOtherUsersSymlinkLeadsToRunsFiles(t *testing.T) {
+	testutil.RequireRoot(t) // another user's symlinks: root makes them
+	const other = 1013
+	cases := []struct {
+		name  string
+		plant func(s *scene, victim string) // the other user's, before the run
+	}{
+		{"hook symlink outside the trees, hooks directory symlinked from the tree", func(s *scene, victim string) {
+			hooks := filepath.Join(s.outside, "eve-hooks")
+			must(t, os.MkdirAll(hooks, 0o755))
+			must(t, os.Symlink(filepath.Join(victim, "deploy.sh"), filepath.Join(hooks, "pre-commit")))
+			s.git(s.w, "init", "-q", "eve")
+			must(t, os.RemoveAll(filepath.Join(s.w, "eve", ".git", "hooks")))
+			must(t, os.Symlink(hooks, filepath.Join(s.w, "eve", ".git", "hooks")))
+			chownAll(t, other, hooks, filepath.Join(s.w, "eve"))
+		}},
+		{"hook symlink outside the trees, git directory outside", func(s *scene, victim string) {
+			gd := filepath.Join(s.outside, "eve-gd")
+			s.git(s.outside, "init", "-q", "--bare", "eve-gd")
+			must(t, os.MkdirAll(filepath.Join(gd, "hooks"), 0o755))
+			must(t, os.Symlink(filepath.Join(victim, "deploy.sh"), filepath.Join(gd, "hooks", "pre-commit")))
+			s.write(filepath.Join(s.w, "eve", ".git"), "gitdir: "+gd+"\n")
+			chownAll(t, other, gd, filepath.Join(s.w, "eve"))
+		}},
+		{"include symlink outside the trees", func(s *scene, victim string) {
+			inc := filepath.Join(s.outside, "eve-inc")
+			must(t, os.Symlink(filepath.Join(victim, "out.txt"), inc))
+			s.git(s.w, "init", "-q", "eve")
+			s.git(filepath.Join(s.w, "eve"), "config", "include.path", inc)
+			chownAll(t, other, inc, filepath.Join(s.w, "eve"))
+		}},
+		{"relative global core.hooksPath, another user's symlinked directory", func(s *scene, victim string) {
+			s.gitGlobal = filepath.Join(s.home, "gc")
+			s.write(s.gitGlobal, "[core]\n\thooksPath = .githooks\n")
+			must(t, os.MkdirAll(filepath.Join(s.w, "eve"), 0o755))
+			must(t, os.Symlink(victim, filepath.Join(s.w, "eve", ".githooks")))
+			chownAll(t, other, filepath.Join(s.w, "eve"))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScene(t)
+			s.mayFail = true // what the other user's symlink leads to is not acted on: said so
+			victim := filepath.Join(s.w, "private", "proj")
+			s.write(filepath.Join(victim, "deploy.sh"), "#!/bin/sh\necho deploy\n")
+			s.write(filepath.Join(victim, "out.txt"), "data\n")
+			must(t, os.Chmod(filepath.Dir(victim), 0o700))
+			c.plant(s, victim)
+			time.Sleep(1100 * time.Millisecond)
+			s.begin()
+			s.audit() // an earlier run's audit: the record
+			s.begin()
+			// The run's own, legitimate work.
+			s.write(filepath.Join(victim, "deploy.sh"), "#!/bin/sh\necho deploy v2\n")
+			s.write(filepath.Join(victim, "out.txt"), "data v2\n")
+			rep := s.audit()
+			for _, n := range []string{"deploy.sh", "out.txt"} {
+				if b, err := os.ReadFile(filepath.Join(victim, n)); err != nil || !strings.Contains(string(b), "v2") {
+					t.Errorf("ESCAPE: the run's own %s (another user's symlink led the audit there) was taken out or rewritten: %v %q\n%+v", n, err, b, rep.Findings)
+				}
+			}
+		})
+	}
+}
+
+// chownAll gives paths (not followed) and all they hold to uid.
+func chownAll(t *testing.T, uid int, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		must(t, filepath.Walk(p, func(q string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(q, uid, uid)
+		}))
 	}
 }

@@ -25,3 +25,12 @@ func idOf(fi fs.FileInfo) fileID {
 	}
 	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: ctimeNS(st), mode: fi.Mode(), size: fi.Size()}
 }
+
+// ownerOf is the uid that owns fi (false where the system does not say).
+func ownerOf(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
