@@ -1101,19 +1101,38 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	if base == "" {
 		base = g
 	}
+	// A relative core.hooksPath is taken from the directory git runs the
+	// hook in: the work tree for a commit, but the git directory for the
+	// hooks of a push into the repository (receive-pack enters .git, or
+	// .git/worktrees/NAME): a pre-receive put in .git/.githooks, where the
+	// walk never goes, ran on the user's push to the repository (found by
+	// attack pass 51: TestAuditRelativeHooksPathInGitDir).
+	bases := []string{base}
+	if worktree != "" {
+		bases = append(bases, g, common)
+	}
 	for _, e := range entries {
 		if e.Name == "core.hookspath" && e.HasValue {
-			hookDirs = append(hookDirs, a.resolve(e.Value, base))
+			for _, b := range bases {
+				hookDirs = append(hookDirs, a.resolve(e.Value, b))
+			}
 		}
 	}
-	if !slices.Contains(a.bases, base) {
-		a.bases = append(a.bases, base)
+	for _, b := range bases {
+		if !slices.Contains(a.bases, b) {
+			a.bases = append(a.bases, b)
+		}
 	}
 	for _, h := range append(append([]string(nil), a.globalHooks...), a.lateHooks...) {
-		hookDirs = append(hookDirs, a.resolve(h, base))
+		for _, b := range bases {
+			hookDirs = append(hookDirs, a.resolve(h, b))
+		}
 	}
 	hooks := false
-	for _, h := range hookDirs {
+	for i, h := range hookDirs {
+		if slices.Contains(hookDirs[:i], h) {
+			continue
+		}
 		if a.hookDir(h) {
 			hooks = true
 		}

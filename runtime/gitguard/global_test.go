@@ -179,3 +179,36 @@ func TestAuditQuarantineLongName(t *testing.T) {
 		t.Fatalf("a legacy remote of a 255-byte name stayed (findings %+v)", rep.Findings)
 	}
 }
+
+// TestAuditRelativeHooksPathInGitDir: a relative core.hooksPath (the
+// user's global .githooks, a repository's own .husky/_) is taken by
+// receive-pack from the git directory it enters, not the work tree: a
+// pre-receive the command put in .git/.githooks, where the walk never
+// goes, ran on the user's next push to the repository (attack pass 51).
+func TestAuditRelativeHooksPathInGitDir(t *testing.T) {
+	push := func(s *scene) bool {
+		src := filepath.Join(s.outside, "src")
+		if _, err := os.Stat(src); err != nil {
+			s.git(s.outside, "clone", "-q", s.repo, src)
+			s.git(src, "commit", "-q", "--allow-empty", "-m", "mine")
+		}
+		return s.userGit(src, "push", "-q", s.repo, "HEAD:refs/heads/pushed")
+	}
+	hook := func(dir string) string {
+		return `mkdir -p .git/` + dir + ` && printf '#!/bin/sh\n"%s"\n' "$PROG" > .git/` + dir + `/pre-receive && chmod +x .git/` + dir + `/pre-receive`
+	}
+	runGlobal(t, []globalCase{
+		{"the user's global core.hooksPath = .githooks",
+			func(s *scene) {
+				s.write(filepath.Join(s.home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n")
+				s.git(s.repo, "commit", "-q", "--allow-empty", "-m", "init")
+			},
+			hook(".githooks"), push},
+		{"the repository's own core.hooksPath = .husky/_",
+			func(s *scene) {
+				s.git(s.repo, "config", "core.hooksPath", ".husky/_")
+				s.git(s.repo, "commit", "-q", "--allow-empty", "-m", "init")
+			},
+			hook(".husky/_"), push},
+	})
+}
