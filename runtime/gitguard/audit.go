@@ -2135,11 +2135,25 @@ func (a *auditor) foreignLinkOnWay(p string) string {
 // another user's symlink lies on way (foreignLinkOnWay), that symlink goes
 // instead if it lies in a tree, and nothing is moved otherwise (the
 // finding says so). It reports whether something was taken out.
+//
+// A symlink the run made (or moved in) in a tree, met on way before
+// another user's, is what chose the way: it goes. The command's own
+// .git/hooks symlink to "/home/eve/docs/../../../tree/x/.evil" (any
+// other user's symlink to a directory, climbed out of with "..") led the
+// audit through eve's symlink, and the hook it planted in x/.evil stayed,
+// with a warning only, and ran on the user's next commit (found by attack
+// pass 52: TestAuditRunsSymlinkThroughOtherUsersSymlink).
 func (a *auditor) quarantineReached(way, real, why string) bool {
 	link := a.foreignLinkOnWay(way)
 	if link == "" {
 		a.quarantine(real, why)
 		return true
+	}
+	if own := a.changedLinkOnWay(way); own != "" && own != link && onWayBefore(way, own, link) {
+		if oreal, ok := a.changedActionable(own); ok {
+			a.quarantine(oreal, why+" (reached through "+quoteName(own)+", a symlink made during the run, then "+quoteName(link)+", another user's symlink: the symlink made during the run is taken out, not the file "+quoteName(real)+" it leads to)")
+			return true
+		}
 	}
 	if lreal, ok := a.changedActionable(link); ok {
 		a.quarantine(lreal, why+" (reached through "+quoteName(link)+", another user's symlink: the symlink is taken out, not the file "+quoteName(real)+" it leads to)")
@@ -2150,6 +2164,15 @@ func (a *auditor) quarantineReached(way, real, why string) bool {
 		a.record(Finding{Path: real, Reason: why, Action: "failed: reached through " + quoteName(link) + ", another user's symlink outside the writable trees: moat acts on nothing another user's symlink leads it to"})
 	}
 	return false
+}
+
+// onWayBefore reports whether first is met before second while p is
+// resolved as the kernel resolves it (walkWay).
+func onWayBefore(p, first, second string) bool {
+	found, _ := walkWay(p, func(next string, _ fs.FileInfo, _ string) bool {
+		return next == first || next == second
+	})
+	return found == first
 }
 
 // procOnWay reports whether p, resolved as the kernel resolves it, passes

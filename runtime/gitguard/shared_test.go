@@ -208,3 +208,59 @@ func chownAll(t *testing.T, uid int, paths ...string) {
 		}))
 	}
 }
+
+// The run's own symlink leads the audit through another user's symlink (any
+// symlink of theirs to a directory, climbed out of with ".."): the hook it
+// planted was reached through another user's symlink outside the trees,
+// and stayed with a warning, though the run chose that way (attack pass
+// 52). The run's symlink goes.
+func TestAuditRunsSymlinkThroughOtherUsersSymlink(t *testing.T) {
+	testutil.RequireRoot(t) // another user's symlink: root makes it
+	const other = 1013
+	cases := []struct {
+		name   string
+		global string // the user's global config ("": none)
+		plant  func(s *scene, via string) (repo string)
+	}{
+		{"a new repository's hooks directory", "", func(s *scene, via string) string {
+			app := filepath.Join(s.w, "app")
+			s.git(s.w, "init", "-q", "app")
+			s.write(filepath.Join(app, ".evil", "pre-commit"), "#!/bin/sh\ntouch "+s.mark+"\n")
+			must(t, os.RemoveAll(filepath.Join(app, ".git", "hooks")))
+			must(t, os.Symlink(via+"/w/app/.evil", filepath.Join(app, ".git", "hooks")))
+			return app
+		}},
+		{"a relative global core.hooksPath in a new repository", "[core]\n\thooksPath = .githooks\n", func(s *scene, via string) string {
+			app := filepath.Join(s.w, "app")
+			s.git(s.w, "init", "-q", "app")
+			s.write(filepath.Join(app, ".evil", "pre-commit"), "#!/bin/sh\ntouch "+s.mark+"\n")
+			must(t, os.Symlink(via+"/w/app/.evil", filepath.Join(app, ".githooks")))
+			return app
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScene(t)
+			s.mayFail = true
+			if c.global != "" {
+				s.gitGlobal = filepath.Join(s.home, "gc")
+				s.write(s.gitGlobal, c.global)
+			}
+			// The other user's: a symlink to a directory of theirs.
+			dir := filepath.Join(s.outside, "eve", "Documents")
+			must(t, os.MkdirAll(dir, 0o755))
+			link := filepath.Join(s.outside, "eve", "docs")
+			must(t, os.Symlink(dir, link))
+			chownAll(t, other, filepath.Join(s.outside, "eve"))
+			s.begin()
+			s.audit() // an earlier run's audit: the record
+			s.begin()
+			// eve/docs -> eve/Documents; ../../.. climbs to the scene's root.
+			repo := c.plant(s, link+"/../../..")
+			rep := s.audit()
+			if s.userGit(repo, "commit", "-q", "--allow-empty", "-m", "x") {
+				t.Errorf("ESCAPE: the hook planted through another user's symlink ran\n%+v", rep.Findings)
+			}
+		})
+	}
+}
