@@ -1486,8 +1486,12 @@ func (a *auditor) linkedHookChanged(p string) bool {
 	}
 	why := "a git hook that is a symlink to a file changed during the run (" + quoteName(t) + ")"
 	if real, ok := a.changedActionable(p); ok {
-		a.quarantine(real, why)
-		return true
+		// Reached through the hooks directory's way: another user's
+		// symlinked hooks directory in a shared tree led root's audit to
+		// the user's own symlinks to files the run changed, and it moved
+		// them out (attack pass 52:
+		// TestAuditOtherUsersHooksSymlinkToUsersLinks).
+		return a.quarantineReached(filepath.Dir(p), real, why)
 	}
 	a.judgedAs(t, tid)
 	if real, ok := a.changedActionable(t); ok {

@@ -264,3 +264,37 @@ func TestAuditRunsSymlinkThroughOtherUsersSymlink(t *testing.T) {
 		})
 	}
 }
+
+// Another user's symlinked hooks directory in a shared tree leads to a
+// directory of the run's user (one that other user cannot list) that holds
+// the user's symlink to a file the run changed: root's audit took the
+// user's symlink for a hook and moved it out (linkedHookChanged acted on
+// it before asking whose symlink led there; attack pass 52). The other
+// user's symlink is what goes.
+func TestAuditOtherUsersHooksSymlinkToUsersLinks(t *testing.T) {
+	testutil.RequireRoot(t) // another user's symlinks: root makes them
+	const other = 1013
+	s := newScene(t)
+	victim := filepath.Join(s.w, "private", "proj")
+	s.write(filepath.Join(victim, "src", "run.sh"), "#!/bin/sh\necho run\n")
+	must(t, os.MkdirAll(filepath.Join(victim, "bin"), 0o755))
+	must(t, os.Symlink("../src/run.sh", filepath.Join(victim, "bin", "run")))
+	must(t, os.Chmod(filepath.Dir(victim), 0o700))
+	s.git(s.w, "init", "-q", "eve")
+	must(t, os.RemoveAll(filepath.Join(s.w, "eve", ".git", "hooks")))
+	must(t, os.Symlink(filepath.Join(victim, "bin"), filepath.Join(s.w, "eve", ".git", "hooks")))
+	chownAll(t, other, filepath.Join(s.w, "eve"))
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	s.audit() // an earlier run's audit: the record
+	s.begin()
+	// The run's own, legitimate work.
+	s.write(filepath.Join(victim, "src", "run.sh"), "#!/bin/sh\necho run v2\n")
+	rep := s.audit()
+	if _, err := os.Lstat(filepath.Join(victim, "bin", "run")); err != nil {
+		t.Errorf("ESCAPE: the user's own symlink (another user's symlinked hooks directory led the audit there) was taken out: %v\n%+v", err, rep.Findings)
+	}
+	if _, err := os.Lstat(filepath.Join(s.w, "eve", ".git", "hooks")); err == nil {
+		t.Errorf("the other user's symlinked hooks directory, leading to a file the run changed, stayed\n%+v", rep.Findings)
+	}
+}
