@@ -1301,6 +1301,36 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 			}
 		}
 	}
+	if changed && ok && a.foreignLinkOnWay(p) != "" {
+		// Reached through another user's symlink (a symlinked directory
+		// on the include's way, in a shared tree or theirs outside):
+		// what it leads to is not rewritten nor moved out; the symlink
+		// goes where it lies in a tree (quarantineReached). A directory
+		// symlink of theirs led root's audit to move out root's own file
+		// the run changed, taken for a config it could not parse (attack
+		// pass 52: TestAuditOtherUsersSymlinkLeadsToRunsFiles).
+		if err != nil {
+			a.quarantineReached(p, real, "a git config file git may read, that moat cannot read: "+err.Error())
+			return nil
+		}
+		es, perr := ParseConfig(data)
+		if perr != nil {
+			a.quarantineReached(p, real, "a git config file moat cannot parse the way git does ("+perr.Error()+")")
+			return nil
+		}
+		var risks []string
+		for _, e := range es {
+			if r := Risk(e); r != "" && !a.ownWorktree(real, e) {
+				risks = append(risks, e.Name+": "+r)
+			} else if r := a.hiddenURL(real, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
+			}
+		}
+		if len(risks) > 0 && a.quarantineReached(p, real, "a git config that sets "+strings.Join(risks, "; ")) {
+			return nil
+		}
+		return es
+	}
 	if changed && ok {
 		p = real
 		if err != nil {

@@ -162,6 +162,20 @@ func TestAuditOtherUsersSymlinkLeadsToRunsFiles(t *testing.T) {
 			s.git(filepath.Join(s.w, "eve"), "config", "include.path", inc)
 			chownAll(t, other, inc, filepath.Join(s.w, "eve"))
 		}},
+		{"include through another user's symlinked directory outside the trees", func(s *scene, victim string) {
+			d := filepath.Join(s.outside, "eve-dir")
+			must(t, os.Symlink(victim, d))
+			s.git(s.w, "init", "-q", "eve")
+			s.git(filepath.Join(s.w, "eve"), "config", "include.path", filepath.Join(d, "out.txt"))
+			chownAll(t, other, d, filepath.Join(s.w, "eve"))
+		}},
+		{"include through another user's symlinked directory in the tree", func(s *scene, victim string) {
+			s.git(s.w, "init", "-q", "eve")
+			d := filepath.Join(s.w, "eve", "cfg")
+			must(t, os.Symlink(victim, d))
+			s.git(filepath.Join(s.w, "eve"), "config", "include.path", filepath.Join(d, "out.txt"))
+			chownAll(t, other, filepath.Join(s.w, "eve"))
+		}},
 		{"relative global core.hooksPath, another user's symlinked directory", func(s *scene, victim string) {
 			s.gitGlobal = filepath.Join(s.home, "gc")
 			s.write(s.gitGlobal, "[core]\n\thooksPath = .githooks\n")
