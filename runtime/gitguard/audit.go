@@ -302,7 +302,7 @@ func (a *auditor) globalInRoot(root string) {
 // taken out. A sandboxed command has no reason to write there.
 func (a *auditor) templateDir(dir string) {
 	a.reachPath(filepath.Join(dir, "x"))
-	if link := a.changedLinkOnWay(dir); link != "" {
+	if link := a.wayLinkToTakeOut(dir); link != "" {
 		if real, ok := a.changedActionable(link); ok {
 			a.quarantine(real, "a symlink made during the run on the way to the user's git template directory (init.templateDir "+quoteName(dir)+")")
 			return
@@ -1260,7 +1260,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	// leads may differ for git (/proc/self/cwd is git's work tree there,
 	// the audit's directory here), so a path the audit finds dangling is
 	// no reason to keep it.
-	if link := a.changedLinkOnWay(p); link != "" && link != p {
+	if link := a.wayLinkToTakeOut(p); link != "" && link != p {
 		if real, ok := a.changedActionable(link); ok {
 			a.quarantine(real, "a symlink made during the run on the way to a git config git reads ("+quoteName(p)+")")
 			return nil
@@ -1268,7 +1268,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	}
 	lfi, err := os.Lstat(p)
 	if err != nil {
-		if link := a.changedLinkOnWay(p); link != "" {
+		if link := a.wayLinkToTakeOut(p); link != "" {
 			if real, ok := a.changedActionable(link); ok {
 				a.quarantine(real, "a symlink made during the run to a git config moat cannot reach ("+quoteName(p)+")")
 			}
@@ -1401,7 +1401,7 @@ func (a *auditor) hookDir(dir string) bool {
 	if real := leadsTo(dir); real != filepath.Clean(dir) && (a.fresh[real] || a.inFresh(real)) {
 		swapped = true // it leads into a directory moved in during the run
 	}
-	if link := a.changedLinkOnWay(dir); link != "" && (link != dir || !swapped) {
+	if link := a.wayLinkToTakeOut(dir); link != "" && (link != dir || !swapped) {
 		// A symlink made during the run on the way to a hooks directory
 		// (or the hooks directory itself): it goes, whatever the listing.
 		// Whether or not the audit can reach its target: what a symlink
@@ -1415,7 +1415,7 @@ func (a *auditor) hookDir(dir string) bool {
 	}
 	es, err := os.ReadDir(dir)
 	if err != nil {
-		if link := a.changedLinkOnWay(dir); link != "" && !errors.Is(err, fs.ErrNotExist) {
+		if link := a.wayLinkToTakeOut(dir); link != "" && !errors.Is(err, fs.ErrNotExist) {
 			// Its hooks cannot be checked: the symlink the run made to
 			// it goes.
 			if real, ok := a.changedActionable(link); ok {
@@ -1500,7 +1500,7 @@ func (a *auditor) linkedHookChanged(p string) bool {
 	// A symlink of the tree on its way that the run made or retargeted
 	// (to /proc/self/cwd/..., which leads git and the audit to different
 	// places) goes, wherever it leads the audit.
-	if link := a.changedLinkOnWay(p); link != "" && link != p {
+	if link := a.wayLinkToTakeOut(p); link != "" && link != p {
 		if real, ok := a.changedActionable(link); ok {
 			a.quarantine(real, "a symlink made during the run on the way to a git hook ("+quoteName(p)+")")
 			return true
@@ -2183,7 +2183,7 @@ func (a *auditor) quarantineReached(way, real, why string) bool {
 		a.quarantine(real, why)
 		return true
 	}
-	if own := a.changedLinkOnWay(way); own != "" && own != link && onWayBefore(way, own, link) {
+	if own := a.runsLinkOnWay(way); own != "" {
 		if oreal, ok := a.changedActionable(own); ok {
 			a.quarantine(oreal, why+" (reached through "+quoteName(own)+", a symlink made during the run, then "+quoteName(link)+", another user's symlink: the symlink made during the run is taken out, not the file "+quoteName(real)+" it leads to)")
 			return true
@@ -2200,13 +2200,53 @@ func (a *auditor) quarantineReached(way, real, why string) bool {
 	return false
 }
 
-// onWayBefore reports whether first is met before second while p is
-// resolved as the kernel resolves it (walkWay).
-func onWayBefore(p, first, second string) bool {
-	found, _ := walkWay(p, func(next string, _ fs.FileInfo, _ string) bool {
-		return next == first || next == second
+// wayLinkToTakeOut is the symlink the audit takes out for a symlink the
+// run changed on p's way (changedLinkOnWay): that one, unless another
+// user's symlink lying in a tree comes before it on the way, which then
+// goes instead (runsLinkOnWay). Either cuts git's way; the user's own
+// link past another user's is not moved for that user. Past another
+// user's symlink outside the trees, the changed link goes all the same:
+// nothing else would cut the way.
+func (a *auditor) wayLinkToTakeOut(p string) string {
+	link := a.changedLinkOnWay(p)
+	if link == "" {
+		return ""
+	}
+	if own := a.runsLinkOnWay(p); own != "" {
+		return own
+	}
+	if f := a.foreignLinkOnWay(p); f != "" && a.inRoots(f) {
+		return f
+	}
+	return link
+}
+
+// runsLinkOnWay is changedLinkOnWay up to the first symlink of another
+// user's (foreignLinkOnWay) on p's way: a symlink the run changed past it
+// is where that user's symlink led the audit, and may be the user's own
+// (a release link, current -> v2, retargeted by the run's legitimate
+// work): another user's symlinked hooks directory in a shared tree,
+// through such a link of root's, had root's audit move root's link out
+// (attack pass 52: TestAuditOtherUsersSymlinkThroughUsersChangedLink).
+// What lies past another user's symlink is judged by quarantineReached.
+func (a *auditor) runsLinkOnWay(p string) string {
+	me := auditorUID()
+	own := false
+	found, _ := walkWay(p, func(next string, fi fs.FileInfo, target string) bool {
+		if target == "" {
+			return false
+		}
+		if a.inRoots(next) && (a.changedAt(next, idOf(fi)) || perProcess(target)) {
+			own = true
+			return true
+		}
+		uid, ok := ownerOf(fi)
+		return ok && uid != me && uid != 0
 	})
-	return found == first
+	if !own {
+		return ""
+	}
+	return found
 }
 
 // procOnWay reports whether p, resolved as the kernel resolves it, passes

@@ -312,3 +312,89 @@ func TestAuditOtherUsersHooksSymlinkToUsersLinks(t *testing.T) {
 		t.Errorf("the other user's symlinked hooks directory, leading to a file the run changed, stayed\n%+v", rep.Findings)
 	}
 }
+
+// Another user's symlinked hooks directory (or hook) in a shared tree
+// leads through the user's own symlink that the
+// run retargeted (a "current -> v2" release link): root's audit took the
+// user's symlink for one the run made on the way to a hooks directory and
+// moved it out (attack pass 52). The other user's symlink is what goes.
+func TestAuditOtherUsersSymlinkThroughUsersChangedLink(t *testing.T) {
+	testutil.RequireRoot(t) // another user's symlinks: root makes them
+	const other = 1013
+	cases := []struct {
+		name  string
+		plant func(s *scene, cur string)
+	}{
+		{"hooks directory", func(s *scene, cur string) {
+			s.git(s.w, "init", "-q", "eve")
+			must(t, os.RemoveAll(filepath.Join(s.w, "eve", ".git", "hooks")))
+			must(t, os.Symlink(filepath.Join(cur, "hooks"), filepath.Join(s.w, "eve", ".git", "hooks")))
+			chownAll(t, other, filepath.Join(s.w, "eve"))
+		}},
+		{"hooks directory, a hook in it", func(s *scene, cur string) {
+			s.git(s.w, "init", "-q", "eve")
+			must(t, os.Symlink(filepath.Join(cur, "hooks", "README"), filepath.Join(s.w, "eve", ".git", "hooks", "pre-commit")))
+			chownAll(t, other, filepath.Join(s.w, "eve"))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newScene(t)
+			s.mayFail = true
+			victim := filepath.Join(s.w, "private", "proj")
+			for _, v := range []string{"v1", "v2"} {
+				s.write(filepath.Join(victim, v, "hooks", "README"), v+"\n")
+				s.write(filepath.Join(victim, v, "gitconfig"), "[user]\n\tname = "+v+"\n")
+			}
+			cur := filepath.Join(victim, "current")
+			must(t, os.Symlink("v1", cur))
+			must(t, os.Chmod(filepath.Dir(victim), 0o700))
+			c.plant(s, cur)
+			time.Sleep(1100 * time.Millisecond)
+			s.begin()
+			s.audit() // an earlier run's audit: the record
+			s.begin()
+			// The run's own, legitimate work: a release.
+			must(t, os.Remove(cur))
+			must(t, os.Symlink("v2", cur))
+			rep := s.audit()
+			if _, err := os.Lstat(cur); err != nil {
+				t.Errorf("ESCAPE: the user's own symlink (another user's symlink led the audit there) was taken out: %v\n%+v", err, rep.Findings)
+			}
+		})
+	}
+}
+
+// The command retargets a link past another user's symlinked hooks
+// directory to hooks it staged in an earlier run: the other user's symlink
+// in the tree is taken out (TestAuditOtherUsersSymlinkThroughUsersChangedLink
+// keeps the changed link), so git's way to the staged hooks is cut all the
+// same.
+func TestAuditStagedHooksPastOtherUsersSymlink(t *testing.T) {
+	testutil.RequireRoot(t) // another user's symlinks: root makes them
+	const other = 1013
+	s := newScene(t)
+	s.mayFail = true
+	shared := filepath.Join(s.w, "shared")
+	s.git(s.w, "init", "-q", "shared")
+	must(t, os.MkdirAll(filepath.Join(shared, "hooks-v"), 0o755))
+	must(t, os.RemoveAll(filepath.Join(shared, ".git", "hooks")))
+	must(t, os.Symlink(filepath.Join(shared, "hooks-v"), filepath.Join(shared, ".git", "hooks")))
+	must(t, os.Lchown(filepath.Join(shared, ".git", "hooks"), other, other))
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	s.audit()
+	s.begin()
+	// Run 1: plain data.
+	s.write(filepath.Join(shared, "stage", "pre-commit"), "#!/bin/sh\ntouch "+s.mark+"\n")
+	s.audit()
+	time.Sleep(1100 * time.Millisecond)
+	s.begin()
+	// Run 2: the link.
+	must(t, os.RemoveAll(filepath.Join(shared, "hooks-v")))
+	must(t, os.Symlink("stage", filepath.Join(shared, "hooks-v")))
+	rep := s.audit()
+	if s.userGit(shared, "commit", "-q", "--allow-empty", "-m", "x") {
+		t.Errorf("ESCAPE: the staged hook ran\n%+v", rep.Findings)
+	}
+}
