@@ -304,7 +304,7 @@ func (a *auditor) templateDir(dir string) {
 	a.reachPath(filepath.Join(dir, "x"))
 	if link := a.wayLinkToTakeOut(dir); link != "" {
 		if real, ok := a.changedActionable(link); ok {
-			a.quarantine(real, "a symlink made during the run on the way to the user's git template directory (init.templateDir "+quoteName(dir)+")")
+			a.quarantine(real, a.wayLinkWhy(link)+" on the way to the user's git template directory (init.templateDir "+quoteName(dir)+")")
 			return
 		}
 	}
@@ -1262,7 +1262,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	// no reason to keep it.
 	if link := a.wayLinkToTakeOut(p); link != "" && link != p {
 		if real, ok := a.changedActionable(link); ok {
-			a.quarantine(real, "a symlink made during the run on the way to a git config git reads ("+quoteName(p)+")")
+			a.quarantine(real, a.wayLinkWhy(link)+" on the way to a git config git reads ("+quoteName(p)+")")
 			return nil
 		}
 	}
@@ -1270,7 +1270,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 	if err != nil {
 		if link := a.wayLinkToTakeOut(p); link != "" {
 			if real, ok := a.changedActionable(link); ok {
-				a.quarantine(real, "a symlink made during the run to a git config moat cannot reach ("+quoteName(p)+")")
+				a.quarantine(real, a.wayLinkWhy(link)+" to a git config moat cannot reach ("+quoteName(p)+")")
 			}
 		}
 		return nil
@@ -1408,7 +1408,7 @@ func (a *auditor) hookDir(dir string) bool {
 		// leads to may differ for git (/proc/self/cwd).
 		{
 			if real, ok := a.changedActionable(link); ok {
-				a.quarantine(real, "a symlink made during the run on the way to a git hooks directory ("+quoteName(dir)+")")
+				a.quarantine(real, a.wayLinkWhy(link)+" on the way to a git hooks directory ("+quoteName(dir)+")")
 				return false
 			}
 		}
@@ -1419,7 +1419,7 @@ func (a *auditor) hookDir(dir string) bool {
 			// Its hooks cannot be checked: the symlink the run made to
 			// it goes.
 			if real, ok := a.changedActionable(link); ok {
-				a.quarantine(real, "a symlink made during the run to a git hooks directory moat cannot list ("+quoteName(dir)+")")
+				a.quarantine(real, a.wayLinkWhy(link)+" to a git hooks directory moat cannot list ("+quoteName(dir)+")")
 				return false
 			}
 		}
@@ -1502,7 +1502,7 @@ func (a *auditor) linkedHookChanged(p string) bool {
 	// places) goes, wherever it leads the audit.
 	if link := a.wayLinkToTakeOut(p); link != "" && link != p {
 		if real, ok := a.changedActionable(link); ok {
-			a.quarantine(real, "a symlink made during the run on the way to a git hook ("+quoteName(p)+")")
+			a.quarantine(real, a.wayLinkWhy(link)+" on the way to a git hook ("+quoteName(p)+")")
 			return true
 		}
 	}
@@ -2219,6 +2219,18 @@ func (a *auditor) wayLinkToTakeOut(p string) string {
 		return f
 	}
 	return link
+}
+
+// wayLinkWhy begins the reason a symlink wayLinkToTakeOut chose is taken
+// out for: one the run made or retargeted, or another user's, which is
+// what goes when the run's changed link lies past it (attack pass 52).
+func (a *auditor) wayLinkWhy(link string) string {
+	if fi, err := os.Lstat(link); err == nil {
+		if uid, ok := ownerOf(fi); ok && uid != auditorUID() && uid != 0 {
+			return "another user's symlink, with a symlink the run changed past it,"
+		}
+	}
+	return "a symlink made during the run"
 }
 
 // runsLinkOnWay is changedLinkOnWay up to the first symlink of another
