@@ -17,16 +17,14 @@ func hookAt(p string) string {
 	return `printf '#!/bin/sh\n"%s"\n' "$PROG" > ` + p + ` && chmod +x ` + p
 }
 
-// Found by an attack pass (41): a bare repository hidden inside a module's or worktree's git
-// directory (not the module's git directory itself), pushed to through
-// remote.*.url: one run, no staging.
-func TestAuditRemoteHiddenUnderModulesOrWorktrees(t *testing.T) {
-	for _, tc := range []struct{ name, attack string }{
-		{"under .git/modules/m", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/modules/m && git init -q --bare .git/modules/m/x/evil.git && ` + hookAt(".git/modules/m/x/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/modules/m/x/evil.git"`},
-		{"under .git/worktrees/w", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && mkdir -p .git/worktrees/w && git init -q --bare .git/worktrees/w/evil.git && ` + hookAt(".git/worktrees/w/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/worktrees/w/evil.git"`},
-		{"a module's own dir named directly", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/modules/m && mkdir -p .git/modules/m/objects/pack && git init -q --bare .git/modules/m/objects/pack/evil.git && ` + hookAt(".git/modules/m/objects/pack/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/modules/m/objects/pack/evil.git"`},
-		{"inside a bare repository's objects/pack (walk skips it)", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && cd .. && git init -q --bare store && git init -q --bare store/objects/pack/evil.git && ` + hookAt("store/objects/pack/evil.git/hooks/pre-receive") + ` && cd sub && git remote add origin "$PWD/../store/objects/pack/evil.git"`},
-	} {
+// pushAttack is one run that makes sub (a repository with a commit) and a
+// remote of it whose hook the user's git push runs.
+type pushAttack struct{ name, attack string }
+
+// runPushAttacks runs each attack once without moat (git push in sub must
+// run the hook) and once with the audit after it (it must not).
+func runPushAttacks(t *testing.T, cases []pushAttack) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			where := func(s *scene) bool {
 				return s.userGit(filepath.Join(s.repo, "sub"), "push", "-q", "origin", "HEAD:refs/heads/x")
@@ -42,12 +40,24 @@ func TestAuditRemoteHiddenUnderModulesOrWorktrees(t *testing.T) {
 			s.audit()
 			s.begin()
 			s.sh(s.repo, tc.attack)
-			s.audit()
+			rep := s.audit()
 			if where(s) {
-				t.Fatal("ESCAPE: git push ran the hidden repository's hook after the audit")
+				t.Fatalf("ESCAPE: git push ran the hidden repository's hook after the audit (%+v)", rep.Findings)
 			}
 		})
 	}
+}
+
+// Found by an attack pass (41): a bare repository hidden inside a module's or worktree's git
+// directory (not the module's git directory itself), pushed to through
+// remote.*.url: one run, no staging.
+func TestAuditRemoteHiddenUnderModulesOrWorktrees(t *testing.T) {
+	runPushAttacks(t, []pushAttack{
+		{"under .git/modules/m", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/modules/m && git init -q --bare .git/modules/m/x/evil.git && ` + hookAt(".git/modules/m/x/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/modules/m/x/evil.git"`},
+		{"under .git/worktrees/w", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && mkdir -p .git/worktrees/w && git init -q --bare .git/worktrees/w/evil.git && ` + hookAt(".git/worktrees/w/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/worktrees/w/evil.git"`},
+		{"a module's own dir named directly", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/modules/m && mkdir -p .git/modules/m/objects/pack && git init -q --bare .git/modules/m/objects/pack/evil.git && ` + hookAt(".git/modules/m/objects/pack/evil.git/hooks/pre-receive") + ` && git remote add origin "$PWD/.git/modules/m/objects/pack/evil.git"`},
+		{"inside a bare repository's objects/pack (walk skips it)", `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && cd .. && git init -q --bare store && git init -q --bare store/objects/pack/evil.git && ` + hookAt("store/objects/pack/evil.git/hooks/pre-receive") + ` && cd sub && git remote add origin "$PWD/../store/objects/pack/evil.git"`},
+	})
 }
 
 // Found by an attack pass (41): a .git symlink inside a directory moved in during the run, leading
