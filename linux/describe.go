@@ -18,11 +18,12 @@ import (
 
 // describe resolves the policy as a launch would, without running anything
 // or creating any placeholder, and probes the kernel features it needs.
-func describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
+// look, if not nil, is planInput.look: a client's credentials (moatd).
+func describe(pol *policy.Policy, stateDir string, look func(fn func())) (*enforce.Description, error) {
 	exe, _ := os.Executable()
 	pol2 := *pol
 	pol2.Protect = append(append(append([]string(nil), pol.Protect...), stateDir, exe), pol.Sources...)
-	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: []string{pol.Cwd}})
+	fp, err := makeFSPlan(planInput{pol: &pol2, uid: os.Getuid(), gid: os.Getgid(), exposeRO: []string{pol.Cwd}, look: look})
 	if err != nil {
 		return nil, err
 	}

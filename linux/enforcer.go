@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/moat-sandbox/moat/bpf/cgroup"
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -108,7 +109,21 @@ func Reexec(args []string) (handled bool, err error) {
 // Describe resolves the policy as Start would, without running anything or
 // creating any placeholder, and probes the kernel features it needs.
 func (e *Enforcer) Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error) {
-	return describe(pol, stateDir)
+	return describe(pol, stateDir, nil)
+}
+
+// DescribeAs is Describe for moatd's client as: the plan's survey runs on
+// a thread with the client's credentials, as a launch's does.
+func (e *Enforcer) DescribeAs(pol *policy.Policy, stateDir string, as *enforce.Identity) (*enforce.Description, error) {
+	if as == nil {
+		return describe(pol, stateDir, nil)
+	}
+	w, err := ascred.NewWorker(as.Uid, as.Gid, identityGroups(as))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	return describe(pol, stateDir, func(fn func()) { w.Do(func() error { fn(); return nil }) })
 }
 
 // Sweep removes what runs of a supervisor that died left in stateDir (the

@@ -318,11 +318,11 @@ func (rs *resolver) resolve(p string) (string, bool, error) {
 // expand resolves a rule to canonical paths, expanding globs against the
 // disk. A glob that matches nothing yields nothing; a literal path that
 // does not exist yet is kept (it may appear).
-func (rs *resolver) expand(r policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
+func (rs *resolver) expand(r policy.PathRule, limit *globBudget, cache cacheIO) ([]rule, error) {
 	paths := []string{r.Path}
 	if r.Glob {
 		var err error
-		if paths, err = globCached(r.Path, limit, cacheDir); err != nil {
+		if paths, err = globCached(r.Path, limit, cache); err != nil {
 			return nil, err
 		}
 		// A name such as "a[1]" is also a glob ([1] matches "1"): the
@@ -342,10 +342,10 @@ func (rs *resolver) expand(r policy.PathRule, limit *globBudget, cacheDir string
 	return out, nil
 }
 
-func (rs *resolver) expandAll(rules []policy.PathRule, limit *globBudget, cacheDir string) ([]rule, error) {
+func (rs *resolver) expandAll(rules []policy.PathRule, limit *globBudget, cache cacheIO) ([]rule, error) {
 	var out []rule
 	for _, r := range rules {
-		e, err := rs.expand(r, limit, cacheDir)
+		e, err := rs.expand(r, limit, cache)
 		if err != nil {
 			return nil, err
 		}

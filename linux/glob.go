@@ -4,6 +4,7 @@ package linux
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -85,12 +86,12 @@ func (b *globBudget) readDir(dir string) ([]os.DirEntry, error) {
 }
 
 // globCached expands pattern, from the cache when nothing it read changed.
-func globCached(pattern string, b *globBudget, cacheDir string) ([]string, error) {
+func globCached(pattern string, b *globBudget, cache cacheIO) ([]string, error) {
 	file := ""
-	if cacheDir != "" {
+	if cache.dir != "" {
 		h := sha256.Sum256(fmt.Appendf(nil, "glob\x00%d\x00%s", b.depth, pattern))
-		file = filepath.Join(cacheDir, "glob-"+hex.EncodeToString(h[:12]))
-		if out, ok := readGlobCache(file, pattern, b.depth); ok {
+		file = filepath.Join(cache.dir, "glob-"+hex.EncodeToString(h[:12]))
+		if out, ok := readGlobCache(cache, file, pattern, b.depth); ok {
 			return out, nil
 		}
 	}
@@ -100,7 +101,7 @@ func globCached(pattern string, b *globBudget, cacheDir string) ([]string, error
 		return nil, err
 	}
 	if file != "" {
-		writeGlobCache(file, pattern, b.depth, out, b.stamps)
+		writeGlobCache(cache, file, pattern, b.depth, out, b.stamps)
 	}
 	return out, nil
 }
@@ -138,13 +139,14 @@ func pathStampOf(p string) (pathStamp, bool) {
 	return pathStamp{p, st}, ok
 }
 
-func readGlobCache(file, pattern string, depth int) ([]string, bool) {
-	f, err := os.Open(file)
+func readGlobCache(cache cacheIO, file, pattern string, depth int) ([]string, bool) {
+	data, err := cache.read(file)
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	// The stamps are checked here, on the caller's thread (the client's,
+	// for moatd), not where the file was read.
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	if !sc.Scan() || sc.Text() != fmt.Sprintf("%s %d %s", globCacheMagic, depth, pattern) {
 		return nil, false
@@ -186,7 +188,7 @@ func readGlobCache(file, pattern string, depth int) ([]string, bool) {
 	return nil, false
 }
 
-func writeGlobCache(file, pattern string, depth int, matches []string, stamps []pathStamp) {
+func writeGlobCache(cache cacheIO, file, pattern string, depth int, matches []string, stamps []pathStamp) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d %s\n", globCacheMagic, depth, pattern)
 	for _, s := range stamps {
@@ -202,11 +204,5 @@ func writeGlobCache(file, pattern string, depth int, matches []string, stamps []
 		fmt.Fprintf(&b, "m %s\n", m)
 	}
 	b.WriteString("end\n")
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return
-	}
-	tmp := tmpName(file)
-	if os.WriteFile(tmp, []byte(b.String()), 0o600) != nil || os.Rename(tmp, file) != nil {
-		os.Remove(tmp)
-	}
+	cache.write(file, []byte(b.String()))
 }

@@ -62,8 +62,9 @@ type planInput struct {
 	// exposeRO are paths that must stay visible (read-only at least) even
 	// inside a hidden region: the working directory, the command.
 	exposeRO []string
-	// cacheDir holds the scan cache ("" disables it).
-	cacheDir string
+	// cache holds the search's and the globs' caches (dir "" disables
+	// them).
+	cache cacheIO
 	// noMounts: the no-namespace tier. The view and the protections are
 	// computed (for Landlock and the report); no mount is planned.
 	noMounts bool
@@ -99,6 +100,16 @@ type planInput struct {
 	// clientReach, for a client's sandbox, reports for each path whether
 	// the client can look it up (false: its permissions refuse it).
 	clientReach func(paths []string) []bool
+	// look, for a client's sandbox (moatd), runs fn on a thread with the
+	// client's credentials: the survey, and each look the mount step takes
+	// at a path in a writable tree, so that the kernel judges every lookup
+	// of the plan as it would the client's. Root planned a client's tree
+	// by its paths; a client's directory swapped for a symbolic link to
+	// another user's 0700 directory after the daemon's check had root look
+	// there, and the sandbox's mounts (or a refusal naming the first
+	// protected name it could not reserve) told which of .git, .vscode,
+	// .bashrc ... exist in it (attack pass 50). nil: this thread.
+	look func(fn func())
 	// tmpfsSize, if not 0, bounds each writable tmpfs moat mounts (/tmp,
 	// /dev/shm): a rootless memory limit (RLIMIT_DATA) does not count the
 	// pages of a tmpfs, which a cgroup would (found by an attack pass: 1.8
@@ -144,7 +155,10 @@ func (s state) hostHidden() bool { return s != stRO && s != stRW }
 // must stay read-only inside writable trees, and which missing names are
 // reserved), mount (the fewest mounts that give every path its access).
 func makeFSPlan(in planInput) (*fsPlan, error) {
-	fp, nodes, err := survey(in)
+	var fp *fsPlan
+	var nodes []*node
+	var err error
+	in.lookAs(func() { fp, nodes, err = survey(in) })
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +171,15 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	fp.lockdown = kernelLockdown(in.uid, in.gid)
 	return fp, nil
+}
+
+// lookAs runs fn as in.look says (the client's credentials), or here.
+func (in planInput) lookAs(fn func()) {
+	if in.look == nil {
+		fn()
+		return
+	}
+	in.look(fn)
 }
 
 // survey runs the steps that only look (expand, protect, and the mount
@@ -368,11 +391,11 @@ func expandRules(in planInput) (*fsPlan, error) {
 	budget := &globBudget{entries: DefaultGlobBudget, depth: depth}
 	v := &view{}
 	var err error
-	if v.allowRead, err = in.dirs.expandAll(pol.FS.AllowRead, budget, in.cacheDir); err != nil {
+	if v.allowRead, err = in.dirs.expandAll(pol.FS.AllowRead, budget, in.cache); err != nil {
 		return nil, err
 	}
 	restore := budget.forDeny()
-	v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cacheDir)
+	v.denyRead, err = in.dirs.expandAll(pol.FS.DenyRead, budget, in.cache)
 	restore()
 	if err != nil {
 		return nil, err
@@ -394,8 +417,26 @@ func expandRules(in planInput) (*fsPlan, error) {
 		}
 		v.denyRead = kept
 	}
-	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cacheDir); err != nil {
+	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cache); err != nil {
 		return nil, err
+	}
+	var notes []string
+	if in.look != nil {
+		// A client's sandbox, surveyed with the client's credentials: a
+		// writable tree the client cannot search and write is no tree of
+		// its sandbox (made as the client, it could not write there
+		// either), and nothing is planned in it. The daemon checked the
+		// client's own paths before; one swapped for a symbolic link since
+		// (to another user's directory) ends here.
+		kept := v.allowWrite[:0]
+		for _, r := range v.allowWrite {
+			if err := unix.Faccessat2(unix.AT_FDCWD, r.path, unix.W_OK|unix.X_OK, unix.AT_EACCESS); err != nil {
+				notes = append(notes, fmt.Sprintf("not writable: %s (%s): this user cannot write there (%v)", r.path, r.source, err))
+				continue
+			}
+			kept = append(kept, r)
+		}
+		v.allowWrite = kept
 	}
 	if err := plantedWriteLinks(pol.FS.AllowWrite, v.allowWrite); err != nil {
 		return nil, err
@@ -408,12 +449,12 @@ func expandRules(in planInput) (*fsPlan, error) {
 		return nil, err
 	}
 	restore = budget.forDeny()
-	v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cacheDir)
+	v.denyWrite, err = in.dirs.expandAll(pol.FS.DenyWrite, budget, in.cache)
 	restore()
 	if err != nil {
 		return nil, err
 	}
-	fp := &fsPlan{view: v, kernelMounts: km}
+	fp := &fsPlan{view: v, kernelMounts: km, notes: notes}
 	if pol.FS.Disabled {
 		// srt's filesystem.disabled: no filesystem rules at all; moat still
 		// keeps the host read-only except what allowWrite names... which is
@@ -555,7 +596,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			continue
 		}
 		names(r.path, policy.ReservedNames)
-		res, err := scanCache(r.path, depth, in.cacheDir)
+		res, err := scanCache(r.path, depth, in.cache)
 		if err != nil {
 			return nil, err
 		}
@@ -1046,7 +1087,7 @@ func (m *mounter) readOnly(n *node, parent state) error {
 		if ph.kind == journal.Dir {
 			n.kind = 'd'
 		}
-	} else if parent == stRW && in.mountPoint != nil && mayBePlaceholder(n.path) {
+	} else if parent == stRW && in.mountPoint != nil && in.mayBePlaceholder(n.path) {
 		// Maybe another run's placeholder: adopt it under the journal's
 		// lock. If it vanished meanwhile (that run ended), a reserved name
 		// gets a placeholder of its own, anything else has nothing left to
@@ -1308,6 +1349,12 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 			return "", ""
 		}
 	}
+}
+
+// mayBePlaceholder is mayBePlaceholder(p) as in.look says.
+func (in planInput) mayBePlaceholder(p string) (may bool) {
+	in.lookAs(func() { may = mayBePlaceholder(p) })
+	return may
 }
 
 // mayBePlaceholder reports whether a path the plan found could be another

@@ -93,27 +93,27 @@ func TestGlobCache(t *testing.T) {
 	mkTree(t, root, "p/one/.env", "p/two/")
 	pattern := filepath.Join(root, "p/**/.env")
 	b := &globBudget{entries: DefaultGlobBudget, depth: 3}
-	first, err := globCached(pattern, b, cache)
+	first, err := globCached(pattern, b, cacheIO{dir: cache})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("%v %v", first, err)
 	}
-	if _, ok := readGlobCache(filepath.Join(cache, mustOne(t, cache, "glob-")), pattern, 3); !ok {
+	if _, ok := readGlobCache(cacheIO{dir: cache}, filepath.Join(cache, mustOne(t, cache, "glob-")), pattern, 3); !ok {
 		t.Fatal("the cache was not written or not valid")
 	}
 	// A new match in a directory the pattern read.
 	mkTree(t, root, "p/two/.env")
-	second, err := globCached(pattern, &globBudget{entries: DefaultGlobBudget, depth: 3}, cache)
+	second, err := globCached(pattern, &globBudget{entries: DefaultGlobBudget, depth: 3}, cacheIO{dir: cache})
 	if err != nil || len(second) != 2 {
 		t.Fatalf("a new match was missed (stale cache): %v %v", second, err)
 	}
 	// A literal segment that appears later.
 	lit := filepath.Join(root, "q/*/secret")
 	mkTree(t, root, "q/d/")
-	if got, _ := globCached(lit, &globBudget{entries: DefaultGlobBudget, depth: 3}, cache); len(got) != 0 {
+	if got, _ := globCached(lit, &globBudget{entries: DefaultGlobBudget, depth: 3}, cacheIO{dir: cache}); len(got) != 0 {
 		t.Fatalf("%v", got)
 	}
 	mkTree(t, root, "q/d/secret")
-	if got, _ := globCached(lit, &globBudget{entries: DefaultGlobBudget, depth: 3}, cache); len(got) != 1 {
+	if got, _ := globCached(lit, &globBudget{entries: DefaultGlobBudget, depth: 3}, cacheIO{dir: cache}); len(got) != 1 {
 		t.Fatalf("a new literal match was missed (stale cache): %v", got)
 	}
 }
@@ -142,7 +142,7 @@ func TestScan(t *testing.T) {
 	must(os.WriteFile(filepath.Join(root, "wt/.git"), []byte("gitdir: ../main/.git/worktrees/w\n"), 0o644))
 	must(os.WriteFile(filepath.Join(root, "main/.git/worktrees/w/commondir"), []byte("../..\n"), 0o644))
 	cache := t.TempDir()
-	r, err := scanCache(root, 3, cache)
+	r, err := scanCache(root, 3, cacheIO{dir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +162,12 @@ func TestScan(t *testing.T) {
 		t.Errorf("files %v named %v", r.gitFiles, r.named)
 	}
 	// Warm: same answer; a new repository invalidates it.
-	r2, _ := scanCache(root, 3, cache)
+	r2, _ := scanCache(root, 3, cacheIO{dir: cache})
 	if !slices.Equal(r.gitDirs, r2.gitDirs) {
 		t.Errorf("warm scan differs")
 	}
 	mkTree(t, root, "repo/new/.git/config")
-	r3, _ := scanCache(root, 3, cache)
+	r3, _ := scanCache(root, 3, cacheIO{dir: cache})
 	if !slices.Contains(r3.gitDirs, filepath.Join(root, "repo/new/.git")) {
 		t.Errorf("a new repository was missed (stale cache): %v", r3.gitDirs)
 	}
@@ -257,7 +257,7 @@ func TestExpandLiteralBrackets(t *testing.T) {
 	root := canon(t, t.TempDir())
 	mkTree(t, root, "lit[1]/f")
 	p := filepath.Join(root, "lit[1]/f")
-	rs, err := newResolver().expand(policy.PathRule{Path: p, Glob: true}, &globBudget{entries: DefaultGlobBudget, depth: 3}, "")
+	rs, err := newResolver().expand(policy.PathRule{Path: p, Glob: true}, &globBudget{entries: DefaultGlobBudget, depth: 3}, cacheIO{})
 	if err != nil || len(rs) != 1 || rs[0].path != p {
 		t.Fatalf("%v %v", rs, err)
 	}

@@ -62,13 +62,26 @@ func (ln *launcher) makePlan() error {
 	}
 	uid, gid := ln.ids()
 	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
-		cacheDir: filepath.Join(st, "cache"), mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
+		cache: cacheIO{dir: filepath.Join(st, "cache")}, mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
 		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), asClient: ln.l.As != nil,
 		gitConfigGlobal: envValue(ln.l.Env, "GIT_CONFIG_GLOBAL"), gitConfigSystem: envValue(ln.l.Env, "GIT_CONFIG_SYSTEM"),
 		gitTemplateDir: envValue(ln.l.Env, "GIT_TEMPLATE_DIR")}
 	if id := ln.l.As; id != nil {
 		in.clientReach = func(paths []string) []bool { return clientReach(id, paths) }
 		in.clientRead = func(p string) ([]byte, error) { return clientReadFile(id, p) }
+		// Every look the plan takes is the client's (the thread that also
+		// makes and removes its placeholders), and its caches are root's,
+		// one per uid, read and written by a goroutine of the daemon's.
+		w, err := ln.clientWorker()
+		if err != nil {
+			return err
+		}
+		in.look = func(fn func()) { w.Do(func() error { fn(); return nil }) }
+		in.cache = cacheIO{dir: filepath.Join(st, "cache", "uid-"+strconv.Itoa(id.Uid)), rootDo: func(fn func()) {
+			done := make(chan struct{})
+			go func() { defer close(done); fn() }() // not on w's locked thread
+			<-done
+		}}
 	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
@@ -171,26 +184,25 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 			return err
 		}
 		ln.jr = jr
-		if id := ln.l.As; id != nil {
+		if ln.l.As != nil {
 			// moatd: placeholders in the client's trees are made and
 			// removed with the client's credentials, on one thread of
 			// them for the whole launch.
-			w, err := ascred.NewWorker(id.Uid, id.Gid, identityGroups(id))
+			w, err := ln.clientWorker()
 			if err != nil {
 				jr.Close()
 				ln.jr = nil
 				return err
 			}
-			ln.asWorker = w
 			jr.SetAs(w.Do)
 		}
 	}
-	if _, err := os.Lstat(path); err == nil {
+	if ln.exists(path) {
 		adopted, err := ln.jr.Adopt(path)
 		if err != nil || adopted {
 			return err
 		}
-		if _, err := os.Lstat(path); err == nil {
+		if ln.exists(path) {
 			return nil // the user's own: mounted over as it is
 		}
 		// Another run's placeholder, removed while this run waited to
@@ -208,6 +220,30 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 		ph.kind = k
 	}
 	return nil
+}
+
+// clientWorker is the thread with moatd's client's credentials for this
+// launch, made at its first use.
+func (ln *launcher) clientWorker() (*ascred.Worker, error) {
+	if ln.asWorker == nil {
+		id := ln.l.As
+		w, err := ascred.NewWorker(id.Uid, id.Gid, identityGroups(id))
+		if err != nil {
+			return nil, err
+		}
+		ln.asWorker = w
+	}
+	return ln.asWorker, nil
+}
+
+// exists reports whether path can be looked up: as the client, for moatd.
+func (ln *launcher) exists(path string) bool {
+	look := func() error { _, err := os.Lstat(path); return err }
+	if ln.l.As == nil {
+		return look() == nil
+	}
+	w, err := ln.clientWorker()
+	return err == nil && w.Do(look) == nil
 }
 
 // buildPlan encodes everything stage 2 does, in order.

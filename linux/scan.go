@@ -59,22 +59,61 @@ var mandatoryName = func() map[string]bool {
 // So a warm start costs one lstat per directory within the depth, and a
 // directory that changed (a placeholder made and removed in the working
 // directory by the previous run, say) is read again alone.
-func scanCache(root string, depth int, cacheDir string) (scanResult, error) {
+func scanCache(root string, depth int, cache cacheIO) (scanResult, error) {
 	var file string
 	old := map[string]scanDir{}
-	if cacheDir != "" {
+	if cache.dir != "" {
 		h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", depth, root)))
-		file = filepath.Join(cacheDir, "scan-"+hex.EncodeToString(h[:12]))
-		old = readScanCache(file, root, depth)
+		file = filepath.Join(cache.dir, "scan-"+hex.EncodeToString(h[:12]))
+		old = readScanCache(cache, file, root, depth)
 	}
-	r, dirs, changed, err := scan(root, depth, old)
+	r, dirs, changed, err := scan(root, depth, old, cache.rootDo == nil)
 	if err != nil {
 		return scanResult{}, err
 	}
 	if file != "" && changed {
-		writeScanCache(file, root, depth, dirs) // a cache that cannot be written is only slower
+		cache.write(file, encodeScanCache(root, depth, dirs)) // a cache that cannot be written is only slower
 	}
 	return r, nil
+}
+
+// cacheIO is where the plan's caches (the search's, the globs') are read
+// and written. For a client's sandbox (moatd) the survey runs on a thread
+// with the client's credentials, while the cache is root's, one per uid
+// (what one user's search found is never another's): rootDo runs the
+// file work on a goroutine of the daemon's own. nil: the caller's thread.
+type cacheIO struct {
+	dir    string
+	rootDo func(func())
+}
+
+func (c cacheIO) do(fn func()) {
+	if c.rootDo == nil {
+		fn()
+		return
+	}
+	c.rootDo(fn)
+}
+
+// read reads a cache file.
+func (c cacheIO) read(file string) (b []byte, err error) {
+	c.do(func() { b, err = os.ReadFile(file) })
+	return b, err
+}
+
+// write replaces a cache file (renamed into place: runs of one supervisor
+// write the same cache at once); a cache that cannot be written is only
+// slower.
+func (c cacheIO) write(file string, data []byte) {
+	c.do(func() {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return
+		}
+		tmp := tmpName(file)
+		if os.WriteFile(tmp, data, 0o600) != nil || os.Rename(tmp, file) != nil {
+			os.Remove(tmp)
+		}
+	})
 }
 
 // stamp identifies the state of a directory or pointer file.
@@ -208,7 +247,7 @@ func (d scanDir) sameFindings(e scanDir) bool {
 		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
 }
 
-func scan(root string, depth int, old map[string]scanDir) (scanResult, map[string]scanDir, bool, error) {
+func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanResult, map[string]scanDir, bool, error) {
 	var r scanResult
 	dirs := map[string]scanDir{}
 	changed := false
@@ -217,7 +256,12 @@ func scan(root string, depth int, old map[string]scanDir) (scanResult, map[strin
 		d   int
 	}
 	queue := []item{{root, 0}}
-	pre := prestamp(old)
+	var pre map[string]stamp
+	if parallel {
+		// Not for a client's sandbox: the look-ahead runs on goroutines,
+		// which would look with root's credentials, not the client's.
+		pre = prestamp(old)
+	}
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
@@ -346,8 +390,8 @@ const scanCacheMagic = "moat-scan 4\n"
 
 // readScanCache reads what a previous search found; a damaged or foreign
 // cache is no cache.
-func readScanCache(file, root string, depth int) map[string]scanDir {
-	b, err := os.ReadFile(file)
+func readScanCache(cache cacheIO, file, root string, depth int) map[string]scanDir {
+	b, err := cache.read(file)
 	if err != nil {
 		return nil
 	}
@@ -487,16 +531,6 @@ func (r *cacheReader) stamp() stamp {
 	}
 	r.b = r.b[n:]
 	return stamp{Ino: ino, Ctime: r.int()}
-}
-
-func writeScanCache(file, root string, depth int, dirs map[string]scanDir) {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return
-	}
-	tmp := tmpName(file)
-	if os.WriteFile(tmp, encodeScanCache(root, depth, dirs), 0o600) != nil || os.Rename(tmp, file) != nil {
-		os.Remove(tmp)
-	}
 }
 
 var syscallENOTDIR error = unix.ENOTDIR

@@ -90,6 +90,22 @@ func Describe(pol *policy.Policy, stateDir string) (*enforce.Description, error)
 	return enf.Describe(pol.WithToolCache(), stateDir)
 }
 
+// DescribeAs is Describe for another user (moatd's client, as): where the
+// platform can, every look its plan takes is taken with that user's
+// credentials, as that user's runs are planned.
+func DescribeAs(pol *policy.Policy, stateDir string, as *enforce.Identity) (*enforce.Description, error) {
+	if as == nil {
+		return Describe(pol, stateDir)
+	}
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	if cd, ok := platform().(enforce.ClientDescriber); ok {
+		return cd.DescribeAs(pol.WithToolCache(), stateDir, as)
+	}
+	return nil, fmt.Errorf("moat cannot describe a policy for another user on %s", goos())
+}
+
 func goos() string { return runtime.GOOS }
 
 // Sweep removes what the runs of a supervisor that died (killed with

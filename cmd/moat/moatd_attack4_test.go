@@ -7,6 +7,7 @@ package main
 // same without moat (so it cannot pass vacuously).
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -77,9 +78,77 @@ func TestDaemonAttackPolicyCwdSwapListsProtectedNames(t *testing.T) {
 			continue
 		}
 		answered++
-		if strings.Contains(body, marker) {
+		// (The directory's own path may be named, in a note that the
+		// client cannot write there: the client made the link.)
+		if strings.Contains(body, marker+"/") {
 			t.Fatalf("ESCAPE: moatd planned in a directory the client cannot search and listed its protected names and placeholders (try %d): %s", i, body)
 		}
 	}
 	t.Logf("%d answers, none naming what is in the directory", answered)
+}
+
+// TestDaemonAttackSessionCwdSwapPlansAsRoot: the same swap against a
+// session. The daemon checks the session's cwd and writable paths as the
+// client; root then planned the sandbox by those paths, so a directory
+// swapped for a link to another user's 0700 directory after the check had
+// root look inside it. The sandbox's mount table showed which protected
+// names exist there (bound read-only) and which do not (placeholders), or
+// the run was refused naming the first it could not reserve. Planned with
+// the client's credentials, the client learns nothing it could not learn
+// itself: whatever the swap, the sandbox's mounts and the daemon's answer
+// never name a path inside the private directory.
+func TestDaemonAttackSessionCwdSwapPlansAsRoot(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	const marker = "root-only-moatd-s53"
+	private := filepath.Join(dir, marker)
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(private, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, errb, err := u1.as("ls", "-a", private); err == nil || strings.Contains(out, ".vscode") {
+		t.Fatalf("the client lists the directory itself (or this test cannot fail): %q %q %v", out, errb, err)
+	}
+	c, c2 := filepath.Join(u1.dir, "c"), filepath.Join(u1.dir, "c2")
+	if _, errb, err := u1.as("mkdir", c); err != nil {
+		t.Fatalf("mkdir: %v %s", err, errb)
+	}
+	if _, errb, err := u1.as("ln", "-s", private, c2); err != nil {
+		t.Fatalf("ln: %v %s", err, errb)
+	}
+	// The same session request without the swap does plan in c (the
+	// test's probe sees moat's mounts there), so the probe can find one.
+	sid := u1.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, c, c))
+	if code, out := u1.run(t, d, sid, "cat /proc/self/mountinfo"); code != 200 || !strings.Contains(out, filepath.Join(c, ".vscode")) {
+		t.Fatalf("without the swap the sandbox shows no placeholder in c (the probe is blind): %d %s", code, out)
+	}
+	u1.call(t, d.sock, "DELETE", "/v1/sessions/"+sid, "")
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			unix.Renameat2(unix.AT_FDCWD, c, unix.AT_FDCWD, c2, unix.RENAME_EXCHANGE)
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	opened := 0
+	for i := 0; i < 150; i++ {
+		code, body := u1.call(t, d.sock, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, c, c))
+		if strings.Contains(body, marker+"/") {
+			t.Fatalf("ESCAPE: the daemon's answer names a path in a directory the client cannot search (try %d): %d %s", i, code, body)
+		}
+		if code != 201 {
+			continue
+		}
+		opened++
+		sid := jsonField(t, body, "id")
+		code, out := u1.run(t, d, sid, "cat /proc/self/mountinfo")
+		u1.call(t, d.sock, "DELETE", "/v1/sessions/"+sid, "")
+		if strings.Contains(out, marker) {
+			t.Fatalf("ESCAPE: root planned the session in a directory the client cannot search; its mounts show what is there (try %d): %d %s", i, code, out)
+		}
+	}
+	t.Logf("%d sessions opened, none planned in the private directory", opened)
 }

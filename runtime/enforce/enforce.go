@@ -36,6 +36,13 @@ type Enforcer interface {
 	Describe(p *policy.Policy, stateDir string) (*Description, error)
 }
 
+// ClientDescriber is an Enforcer that can describe a policy for another
+// user (moatd's client): every look the plan takes is taken with that
+// user's credentials.
+type ClientDescriber interface {
+	DescribeAs(p *policy.Policy, stateDir string, as *Identity) (*Description, error)
+}
+
 // SessionEnforcer keeps one sandbox for many commands: the namespaces,
 // mounts and proxy are set up once, and each command is a new process tree
 // in it, confined like a single command (capabilities, no_new_privs,

@@ -9,6 +9,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/permissions"
 	"github.com/moat-sandbox/moat/runtime"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell/api/client"
 )
@@ -17,6 +18,7 @@ import (
 // machine (GET /v1/policy), as moat policy --json prints them.
 func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 	pol, notes := s.cfg.Policy, s.cfg.Notes
+	var as *enforce.Identity
 	if s.cfg.Daemon != nil {
 		// The peer's policy in its home directory (a session names its
 		// own cwd).
@@ -31,17 +33,19 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 		if pol, notes, err = s.daemonPolicy(r.Context(), id, cwd); err != nil {
 			return err
 		}
+		as = id
 	}
-	desc, err := runtime.Describe(pol, s.cfg.StateDir)
+	desc, err := runtime.DescribeAs(pol, s.cfg.StateDir, as)
 	if err != nil {
 		return err
 	}
 	if s.cfg.Daemon != nil && desc != nil {
-		// The protected paths and the placeholders are planned by root,
-		// which looks in the cwd as root: a cwd swapped for a symbolic
-		// link after its check as the client (to another user's 0700
-		// directory, to /root) listed which protected names exist there
-		// (found by an attack pass). The peer gets only their count.
+		// The protected paths and the placeholders are planned as the
+		// client now; they were planned by root, which looked in the cwd
+		// as root: a cwd swapped for a symbolic link after its check as
+		// the client (to another user's 0700 directory, to /root) listed
+		// which protected names exist there (found by an attack pass).
+		// The peer still gets only their count.
 		d := *desc
 		d.Protected, d.Placeholders = nil, nil
 		desc = &d
