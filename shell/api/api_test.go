@@ -389,6 +389,48 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
+// A body encoding/json reads without a word, but not as its sender or a
+// filter in front of moat reads it, is a 400 naming what is wrong, and
+// runs nothing: a key given twice in another case ("command" and
+// "Command", "background" and "bac\u212aground": encoding/json matches
+// fields regardless of case, and the last won), bytes that are not UTF-8
+// and lone surrogates (decoded as U+FFFD: the command ran with characters
+// nobody wrote). Found by an attack pass.
+func TestAmbiguousBodies(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.session(t, client.SessionRequest{})
+	cmds := "/v1/sessions/" + s.ID + "/commands?stream=false"
+	marker := filepath.Join(f.work, "ran")
+	touch := "touch " + marker
+	for _, tc := range []struct {
+		path, body string
+		field, msg string
+	}{
+		{cmds, `{"command":"true","Command":"` + touch + `"}`, "Command", "regardless of case"},
+		{cmds, `{"command":"true","COMMAND":"` + touch + `"}`, "COMMAND", "regardless of case"},
+		{cmds, `{"command":"` + touch + `","background":false,"bac\u212aground":true}`, "bac\u212aground", "regardless of case"},
+		{cmds, "{\"command\":\"" + touch + "\xff\"}", "", "not valid UTF-8"},
+		{cmds, `{"command":"` + touch + `\ud800"}`, "", "lone surrogate"},
+		{"/v1/sessions", `{"gate":"strict","Gate":"off"}`, "Gate", "regardless of case"},
+		{"/v1/sessions", `{"mode":"default","Mode":"bypassPermissions"}`, "Mode", "regardless of case"},
+		{"/v1/decide", `{"command":"true","Command":"rm -rf /"}`, "Command", "regardless of case"},
+	} {
+		status, e := f.raw(t, "POST", tc.path, []byte(tc.body))
+		if status != http.StatusBadRequest || e.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
+			t.Errorf("%s %q: %d %+v, want 400 naming %q (%s)", tc.path, tc.body, status, e, tc.field, tc.msg)
+		}
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("a refused body ran: %s exists", marker)
+	}
+	if got, err := f.c.Session(ctxT(t), s.ID); err != nil || len(got.Commands) != 0 {
+		t.Errorf("after refused bodies: %+v %v", got, err)
+	}
+	if list, err := f.c.Sessions(ctxT(t)); err != nil || len(list) != 1 {
+		t.Errorf("a refused session request opened one: %+v %v", list, err)
+	}
+}
+
 // The limits answer 429; a session may not loosen the server's gate.
 func TestLimits(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxSessions, c.MaxCommandsPerSession, c.Gate = 2, 1, sandbox.GateDeny })

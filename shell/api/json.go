@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/jsonin"
 	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
@@ -64,10 +65,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any, emptyO
 	if err != nil {
 		return jsonError(err, max)
 	}
-	// Go keeps the last of two equal keys: a filter in front of moat that
-	// keeps the first would judge another request than moat runs.
-	if k := duplicateKey(data); k != "" {
-		return errorf(http.StatusBadRequest, k, "%q is given twice", k)
+	// Go keeps the last of two equal keys, and matches a field's name
+	// regardless of case ("command" and "Command" are one field): a filter
+	// in front of moat that keeps the first would judge another request
+	// than moat runs. Bytes that are not UTF-8 and lone surrogates it
+	// decodes as U+FFFD: a command would run with characters its sender
+	// never wrote (both found by an attack pass). Every object of a
+	// request decodes into a struct: keys are compared folded.
+	var je *jsonin.Error
+	if err := jsonin.Check(data, true); errors.As(err, &je) {
+		return errorf(http.StatusBadRequest, je.Field, "%s", je.Msg)
 	}
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
 		var mb *http.MaxBytesError
@@ -127,45 +134,4 @@ func jsonType(kind string) string {
 		return "object"
 	}
 	return kind
-}
-
-// duplicateKey returns a key that an object of the JSON text data holds
-// twice (at any depth), "" if none. data is valid JSON (decoded already).
-func duplicateKey(data []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var walk func() string
-	walk = func() string {
-		t, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		switch t {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return ""
-				}
-				k, _ := kt.(string)
-				if seen[k] {
-					return k
-				}
-				seen[k] = true
-				if d := walk(); d != "" {
-					return d
-				}
-			}
-			dec.Token() // }
-		case json.Delim('['):
-			for dec.More() {
-				if d := walk(); d != "" {
-					return d
-				}
-			}
-			dec.Token() // ]
-		}
-		return ""
-	}
-	return walk()
 }

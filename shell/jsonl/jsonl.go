@@ -27,6 +27,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/moat-sandbox/moat/internal/jsonin"
 	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell"
 )
@@ -224,6 +225,19 @@ func (c *conn) handle(ctx context.Context, line []byte) (json.RawMessage, bool) 
 	id, key, err := readID(f["id"])
 	if err != nil {
 		c.out.event(errorEvent(nil, "id", err.Error()))
+		return nil, false
+	}
+	// A key given twice (encoding/json keeps the last: a filter that keeps
+	// the first judges another command than runs), bytes that are not
+	// UTF-8 and lone surrogates (decoded as U+FFFD: a command runs with
+	// characters its sender never wrote) are refused (found by an attack
+	// pass). The keys are the map's: compared as written.
+	var je *jsonin.Error
+	if err := jsonin.Check(line, false); errors.As(err, &je) {
+		if je.Field == "id" || jsonin.Check(id, false) != nil {
+			id = nil // which one, or not one to write back
+		}
+		c.out.event(errorEvent(id, je.Field, je.Msg))
 		return nil, false
 	}
 	var op string

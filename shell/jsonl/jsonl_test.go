@@ -245,6 +245,44 @@ func TestBadRequests(t *testing.T) {
 	h.finish()
 }
 
+// A line encoding/json would read without a word, but not as its sender
+// or a filter in front of moat reads it, runs nothing: a key given twice
+// (the last won: {"command":"echo first","command":"echo second"} ran the
+// second), bytes that are not UTF-8 and lone surrogates (decoded as U+FFFD:
+// the command ran with characters nobody wrote). Found by an attack pass.
+func TestAmbiguousRequests(t *testing.T) {
+	h := newHarness(t, nil)
+	marker := filepath.Join(h.dir, "ran")
+	for _, tc := range []struct {
+		line      string
+		id, field any
+		msg       string
+	}{
+		{`{"id":"a","op":"run","command":"true","command":"touch ` + marker + `"}`, "a", "command", "given twice"},
+		{`{"id":"b","op":"read","op":"run","command":"touch ` + marker + `"}`, "b", "op", "given twice"},
+		{`{"id":"c","id":"d","op":"run","command":"touch ` + marker + `"}`, nil, "id", "given twice"},
+		{"{\"id\":\"e\",\"op\":\"run\",\"command\":\"touch " + marker + "\xff\"}", "e", nil, "not valid UTF-8"},
+		{`{"id":"f","op":"run","command":"touch ` + marker + `\udc00"}`, "f", nil, "lone surrogate"},
+		{"{\"id\":\"\xfe\",\"op\":\"run\",\"command\":\"touch " + marker + "\"}", nil, nil, "not valid UTF-8"},
+	} {
+		h.send(tc.line)
+		e := h.wait(is("*", "error"))
+		if e["id"] != tc.id || e["field"] != tc.field || !strings.Contains(e.str("error"), tc.msg) {
+			t.Errorf("%s: %v, want id %v field %v %q", tc.line, e, tc.id, tc.field, tc.msg)
+		}
+	}
+	h.send(`{"id":"ok","op":"run","command":"echo fine"}`)
+	for _, e := range h.until(is("ok", "finished")) {
+		if e.str("event") == "started" && idText(e["id"]) != "ok" {
+			t.Errorf("a refused line started a command: %v", e)
+		}
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("a refused line ran: %s exists", marker)
+	}
+	h.finish()
+}
+
 func TestDuplicateID(t *testing.T) {
 	h := newHarness(t, nil)
 	h.send(`{"id":"x","op":"run","command":"sleep 30","background":true}`, `{"id":"x","op":"run","command":"ls"}`)
