@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -208,6 +209,9 @@ func readSignalLines(r io.Reader, sigs chan<- os.Signal) {
 	}
 }
 
+// maxRunTimeoutMS is the largest timeout_ms of a run: a time.Duration's.
+const maxRunTimeoutMS = int64(math.MaxInt64 / time.Millisecond)
+
 // runConfig checks a run request: its command and environment, and its
 // policy (the daemon's for the peer, narrowed as a session's is; the
 // server's otherwise).
@@ -230,6 +234,11 @@ func (s *Server) runConfig(r *http.Request, req client.RunRequest) (runConfig, e
 	}
 	if req.TimeoutMS < 0 {
 		return runConfig{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms must not be negative")
+	}
+	if req.TimeoutMS > maxRunTimeoutMS {
+		// In nanoseconds it would wrap: 18446744073709552 ms was a
+		// timeout of 384 µs (found by an attack pass).
+		return runConfig{}, errorf(http.StatusBadRequest, "timeout_ms", "timeout_ms %d is too large (at most %d)", req.TimeoutMS, maxRunTimeoutMS)
 	}
 	sreq := client.SessionRequest{Cwd: req.Cwd, Write: req.Write}
 	var rc runConfig

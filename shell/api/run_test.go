@@ -64,6 +64,9 @@ func TestRunAttached(t *testing.T) {
 		{client.RunRequest{Argv: []string{"true"}}, "env"},
 		{client.RunRequest{Argv: []string{"true"}, Env: []string{"NOEQUALS"}}, "env"},
 		{client.RunRequest{Argv: []string{"true"}, Env: env, TimeoutMS: -1}, "timeout_ms"},
+		// 18446744073709552 ms in nanoseconds wraps to 384 µs: it ran
+		// with that timeout (found by an attack pass).
+		{client.RunRequest{Argv: []string{"true"}, Env: env, TimeoutMS: 18446744073709552}, "timeout_ms"},
 		{client.RunRequest{Argv: []string{"true"}, Env: env, Write: []string{"/nonexistent/moat"}}, "write"},
 		{client.RunRequest{Argv: []string{"true"}, Env: env, Cwd: "/"}, "cwd"},
 	} {
