@@ -118,7 +118,7 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	}
 	srv := moatmcp.New(e.Shell, opts)
 	if lis == nil {
-		err := srv.Run(ctx, &sdk.StdioTransport{})
+		err := srv.Run(ctx, moatmcp.Checked(&sdk.StdioTransport{}))
 		if err != nil && ctx.Err() == nil && !errors.Is(err, sdk.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
 			return &exitError{code: exitMoatError, err: err}
 		}
@@ -126,8 +126,9 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	}
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Logger: opts.Logger})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	mux.Handle("/mcp/", handler)
+	checked := moatmcp.CheckedHandler(handler, sdk.DefaultMaxRequestBodyBytes)
+	mux.Handle("/mcp", checked)
+	mux.Handle("/mcp/", checked)
 	var h http.Handler = mux
 	if sock != "" {
 		// The peer's checks read /proc, where Landlock leaves no trace: a

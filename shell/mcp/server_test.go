@@ -3,8 +3,13 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -694,5 +699,72 @@ func TestAskMessageShowsLineSeparators(t *testing.T) {
 	}
 	if strings.Count(msg, "\nWhy you are asked:") != 1 {
 		t.Errorf("a second reason line:\n%s", msg)
+	}
+}
+
+// A tools/call whose parameters encoding/json would read without a word,
+// but not as its sender or a filter in front of the server reads them, is
+// an "invalid params" error and runs nothing: a key given twice (the last
+// won: the second command ran), bytes that are not UTF-8 and lone
+// surrogates (decoded as U+FFFD). Over stdio (Checked) and HTTP
+// (CheckedHandler). Found by an attack pass.
+func TestAmbiguousParams(t *testing.T) {
+	f := newFixture(t)
+	marker := filepath.Join(f.work, "ran")
+	touch := "touch " + marker
+	bodies := []string{
+		`{"name":"bash","arguments":{"command":"true","command":"` + touch + `"}}`,
+		`{"name":"bash_output","name":"bash","arguments":{"command":"` + touch + `"}}`,
+		`{"name":"bash","arguments":{"command":"` + touch + "\xff" + `"}}`,
+		`{"name":"bash","arguments":{"command":"` + touch + `\ud800"}}`,
+	}
+	want := []string{"given twice", "given twice", "not valid UTF-8", "lone surrogate"}
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+	// stdio
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.srv.Run(ctx, Checked(&sdk.IOTransport{Reader: inR, Writer: outW}))
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 4<<20)
+	send := func(s string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !lines.Scan() {
+			t.Fatalf("no answer to %s", s)
+		}
+		var m map[string]any
+		json.Unmarshal(lines.Bytes(), &m)
+		return m
+	}
+	send(init)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	for i, b := range bodies {
+		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, b))
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !strings.Contains(msg, want[i]) || m["id"] != float64(i+1) {
+			t.Errorf("stdio %s: %v, want an error saying %q", b, m, want[i])
+		}
+	}
+	inW.Close()
+
+	// HTTP
+	h := CheckedHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil), sdk.DefaultMaxRequestBodyBytes)
+	for i, b := range bodies {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, b)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want[i]) {
+			t.Errorf("HTTP %s: %d %s, want 400 saying %q", b, rec.Code, rec.Body, want[i])
+		}
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("a refused call ran: %s exists", marker)
 	}
 }
