@@ -186,7 +186,14 @@ func (t *terminal) handOver(onTerminal func(master *os.File)) {
 // them and generates the run's profile.
 func (p *Process) makeProfile(route proxyRoute, tty string) error {
 	pol := p.spec.Policy
-	prot, err := Survey(pol, SurveyOptions{XDGConfigHome: lookupEnv(p.spec.Env, "XDG_CONFIG_HOME")})
+	env := p.spec.Env
+	prot, err := Survey(pol, SurveyOptions{
+		XDGConfigHome: lookupEnv(env, "XDG_CONFIG_HOME"),
+		// The user's git reads these from the same environment.
+		GitConfigGlobal: lookupEnv(env, "GIT_CONFIG_GLOBAL"),
+		GitConfigSystem: lookupEnv(env, "GIT_CONFIG_SYSTEM"),
+		GitTemplateDir:  lookupEnv(env, "GIT_TEMPLATE_DIR"),
+	})
 	if err != nil {
 		return &enforce.SetupError{Step: "survey of the writable trees", Err: err}
 	}

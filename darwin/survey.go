@@ -43,6 +43,12 @@ type SurveyOptions struct {
 	MaxDirs int
 	// XDGConfigHome is $XDG_CONFIG_HOME, where git's user config may live.
 	XDGConfigHome string
+	// GitConfigGlobal, GitConfigSystem and GitTemplateDir are
+	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
+	// command's environment (the user's): where the user's git reads its
+	// configuration and templates. Each is protected, and the configs
+	// read, as on Linux (linux/plan.go).
+	GitConfigGlobal, GitConfigSystem, GitTemplateDir string
 	// SystemGitConfigs are git's system config files (nil:
 	// DefaultSystemGitConfigs).
 	SystemGitConfigs []string
@@ -105,14 +111,22 @@ func (s *survey) run() ([]Protection, error) {
 	}
 	files := append([]string(nil), sys...)
 	if s.home != "" {
-		files = append(files, filepath.Join(s.home, ".gitconfig"))
+		// ~/.config/git/config even where $XDG_CONFIG_HOME names another
+		// place, as on Linux: a shell of the user's may not set it.
+		files = append(files, filepath.Join(s.home, ".gitconfig"), filepath.Join(s.home, ".config", "git", "config"))
 	}
 	if x := s.o.XDGConfigHome; filepath.IsAbs(x) {
 		files = append(files, filepath.Join(x, "git", "config"))
-	} else if s.home != "" {
-		files = append(files, filepath.Join(s.home, ".config", "git", "config"))
+	}
+	for _, f := range []string{s.o.GitConfigGlobal, s.o.GitConfigSystem} {
+		if filepath.IsAbs(f) {
+			files = append(files, filepath.Clean(f))
+		}
 	}
 	s.global = readGitFacts(files, s.home)
+	if t := s.o.GitTemplateDir; filepath.IsAbs(t) {
+		s.global.templateDirs = append(s.global.templateDirs, filepath.Clean(t))
+	}
 
 	// The writable trees: each one's top, and what the search finds in it.
 	roots, err := s.writableRoots(depth)
@@ -143,6 +157,19 @@ func (s *survey) run() ([]Protection, error) {
 		s.names(s.home, policy.HomeReservedNames)
 		for _, n := range policy.HomeReservedPaths {
 			s.protect(filepath.Join(s.home, n), "mandatory: ~/"+n+" is never writable")
+		}
+	}
+	// The user's git configuration files outside the home's reserved
+	// names: a command that wrote one (a dotfiles tree in a writable tree)
+	// had the user's git, or an editor's git status during the run, run
+	// its core.fsmonitor outside the sandbox (found by attack pass 54;
+	// Linux's mounts since attack pass 47).
+	if x := s.o.XDGConfigHome; filepath.IsAbs(x) {
+		s.protect(s.resolve(filepath.Join(x, "git")), "git: the user's $XDG_CONFIG_HOME/git")
+	}
+	for _, f := range []string{s.o.GitConfigGlobal, s.o.GitConfigSystem} {
+		if filepath.IsAbs(f) {
+			s.protect(s.resolve(f), "git: the user's git configuration ($GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM)")
 		}
 	}
 	for _, h := range s.global.hooksPaths {

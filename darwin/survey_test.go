@@ -122,3 +122,58 @@ func TestSurveyFoldsCase(t *testing.T) {
 		}
 	}
 }
+
+// TestSurveyUserGitEnv: the user's git reads its configuration from where
+// the environment says ($XDG_CONFIG_HOME/git, $GIT_CONFIG_GLOBAL,
+// $GIT_CONFIG_SYSTEM, $GIT_TEMPLATE_DIR), and Linux keeps each of those
+// read-only during the run (attack pass 47). A dotfiles tree in a writable
+// tree: the profile let the command write $XDG_CONFIG_HOME/git/config (or
+// the $GIT_CONFIG_GLOBAL file) with a core.fsmonitor that the user's git,
+// or an editor's git status, ran outside the sandbox during the run (found
+// by attack pass 54). ~/.config/git/config is read too when
+// $XDG_CONFIG_HOME names another place, as on Linux.
+func TestSurveyUserGitEnv(t *testing.T) {
+	e, m, err := surveyed(t, []string{
+		"$W/dot/config/", "$W/dot/gitconfig=[core]\n\thooksPath = " + "$W/dot/ghooks\n[include]\n\tpath = " + "$W/dot/inc\n",
+		"$W/dot/sysconfig=[user]\n\tname = x\n", "$W/dot/templates/",
+		"$H/.config/git/config=[core]\n\thooksPath = " + "$W/dot/xhooks\n",
+	}, func(e policycases.Env, o *SurveyOptions) {
+		o.XDGConfigHome = e.Path("$W/dot/config")
+		o.GitConfigGlobal = e.Path("$W/dot/gitconfig")
+		o.GitConfigSystem = e.Path("$W/dot/sysconfig")
+		o.GitTemplateDir = e.Path("$W/dot/templates")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"$W/dot/config/git", "$W/dot/gitconfig", "$W/dot/sysconfig", "$W/dot/templates",
+		"$W/dot/ghooks", "$W/dot/inc", // named by the $GIT_CONFIG_GLOBAL file
+		"$W/dot/xhooks", // named by ~/.config/git/config
+	} {
+		if _, ok := m[e.Path(want)]; !ok {
+			t.Errorf("%s is not protected", want)
+		}
+	}
+	// And the profile keeps them read-only.
+	pol := policycases.Base(e)
+	var prot []Protection
+	for p, why := range m {
+		prot = append(prot, Protection{Path: p, Why: why})
+	}
+	p, err := Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []policycases.Check{{Op: policycases.Write, Target: "$W/dot/notes.txt", Want: true, Why: "the rest of the tree is writable"}}
+	for _, path := range []string{"$W/dot/config/git/config", "$W/dot/gitconfig", "$W/dot/sysconfig", "$W/dot/templates/hooks/post-checkout", "$W/dot/ghooks/pre-commit", "$W/dot/xhooks/pre-commit"} {
+		checks = append(checks, policycases.Check{Op: policycases.Write, Target: path, Want: false, Why: "the user's git reads it"})
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, ch := range checks {
+			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
+				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
+			}
+		}
+	}
+}
