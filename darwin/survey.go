@@ -158,6 +158,7 @@ func (s *survey) run() ([]Protection, error) {
 		for _, n := range policy.HomeReservedPaths {
 			s.protect(filepath.Join(s.home, n), "mandatory: ~/"+n+" is never writable")
 		}
+		s.danglingHomeLinks()
 	}
 	// The user's git configuration files outside the home's reserved
 	// names: a command that wrote one (a dotfiles tree in a writable tree)
@@ -186,6 +187,74 @@ func (s *survey) run() ([]Protection, error) {
 		}
 	}
 	return s.out, nil
+}
+
+// danglingHomeLinks protects where each of the home's own protected names
+// that is a dangling symlink leads (~/.gitconfig -> a dotfiles tree's
+// gitconfig not made yet): Seatbelt compares the path a file is made at,
+// and Generate resolves only what exists, so the profile named the symlink
+// alone and the command could make the file the home's name reads (found
+// by attack pass 54). As on Linux (linux/plan.go, "A dangling symlink"):
+// the home's own names only (a link the command planted in a tree is not
+// followed, or it could lock a path of a later run's tree), never a path
+// in a git directory or one that holds a writable root.
+func (s *survey) danglingHomeLinks() {
+	var roots []string
+	for _, r := range s.pol.FS.AllowWrite {
+		roots = append(roots, s.resolve(r.Path))
+	}
+	for _, pr := range slices.Clone(s.out) {
+		if !homeOwn(pr.Path, s.home) {
+			continue
+		}
+		t, ok := danglingTarget(pr.Path, s.resolve)
+		if !ok || strings.Contains(t+"/", "/.git/") || slices.ContainsFunc(roots, func(r string) bool { return within(r, t) }) {
+			continue
+		}
+		s.protect(t, pr.Why+" (where the symlink "+pr.Path+" leads)")
+	}
+}
+
+// homeOwn reports whether p is a name in home, or lies under one of
+// policy.HomeReservedPaths there (linux/plan.go's homeOwn).
+func homeOwn(p, home string) bool {
+	if home == "" || p == home || !within(p, home) {
+		return false
+	}
+	rel := strings.TrimPrefix(p[len(home):], "/")
+	if !strings.Contains(rel, "/") {
+		return true
+	}
+	for _, r := range policy.HomeReservedPaths {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// danglingTarget follows p, a symlink, link by link (at most 40, as the
+// kernel does) to the path that does not exist where the chain ends; ok is
+// false when p is no symlink or the chain ends at something that exists.
+func danglingTarget(p string, resolve func(string) string) (string, bool) {
+	t := p
+	for i := 0; i < 40; i++ {
+		l, err := os.Readlink(t)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(filepath.Dir(t), l)
+		}
+		t = resolve(l)
+	}
+	if t == p {
+		return "", false
+	}
+	if _, err := os.Lstat(t); !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	return t, true
 }
 
 // writableRoots are the directories of allowWrite: each literal one that

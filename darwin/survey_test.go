@@ -1,6 +1,7 @@
 package darwin
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,6 +169,54 @@ func TestSurveyUserGitEnv(t *testing.T) {
 	checks := []policycases.Check{{Op: policycases.Write, Target: "$W/dot/notes.txt", Want: true, Why: "the rest of the tree is writable"}}
 	for _, path := range []string{"$W/dot/config/git/config", "$W/dot/gitconfig", "$W/dot/sysconfig", "$W/dot/templates/hooks/post-checkout", "$W/dot/ghooks/pre-commit", "$W/dot/xhooks/pre-commit"} {
 		checks = append(checks, policycases.Check{Op: policycases.Write, Target: path, Want: false, Why: "the user's git reads it"})
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, ch := range checks {
+			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
+				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
+			}
+		}
+	}
+}
+
+// TestSurveyHomeDanglingSymlink: a home's own protected name that is a
+// symlink to a file not made yet (~/.gitconfig or ~/.zshenv kept in a
+// dotfiles tree that is writable) has the file it would lead to protected,
+// through a chain of links too, as on Linux
+// (TestGitHomeDanglingSymlinkIntoTheTree): Seatbelt compares the path the
+// file is made at, and the profile named only the symlink, so the command
+// made the dotfiles tree's gitconfig (a core.fsmonitor) or zshenv, which
+// the user's git and shells read through the home's name (found by attack
+// pass 54). A dangling link found in the tree is not followed (a planted
+// one would otherwise lock a path of a later run's tree).
+func TestSurveyHomeDanglingSymlink(t *testing.T) {
+	e, m, err := surveyed(t, []string{"$W/dot/", "$W/sub/"}, func(e policycases.Env, _ *SurveyOptions) {
+		for _, l := range [][2]string{
+			{"$H/.gitconfig", "$W/dot/gitconfig"},
+			{"$H/.zshenv", "$W/dot/l1"}, {"$W/dot/l1", "l2"}, {"$W/dot/l2", "zshenv"},
+			{"$W/sub/.vscode", "$W/build"},
+		} {
+			if err := os.Symlink(e.Path(l[1]), e.Path(l[0])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prot []Protection
+	for p, why := range m {
+		prot = append(prot, Protection{Path: p, Why: why})
+	}
+	p, err := Generate(policycases.Base(e), Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []policycases.Check{
+		{Op: policycases.Write, Target: "$W/dot/gitconfig", Want: false, Why: "~/.gitconfig leads there"},
+		{Op: policycases.Write, Target: "$W/dot/zshenv", Want: false, Why: "~/.zshenv leads there through two links"},
+		{Op: policycases.Write, Target: "$W/dot/other", Want: true, Why: "the rest of the dotfiles tree is writable"},
+		{Op: policycases.Write, Target: "$W/build/out.o", Want: true, Why: "a link found in the tree is not followed"},
 	}
 	for _, sb := range readBoth(t, p) {
 		for _, ch := range checks {
