@@ -426,8 +426,12 @@ func (g *generator) files() error {
 		if err != nil {
 			return err
 		}
+		astray, err := g.leadsAstray(pr.Path)
+		if err != nil {
+			return err
+		}
 		for _, p := range sp {
-			if seen[p] {
+			if seen[p] || astray[p] {
 				continue
 			}
 			seen[p] = true
@@ -526,6 +530,45 @@ func (g *generator) files() error {
 	}
 	g.pinsRead = pinExprs(readPins, readRegexPins)
 	return nil
+}
+
+// leadsAstray lists the spellings of where protected path p leads through
+// a symlink when that must not be protected, as on Linux (linux/plan.go):
+// a target that holds a writable root or lies in a git directory. A
+// command could plant sub/.vscode -> .. (or sub/.claude -> .git) in one
+// run, and the survey of every later run found the name and the profile
+// made the whole tree (or git's working state) read-only (found by attack
+// pass 54). The symlink itself stays protected. A name the command could
+// plant is one it could have made as a directory too: following it gains
+// nothing there.
+func (g *generator) leadsAstray(p string) (map[string]bool, error) {
+	f, err := g.res.full(p)
+	if err != nil {
+		return nil, err
+	}
+	n, err := g.res.node(p)
+	if err != nil {
+		return nil, err
+	}
+	if f == n {
+		return nil, nil
+	}
+	holds := strings.Contains(f+"/", "/.git/") && !strings.Contains(n+"/", "/.git/")
+	for _, r := range append(append([]rule(nil), g.writeRoots...), g.tmp...) {
+		base := r.path
+		if r.isGlob() {
+			base = r.g.base
+		}
+		holds = holds || within(base, f)
+	}
+	if !holds {
+		return nil, nil
+	}
+	out := map[string]bool{f: true}
+	if a, ok := firmlinkSpelling(f); ok {
+		out[a] = true
+	}
+	return out, nil
 }
 
 // foldPins adds to regexes, for each pinned directory in lits on a volume

@@ -226,3 +226,51 @@ func TestSurveyHomeDanglingSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantedSymlinkDoesNotLockTheTree: a protected name found in the tree
+// that is a symlink the command planted in an earlier run (sub/.vscode ->
+// the working directory, sub/.claude -> .git) had the profile protect
+// where it leads: the whole working tree, or the repository's git
+// directory, read-only in every later run (found by attack pass 54). As on
+// Linux (TestPlantedSymlinkDoesNotLockTheTree there): never a target that
+// holds a writable root or lies in a git directory; the symlink itself
+// stays protected.
+func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
+	e, m, err := surveyed(t, []string{"$W/sub/", "$W/src/a.go", "$W/.git/HEAD=ref: refs/heads/main\n", "$W/.git/objects/", "$W/.git/refs/"}, func(e policycases.Env, _ *SurveyOptions) {
+		for _, l := range [][2]string{{"$W/sub/.vscode", "$W"}, {"$W/sub/.claude", "$W/.git"}, {"$W/sub/.idea", "$W/src"}} {
+			if err := os.Symlink(e.Path(l[1]), e.Path(l[0])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prot []Protection
+	for p, why := range m {
+		prot = append(prot, Protection{Path: p, Why: why})
+	}
+	p, err := Generate(policycases.Base(e), Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []policycases.Check{
+		{Op: policycases.Write, Target: "$W/new.txt", Want: true, Why: "the working tree is not locked by sub/.vscode -> .."},
+		{Op: policycases.Write, Target: "$W/.git/index", Want: true, Why: "git's working state is not locked by sub/.claude -> .git"},
+		{Op: policycases.Write, Target: "$W/src/a.go", Want: false, Why: "a target below the roots is protected (stricter than Linux)"},
+		{Op: policycases.Write, Target: "$W/.git/hooks/pre-commit", Want: false, Why: "the repository's own protections hold"},
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, ch := range checks {
+			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
+				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
+			}
+		}
+		// The symlinks themselves (not followed) stay protected.
+		for _, l := range []string{"$W/sub/.vscode", "$W/sub/.claude", "$W/sub/.idea"} {
+			if ok, err := sb.writable(MacRoot(e.Path(l))); ok || err != nil {
+				t.Errorf("the symlink %s is writable: %v, %v", l, ok, err)
+			}
+		}
+	}
+}
