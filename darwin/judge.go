@@ -10,6 +10,26 @@ type judge struct {
 	roots     []rule     // allowWrite and the private TMPDIR
 	denyWrite []rule
 	protect   []rule
+	// ciRoots are the roots' case-insensitive regexes, on a volume not
+	// known to be case-sensitive (see inRootAnyCase).
+	ciRoots []rule
+}
+
+// inRootAnyCase reports whether a writable tree holds p in any case: on a
+// case-insensitive volume /users/ME is the home /Users/me, and a path the
+// policy spells one way is written through the other (found by attack
+// pass 54). Only for keeping protections and pins, where keeping one too
+// many costs a rule.
+func (j judge) inRootAnyCase(p string) bool {
+	if _, ok := j.inRoot(p); ok {
+		return true
+	}
+	for _, r := range j.ciRoots {
+		if r.ciRe.MatchString(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (j judge) readable(p string) (bool, string) {
@@ -59,8 +79,7 @@ func (j judge) writable(p string) (bool, string) {
 // then can it be renamed, removed or created, so only then is a pin on it
 // worth a rule.
 func (j judge) anyWritableBelow(p string) bool {
-	_, ok := j.inRoot(p)
-	return ok
+	return j.inRootAnyCase(p)
 }
 
 // intersectsWritable reports whether a read rule's region and a writable

@@ -393,6 +393,13 @@ func (g *generator) files() error {
 	// Protections: the caller's (Survey), moat's own files, the settings
 	// files. Kept where the rules would let the command write.
 	g.p.j = judge{reads: g.reads, roots: append(append([]rule(nil), g.writeRoots...), g.tmp...)}
+	for _, r := range g.p.j.roots {
+		if f, err := g.fold(r); err != nil {
+			return err
+		} else if f.ciRe != nil {
+			g.p.j.ciRoots = append(g.p.j.ciRoots, f)
+		}
+	}
 	var prot []Protection
 	prot = append(prot, g.o.Protect...)
 	sockets, err := g.unixSockets() // may add to denyWrite: the judge takes it after
@@ -435,8 +442,8 @@ func (g *generator) files() error {
 				continue
 			}
 			seen[p] = true
-			if ok, _ := g.p.j.writable(p); !ok {
-				continue // read-only anyway
+			if ok, _ := g.p.j.writable(p); !ok && !g.p.j.inRootAnyCase(p) {
+				continue // read-only anyway (in any case: a tree spelled in another case holds it too)
 			}
 			r, err := g.fold(rule{path: p, source: pr.Why})
 			if err != nil {

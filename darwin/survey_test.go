@@ -1,6 +1,7 @@
 package darwin
 
 import (
+	"github.com/moat-sandbox/moat/runtime/policy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +271,45 @@ func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
 		for _, l := range []string{"$W/sub/.vscode", "$W/sub/.claude", "$W/sub/.idea"} {
 			if ok, err := sb.writable(MacRoot(e.Path(l))); ok || err != nil {
 				t.Errorf("the symlink %s is writable: %v, %v", l, ok, err)
+			}
+		}
+	}
+}
+
+// TestProtectionsInAnotherCase: a writable tree spelled in another case
+// than the home directory (allowWrite /users/ME, or --write . from a shell
+// that entered ~/projects for ~/Projects: $PWD keeps the case typed) is
+// the home on a case-insensitive volume. The generator kept a protection
+// only where a case-sensitive comparison found it writable, so the home's
+// protections spelled from $HOME (the settings file moat read, ~/.srt-
+// settings.json, ~/.config/git) were dropped, and the command could write
+// them through the tree's spelling (found by attack pass 54). A protection
+// is now kept where a writable tree holds it in any case.
+func TestProtectionsInAnotherCase(t *testing.T) {
+	e, _, err := surveyed(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := policycases.Base(e)
+	other := filepath.Join(filepath.Dir(e.Home), strings.ToUpper(filepath.Base(e.Home)))
+	pol.FS.AllowWrite = append(pol.FS.AllowWrite, policy.PathRule{Path: other, Source: "allowWrite, the home spelled in capitals"})
+	pol.Sources = []string{filepath.Join(e.Home, ".srt-settings.json")}
+	prot, err := Survey(pol, SurveyOptions{SystemGitConfigs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot,
+		CaseSensitive: func(string) bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range readBoth(t, p) {
+		if ok, err := sb.writable(MacRoot(filepath.Join(other, "notes.txt"))); !ok || err != nil {
+			t.Fatalf("the tree is not writable in its own spelling: %v, %v", ok, err)
+		}
+		for _, n := range []string{".srt-settings.json", ".config/git/config", ".bashrc"} {
+			if ok, err := sb.writable(MacRoot(filepath.Join(other, n))); ok || err != nil {
+				t.Errorf("~/%s is writable through %s: %v, %v", n, other, ok, err)
 			}
 		}
 	}
