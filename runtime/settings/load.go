@@ -193,6 +193,15 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			// ENOTDIR: a directory of the way is not one (another moat
 			// run's placeholder at .claude, a socket): no file there.
 			absent := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+			if !absent && c.level != LevelManaged && placeholderLike(c.file) {
+				// Another moat run's placeholder at a settings file's
+				// name (a socket or an empty directory of mode 0: a
+				// session whose working directory is the home reserves
+				// ~/.srt-settings.json while it lives): no file there.
+				// Every other moat of the user failed on it ("permission
+				// denied") until that session ended.
+				absent = true
+			}
 			if absent && !c.explicit {
 				continue
 			}

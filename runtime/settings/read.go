@@ -59,6 +59,18 @@ func readFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// placeholderLike reports whether p is what a moat run reserves a missing
+// name with: a socket, or (on a filesystem without socket inodes) a
+// directory of mode 0. Neither holds settings.
+func placeholderLike(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	m := fi.Mode()
+	return m&fs.ModeSocket != 0 || m.IsDir() && m.Perm() == 0
+}
+
 var (
 	errNotRegular = errors.New("refused")
 	errTooLarge   = errors.New("too large")

@@ -412,6 +412,53 @@ func TestClaudeNotADirectory(t *testing.T) {
 	}
 }
 
+// A placeholder at ~/.srt-settings.json or .claude/settings.json (a
+// socket of mode 0, or an empty directory of mode 0 on a filesystem
+// without sockets) holds no settings: a moat session whose working
+// directory was the home reserved ~/.srt-settings.json, and every other
+// moat of that user failed with "cannot read: permission denied" until
+// the session ended (found by attack pass 55). A file of the user's that
+// cannot be read is still an error.
+func TestSettingsPlaceholderIsNoFile(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{filepath.Join(e.home, ".srt-settings.json"), filepath.Join(e.cwd, ".claude", "settings.json")} {
+		for _, kind := range []string{"socket", "dir"} {
+			os.RemoveAll(p)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if kind == "socket" {
+				fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = syscall.Bind(fd, &syscall.SockaddrUnix{Name: p})
+				syscall.Close(fd)
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.load(""); err != nil {
+				t.Errorf("a placeholder (%s) at %s: %v", kind, p, err)
+			}
+			os.Chmod(p, 0o755)
+			os.RemoveAll(p)
+		}
+	}
+	// Not a placeholder: a directory with a mode, a file.
+	p := filepath.Join(e.home, ".srt-settings.json")
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.load(""); err == nil {
+		t.Errorf("a directory of mode 0755 at %s was taken for no file", p)
+	}
+	os.RemoveAll(p)
+}
+
 // A repository's own settings (.claude/settings.json, settings.local.json)
 // may not weaken the sandbox for whoever runs moat in it (attack passes: a
 // repository passed the user's AWS_SECRET_ACCESS_KEY in, reached
