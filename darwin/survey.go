@@ -204,7 +204,7 @@ func (s *survey) danglingHomeLinks() {
 		roots = append(roots, s.resolve(r.Path))
 	}
 	for _, pr := range slices.Clone(s.out) {
-		if !homeOwn(pr.Path, s.home) {
+		if !policy.HomeOwn(pr.Path, s.home) {
 			continue
 		}
 		t, ok := danglingTarget(pr.Path, s.resolve)
@@ -213,24 +213,6 @@ func (s *survey) danglingHomeLinks() {
 		}
 		s.protect(t, pr.Why+" (where the symlink "+pr.Path+" leads)")
 	}
-}
-
-// homeOwn reports whether p is a name in home, or lies under one of
-// policy.HomeReservedPaths there (linux/plan.go's homeOwn).
-func homeOwn(p, home string) bool {
-	if home == "" || p == home || !within(p, home) {
-		return false
-	}
-	rel := strings.TrimPrefix(p[len(home):], "/")
-	if !strings.Contains(rel, "/") {
-		return true
-	}
-	for _, r := range policy.HomeReservedPaths {
-		if rel == r || strings.HasPrefix(rel, r+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // danglingTarget follows p, a symlink, link by link (at most 40, as the

@@ -158,26 +158,11 @@ func TestSurveyUserGitEnv(t *testing.T) {
 		}
 	}
 	// And the profile keeps them read-only.
-	pol := policycases.Base(e)
-	var prot []Protection
-	for p, why := range m {
-		prot = append(prot, Protection{Path: p, Why: why})
-	}
-	p, err := Generate(pol, Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
-	if err != nil {
-		t.Fatal(err)
-	}
 	checks := []policycases.Check{{Op: policycases.Write, Target: "$W/dot/notes.txt", Want: true, Why: "the rest of the tree is writable"}}
 	for _, path := range []string{"$W/dot/config/git/config", "$W/dot/gitconfig", "$W/dot/sysconfig", "$W/dot/templates/hooks/post-checkout", "$W/dot/ghooks/pre-commit", "$W/dot/xhooks/pre-commit"} {
 		checks = append(checks, policycases.Check{Op: policycases.Write, Target: path, Want: false, Why: "the user's git reads it"})
 	}
-	for _, sb := range readBoth(t, p) {
-		for _, ch := range checks {
-			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
-				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
-			}
-		}
-	}
+	checkSurveyed(t, e, m, checks)
 }
 
 // TestSurveyHomeDanglingSymlink: a home's own protected name that is a
@@ -205,27 +190,13 @@ func TestSurveyHomeDanglingSymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prot []Protection
-	for p, why := range m {
-		prot = append(prot, Protection{Path: p, Why: why})
-	}
-	p, err := Generate(policycases.Base(e), Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
-	if err != nil {
-		t.Fatal(err)
-	}
 	checks := []policycases.Check{
 		{Op: policycases.Write, Target: "$W/dot/gitconfig", Want: false, Why: "~/.gitconfig leads there"},
 		{Op: policycases.Write, Target: "$W/dot/zshenv", Want: false, Why: "~/.zshenv leads there through two links"},
 		{Op: policycases.Write, Target: "$W/dot/other", Want: true, Why: "the rest of the dotfiles tree is writable"},
 		{Op: policycases.Write, Target: "$W/build/out.o", Want: true, Why: "a link found in the tree is not followed"},
 	}
-	for _, sb := range readBoth(t, p) {
-		for _, ch := range checks {
-			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
-				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
-			}
-		}
-	}
+	checkSurveyed(t, e, m, checks)
 }
 
 // TestPlantedSymlinkDoesNotLockTheTree: a protected name found in the tree
@@ -247,26 +218,13 @@ func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var prot []Protection
-	for p, why := range m {
-		prot = append(prot, Protection{Path: p, Why: why})
-	}
-	p, err := Generate(policycases.Base(e), Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
-	if err != nil {
-		t.Fatal(err)
-	}
 	checks := []policycases.Check{
 		{Op: policycases.Write, Target: "$W/new.txt", Want: true, Why: "the working tree is not locked by sub/.vscode -> .."},
 		{Op: policycases.Write, Target: "$W/.git/index", Want: true, Why: "git's working state is not locked by sub/.claude -> .git"},
 		{Op: policycases.Write, Target: "$W/src/a.go", Want: false, Why: "a target below the roots is protected (stricter than Linux)"},
 		{Op: policycases.Write, Target: "$W/.git/hooks/pre-commit", Want: false, Why: "the repository's own protections hold"},
 	}
-	for _, sb := range readBoth(t, p) {
-		for _, ch := range checks {
-			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
-				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
-			}
-		}
+	for _, sb := range checkSurveyed(t, e, m, checks) {
 		// The symlinks themselves (not followed) stay protected.
 		for _, l := range []string{"$W/sub/.vscode", "$W/sub/.claude", "$W/sub/.idea"} {
 			if ok, err := sb.writable(MacRoot(e.Path(l))); ok || err != nil {
@@ -313,4 +271,28 @@ func TestProtectionsInAnotherCase(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkSurveyed generates the base policy's profile with the protections a
+// survey found (m), asks each check of both readings of it, and returns
+// them for the caller's own questions.
+func checkSurveyed(t *testing.T, e policycases.Env, m map[string]string, checks []policycases.Check) [2]*sbProfile {
+	t.Helper()
+	var prot []Protection
+	for p, why := range m {
+		prot = append(prot, Protection{Path: p, Why: why})
+	}
+	p, err := Generate(policycases.Base(e), Options{Tag: testTag, HTTPProxyPort: testHTTP, SOCKSProxyPort: testSOCKS, Protect: prot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbs := readBoth(t, p)
+	for _, sb := range sbs {
+		for _, ch := range checks {
+			if got, err := ask(sb, e, ch); got != ch.Want || err != nil {
+				t.Errorf("write %s = %v (%v), want %v: %s", ch.Target, got, err, ch.Want, ch.Why)
+			}
+		}
+	}
+	return sbs
 }

@@ -505,7 +505,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// a symlink the command planted in the tree (sub/.claude -> ..)
 		// would otherwise make a later run's whole tree read-only; and
 		// never a target that holds a writable root or is a git directory.
-		if homeOwn(p, home) && in.dirs.kind(p) != 0 {
+		if policy.HomeOwn(p, home) && in.dirs.kind(p) != 0 {
 			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
 				prot = append(prot, rule{path: c, source: why + " (through the symlink " + p + ")"})
 			} else if t, err := os.Readlink(p); err == nil {
@@ -1206,28 +1206,6 @@ func kernelLockdown(uid, gid int) func(p *nsinit.Plan) {
 			p.Bind("/dev/null", m.path, ro, 0, true)
 		}
 	}
-}
-
-// homeOwn reports p is one of the home's own protected names: a name in
-// the home itself, or one of policy.HomeReservedPaths (a command cannot
-// make either: both are read-only or reserved in its sandbox).
-func homeOwn(p, home string) bool {
-	if home == "" || p == home || !within(p, home) {
-		return false
-	}
-	rel := p[len(home)+1:]
-	if home == "/" {
-		rel = p[1:]
-	}
-	if !strings.Contains(rel, "/") {
-		return true
-	}
-	for _, r := range policy.HomeReservedPaths {
-		if rel == r || strings.HasPrefix(rel, r+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // inAnyRoot reports c lies in a writable root.

@@ -39,37 +39,7 @@ func TestDaemonAttackPolicyCwdSwapListsProtectedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	const marker = "root-only-moatd-a50"
-	private := filepath.Join(dir, marker)
-	if err := os.Mkdir(private, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(private, ".vscode"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, errb, err := u1.as("ls", "-a", private); err == nil || strings.Contains(out, ".vscode") {
-		t.Fatalf("the client lists the directory itself (or this test cannot fail): %q %q %v", out, errb, err)
-	}
-	if _, errb, err := u1.as("stat", filepath.Join(private, ".vscode")); err == nil {
-		t.Fatalf("the client stats the name itself (or this test cannot fail): %s", errb)
-	}
-	// The client's own directory c and a link c2 to the private one,
-	// exchanged over and over (what the client can do in its own tree).
-	c, c2 := filepath.Join(u1.dir, "c"), filepath.Join(u1.dir, "c2")
-	if _, errb, err := u1.as("mkdir", c); err != nil {
-		t.Fatalf("mkdir: %v %s", err, errb)
-	}
-	if _, errb, err := u1.as("ln", "-s", private, c2); err != nil {
-		t.Fatalf("ln: %v %s", err, errb)
-	}
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			unix.Renameat2(unix.AT_FDCWD, c, unix.AT_FDCWD, c2, unix.RENAME_EXCHANGE)
-		}
-	}()
-	defer func() { stop.Store(true); <-done }()
+	c := cwdSwap(t, dir, u1, marker)
 	path := "/v1/policy?cwd=" + url.QueryEscape(c)
 	answered := 0
 	for i := 0; i < 400; i++ {
@@ -100,22 +70,9 @@ func TestDaemonAttackPolicyCwdSwapListsProtectedNames(t *testing.T) {
 func TestDaemonAttackSessionCwdSwapPlansAsRoot(t *testing.T) {
 	d, u1, _, dir := daemonFixture(t)
 	const marker = "root-only-moatd-s53"
-	private := filepath.Join(dir, marker)
-	if err := os.Mkdir(private, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(private, ".vscode"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, errb, err := u1.as("ls", "-a", private); err == nil || strings.Contains(out, ".vscode") {
-		t.Fatalf("the client lists the directory itself (or this test cannot fail): %q %q %v", out, errb, err)
-	}
-	c, c2 := filepath.Join(u1.dir, "c"), filepath.Join(u1.dir, "c2")
+	c := filepath.Join(u1.dir, "c")
 	if _, errb, err := u1.as("mkdir", c); err != nil {
 		t.Fatalf("mkdir: %v %s", err, errb)
-	}
-	if _, errb, err := u1.as("ln", "-s", private, c2); err != nil {
-		t.Fatalf("ln: %v %s", err, errb)
 	}
 	// The same session request without the swap does plan in c (the
 	// test's probe sees moat's mounts there), so the probe can find one.
@@ -124,15 +81,7 @@ func TestDaemonAttackSessionCwdSwapPlansAsRoot(t *testing.T) {
 		t.Fatalf("without the swap the sandbox shows no placeholder in c (the probe is blind): %d %s", code, out)
 	}
 	u1.call(t, d.sock, "DELETE", "/v1/sessions/"+sid, "")
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			unix.Renameat2(unix.AT_FDCWD, c, unix.AT_FDCWD, c2, unix.RENAME_EXCHANGE)
-		}
-	}()
-	defer func() { stop.Store(true); <-done }()
+	cwdSwap(t, dir, u1, marker)
 	opened := 0
 	for i := 0; i < 150; i++ {
 		code, body := u1.call(t, d.sock, "POST", "/v1/sessions", fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, c, c))
@@ -151,4 +100,45 @@ func TestDaemonAttackSessionCwdSwapPlansAsRoot(t *testing.T) {
 		}
 	}
 	t.Logf("%d sessions opened, none planned in the private directory", opened)
+}
+
+// cwdSwap makes a root-only directory dir/marker holding .vscode, which u
+// can neither list nor stat in (or the test could not fail), and u's own
+// directory c beside a link c2 to it, then exchanges c and c2 over and
+// over until the test ends (what the client can do in its own tree). It
+// returns c.
+func cwdSwap(t *testing.T, dir string, u *daemonUser, marker string) string {
+	t.Helper()
+	private := filepath.Join(dir, marker)
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(private, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, errb, err := u.as("ls", "-a", private); err == nil || strings.Contains(out, ".vscode") {
+		t.Fatalf("the client lists the directory itself (or this test cannot fail): %q %q %v", out, errb, err)
+	}
+	if _, errb, err := u.as("stat", filepath.Join(private, ".vscode")); err == nil {
+		t.Fatalf("the client stats the name itself (or this test cannot fail): %s", errb)
+	}
+	c, c2 := filepath.Join(u.dir, "c"), filepath.Join(u.dir, "c2")
+	if _, err := os.Lstat(c); err != nil {
+		if _, errb, err := u.as("mkdir", c); err != nil {
+			t.Fatalf("mkdir: %v %s", err, errb)
+		}
+	}
+	if _, errb, err := u.as("ln", "-s", private, c2); err != nil {
+		t.Fatalf("ln: %v %s", err, errb)
+	}
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			unix.Renameat2(unix.AT_FDCWD, c, unix.AT_FDCWD, c2, unix.RENAME_EXCHANGE)
+		}
+	}()
+	t.Cleanup(func() { stop.Store(true); <-done })
+	return c
 }

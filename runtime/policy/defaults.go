@@ -1,6 +1,9 @@
 package policy
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // SecretPaths are the credential stores that are unreadable by default,
 // relative to the home directory. An allowRead entry of the user's own
@@ -147,6 +150,34 @@ var HomeReservedNames = []string{
 // their parent exists and is writable: git's second global config file
 // (with attributes and ignore rules) lives in ~/.config/git.
 var HomeReservedPaths = []string{".config/git"}
+
+// HomeOwn reports whether p (clean, absolute) is one of the home's own
+// protected names: a name in the home itself, or one of HomeReservedPaths
+// or below it (a command cannot make either: both are read-only or
+// reserved in its sandbox, on Linux and macOS).
+func HomeOwn(p, home string) bool {
+	if home == "" || p == home {
+		return false
+	}
+	var rel string
+	switch {
+	case home == "/":
+		rel = p[1:]
+	case strings.HasPrefix(p, home+"/"):
+		rel = p[len(home)+1:]
+	default:
+		return false
+	}
+	if !strings.Contains(rel, "/") {
+		return true
+	}
+	for _, r := range HomeReservedPaths {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // GitProtected are the entries of a git directory that are never writable:
 // hooks run code; config (and config.worktree) can name programs
