@@ -248,13 +248,13 @@ func TestAuditRemoteAtHiddenPath(t *testing.T) {
 	s.git(s.outside, "init", "-q", "private")
 	s.hidden = func(p string) bool { return p == private || within(p, private) }
 	s.begin()
-	s.sh(s.w, `git init -q clone && cd clone && git remote add backup "$OUT/private" && git remote add origin https://example.com/x.git && git config submodule.s.url ../../outside/private`)
+	s.sh(s.w, `git init -q clone && cd clone && git remote add backup "$OUT/private" && git remote add b2 "file://localhost$OUT/pr%69vate" && git remote add origin https://example.com/x.git && git config submodule.s.url ../../outside/private`)
 	s.audit()
 	cfg, err := os.ReadFile(filepath.Join(s.w, "clone", ".git", "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(cfg), "private") {
+	if strings.Contains(string(cfg), "private") || strings.Contains(string(cfg), "pr%69vate") {
 		t.Errorf("ESCAPE: a remote at a hidden directory stayed:\n%s", cfg)
 	}
 	if !strings.Contains(string(cfg), "https://example.com/x.git") {

@@ -1572,20 +1572,14 @@ func (a *auditor) ownPlaceholder(p string) bool {
 // names by a local path (relative to base, the work tree or the git
 // directory) when it lies in the trees inside a git directory.
 func (a *auditor) hiddenRemote(u, base string) {
-	u = strings.TrimSpace(u)
-	if strings.Contains(u, "://") && !strings.HasPrefix(strings.ToLower(u), "file://") {
-		return // a network URL
-	}
-	u = strings.TrimPrefix(strings.TrimPrefix(u, "file://"), "FILE://")
-	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
-		return // scp-like (ssh), or a transport helper (Risk's)
-	}
-	if u == "" || !strings.ContainsAny(u, "/.") {
-		return // a remote's name
+	p, ok := remotePath(u)
+	if !ok {
+		return // a network URL, scp-like (ssh), or a transport helper (Risk's)
 	}
 	// As receive-pack's enter_repo finds it: ~ and ~user expanded, then
-	// PATH/.git, PATH, PATH.git/.git and PATH.git tried.
-	p := u
+	// PATH/.git, PATH, PATH.git/.git and PATH.git tried. A relative path
+	// is joined as text, not cleaned: git's ".." applies after the
+	// symlinks before it (EvalSymlinks below does the same).
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
 		p = a.o.Home + strings.TrimPrefix(p, "~")
@@ -1595,7 +1589,7 @@ func (a *auditor) hiddenRemote(u, base string) {
 			p = usr.HomeDir + "/" + rest
 		}
 	case !filepath.IsAbs(p):
-		p = filepath.Join(base, p)
+		p = base + "/" + p
 	}
 	var cands []string
 	for _, suf := range []string{"/.git", "", ".git/.git", ".git"} {
@@ -1603,7 +1597,20 @@ func (a *auditor) hiddenRemote(u, base string) {
 	}
 	for _, c := range cands {
 		real, err := filepath.EvalSymlinks(c)
-		if err != nil || !a.inRoots(real) {
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() {
+			// enter_repo takes a file there for a .git file and goes
+			// where it leads (a remote naming notes.txt, "gitdir:
+			// .git/stash/evil.git", ran that repository's pre-receive).
+			t, _, _, ok := readGitfile(real)
+			if !ok {
+				continue
+			}
+			real = t
+		}
+		if !a.inRoots(real) {
 			continue
 		}
 		g := real
@@ -1623,6 +1630,105 @@ func (a *auditor) hiddenRemote(u, base string) {
 		a.fresh[g] = true
 		a.repo(g, "", nil)
 	}
+}
+
+// remotePath is the local path git's transport takes the remote URL u
+// for, and false where git goes to no local path (a network URL, an
+// scp-like ssh address, a transport helper; a path holding "://", which
+// git refuses). As transport_get and parse_connect_url read it: only
+// "file://" (so spelled) of the URLs is local, and it is %XX-decoded and
+// its host dropped (file://HOST/PATH is /PATH); anything else with a ":"
+// before any "/" is ssh; the rest is a path as written, spaces and a bare
+// word too ("mirror" is a directory of the work tree for git push). The
+// audit trimmed the value, took file://HOST/PATH for HOST/PATH, decoded
+// nothing and took a bare word for a remote's name: each led the user's
+// git push to a repository hidden in .git that it never judged (found by
+// attack pass 53, TestAuditRemoteURLAsGitReadsIt).
+func remotePath(u string) (string, bool) {
+	if u == "" {
+		return "", false
+	}
+	if isGitURL(u) {
+		if !strings.HasPrefix(u, "file://") {
+			return "", false
+		}
+		host := urlDecode(u[len("file://"):])
+		// host_end (brackets kept), then the path from the first "/"
+		// after it.
+		end := 0
+		start := 0
+		if i := strings.Index(host, "@["); i >= 0 {
+			start = i + 1
+		}
+		if strings.HasPrefix(host[start:], "[") {
+			if j := strings.IndexByte(host[start+1:], ']'); j >= 0 {
+				end = start + 1 + j
+			}
+		}
+		i := strings.IndexByte(host[end:], '/')
+		if i < 0 {
+			return "", false
+		}
+		return host[end+i:], true
+	}
+	if strings.Contains(u, "://") {
+		return "", false // git dies: "protocol ... is not supported"
+	}
+	colon, slash := strings.IndexByte(u, ':'), strings.IndexByte(u, '/')
+	if colon >= 0 && (slash < 0 || colon < slash) {
+		return "", false // scp-like (ssh), or a transport helper (Risk's)
+	}
+	return u, true
+}
+
+// isGitURL is git's is_url: "scheme://", the scheme [A-Za-z0-9][A-Za-z0-9+.-]*.
+func isGitURL(u string) bool {
+	i := strings.Index(u, ":")
+	if i <= 0 || !strings.HasPrefix(u[i:], "://") {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		c := u[j]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (j == 0 || c != '+' && c != '-' && c != '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// urlDecode decodes %XX as git's url_decode does (a "%" not followed by
+// two hex digits, or "%00", is kept as it is).
+func urlDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, ok := hexByte(s[i+1], s[i+2]); ok && v != 0 {
+				b.WriteByte(v)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func hexByte(h, l byte) (byte, bool) {
+	d := func(c byte) (byte, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return c - '0', true
+		case c >= 'a' && c <= 'f':
+			return c - 'a' + 10, true
+		case c >= 'A' && c <= 'F':
+			return c - 'A' + 10, true
+		}
+		return 0, false
+	}
+	hv, ok1 := d(h)
+	lv, ok2 := d(l)
+	return hv<<4 | lv, ok1 && ok2
 }
 
 // inSkippedObjects reports a path below a bare repository's objects
@@ -2053,16 +2159,9 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 	default:
 		return ""
 	}
-	u := strings.TrimSpace(e.Value)
-	if strings.Contains(u, "://") && !strings.HasPrefix(strings.ToLower(u), "file://") {
-		return "" // a network URL
-	}
-	u = u[len(u)-len(strings.TrimPrefix(strings.ToLower(u), "file://")):]
-	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
-		return "" // scp-like (ssh), or a transport helper (Risk's)
-	}
-	if u == "" {
-		return ""
+	u, ok := remotePath(e.Value) // as git reads it (attack pass 53)
+	if !ok {
+		return "" // a network URL, scp-like (ssh), or a transport helper (Risk's)
 	}
 	// git resolves a relative one from the work tree (or the git
 	// directory): both are judged.
@@ -2071,8 +2170,14 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 		if c == "" {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(c); err == nil {
-			c = r
+		if !filepath.IsAbs(u) && !strings.HasPrefix(u, "~") {
+			c = base + "/" + u // ".." after a symlink, as the kernel takes it
+		}
+		c = physical(c)
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			if t, _, _, ok := readGitfile(c); ok {
+				c = t // a .git file: git goes where it leads
+			}
 		}
 		if a.o.Hidden(c) {
 			return "names " + quoteName(c) + ", hidden from the sandbox: the user's git fetch would bring what it holds within the sandbox's reach"

@@ -254,3 +254,24 @@ func TestAuditSearchOnlyHooksThroughNewSymlink(t *testing.T) {
 		t.Fatalf("ESCAPE: the hook in the search-only directory ran (findings %+v, incomplete %v)", rep.Findings, rep.Incomplete)
 	}
 }
+
+// hiddenRemote read a remote's URL by its own rules, not git's: git takes
+// file://HOST/PATH for /PATH and decodes %XX in a file:// URL, takes a
+// URL with neither "/" nor "." for a path (relative to the work tree),
+// and follows a remote path that is a file as a .git file (enter_repo's
+// read_gitfile). Each led the user's git push to a bare repository hidden
+// in .git, whose pre-receive ran, while the audit looked elsewhere (found
+// by attack pass 53).
+func TestAuditRemoteURLAsGitReadsIt(t *testing.T) {
+	mk := `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/stash/evil.git && ` + hookAt(".git/stash/evil.git/hooks/pre-receive") + ` && `
+	runPushAttacks(t, []pushAttack{
+		{"file://HOST/PATH", mk + `git remote add origin "file://localhost$PWD/.git/stash/evil.git"`},
+		{"percent-encoded file:// URL", mk + `git remote add origin "file://$PWD/.git/st%61sh/evil.git"`},
+		{"a file that is a .git file", mk + `printf 'gitdir: .git/stash/evil.git\n' > notes.txt && git remote add origin "$PWD/notes.txt"`},
+		{"a bare word, a .git file", mk + `printf 'gitdir: .git/stash/evil.git\n' > mirror && git remote add origin mirror`},
+		{"a bare word, a symlink", mk + `ln -s .git/stash/evil.git mirror && git remote add origin mirror`},
+		{".. after a symlink", mk + `mkdir .git/stash/a && ln -s .git/stash/a lnk && git remote add origin lnk/../evil.git`},
+		{"a directory holding a .git file", mk + `mkdir -p .git/stash/wt && printf 'gitdir: ../evil.git\n' > .git/stash/wt/.git && git remote add origin "$PWD/.git/stash/wt"`},
+		{"file:// with a bracketed host", mk + `git remote add origin "file://[x/y]$PWD/.git/stash/evil.git"`},
+	})
+}
