@@ -442,6 +442,7 @@ type auditor struct {
 	askedFresh  map[string]bool   // directories inFresh asked movedIn about
 	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
+	modSeen     map[fileID]bool // directories modules walked (device and inode)
 	globalHooks []string
 	global      globalGit // what the user's global git configuration names
 	lateHooks   []string  // core.hooksPath of global includes in the trees, once judged
@@ -1219,27 +1220,75 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	a.objectCaches(common) // replace.go
 }
 
-func (a *auditor) modules(dir string, depth int) {
-	if depth > 8 {
-		return
+// modules judges every git directory git submodule may take under dir
+// (a repository's modules/): git uses modules/NAME for submodule NAME,
+// whatever exists there (file_exists), NAME being any path without ".."
+// that .gitmodules, the tree's content, names, and each of its
+// components may be a symlink. The walk stopped at 8 levels and skipped
+// symlinks: a git directory at modules/a/b/c/d/e/f/g/h/i/j, or at
+// modules/a/evil with modules/a a symlink to a directory hidden in .git,
+// kept its post-checkout hook, which the user's git submodule update ran
+// (found by attack pass 53, TestAuditSubmoduleGitDirDeepOrSymlinked).
+// Every directory under dir is walked now, counted in the audit's bound
+// (past it the audit says it is incomplete); a symlink to a directory
+// there that the run made or retargeted goes (git makes none), another
+// is followed, each directory once.
+func (a *auditor) modules(dir string, _ int) {
+	if a.modSeen == nil {
+		a.modSeen = map[fileID]bool{}
 	}
-	a.reach(dir)
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range es {
-		if !e.IsDir() {
-			continue
+	seen := a.modSeen
+	var walk func(dir string)
+	walk = func(dir string) {
+		a.reach(dir)
+		if fi, err := os.Stat(dir); err == nil {
+			id := idOf(fi)
+			k := fileID{dev: id.dev, ino: id.ino}
+			if seen[k] {
+				return
+			}
+			seen[k] = true
 		}
-		p := filepath.Join(dir, e.Name())
-		if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
-			a.repo(p, "", nil)
-			a.modules(filepath.Join(p, "modules"), depth+1)
-		} else {
-			a.modules(p, depth+1) // submodule names may hold slashes
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v (submodule git directories there were not checked)", dir, err))
+			}
+			return
+		}
+		for _, e := range es {
+			p := filepath.Join(dir, e.Name())
+			if e.Type()&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(p)
+				if err != nil || !fi.IsDir() {
+					continue
+				}
+				lid, err := lstatID(p)
+				if err != nil {
+					continue
+				}
+				if a.changedAt(p, lid) || a.linkedAway(p) {
+					a.judgedAs(p, lid)
+					if real, ok := a.actionable(p); ok {
+						a.quarantine(real, "a symlink in a git directory's modules/ made during the run: git submodule takes what it leads to for a submodule's git directory, whose hooks and config the user's git submodule update runs")
+						continue
+					}
+				}
+			} else if !e.IsDir() {
+				continue
+			}
+			if a.budget >= a.o.MaxDirs {
+				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than %d directories; submodule git directories past them were not checked", dir, a.o.MaxDirs))
+				return
+			}
+			a.budget++
+			if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+				a.repo(p, "", nil)
+			}
+			walk(p) // names may hold slashes; nested submodules (p/modules)
 		}
 	}
+	walk(dir)
 }
 
 // configFile evaluates one config file git would read, following its
