@@ -1373,6 +1373,8 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				risks = append(risks, e.Name+": "+r)
 			} else if r := a.hiddenURL(real, e); r != "" {
 				risks = append(risks, e.Name+": "+r)
+			} else if r := a.procURL(real, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
 			}
 		}
 		if len(risks) > 0 && a.quarantineReached(p, real, "a git config that sets "+strings.Join(risks, "; ")) {
@@ -1399,6 +1401,10 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				continue
 			}
 			if r := a.hiddenURL(p, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
+				continue
+			}
+			if r := a.procURL(p, e); r != "" {
 				risks = append(risks, e.Name+": "+r)
 				continue
 			}
@@ -2230,6 +2236,45 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 		}
 		if a.o.Hidden(c) {
 			return "names " + quoteName(c) + ", hidden from the sandbox: the user's git fetch would bring what it holds within the sandbox's reach"
+		}
+	}
+	return ""
+}
+
+// procURL says why e, a remote's or a submodule's URL in config p, is a
+// local path through /proc or /dev/fd, or "": git resolves such a path in
+// its own process (/proc/self/cwd is the work tree of the user's git
+// push), the audit in moat's, so it judged another place than git goes to:
+// a bare repository hidden in .git, pushed to as
+// /proc/self/cwd/.git/mirror.git, ran its pre-receive hook (found by
+// attack pass 53; TestAuditRemoteURLThroughProc). Relative URLs are
+// judged from the work tree and from the git directory, as git may take
+// either.
+func (a *auditor) procURL(p string, e Entry) string {
+	if !e.HasValue {
+		return ""
+	}
+	switch e.Section() + "." + e.Key() {
+	case "remote.url", "remote.pushurl", "submodule.url",
+		// a remote's name, or a URL where no remote has that name
+		"remote.pushdefault", "branch.pushremote", "branch.remote":
+	default:
+		return ""
+	}
+	u, ok := remotePath(e.Value)
+	if !ok || !strings.Contains(u, "/") {
+		return "" // a remote's name (or a path in the work tree, the walk's)
+	}
+	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
+		c := u
+		switch {
+		case strings.HasPrefix(u, "~"):
+			c = ConfigPath(u, base, a.o.Home)
+		case !filepath.IsAbs(u):
+			c = base + "/" + u // ".." after a symlink, as the kernel takes it
+		}
+		if c != "" && procOnWay(c) {
+			return "names " + quoteName(e.Value) + ", a path through /proc or /dev/fd: git resolves it in its own process, to a repository moat cannot judge"
 		}
 	}
 	return ""

@@ -311,3 +311,19 @@ func TestAuditSubmoduleGitDirDeepOrSymlinked(t *testing.T) {
 		})
 	}
 }
+
+// A remote through /proc or /dev/fd: git resolves it in its own process
+// (/proc/self/cwd is the work tree of the user's git push), the audit in
+// moat's, so it looked elsewhere and the hidden repository's pre-receive
+// ran (found by attack pass 53). Such a URL the run set is taken out,
+// however it reaches /proc: directly, by enough "..", or through a symlink
+// in the tree.
+func TestAuditRemoteURLThroughProc(t *testing.T) {
+	mk := `git init -q sub && cd sub && echo x > x && git add x && git commit -qm x && git init -q --bare .git/stash/evil.git && ` + hookAt(".git/stash/evil.git/hooks/pre-receive") + ` && `
+	runPushAttacks(t, []pushAttack{
+		{"/proc/self/cwd", mk + `git remote add origin /proc/self/cwd/.git/stash/evil.git`},
+		{"/dev/fd", mk + `git remote add origin /dev/fd/../cwd/.git/stash/evil.git`},
+		{"enough ..", mk + `git remote add origin "$(echo "$PWD" | sed 's#/[^/]*#../#g')proc/self/cwd/.git/stash/evil.git"`},
+		{"a symlink in the tree", mk + `ln -s /proc/self/cwd here && git remote add origin "$PWD/here/.git/stash/evil.git"`},
+	})
+}
