@@ -47,9 +47,10 @@ func (ln *launcher) makePlan() error {
 	// whatever their policies: found by an attack pass), the quarantine,
 	// the journals and the audit's records.
 	pol2.FS.DenyRead = append(append([]policy.PathRule(nil), pol.FS.DenyRead...), policy.PathRule{Path: st, Source: "moat: its own state"})
+	own := ""
 	if id := ln.l.As; id != nil && id.Home != "" {
 		// moatd: the git audit quarantines into the user's own state.
-		own := filepath.Join(id.Home, ".local", "state", "moat")
+		own = filepath.Join(id.Home, ".local", "state", "moat")
 		pol2.Protect = append(pol2.Protect, own)
 		pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: own, Source: "moat: its own state"})
 	}
@@ -60,6 +61,7 @@ func (ln *launcher) makePlan() error {
 		}
 		ln.tmpDir = dir
 	}
+	var ownErr error
 	uid, gid := ln.ids()
 	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
 		cache: cacheIO{dir: filepath.Join(st, "cache")}, mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
@@ -77,6 +79,21 @@ func (ln *launcher) makePlan() error {
 			return err
 		}
 		in.look = func(fn func()) { w.Do(func() error { fn(); return nil }) }
+		if own != "" {
+			// The client's moat state exists before the plan, made as the
+			// client, so that the plan hides and protects it as it does
+			// any existing path. One that did not exist yet was neither
+			// (a hidden path is no protection to reserve, and a missing
+			// one needs no mount): a command with a writable home made
+			// ~/.local/state/moat/cache and wrote the git audit's record
+			// of the tree there, which the audit after the run reads, and
+			// a record giving a new repository's directory its own stamps
+			// and no .git kept the audit from looking in it, so a
+			// core.fsmonitor planted there ran at the user's next git
+			// status (found by attack pass 57;
+			// TestDaemonAttackSandboxMakesClientState).
+			ownErr = w.Do(func() error { return os.MkdirAll(own, 0o700) })
+		}
 		in.cache = cacheIO{dir: filepath.Join(st, "cache", "uid-"+strconv.Itoa(id.Uid)), rootDo: func(fn func()) {
 			done := make(chan struct{})
 			go func() { defer close(done); fn() }() // not on w's locked thread
@@ -98,6 +115,21 @@ func (ln *launcher) makePlan() error {
 	fp, err := makeFSPlan(in)
 	if err != nil {
 		return err
+	}
+	if ownErr != nil {
+		// It could not be made (a file in its way, a directory of the
+		// client's without write permission): where a writable tree holds
+		// it, the command could make it, so the run is refused.
+		var c string
+		var exists bool
+		var cerr error
+		in.lookAs(func() { c, exists, cerr = ln.dirs.canonical(own) })
+		if cerr != nil {
+			c, exists = own, false
+		}
+		if !exists && inAnyRoot(c, fp.view.allowWrite) {
+			return fmt.Errorf("moat's state for this user, %s, cannot be made (%v), and a writable tree of the sandbox holds it: the command could make it and write the git audit's record; make it a directory of the user's", own, ownErr)
+		}
 	}
 	if ln.nons {
 		// The run's TMPDIR is writable (a Landlock rule of its own); the
