@@ -94,11 +94,11 @@ func (ln *launcher) makePlan() error {
 			// TestDaemonAttackSandboxMakesClientState).
 			ownErr = w.Do(func() error { return os.MkdirAll(own, 0o700) })
 		}
-		in.cache = cacheIO{dir: filepath.Join(st, "cache", "uid-"+strconv.Itoa(id.Uid)), rootDo: func(fn func()) {
+		in.cache = clientCache(st, id.Uid, func(fn func()) {
 			done := make(chan struct{})
 			go func() { defer close(done); fn() }() // not on w's locked thread
 			<-done
-		}}
+		})
 	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders

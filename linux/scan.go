@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +87,23 @@ func scanCache(root string, depth int, cache cacheIO) (scanResult, error) {
 type cacheIO struct {
 	dir    string
 	rootDo func(func())
+	// max, if not 0, bounds the bytes of dir's files: after a write the
+	// oldest others go until they fit (clientCache).
+	max int64
+}
+
+// clientCacheBytes bounds each moatd client's plan caches in the
+// daemon's state: they are root's files, outside every quota, and a file
+// per writable root the client names. A client that renamed a tree of
+// 100,000 directories with long names and ran moat again in it left a
+// new 56 MB search cache each time, filling root's disk (found by attack
+// pass 57; TestClientCacheBounded).
+var clientCacheBytes int64 = 64 << 20
+
+// clientCache is the plan's cache for moatd's client uid: root's, one
+// directory per uid under state's, bounded, its file work done by rootDo.
+func clientCache(state string, uid int, rootDo func(func())) cacheIO {
+	return cacheIO{dir: filepath.Join(state, "cache", "uid-"+strconv.Itoa(uid)), rootDo: rootDo, max: clientCacheBytes}
 }
 
 func (c cacheIO) do(fn func()) {
@@ -106,14 +125,54 @@ func (c cacheIO) read(file string) (b []byte, err error) {
 // slower.
 func (c cacheIO) write(file string, data []byte) {
 	c.do(func() {
+		if c.max > 0 && int64(len(data)) > c.max {
+			return
+		}
 		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 			return
 		}
 		tmp := tmpName(file)
 		if os.WriteFile(tmp, data, 0o600) != nil || os.Rename(tmp, file) != nil {
 			os.Remove(tmp)
+			return
+		}
+		if c.max > 0 {
+			trimCache(filepath.Dir(file), file, c.max)
 		}
 	})
+}
+
+// trimCache removes dir's oldest files but keep until they hold at most
+// max bytes.
+func trimCache(dir, keep string, max int64) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type entry struct {
+		path  string
+		size  int64
+		mtime int64
+	}
+	var files []entry
+	var total int64
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		files = append(files, entry{filepath.Join(dir, e.Name()), fi.Size(), fi.ModTime().UnixNano()})
+		total += fi.Size()
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mtime < files[j].mtime })
+	for _, f := range files {
+		if total <= max {
+			return
+		}
+		if f.path != keep && os.Remove(f.path) == nil {
+			total -= f.size
+		}
+	}
 }
 
 // stamp identifies the state of a directory or pointer file.

@@ -3,7 +3,13 @@
 package linux
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +44,54 @@ func TestScanCacheEncoding(t *testing.T) {
 	}
 	if _, ok := decodeScanCache(append(b, 0), "/w", 3); ok {
 		t.Error("a cache with trailing bytes was used")
+	}
+}
+
+// A moatd client's plan caches are bounded in the daemon's state: they
+// are root's files, outside the client's quota, one per writable root
+// the client names, and stay when the tree goes. A tree renamed before
+// each run left a new search cache each time (56 MB for 100,000
+// directories with long names), filling root's disk (attack pass 57).
+func TestClientCacheBounded(t *testing.T) {
+	defer func(n int64) { clientCacheBytes = n }(clientCacheBytes)
+	clientCacheBytes = 60_000
+	work, state := t.TempDir(), t.TempDir()
+	tree := filepath.Join(work, "t0")
+	for i := 0; i < 40; i++ {
+		if err := os.MkdirAll(filepath.Join(tree, fmt.Sprintf("%03d%s", i, strings.Repeat("x", 240))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := clientCache(state, 4242, nil)
+	var last string
+	for i := 1; i <= 12; i++ {
+		next := filepath.Join(work, fmt.Sprintf("t%d", i))
+		if err := os.Rename(tree, next); err != nil {
+			t.Fatal(err)
+		}
+		tree = next
+		if _, err := scanCache(tree, 3, cache); err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", 3, tree)))
+		last = filepath.Join(cache.dir, "scan-"+hex.EncodeToString(h[:12]))
+	}
+	es, err := os.ReadDir(cache.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, e := range es {
+		fi, _ := e.Info()
+		total += fi.Size()
+	}
+	if total > clientCacheBytes {
+		t.Errorf("%d bytes of one client's caches in the daemon's state (%d files), over the %d allowed", total, len(es), clientCacheBytes)
+	}
+	if fi, err := os.Stat(last); err != nil || fi.Size() < 10_000 {
+		t.Errorf("the newest cache is not kept: %v", err)
+	}
+	if filepath.Dir(cache.dir) != filepath.Join(state, "cache") || filepath.Base(cache.dir) != "uid-4242" {
+		t.Errorf("the client's cache is %s, not under the state's cache/uid-4242", cache.dir)
 	}
 }
