@@ -678,9 +678,12 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		if c, _, err := in.dirs.canonical(p); err == nil {
 			// One that does not exist yet (the managed settings'
 			// directory) is reserved where a writable tree holds it and
-			// this user could make it (as root with --write /etc).
+			// this user could make it (as root with --write /etc). By the
+			// effective ids, not access(2)'s real ones: for moatd's client
+			// this runs on a thread with the client's fsuid, and a real
+			// uid of root's (found in attack pass 57's review).
 			protect(c, "moat: its own files are never writable", inAnyRoot(c, v.allowWrite) && reserveIfParent(c) &&
-				unix.Access(filepath.Dir(c), unix.W_OK) == nil)
+				unix.Faccessat2(unix.AT_FDCWD, filepath.Dir(c), unix.W_OK, unix.AT_EACCESS) == nil)
 		}
 	}
 	// Keep the protections that matter: those the rules would let the
