@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -313,18 +314,41 @@ func kernelMountsUnder(roots []rule, noMounts bool) ([]string, error) {
 // kernelMount is one kernel filesystem in this process's mount table.
 type kernelMount struct{ path, fstype string }
 
-// mountTable keeps the kernel filesystems of /proc/self/mountinfo across
-// the runs of a long-lived process (moat serve, moatd): the file is read
-// again only when poll says the mount table changed (POLLPRI), which
-// costs one poll instead of the kernel's rendering of every mount (25-50
-// µs here, more on hosts with hundreds of mounts).
+// mountEntry is one mount of this process's mount table.
+type mountEntry struct {
+	id, parent   int
+	dev          uint64 // the filesystem's device (major:minor)
+	path, fstype string
+}
+
+// mountTable keeps /proc/self/mountinfo across the runs of a long-lived
+// process (moat serve, moatd): the file is read again only when poll says
+// the mount table changed (POLLPRI), which costs one poll instead of the
+// kernel's rendering of every mount (25-50 µs here, more on hosts with
+// hundreds of mounts).
 var mountTable struct {
 	sync.Mutex
 	fd     int // open on /proc/self/mountinfo; 0 before the first read
-	mounts []kernelMount
+	mounts []mountEntry
 }
 
+// kernelMountTable is the kernel filesystems of the mount table.
 func kernelMountTable() ([]kernelMount, error) {
+	all, err := mountEntries()
+	if err != nil {
+		return nil, err
+	}
+	var out []kernelMount
+	for _, m := range all {
+		if kernelFSNames[m.fstype] {
+			out = append(out, kernelMount{path: m.path, fstype: m.fstype})
+		}
+	}
+	return out, nil
+}
+
+// mountEntries is every mount of this process's mount table, in its order.
+func mountEntries() ([]mountEntry, error) {
 	mountTable.Lock()
 	defer mountTable.Unlock()
 	if mountTable.fd > 0 {
@@ -358,7 +382,7 @@ func kernelMountTable() ([]kernelMount, error) {
 		}
 		b = append(b, buf[:n]...)
 	}
-	var mounts []kernelMount
+	var mounts []mountEntry
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte("\n"))
@@ -367,17 +391,87 @@ func kernelMountTable() ([]kernelMount, error) {
 			continue
 		}
 		fstype, _, _ := bytes.Cut(post, []byte(" "))
-		if !kernelFSNames[string(fstype)] {
-			continue
-		}
 		f := bytes.Fields(line)
 		if len(f) < 5 {
 			continue
 		}
-		mounts = append(mounts, kernelMount{path: cgroup.UnescapeMountinfo(string(f[4])), fstype: string(fstype)})
+		id, err1 := strconv.Atoi(string(f[0]))
+		parent, err2 := strconv.Atoi(string(f[1]))
+		major, minor, _ := bytes.Cut(f[2], []byte(":"))
+		maj, err3 := strconv.ParseUint(string(major), 10, 32)
+		mnr, err4 := strconv.ParseUint(string(minor), 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			continue
+		}
+		mounts = append(mounts, mountEntry{id: id, parent: parent, dev: unix.Mkdev(uint32(maj), uint32(mnr)),
+			path: cgroup.UnescapeMountinfo(string(f[4])), fstype: string(fstype)})
 	}
 	mountTable.mounts = mounts
 	return mounts, nil
+}
+
+// autofsSource is the source of the rules that hide the host's autofs
+// mounts.
+const autofsSource = "autofs: a lookup below it asks the host's automounter"
+
+// autofsRules hides every autofs mount of the host that nothing is mounted
+// on (an empty read-only directory in the sandbox), and shows again what
+// the host has mounted below one. A lookup of a name below an autofs mount
+// makes the kernel ask the host's automounter (a root daemon, outside the
+// sandbox's namespaces) for that name, whatever mount namespace it came
+// from: a sandboxed command had a -hosts map (/net/HOST) resolve a name of
+// its choosing, the data in a DNS query, and send RPC to any address
+// through the host's network, and a program map run as root with the name
+// (found by attack pass 56). What was already mounted below (a share the
+// automounter mounted, the user's home on a /home map) was cloned with the
+// sandbox's root and stays, with the access the rules give it; a path the
+// rules already hide is left alone. A direct mount whose share is mounted
+// on it is that share and asks for nothing.
+func autofsRules(v *view) (deny, allow []rule, err error) {
+	all, err := mountEntries()
+	if err != nil {
+		return nil, nil, err
+	}
+	autofs := map[int]string{}
+	for _, m := range all {
+		if m.fstype == "autofs" {
+			autofs[m.id] = m.path
+		}
+	}
+	if len(autofs) == 0 {
+		return nil, nil, nil
+	}
+	covered := map[int]bool{}
+	for _, m := range all {
+		if p, ok := autofs[m.parent]; ok && p == m.path {
+			covered[m.parent] = true
+		}
+	}
+	for _, a := range all {
+		if a.fstype != "autofs" || covered[a.id] || within(a.path, "/proc") || within(a.path, "/dev") ||
+			(v.privateTmp && within(a.path, "/tmp")) {
+			continue
+		}
+		if ok, _ := v.readable(a.path); !ok {
+			continue
+		}
+		// Not one another mount hides (the path leads elsewhere): lstat
+		// makes no request, even of a direct mount.
+		var st unix.Stat_t
+		if unix.Lstat(a.path, &st) != nil || st.Dev != a.dev {
+			continue
+		}
+		deny = append(deny, rule{path: a.path, source: autofsSource})
+		for _, m := range all {
+			if m.path == a.path || !within(m.path, a.path) || m.fstype == "autofs" && !covered[m.id] {
+				continue // (an autofs below is judged on its own)
+			}
+			if ok, _ := v.readable(m.path); ok {
+				allow = append(allow, rule{path: m.path, source: "mounted below the autofs " + a.path})
+			}
+		}
+	}
+	return deny, allow, nil
 }
 
 // expandRules is the first step: the policy's rules as canonical paths
@@ -475,6 +569,35 @@ func expandRules(in planInput) (*fsPlan, error) {
 		if c, _, err := in.dirs.canonical(p); err == nil {
 			v.exposed = append(v.exposed, rule{path: c, source: c})
 		}
+	}
+	if !in.noMounts {
+		deny, allow, err := autofsRules(v)
+		if err != nil {
+			return nil, err
+		}
+		if in.clientReach != nil && len(deny)+len(allow) > 0 {
+			// A client's sandbox mounts as the client: what the client
+			// cannot look up, it cannot have the automounter asked for
+			// either, nor read.
+			rs := append(append([]rule(nil), deny...), allow...)
+			paths := make([]string, len(rs))
+			for i, r := range rs {
+				paths[i] = r.path
+			}
+			ok := in.clientReach(paths)
+			deny, allow = deny[:0], allow[:0:0]
+			for i, r := range rs {
+				switch {
+				case !ok[i]:
+				case r.source == autofsSource:
+					deny = append(deny, r)
+				default:
+					allow = append(allow, r)
+				}
+			}
+		}
+		v.denyRead = append(v.denyRead, deny...)
+		v.allowRead = append(v.allowRead, allow...)
 	}
 	return fp, nil
 }
