@@ -220,8 +220,8 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set":
-		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (without namespaces) another process",
-			Rule: "the sandbox's init, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (in a session, or without namespaces) another process",
+			Rule: "the sandbox's init, the session's server and reapers, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
 	case "setsockopt":
 		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "setsockopt", Target: sockoptName(n.args[1], n.args[2]),

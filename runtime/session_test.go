@@ -338,6 +338,29 @@ func TestSessionServerKeepsItsLimits(t *testing.T) {
 	}
 }
 
+// A command's reaper (its parent, a subreaper that ends everything the
+// command started) keeps its limits too: a command gave it a CPU-time limit
+// of one second (prlimit --pid $PPID --cpu=1:1) and spent it with a stream
+// of orphans for it to reap; the kernel killed the reaper, the session
+// reported the command ended, and what it had started (setsid sleep) ran
+// on into the next commands (found by attack pass 56). Only the command's
+// own limits may change (prlimit64 on pid 0).
+func TestSessionReaperKeepsItsLimits(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c",
+		"prlimit --pid $PPID --cpu=1:1 && echo LOWERED; grep 'cpu time' /proc/$PPID/limits; prlimit --cpu=100:100 sh -c 'ulimit -t'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "LOWERED") {
+		t.Errorf("a command changed its reaper's limits (exit %d):\n%s", res.ExitCode, out)
+	}
+	if !strings.HasSuffix(out, "100\n") {
+		t.Errorf("a command must still set its own limits (exit %d):\n%s", res.ExitCode, out)
+	}
+}
+
 func hasViolation(res *Result, s string) bool {
 	for _, v := range res.Violations {
 		if strings.Contains(v.Line(), s) {

@@ -93,7 +93,10 @@ type Options struct {
 	// Session: the command runs in a session sandbox, whose server is pid
 	// 2: its limits, priority and CPUs are kept as init's are (a command
 	// lowered its descriptor limit, and every later command failed: found
-	// by an attack pass).
+	// by an attack pass). No limit of another process may change either:
+	// the command's parent is its reaper, whose pid no rule can name (a
+	// command had the kernel kill it through its CPU-time limit, and what
+	// the command started outlived the command: attack pass 56).
 	Session bool
 }
 
