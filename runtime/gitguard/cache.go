@@ -182,12 +182,23 @@ func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }
 
+// readCache reads a record of the walk: a regular file only, never through
+// a symlink, and opened without waiting. The record is the user's file
+// (moatd audits a client's trees with the client's own record, in the
+// client's ~/.local/state/moat/cache, as the client): a FIFO the user put
+// there held the daemon's thread in open(2) for good, and the daemon with
+// it: the audits of killed runs, at its start, before it serves anyone;
+// its shutdown, which waits for every session's last audit (found by
+// attack pass 60; TestCacheFIFONotOpened).
 func readCache(file string) (*walkCache, error) {
-	f, err := os.Open(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errCache
+	}
 	return decodeCache(bufio.NewReaderSize(f, 64<<10))
 }
 

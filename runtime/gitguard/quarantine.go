@@ -149,7 +149,15 @@ func (a *auditor) dest(p string) (string, error) {
 		name = name[:200]
 	}
 	dest := filepath.Join(d, fmt.Sprintf("%03d-%s", a.n, name))
-	idx, err := os.OpenFile(filepath.Join(d, "index.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	// The quarantine is the user's (moatd): a FIFO or a symlink at the
+	// index is not written through, nor waited on (readCache).
+	idx, err := os.OpenFile(filepath.Join(d, "index.txt"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err == nil {
+		if fi, serr := idx.Stat(); serr != nil || !fi.Mode().IsRegular() {
+			idx.Close()
+			err = errors.New("not a regular file")
+		}
+	}
 	if err == nil {
 		fmt.Fprintf(idx, "%s\t%q\n", filepath.Base(dest), p)
 		idx.Close()

@@ -1,0 +1,77 @@
+//go:build unix
+
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Under moatd the record of the walk and the quarantine are the client's
+// own (~/.local/state/moat/cache and quarantine), which the client can
+// fill as it likes between two runs. A FIFO named as a record
+// (gitguard-*) held the audit's thread in open(2) for good: moatd's start
+// audits the runs a killed daemon left before it serves anyone, and its
+// shutdown waits for every session's last audit, so one user's FIFO kept
+// the daemon from serving every user (attack pass 60). A FIFO or a
+// symlink there is now no record, and loadCache returns at once.
+func TestCacheFIFONotOpened(t *testing.T) {
+	dir := t.TempDir()
+	const root = "/var/tmp/proj"
+	other := t.TempDir()
+	good := newCache(root)
+	good.put(root, dirInfo{id: fileID{dev: 1, ino: 2, ctime: 3}})
+	if err := os.WriteFile(filepath.Join(other, "record"), encoded(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifos := []string{cacheFile(dir, root), filepath.Join(dir, "gitguard-0")}
+	for _, f := range fifos {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record reached through a symlink is not the user's record of this
+	// tree either (it could be any file the reader may open).
+	if err := os.Symlink(filepath.Join(other, "record"), filepath.Join(dir, "gitguard-1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Whatever still waits in open(2) is let go (a writer pairs).
+		for _, f := range fifos {
+			if fd, err := syscall.Open(f, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	})
+	done := make(chan *walkCache, 1)
+	go func() { done <- loadCache(dir, root) }()
+	select {
+	case c := <-done:
+		if c != nil {
+			t.Errorf("a record read through a FIFO or a symlink: %+v", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loadCache is still opening a FIFO named as a record after 5 s")
+	}
+
+	// The quarantine's index.
+	q := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(q, "index.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifos = append(fifos, filepath.Join(q, "index.txt"))
+	a := &auditor{o: Options{QuarantineDir: q}, qdir: q}
+	dest := make(chan error, 1)
+	go func() { _, err := a.dest("/var/tmp/proj/.git/config"); dest <- err }()
+	select {
+	case err := <-dest:
+		if err != nil {
+			t.Errorf("dest: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the quarantine is still opening a FIFO at its index after 5 s")
+	}
+}
