@@ -443,6 +443,10 @@ func TestDaemonSIGKILL(t *testing.T) {
 	var markers []string
 	for _, u := range []*daemonUser{u1, u2} {
 		sid := u.openSession(t, d, fmt.Sprintf(`{"cwd":%q,"write":[%q]}`, u.dir, u.dir))
+		// Output long enough to be saved in the daemon's state.
+		if code, body := u.call(t, d.sock, "POST", "/v1/sessions/"+sid+"/commands?stream=false", `{"command":"head -c 200000 /dev/zero | tr '\\0' a"}`); code != 200 || jsonField(t, body, "output_file") == "" {
+			t.Fatalf("long output: %d %.300s", code, body)
+		}
 		m := testutil.SleepMarker(300)
 		markers = append(markers, m)
 		b, _ := json.Marshal(map[string]any{"command": "sleep " + m, "background": true})
@@ -501,7 +505,11 @@ func TestDaemonSIGKILL(t *testing.T) {
 		}
 	}
 	left, cgs := placeholders(), daemonCgroups(oldPid)
-	t.Logf("the killed daemon left %d placeholders and %d cgroups", len(left), len(cgs))
+	saved, _ := filepath.Glob(filepath.Join(dir, "state", "output", "*", "*"))
+	t.Logf("the killed daemon left %d placeholders, %d cgroups and %d files of saved output", len(left), len(cgs), len(saved))
+	if len(saved) == 0 {
+		t.Fatal("the killed daemon left no saved output: the clean-up below proves nothing")
+	}
 	// The next start, without a run.
 	os.Remove(d.sock)
 	d2 := startDaemon(t, moatBin(t), dir, nil)
@@ -515,6 +523,11 @@ func TestDaemonSIGKILL(t *testing.T) {
 	}
 	if c := daemonCgroups(oldPid); len(c) > 0 {
 		t.Errorf("after the next daemon's start, the killed one's eBPF cgroups are still there: %v", c)
+	}
+	// Its sessions' saved output (root's files, up to 256 MB a session)
+	// stayed for good (attack pass 60).
+	if s, _ := filepath.Glob(filepath.Join(dir, "state", "output", "*")); len(s) > 0 {
+		t.Errorf("after the next daemon's start, the killed one's saved output is still there: %v", s)
 	}
 }
 

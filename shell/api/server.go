@@ -193,6 +193,10 @@ func New(cfg Config) (*Server, error) {
 		if err := runtime.Sweep(cfg.StateDir); err != nil && cfg.Logger != nil {
 			cfg.Logger.Debug("sweep", "err", err)
 		}
+		// And its sessions' saved output (root's files, kept for good).
+		if err := sandbox.SweepOutput(cfg.StateDir); err != nil && cfg.Logger != nil {
+			cfg.Logger.Warn("saved output of a killed daemon not removed", "err", err)
+		}
 		// The git audit its killed runs never made, as each client.
 		vs, warns := runtime.AuditDeadRuns(cfg.StateDir)
 		if cfg.Logger != nil {
