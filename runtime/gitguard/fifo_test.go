@@ -5,6 +5,7 @@ package gitguard
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -73,5 +74,59 @@ func TestCacheFIFONotOpened(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the quarantine is still opening a FIFO at its index after 5 s")
+	}
+}
+
+// A record larger than maxRecordBytes is no record, and the records read
+// in the search for one (loadCache's fallback) together stay within it,
+// each file once: a client's made-up 12.9 MB record and three hard links
+// to it took moatd from 21 MB to 2.2 GB for one audit (attack pass 60).
+func TestCacheRecordBounded(t *testing.T) {
+	dir := t.TempDir()
+	const root = "/var/tmp/proj"
+	c := newCache(root)
+	for i := range 2000 {
+		c.put(filepath.Join(root, "d", strconv.Itoa(i)), dirInfo{id: fileID{dev: 1, ino: uint64(i), ctime: 3}})
+	}
+	b := encoded(c)
+	defer func(n int64) { maxRecordBytes = n }(maxRecordBytes)
+	maxRecordBytes = int64(len(b)) + 100
+	// The exact record, within the bound: read.
+	if err := os.WriteFile(cacheFile(dir, root), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadCache(dir, root); got == nil || len(got.dirs) != len(c.dirs) {
+		t.Fatalf("a record within the bound was not read: %v", got)
+	}
+	// Past it: no record.
+	maxRecordBytes = int64(len(b)) - 1
+	if got := loadCache(dir, root); got != nil {
+		t.Errorf("a record of %d bytes was read past a bound of %d", len(b), maxRecordBytes)
+	}
+	// Hard links to one record, under other names (the fallback): read
+	// once, and two records together no more than the bound.
+	maxRecordBytes = int64(len(b)) + 100
+	os.Remove(cacheFile(dir, root))
+	first := filepath.Join(dir, "gitguard-0")
+	if err := os.WriteFile(first, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"gitguard-1", "gitguard-2", "gitguard-3"} {
+		if err := os.Link(first, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gitguard-4"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	orig := readCacheHook
+	readCacheHook = func(string) { read++ }
+	defer func() { readCacheHook = orig }()
+	if got := loadCache(dir, root); got == nil {
+		t.Fatal("the fallback found no record")
+	}
+	if read != 1 {
+		t.Errorf("the fallback decoded %d records (hard links to one, and a second past the bound), want 1", read)
 	}
 }
