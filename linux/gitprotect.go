@@ -47,6 +47,12 @@ func readGitFacts(files []string, home string, read func(string) ([]byte, error)
 			return
 		}
 		seen[p] = true
+		if gitguard.AutofsOnWay(p, true) {
+			// An include below an autofs mount nothing covers is not
+			// read: the lookup would ask the host's automounter for a
+			// name a command's config chose (attack pass 56).
+			return
+		}
 		b, err := read(p)
 		if err != nil {
 			return

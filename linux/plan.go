@@ -619,6 +619,15 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		home, _, _ = in.dirs.canonical(pol.Home)
 	}
 	protect := func(p, why string, reserve bool) {
+		if gitguard.AutofsOnWay(p, false) {
+			// A hooks path, include or git directory a config or a
+			// pointer names below an autofs mount nothing covers: even
+			// its lstat would ask the host's automounter for the name
+			// (attack pass 56, TestPlanAutofsNotAsked). The sandbox shows
+			// such a mount as an empty read-only directory (autofsRules).
+			return
+		}
+		follow := !gitguard.AutofsOnWay(p, true) // what p leads to may be looked at
 		// A home's own file that is a symlink, or under one (.gitconfig,
 		// .bashrc or .claude kept in a dotfiles tree that is writable): the
 		// mount at the path holds the symlink, not what it leads to, so
@@ -628,7 +637,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// a symlink the command planted in the tree (sub/.claude -> ..)
 		// would otherwise make a later run's whole tree read-only; and
 		// never a target that holds a writable root or is a git directory.
-		if policy.HomeOwn(p, home) && in.dirs.kind(p) != 0 {
+		if policy.HomeOwn(p, home) && follow && in.dirs.kind(p) != 0 {
 			if c, exists, err := in.dirs.canonical(p); err == nil && exists && c != p && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
 				prot = append(prot, rule{path: c, source: why + " (through the symlink " + p + ")"})
 			} else if t, err := os.Readlink(p); err == nil {
@@ -639,7 +648,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 				if !filepath.IsAbs(t) {
 					t = filepath.Join(filepath.Dir(p), t)
 				}
-				if c, exists, err := in.dirs.canonical(t); err == nil && !exists && inAnyRoot(c, v.allowWrite) && !holdsRoot(c, v.allowWrite) &&
+				if gitguard.AutofsOnWay(t, true) {
+					// (as above: not looked up)
+				} else if c, exists, err := in.dirs.canonical(t); err == nil && !exists && inAnyRoot(c, v.allowWrite) && !holdsRoot(c, v.allowWrite) &&
 					!strings.Contains(c+"/", "/.git/") && in.dirs.kind(filepath.Dir(c)) == 'd' {
 					prot = append(prot, rule{path: c, source: why + " (where the symlink " + p + " leads)"})
 					reserved[c] = true
@@ -674,8 +685,13 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	}
 	// A reserved path needs a mount point, made in its parent: only where
 	// the parent exists.
-	reserveIfParent := func(p string) bool { return in.dirs.kind(filepath.Dir(p)) == 'd' }
+	reserveIfParent := func(p string) bool {
+		return !gitguard.AutofsOnWay(p, false) && in.dirs.kind(filepath.Dir(p)) == 'd'
+	}
 	gitEntries := func(g string, reserve bool) {
+		if gitguard.AutofsOnWay(g, true) {
+			return // as protect
+		}
 		for _, n := range policy.GitProtected {
 			if (n == "config" || n == "config.worktree") && pol.FS.AllowGitConfig {
 				continue
@@ -765,6 +781,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	// nothing in a git directory.
 	protectGlobal := func(p, why string) {
 		protect(p, why, reserveIfParent(p))
+		if gitguard.AutofsOnWay(p, true) {
+			return // as protect
+		}
 		if c, exists, err := in.dirs.canonical(p); err == nil && c != p && exists && !holdsRoot(c, v.allowWrite) && !strings.Contains(c+"/", "/.git/") {
 			protect(c, why+" (through a symlink on "+p+")", false)
 		}

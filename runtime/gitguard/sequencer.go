@@ -2,7 +2,6 @@ package gitguard
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -55,7 +54,7 @@ func (a *auditor) sequencer(g, worktree string) {
 // moved in during it), or a symlink (git never makes one there; what it
 // leads to may have been written in an earlier run).
 func (a *auditor) stateChanged(p string) bool {
-	fi, err := os.Lstat(p)
+	fi, err := lstat(p)
 	if err != nil {
 		return false
 	}
@@ -80,7 +79,7 @@ func (a *auditor) todo(p string, dirChanged bool) {
 		return
 	}
 	why := "an interrupted rebase's todo list with exec lines the user's git rebase --continue would run: " + strings.Join(execs, "; ")
-	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	if fi, err := lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		a.quarantine(real, why)
 		return
 	}
@@ -102,7 +101,7 @@ func (a *auditor) stateFile(p string, dirChanged bool, max int64, what string) (
 	}
 	data, id, err := readSmall(p, max)
 	if err != nil {
-		if _, lerr := os.Lstat(p); lerr == nil {
+		if _, lerr := lstat(p); lerr == nil {
 			a.quarantine(real, what+" that moat cannot read ("+err.Error()+")")
 		}
 		return "", nil, fileID{}, false
@@ -168,7 +167,7 @@ func (a *auditor) strategyOpts(rm string, dirChanged bool) {
 	if !dirChanged && !a.stateChanged(p) && !a.stateChanged(filepath.Join(rm, "strategy")) {
 		return
 	}
-	if _, err := os.Lstat(p); err != nil {
+	if _, err := lstat(p); err != nil {
 		return
 	}
 	name := ""
@@ -219,7 +218,7 @@ func (a *auditor) sequencerOpts(p string, dirChanged bool) {
 		return
 	}
 	why := "an interrupted cherry-pick's or revert's merge strategy (" + strings.Join(bad, "; ") + ") runs a program, or passes it options unchecked, on the user's git cherry-pick --continue (or revert)"
-	if fi, err := os.Lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+	if fi, err := lstat(real); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		a.quarantine(real, why)
 		return
 	}

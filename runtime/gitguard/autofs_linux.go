@@ -1,0 +1,137 @@
+package gitguard
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountTable keeps what autofsMounts reads of /proc/self/mountinfo: the
+// file is read again only when poll says the mount table changed
+// (POLLPRI), as linux/plan.go's mountTable does.
+var mountTable struct {
+	sync.Mutex
+	fd int // open on /proc/self/mountinfo; 0 before the first read
+	t  *autofsTable
+}
+
+// autofsMounts is this process's autofs mounts that nothing is mounted on,
+// and every mount point, or nil where there is no such autofs mount (or
+// the mount table cannot be read: then the audit looks as before).
+func autofsMounts() *autofsTable {
+	mountTable.Lock()
+	defer mountTable.Unlock()
+	if mountTable.fd > 0 {
+		pfd := []unix.PollFd{{Fd: int32(mountTable.fd), Events: unix.POLLPRI}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n == 0 {
+			return mountTable.t
+		}
+		if _, err := unix.Seek(mountTable.fd, 0, 0); err != nil {
+			unix.Close(mountTable.fd)
+			mountTable.fd = 0
+		}
+	}
+	if mountTable.fd <= 0 {
+		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil
+		}
+		mountTable.fd = fd
+	}
+	var b []byte
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Read(mountTable.fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(mountTable.fd)
+			mountTable.fd = 0
+			mountTable.t = nil
+			return nil
+		}
+		if n == 0 {
+			break
+		}
+		b = append(b, buf[:n]...)
+	}
+	mountTable.t = parseAutofs(b)
+	return mountTable.t
+}
+
+// parseAutofs reads a mountinfo text: an autofs mount is covered where a
+// mount of its own (its parent) is at its path.
+func parseAutofs(b []byte) *autofsTable {
+	type mount struct {
+		id, parent int
+		path       string
+		autofs     bool
+	}
+	var all []mount
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte("\n"))
+		_, post, ok := bytes.Cut(line, []byte(" - "))
+		f := bytes.Fields(line)
+		if !ok || len(f) < 5 {
+			continue
+		}
+		id, err1 := strconv.Atoi(string(f[0]))
+		parent, err2 := strconv.Atoi(string(f[1]))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		fstype, _, _ := bytes.Cut(post, []byte(" "))
+		all = append(all, mount{id, parent, unescapeMountinfo(string(f[4])), string(fstype) == "autofs"})
+	}
+	autofs := map[int]string{}
+	for _, m := range all {
+		if m.autofs {
+			autofs[m.id] = m.path
+		}
+	}
+	if len(autofs) == 0 {
+		return nil
+	}
+	covered := map[int]bool{}
+	t := &autofsTable{uncovered: map[string]bool{}, mounted: map[string]bool{}}
+	for _, m := range all {
+		t.mounted[m.path] = true
+		if p, ok := autofs[m.parent]; ok && p == m.path {
+			covered[m.parent] = true
+		}
+	}
+	for id, p := range autofs {
+		if !covered[id] {
+			t.uncovered[p] = true
+		}
+	}
+	if len(t.uncovered) == 0 {
+		return nil
+	}
+	return t
+}
+
+// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space,
+// \011, \012, \134) in a mountinfo path.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
+}
