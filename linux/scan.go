@@ -317,7 +317,7 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 	}
 	queue := []item{{root, 0}}
 	var pre map[string]stamp
-	if parallel && !hasAutofs() {
+	if parallel && !gitguard.Automounter() {
 		// Not for a client's sandbox: the look-ahead runs on goroutines,
 		// which would look with root's credentials, not the client's.
 		// Nor where the host has an autofs mount: a directory the cache
@@ -386,21 +386,6 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 		changed = true
 	}
 	return r, dirs, changed, nil
-}
-
-// hasAutofs reports an autofs mount in this process's mount table (or a
-// table that cannot be read).
-func hasAutofs() bool {
-	all, err := mountEntries()
-	if err != nil {
-		return true
-	}
-	for _, m := range all {
-		if m.fstype == "autofs" {
-			return true
-		}
-	}
-	return false
 }
 
 // isBareRepo mirrors git's test for a git directory: HEAD, objects/ and refs/.

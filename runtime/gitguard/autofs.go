@@ -144,6 +144,13 @@ func evalSymlinks(p string) (string, error) {
 	return filepath.EvalSymlinks(p)
 }
 
+// Automounter reports whether this host has an autofs mount that nothing
+// covers and that asks an automounter (not systemd's): lookups below it,
+// where a path may lead, are checked one component at a time, and moat's
+// parallel look-ahead (the planner's prestamp, the audit's prestat) is
+// skipped.
+func Automounter() bool { return autofsMounts() != nil }
+
 // AutofsOnWay is autofsOnWay, for moat's planner: it reads the .git
 // files, commondirs and configs a command left too, before the next run
 // (linux.readGitPointer, readGitFacts).

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 // mountTable keeps what autofsMounts reads of /proc/self/mountinfo: the
@@ -44,10 +46,7 @@ func autofsMounts() *autofsTable {
 	var b []byte
 	buf := make([]byte, 16<<10)
 	for {
-		n, err := unix.Read(mountTable.fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := sys.RetryValue(func() (int, error) { return unix.Read(mountTable.fd, buf) })
 		if err != nil {
 			unix.Close(mountTable.fd)
 			mountTable.fd = 0
@@ -85,8 +84,15 @@ func parseAutofs(b []byte) *autofsTable {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		fstype, _, _ := bytes.Cut(post, []byte(" "))
-		all = append(all, mount{id, parent, unescapeMountinfo(string(f[4])), string(fstype) == "autofs"})
+		fstype, rest, _ := bytes.Cut(post, []byte(" "))
+		source, _, _ := bytes.Cut(rest, []byte(" "))
+		// systemd's automount points (source systemd-1: /proc/sys/fs/
+		// binfmt_misc on every systemd host, x-systemd.automount entries)
+		// mount their one unit whatever the name looked up, and run no
+		// program with it: not counted, or every audit on such a host
+		// would lose its look-ahead and walk each path twice.
+		autofs := string(fstype) == "autofs" && string(source) != "systemd-1"
+		all = append(all, mount{id, parent, unescapeMountinfo(string(f[4])), autofs})
 	}
 	autofs := map[int]string{}
 	for _, m := range all {
