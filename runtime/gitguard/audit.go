@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -1326,6 +1327,21 @@ func (a *auditor) modules(dir string, _ int) {
 // configFile evaluates one config file git would read, following its
 // includes; it returns the entries that remain after any rewrite.
 func (a *auditor) configFile(p string, depth int) []Entry {
+	return a.configFileIn(p, depth, map[string]bool{})
+}
+
+// configFileIn is configFile within one config's includes, read: each
+// file of them (by its name in the directory it really lies in, where its
+// own relative includes lead from) is read once at each depth. Every
+// include was followed wherever it led: a config including itself 20
+// times (or through 20 symlinks to its directory, or a chain of files
+// each including the next 20 times) was read 20^11 times, and the audit
+// never ended; the run's other plants were never judged, and every moat
+// after it hung on the killed run's audit (attack pass 59,
+// TestAuditIncludeFanOutFinishes). The depth is part of the key: a file
+// reached first at depth 10 is followed again when reached at depth 2,
+// where git reads what it includes (TestAuditIncludeSeenDeeperFirst).
+func (a *auditor) configFileIn(p string, depth int, read map[string]bool) []Entry {
 	if depth > 10 {
 		return nil
 	}
@@ -1356,6 +1372,18 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 		}
 		return nil
 	}
+	// Judged (and its entries given) once already at this depth, by this
+	// name in this directory and with or without another user's symlink
+	// on its way (what quarantineReached does differs): the same entries,
+	// the same includes.
+	key := strconv.Itoa(depth) + "\x00" + physical(filepath.Dir(p)) + "/" + filepath.Base(p)
+	if a.foreignLinkOnWay(p) != "" {
+		key += "\x00foreign"
+	}
+	if read[key] {
+		return nil
+	}
+	read[key] = true
 	data, id, err := readSmall(p, maxConfigSize)
 	lid := idOf(lfi)
 	changed := a.changedAt(p, lid) || err == nil && a.changed(id)
@@ -1470,7 +1498,7 @@ func (a *auditor) configFile(p string, depth int) []Entry {
 			// An include the user wrote pointing into a writable tree:
 			// what the command wrote there is judged like any config.
 			if inc := a.resolve(e.Value, filepath.Dir(p)); inc != "" {
-				out = append(out, a.configFile(inc, depth+1)...)
+				out = append(out, a.configFileIn(inc, depth+1, read)...)
 			}
 		}
 	}

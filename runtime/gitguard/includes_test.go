@@ -1,0 +1,89 @@
+package gitguard
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An unchanged config's includes are followed, and each included file's
+// too, to git's depth of 10: a config that includes a file 20 times, each
+// including it 20 times again, had the audit read it 20^11 times. A
+// config staged in one run in a plain directory (nothing git reads, no
+// audit looks at it), turned into a bare repository by a HEAD in the
+// next, hung that run's audit for ever after the command ended: moat
+// never returned, the SIGTERM of a timeout did nothing, a SIGKILL left
+// the run for the next moat to audit, which hung the same way, and the
+// hook planted in the same run, never judged, ran on the user's git
+// commit (attack pass 59). Another user's repository in a shared tree,
+// whose config is never the run's, hung root's audit in the same way.
+func TestAuditIncludeFanOutFinishes(t *testing.T) {
+	cases := []struct {
+		name  string
+		stage string // run 1, in the tree's root
+	}{
+		{"a config including itself 20 times",
+			`mkdir stage && { echo '[include]'; for i in $(seq 20); do echo '	path = config'; done; } > stage/config`},
+		{"includes through 20 symlinks to the config's own directory",
+			`mkdir stage && for i in $(seq 20); do ln -s . stage/l$i; done && { echo '[include]'; for i in $(seq 20); do echo "	path = l$i/config"; done; } > stage/config`},
+		{"a chain of files, each including the next 20 times",
+			`mkdir stage && for n in $(seq 0 11); do { echo '[include]'; for i in $(seq 20); do echo "	path = c$((n+1))"; done; } > stage/c$n; done && cp stage/c0 stage/config`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t)
+			s.begin()
+			s.audit()
+			s.begin()
+			s.sh(s.w, tc.stage)
+			s.audit()
+			time.Sleep(30 * time.Millisecond)
+			s.begin()
+			s.sh(s.w, `touch stage/HEAD && git init -q zzz && printf '#!/bin/sh\n"$PROG"\n' > zzz/.git/hooks/pre-commit && chmod +x zzz/.git/hooks/pre-commit`)
+			done := make(chan *Report, 1)
+			go func() { done <- s.audit() }()
+			select {
+			case rep := <-done:
+				if len(rep.Incomplete) > 0 {
+					t.Logf("incomplete: %v", rep.Incomplete)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the audit did not finish in 30 seconds (the included files read again and again)")
+			}
+			if s.userGit(filepath.Join(s.w, "zzz"), "commit", "-q", "--allow-empty", "-m", "x") {
+				t.Fatal("ESCAPE: the hook planted beside the fan-out ran on the user's git commit")
+			}
+		})
+	}
+}
+
+// The same file reached at a shallower depth later is followed again
+// from there: an include git reads within its depth of 10 by the second
+// route (config -> a -> h) was beyond it by the first (config -> c1 ->
+// ... -> c9 -> a, at depth 10, -> h), and a hooks path set in h is judged.
+func TestAuditIncludeSeenDeeperFirst(t *testing.T) {
+	s := newScene(t)
+	s.begin()
+	s.audit()
+	s.begin()
+	var chain strings.Builder
+	for n := 1; n <= 8; n++ {
+		chain.WriteString("printf '[include]\\n\\tpath = c" + strconv.Itoa(n+1) + "\\n' > stage/c" + strconv.Itoa(n) + "; ")
+	}
+	s.sh(s.w, `mkdir -p stage/.h && `+chain.String()+`printf '[include]\n\tpath = a\n' > stage/c9 && printf '[include]\n\tpath = h\n' > stage/a && printf '[core]\n\thooksPath = .h\n' > stage/h && printf '[include]\n\tpath = c1\n\tpath = a\n' > stage/config`)
+	s.audit()
+	time.Sleep(30 * time.Millisecond)
+	s.begin()
+	// The hook goes where the included hooks path names, relative to the
+	// bare repository the HEAD makes of stage.
+	s.sh(s.w, `touch stage/HEAD && printf '#!/bin/sh\n"$PROG"\n' > stage/.h/pre-receive && chmod +x stage/.h/pre-receive`)
+	rep := s.audit()
+	for _, f := range rep.Findings {
+		if strings.HasSuffix(f.Path, "/.h/pre-receive") {
+			return
+		}
+	}
+	t.Fatalf("the hook in the hooks path an include sets at depth 2 (and 11) was not judged: %+v", rep.Findings)
+}
