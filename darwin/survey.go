@@ -553,12 +553,15 @@ type gitFacts struct {
 	templateDirs   []string // init.templateDir values
 }
 
+// readGitFacts reads at most maxIncludeReads files, as Linux's: includes
+// through symlinks to a config's own directory (l1/config ... l20/config)
+// named 20^10 paths, each new as written (attack pass 59).
 func readGitFacts(files []string, home string) gitFacts {
 	var f gitFacts
 	seen := map[string]bool{}
 	var read func(p string, depth int)
 	read = func(p string, depth int) {
-		if depth > 10 || seen[p] {
+		if depth > 10 || seen[p] || len(seen) >= maxIncludeReads {
 			return
 		}
 		seen[p] = true
@@ -591,6 +594,9 @@ func readGitFacts(files []string, home string) gitFacts {
 	}
 	return f
 }
+
+// maxIncludeReads bounds the config files one readGitFacts reads.
+const maxIncludeReads = 1000
 
 // readSmall reads a regular file of at most max bytes (a FIFO or a device
 // is refused, not read).

@@ -38,12 +38,20 @@ type gitFacts struct {
 // a config the client cannot read, and a core.hooksPath or an include
 // value in it came out as a placeholder in the client's tree, found by an
 // attack pass).
+//
+// At most maxIncludeReads files are read: another user's config in a
+// shared tree including its own directory's config through 20 symlinks
+// to that directory (l1/config ... l20/config) named 20^10 paths, each
+// new as written, and the plan of every run that could write the tree
+// never ended (attack pass 59, TestReadGitFactsIncludeFanOut). What is
+// not read here is not protected during the run; the audit judges it
+// after.
 func readGitFacts(files []string, home string, read func(string) ([]byte, error)) gitFacts {
 	var f gitFacts
 	seen := map[string]bool{}
 	var walk func(p string, depth int)
 	walk = func(p string, depth int) {
-		if depth > 10 || seen[p] {
+		if depth > 10 || seen[p] || len(seen) >= maxIncludeReads {
 			return
 		}
 		seen[p] = true
@@ -83,6 +91,10 @@ func readGitFacts(files []string, home string, read func(string) ([]byte, error)
 	}
 	return f
 }
+
+// maxIncludeReads bounds the config files one readGitFacts reads: far
+// above the includes of a real configuration.
+const maxIncludeReads = 1000
 
 // readConfigFile reads a git config file moat plans from (at most 1 MB).
 func readConfigFile(p string) ([]byte, error) { return readSmallFile(p, 1<<20) }

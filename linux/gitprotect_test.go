@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The user's git configuration is the user's: planning a client's sandbox
@@ -94,5 +95,34 @@ func TestGlobalGitFactsTemplateDir(t *testing.T) {
 	got := readGitFacts(globalGitConfigs(home, ""), home, readConfigFile).templateDirs
 	if !slices.Contains(got, "~/.git_template") {
 		t.Fatalf("init.templateDir not read: %q", got)
+	}
+}
+
+// Another user's config in a shared tree including its directory's config
+// through 20 symlinks to that directory names a new path at each of 20^10
+// steps: the plan of a run that could write the tree never ended (attack
+// pass 59). It ends now, with what it read.
+func TestReadGitFactsIncludeFanOut(t *testing.T) {
+	g := t.TempDir()
+	body := "[core]\n\thooksPath = .h\n[include]\n"
+	for i := 1; i <= 20; i++ {
+		l := "l" + string(rune('a'+i))
+		if err := os.Symlink(".", filepath.Join(g, l)); err != nil {
+			t.Fatal(err)
+		}
+		body += "\tpath = " + l + "/config\n"
+	}
+	if err := os.WriteFile(filepath.Join(g, "config"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan gitFacts, 1)
+	go func() { done <- readGitFacts([]string{filepath.Join(g, "config")}, t.TempDir(), readConfigFile) }()
+	select {
+	case f := <-done:
+		if !slices.Contains(f.hooksPaths, ".h") {
+			t.Fatalf("the config's own hooks path not read: %q", f.hooksPaths)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reading the config's includes did not end in 30 seconds")
 	}
 }
