@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ func TestAuditIncludeFanOutFinishes(t *testing.T) {
 			s.audit()
 			time.Sleep(30 * time.Millisecond)
 			s.begin()
-			s.sh(s.w, `touch stage/HEAD && git init -q zzz && printf '#!/bin/sh\n"$PROG"\n' > zzz/.git/hooks/pre-commit && chmod +x zzz/.git/hooks/pre-commit`)
+			s.sh(s.w, `touch stage/HEAD && git init -q zzz && `+hookAt("zzz/.git/hooks/pre-commit"))
 			done := make(chan *Report, 1)
 			go func() { done <- s.audit() }()
 			select {
@@ -78,7 +79,7 @@ func TestAuditIncludeSeenDeeperFirst(t *testing.T) {
 	s.begin()
 	// The hook goes where the included hooks path names, relative to the
 	// bare repository the HEAD makes of stage.
-	s.sh(s.w, `touch stage/HEAD && printf '#!/bin/sh\n"$PROG"\n' > stage/.h/pre-receive && chmod +x stage/.h/pre-receive`)
+	s.sh(s.w, `touch stage/HEAD && `+hookAt("stage/.h/pre-receive"))
 	rep := s.audit()
 	for _, f := range rep.Findings {
 		if strings.HasSuffix(f.Path, "/.h/pre-receive") {
@@ -86,4 +87,41 @@ func TestAuditIncludeSeenDeeperFirst(t *testing.T) {
 		}
 	}
 	t.Fatalf("the hook in the hooks path an include sets at depth 2 (and 11) was not judged: %+v", rep.Findings)
+}
+
+// modules/ is walked through symlinks, each directory once, but every
+// entry counted in the audit's bound of directories: symlinks to a
+// directory walked already (a directory of them, to ".", staged in one
+// run where no repository was, made a repository's modules/ by a HEAD in
+// the next) used up the bound in a tree of a few directories, and the
+// walk of the tree stopped there: a hook planted in a repository it had
+// not reached yet stayed, with a warning, and ran on the user's git
+// commit (attack pass 59). A million symlinks cost a million inodes and
+// no data block; a million directories, the bound the audit documents,
+// four gigabytes.
+func TestAuditModulesSymlinksDoNotUseTheBound(t *testing.T) {
+	const bound = 2000
+	s := newScene(t)
+	s.maxDirs = bound
+	s.begin()
+	s.audit()
+	s.begin()
+	x := filepath.Join(s.w, "aaa", "modules", "x")
+	s.sh(s.w, `mkdir -p aaa/modules/x`)
+	for i := 0; i < bound+10; i++ {
+		if err := os.Symlink(".", filepath.Join(x, "l"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.audit()
+	time.Sleep(30 * time.Millisecond)
+	s.begin()
+	s.sh(s.w, `touch aaa/HEAD && git init -q zzz && `+hookAt("zzz/.git/hooks/pre-commit"))
+	rep := s.audit()
+	if s.userGit(filepath.Join(s.w, "zzz"), "commit", "-q", "--allow-empty", "-m", "x") {
+		t.Fatalf("ESCAPE: the hook ran on the user's git commit (incomplete: %v)", rep.Incomplete)
+	}
+	if len(rep.Incomplete) > 0 {
+		t.Errorf("the audit of a tree of a few directories is incomplete: %v", rep.Incomplete)
+	}
 }
