@@ -444,6 +444,7 @@ type auditor struct {
 	restore     []modeChange      // modes to put back when the audit ends
 	budget      int
 	modSeen     map[fileID]bool // directories modules walked (device and inode)
+	modForeign  map[fileID]bool // each of them first reached past another user's symlink
 	globalHooks []string
 	global      globalGit // what the user's global git configuration names
 	lateHooks   []string  // core.hooksPath of global includes in the trees, once judged
@@ -1268,7 +1269,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 // is followed, each directory once.
 func (a *auditor) modules(dir string, _ int) {
 	if a.modSeen == nil {
-		a.modSeen = map[fileID]bool{}
+		a.modSeen, a.modForeign = map[fileID]bool{}, map[fileID]bool{}
 	}
 	seen := a.modSeen
 	var walk func(dir string)
@@ -1281,6 +1282,7 @@ func (a *auditor) modules(dir string, _ int) {
 				return
 			}
 			seen[k] = true
+			a.modForeign[k] = a.foreignLinkOnWay(dir) != ""
 		}
 		es, err := readDir(dir)
 		if err != nil {
@@ -1311,15 +1313,18 @@ func (a *auditor) modules(dir string, _ int) {
 				continue
 			}
 			// A directory walked already, reached again through an old
-			// symlink (one of the user's own: a symlink of another
-			// user's is followed as before), is neither judged nor
-			// counted again: a directory of symlinks to "." staged in one
-			// run and made a repository's modules/ by a HEAD in the next
-			// used up the audit's bound, and the walk of the tree stopped
-			// before a repository whose hook the user's git then ran
-			// (attack pass 59, TestAuditModulesSymlinksDoNotUseTheBound).
-			if fi, err := os.Stat(p); err == nil && e.Type()&fs.ModeSymlink != 0 && !a.othersLink(p) {
-				if id := idOf(fi); seen[fileID{dev: id.dev, ino: id.ino}] {
+			// symlink, is neither judged nor counted again (unless it was
+			// first reached past another user's symlink, which
+			// quarantineReached takes out rather than what it leads to):
+			// a directory of symlinks to "." staged in one run and made a
+			// repository's modules/ by a HEAD in the next used up the
+			// audit's bound, and the walk of the tree stopped before a
+			// repository whose hook the user's git then ran (attack pass
+			// 59, TestAuditModulesSymlinksDoNotUseTheBound).
+			if fi, err := os.Stat(p); err == nil {
+				id := idOf(fi)
+				k := fileID{dev: id.dev, ino: id.ino}
+				if foreign, ok := a.modForeign[k]; ok && !foreign && e.Type()&fs.ModeSymlink != 0 {
 					continue
 				}
 			}
@@ -1335,17 +1340,6 @@ func (a *auditor) modules(dir string, _ int) {
 		}
 	}
 	walk(dir)
-}
-
-// othersLink reports a symlink at p owned by neither the auditing user nor
-// root.
-func (a *auditor) othersLink(p string) bool {
-	fi, err := os.Lstat(p)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return false
-	}
-	uid, ok := ownerOf(fi)
-	return ok && uid != auditorUID() && uid != 0
 }
 
 // configFile evaluates one config file git would read, following its
