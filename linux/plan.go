@@ -101,6 +101,11 @@ type planInput struct {
 	// clientReach, for a client's sandbox, reports for each path whether
 	// the client can look it up (false: its permissions refuse it).
 	clientReach func(paths []string) []bool
+	// reach, for root's own sandbox, reports for each path whether the
+	// command could look it up (root's user namespace maps root alone, so
+	// capabilities do not open another user's directories to it); nil:
+	// every path the plan finds is reachable.
+	reach func(paths []string) []bool
 	// look, for a client's sandbox (moatd), runs fn on a thread with the
 	// client's credentials: the survey, and each look the mount step takes
 	// at a path in a writable tree, so that the kernel judges every lookup
@@ -827,6 +832,27 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			protect(c, "moat: its own files are never writable", inAnyRoot(c, v.allowWrite) && reserveIfParent(c) &&
 				unix.Faccessat2(unix.AT_FDCWD, filepath.Dir(c), unix.W_OK, unix.AT_EACCESS) == nil)
 		}
+	}
+	if in.reach != nil && len(prot) > 0 {
+		// Root's sandbox maps root alone: what its command cannot reach
+		// (a file in another user's 0700 home, with --write /) needs no
+		// protection, and stage 2 could not bind it (every root run with
+		// --write / failed on a host with such a home, blaming the
+		// kernel's support for mounts: found in this session's CI).
+		paths := make([]string, len(prot))
+		for i, r := range prot {
+			paths[i] = r.path
+		}
+		ok := in.reach(paths)
+		kept := prot[:0]
+		for i, r := range prot {
+			if ok[i] {
+				kept = append(kept, r)
+			} else {
+				delete(reserved, r.path)
+			}
+		}
+		prot = kept
 	}
 	// Keep the protections that matter: those the rules would let the
 	// command write.

@@ -100,6 +100,9 @@ func (ln *launcher) makePlan() error {
 			<-done
 		})
 	}
+	if ln.l.As == nil && uid == 0 && !ln.nons {
+		in.reach = rootReach
+	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
 	}
@@ -525,6 +528,26 @@ func clientReach(id *enforce.Identity, paths []string) []bool {
 	if err != nil {
 		return ok
 	}
+	return res
+}
+
+// rootReach reports, for each path, whether root's sandbox could look it up:
+// an lstat on a thread without capabilities, as its command has none over
+// another user's files. A path whose lookup fails otherwise counts as
+// reachable (the plan decides about it as before).
+func rootReach(paths []string) []bool {
+	res := make([]bool, len(paths))
+	for i := range res {
+		res[i] = true
+	}
+	ascred.DoCapless(func() error {
+		for i, p := range paths {
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrPermission) {
+				res[i] = false
+			}
+		}
+		return nil
+	})
 	return res
 }
 

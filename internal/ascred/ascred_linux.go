@@ -76,6 +76,25 @@ func become(uid, gid int, groups []int) error {
 	return nil
 }
 
+// DoCapless runs fn on an OS thread of this process's own ids without any
+// capability: the kernel then judges fn's file operations as it judges a
+// root sandbox's command, whose user namespace maps root alone (another
+// user's 0700 directory is closed to it). The thread exits with fn.
+func DoCapless(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with us
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			errc <- fmt.Errorf("ascred: drop the thread's capabilities: %w", err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
 // Writable reports whether the user can write the directory or file at
 // path, checked as the user: path is opened with the user's credentials
 // (O_PATH, no magic links), then access(W_OK) on the opened file. It

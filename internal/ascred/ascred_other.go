@@ -11,6 +11,9 @@ var errUnsupported = errors.New("ascred: only on Linux")
 // Do is Linux-only.
 func Do(uid, gid int, groups []int, fn func() error) error { return errUnsupported }
 
+// DoCapless is Linux-only.
+func DoCapless(fn func() error) error { return errUnsupported }
+
 // Writable is Linux-only.
 func Writable(uid, gid int, groups []int, path string) (string, error) { return "", errUnsupported }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package gitguard
 
 import (
@@ -123,5 +125,31 @@ func TestAuditModulesSymlinksDoNotUseTheBound(t *testing.T) {
 	}
 	if len(rep.Incomplete) > 0 {
 		t.Errorf("the audit of a tree of a few directories is incomplete: %v", rep.Incomplete)
+	}
+}
+
+// An old symlink under a repository's modules/ that leads out of the
+// trees is not followed: nothing there is the run's to have planted, and
+// another user's modules/x -> / in a shared tree had root's audit read the
+// whole filesystem (34 s, 17 "incomplete" warnings; attack pass 59).
+func TestAuditModulesSymlinkOutOfTreesNotWalked(t *testing.T) {
+	const bound = 500
+	outside := t.TempDir()
+	for i := 0; i < bound+10; i++ {
+		if err := os.Mkdir(filepath.Join(outside, "d"+strconv.Itoa(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newScene(t)
+	s.maxDirs = bound
+	s.sh(s.w, `git init -q app && mkdir -p app/.git/modules && ln -s `+outside+` app/.git/modules/x`)
+	s.begin()
+	s.audit()
+	time.Sleep(30 * time.Millisecond)
+	s.begin()
+	s.sh(s.w, `echo y > app/file`)
+	rep := s.audit()
+	if len(rep.Incomplete) > 0 {
+		t.Errorf("the audit walked past a modules/ symlink out of the trees: %v", rep.Incomplete)
 	}
 }
