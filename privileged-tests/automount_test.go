@@ -3,14 +3,9 @@
 package privtests
 
 import (
-	"encoding/binary"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,74 +28,16 @@ func TestAutomountNotTriggered(t *testing.T) {
 	testutil.RequireRoot(t) // mounting autofs takes root
 	f := newFixture(t)
 	auto := filepath.Join(f.root, "net")
-	must(t, os.MkdirAll(auto, 0o755))
-	// The automounter's process group is in "oz mode": its own lookups
-	// make no request. A sleeper's group of its own, so that the test's
-	// lookups (and moat's) do.
-	oz := exec.Command("sleep", "600")
-	oz.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	must(t, oz.Start())
-	t.Cleanup(func() { oz.Process.Kill(); oz.Wait() })
-	r, w, err := os.Pipe()
-	must(t, err)
-	opts := fmt.Sprintf("fd=%d,pgrp=%d,minproto=5,maxproto=5,indirect", w.Fd(), oz.Process.Pid)
-	if err := unix.Mount("moat-test", auto, "autofs", 0, opts); err != nil {
-		testutil.Unavailable(t, "no autofs here: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(auto, unix.MNT_DETACH) })
-	w.Close()
+	am := testutil.NewAutomounter(t, auto)
 	// A share the automounter mounted before the run: still there inside.
 	shown := filepath.Join(auto, "mounted")
 	mk := exec.Command("/bin/sh", "-c", "mkdir "+shown+" && mount -t tmpfs moat-test "+shown+" && echo SHOWN > "+shown+"/file")
-	mk.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: oz.Process.Pid}
+	am.Quiet(mk)
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("mount below the autofs: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { unix.Unmount(shown, unix.MNT_DETACH) })
-
-	// The automounter: every request is recorded and answered "no such
-	// name" (AUTOFS_IOC_FAIL with its token), so the lookup returns.
-	root, err := os.Open(auto)
-	must(t, err)
-	defer root.Close()
-	var (
-		mu    sync.Mutex
-		asked []string
-	)
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			n, err := r.Read(buf)
-			if err != nil {
-				return
-			}
-			// struct autofs_v5_packet: header (8), token (4), dev (4),
-			// ino (8), uid, gid, pid, tgid, len (4 each), name.
-			if n < 44 {
-				continue
-			}
-			token := binary.NativeEndian.Uint32(buf[8:])
-			size := int(binary.NativeEndian.Uint32(buf[40:]))
-			name := string(buf[44:min(44+size, n)])
-			mu.Lock()
-			asked = append(asked, name)
-			mu.Unlock()
-			unix.Syscall(unix.SYS_IOCTL, root.Fd(), 0x9361 /* AUTOFS_IOC_FAIL */, uintptr(token))
-		}
-	}()
-	t.Cleanup(func() { r.Close() })
-	wasAsked := func(name string) bool {
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			mu.Lock()
-			got := strings.Join(asked, "\n")
-			mu.Unlock()
-			if strings.Contains("\n"+got+"\n", "\n"+name+"\n") || time.Now().After(deadline) {
-				return strings.Contains("\n"+got+"\n", "\n"+name+"\n")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	wasAsked := func(name string) bool { return am.WasAsked(name, 2*time.Second) }
 
 	script := func(key string) string {
 		return "ls " + filepath.Join(auto, key) + " 2>&1; cat " + filepath.Join(shown, "file")

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Automounter mounts an indirect autofs at dir (made if missing) and is
@@ -22,6 +24,7 @@ import (
 type Automounter struct {
 	mu    sync.Mutex
 	asked []string
+	oz    int // the process group whose lookups ask nothing
 }
 
 // NewAutomounter is Automounter's constructor (see there).
@@ -57,7 +60,7 @@ func NewAutomounter(t testing.TB, dir string) *Automounter {
 		root.Close()
 		r.Close()
 	})
-	a := &Automounter{}
+	a := &Automounter{oz: oz.Process.Pid}
 	go func() {
 		buf := make([]byte, 512)
 		for {
@@ -87,6 +90,25 @@ func (a *Automounter) Asked() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.asked...)
+}
+
+// Quiet puts cmd in the automounter's own process group, whose lookups
+// below the mount ask nothing (to mount a share there, as the automounter
+// would have).
+func (a *Automounter) Quiet(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: a.oz}
+}
+
+// WasAsked reports whether name was asked for since the last Reset,
+// waiting up to wait for the request to arrive.
+func (a *Automounter) WasAsked(name string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		if slices.Contains(a.Asked(), name) || time.Now().After(deadline) {
+			return slices.Contains(a.Asked(), name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Reset forgets the names asked for so far.

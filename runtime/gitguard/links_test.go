@@ -24,25 +24,32 @@ type pushAttack struct{ name, attack string }
 // runPushAttacks runs each attack once without moat (git push in sub must
 // run the hook) and once with the audit after it (it must not).
 func runPushAttacks(t *testing.T, cases []pushAttack) {
+	runGitAttacks(t, cases, func(s *scene) string { return s.repo }, func(s *scene) bool {
+		return s.userGit(filepath.Join(s.repo, "sub"), "push", "-q", "origin", "HEAD:refs/heads/x")
+	}, "git push ran the hidden repository's hook")
+}
+
+// runGitAttacks runs each attack (a shell script, in the directory at
+// gives) once without moat, where ran (the user's git, running the plant)
+// must report true, and once with the audit after it, where it must not
+// (what says what it did then).
+func runGitAttacks(t *testing.T, cases []pushAttack, at func(*scene) string, ran func(*scene) bool, what string) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			where := func(s *scene) bool {
-				return s.userGit(filepath.Join(s.repo, "sub"), "push", "-q", "origin", "HEAD:refs/heads/x")
-			}
 			s := newScene(t)
 			s.begin()
-			s.sh(s.repo, tc.attack)
-			if !where(s) {
+			s.sh(at(s), tc.attack)
+			if !ran(s) {
 				t.Fatal("the attack does not work without moat")
 			}
 			s = newScene(t)
 			s.begin()
 			s.audit()
 			s.begin()
-			s.sh(s.repo, tc.attack)
+			s.sh(at(s), tc.attack)
 			rep := s.audit()
-			if where(s) {
-				t.Fatalf("ESCAPE: git push ran the hidden repository's hook after the audit (%+v)", rep.Findings)
+			if ran(s) {
+				t.Fatalf("ESCAPE: %s after the audit (%+v)", what, rep.Findings)
 			}
 		})
 	}
