@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -139,6 +140,16 @@ func (v *view) access(p string) access {
 // directory, are looked up once). A nil resolver remembers nothing.
 type resolver struct {
 	dirs sync.Map // string -> string (canonical)
+	// dirBytes is what dirs holds, at most maxResolverBytes: past it a
+	// directory is resolved and not remembered. The violation observer
+	// resolves the parent of every path the command opens for writing
+	// with the launch's resolver, which lives as long as the sandbox (a
+	// whole session): remembering each, a command that opened distinct
+	// paths through symlinks to "." (s/L3/L7/L1/.../f, 4 KB each) grew
+	// its supervisor by 20 MB a second, and moatd, root's one process for
+	// every user's sandboxes, was killed by the OOM killer with another
+	// user's running command (attack pass 58; TestResolverMemoryBounded).
+	dirBytes atomic.Int64
 
 	// stats, while set (between beginStats and endStats), remembers lstat
 	// results: the first two planning steps look up the same names many
@@ -390,7 +401,21 @@ func (rs *resolver) evalDir(d string) (string, error) {
 		return "", err
 	}
 	if rs != nil {
-		rs.dirs.Store(d, r)
+		n := int64(len(d) + len(r) + resolverEntryCost)
+		if rs.dirBytes.Add(n) > maxResolverBytes {
+			rs.dirBytes.Add(-n)
+		} else if _, loaded := rs.dirs.LoadOrStore(d, r); loaded {
+			rs.dirBytes.Add(-n)
+		}
 	}
 	return r, nil
 }
+
+// maxResolverBytes bounds what a resolver remembers of directories (their
+// paths and canonical forms): a plan remembers a few hundred, some tens of
+// kilobytes.
+const maxResolverBytes = 4 << 20
+
+// resolverEntryCost is what a remembered directory costs beyond its two
+// strings (sync.Map's entry, the interface values, the strings' headers).
+const resolverEntryCost = 128

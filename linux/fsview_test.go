@@ -3,8 +3,11 @@
 package linux
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +66,53 @@ func TestResolverMatchesWalk(t *testing.T) {
 	rs.endStats()
 	if c, ok, _ := rs.canonical(later); !ok || c != root+"/real/made-later" || rs.kind(later) != 'f' {
 		t.Errorf("a file made during the pass is not seen after it: %q %v", c, ok)
+	}
+}
+
+// The launch's resolver remembers directories for as long as the sandbox
+// lives (a whole session), and the violation observer resolves the parent
+// of every path the command opens for writing with it. A command chooses
+// those paths: through a few symlinks to "." it names as many distinct
+// directories as it likes, each up to 4 KB long, and remembering them all
+// grew the supervisor (moatd, for every user) without bound, to the OOM
+// killer (attack pass 58). What it remembers is bounded, and a directory
+// past the bound is still resolved right.
+func TestResolverMemoryBounded(t *testing.T) {
+	root := canon(t, t.TempDir())
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("L%d%s", i, strings.Repeat("a", 37))
+		if err := os.Symlink(".", filepath.Join(root, names[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := newResolver()
+	rng := rand.New(rand.NewPCG(1, 58))
+	var long int64
+	for range 3000 {
+		var b strings.Builder
+		b.WriteString(root)
+		for b.Len() < 3900 {
+			b.WriteString("/" + names[rng.IntN(len(names))])
+		}
+		d := b.String()
+		long += int64(len(d))
+		got, err := rs.evalDir(d)
+		if err != nil || got != root {
+			t.Fatalf("evalDir(%.60s...) = %q, %v; want %q", d, got, err, root)
+		}
+	}
+	var held int64
+	rs.dirs.Range(func(k, v any) bool {
+		held += int64(len(k.(string)) + len(v.(string)))
+		return true
+	})
+	// A few megabytes (maxResolverBytes), never what the command named.
+	if most := int64(8 << 20); held > most {
+		t.Fatalf("the resolver holds %d bytes of directories (%d named), more than %d", held, long, most)
+	}
+	// What it remembers still answers.
+	if got, err := rs.evalDir(root); err != nil || got != root {
+		t.Fatalf("evalDir(root) = %q, %v", got, err)
 	}
 }
