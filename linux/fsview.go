@@ -400,15 +400,49 @@ func (rs *resolver) evalDir(d string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	rs.remember(d, r)
+	return r, nil
+}
+
+// remember keeps d's canonical form r, within maxResolverBytes.
+func (rs *resolver) remember(d, r string) {
+	if rs == nil {
+		return
+	}
+	n := int64(len(d) + len(r) + resolverEntryCost)
+	if rs.dirBytes.Add(n) > maxResolverBytes {
+		rs.dirBytes.Add(-n)
+	} else if _, loaded := rs.dirs.LoadOrStore(d, r); loaded {
+		rs.dirBytes.Add(-n)
+	}
+}
+
+// evalDirAs is evalDir with fn's credentials (the violation observer's
+// look, for moatd's client) where they matter: when borrow is set, d is
+// resolved here first, and again in look only when a symlink on the way
+// made the answer another path. A directory without a symlink, or one
+// that cannot be resolved, gives the path as it is written whoever
+// resolves it; only a symlink's target is what another user may not read.
+func (rs *resolver) evalDirAs(d string, look func(func()), borrow bool) (string, error) {
+	if !borrow {
+		return rs.evalDir(d)
+	}
 	if rs != nil {
-		n := int64(len(d) + len(r) + resolverEntryCost)
-		if rs.dirBytes.Add(n) > maxResolverBytes {
-			rs.dirBytes.Add(-n)
-		} else if _, loaded := rs.dirs.LoadOrStore(d, r); loaded {
-			rs.dirBytes.Add(-n)
+		if v, ok := rs.dirs.Load(d); ok {
+			return v.(string), nil
 		}
 	}
-	return r, nil
+	r, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return "", err
+	}
+	if r == d {
+		rs.remember(d, r)
+		return r, nil
+	}
+	r, err = d, errors.New("not resolved")
+	look(func() { r, err = rs.evalDir(d) })
+	return r, err
 }
 
 // maxResolverBytes bounds what a resolver remembers of directories (their

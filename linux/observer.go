@@ -16,8 +16,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/seccomp"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -80,6 +82,41 @@ type observer struct {
 	// inside the writable paths, or refused (metabroker.go).
 	nonsUser bool
 	linkBuf  [unix.PathMax]byte // readlink's (serve's one thread)
+	// as is moatd's client (enforce.Launch.As), nil otherwise: what the
+	// observer looks up on the host for a report (a parent's symlinks, a
+	// last symlink, whether a name exists) it looks up with the client's
+	// credentials, borrowed by serve's own thread for the look. As root, a
+	// mkdir in a directory only root may search was reported when the
+	// name was missing and not when it existed, and a write through a
+	// symlink there was reported by where the link led (attack pass 58;
+	// TestDaemonAttackObserverStatOracle).
+	as *enforce.Identity
+	// tainted: serve's thread could not get its own credentials back
+	// after a look; it looks no more, and is never given back to Go.
+	tainted bool
+}
+
+// look runs fn with the credentials of the user the sandbox is for, on
+// serve's thread (locked to it). fn does not run when they cannot be had
+// (its callers then report the path as the command wrote it).
+//
+// Each look first asks as serve's thread is (root, for moatd) and borrows
+// the client's credentials only when the answer would change the report
+// (a symlink on the way, a name that exists): an answer that changes
+// nothing (no symlink, nothing there) is the answer of a client that may
+// not look too, and most writes need no borrowing (a borrowed look costs
+// a dozen system calls).
+func (o *observer) look(fn func()) {
+	if o.as == nil {
+		fn()
+		return
+	}
+	if o.tainted {
+		return
+	}
+	if _, restored := ascred.Borrow(o.as.Uid, o.as.Gid, identityGroups(o.as), fn); !restored {
+		o.tainted = true
+	}
 }
 
 // seccomp_notif and seccomp_notif_resp.
@@ -108,8 +145,14 @@ func (o *observer) serve() {
 	// Each notification is a round trip the command waits on: keep this
 	// loop on one thread, and ask the kernel (6.6+) to wake it
 	// synchronously, on the notifying task's CPU.
+	// The thread also borrows moatd's client's credentials for a look
+	// (o.look): one that did not get its own back whole ends with serve.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	defer func() {
+		if !o.tainted {
+			runtime.UnlockOSThread()
+		}
+	}()
 	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(o.fd), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	for {
 		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}}
@@ -367,7 +410,7 @@ func (o *observer) observeWrite(n *notif, name string) {
 			continue
 		}
 		if ok, why := o.view.writable(p); !ok {
-			if createCalls[name] && !o.protectedName(p) && existsIn(int(n.pid), p) {
+			if createCalls[name] && !o.protectedName(p) && o.existsIn(int(n.pid), p) {
 				// mkdir -p walks every ancestor: the kernel answers
 				// EEXIST whatever the policy, so the refusal says
 				// nothing a user can act on.
@@ -402,31 +445,42 @@ var createCalls = map[string]bool{
 // like every other read here; a name that exists when looked up cannot be
 // made by the syscall the command is waiting on, unless the command
 // removes it in between, which takes writing the same directory.
-func existsIn(pid int, p string) bool {
+func (o *observer) existsIn(pid int, p string) bool {
 	if p == "/" {
 		return true
 	}
-	d, base, err := parentIn(pid, p)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(d)
-	var st unix.Stat_t
-	return sys.Retry(func() error { return unix.Fstatat(d, base, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil
-}
-
-// parentIn opens the directory holding p (O_PATH) in the filesystem pid
-// sees: through /proc/pid/root with RESOLVE_IN_ROOT, so that an absolute
-// symlink on the way stays in the sandbox's tree. It returns the last
-// component of p beside it.
-func parentIn(pid int, p string) (int, string, error) {
 	root, err := sys.RetryValue(func() (int, error) {
 		return unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return -1, "", err
+		return false
 	}
 	defer unix.Close(root)
+	// The sandbox's root is opened here (the command's process may be one
+	// its user cannot inspect); the name is looked up in it as that user
+	// (o.look): when it is there for this thread too.
+	exists := func() bool {
+		d, base, err := parentIn(root, p)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(d)
+		var st unix.Stat_t
+		return sys.Retry(func() error { return unix.Fstatat(d, base, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil
+	}
+	found := exists()
+	if found && o.as != nil {
+		found = false
+		o.look(func() { found = exists() })
+	}
+	return found
+}
+
+// parentIn opens the directory holding p (O_PATH) in the filesystem root,
+// a process's /proc/pid/root, with RESOLVE_IN_ROOT, so that an absolute
+// symlink on the way stays in the sandbox's tree. It returns the last
+// component of p beside it.
+func parentIn(root int, p string) (int, string, error) {
 	dir, base := filepath.Split(p)
 	dir = strings.TrimPrefix(filepath.Clean(dir), "/")
 	if dir == "" {
@@ -494,6 +548,17 @@ func (o *observer) readlink(p string) (string, bool) {
 // /elsewhere/file, allowed or refused by where that is (the report named
 // the link, and was wrong both ways). At most 40 links, as the kernel.
 func (o *observer) followLast(pid int, p string) string {
+	if o.as != nil {
+		if _, link := o.readlink(p); !link {
+			return p // no symlink for this thread either (see look)
+		}
+	}
+	o.look(func() { p = o.followLastAs(p) })
+	return p
+}
+
+// followLastAs is followLast, with the caller's credentials (o.look).
+func (o *observer) followLastAs(p string) string {
 	for range 40 {
 		if within(p, "/proc") {
 			return p // /dev/stdout -> /proc/self/fd/1: magic links, read from here, would be this process's
@@ -507,7 +572,7 @@ func (o *observer) followLast(pid int, p string) string {
 		}
 		p = filepath.Clean(t)
 		if !within(p, "/tmp") {
-			if dir, err := o.dirs.evalDir(filepath.Dir(p)); err == nil {
+			if dir, err := o.dirs.evalDir(filepath.Dir(p)); err == nil { // (followLastAs runs in o.look)
 				p = filepath.Join(dir, filepath.Base(p))
 			}
 		}
@@ -532,9 +597,10 @@ func (o *observer) resolve(pid, dirfd int, p string) string {
 	}
 	p = filepath.Clean(p)
 	// Resolve symlinks in the parent as the host sees it (the sandbox's
-	// tree mirrors the host's paths); keep the last component as written.
+	// tree mirrors the host's paths), as the sandbox's user (o.look); keep
+	// the last component as written.
 	if !within(p, "/tmp") {
-		if d, err := o.dirs.evalDir(filepath.Dir(p)); err == nil {
+		if d, err := o.dirs.evalDirAs(filepath.Dir(p), o.look, o.as != nil); err == nil {
 			p = filepath.Join(d, filepath.Base(p))
 		}
 	}

@@ -1,0 +1,64 @@
+//go:build linux
+
+package ascred
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// Borrow gives the calling thread a user's file-system credentials and no
+// effective capability for fn, and its own back after: the violation
+// observer's thread borrows moatd's client's for each look it takes on the
+// client's behalf (attack pass 58), and then reads the command's memory
+// and answers the kernel as root again.
+func TestBorrow(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked")
+	if err := os.MkdirAll(filepath.Join(locked, "in"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var before, inside, after [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &before[0]); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	var asUser error
+	ran, restored := Borrow(65534, 65534, []int{65534}, func() {
+		asUser = unix.Lstat(filepath.Join(locked, "in"), &st)
+		h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		unix.Capget(&h, &inside[0])
+	})
+	if !ran || !restored {
+		t.Fatalf("Borrow: ran %v, restored %v", ran, restored)
+	}
+	if asUser == nil {
+		t.Errorf("fn looked into a directory only root may search")
+	}
+	if inside[0].Effective != 0 || inside[1].Effective != 0 {
+		t.Errorf("fn ran with effective capabilities %#x %#x", inside[0].Effective, inside[1].Effective)
+	}
+	if err := unix.Lstat(filepath.Join(locked, "in"), &st); err != nil {
+		t.Errorf("the thread is not root's again: %v", err)
+	}
+	if err := unix.Capget(&hdr, &after[0]); err != nil || after != before {
+		t.Errorf("capabilities %+v after, %+v before (%v)", after, before, err)
+	}
+	if fsuid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); fsuid != 0 {
+		t.Errorf("fsuid %d after", fsuid)
+	}
+	if gs, err := getgroups(); err != nil || len(gs) == 1 && gs[0] == 65534 {
+		t.Errorf("groups %v after (%v)", gs, err)
+	}
+}
