@@ -445,6 +445,7 @@ type auditor struct {
 	budget      int
 	modSeen     map[fileID]bool // directories modules walked (device and inode)
 	modForeign  map[fileID]bool // each of them first reached past another user's symlink
+	bigRead     int64           // bytes of git's large state files read (readBig)
 	globalHooks []string
 	global      globalGit // what the user's global git configuration names
 	lateHooks   []string  // core.hooksPath of global includes in the trees, once judged
@@ -2107,9 +2108,21 @@ func readSmall(p string, max int64) ([]byte, fileID, error) {
 	if fi.Size() > max {
 		return nil, id, fmt.Errorf("larger than %d bytes", max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, id, err
+	// The buffer is the file's size (and one byte to see it grew):
+	// io.ReadAll's doubling held twice a 256 MiB index.
+	b := make([]byte, 0, fi.Size()+1)
+	for int64(len(b)) <= max {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, id, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
 	}
 	if int64(len(b)) > max {
 		return nil, id, fmt.Errorf("larger than %d bytes", max)

@@ -3,7 +3,10 @@ package gitguard
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +30,7 @@ func (a *auditor) indexFile(g string) {
 	if !ok {
 		return
 	}
-	data, _, err := readSmall(p, maxIndexSize)
+	data, _, err := a.readBig(p)
 	if err != nil {
 		a.quarantine(real, "a git index moat cannot read ("+err.Error()+"): git reads the paths in it unchecked (git commit -a copies what they name)")
 		return
@@ -44,7 +47,14 @@ func (a *auditor) indexFile(g string) {
 	// with it (one written in an earlier run is read through this one).
 	shared, _ := filepath.Glob(filepath.Join(filepath.Dir(p), "sharedindex.*"))
 	for _, sp := range shared {
-		b, _, err := readSmall(sp, maxIndexSize)
+		b, _, err := a.readBig(sp)
+		if errors.Is(err, errBigReads) {
+			// Every sharedindex.* is read, the old ones too (git reads
+			// the one the index names): what was not judged cannot be
+			// left to git with this index.
+			a.quarantine(real, "a git index whose shared indexes moat did not read all of ("+err.Error()+"): git reads the paths in them unchecked")
+			return
+		}
 		if err != nil {
 			// git read a sparse 257 MiB one that moat would not, and
 			// copied what its ../ entry named (found by an attack pass).
@@ -69,6 +79,35 @@ func (a *auditor) indexFile(g string) {
 // maxIndexSize bounds the index the audit parses (a monorepo's is tens of
 // MB); a larger one is taken out as unreadable.
 const maxIndexSize = 256 << 20
+
+// maxBigReads bounds what one audit reads of git's large state files (the
+// indexes, shared indexes and packed-refs a run changed, each up to
+// maxIndexSize). Such a file costs the command nothing to make: sparse
+// (truncate -s 256M), or a hard link to another; and every sharedindex.*
+// of a repository is read. A run that made 150 sparse shared indexes in
+// .git and touched the index held moatd, root's, at a CPU and 650 MB for
+// 40 s (attack pass 58: 10,000 for hours, with 200 KB of disk;
+// TestAuditBigReadsBounded). Past the bound, such a file is one moat
+// cannot read: the run's own is taken out (git reset rebuilds an index).
+const maxBigReads = 4 << 30
+
+var errBigReads = errors.New("the audit read its " + strconv.Itoa(maxBigReads>>30) + " GiB of git indexes and packed-refs for this run")
+
+// readBig is readSmall of one of git's large state files, within what is
+// left of maxBigReads.
+func (a *auditor) readBig(p string) ([]byte, fileID, error) {
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if fi.Size() > maxIndexSize {
+			return nil, fileID{}, fmt.Errorf("larger than %d bytes", maxIndexSize)
+		}
+		if a.bigRead+fi.Size() > maxBigReads {
+			return nil, fileID{}, errBigReads
+		}
+	}
+	b, id, err := readSmall(p, maxIndexSize)
+	a.bigRead += int64(len(b))
+	return b, id, err
+}
 
 // badIndexPath returns the first path of a git index (versions 2 to 4)
 // that git's verify_path would refuse, "" if none.

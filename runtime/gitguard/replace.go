@@ -37,7 +37,7 @@ func (a *auditor) replaceRefs(common string) {
 	if !ok {
 		return
 	}
-	data, id, err := readSmall(packed, maxIndexSize)
+	data, id, err := a.readBig(packed)
 	if err != nil {
 		// git reads what moat will not (a sparse file of 257 MiB carried a
 		// replace ref past the audit; found by an attack pass): out.
