@@ -244,11 +244,11 @@ func (a *auditor) hashSize(g string) int {
 	if c, _, _, ok := readCommondir(g); ok {
 		common = c
 	}
-	b, _, err := readSmall(filepath.Join(common, "config"), maxConfigSize)
+	b, id, err := readSmall(filepath.Join(common, "config"), maxConfigSize)
 	if err != nil {
 		return 20
 	}
-	es, err := ParseConfig(b)
+	es, err := a.parseConfig(id, b)
 	if err != nil {
 		return 20
 	}
