@@ -139,7 +139,7 @@ func (v *view) access(p string) access {
 // one launch (the parents moat resolves most, home and the working
 // directory, are looked up once). A nil resolver remembers nothing.
 type resolver struct {
-	dirs sync.Map // string -> string (canonical)
+	dirs sync.Map // string -> canonDir
 	// dirBytes is what dirs holds, at most maxResolverBytes: past it a
 	// directory is resolved and not remembered. The violation observer
 	// resolves the parent of every path the command opens for writing
@@ -393,7 +393,7 @@ func (rs *resolver) mayHideSymlink(p string) bool {
 func (rs *resolver) evalDir(d string) (string, error) {
 	if rs != nil {
 		if v, ok := rs.dirs.Load(d); ok {
-			return v.(string), nil
+			return v.(canonDir).path, nil
 		}
 	}
 	r, err := filepath.EvalSymlinks(d)
@@ -404,17 +404,61 @@ func (rs *resolver) evalDir(d string) (string, error) {
 	return r, nil
 }
 
+// canonDir is a remembered directory: its canonical path, and the
+// identity of the directory there when it was resolved.
+type canonDir struct {
+	path     string
+	dev, ino uint64
+}
+
+// dirID is the identity of the directory p leads to (stat: every symlink
+// followed).
+func dirID(p string) (dev, ino uint64, ok bool) {
+	var st unix.Stat_t
+	if sys.Retry(func() error { return unix.Stat(p, &st) }) != nil {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), st.Ino, true
+}
+
 // remember keeps d's canonical form r, within maxResolverBytes.
 func (rs *resolver) remember(d, r string) {
 	if rs == nil {
 		return
 	}
+	dev, ino, ok := dirID(r)
+	if !ok {
+		return
+	}
 	n := int64(len(d) + len(r) + resolverEntryCost)
 	if rs.dirBytes.Add(n) > maxResolverBytes {
 		rs.dirBytes.Add(-n)
-	} else if _, loaded := rs.dirs.LoadOrStore(d, r); loaded {
+	} else if _, loaded := rs.dirs.LoadOrStore(d, canonDir{path: r, dev: dev, ino: ino}); loaded {
 		rs.dirBytes.Add(-n)
 	}
+}
+
+// evalDirNow is evalDir while the sandbox runs (the violation observer):
+// a remembered directory is taken only while d still leads to it (one
+// stat). The resolver lives as long as the sandbox, and a command that
+// swapped a directory it had written in for a symlink had its refused
+// writes through it reported by the directory's old path, allowed, and so
+// not at all, in every later command of a session too (attack pass 58;
+// TestObserverResolvesSwappedDirectory). The plan's own comment said the
+// observer walks every component again; the memory kept it from that.
+func (rs *resolver) evalDirNow(d string) (string, error) {
+	if rs != nil {
+		if v, ok := rs.dirs.Load(d); ok {
+			c := v.(canonDir)
+			if dev, ino, ok := dirID(d); ok && dev == c.dev && ino == c.ino {
+				return c.path, nil
+			}
+			if rs.dirs.CompareAndDelete(d, v) {
+				rs.dirBytes.Add(-int64(len(d) + len(c.path) + resolverEntryCost))
+			}
+		}
+	}
+	return rs.evalDir(d)
 }
 
 // evalDirAs is evalDir with fn's credentials (the violation observer's
@@ -425,11 +469,17 @@ func (rs *resolver) remember(d, r string) {
 // resolves it; only a symlink's target is what another user may not read.
 func (rs *resolver) evalDirAs(d string, look func(func()), borrow bool) (string, error) {
 	if !borrow {
-		return rs.evalDir(d)
+		return rs.evalDirNow(d)
 	}
 	if rs != nil {
 		if v, ok := rs.dirs.Load(d); ok {
-			return v.(string), nil
+			c := v.(canonDir)
+			if dev, ino, ok := dirID(d); ok && dev == c.dev && ino == c.ino {
+				return c.path, nil
+			}
+			if rs.dirs.CompareAndDelete(d, v) {
+				rs.dirBytes.Add(-int64(len(d) + len(c.path) + resolverEntryCost))
+			}
 		}
 	}
 	r, err := filepath.EvalSymlinks(d)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The resolver's shortcuts (a path's canonical form from its parent's,
@@ -104,7 +106,7 @@ func TestResolverMemoryBounded(t *testing.T) {
 	}
 	var held int64
 	rs.dirs.Range(func(k, v any) bool {
-		held += int64(len(k.(string)) + len(v.(string)))
+		held += int64(len(k.(string)) + len(v.(canonDir).path))
 		return true
 	})
 	// A few megabytes (maxResolverBytes), never what the command named.
@@ -114,5 +116,45 @@ func TestResolverMemoryBounded(t *testing.T) {
 	// What it remembers still answers.
 	if got, err := rs.evalDir(root); err != nil || got != root {
 		t.Fatalf("evalDir(root) = %q, %v", got, err)
+	}
+}
+
+// The violation observer names a refused write by where it goes: the
+// parent's symlinks resolved. It remembered each directory it resolved
+// for as long as the sandbox lived, so a command that wrote in a
+// directory, then put a symlink to a read-only one in its place, had its
+// refused writes through the symlink reported by the old path, which is
+// writable: not reported at all, in the later commands of a session too
+// (attack pass 58).
+func TestObserverResolvesSwappedDirectory(t *testing.T) {
+	// Not under /tmp: the sandbox's own, whose paths are not resolved.
+	tmp, err := os.MkdirTemp("/var/tmp", "moat-observer-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	root := canon(t, tmp)
+	mkTree(t, root, "w/d/", "ro/")
+	o := &observer{dirs: newResolver()}
+	d := filepath.Join(root, "w", "d")
+	if got := o.resolve(0, unix.AT_FDCWD, filepath.Join(d, "x")); got != filepath.Join(d, "x") {
+		t.Fatalf("resolve = %q", got)
+	}
+	if err := os.Remove(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "ro"), d); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := o.resolve(0, unix.AT_FDCWD, filepath.Join(d, "x")), filepath.Join(root, "ro", "x"); got != want {
+		t.Errorf("after the directory became a symlink, a write through it is reported as %q, not %q", got, want)
+	}
+	// And back: a symlink remembered, then a directory in its place.
+	if err := os.Remove(d); err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, root, "w/d/")
+	if got, want := o.resolve(0, unix.AT_FDCWD, filepath.Join(d, "y")), filepath.Join(d, "y"); got != want {
+		t.Errorf("after the symlink became a directory, a write in it is reported as %q, not %q", got, want)
 	}
 }

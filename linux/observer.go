@@ -572,7 +572,7 @@ func (o *observer) followLastAs(p string) string {
 		}
 		p = filepath.Clean(t)
 		if !within(p, "/tmp") {
-			if dir, err := o.dirs.evalDir(filepath.Dir(p)); err == nil { // (followLastAs runs in o.look)
+			if dir, err := o.dirs.evalDirNow(filepath.Dir(p)); err == nil { // (followLastAs runs in o.look)
 				p = filepath.Join(dir, filepath.Base(p))
 			}
 		}
