@@ -1207,8 +1207,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	// trees is the walk's like any other.
 	var urls []string
 	for _, e := range entries {
-		switch e.Section() + "." + e.Key() {
-		case "remote.url", "remote.pushurl", "remote.pushdefault", "branch.pushremote", "branch.remote":
+		switch sec, key := e.Section(), e.Key(); {
+		case sec == "remote" && (key == "url" || key == "pushurl" || key == "pushdefault"),
+			sec == "branch" && (key == "pushremote" || key == "remote"):
 			if e.HasValue {
 				urls = append(urls, e.Value)
 			}

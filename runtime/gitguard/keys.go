@@ -12,9 +12,14 @@ import "strings"
 // are risks.
 func Risk(e Entry) string {
 	sec, sub, key := e.Section(), e.Subsection(), e.Key()
-	full := sec + "." + key // without the subsection
-	if r, ok := riskyKeys[full]; ok {
-		if full == "core.fsmonitor" && isBool(e) {
+	// sec.key without the subsection, looked up without a string made
+	// for it: the audit asks this of every entry of every config of every
+	// repository in the trees (attack pass 58: one large config
+	// hard-linked into thousands of directories).
+	var buf [64]byte
+	full := append(append(append(buf[:0], sec...), '.'), key...)
+	if r, ok := riskyKeys[string(full)]; ok {
+		if string(full) == "core.fsmonitor" && isBool(e) {
 			return "" // true/false: git's own daemon, no program named
 		}
 		return r
