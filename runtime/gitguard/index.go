@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,7 +95,7 @@ var errBigReads = errors.New("the audit read its " + strconv.Itoa(maxBigReads>>3
 // readBig is readSmall of one of git's large state files, within what is
 // left of maxBigReads.
 func (a *auditor) readBig(p string) ([]byte, fileID, error) {
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+	if fi, err := stat(p); err == nil && fi.Mode().IsRegular() {
 		if fi.Size() > maxIndexSize {
 			return nil, fileID{}, fmt.Errorf("larger than %d bytes", maxIndexSize)
 		}
