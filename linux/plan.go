@@ -161,6 +161,7 @@ func (s state) hostHidden() bool { return s != stRO && s != stRW }
 // must stay read-only inside writable trees, and which missing names are
 // reserved), mount (the fewest mounts that give every path its access).
 func makeFSPlan(in planInput) (*fsPlan, error) {
+	defer gitguard.PinMounts()() // its autofs checks read the mount table once
 	var fp *fsPlan
 	var nodes []*node
 	var err error

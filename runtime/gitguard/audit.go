@@ -151,6 +151,7 @@ func Audit(o Options) (*Report, error) {
 	if o.QuarantineDir == "" {
 		return nil, errors.New("gitguard: no quarantine directory")
 	}
+	defer PinMounts()() // the autofs checks read the mount table once
 	if o.Start.IsZero() || o.Start.Before(o.Since) {
 		o.Start = o.Since
 	}
