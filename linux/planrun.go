@@ -101,7 +101,9 @@ func (ln *launcher) makePlan() error {
 		})
 	}
 	if ln.l.As == nil && uid == 0 && !ln.nons {
-		in.reach = rootReach
+		// Root's sandbox maps root alone: what it cannot reach needs no
+		// protection, and no mask (stage 2 could not mount over it).
+		in.reach, in.clientReach = rootReach, rootReach
 	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders

@@ -49,4 +49,10 @@ func TestRootRunPastOtherUsersPrivateDir(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(other, "planted")); err == nil {
 		t.Fatal("the command's file is in the other user's directory")
 	}
+	// A denyRead rule there: nothing to mask, the kernel refuses already.
+	s := f.writeSettings(map[string]any{"denyRead": []string{filepath.Join(other, ".bashrc")}, "allowWrite": []string{w}})
+	r = f.exec(moatBin, "run", "--settings", s, "--", "/bin/sh", "-c", "echo RAN; cat "+other+"/.bashrc 2>/dev/null && echo ESCAPED-READ; exit 0")
+	if r.code != 0 || !strings.Contains(r.out, "RAN") || r.escaped() {
+		t.Fatalf("a denyRead rule in another user's private directory (exit %d):\n%s", r.code, r.out)
+	}
 }
