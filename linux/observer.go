@@ -141,13 +141,24 @@ type notifResp struct {
 const errLater = unix.Errno(^uintptr(0))
 
 func (o *observer) serve() {
-	defer o.release()
 	// Each notification is a round trip the command waits on: keep this
 	// loop on one thread, and ask the kernel (6.6+) to wake it
 	// synchronously, on the notifying task's CPU.
 	// The thread also borrows moatd's client's credentials for a look
 	// (o.look): one that did not get its own back whole ends with serve.
 	runtime.LockOSThread()
+	if o.as != nil && ascred.OnMainThread() {
+		// Never the main thread, whose credentials are the process's in
+		// /proc/PID/status, what moatd compares each peer with: a borrow
+		// there had it refuse every peer meanwhile (and for good, tainted).
+		// It is held while another serves.
+		done := make(chan struct{})
+		go func() { defer close(done); o.serve() }()
+		<-done
+		runtime.UnlockOSThread()
+		return
+	}
+	defer o.release()
 	defer func() {
 		if !o.tainted {
 			runtime.UnlockOSThread()

@@ -30,14 +30,14 @@ func Do(uid, gid int, groups []int, fn func() error) error {
 		return fmt.Errorf("ascred: invalid uid %d or gid %d", uid, gid)
 	}
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
+	goOffMain(func() {
+		// locked, never unlocked: the thread exits with us
 		if err := become(uid, gid, groups); err != nil {
 			errc <- err
 			return
 		}
 		errc <- fn()
-	}()
+	})
 	return <-errc
 }
 
@@ -82,8 +82,8 @@ func become(uid, gid int, groups []int) error {
 // user's 0700 directory is closed to it). The thread exits with fn.
 func DoCapless(fn func() error) error {
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
+	goOffMain(func() {
+		// locked, never unlocked: the thread exits with us
 		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 		var data [2]unix.CapUserData
 		if err := unix.Capset(&hdr, &data[0]); err != nil {
@@ -91,9 +91,41 @@ func DoCapless(fn func() error) error {
 			return
 		}
 		errc <- fn()
-	}()
+	})
 	return <-errc
 }
+
+// goOffMain runs fn on a new goroutine locked to an OS thread that is not
+// the process's main thread; fn never unlocks it, so the thread exits with
+// fn. The main thread's credentials are the process's in /proc/PID/status
+// (what moat serve and moatd compare a peer with), and a goroutine that
+// ends locked there wedges it with what it left: a thread of this package
+// that landed on it (Go runs goroutines on the main thread too) left the
+// whole process looking capless, and every peer was refused ("confined
+// otherwise than the server", found in this session's tests). On the main
+// thread, the goroutine keeps it locked (so that fn's runs elsewhere) and
+// lets it go once fn has ended.
+func goOffMain(fn func()) {
+	go func() {
+		runtime.LockOSThread()
+		if !OnMainThread() {
+			fn()
+			return
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
+			fn()
+		}()
+		<-done
+		runtime.UnlockOSThread()
+	}()
+}
+
+// OnMainThread reports whether the calling goroutine runs on the process's
+// main thread (lock it first for the answer to hold).
+func OnMainThread() bool { return unix.Gettid() == unix.Getpid() }
 
 // Writable reports whether the user can write the directory or file at
 // path, checked as the user: path is opened with the user's credentials
@@ -169,8 +201,8 @@ func NewWorker(uid, gid int, groups []int) (*Worker, error) {
 	}
 	w := &Worker{fns: make(chan func())}
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
+	goOffMain(func() {
+		// locked, never unlocked: the thread exits with us
 		if err := become(uid, gid, groups); err != nil {
 			errc <- err
 			return
@@ -179,7 +211,7 @@ func NewWorker(uid, gid int, groups []int) (*Worker, error) {
 		for fn := range w.fns {
 			fn()
 		}
-	}()
+	})
 	if err := <-errc; err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -60,5 +62,40 @@ func TestBorrow(t *testing.T) {
 	}
 	if gs, err := getgroups(); err != nil || len(gs) == 1 && gs[0] == 65534 {
 		t.Errorf("groups %v after (%v)", gs, err)
+	}
+}
+
+// The main thread's credentials are the process's in /proc/PID/status
+// (what moat serve and moatd compare each peer with). Go runs goroutines
+// on the main thread too, and one of this package's that landed there and
+// ended locked wedged it with what it left: the process looked capless and
+// every peer was refused. Many calls leave the process's status as it was.
+func TestMainThreadKeepsItsCredentials(t *testing.T) {
+	testutil.RequireRoot(t)
+	status := func() string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "Cap") || strings.HasPrefix(l, "Uid") || strings.HasPrefix(l, "Gid") || strings.HasPrefix(l, "Groups") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	before := status()
+	for i := 0; i < 300; i++ {
+		DoCapless(func() error { return nil })
+		Do(65534, 65534, nil, func() error { return nil })
+		if w, err := NewWorker(65534, 65534, nil); err == nil {
+			w.Do(func() error { return nil })
+			w.Close()
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if after := status(); after != before {
+		t.Fatalf("the process's credentials changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
