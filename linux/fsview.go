@@ -449,16 +449,8 @@ func (rs *resolver) remember(d, r string) {
 // TestObserverResolvesSwappedDirectory). The plan's own comment said the
 // observer walks every component again; the memory kept it from that.
 func (rs *resolver) evalDirNow(d string) (string, error) {
-	if rs != nil {
-		if v, ok := rs.dirs.Load(d); ok {
-			c := v.(canonDir)
-			if dev, ino, ok := dirID(d); ok && dev == c.dev && ino == c.ino {
-				return c.path, nil
-			}
-			if rs.dirs.CompareAndDelete(d, v) {
-				rs.dirBytes.Add(-int64(len(d) + len(c.path) + resolverEntryCost))
-			}
-		}
+	if r, ok := rs.stillThere(d); ok {
+		return r, nil
 	}
 	r, err := kernelEval(d)
 	if err != nil {
@@ -466,6 +458,27 @@ func (rs *resolver) evalDirNow(d string) (string, error) {
 	}
 	rs.remember(d, r)
 	return r, nil
+}
+
+// stillThere is d's remembered canonical form while d still leads to the
+// directory it was resolved to (one stat); one that leads elsewhere now
+// is forgotten.
+func (rs *resolver) stillThere(d string) (string, bool) {
+	if rs == nil {
+		return "", false
+	}
+	v, ok := rs.dirs.Load(d)
+	if !ok {
+		return "", false
+	}
+	c := v.(canonDir)
+	if dev, ino, ok := dirID(d); ok && dev == c.dev && ino == c.ino {
+		return c.path, true
+	}
+	if rs.dirs.CompareAndDelete(d, v) {
+		rs.dirBytes.Add(-int64(len(d) + len(c.path) + resolverEntryCost))
+	}
+	return "", false
 }
 
 // kernelEval is filepath.EvalSymlinks of the directory d, by the kernel:
@@ -505,16 +518,8 @@ func (rs *resolver) evalDirAs(d string, look func(func()), borrow bool) (string,
 	if !borrow {
 		return rs.evalDirNow(d)
 	}
-	if rs != nil {
-		if v, ok := rs.dirs.Load(d); ok {
-			c := v.(canonDir)
-			if dev, ino, ok := dirID(d); ok && dev == c.dev && ino == c.ino {
-				return c.path, nil
-			}
-			if rs.dirs.CompareAndDelete(d, v) {
-				rs.dirBytes.Add(-int64(len(d) + len(c.path) + resolverEntryCost))
-			}
-		}
+	if r, ok := rs.stillThere(d); ok {
+		return r, nil
 	}
 	r, err := kernelEval(d)
 	if err != nil {
