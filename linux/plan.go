@@ -839,7 +839,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// (a file in another user's 0700 home, with --write /) needs no
 		// protection, and stage 2 could not bind it (every root run with
 		// --write / failed on a host with such a home, blaming the
-		// kernel's support for mounts: found in this session's CI).
+		// kernel's support for mounts: found by a CI run, 2026-11-29).
 		paths := make([]string, len(prot))
 		for i, r := range prot {
 			paths[i] = r.path

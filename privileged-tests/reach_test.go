@@ -17,7 +17,7 @@ import (
 // wanted to protect in there: a root run whose writable tree held another
 // user's private repository (or, with --write /, any host with a 0700
 // home holding a .bashrc) failed, blaming the kernel's support for mounts
-// (found in a CI run of this session). What the command cannot reach
+// (found by a CI run, 2026-11-29). What the command cannot reach
 // needs no protection: the run goes on, and the command still cannot
 // write there.
 func TestRootRunPastOtherUsersPrivateDir(t *testing.T) {

@@ -102,7 +102,7 @@ func DoCapless(fn func() error) error {
 // ends locked there wedges it with what it left: a thread of this package
 // that landed on it (Go runs goroutines on the main thread too) left the
 // whole process looking capless, and every peer was refused ("confined
-// otherwise than the server", found in this session's tests). On the main
+// otherwise than the server", found by a CI run, 2026-11-29). On the main
 // thread, the goroutine keeps it locked (so that fn's runs elsewhere) and
 // lets it go once fn has ended.
 func goOffMain(fn func()) {
