@@ -95,11 +95,9 @@ type planInput struct {
 	// asClient: the sandbox is a client's (moatd): this process's own
 	// environment says nothing of the user's.
 	asClient bool
-	// clientRead, for a client's sandbox, reads a git config file as the
-	// client (nil: as this process).
-	clientRead func(p string) ([]byte, error)
-	// clientReach, for a client's sandbox, reports for each path whether
-	// the client can look it up (false: its permissions refuse it).
+	// clientReach, for a client's sandbox (or root's), reports for each
+	// path whether the sandbox can look it up (false: its permissions
+	// refuse it).
 	clientReach func(paths []string) []bool
 	// reach, for root's own sandbox, reports for each path whether the
 	// command could look it up (root's user namespace maps root alone, so
@@ -178,6 +176,15 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	fp.lockdown = kernelLockdown(in.uid, in.gid)
 	return fp, nil
+}
+
+// reachOf asks reach about the paths of rs.
+func reachOf(reach func(paths []string) []bool, rs []rule) []bool {
+	paths := make([]string, len(rs))
+	for i, r := range rs {
+		paths[i] = r.path
+	}
+	return reach(paths)
 }
 
 // lookAs runs fn as in.look says (the client's credentials), or here.
@@ -504,11 +511,7 @@ func expandRules(in planInput) (*fsPlan, error) {
 		// A client's sandbox (moatd, planned as root): a path the client
 		// cannot reach (/root/.ssh) is hidden by the kernel already, and
 		// its sandbox, made as the client, could not mount over it.
-		paths := make([]string, len(v.denyRead))
-		for i, r := range v.denyRead {
-			paths[i] = r.path
-		}
-		ok := in.clientReach(paths)
+		ok := reachOf(in.clientReach, v.denyRead)
 		kept := v.denyRead[:0]
 		for i, r := range v.denyRead {
 			if ok[i] {
@@ -586,11 +589,7 @@ func expandRules(in planInput) (*fsPlan, error) {
 			// cannot look up, it cannot have the automounter asked for
 			// either, nor read.
 			rs := append(append([]rule(nil), deny...), allow...)
-			paths := make([]string, len(rs))
-			for i, r := range rs {
-				paths[i] = r.path
-			}
-			ok := in.clientReach(paths)
+			ok := reachOf(in.clientReach, rs)
 			deny, allow = deny[:0], allow[:0:0]
 			for i, r := range rs {
 				switch {
@@ -675,17 +674,13 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	if xdg == "" && !in.asClient {
 		xdg = ownXDGConfigHome(home)
 	}
-	readConfig := readConfigFile
-	if in.clientRead != nil {
-		readConfig = in.clientRead
-	}
 	globalFiles := globalGitConfigs(home, xdg)
 	for _, f := range []string{in.gitConfigGlobal, in.gitConfigSystem} {
 		if filepath.IsAbs(f) {
 			globalFiles = append(globalFiles, filepath.Clean(f))
 		}
 	}
-	global := readGitFacts(globalFiles, home, readConfig)
+	global := readGitFacts(globalFiles, home, readConfigFile)
 	if filepath.IsAbs(in.gitTemplateDir) {
 		global.templateDirs = append(global.templateDirs, filepath.Clean(in.gitTemplateDir))
 	}
@@ -709,7 +704,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		if filepath.Base(g) == ".git" {
 			worktree = filepath.Dir(g)
 		}
-		for _, t := range gitRepoTargets(g, worktree, home, global, readConfig) {
+		for _, t := range gitRepoTargets(g, worktree, home, global, readConfigFile) {
 			if pol.FS.AllowGitConfig && strings.HasSuffix(t.path, "config.worktree") {
 				continue
 			}
@@ -840,11 +835,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// protection, and stage 2 could not bind it (every root run with
 		// --write / failed on a host with such a home, blaming the
 		// kernel's support for mounts: found by a CI run, 2026-11-29).
-		paths := make([]string, len(prot))
-		for i, r := range prot {
-			paths[i] = r.path
-		}
-		ok := in.reach(paths)
+		ok := reachOf(in.reach, prot)
 		kept := prot[:0]
 		for i, r := range prot {
 			if ok[i] {

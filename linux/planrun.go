@@ -69,8 +69,9 @@ func (ln *launcher) makePlan() error {
 		gitConfigGlobal: envValue(ln.l.Env, "GIT_CONFIG_GLOBAL"), gitConfigSystem: envValue(ln.l.Env, "GIT_CONFIG_SYSTEM"),
 		gitTemplateDir: envValue(ln.l.Env, "GIT_TEMPLATE_DIR")}
 	if id := ln.l.As; id != nil {
-		in.clientReach = func(paths []string) []bool { return clientReach(id, paths) }
-		in.clientRead = func(p string) ([]byte, error) { return clientReadFile(id, p) }
+		// (The survey runs on that thread: what it reads, git's configs
+		// included, and what it asks of reach, it looks at as the client.)
+		in.clientReach = lstatReach
 		// Every look the plan takes is the client's (the thread that also
 		// makes and removes its placeholders), and its caches are root's,
 		// one per uid, read and written by a goroutine of the daemon's.
@@ -497,59 +498,27 @@ func fixTmpdir(env []string, v *view) []string {
 	return env
 }
 
-// clientReach reports, for each path, whether the client can look it up
-// (lstat with its credentials: false only when permissions refuse it). If
-// the check cannot be made, every path counts as reachable.
-// clientReadFile reads a git config file as the client id (a file the
-// client cannot read gives nothing).
-func clientReadFile(id *enforce.Identity, p string) ([]byte, error) {
-	var b []byte
-	err := ascred.Do(id.Uid, id.Gid, identityGroups(id), func() error {
-		var err error
-		b, err = readConfigFile(p)
-		return err
-	})
-	return b, err
-}
-
-func clientReach(id *enforce.Identity, paths []string) []bool {
-	ok := make([]bool, len(paths))
-	for i := range ok {
-		ok[i] = true
-	}
+// lstatReach reports, for each path, whether this thread can look it up
+// (false only when permissions refuse it; a lookup that fails otherwise
+// leaves the plan to decide about the path as before).
+func lstatReach(paths []string) []bool {
 	res := make([]bool, len(paths))
-	copy(res, ok)
-	err := ascred.Do(id.Uid, id.Gid, identityGroups(id), func() error {
-		for i, p := range paths {
-			if _, err := os.Lstat(p); errors.Is(err, fs.ErrPermission) {
-				res[i] = false
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return ok
+	for i, p := range paths {
+		_, err := os.Lstat(p)
+		res[i] = !errors.Is(err, fs.ErrPermission)
 	}
 	return res
 }
 
-// rootReach reports, for each path, whether root's sandbox could look it up:
-// an lstat on a thread without capabilities, as its command has none over
-// another user's files. A path whose lookup fails otherwise counts as
-// reachable (the plan decides about it as before).
+// rootReach is lstatReach as root's sandbox would look: on a thread
+// without capabilities, as its command has none over another user's
+// files. If the check cannot be made, every path counts as reachable.
 func rootReach(paths []string) []bool {
 	res := make([]bool, len(paths))
 	for i := range res {
 		res[i] = true
 	}
-	ascred.DoCapless(func() error {
-		for i, p := range paths {
-			if _, err := os.Lstat(p); errors.Is(err, fs.ErrPermission) {
-				res[i] = false
-			}
-		}
-		return nil
-	})
+	ascred.DoCapless(func() error { res = lstatReach(paths); return nil })
 	return res
 }
 
