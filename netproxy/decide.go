@@ -172,7 +172,14 @@ func (s *Server) refuseAddr(rules *Rules, a netip.Addr, port int, localhost bool
 	if what := policy.SpecialAddr(a); what != "" {
 		return what
 	}
-	if s.isLocalAddr(a) {
+	switch local, err := s.isLocalAddr(a); {
+	case err != nil:
+		// Unknown is refused: the check used to count an error as "not
+		// ours", and a command that used up moat's descriptors (the
+		// netlink socket could not be opened) reached the host's own
+		// address through an allowed name (found by attack pass 63).
+		return "the host's own addresses could not be read (" + err.Error() + ")"
+	case local:
 		return "an address of this host"
 	}
 	return ""
@@ -261,36 +268,46 @@ type localCache struct {
 
 const localCacheTTL = 5 * time.Second
 
-func (s *Server) isLocalAddr(a netip.Addr) bool {
+// interfaceAddrs reads the host's interface addresses (a variable for
+// tests, which make it fail).
+var interfaceAddrs = net.InterfaceAddrs
+
+// isLocalAddr reports whether a is one of the host's own addresses. An
+// error means the addresses are unknown; it is never cached, so the next
+// call reads them again.
+func (s *Server) isLocalAddr(a netip.Addr) (bool, error) {
 	if s.LocalAddrs != nil {
 		as, err := s.LocalAddrs()
 		if err != nil {
-			return false
+			return false, err
 		}
 		for _, x := range as {
 			if x.Unmap().WithZone("") == a {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	}
 	c := &s.local
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.addrs == nil || time.Since(c.at) > localCacheTTL {
-		c.addrs = make(map[netip.Addr]bool)
-		c.at = time.Now()
-		if ifas, err := net.InterfaceAddrs(); err == nil {
-			for _, ifa := range ifas {
-				if pn, ok := ifa.(*net.IPNet); ok {
-					if x, ok := netip.AddrFromSlice(pn.IP); ok {
-						c.addrs[x.Unmap()] = true
-					}
+		ifas, err := interfaceAddrs()
+		if err != nil {
+			c.addrs = nil
+			return false, err
+		}
+		addrs := make(map[netip.Addr]bool)
+		for _, ifa := range ifas {
+			if pn, ok := ifa.(*net.IPNet); ok {
+				if x, ok := netip.AddrFromSlice(pn.IP); ok {
+					addrs[x.Unmap()] = true
 				}
 			}
 		}
+		c.addrs, c.at = addrs, time.Now()
 	}
-	return c.addrs[a]
+	return c.addrs[a], nil
 }
 
 func truncate(s string, n int) string {

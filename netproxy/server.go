@@ -71,7 +71,8 @@ type Server struct {
 	ParentProxy *policy.ParentProxy
 	// LocalAddrs lists the host's own interface addresses, which an
 	// allowed name must not resolve to. If nil, net.InterfaceAddrs is read
-	// (cached for a few seconds).
+	// (cached for a few seconds). When they cannot be read, the name is
+	// refused.
 	LocalAddrs func() ([]netip.Addr, error)
 
 	// MaxHeaderBytes bounds a request's header (and a SOCKS handshake).

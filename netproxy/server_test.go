@@ -3,6 +3,7 @@ package netproxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,6 +271,50 @@ func TestHostOwnAddressRefused(t *testing.T) {
 	wantDenied(t, e, "connect", do(t, e.addr, "connect", "allowed.test:443"), "allowed.test:443", "an address of this host")
 	local.Store([]netip.Addr(nil))
 	wantOK(t, do(t, e.addr, "connect", "allowed.test:443"), "origin allowed")
+}
+
+// When the host's own addresses cannot be read, an allowed name is
+// refused rather than dialled: the check counted an error as "not one of
+// ours", and a command that used up moat's descriptors (so that the
+// netlink socket InterfaceAddrs needs could not be opened) reached the
+// host's own address through an allowed name (found by attack pass 63).
+func TestHostAddressesUnknownRefused(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	e := newEnv(t, mustRules(t, netOf([]string{"allowed.test"}, nil)), func(s *Server) {
+		s.LocalAddrs = func() ([]netip.Addr, error) {
+			if fail.Load() {
+				return nil, errors.New("too many open files")
+			}
+			return nil, nil
+		}
+	})
+	for _, kind := range kinds {
+		wantDenied(t, e, kind, do(t, e.addr, kind, "allowed.test:443"), "allowed.test:443", "the host's own addresses could not be read")
+	}
+	fail.Store(false)
+	wantOK(t, do(t, e.addr, "connect", "allowed.test:443"), "origin allowed")
+}
+
+// The same with the default reader (net.InterfaceAddrs): a failed read is
+// refused and not cached, so the next request reads the addresses again
+// and still finds the host's own. The failure had been cached as an empty
+// set for five seconds, and the attack's next request, once it had freed
+// its descriptors, was dialled to the host's address.
+func TestHostAddressesErrorNotCached(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	defer func(f func() ([]net.Addr, error)) { interfaceAddrs = f }(interfaceAddrs)
+	interfaceAddrs = func() ([]net.Addr, error) {
+		if fail.Load() {
+			return nil, &net.OpError{Op: "socket", Err: syscall.EMFILE}
+		}
+		return []net.Addr{&net.IPNet{IP: net.ParseIP(addrAllowed), Mask: net.CIDRMask(32, 32)}}, nil
+	}
+	e := newEnv(t, mustRules(t, netOf([]string{"allowed.test"}, nil)), func(s *Server) { s.LocalAddrs = nil })
+	wantDenied(t, e, "connect", do(t, e.addr, "connect", "allowed.test:443"), "allowed.test:443", "the host's own addresses could not be read")
+	fail.Store(false)
+	wantDenied(t, e, "connect", do(t, e.addr, "connect", "allowed.test:443"), "allowed.test:443", "an address of this host")
 }
 
 func TestWildcardAllowsSubdomains(t *testing.T) {
