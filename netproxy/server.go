@@ -123,16 +123,27 @@ type Server struct {
 const DefaultMaxConns = 512
 
 // processSlots bounds the client connections all Servers of the process
-// serve at once: an eighth of the descriptors above the first 2048 (six a
-// connection, with some to spare), at least DefaultMaxConns.
+// serve at once, from the process's descriptor limit (slotsFor).
 var processSlots = sync.OnceValue(func() chan struct{} {
-	n := DefaultMaxConns
 	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur > 2048 {
-		n = max(n, int(min(rl.Cur-2048, 1<<24)/8))
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return make(chan struct{}, DefaultMaxConns)
 	}
-	return make(chan struct{}, n)
+	return make(chan struct{}, slotsFor(rl.Cur))
 })
+
+// slotsFor is how many client connections fit in a descriptor limit: an
+// eighth of what is left after keeping a quarter of the limit (at most
+// 2048) for the rest of the process, six descriptors a connection with
+// some to spare. It used to be at least DefaultMaxConns whatever the
+// limit: under a hard limit of a few thousand one sandbox's connections
+// took every descriptor of the process (attack pass 63: the netlink
+// socket of the host-address check, then every other sandbox moat serve
+// or moatd ran).
+func slotsFor(limit uint64) int {
+	reserve := min(limit/4, 2048)
+	return int(max(min((limit-reserve)/8, 1<<21), 16))
+}
 
 // acquire takes a connection slot of this Server and one of the process,
 // waiting for them; false when the Server closes meanwhile.

@@ -1013,3 +1013,21 @@ func TestRefusedNamesNotResolved(t *testing.T) {
 		t.Fatalf("refused names were looked up: %q", asked)
 	}
 }
+
+// The proxy's connections leave the process descriptors for the rest of
+// its work whatever the limit (attack pass 63: a floor of 512 connections,
+// about 3,000 descriptors, used up a limit of a few thousand).
+func TestSlotsForLeaveDescriptors(t *testing.T) {
+	for _, limit := range []uint64{64, 256, 1024, 4096, 6144, 65536, 1 << 20} {
+		n := uint64(slotsFor(limit))
+		if limit >= 256 && 6*n > limit*3/4 {
+			t.Errorf("limit %d: %d connections may take %d descriptors, more than three quarters", limit, n, 6*n)
+		}
+		if n < 16 {
+			t.Errorf("limit %d: %d connections", limit, n)
+		}
+	}
+	if n := slotsFor(1 << 20); n < DefaultMaxConns {
+		t.Errorf("a large limit: %d connections, want at least %d", n, DefaultMaxConns)
+	}
+}

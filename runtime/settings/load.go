@@ -817,7 +817,12 @@ func localDomain(pattern string) string {
 		if what := policy.SpecialAddr(p.Addr); what != "" {
 			return "a " + what + " address"
 		}
-		for _, a := range hostAddrs() {
+		as, err := hostAddrs()
+		if err != nil {
+			// Unknown is refused, as the proxy refuses it (attack pass 63).
+			return "perhaps an address of this host (its addresses could not be read: " + err.Error() + ")"
+		}
+		for _, a := range as {
 			if a == p.Addr.Unmap() {
 				return "an address of this host"
 			}
@@ -832,8 +837,11 @@ func localDomain(pattern string) string {
 // hostAddrs are this host's interface addresses (a project's allowed IP
 // literal that is one reaches the host's own services over loopback
 // routing, past firewalls on its interfaces: found by an attack pass).
-var hostAddrs = func() []netip.Addr {
-	as, _ := net.InterfaceAddrs()
+var hostAddrs = func() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
 	var out []netip.Addr
 	for _, a := range as {
 		if n, ok := a.(*net.IPNet); ok {
@@ -842,7 +850,7 @@ var hostAddrs = func() []netip.Addr {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // decodeMoat reads moat's own section, in either format.

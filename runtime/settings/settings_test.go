@@ -1110,7 +1110,7 @@ func TestProjectCannotAllowLocalAddresses(t *testing.T) {
 	// An address of this host (not a special one: 203.0.113.7 stands for a
 	// public address of the host's interface).
 	saved := hostAddrs
-	hostAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("203.0.113.7")} }
+	hostAddrs = func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("203.0.113.7")}, nil }
 	defer func() { hostAddrs = saved }()
 	for _, d := range []string{"203.0.113.7", "203.0.113.7:8765", "[::ffff:203.0.113.7]"} {
 		proj := e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowedDomains":["`+d+`"]}}}`)
@@ -1122,6 +1122,12 @@ func TestProjectCannotAllowLocalAddresses(t *testing.T) {
 	e.write(filepath.Join(e.cwd, ".claude", "settings.json"), `{"sandbox":{"network":{"allowedDomains":["registry.npmjs.org","*.github.com","93.184.216.34:443"]}}}`)
 	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err != nil {
 		t.Errorf("public names and addresses: %v", err)
+	}
+	// The host's addresses unknown (no descriptor for the netlink socket):
+	// a project's address literal is refused, not taken for another's.
+	hostAddrs = func() ([]netip.Addr, error) { return nil, errors.New("too many open files") }
+	if _, _, err := Load(Options{Cwd: e.cwd, Home: e.home, ManagedFile: e.managed}); err == nil || !strings.Contains(err.Error(), "could not be read: too many open files") {
+		t.Errorf("a project's address literal with the host's addresses unknown: %v, want a refusal", err)
 	}
 }
 
