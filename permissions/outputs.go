@@ -327,7 +327,8 @@ func analyzeXxd(a *analysis, args []string) {
 // (print > "file"). What cannot be named asks: a program read from a file
 // (-f, -E, --file, --exec), extensions and includes (-l, -i, -W), and a
 // program that runs commands (system, pipes, gawk's @name() indirect
-// calls) or redirects to a file that is not a literal.
+// calls), redirects to a file that is not a literal or uses ARGV (the
+// files it reads).
 func awkOutputs(args []string) (out []string, unsure string) {
 	var progs []string
 	fromOption := false // -e, --source: no program operand
@@ -425,6 +426,13 @@ func awkProgramOutputs(prog string) (out []string, why string) {
 	}
 	if awkIndirectCall(prog) {
 		return nil, "awk program calls a function by name (@name), which may be system"
+	}
+	// The files awk reads are ARGV's elements when its main rules start:
+	// a program that stores into ARGV (or reaches it through gawk's
+	// SYMTAB) reads files the path checks cannot name, under an allow
+	// rule too.
+	if containsIdent(prog, "ARGV") || containsIdent(prog, "SYMTAB") {
+		return nil, "awk program uses ARGV, which can name files to read that cannot be checked"
 	}
 	first := len(prog)
 	for _, kw := range []string{"print", "printf"} {

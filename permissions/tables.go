@@ -272,9 +272,10 @@ func checkJq(a *analysis, args []string, pa *parsedArgs) {
 	}
 }
 
-// checkAwk refuses awk programs that could run commands or write files:
-// system(), pipes, output redirection, getline, the gawk directives and
-// indirect calls (@f(): f may name system).
+// checkAwk refuses awk programs that could run commands, write files or
+// read files other than their operands: system(), pipes, output
+// redirection, getline, ARGV, the gawk directives and indirect calls
+// (@f(): f may name system).
 // Comparisons with '>' are refused too: the cost is a prompt.
 func checkAwk(a *analysis, args []string, pa *parsedArgs) {
 	if len(pa.pos) == 0 {
@@ -286,7 +287,12 @@ func checkAwk(a *analysis, args []string, pa *parsedArgs) {
 		a.notReadOnly("awk program may pipe or redirect output")
 		return
 	}
-	for _, bad := range []string{"system", "getline", "close", "fflush", "ENVIRON", "PROCINFO", "@load", "@include", "@namespace"} {
+	// ARGV: the files awk reads are ARGV's elements when the main rules
+	// start, so a program that stores into it (ARGV[1]="../secret",
+	// split(s, ARGV), f(ARGV)) reads files the path checks never saw;
+	// gawk's SYMTAB reaches ARGV and ENVIRON by a computed name.
+	for _, bad := range []string{"system", "getline", "close", "fflush", "ENVIRON", "PROCINFO", "ARGV", "SYMTAB",
+		"@load", "@include", "@namespace"} {
 		if containsIdent(prog, bad) {
 			a.notReadOnly("awk program uses " + bad)
 			return

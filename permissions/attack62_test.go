@@ -1,0 +1,40 @@
+package permissions
+
+import "testing"
+
+// Regression tests for attack pass 62 on the decision pipeline. Each row
+// failed (was allowed) before the fix named by the test.
+
+// TestAwkArgvNamesOtherFiles: an awk program that stores into ARGV
+// reads the files it names after BEGIN, which are not among the operands
+// the path checks see ("awk 'BEGIN{ARGV[1]=\"../secret\";ARGC=2}
+// {print}'" printed a file outside the working directory, decided allow
+// as read-only). gawk's SYMTAB reaches ARGV and ENVIRON by a computed
+// name.
+func TestAwkArgvNamesOtherFiles(t *testing.T) {
+	runRows(t, testCwd, Options{}, []arow{
+		{nil, "", `awk 'BEGIN{ARGV[1]="../secret";ARGC=2} {print}'`, askV},
+		{nil, "", `awk 'BEGIN{ARGV[ARGC++]="/etc/shadow"} {print}' f.txt`, askV},
+		{nil, "", `mawk 'BEGIN{split("/etc/shadow", ARGV); ARGC=2} {print}'`, askV},
+		{nil, "", `awk 'function f(a){a[1]="/etc/shadow"} BEGIN{f(ARGV);ARGC=2} {print}'`, askV},
+		{nil, "", `gawk 'BEGIN{SYMTAB["AR" "GV"][1]="/etc/shadow";ARGC=2} {print}'`, askV},
+		{nil, "", `gawk 'BEGIN{print SYMTAB["ENV" "IRON"]["HOME"]}'`, askV},
+		{nil, "plan", `awk 'BEGIN{ARGV[1]="../secret";ARGC=2} {print}'`, deny},
+		// still read-only
+		{nil, "", `awk '{print $1}' f.txt`, allow},
+		{nil, "", `awk '{print ARGVX, NR}' f.txt`, allow},
+	})
+}
+
+// TestAwkArgvUnderAllowRule: under Bash(awk:*) the path checks still
+// hold for what awk reads (awk '{print}' /etc/shadow asks), so a program
+// that names its files through ARGV asks too.
+func TestAwkArgvUnderAllowRule(t *testing.T) {
+	a := []string{"Bash(awk:*)"}
+	runRows(t, testCwd, Options{}, []arow{
+		{a, "", `awk 'BEGIN{ARGV[1]="/etc/shadow";ARGC=2} {print}'`, askV},
+		{a, "", `gawk 'BEGIN{SYMTAB["AR" "GV"][1]="/etc/shadow";ARGC=2} {print}'`, askV},
+		{a, "", `awk '{print}' /etc/shadow`, askV},
+		{a, "", `awk '{print $1}' f.txt`, allow},
+	})
+}
