@@ -38,3 +38,26 @@ func TestAwkArgvUnderAllowRule(t *testing.T) {
 		{a, "", `awk '{print $1}' f.txt`, allow},
 	})
 }
+
+// TestUnknownFlagKeepsPathChecks: under an allow rule, a command with a
+// flag its read-only table does not know (a valid one: grep's obsolete
+// -u, diff -D, git diff --output-indicator-new, wc --files0-from, mawk's
+// --posix) had no reads recorded, so the path checks that ask for the
+// same command without the flag ("grep x ../secret") did not hold.
+func TestUnknownFlagKeepsPathChecks(t *testing.T) {
+	runRows(t, testCwd, Options{}, []arow{
+		{[]string{"Bash(grep:*)"}, "", `grep -u "" ../secret`, askV},
+		{[]string{"Bash(grep:*)"}, "", `grep -u -f../secret x f.txt`, askV},
+		{[]string{"Bash(grep:*)"}, "", `grep -uf/etc/shadow x f.txt`, askV},
+		{[]string{"Bash(diff:*)"}, "", `diff -D X f.txt /etc/shadow`, askV},
+		{[]string{"Bash(git diff:*)"}, "", `git diff --no-index --output-indicator-new=+ f.txt /etc/shadow`, askV},
+		{[]string{"Bash(wc:*)"}, "", `wc --files0-from=/etc/list`, askV},
+		{[]string{"Bash(awk:*)"}, "", `awk --posix '{print}' /etc/shadow`, askV},
+		// still allowed: the same flags on the working directory's files
+		{[]string{"Bash(grep:*)"}, "", `grep -u "" f.txt`, allow},
+		{[]string{"Bash(grep:*)"}, "", `grep -u -e '^a.b' f.txt`, allow},
+		{[]string{"Bash(diff:*)"}, "", `diff -D X a.c b.c`, allow},
+		{[]string{"Bash(git diff:*)"}, "", `git diff --output-indicator-new=+ HEAD~1 -- src/`, allow},
+		{[]string{"Bash(awk:*)"}, "", `awk --posix '{print}' f.txt`, allow},
+	})
+}

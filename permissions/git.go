@@ -209,6 +209,10 @@ func analyzeGit(a *analysis, args []string) {
 	pa, bad, ok := parseFlags(rest, sub.flags, flagOpts{numeric: subName == "log" || subName == "shortlog" || subName == "whatchanged" || subName == "rev-list"})
 	if !ok {
 		a.notReadOnly("git " + subName + ": flag " + quoteWord(bad) + " is not known to be read-only")
+		// Under an allow rule (Bash(git diff:*)) the path checks still
+		// hold: git diff --no-index with a flag not in the table read
+		// outside the working directory (attack pass 62).
+		a.reads = append(a.reads, guessReads(rest)...)
 		return
 	}
 	if sub.maxPos < 0 && len(pa.pos) > 0 || sub.maxPos > 0 && len(pa.pos) > sub.maxPos {

@@ -190,6 +190,7 @@ func analyzeInto(a *analysis, argv []string) {
 	pa, bad, ok := parseFlags(args, spec.flags, spec.opts)
 	if !ok {
 		a.notReadOnly(name + ": flag " + quoteWord(bad) + " is not known to be read-only")
+		a.reads = append(a.reads, guessReads(args)...)
 		return
 	}
 	for _, f := range pa.flags {
@@ -555,4 +556,42 @@ func analyzeXargs(a *analysis, args []string) {
 	a.kind = inner.kind
 	a.reads = inner.reads
 	a.unchecked = "xargs reads paths from its input, which no path check sees"
+}
+
+// guessReads is what a command whose flags the table does not all know
+// may read: which words are then options, their values or operands cannot
+// be told apart, so every word that could be a path is taken as one (a
+// superset: a pattern too). An allow rule (Bash(grep:*)) still allows
+// such a command, and the path checks must hold for it as for the same
+// command without the flag: grep -u "" ../secret (-u is obsolete, not
+// refused) and diff -D X f ../secret read outside the working directory
+// under allow rules, where grep "" ../secret asked (attack pass 62).
+func guessReads(args []string) []string {
+	var reads []string
+	for _, w := range args {
+		switch {
+		case w == "-" || w == "--":
+		case strings.HasPrefix(w, "--"):
+			// --files0-from=PATH; a value in the next word is a word of
+			// its own, taken below.
+			if _, v, ok := strings.Cut(w, "="); ok && v != "" {
+				reads = append(reads, v)
+			}
+		case strings.HasPrefix(w, "-"):
+			// A short option's value may be attached, after any number
+			// of letters (-D../x, -uD/etc/x): each tail that starts a
+			// path leaving the directory is taken.
+			if !strings.ContainsAny(w, "/~") {
+				continue
+			}
+			for k := 2; k < len(w); k++ {
+				if c := w[k]; c == '/' || c == '~' || c == '.' && w[k-1] != '.' && w[k-1] != '/' {
+					reads = append(reads, w[k:])
+				}
+			}
+		default:
+			reads = append(reads, w)
+		}
+	}
+	return reads
 }
