@@ -1,6 +1,10 @@
 package permissions
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // Regression tests for attack pass 62 on the decision pipeline. Each row
 // failed (was allowed) before the fix named by the test.
@@ -60,4 +64,50 @@ func TestUnknownFlagKeepsPathChecks(t *testing.T) {
 		{[]string{"Bash(git diff:*)"}, "", `git diff --output-indicator-new=+ HEAD~1 -- src/`, allow},
 		{[]string{"Bash(awk:*)"}, "", `awk --posix '{print}' f.txt`, allow},
 	})
+}
+
+// TestLinkWalkersAsk: with FollowSymlinks the path checks follow the
+// links of the paths a command names, but grep -R, rg -L, fd -L, find -L,
+// find -follow, du -L, tree -l, ls -RL and diff -r (GNU diff follows links
+// unless --no-dereference) follow every link they meet below them: grep
+// -R x . read, through a link in the working directory, the directory
+// outside it that "grep x link/f" asks for.
+func TestLinkWalkersAsk(t *testing.T) {
+	root := t.TempDir()
+	cwd, out := filepath.Join(root, "w"), filepath.Join(root, "out")
+	for _, d := range []string{cwd, filepath.Join(cwd, "a"), filepath.Join(cwd, "b"), out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(out, filepath.Join(cwd, "a", "l")); err != nil {
+		t.Fatal(err)
+	}
+	follow := Options{FollowSymlinks: true}
+	runRows(t, cwd, follow, []arow{
+		{nil, "", "grep -R x .", askV},
+		{nil, "", "grep -nR x", askV},
+		{nil, "", "grep --dereference-recursive x a", askV},
+		{[]string{"Bash(grep:*)"}, "", "grep -R x .", askV},
+		{nil, "", "rg -L x", askV},
+		{nil, "", "rg --follow x a", askV},
+		{nil, "", "fd -L x", askV},
+		{nil, "", "find -L . -name x", askV},
+		{nil, "", "find . -follow -name x", askV},
+		{nil, "", "du -L .", askV},
+		{nil, "", "tree -l", askV},
+		{nil, "", "ls -RL", askV},
+		{nil, "", "diff -r a b", askV},
+		// the link named is checked as before
+		{nil, "", "grep -r x a/l", askV},
+		// still read-only: these do not follow links below the operands
+		{nil, "", "grep -r x .", allow},
+		{nil, "", "rg x", allow},
+		{nil, "", "find . -name x", allow},
+		{nil, "", "ls -R", allow},
+		{nil, "", "ls -lL a", allow},
+		{nil, "", "diff -r --no-dereference a b", allow},
+	})
+	// Lexical checks (no FollowSymlinks) do not look at links at all.
+	runRows(t, cwd, Options{}, []arow{{nil, "", "grep -R x .", allow}})
 }

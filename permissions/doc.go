@@ -82,8 +82,10 @@
 //     (.GIT/config on macOS), ignoring the code points HFS+ ignores. With
 //     Options.FollowSymlinks the checks hold for the path symbolic links
 //     lead to as well (a ".." after a link is taken from the link's
-//     target, as the kernel does), and a glob pattern is checked by every
-//     path it matches on disk; otherwise they are lexical.
+//     target, as the kernel does), a glob pattern is checked by every
+//     path it matches on disk, and a command that follows the links it
+//     meets while it walks a tree (grep -R, rg -L, find -L, diff -r) asks;
+//     otherwise they are lexical.
 //  6. Sed and awk constraints: a sed script that runs commands (e,
 //     s///e), reads its script from a file, or cannot be analysed asks; so
 //     does an awk program read from a file, or that runs commands

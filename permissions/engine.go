@@ -719,6 +719,11 @@ func (s *step) constraints() (policy.Decision, bool) {
 		if a.ask != "" {
 			return ask(a.ask), true
 		}
+		if a.walksLinks != "" && s.links != nil {
+			// The checks below follow the links of the paths named; not
+			// those the command meets below them, which it follows too.
+			return ask(a.walksLinks + " follows symbolic links as it walks the tree: one there may lead outside the working directory"), true
+		}
 		if p.static {
 			for _, r := range a.reads {
 				if why := checkPath(r, false, cwds, s.dirs, s.links); why != "" {

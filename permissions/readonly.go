@@ -68,6 +68,11 @@ type analysis struct {
 	// roButRedirect: read-only except for output redirections (echo x >
 	// file), which the path constraints check; acceptEdits allows it.
 	roButRedirect bool
+	// walksLinks: the command follows symbolic links while it walks a
+	// tree it reads (grep -R, rg -L, find -L, diff -r): the flag, for the
+	// reason. A link in the tree may lead outside the directories, and
+	// with Options.FollowSymlinks that asks.
+	walksLinks string
 	// unchecked: read-only, but what it reads cannot be checked (xargs
 	// appends paths from its input), so the tables do not allow it; an
 	// allow rule may.
@@ -229,6 +234,7 @@ func analyzeInto(a *analysis, argv []string) {
 	if spec.pos == posPaths && len(pos) == 0 && spec.implied {
 		a.reads = append(a.reads, ".")
 	}
+	a.walksLinks = linkWalk(name, &pa)
 	if spec.check != nil {
 		pa := pa // only this copy goes to the heap (a check is a func value)
 		spec.check(a, args, &pa)
@@ -331,6 +337,9 @@ func analyzeFind(a *analysis, args []string) {
 	for i < len(args) {
 		w := args[i]
 		if w == "-H" || w == "-L" || w == "-P" || (strings.HasPrefix(w, "-O") && isDigits(w[2:])) {
+			if w == "-L" {
+				a.walksLinks = "find -L"
+			}
 			i++
 			continue
 		}
@@ -371,6 +380,8 @@ func analyzeFind(a *analysis, args []string) {
 		switch w {
 		case "-newer", "-anewer", "-cnewer", "-samefile":
 			a.reads = append(a.reads, args[i+1])
+		case "-follow":
+			a.walksLinks = "find -follow"
 		}
 		if strings.HasPrefix(w, "-newer") && len(w) == 8 {
 			a.reads = append(a.reads, args[i+1])
@@ -594,4 +605,39 @@ func guessReads(args []string) []string {
 		}
 	}
 	return reads
+}
+
+// linkWalk names the flag with which a read-only command follows symbolic
+// links while it walks a tree ("grep -R"), or is "". The path checks see
+// the operands only: grep -R x . read through a link in the working
+// directory to a directory outside it, where grep x link/f asks (attack
+// pass 62). GNU diff -r follows links unless --no-dereference.
+func linkWalk(name string, pa *parsedArgs) string {
+	switch name {
+	case "grep", "egrep", "fgrep":
+		if pa.has("-R", "--dereference-recursive") {
+			return name + " -R"
+		}
+	case "rg", "fd", "fdfind":
+		if pa.has("-L", "--follow") {
+			return name + " -L"
+		}
+	case "du":
+		if pa.has("-L", "--dereference") {
+			return "du -L"
+		}
+	case "tree":
+		if pa.has("-l") {
+			return "tree -l"
+		}
+	case "ls":
+		if pa.has("-L", "--dereference") && pa.has("-R", "--recursive") {
+			return "ls -RL"
+		}
+	case "diff":
+		if pa.has("-r", "--recursive") && !pa.has("--no-dereference") {
+			return "diff -r"
+		}
+	}
+	return ""
 }
