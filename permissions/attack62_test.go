@@ -111,3 +111,48 @@ func TestLinkWalkersAsk(t *testing.T) {
 	// Lexical checks (no FollowSymlinks) do not look at links at all.
 	runRows(t, cwd, Options{}, []arow{{nil, "", "grep -R x .", allow}})
 }
+
+// TestGitSubcommandsRunningCommands: git subcommands that run a shell
+// command given on the line were not seen by deny rules: under
+// Bash(git:*) with Bash(rm:*) denied (and under bypassPermissions),
+// git difftool -y -x 'rm -f victim.txt' removed the file. They make the
+// line unseen now, as git fetch --upload-pack does: it asks.
+func TestGitSubcommandsRunningCommands(t *testing.T) {
+	r := []string{"deny: Bash(rm:*)", "Bash(git:*)"}
+	d := []string{"deny: Bash(rm:*)"}
+	runRows(t, testCwd, Options{}, []arow{
+		{r, "", `git difftool -y -x 'rm -f victim.txt'`, askV},
+		{r, "", `git difftool -yx'rm x'`, askV},
+		{r, "", `git difftool --extcmd='rm -rf x' -y`, askV},
+		{r, "", `git difftool --ext='rm x' -y`, askV},
+		{r, "", `git filter-branch --tree-filter 'rm -rf x' HEAD`, askV},
+		{r, "", `git filter-branch --index-filter 'rm x' HEAD`, askV},
+		{r, "", `git filter-branch --setup 'rm x' HEAD`, askV},
+		{r, "", `git send-email --sendmail-cmd='rm x' a.patch`, askV},
+		{r, "", `git send-email -sendmail-cmd='rm x' a.patch`, askV},
+		{r, "", `git send-email --sendm='rm x' a.patch`, askV},
+		{r, "", `git send-email --to-cmd='rm x' a.patch`, askV},
+		{r, "", `git send-email --smtp-server=/bin/rm a.patch`, askV},
+		{r, "", `git send-email --smtp-server /bin/rm a.patch`, askV},
+		{r, "", `git clone -u 'rm x' y z`, askV},
+		{r, "", `git clone -qu 'rm x' y z`, askV},
+		{r, "", `git ls-remote -u 'rm x' y`, askV},
+		{r, "", `git grep -O'rm x' y`, askV},
+		{r, "", `git grep --open-files-in-pager='rm x' y`, askV},
+		{r, "", `git instaweb --httpd='rm x'`, askV},
+		{r, "", `git instaweb -d 'rm x'`, askV},
+		{r, "", `git daemon --access-hook='rm x'`, askV},
+		{r, "", `git -C sub difftool -x 'rm x'`, askV},
+		{d, "bypassPermissions", `git difftool -y -x 'rm -f victim.txt'`, askV},
+		{d, "bypassPermissions", `git filter-branch --tree-filter 'rm x' HEAD`, askV},
+		// still allowed
+		{r, "", `git difftool -y`, allow},
+		{r, "", `git difftool --tool=vimdiff`, allow},
+		{r, "", `git grep -O y`, allow},
+		{r, "", `git clone -b main url dir`, allow},
+		{r, "", `git send-email --to=a@b --smtp-server=smtp.example.com a.patch`, allow},
+		{r, "", `git cherry-pick -x HEAD`, allow},
+		{r, "", `git clean -xdn`, allow},
+		{d, "bypassPermissions", `git difftool -y`, allow},
+	})
+}

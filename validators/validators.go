@@ -399,6 +399,11 @@ func execOption(all []Word) string {
 		if opt := runnerExecOption(name, args); opt != "" {
 			return opt
 		}
+		if name == "git" {
+			if opt := gitSubExecOption(args); opt != "" {
+				return opt
+			}
+		}
 		for i, a := range args {
 			v := a.Value
 			opt, val, hasVal := strings.Cut(v, "=")
@@ -459,6 +464,93 @@ func execOption(all []Word) string {
 				if opt == "-S" || opt == "--split-string" || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")) {
 					return v
 				}
+			}
+		}
+	}
+	return ""
+}
+
+// gitSubExecOption finds the options of git subcommands that run a
+// shell command given on the line: difftool -x/--extcmd, filter-branch's
+// filters and --setup, send-email's --sendmail-cmd, --to-cmd, --cc-cmd,
+// --header-cmd and an --smtp-server that is a path (a program), grep's
+// -O/--open-files-in-pager with a value, clone's and ls-remote's -u
+// (--upload-pack), instaweb's --httpd (-d) and daemon's --access-hook.
+// Each ran rm under Bash(git:*) with Bash(rm:*) denied (attack pass 62).
+// Abbreviations and bundles are read as widely as the parsers might
+// (parse-options, Getopt::Long's single-dash long options): more
+// candidates, never fewer.
+func gitSubExecOption(args []Word) string {
+	sub := -1
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		if !strings.HasPrefix(v, "-") {
+			sub = i
+			break
+		}
+		switch v {
+		case "-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix", "--list-cmds":
+			i++ // the value is the next word
+		}
+	}
+	if sub < 0 {
+		return ""
+	}
+	name, rest := args[sub].Value, args[sub+1:]
+	for i, a := range rest {
+		v := a.Value
+		if v == "--" {
+			break
+		}
+		if len(v) < 2 || v[0] != '-' {
+			continue
+		}
+		long := strings.HasPrefix(v, "--")
+		opt, val, hasVal := strings.Cut(v, "=")
+		next := val
+		if !hasVal && i+1 < len(rest) {
+			next = rest[i+1].Value
+		}
+		// abbrev: opt is full or an abbreviation of it (at least min
+		// letters after the dashes).
+		abbrev := func(full string, min int) bool {
+			o := "--" + strings.TrimLeft(opt, "-")
+			return o == full || len(o) >= 2+min && strings.HasPrefix(full, o)
+		}
+		short := func(letter byte) bool { return !long && strings.IndexByte(v[1:], letter) >= 0 }
+		switch name {
+		case "difftool":
+			if abbrev("--extcmd", 2) || short('x') {
+				return v
+			}
+		case "filter-branch":
+			if strings.HasSuffix(opt, "-filter") || opt == "--setup" {
+				return v
+			}
+		case "send-email":
+			for _, o := range []string{"--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"} {
+				if abbrev(o, 4) {
+					return v
+				}
+			}
+			if abbrev("--smtp-server", 6) && (strings.HasPrefix(next, "/") || strings.HasPrefix(next, "~")) {
+				return v
+			}
+		case "grep":
+			if long && abbrev("--open-files-in-pager", 2) && hasVal || !long && strings.IndexByte(v[1:len(v)-1], 'O') >= 0 {
+				return v // -O alone runs the configured pager, -OCMD runs CMD
+			}
+		case "clone", "ls-remote":
+			if short('u') {
+				return v
+			}
+		case "instaweb":
+			if abbrev("--httpd", 2) || short('d') {
+				return v
+			}
+		case "daemon":
+			if strings.HasPrefix(v, "--access-hook") {
+				return v
 			}
 		}
 	}
