@@ -156,3 +156,50 @@ func TestGitSubcommandsRunningCommands(t *testing.T) {
 		{d, "bypassPermissions", `git difftool -y`, allow},
 	})
 }
+
+// TestRunnersSeenByDenyRules: the package runners and other programs that
+// run a command (uv run CMD, npx -c 'CMD', run0 CMD, hyperfine 'CMD') were
+// not looked through by deny rules: under Bash(uv run:*) with Bash(rm:*)
+// denied, uv run rm x was allowed, where env rm x and nice rm x were
+// denied.
+func TestRunnersSeenByDenyRules(t *testing.T) {
+	d := "deny: Bash(rm:*)"
+	rows := []arow{}
+	for _, c := range []struct{ rule, cmd string }{
+		{"Bash(uv run:*)", "uv run rm x"},
+		{"Bash(uv:*)", "uv --directory d run --with y rm -rf x"},
+		{"Bash(poetry run:*)", "poetry run rm x"},
+		{"Bash(pipenv run:*)", "pipenv run rm x"},
+		{"Bash(npm exec:*)", "npm exec -- rm x"},
+		{"Bash(npm:*)", "npm exec -c 'rm x'"},
+		{"Bash(npx:*)", "npx -c 'rm x'"},
+		{"Bash(npx:*)", "npx --yes rm x"},
+		{"Bash(pnpm:*)", "pnpm exec rm x"},
+		{"Bash(yarn:*)", "yarn exec rm x"},
+		{"Bash(mise:*)", "mise exec node@20 -- rm x"},
+		{"Bash(direnv:*)", "direnv exec . rm x"},
+		{"Bash(nix:*)", "nix develop -c rm x"},
+		{"Bash(nix-shell:*)", "nix-shell --run 'rm x'"},
+		{"Bash(hyperfine:*)", "hyperfine 'rm x'"},
+		{"Bash(concurrently:*)", "concurrently 'npm test' 'rm x'"},
+		{"Bash(nodemon:*)", "nodemon --exec 'rm x'"},
+		{"Bash(watchexec:*)", "watchexec -e go -- rm x"},
+		{"Bash(run0:*)", "run0 rm x"},
+		{"Bash(entr:*)", "entr rm x"},
+		{"Bash(cgexec:*)", "cgexec -g cpu:x rm x"},
+		{"Bash(perf:*)", "perf stat rm x"},
+		{"Bash(flatpak-spawn:*)", "flatpak-spawn --host --directory=/ rm x"},
+	} {
+		rows = append(rows, arow{[]string{d, c.rule}, "", c.cmd, deny})
+	}
+	rows = append(rows,
+		arow{[]string{d}, "bypassPermissions", "uv run rm x", deny},
+		arow{[]string{d}, "bypassPermissions", "npx -c 'rm x'", deny},
+		// still allowed
+		arow{[]string{d, "Bash(uv run:*)"}, "", "uv run pytest -k run", allow},
+		arow{[]string{d, "Bash(npx:*)"}, "", "npx prettier --check .", allow},
+		arow{[]string{d, "Bash(hyperfine:*)"}, "", "hyperfine 'sleep 0.1'", allow},
+		arow{[]string{d}, "bypassPermissions", "poetry run pytest", allow},
+	)
+	runRows(t, testCwd, Options{}, rows)
+}

@@ -3,6 +3,7 @@ package permissions
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -652,6 +653,9 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		}
 		return
 	}
+	if x.runner(argv, depth, stdin, haveStdin, budget) {
+		return
+	}
 	spec, ok := wrappers.get()[name]
 	if !ok {
 		return
@@ -957,8 +961,111 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"dumb-init":       {},
 		"gosu":            {positionals: 1},
 		"su-exec":         {positionals: 1},
+
+		// attack pass 62: package runners and other programs that run the
+		// command after their options (npx rm x, run0 rm x, entr rm x)
+		"npx":       {valueFlags: set("-p", "--package", "-c", "--call")},
+		"pnpx":      {},
+		"bunx":      {valueFlags: set("-p", "--package")},
+		"uvx":       {valueFlags: set("--from", "--with", "-p", "--python")},
+		"watchexec": {valueFlags: set("-w", "--watch", "-e", "--exts", "-f", "--filter", "-i", "--ignore", "-d", "--debounce", "-s", "--signal", "--shell", "-E", "--env")},
+		"hyperfine": {},
+		"rlwrap":    {},
+		"entr":      {},
+		"proot":     {},
+		"tsp":       {},
+		// flatpak-spawn --host CMD runs CMD on the host, through D-Bus
+		"flatpak-spawn": {},
+		"cgexec":        {valueFlags: set("-g")},
+		"run0": {valueFlags: set("-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "--property",
+			"--description", "--slice", "--nice", "--machine", "--background")},
 	}
 }}
+
+// runnerSubs are the tools whose subcommand runs the command after it
+// (uv run CMD, poetry run CMD, npm exec CMD, mise exec -- CMD): under
+// Bash(uv run:*) with Bash(rm:*) denied, uv run rm x ran rm (attack pass
+// 62). Any of these words after the tool's name is taken for the
+// subcommand (a global option's value could stand before it), and the
+// subcommand's options are read both ways, as a wrapper's: more
+// candidates, never fewer.
+var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
+	return map[string][]string{
+		"npm": {"exec", "x"}, "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx"}, "bun": {"x"},
+		"uv": {"run"}, "poetry": {"run"}, "pipenv": {"run"}, "conda": {"run"}, "mamba": {"run"},
+		"micromamba": {"run"}, "pixi": {"run", "exec"}, "hatch": {"run"}, "rye": {"run"}, "pdm": {"run"},
+		"mise": {"exec", "x"}, "asdf": {"exec"}, "devbox": {"run"}, "perf": {"stat", "record", "trace"},
+		"direnv": {"exec"}, "nix": {"develop", "shell"},
+	}
+}}
+
+// shellStringRunners are the programs whose operands, or the values of
+// the options named, are shell commands they run (npx -c 'rm x',
+// hyperfine 'rm x', nix-shell --run 'rm x'); "" stands for every operand.
+var shellStringRunners = lazy[map[string][]string]{make: func() map[string][]string {
+	return map[string][]string{
+		"npx": {"-c", "--call"}, "npm": {"-c", "--call"}, "bun": {"exec"},
+		"nix-shell": {"--run", "--command"}, "nodemon": {"--exec", "-x"},
+		"hyperfine": {""}, "concurrently": {""}, "watchexec": {""},
+	}
+}}
+
+// runner looks at the commands of the tools in runnerSubs and
+// shellStringRunners and reports whether name was one of them.
+func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bool, budget *int) bool {
+	name := argv[0]
+	subs, isRunner := runnerSubs.get()[name]
+	opts, isShell := shellStringRunners.get()[name]
+	if !isRunner && !isShell {
+		return false
+	}
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		if isRunner && slices.Contains(subs, w) {
+			spec := wrapperSpec{}
+			switch {
+			case name == "direnv":
+				spec.positionals = 1 // direnv exec DIR CMD
+			case name == "nix":
+				// nix develop/shell [INSTALLABLE...] -c CMD: what follows
+				// -c or --command
+				for j := i + 1; j < len(argv); j++ {
+					if argv[j] == "-c" || argv[j] == "--command" {
+						x.look(argv[j+1:], depth, stdin, haveStdin, budget)
+						break
+					}
+				}
+				continue
+			}
+			for _, rest := range wrapperRests(argv[i:], spec) {
+				x.look(rest, depth, stdin, haveStdin, budget)
+			}
+			// mise exec TOOL@VERSION -- CMD: operands of the runner's own
+			// before "--"
+			if j := slices.Index(argv[i:], "--"); j > 0 && i+j+1 < len(argv) {
+				x.look(argv[i+j+1:], depth, stdin, haveStdin, budget)
+			}
+		}
+		for _, o := range opts {
+			switch {
+			case o == "" && !strings.HasPrefix(w, "-"):
+				x.nestedSource(w, depth+1)
+			case o != "" && w == o && i+1 < len(argv):
+				x.nestedSource(argv[i+1], depth+1)
+			case o != "" && strings.HasPrefix(o, "--") && strings.HasPrefix(w, o+"="):
+				x.nestedSource(w[len(o)+1:], depth+1)
+			case o != "" && !strings.HasPrefix(o, "--") && len(o) == 2 && strings.HasPrefix(w, o) && len(w) > 2:
+				x.nestedSource(w[2:], depth+1) // -c'rm x'
+			}
+		}
+	}
+	if spec, ok := wrappers.get()[name]; ok {
+		for _, rest := range wrapperRests(argv, spec) {
+			x.look(rest, depth, stdin, haveStdin, budget)
+		}
+	}
+	return true
+}
 
 // wrapperRests returns the possible commands a wrapper runs: argv with the
 // wrapper, its flags, its positionals and (for env and sudo) its
