@@ -46,6 +46,10 @@ func TestSurvey(t *testing.T) {
 		"$W/a/b/c/.vscode",        // an existing mandatory name at depth 3
 		"$W/HEAD", "$W/.envrc",    // the top of the working directory, absent
 		"$H/.bashrc", "$H/.config/git", // the home directory
+		// host tools' files found by attack pass 64: Claude Code's own
+		// ~/.claude.json, a dev container's top file, opencode's, mise's
+		"$H/.claude.json", "$W/.devcontainer.json", "$W/opencode.json", "$W/.opencode",
+		"$W/.tool-versions", "$W/mise.toml", "$W/mise.local.toml",
 	} {
 		if _, ok := m[e.Path(want)]; !ok {
 			t.Errorf("%s is not protected", want)

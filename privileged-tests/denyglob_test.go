@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A denyRead glob with ** hides every match, however deep and in
@@ -116,5 +117,98 @@ func TestToolFilesTakenOut(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
 			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
 		}
+	}
+}
+
+// Files the user's host tools run code from, found by attack pass 64 with
+// the real tools: a dev container's .devcontainer.json at the top of the
+// project (the devcontainer CLI ran its initializeCommand on the host),
+// opencode's opencode.json and .opencode/ (opencode started the MCP
+// server's command and loaded the plugin on its next start, no prompt),
+// and mise's files: a .tool-versions needs no trust, and its "path:"
+// version went first on the PATH of the user's shell at the next prompt
+// (a planted bin/git was the user's next git status); in a directory the
+// user trusted, an edited mise.toml's [env] _.source ran at the next
+// prompt, and so did a new mise.local.toml or .mise/config.toml. Made
+// where none was they are taken out after the run; where they exist they
+// are read-only. Without moat the same commands leave them.
+func TestHostToolFilesProtected(t *testing.T) {
+	f := newFixture(t)
+	plant := "echo '{\"initializeCommand\":\"x\"}' > .devcontainer.json && echo '{\"mcp\":{}}' > opencode.json && " +
+		"echo '{}' > opencode.jsonc && mkdir -p .opencode/plugin .mise sub && echo x > .opencode/plugin/p.js && " +
+		"echo 'node path:/x' > .tool-versions && echo x > .mise.toml && echo x > mise.local.toml && " +
+		"echo x > .mise.local.toml && echo x > .mise/config.toml && echo x > sub/mise.toml"
+	made := []string{".devcontainer.json", "opencode.json", "opencode.jsonc", ".opencode/plugin/p.js", ".tool-versions",
+		".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise/config.toml", "sub/mise.toml"}
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
+			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "deny file-plant") {
+		t.Errorf("the plants are not reported:\n%s", r.out)
+	}
+	// Existing ones (a trusted mise.toml, a project's .tool-versions) are
+	// read-only.
+	existing := []string{"mise.toml", ".tool-versions"}
+	for _, rel := range existing {
+		must(t, os.WriteFile(filepath.Join(f.work, rel), []byte("[tools]\n"), 0o644))
+	}
+	// Written well before the run: the audit takes a change from the
+	// second before the run's start on for the command's
+	// (enforce.Since), and the user's own is kept only before that.
+	time.Sleep(2100 * time.Millisecond)
+	r = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
+		"echo '[env]' >> mise.toml; echo 'node path:/x' >> .tool-versions; true")
+	for _, rel := range existing {
+		if b, _ := os.ReadFile(filepath.Join(f.work, rel)); string(b) != "[tools]\n" {
+			t.Errorf("ESCAPE: the existing %s was rewritten under moat: %q\n%s", rel, b, r.out)
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", plant+" && echo '[env]' >> mise.toml")
+	cmd.Dir = f.work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
+			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.work, "mise.toml")); string(b) == "[tools]\n" {
+		t.Errorf("without moat mise.toml is not rewritten (the test cannot fail)")
+	}
+}
+
+// Claude Code's ~/.claude.json: its "mcpServers" are started by every
+// later claude, in any directory, with no prompt (attack pass 64: claude
+// -p ran the planted command, logged in or not). A working directory that
+// is the home is writable under Claude Code's settings, and ~/.claude and
+// ~/.mcp.json were read-only there, ~/.claude.json not. Without moat the
+// same command writes it.
+func TestHomeClaudeJSONNotWritable(t *testing.T) {
+	f := newFixture(t)
+	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+	p := filepath.Join(f.home, ".claude.json")
+	write := `echo '{"mcpServers":{"x":{"command":"sh"}}}' > "$HOME/.claude.json"; true`
+	for _, exists := range []bool{true, false} {
+		os.Remove(p)
+		if exists {
+			must(t, os.WriteFile(p, []byte("{}\n"), 0o644))
+		}
+		r := f.exec(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", write)
+		if b, err := os.ReadFile(p); exists && string(b) != "{}\n" || !exists && err == nil {
+			t.Errorf("ESCAPE: ~/.claude.json (existing %v) written under moat: %q\n%s", exists, b, r.out)
+		}
+	}
+	os.Remove(p)
+	cmd := exec.Command("/bin/sh", "-c", write)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), "mcpServers") {
+		t.Errorf("without moat ~/.claude.json is not written (the test cannot fail)")
 	}
 }

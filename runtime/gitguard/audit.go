@@ -759,6 +759,8 @@ var ToolNames = []string{
 	".bash_login", ".bash_logout", ".zshenv", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".inputrc",
 	".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
 	".zed", ".fleet", ".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".clinerules", ".devcontainer",
+	".devcontainer.json", "opencode.json", "opencode.jsonc", ".opencode",
+	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise",
 }
 
 var toolNames = func() map[string]bool {
@@ -793,7 +795,7 @@ func (a *auditor) toolFiles(dir string) {
 		}
 		a.judgedAs(p, id)
 		if real, ok := a.changedActionable(p); ok {
-			a.quarantine(real, "a file a tool runs code from when the project is next opened (an editor's, an agent's, direnv's, a dev container's): a sandboxed command may not make one")
+			a.quarantine(real, "a file a tool runs code from when the project is next opened (an editor's, an agent's, direnv's, mise's, a dev container's): a sandboxed command may not make one")
 		}
 	}
 }

@@ -107,6 +107,20 @@ var MandatoryFiles = []string{
 	".gitconfig", ".gitmodules",
 	// tools that run code or change behaviour from a file in the directory
 	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
+	// a dev container's file at the top of the project: the spec reads it
+	// as it reads .devcontainer/devcontainer.json, initializeCommand
+	// running on the host (attack pass 64)
+	".devcontainer.json",
+	// opencode starts the project's MCP servers (and loads .opencode's
+	// plugins) when it starts, with no prompt (attack pass 64)
+	"opencode.json", "opencode.jsonc",
+	// mise: a .tool-versions needs no trust, and its "path:" versions go
+	// first on the PATH of the user's shell at the next prompt (mise
+	// activate), so a planted ./bin/git is the user's next git status; a
+	// directory the user trusted (mise trust, by path, not by content)
+	// runs an edited mise.toml's [env] _.source and hooks at the next
+	// prompt, and a mise.local.toml beside it (attack pass 64)
+	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
 }
 
 // MandatoryDirs are directory names protected the same way: editor and
@@ -115,6 +129,8 @@ var MandatoryDirs = []string{
 	".vscode", ".idea", ".zed", ".fleet",
 	".claude", ".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".clinerules",
 	".devcontainer",
+	".opencode", // opencode's plugins, tools and config (attack pass 64)
+	".mise",     // mise's .mise/config.toml in a trusted directory (attack pass 64)
 }
 
 // ReservedNames are the mandatory names moat also protects where they do
@@ -144,6 +160,11 @@ var HomeReservedNames = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".vimrc",
 	".claude", ".mcp.json", ".srt-settings.json",
+	// Claude Code's own state: its "mcpServers" (and each project's) are
+	// started by every later claude, in any directory, with no prompt; a
+	// working directory that is the home (Claude Code's settings make it
+	// writable) wrote it (attack pass 64)
+	".claude.json",
 }
 
 // HomeReservedPaths are deeper paths reserved in the home directory when
