@@ -1208,19 +1208,21 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	// pushed to through remote.*.url or a legacy .git/remotes file, ran its
 	// pre-receive hook: found by an attack pass). One elsewhere in the
 	// trees is the walk's like any other.
-	var urls []string
-	for _, e := range entries {
-		switch sec, key := e.Section(), e.Key(); {
-		case sec == "remote" && (key == "url" || key == "pushurl" || key == "pushdefault"),
-			sec == "branch" && (key == "pushremote" || key == "remote"):
-			if e.HasValue {
-				urls = append(urls, e.Value)
-			}
-		}
+	// Each as the user's git rewrites it (url.<base>.insteadOf and
+	// pushInsteadOf of the user's files and of the repository's config):
+	// a URL the audit took for the network's was a local path for the
+	// user's git (attack pass 61).
+	urls := remoteURLs(entries, a.global.rewrites)
+	for _, u := range legacyRemoteURLs(common) {
+		urls = append(urls, rewrittenURLs(u, true, append(append([]urlRewrite(nil), a.global.rewrites...), remoteRewrites(entries)...))...)
 	}
-	urls = append(urls, legacyRemoteURLs(common)...)
 	for _, u := range urls {
 		a.hiddenRemote(u, base)
+	}
+	// A submodule's git directory named by submodule.<name>.gitdir (git
+	// 2.52+, extensions.submodulePathConfig) is judged like a remote's.
+	for _, e := range entries {
+		a.hiddenGitdir(filepath.Join(common, "config"), e)
 	}
 	// Legacy remote definitions (.git/remotes/NAME "URL: ...", .git/branches/NAME)
 	// name where git pushes as a config's remotes do: one the command wrote
@@ -1509,6 +1511,8 @@ func (a *auditor) configFileIn(p string, depth int, read map[string]bool) []Entr
 				risks = append(risks, e.Name+": "+r)
 			} else if r := a.autofsURL(real, e); r != "" {
 				risks = append(risks, e.Name+": "+r)
+			} else if r := a.gitdirOutsideModules(real, e); r != "" {
+				risks = append(risks, e.Name+": "+r)
 			}
 		}
 		if len(risks) > 0 && a.quarantineReached(p, real, "a git config that sets "+strings.Join(risks, "; ")) {
@@ -1535,6 +1539,9 @@ func (a *auditor) configFileIn(p string, depth int, read map[string]bool) []Entr
 				return r
 			}
 			if r := a.procURL(p, e); r != "" {
+				return r
+			}
+			if r := a.gitdirOutsideModules(p, e); r != "" {
 				return r
 			}
 			return a.autofsURL(p, e)
@@ -2274,6 +2281,10 @@ func readCommondir(g string) (dir string, id fileID, canonical, ok bool) {
 // a file the user's git may read) and init.templateDir values.
 type globalGit struct {
 	hooks, includes, templates []string
+	// rewrites are the url.<base>.insteadOf and pushInsteadOf values,
+	// in the order git reads them: the user's git applies them to every
+	// remote URL (rewrittenURLs).
+	rewrites []urlRewrite
 }
 
 // globalGitConfig reads the system's and the user's git config files,
@@ -2338,6 +2349,9 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 			if e.Name == "init.templatedir" && e.HasValue && e.Value != "" {
 				g.templates = append(g.templates, e.Value)
 			}
+			if r, ok := urlRewriteOf(e); ok {
+				g.rewrites = append(g.rewrites, r)
+			}
 			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
 				if v := ConfigPath(e.Value, filepath.Dir(f), home); v != "" {
 					v = filepath.Clean(v) // as written: changedLinkOnWay must see the symlinks on its way
@@ -2373,7 +2387,17 @@ func (a *auditor) hiddenURL(p string, e Entry) string {
 	default:
 		return ""
 	}
-	u, ok := remotePath(e.Value) // as git reads it (attack pass 53)
+	for _, v := range rewrittenURLs(e.Value, true, a.global.rewrites) { // as the user's git rewrites it (attack pass 61)
+		if r := a.hiddenLocalURL(p, v); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// hiddenLocalURL is hiddenURL for one URL u of config p.
+func (a *auditor) hiddenLocalURL(p, u0 string) string {
+	u, ok := remotePath(u0) // as git reads it (attack pass 53)
 	if !ok {
 		return "" // a network URL, scp-like (ssh), or a transport helper (Risk's)
 	}
@@ -2416,21 +2440,25 @@ func (a *auditor) urlWays(p string, e Entry) []string {
 	default:
 		return nil
 	}
-	u, ok := remotePath(e.Value)
-	if !ok || !strings.Contains(u, "/") {
-		return nil // a remote's name (or a path in the work tree, the walk's)
-	}
 	var ways []string
-	for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
-		c := u
-		switch {
-		case strings.HasPrefix(u, "~"):
-			c = ConfigPath(u, base, a.o.Home)
-		case !filepath.IsAbs(u):
-			c = base + "/" + u
+	// Each as the user's git rewrites it (url.<base>.insteadOf: attack
+	// pass 61).
+	for _, v := range rewrittenURLs(e.Value, true, a.global.rewrites) {
+		u, ok := remotePath(v)
+		if !ok || !strings.Contains(u, "/") {
+			continue // a remote's name (or a path in the work tree, the walk's)
 		}
-		if c != "" {
-			ways = append(ways, c)
+		for _, base := range []string{filepath.Dir(filepath.Dir(p)), filepath.Dir(p)} {
+			c := u
+			switch {
+			case strings.HasPrefix(u, "~"):
+				c = ConfigPath(u, base, a.o.Home)
+			case !filepath.IsAbs(u):
+				c = base + "/" + u
+			}
+			if c != "" {
+				ways = append(ways, c)
+			}
 		}
 	}
 	return ways

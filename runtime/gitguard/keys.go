@@ -84,6 +84,31 @@ func Risk(e Entry) string {
 		case "signaturefile", "outputdirectory", "headers", "cc", "to":
 			return "format." + key + " makes the user's git format-patch read a file, write elsewhere, or address the patches"
 		}
+	case "extensions":
+		// git reads a repository's extensions to change how it uses the
+		// repository itself; newer git than moat's rules know adds more
+		// (2.52's submodulePathConfig lets submodule.<name>.gitdir put a
+		// submodule's git directory anywhere, refStorage's URI form reads
+		// the refs from another directory). Only those known to change
+		// nothing git runs or reads from elsewhere stay: an unknown one the
+		// run turned on is taken out (fail closed: git then refuses the
+		// repository or ignores what it needed, and runs nothing).
+		switch key {
+		case "objectformat", "compatobjectformat", "noop", "noop-v1", "partialclone",
+			"preciousobjects", "worktreeconfig", "relativeworktrees":
+			return ""
+		case "submodulepathconfig":
+			// submodule.<name>.gitdir is judged instead (gitdirOutsideModules,
+			// repo): git clone and git init set the extension themselves
+			// under the user's init.defaultSubmodulePathConfig.
+			return ""
+		case "refstorage":
+			if e.HasValue && !strings.Contains(e.Value, "://") {
+				return "" // a format name alone: the refs stay in the git directory
+			}
+			return "extensions.refStorage with a location reads the repository's refs (replace refs included) from another directory"
+		}
+		return "an extension moat does not know: newer git may read it to use the repository otherwise (where its git directories, refs or objects lie)"
 	case "lfs":
 		if l := strings.ToLower(sub); strings.HasPrefix(l, "customtransfer.") || strings.HasPrefix(l, "extension.") || key == "standalonetransferagent" {
 			return "git-lfs runs a program named here"
@@ -138,6 +163,7 @@ var riskyKeys = map[string]string{
 	"interactive.difffilter":     "interactive.diffFilter runs a program",
 	"uploadpack.packobjectshook": "uploadpack.packObjectsHook runs a program",
 	"gc.recentobjectshook":       "gc.recentObjectsHook runs a program when git gc (automatic after commit, fetch) prunes",
+	"gc.repackfilterto":          "gc.repackFilterTo makes git gc write the objects it filters out to another directory",
 	"core.worktree":              "core.worktree moves the work tree anywhere: git's checkout, reset and clean then write and delete there",
 	"core.sharedrepository":      "core.sharedRepository makes the repository writable by other users, who could plant hooks",
 }
