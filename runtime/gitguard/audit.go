@@ -1221,8 +1221,9 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	}
 	// A submodule's git directory named by submodule.<name>.gitdir (git
 	// 2.52+, extensions.submodulePathConfig) is judged like a remote's.
+	commonConfig := filepath.Join(common, "config") // (once: a repository may have a config of 25,000 entries)
 	for _, e := range entries {
-		a.hiddenGitdir(filepath.Join(common, "config"), e)
+		a.hiddenGitdir(commonConfig, e)
 	}
 	// Legacy remote definitions (.git/remotes/NAME "URL: ...", .git/branches/NAME)
 	// name where git pushes as a config's remotes do: one the command wrote
