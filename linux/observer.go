@@ -277,6 +277,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (in a session, or without namespaces) another process",
 			Rule: "the sandbox's init, the session's server and reapers, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
 		return unix.EPERM, false
+	case "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "System V IPC",
+			Rule: "without an IPC namespace System V shared memory, message queues and semaphores are the host's processes'", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "setsockopt":
 		o.report(policy.Violation{Kind: policy.NetworkViolation, Op: "setsockopt", Target: sockoptName(n.args[1], n.args[2]),
 			Rule: "no source routes or IPv6 routing headers where the host's network is shared: they send packets past the filter, to another host than the one connected to", Pid: int(n.pid)})
@@ -665,6 +669,9 @@ var syscallNames = func() map[int]string {
 	m[452], m[463], m[466], m[469] = "fchmodat2", "setxattrat", "removexattrat", "file_setattr"
 	for _, s := range []string{"socket", "socketpair", "setsockopt", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
+		add(s)
+	}
+	for _, s := range seccomp.SysVIPCSyscalls {
 		add(s)
 	}
 	m[467] = "open_tree_attr"

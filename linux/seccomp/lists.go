@@ -50,7 +50,9 @@ type Options struct {
 	// caller itself may change (prlimit --pid of the supervisor to no
 	// descriptors turned its git audit off, and of init left processes
 	// behind; as root, any host process's limits: found by an attack
-	// pass).
+	// pass). It shares the host's IPC namespace too: System V IPC
+	// (SysVIPCSyscalls) is refused, since its objects are the host's
+	// (attack pass 65).
 	NoNamespaces bool
 	// NotifyMetadata sends every call that changes a file's mode, owner,
 	// times, extended attributes or size (MetadataSyscalls, utimensat
@@ -122,6 +124,10 @@ var MetadataSyscalls = []string{
 	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
 	"truncate",
 }
+
+// SysVIPCSyscalls are the System V IPC calls NoNamespaces refuses: all
+// but shmdt.
+var SysVIPCSyscalls = []string{"shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl"}
 
 // metadataNrs are the x86-64 numbers of the MetadataSyscalls an older
 // libseccomp may not know by name.

@@ -18,7 +18,9 @@ import (
 // (denySyscalls); syscalls refused by their arguments (denyArguments:
 // clone3, MPTCP, namespace flags, ioctls, personalities); set-id modes
 // (denyFileModes); socket families (denyFamilies); unix sockets
-// (unixSockets); the writes the supervisor is told of (notifyWrites); then
+// (unixSockets); the writes the supervisor is told of (notifyWrites);
+// metadata (denyMetadata); other processes (denyOtherProcesses); memory
+// files (denyMemfd); System V IPC without namespaces (denySysVIPC); then
 // the export.
 func Build(o Options) ([]byte, error) {
 	f, err := newFilter()
@@ -30,7 +32,7 @@ func Build(o Options) ([]byte, error) {
 	if o.Notify {
 		b.deny = lsc.ActNotify
 	}
-	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata, b.denyOtherProcesses, b.denyMemfd} {
+	for _, step := range []func(Options) error{b.denySyscalls, b.denyArguments, b.denyFileModes, b.denyFamilies, b.unixSockets, b.denyListen, b.notifyWrites, b.denyMetadata, b.denyOtherProcesses, b.denyMemfd, b.denySysVIPC} {
 		if err := step(o); err != nil {
 			return nil, err
 		}
@@ -140,6 +142,9 @@ func (b *builder) denyMemfd(o Options) error {
 	if err := b.addNr("memfd_secret", memfdSecretNr, enosys); err != nil {
 		return err
 	}
+	if o.NoNamespaces {
+		return nil // System V IPC is refused whole (denySysVIPC)
+	}
 	if err := b.add("msgget", enosys); err != nil {
 		return err
 	}
@@ -148,6 +153,25 @@ func (b *builder) denyMemfd(o Options) error {
 		return err
 	}
 	return b.add("semget", einval, lsc.ScmpCondition{Argument: 1, Op: lsc.CompareGreater, Operand1: sem})
+}
+
+// denySysVIPC: see Options.NoNamespaces. Without an IPC namespace every
+// System V segment, queue and semaphore set is the host's, named by an id
+// /proc/sysvipc lists, and Landlock governs none of them (they are not
+// files): a command read and wrote the shared memory of its user's other
+// processes, and read their message queues (found by attack pass 65).
+// seccomp cannot tell the run's own objects from the host's by an id, so
+// every call but shmdt (which only unmaps) is refused.
+func (b *builder) denySysVIPC(o Options) error {
+	if !o.NoNamespaces {
+		return nil
+	}
+	for _, name := range SysVIPCSyscalls {
+		if err := b.add(name, b.deny); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // denyArguments refuses syscalls by their arguments.
