@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,9 @@ func limitMechanisms(eff policy.Limits, setMemory, nons, runCgroup bool) []enfor
 			} else {
 				note += "; the host's /tmp and /dev/shm are not counted (no mount namespace)"
 			}
-			if setMemory {
+			if setMemory && nons {
+				by += "; memfd_create refused (ENOSYS; System V IPC is refused in this tier)"
+			} else if setMemory {
 				by += "; memfd_create and msgget refused (ENOSYS), System V segments and semaphore sets bounded (seccomp)"
 			} else {
 				note += "; memfds and System V IPC are not counted under this default (set moat.limits.memory to bound them)"
@@ -119,8 +122,10 @@ func limitMechanisms(eff policy.Limits, setMemory, nons, runCgroup bool) []enfor
 		switch by, ok := cg("pids", "pids.max", "pids.max"); {
 		case ok:
 			add("limit: processes", true, by, strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are reported")
+		case nons && !root:
+			add("limit: processes", false, "RLIMIT_NPROC, the user's count at the start plus the limit", "no user namespace and no writable cgroup: RLIMIT_NPROC counts every process of this user on the host, so the command gets the user's count at its start plus "+strconv.FormatInt(eff.Pids, 10)+", at most what leaves moat a reserve below its own limit, the cgroup's and the kernel's")
 		case nons:
-			add("limit: processes", false, "", "no user namespace and no writable cgroup: RLIMIT_NPROC would count every process of this user on the host")
+			add("limit: processes", false, "", "no user namespace and no writable cgroup: the kernel exempts root from RLIMIT_NPROC")
 		case root:
 			add("limit: processes", false, "", "as root only a cgroup holds it (the kernel exempts root from RLIMIT_NPROC) and none is writable here: moat refuses to run (--best-effort runs without it)")
 		default:
@@ -471,17 +476,186 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 			p.Rlimit(unix.RLIMIT_STACK, min(st.Cur, lim), min(st.Max, lim))
 		}
 		if nons {
-			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitMemory, Reason: "the memory limit beyond each process's own (no mount or IPC namespace: the host's /tmp, /dev/shm and System V shared memory are not counted)"})
+			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitMemory, Reason: "the memory limit beyond each process's own (no mount namespace: the host's /tmp and /dev/shm are not counted; System V IPC is refused in this tier)"})
 		}
 	}
 	if eff.Pids > 0 && !lm.holds("pids") {
 		if nons {
-			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: "the process limit (no user namespace: RLIMIT_NPROC would count every process of this user on the host, and no cgroup is writable)"})
+			// As root: the kernel exempts root from RLIMIT_NPROC, and only
+			// a cgroup could hold it.
+			reason := "the process limit (no writable cgroup, and the kernel exempts root from RLIMIT_NPROC): a command that uses up the machine's processes can stop moat before its git audit (the next moat run audits what it left)"
+			if os.Geteuid() != 0 {
+				n := nonsProcessLimit(eff.Pids)
+				p.Rlimit(unix.RLIMIT_NPROC, n.limit, n.limit)
+				reason = fmt.Sprintf("the process limit exactly (no user namespace, no writable cgroup): RLIMIT_NPROC counts every process of this user on the host; the command may start %d more than this user had at its start, keeping %d for moat and the host", n.limit-n.count, nonsReserve)
+			}
+			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: reason})
 		} else {
 			p.Rlimit(unix.RLIMIT_NPROC, uint64(eff.Pids), uint64(eff.Pids))
 		}
 	}
 	return skipped
+}
+
+// nonsReserve is how many processes and threads a command of the
+// no-namespace tier leaves below the limits it shares with moat.
+const nonsReserve = 128
+
+// nonsLimit is the RLIMIT_NPROC of a command in the no-namespace tier:
+// count, the tasks of this user now, and limit.
+type nonsLimit struct{ count, limit uint64 }
+
+// nonsProcessLimit bounds the processes of a rootless command without a
+// user namespace. Nothing bounded them, and the command shares with moat
+// its user's RLIMIT_NPROC, the cgroup's pids.max (a container's) and the
+// kernel's pid_max: a command that planted a core.fsmonitor and then
+// started threads until the kernel refused had moat's next thread refused
+// (pthread_create: EAGAIN), and moat died before its git audit; the
+// user's next git status ran the program (found by attack pass 65). So
+// RLIMIT_NPROC, which counts every task of this user, is set to the count
+// now plus the policy's limit, and never closer than nonsReserve to any of
+// those limits as they stand now. moat's own RLIMIT_NPROC stays as it
+// was, so the reserve below it holds whatever the count was; the others
+// are shared with every user, and the reserve is measured once.
+func nonsProcessLimit(pids int64) nonsLimit {
+	count := userTasks(os.Getuid())
+	room := uint64(pids)
+	shrink := func(left uint64) {
+		if left < nonsReserve {
+			room = 0
+		} else {
+			room = min(room, left-nonsReserve)
+		}
+	}
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
+		shrink(sub(rl.Cur, count))
+	}
+	if total, ok := systemTasks(); ok {
+		for _, f := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
+			if max, ok := readUint(f); ok {
+				shrink(sub(max, total))
+			}
+		}
+	}
+	if left, ok := cgroupPidsRoom(); ok {
+		shrink(left)
+	}
+	lim := count + room
+	if rl.Max != unix.RLIM_INFINITY {
+		lim = min(lim, rl.Max)
+	}
+	return nonsLimit{count: min(count, lim), limit: lim}
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
+func readUint(path string) (uint64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// userTasks counts the tasks (threads) whose real uid is uid, in this pid
+// namespace: the count RLIMIT_NPROC is checked against (a task the scan
+// does not see makes the limit tighter, not looser).
+func userTasks(uid int) uint64 {
+	es, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, e := range es {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var real, threads int64 = -1, 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					real, _ = strconv.ParseInt(f[0], 10, 64)
+				}
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+		if real == int64(uid) && threads > 0 {
+			n += uint64(threads)
+		}
+	}
+	return n
+}
+
+// systemTasks is the number of tasks on the machine (the fourth field of
+// /proc/loadavg: running/total).
+func systemTasks() (uint64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 0, false
+	}
+	_, total, ok := strings.Cut(f[3], "/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(total, 10, 64)
+	return n, err == nil
+}
+
+// cgroupPidsRoom is how many more tasks this process's pids cgroup and
+// its ancestors admit (pids.max - pids.current, the least of them), if
+// any of them has a limit moat can read.
+func cgroupPidsRoom() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	var dir string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "" && cgroups.IsCgroup2UnifiedMode():
+			dir = filepath.Join("/sys/fs/cgroup", parts[2])
+		case slices.Contains(strings.Split(parts[1], ","), "pids"):
+			dir = filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		}
+	}
+	if dir == "" {
+		return 0, false
+	}
+	room, found := uint64(0), false
+	for d := dir; strings.HasPrefix(d, "/sys/fs/cgroup"); d = filepath.Dir(d) {
+		max, okMax := readUint(filepath.Join(d, "pids.max")) // "max" does not parse: no limit
+		cur, okCur := readUint(filepath.Join(d, "pids.current"))
+		if okMax && okCur {
+			left := sub(max, cur)
+			if !found || left < room {
+				room, found = left, true
+			}
+		}
+		if d == "/sys/fs/cgroup" || d == "/" {
+			break
+		}
+	}
+	return room, found
 }
 
 func humanBytes(n int64) string {

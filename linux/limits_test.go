@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/cgroups"
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -70,5 +71,18 @@ func TestExitViolation(t *testing.T) {
 		if got != c.want {
 			t.Errorf("exit %d signal %d used %v: %q, want %q", c.code, c.sig, c.used, got, c.want)
 		}
+	}
+}
+
+// The no-namespace tier's RLIMIT_NPROC is the user's count now plus at most
+// the policy's limit, and leaves moat a reserve below its own limit.
+func TestNonsProcessLimit(t *testing.T) {
+	n := nonsProcessLimit(64)
+	if n.count == 0 || n.limit < n.count || n.limit-n.count > 64 {
+		t.Fatalf("count %d, limit %d: want the count of this user's tasks and at most 64 more", n.count, n.limit)
+	}
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) == nil && rl.Cur != unix.RLIM_INFINITY && os.Geteuid() != 0 && n.limit+nonsReserve > rl.Cur && n.limit > n.count {
+		t.Fatalf("limit %d leaves less than %d below this process's own %d", n.limit, nonsReserve, rl.Cur)
 	}
 }

@@ -5,6 +5,9 @@ package privtests
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,4 +99,87 @@ func TestNoUsernsSysVIPC(t *testing.T) {
 			t.Errorf("%v must work without moat:\n%s", args, base.out)
 		}
 	}
+}
+
+// A command that uses up the processes its user may have takes moat's too:
+// without a user namespace the command and moat share the user's
+// RLIMIT_NPROC (and a container's pids.max, and the kernel's pid_max).
+// A command planted a core.fsmonitor, then forked until the kernel
+// refused; moat's next thread was refused (pthread_create: EAGAIN), moat
+// died before its git audit, and the user's git status ran the planted
+// program (found by attack pass 65). The command's RLIMIT_NPROC now keeps
+// a reserve for moat.
+func TestNoUsernsProcessFloodKeepsAudit(t *testing.T) {
+	if root() {
+		// Not part of a root run: the kernel exempts root from
+		// RLIMIT_NPROC, and the run's pids cgroup bounds the tree.
+		t.Skip("root is exempt from RLIMIT_NPROC")
+	}
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
+	}
+	for _, tool := range []string{"git", "perl", "prlimit"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testutil.Unavailable(t, "%s is not installed", tool)
+		}
+	}
+	f := makeFixture(t)
+	prog := filepath.Join(f.root, "pwn.sh")
+	mark := filepath.Join(f.root, "pwned")
+	must(t, os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+mark+"\nexit 1\n"), 0o755))
+	userGit := func() bool {
+		os.Remove(mark)
+		cmd := exec.Command("git", "status")
+		cmd.Dir, cmd.Env = f.work, f.env()
+		cmd.Run()
+		_, err := os.Stat(mark)
+		return err == nil
+	}
+	plant := `git config core.fsmonitor "` + prog + `"`
+	if r := f.exec("/bin/sh", "-c", plant); r.code != 0 || !userGit() {
+		t.Fatalf("without moat the planted setting must run the program on git status (exit %d):\n%s", r.code, r.out)
+	}
+	git(t, f.work, "config", "--unset", "core.fsmonitor")
+	// Fork until refused, then make the supervisor work (every open for
+	// writing is reported to it) while nothing is left.
+	flood := `$SIG{CHLD} = "IGNORE"; my $n = 0; while (1) { my $p = fork; last unless defined $p; if (!$p) { sleep 20; exit 0 } $n++ } print "forked $n\n"; for (1..2000) { open(my $f, ">", "junk$_"); close $f } sleep 3`
+	limit := strconv.Itoa(userTaskCount(os.Getuid()) + 300)
+	got := f.execEnv(append(f.env(), denyUsernsEnv+"=1"), "prlimit", "--nproc="+limit, self, moatBin, "run", "--best-effort", "--settings", f.settings, "--",
+		"/bin/sh", "-c", plant+" && perl -e '"+flood+"'")
+	if strings.Contains(got.out, "pthread_create failed") || strings.Contains(got.out, "SIGABRT") || got.code != 0 {
+		t.Errorf("moat must outlive a command that uses up its user's processes (exit %d):\n%.3000s", got.code, got.out)
+	}
+	if !strings.Contains(got.out, "forked ") {
+		t.Errorf("the flood did not run:\n%.3000s", got.out)
+	}
+	if userGit() {
+		t.Errorf("ESCAPE: after a run that used up its user's processes, the user's git status ran the planted program:\n%.3000s", got.out)
+	}
+}
+
+// userTaskCount counts the tasks whose real uid is uid (RLIMIT_NPROC's
+// count).
+func userTaskCount(uid int) int {
+	es, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range es {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		real, threads := -1, 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if fs := strings.Fields(v); len(fs) > 0 {
+					real, _ = strconv.Atoi(fs[0])
+				}
+			} else if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if real == uid {
+			n += threads
+		}
+	}
+	return n
 }
