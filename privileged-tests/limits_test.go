@@ -39,7 +39,14 @@ func (f *fixture) limitAttack(limits map[string]any, report string, args ...stri
 	if report != "" && !strings.Contains(got.out, report) {
 		f.t.Errorf("moat did not report %q:\n%s", report, got.out)
 	}
-	if base := f.direct(args...); !base.escaped() {
+	// The control runs up to three times: the CPU rate attack's share of
+	// a CPU is the machine's to give, and a moment of heavy load (CI's
+	// other suites) left a spinner without moat 11% of a CPU.
+	base := f.direct(args...)
+	for try := 1; try < 3 && !base.escaped(); try++ {
+		base = f.direct(args...)
+	}
+	if !base.escaped() {
 		f.t.Errorf("the attack must run to the end without moat (or this test cannot fail): %v\n%s", args, base.out)
 	}
 	return got
