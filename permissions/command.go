@@ -198,3 +198,36 @@ func (p *part) fullArgv() []string {
 	}
 	return append(out, p.argv...)
 }
+
+// optionLikeMatch returns why a command's glob patterns that may expand
+// to an option (a first character that is not a literal) do so on disk:
+// a match whose name starts with "-" is an option to the command, not the
+// path the checks took it for. globOK's commands take such globs because
+// their options neither write nor run, but grep x * with a file named -R
+// in the working directory was grep -R, which follows the links it meets
+// (a link below a directory there read a directory outside it: attack
+// pass 67). Only with the disk consulted (FollowSymlinks); after "--" a
+// match is an operand. A glob after cd is not expanded here: it asks.
+func optionLikeMatch(argv []string, cwd string, afterCd bool) string {
+	for _, w := range argv[1:] {
+		if w == "--" {
+			return ""
+		}
+		if globKind(w) != globRisky {
+			continue
+		}
+		if afterCd || cwd == "" {
+			return "glob pattern " + quoteWord(w) + " after cd may expand to an option"
+		}
+		matches, ok := globMatches(cwd + "/" + w)
+		if !ok {
+			return "glob pattern " + quoteWord(w) + " matches too many files to check"
+		}
+		for _, m := range matches {
+			if rel := strings.TrimPrefix(m, strings.TrimSuffix(cwd, "/")+"/"); strings.HasPrefix(rel, "-") {
+				return "glob pattern " + quoteWord(w) + " matches " + quoteWord(rel) + ", which " + argv[0] + " takes for an option"
+			}
+		}
+	}
+	return ""
+}

@@ -501,6 +501,10 @@ func (s *step) analyzeParts() {
 		}
 		if p.riskyGlob && !globOK.get()[a.name] {
 			a.notReadOnly("a glob pattern may expand to an option of " + a.name)
+		} else if p.riskyGlob && s.links != nil {
+			if why := optionLikeMatch(p.argv, s.cwd, sawCd); why != "" {
+				a.notReadOnly(why)
+			}
 		}
 		if a.git && sawCd {
 			a.notReadOnly("git after cd may run code from another repository's configuration")

@@ -556,7 +556,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		}
 		return
 	case "watch":
-		rests := wrapperRests(argv, wrappers.get()["watch"])
+		rests := x.rests(argv, wrappers.get()["watch"])
 		for _, r := range rests {
 			x.nestedSource(strings.Join(r, " "), depth+1)
 		}
@@ -653,7 +653,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		}
 		return
 	}
-	if x.runner(argv, depth, stdin, haveStdin, budget) {
+	if x.runner(argv, depth, stdin, haveStdin, budget) || x.elsewhere(argv, depth, stdin, haveStdin, budget) {
 		return
 	}
 	spec, ok := wrappers.get()[name]
@@ -669,7 +669,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	}
 	if name == "sudo" {
 		// sudo -s / -i CMD runs CMD with the user's shell (-c)
-		for _, rest := range wrapperRests(argv, spec) {
+		for _, rest := range x.rests(argv, spec) {
 			for _, w := range argv[1:] {
 				if w == "-s" || w == "-i" || w == "--shell" || w == "--login" || len(w) > 2 && w[0] == '-' && w[1] != '-' && strings.ContainsAny(w, "si") {
 					x.nestedSource(strings.Join(rest, " "), depth+1)
@@ -699,7 +699,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			}
 		}
 	}
-	for _, rest := range wrapperRests(argv, spec) {
+	for _, rest := range x.rests(argv, spec) {
 		x.look(rest, depth, stdin, haveStdin, budget)
 	}
 }
@@ -1037,7 +1037,7 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 				}
 				continue
 			}
-			for _, rest := range wrapperRests(argv[i:], spec) {
+			for _, rest := range x.rests(argv[i:], spec) {
 				x.look(rest, depth, stdin, haveStdin, budget)
 			}
 			// mise exec TOOL@VERSION -- CMD: operands of the runner's own
@@ -1060,7 +1060,7 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 		}
 	}
 	if spec, ok := wrappers.get()[name]; ok {
-		for _, rest := range wrapperRests(argv, spec) {
+		for _, rest := range x.rests(argv, spec) {
 			x.look(rest, depth, stdin, haveStdin, budget)
 		}
 	}
@@ -1071,13 +1071,18 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 // wrapper, its flags, its positionals and (for env and sudo) its
 // assignments removed. An unknown flag is read both with and without a
 // value, so more than one answer can come back.
-func wrapperRests(argv []string, spec wrapperSpec) [][]string {
+func wrapperRests(argv []string, spec wrapperSpec) (rests [][]string, whole bool) {
 	var out [][]string
+	whole = true
 	seen := map[int]bool{}
 	var prefixWords []string // from env -S
 	var walk func(i int, depth int)
 	walk = func(i int, depth int) {
 		if depth > 8 || len(out) >= 8 {
+			// a reading left out could be the one the program takes
+			// (setpriv with nine --pdeathsig keep before rm: attack
+			// pass 67)
+			whole = false
 			return
 		}
 		for i < len(argv) {
@@ -1148,6 +1153,16 @@ func wrapperRests(argv []string, spec wrapperSpec) [][]string {
 		}
 	}
 	walk(1, 0)
+	return out, whole
+}
+
+// rests is wrapperRests for the extraction: a line with more readings
+// than wrapperRests tries is one whose command is not seen.
+func (x *extraction) rests(argv []string, spec wrapperSpec) [][]string {
+	out, whole := wrapperRests(argv, spec)
+	if !whole {
+		x.fail(argv[0] + " has too many options whose values are not known to read its command")
+	}
 	return out
 }
 

@@ -311,6 +311,9 @@ func (x *extraction) hiddenInArgv(argv []string, depth int) string {
 				return "make " + opt + " runs what the line does not show"
 			}
 		}
+		if why := x.makeLine(argv, depth); why != "" {
+			return why
+		}
 	case "sed":
 		if sedRuns(argv[1:]) {
 			return "the sed script runs shell commands (e)"

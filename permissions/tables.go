@@ -92,6 +92,10 @@ var readOnlySpecs = lazy[map[string]*cmdSpec]{make: func() map[string]*cmdSpec {
 			for _, i := range pa.pos {
 				if strings.Contains(args[i], "/") { // man formats a file named by a path
 					a.reads = append(a.reads, args[i])
+					// whose requests read other files: .so /etc/shadow
+					// in a page the repository ships printed the file
+					// (attack pass 67)
+					a.notReadOnly("man formats the page file " + args[i] + ", whose requests (.so) read other files")
 				}
 			}
 		}})
