@@ -537,3 +537,43 @@ func TestSessionIdleCloseRace(t *testing.T) {
 		t.Fatalf("a command started as the session went idle was killed by the idle close: %v %+v", err, res)
 	}
 }
+
+// A signal asked for a command whose reaper has just exited (its exit
+// reported, not yet reaped by the server) writes to a pipe nobody reads:
+// the session's server died of SIGPIPE, and every command of the session
+// with it (the daemon's load test lost a session that way: "server killed
+// by broken pipe"). Signals sent while commands end must leave the session
+// working.
+func TestSessionSignalAtCommandEnd(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	for i := 0; i < 150; i++ {
+		r, err := s.Start(context.Background(), Command{Argv: []string{"/bin/true"}})
+		if err != nil {
+			t.Fatalf("command %d: %v", i, err)
+		}
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if r.Signal(syscall.SIGCONT) != nil {
+					return
+				}
+			}
+		}()
+		res, err := r.Wait()
+		close(stop)
+		<-stopped
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("command %d, signalled as it ended: %v %+v", i, err, res)
+		}
+	}
+	if res, out, err := sessionRun(t, s, Command{Argv: []string{"/bin/sh", "-c", "echo alive"}}); err != nil || res.ExitCode != 0 || strings.TrimSpace(out) != "alive" {
+		t.Fatalf("the session after signals at its commands' ends: %v %+v %q", err, res, out)
+	}
+}

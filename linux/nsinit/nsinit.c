@@ -1445,6 +1445,13 @@ static void __attribute__((noreturn)) run_session(void)
 	 * is refused). Each command loads seccomp itself, for a notification
 	 * listener of its own. */
 	confine(0);
+	/* A signal for a command whose reaper has just exited (its exit
+	 * reported, the reaper not yet reaped) is written to a pipe nobody
+	 * reads: EPIPE, not SIGPIPE, which killed the server and every command
+	 * of the session with it (the daemon's load test: "server killed by
+	 * broken pipe"; TestSessionSignalAtCommandEnd). Each reaper restores
+	 * the default before its command inherits it. */
+	signal(SIGPIPE, SIG_IGN);
 	/* The plan's own command (if any) is not run: requests name them. */
 	struct session_cmd *cmds = calloc(MAX_SESSION_CMDS, sizeof *cmds);
 	if (!cmds)
@@ -1536,6 +1543,7 @@ static void __attribute__((noreturn)) run_session(void)
 				if (c == 0) {
 					close(ctl[1]);
 					close(sfd);
+					signal(SIGPIPE, SIG_DFL);
 					sigset_t none;
 					sigemptyset(&none);
 					sigprocmask(SIG_SETMASK, &none, NULL);
