@@ -239,9 +239,25 @@ type upstream struct {
 	pending []byte
 }
 
-// dial connects to an authorised target: the checked addresses in order
-// (never a second lookup), or through the parent proxy.
+// dial connects to an authorised target, and closes that connection when
+// ctx ends. ctx is the client connection's: it ends when the client's is
+// served, and when the Server closes. Closing the client's connection
+// alone did not end a tunnel whose client had half-closed it (EOF, passed
+// on as CloseWrite) and whose upstream stayed silent: it waited on the
+// upstream for good, and with it Close, the end of the run, and the
+// connection's slot of the process (attack pass 69: the sandbox's
+// commands exited, moatd kept their tunnels and their descriptors).
 func (s *Server) dial(ctx context.Context, t *target) (*upstream, error) {
+	u, err := s.dialTarget(ctx, t)
+	if err == nil {
+		context.AfterFunc(ctx, func() { u.conn.Close() })
+	}
+	return u, err
+}
+
+// dialTarget connects to an authorised target: the checked addresses in
+// order (never a second lookup), or through the parent proxy.
+func (s *Server) dialTarget(ctx context.Context, t *target) (*upstream, error) {
 	if t.via != nil {
 		return t.via.connect(ctx, s, t)
 	}

@@ -116,6 +116,76 @@ type Server struct {
 	local localCache
 
 	slots chan struct{} // MaxConns
+
+	// Share, if set, is a bound this Server's client connections count
+	// against together with those of other Servers: moatd gives every
+	// sandbox of one user the same (UserShare), so that one user's
+	// sandboxes cannot take all of the process's connections.
+	Share *Share
+}
+
+// Share bounds the client connections of several Servers together (and
+// of other relays of theirs: AcquireConn).
+type Share struct{ slots chan struct{} }
+
+// NewShare returns a Share of n connections at once.
+func NewShare(n int) *Share { return &Share{slots: make(chan struct{}, max(n, 1))} }
+
+// Size is how many connections the Share allows at once.
+func (sh *Share) Size() int { return cap(sh.slots) }
+
+var (
+	userSharesMu sync.Mutex
+	userShares   = map[int]*Share{}
+)
+
+// UserShare is the Share of a user's Servers in this process, the same
+// for every call with uid: a quarter of the process's connection slots
+// (at least 16). moatd runs every user's proxies in one process, whose
+// slots bound them all (processSlots); one user's sandboxes held every
+// slot with tunnels kept open and every other user's proxy waited for
+// good, its connections unanswered (attack pass 69).
+func UserShare(uid int) *Share {
+	userSharesMu.Lock()
+	defer userSharesMu.Unlock()
+	sh := userShares[uid]
+	if sh == nil {
+		sh = NewShare(max(cap(processSlots())/4, 16))
+		userShares[uid] = sh
+	}
+	return sh
+}
+
+// AcquireConn takes a connection slot of sh (if not nil) and one of the
+// process, waiting for them; false when done is closed first. For a
+// relay of connections outside a Server (moat's relay to an external
+// proxy), so that its connections count as a Server's do; ReleaseConn
+// gives them back.
+func AcquireConn(done <-chan struct{}, sh *Share) bool {
+	if sh != nil {
+		select {
+		case sh.slots <- struct{}{}:
+		case <-done:
+			return false
+		}
+	}
+	select {
+	case processSlots() <- struct{}{}:
+		return true
+	case <-done:
+		if sh != nil {
+			<-sh.slots
+		}
+		return false
+	}
+}
+
+// ReleaseConn gives back what AcquireConn took.
+func ReleaseConn(sh *Share) {
+	<-processSlots()
+	if sh != nil {
+		<-sh.slots
+	}
 }
 
 // DefaultMaxConns is a Server's bound on client connections served at once
@@ -145,25 +215,24 @@ func slotsFor(limit uint64) int {
 	return int(max(min((limit-reserve)/8, 1<<21), 16))
 }
 
-// acquire takes a connection slot of this Server and one of the process,
-// waiting for them; false when the Server closes meanwhile.
+// acquire takes a connection slot of this Server, one of its Share and
+// one of the process, waiting for them; false when the Server closes
+// meanwhile.
 func (s *Server) acquire() bool {
 	select {
 	case s.slots <- struct{}{}:
 	case <-s.ctx.Done():
 		return false
 	}
-	select {
-	case processSlots() <- struct{}{}:
-		return true
-	case <-s.ctx.Done():
+	if !AcquireConn(s.ctx.Done(), s.Share) {
 		<-s.slots
 		return false
 	}
+	return true
 }
 
 func (s *Server) release() {
-	<-processSlots()
+	ReleaseConn(s.Share)
 	<-s.slots
 }
 

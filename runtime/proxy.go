@@ -29,6 +29,12 @@ type proxy struct {
 	srv               *netproxy.Server
 	extHTTP, extSOCKS int
 
+	// share bounds the connections of the user's sandboxes together when
+	// moat runs the sandbox for another user (moatd): nil otherwise.
+	share  *netproxy.Share
+	ctx    context.Context // ends with close: the relay's connections end
+	cancel context.CancelFunc
+
 	mu         sync.Mutex
 	current    policy.Network // the lists in force (updates merge into it)
 	credential string
@@ -37,8 +43,16 @@ type proxy struct {
 	wg         sync.WaitGroup
 }
 
-func newProxy(pol *policy.Policy, ask func(context.Context, string, int) (bool, error), report func(policy.Violation), log *slog.Logger) (*proxy, error) {
+// newProxy makes the run's proxy. as is the user a root supervisor runs
+// the sandbox for (moatd), or nil: every sandbox of one user shares that
+// user's bound on connections (netproxy.UserShare), so that one user
+// cannot take the connections of the process that serves them all.
+func newProxy(pol *policy.Policy, as *enforce.Identity, ask func(context.Context, string, int) (bool, error), report func(policy.Violation), log *slog.Logger) (*proxy, error) {
 	p := &proxy{current: pol.Net}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if as != nil {
+		p.share = netproxy.UserShare(as.Uid)
+	}
 	if n := pol.Net; n.HTTPProxyPort != 0 || n.SOCKSProxyPort != 0 {
 		p.extHTTP, p.extSOCKS = n.HTTPProxyPort, n.SOCKSProxyPort
 		if p.extHTTP == 0 {
@@ -57,7 +71,7 @@ func newProxy(pol *policy.Policy, ask func(context.Context, string, int) (bool, 
 	if parent == nil {
 		parent = netproxy.ParentFromEnvironment(os.Getenv)
 	}
-	p.srv = &netproxy.Server{Rules: rules, Ask: ask, OnViolation: report, ParentProxy: parent, Logger: log}
+	p.srv = &netproxy.Server{Rules: rules, Ask: ask, OnViolation: report, ParentProxy: parent, Logger: log, Share: p.share}
 	return p, nil
 }
 
@@ -78,7 +92,7 @@ func (p *proxy) Serve(l net.Listener, socks bool) {
 	if socks {
 		port = p.extSOCKS
 	}
-	go func() { defer p.wg.Done(); relay(l, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) }()
+	go func() { defer p.wg.Done(); p.relay(l, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) }()
 }
 
 func (p *proxy) RequireCredential() (string, error) {
@@ -161,6 +175,7 @@ func (p *proxy) update(u policy.Network, proc any) error {
 // close ends the proxy: listeners, connections, goroutines.
 func (p *proxy) close() {
 	p.mu.Lock()
+	p.cancel()
 	p.closed = true
 	ls := p.listeners
 	p.listeners = nil
@@ -175,21 +190,48 @@ func (p *proxy) close() {
 }
 
 // relay passes connections as they are to an external filtering proxy:
-// that proxy decides.
-func relay(l net.Listener, to string) {
+// that proxy decides. Its connections count against the process's bound
+// and the user's share as the Server's do (netproxy.AcquireConn), and end
+// with the proxy (close). They had no bound and outlived the run: one
+// user's sandbox opened connections until moatd had no descriptor left,
+// and every user's moat run failed (pipe2: too many open files), also
+// after that sandbox had ended (attack pass 69).
+func (p *proxy) relay(l net.Listener, to string) {
 	defer l.Close()
 	for {
-		c, err := l.Accept()
-		if err != nil {
+		if !netproxy.AcquireConn(p.ctx.Done(), p.share) {
 			return
 		}
+		c, err := l.Accept()
+		if err != nil {
+			netproxy.ReleaseConn(p.share)
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors, or a connection reset before it was
+			// taken: wait a little rather than end the relay.
+			select {
+			case <-time.After(50 * time.Millisecond):
+				continue
+			case <-p.ctx.Done():
+				return
+			}
+		}
+		p.wg.Add(1)
 		go func() {
+			defer p.wg.Done()
+			defer netproxy.ReleaseConn(p.share)
 			defer c.Close()
-			up, err := net.DialTimeout("tcp", to, 10*time.Second)
+			stopC := context.AfterFunc(p.ctx, func() { c.Close() })
+			defer stopC()
+			d := net.Dialer{Timeout: 10 * time.Second}
+			up, err := d.DialContext(p.ctx, "tcp", to)
 			if err != nil {
 				return
 			}
 			defer up.Close()
+			stopUp := context.AfterFunc(p.ctx, func() { up.Close() })
+			defer stopUp()
 			done := make(chan struct{})
 			go func() {
 				io.Copy(up, c)

@@ -37,7 +37,7 @@ func TestSharedNetworkDirectList(t *testing.T) {
 		{"managed only", policy.Network{AllowedDomains: []policy.DomainRule{rule("127.0.0.1:5432", false), rule("127.0.0.1:8000", true)},
 			AllowManagedDomainsOnly: true}, []string{"127.0.0.1:8000"}},
 	} {
-		p, err := newProxy(&policy.Policy{Net: c.n}, nil, nil, nil)
+		p, err := newProxy(&policy.Policy{Net: c.n}, nil, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestSharedNetworkDirectList(t *testing.T) {
 	p, err := newProxy(&policy.Policy{Net: policy.Network{
 		AllowedDomains:          []policy.DomainRule{rule("127.0.0.1:8000", true)},
 		AllowManagedDomainsOnly: true,
-	}}, nil, nil, nil)
+	}}, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

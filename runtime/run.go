@@ -227,7 +227,7 @@ func newRun(req Request) (*run, error) {
 			}
 		}
 	}
-	p, err := newProxy(r.pol, req.Ask, r.violation, r.log)
+	p, err := newProxy(r.pol, req.As, req.Ask, r.violation, r.log)
 	if err != nil {
 		r.close()
 		return nil, err

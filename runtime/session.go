@@ -130,7 +130,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
 	}
-	if s.proxy, err = newProxy(s.pol, req.Ask, s.fromSandbox, s.log); err != nil {
+	if s.proxy, err = newProxy(s.pol, req.As, req.Ask, s.fromSandbox, s.log); err != nil {
 		s.null.Close()
 		return nil, err
 	}
