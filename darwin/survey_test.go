@@ -50,6 +50,8 @@ func TestSurvey(t *testing.T) {
 		// ~/.claude.json, a dev container's top file, opencode's, mise's
 		"$H/.claude.json", "$W/.devcontainer.json", "$W/opencode.json", "$W/.opencode",
 		"$W/.tool-versions", "$W/mise.toml", "$W/mise.local.toml",
+		// other agents' project files (attack pass 66)
+		"$W/.qwen", "$W/crush.json", "$W/.crush.json", "$W/.amazonq", "$W/.kiro", "$W/.roo",
 	} {
 		if _, ok := m[e.Path(want)]; !ok {
 			t.Errorf("%s is not protected", want)

@@ -181,6 +181,58 @@ func TestHostToolFilesProtected(t *testing.T) {
 	}
 }
 
+// Other agents' project files that start commands with no prompt (attack
+// pass 66): Qwen Code's .qwen/settings.json "mcpServers" (qwen -p started
+// the planted command with no auth type set, no trust asked), and, from
+// their own documentation (their packages could not be installed here),
+// Crush's crush.json/.crush.json "mcp" and "lsp" commands, Amazon Q's
+// .amazonq/mcp.json, Kiro's .kiro/ (settings/mcp.json, hooks) and Roo's
+// .roo/mcp.json. A command may not make one, nor change one that exists;
+// without moat the same command does both.
+func TestAgentProjectFilesProtected(t *testing.T) {
+	f := newFixture(t)
+	plant := "mkdir -p .qwen .amazonq .kiro/settings .roo sub/.qwen && echo '{\"mcpServers\":{}}' > .qwen/settings.json && " +
+		"echo '{\"mcp\":{}}' > crush.json && echo '{}' > .crush.json && echo '{}' > .amazonq/mcp.json && " +
+		"echo '{}' > .kiro/settings/mcp.json && echo '{}' > .roo/mcp.json && echo '{}' > sub/.qwen/settings.json"
+	made := []string{".qwen/settings.json", "crush.json", ".crush.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json",
+		".roo/mcp.json", "sub/.qwen/settings.json"}
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
+			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "deny file-plant") {
+		t.Errorf("the plants are not reported:\n%s", r.out)
+	}
+	// Existing ones are read-only.
+	existing := []string{".qwen/settings.json", "crush.json"}
+	must(t, os.MkdirAll(filepath.Join(f.work, ".qwen"), 0o755))
+	for _, rel := range existing {
+		must(t, os.WriteFile(filepath.Join(f.work, rel), []byte("{}\n"), 0o644))
+	}
+	time.Sleep(2100 * time.Millisecond) // before enforce.Since: the user's
+	r = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
+		"echo '{\"mcpServers\":{}}' > .qwen/settings.json; echo '{\"mcp\":{}}' > crush.json; true")
+	for _, rel := range existing {
+		if b, _ := os.ReadFile(filepath.Join(f.work, rel)); string(b) != "{}\n" {
+			t.Errorf("ESCAPE: the existing %s was rewritten under moat: %q\n%s", rel, b, r.out)
+		}
+	}
+	must(t, os.RemoveAll(filepath.Join(f.work, ".qwen")))
+	must(t, os.Remove(filepath.Join(f.work, "crush.json")))
+	cmd := exec.Command("/bin/sh", "-c", plant)
+	cmd.Dir = f.work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
+			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
+		}
+	}
+}
+
 // Claude Code's ~/.claude.json: its "mcpServers" are started by every
 // later claude, in any directory, with no prompt (attack pass 64: claude
 // -p ran the planted command, logged in or not). A working directory that

@@ -761,6 +761,7 @@ var ToolNames = []string{
 	".zed", ".fleet", ".cursor", ".codex", ".gemini", ".windsurf", ".continue", ".clinerules", ".devcontainer",
 	".devcontainer.json", "opencode.json", "opencode.jsonc", ".opencode",
 	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise",
+	"crush.json", ".crush.json", ".qwen", ".amazonq", ".kiro", ".roo",
 }
 
 var toolNames = func() map[string]bool {

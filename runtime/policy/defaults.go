@@ -121,6 +121,10 @@ var MandatoryFiles = []string{
 	// runs an edited mise.toml's [env] _.source and hooks at the next
 	// prompt, and a mise.local.toml beside it (attack pass 64)
 	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml",
+	// Crush starts the "mcp" and "lsp" commands of a project's crush.json
+	// or .crush.json when it starts, and asks no trust (its documentation;
+	// its package could not be installed in attack pass 66)
+	"crush.json", ".crush.json",
 }
 
 // MandatoryDirs are directory names protected the same way: editor and
@@ -131,6 +135,12 @@ var MandatoryDirs = []string{
 	".devcontainer",
 	".opencode", // opencode's plugins, tools and config (attack pass 64)
 	".mise",     // mise's .mise/config.toml in a trusted directory (attack pass 64)
+	// Qwen Code starts .qwen/settings.json's mcpServers with no prompt
+	// (qwen -p ran the planted command, no auth set: attack pass 66);
+	// Amazon Q's .amazonq/mcp.json, Kiro's .kiro/ (settings/mcp.json,
+	// hooks) and Roo's .roo/mcp.json start commands the same way by their
+	// documentation (not installable there)
+	".qwen", ".amazonq", ".kiro", ".roo",
 }
 
 // ReservedNames are the mandatory names moat also protects where they do
