@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"fmt"
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"os"
 	"os/exec"
@@ -262,5 +263,50 @@ func TestHomeClaudeJSONNotWritable(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); !strings.Contains(string(b), "mcpServers") {
 		t.Errorf("without moat ~/.claude.json is not written (the test cannot fail)")
+	}
+}
+
+// A symlink planted in the git directory where git writes a file by name:
+// .git/COMMIT_EDITMSG -> ~/.bashrc had the user's next git commit write
+// its message into ~/.bashrc, and .git/logs/HEAD -> a file of the user's
+// had it append the reflog line there (attack pass 66): files outside
+// every path the command could write. The audit takes such links out.
+// Without moat the same links make the same git commit write both.
+func TestGitDirLinksOutTakenOut(t *testing.T) {
+	f := newFixture(t)
+	bashrc, notes := filepath.Join(f.home, ".bashrc"), filepath.Join(f.outside, "notes.txt")
+	plant := fmt.Sprintf("ln -sf %s .git/COMMIT_EDITMSG && mkdir -p .git/logs && ln -sf %s .git/logs/HEAD", bashrc, notes)
+	commit := func() {
+		t.Helper()
+		must(t, os.WriteFile(filepath.Join(f.work, "f.txt"), []byte(time.Now().String()), 0o644))
+		git(t, f.work, "add", "f.txt")
+		git(t, f.work, "-c", "user.name=u", "-c", "user.email=u@x", "-c", "core.logAllRefUpdates=true", "commit", "-qm", "USERMSG")
+	}
+	for _, moat := range []bool{true, false} {
+		must(t, os.WriteFile(bashrc, []byte("echo original\n"), 0o644))
+		must(t, os.WriteFile(notes, []byte("precious\n"), 0o644))
+		os.Remove(filepath.Join(f.work, ".git", "COMMIT_EDITMSG"))
+		os.RemoveAll(filepath.Join(f.work, ".git", "logs"))
+		var out string
+		if moat {
+			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
+		} else {
+			cmd := exec.Command("/bin/sh", "-c", plant)
+			cmd.Dir = f.work
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v %s", err, b)
+			}
+		}
+		commit()
+		b1, _ := os.ReadFile(bashrc)
+		b2, _ := os.ReadFile(notes)
+		wrote := strings.Contains(string(b1), "USERMSG") || strings.Contains(string(b2), "USERMSG")
+		switch {
+		case moat && wrote:
+			t.Errorf("ESCAPE: the user's git commit wrote through the links planted under moat: ~/.bashrc %q, notes %q\n%s", b1, b2, out)
+		case !moat && !wrote:
+			t.Errorf("without moat git commit did not write through the links (the test cannot fail): %q %q", b1, b2)
+		}
 	}
 }

@@ -801,6 +801,63 @@ func (a *auditor) toolFiles(dir string) {
 	}
 }
 
+// maxOutLinkDirs bounds the directories of one git directory outLinks
+// looks at (refs/ and logs/ of a repository with very many branches).
+const maxOutLinkDirs = 20000
+
+// outLinks takes out the symlinks made during the run in git directory g
+// (objects/ aside) that lead out of the writable trees, or nowhere: git
+// opens COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, the reflogs in logs/ and
+// its other message files by name and writes through a symlink there, so
+// .git/COMMIT_EDITMSG -> ~/.bashrc had the user's next git commit write
+// its message into ~/.bashrc, outside every path the command could write
+// (attack pass 66). git makes no symlink there itself. A symlink made in
+// the run changes its directory, so only directories changed during the
+// run are read.
+func (a *auditor) outLinks(g string) {
+	key := "outlinks\x00" + g
+	if a.seen[key] {
+		return
+	}
+	a.seen[key] = true
+	dirs, n := []string{g}, 0
+	for len(dirs) > 0 && n < maxOutLinkDirs {
+		dir := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		n++
+		id, err := lstatID(dir)
+		if err != nil {
+			continue
+		}
+		es, err := readDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.IsDir():
+				if dir == g && e.Name() == "objects" {
+					continue // git writes its objects by a new name, renamed in place
+				}
+				dirs = append(dirs, p)
+			case e.Type()&fs.ModeSymlink != 0 && a.changed(id):
+				lid, err := lstatID(p)
+				if err != nil || !a.changedAt(p, lid) {
+					continue
+				}
+				if real, err := evalSymlinks(p); err == nil && a.inRoots(real) {
+					continue
+				}
+				a.judgedAs(p, lid)
+				if real, ok := a.actionable(filepath.Join(physical(dir), e.Name())); ok {
+					a.quarantine(real, "a symlink in a git directory made during the run that leads out of the writable trees: git writes its messages and reflogs through it (COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, logs/), into a file the command could not write")
+				}
+			}
+		}
+	}
+}
+
 // insideGitAdmin reports a directory inside a .git directory (worktree and
 // submodule administrative directories are evaluated from their
 // repository, not as bare repositories of their own).
@@ -1130,6 +1187,10 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		if a.pointer(cd, c, changed) {
 			resolution = append(resolution, cd)
 		}
+	}
+	a.outLinks(g)
+	if common != g {
+		a.outLinks(common)
 	}
 	a.reachPath(filepath.Join(common, "config"))
 	configs := []string{filepath.Join(common, "config"), filepath.Join(g, "config.worktree")}
