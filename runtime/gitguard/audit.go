@@ -1326,6 +1326,14 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 		}
 	}
 	a.modules(filepath.Join(common, "modules"), 0)
+	if g != common {
+		// A linked worktree's submodules have their git directories in
+		// its own git directory (git shares "modules" with no worktree):
+		// a fsmonitor or hook planted in .git/worktrees/W/modules/NAME
+		// ran on the user's git status or submodule update in that
+		// worktree (attack pass 68, TestAuditWorktreeModules).
+		a.modules(filepath.Join(g, "modules"), 0)
+	}
 	a.sequencer(g, worktree)
 	a.replaceRefs(common)  // replace.go
 	a.objectCaches(common) // replace.go
