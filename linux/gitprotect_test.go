@@ -126,3 +126,22 @@ func TestReadGitFactsIncludeFanOut(t *testing.T) {
 		t.Fatal("reading the config's includes did not end in 30 seconds")
 	}
 }
+
+// A linked worktree's modules/ holds its submodules' git directories (git
+// takes .git/worktrees/W/modules/NAME, not the common modules/): it is
+// read-only during the run like the repository's own (attack pass 68: a
+// core.fsmonitor written there ran on the user's git status in the
+// worktree).
+func TestWorktreeModulesProtected(t *testing.T) {
+	g := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(g, "worktrees", "wt", "modules", "m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(g, "worktrees", "wt", "modules")
+	for _, tg := range gitRepoTargets(g, filepath.Dir(g), "", gitFacts{}, readConfigFile) {
+		if tg.path == want {
+			return
+		}
+	}
+	t.Fatalf("%s not protected", want)
+}

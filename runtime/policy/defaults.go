@@ -219,8 +219,12 @@ var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.w
 
 // GitWorktreeProtected are the entries of each linked worktree's
 // administrative directory (.git/worktrees/NAME) that are never writable:
-// commondir and gitdir redirect git, config.worktree is configuration.
-var GitWorktreeProtected = []string{"commondir", "gitdir", "config.worktree"}
+// commondir and gitdir redirect git, config.worktree is configuration,
+// modules holds the git directories of the worktree's own submodules (git
+// shares modules/ with no worktree: a fsmonitor put in
+// .git/worktrees/NAME/modules/m/config ran on the user's git status in
+// that worktree, attack pass 68).
+var GitWorktreeProtected = []string{"commondir", "gitdir", "config.worktree", "modules"}
 
 // GitReserved are the GitProtected entries reserved where they do not exist,
 // in the git directory of the working directory's repository (config.worktree
