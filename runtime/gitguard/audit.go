@@ -2215,6 +2215,11 @@ func lstatID(p string) (fileID, error) {
 
 const maxConfigSize = 1 << 20
 
+// maxTreeRewriteFiles bounds the files in the writable trees that the
+// user's configuration includes and that globalGitConfig reads for their
+// URL rewrites (as the plan reads 1000 files at most: attack pass 59).
+const maxTreeRewriteFiles = 1000
+
 // readSmall reads a regular file git would read (following symlinks, as
 // git does), refusing anything else (a FIFO, a device, a directory) and
 // anything larger than max.
@@ -2363,9 +2368,16 @@ type globalGit struct {
 // (linux.readGitFacts): a core.hooksPath or another include set in an
 // included file (~/.gitconfig.local, an includeIf for work repositories)
 // is the user's configuration as much as one in ~/.gitconfig. An included
-// file inTree reports (in a writable tree) is listed but not read here:
-// the audit judges it first (globalInRoot), and what it names counts only
-// as it is then.
+// file inTree reports (in a writable tree) is listed but not read here
+// for its hooks, templates and includes: the audit judges it first
+// (globalInRoot), and what it names counts only as it is then. Its URL
+// rewrites (and those of the files it includes) are read, though: the
+// remotes are judged during the walk, before globalInRoot, and the user's
+// own include lying in a dotfiles tree had its url.<base>.insteadOf
+// ignored, so a remote the run set that the user's push took to a
+// repository hidden in .git passed for the network's (attack pass 68,
+// TestAuditRemoteURLUsersInsteadOf). Applying a rewrite the audit then
+// takes out only makes more URLs judged.
 // Both ~/.config/git/config and $XDG_CONFIG_HOME/git/config are read: a
 // shell of the user's may set the variable where the command's did not.
 //
@@ -2390,6 +2402,37 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 		}
 	}
 	seen := map[string]bool{}
+	// The files in a tree, read for their rewrites alone, each once by
+	// the path it really has (another user's include of its directory's
+	// config through 20 symlinks to "." names 20^10 paths: attack pass
+	// 59), and at most maxTreeRewriteFiles of them.
+	treeSeen := map[string]bool{}
+	var readTree func(f string, depth int)
+	readTree = func(f string, depth int) {
+		real := physical(f)
+		if depth > 10 || treeSeen[real] || len(treeSeen) >= maxTreeRewriteFiles {
+			return
+		}
+		treeSeen[real] = true
+		b, _, err := readSmall(f, maxConfigSize)
+		if err != nil {
+			return
+		}
+		es, err := ParseConfig(b)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if r, ok := urlRewriteOf(e); ok {
+				g.rewrites = append(g.rewrites, r)
+			}
+			if (e.Section() == "include" || e.Section() == "includeif") && e.Key() == "path" && e.HasValue {
+				if v := ConfigPath(e.Value, filepath.Dir(f), home); v != "" {
+					readTree(filepath.Clean(v), depth+1)
+				}
+			}
+		}
+	}
 	var read func(f string, depth int)
 	read = func(f string, depth int) {
 		if depth > 10 || seen[f] {
@@ -2403,6 +2446,7 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 			// reserve neither) is judged like an include in the tree,
 			// not taken for the user's (attack pass 47).
 			g.includes = append(g.includes, f)
+			readTree(f, depth)
 			return
 		}
 		b, _, err := readSmall(f, maxConfigSize)
@@ -2431,6 +2475,8 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 					}
 					if inTree == nil || !inTree(v) {
 						read(v, depth+1)
+					} else {
+						readTree(v, depth+1)
 					}
 				}
 			}

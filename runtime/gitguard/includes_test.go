@@ -153,3 +153,37 @@ func TestAuditModulesSymlinkOutOfTreesNotWalked(t *testing.T) {
 		t.Errorf("the audit walked past a modules/ symlink out of the trees: %v", rep.Incomplete)
 	}
 }
+
+// The user's include lying in a tree is read for its URL rewrites before
+// the walk (attack pass 68), each file once by the path it really has: a
+// staged fan-out (through 20 symlinks to its own directory, or a chain of
+// files each including the next 20 times) must not make that read
+// exponential, as attack pass 59's did the audit's.
+func TestGlobalRewritesInTreeFanOut(t *testing.T) {
+	rewrite := "[url \"/elsewhere/\"]\n\tinsteadOf = https://mirror.example/\n"
+	cases := []struct{ name, stage string }{
+		{"includes through 20 symlinks to the config's own directory",
+			`mkdir stage && for i in $(seq 20); do ln -s . stage/l$i; done && { echo '[include]'; for i in $(seq 20); do echo "	path = l$i/config"; done; } > stage/config`},
+		{"a chain of files, each including the next 20 times",
+			`mkdir stage && for n in $(seq 0 11); do { echo '[include]'; for i in $(seq 20); do echo "	path = c$((n+1))"; done; } > stage/c$n; done && cp stage/c0 stage/config`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t)
+			s.sh(s.w, tc.stage+` && printf '`+strings.ReplaceAll(rewrite, "\n", `\n`)+`' >> stage/config`)
+			s.write(filepath.Join(s.home, ".gitconfig"), "[include]\n\tpath = "+filepath.Join(s.w, "stage", "config")+"\n")
+			done := make(chan globalGit, 1)
+			go func() {
+				done <- globalGitConfig(s.home, "", func(p string) bool { return within(p, s.w) })
+			}()
+			select {
+			case g := <-done:
+				if len(g.rewrites) == 0 {
+					t.Fatal("the include's rewrite was not read")
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("reading the include in the tree did not finish in 20 seconds")
+			}
+		})
+	}
+}

@@ -38,6 +38,15 @@ func TestAuditRemoteURLUsersInsteadOf(t *testing.T) {
 		{"in a file the user's config includes",
 			"[includeIf \"gitdir:/\"]\n\tpath = $HOME/.gitconfig.mirrors\n",
 			mk + `git remote add origin https://mirror.example/../repo/sub/.git/stash/evil.git`},
+		// The user's own include lying in a writable tree (a dotfiles
+		// repository), unchanged by the run: its rewrites were never read
+		// (attack pass 68, through moat run).
+		{"in an include lying in the tree",
+			"[include]\n\tpath = $W/dotfiles/mirrors.inc\n",
+			mk + `git remote add origin https://mirror.example/../repo/sub/.git/stash/evil.git`},
+		{"in a file an include in the tree includes",
+			"[include]\n\tpath = $W/dotfiles/gitconfig\n",
+			mk + `git remote add origin https://mirror.example/../repo/sub/.git/stash/evil.git`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,6 +57,8 @@ func TestAuditRemoteURLUsersInsteadOf(t *testing.T) {
 				}
 				s.write(filepath.Join(s.home, ".gitconfig"), expand(tc.gitconfig))
 				s.write(filepath.Join(s.home, ".gitconfig.mirrors"), expand("[url \"$W/mirrors/\"]\n\tinsteadOf = https://mirror.example/\n"))
+				s.write(filepath.Join(s.w, "dotfiles", "mirrors.inc"), expand("[url \"$W/mirrors/\"]\n\tinsteadOf = https://mirror.example/\n"))
+				s.write(filepath.Join(s.w, "dotfiles", "gitconfig"), "[include]\n\tpath = mirrors.inc\n")
 				if err := os.MkdirAll(filepath.Join(s.w, "mirrors"), 0o755); err != nil {
 					t.Fatal(err)
 				}
