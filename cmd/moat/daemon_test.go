@@ -704,8 +704,12 @@ func loadRound(t *testing.T, d *daemon, us []*daemonUser, perUser, sessions int)
 			if i > 0 {
 				argv = append(argv, "--next")
 			}
-			b, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("echo %d $(id -u)", i)})
-			argv = append(argv, "--max-time", "300", "--unix-socket", d.sock, "-X", "POST", "-H", "Content-Type: application/json",
+			// A command's timeout of five minutes, not the default two: a
+			// thousand commands at once on a busy two-core machine (other
+			// suites, builds) took longer than two minutes each, and the
+			// test is about answers and leaks, not latency.
+			b, _ := json.Marshal(map[string]any{"command": fmt.Sprintf("echo %d $(id -u)", i), "timeout_ms": 300000})
+			argv = append(argv, "--max-time", "360", "--unix-socket", d.sock, "-X", "POST", "-H", "Content-Type: application/json",
 				"--data-binary", string(b), "-o", filepath.Join(u.dir, fmt.Sprintf("%d.json", i)),
 				"http://moatd/v1/sessions/"+sids[u][i%sessions]+"/commands?stream=false")
 		}
