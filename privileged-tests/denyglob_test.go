@@ -100,25 +100,8 @@ func TestToolFilesTakenOut(t *testing.T) {
 	plant := "mkdir -p .devcontainer .cursor sub && echo '{\"initializeCommand\":\"x\"}' > .devcontainer/devcontainer.json && " +
 		"echo '{}' > .cursor/mcp.json && echo x > .envrc && echo x > sub/.exrc"
 	files := []string{".devcontainer/devcontainer.json", ".cursor/mcp.json", ".envrc", "sub/.exrc"}
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
-	for _, rel := range files {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
-			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
-		}
-	}
-	if !strings.Contains(r.out, "deny file-plant") {
-		t.Errorf("the plants are not reported:\n%s", r.out)
-	}
-	cmd := exec.Command("/bin/sh", "-c", plant)
-	cmd.Dir = f.work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	for _, rel := range files {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
-			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
-		}
-	}
+	f.plantsTakenOut(plant, files)
+	f.plantsMadeWithout(plant, files)
 }
 
 // Files the user's host tools run code from, found by attack pass 64 with
@@ -141,15 +124,7 @@ func TestHostToolFilesProtected(t *testing.T) {
 		"echo x > .mise.local.toml && echo x > .mise/config.toml && echo x > sub/mise.toml"
 	made := []string{".devcontainer.json", "opencode.json", "opencode.jsonc", ".opencode/plugin/p.js", ".tool-versions",
 		".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise/config.toml", "sub/mise.toml"}
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
-	for _, rel := range made {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
-			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
-		}
-	}
-	if !strings.Contains(r.out, "deny file-plant") {
-		t.Errorf("the plants are not reported:\n%s", r.out)
-	}
+	f.plantsTakenOut(plant, made)
 	// Existing ones (a trusted mise.toml, a project's .tool-versions) are
 	// read-only.
 	existing := []string{"mise.toml", ".tool-versions"}
@@ -160,23 +135,14 @@ func TestHostToolFilesProtected(t *testing.T) {
 	// second before the run's start on for the command's
 	// (enforce.Since), and the user's own is kept only before that.
 	time.Sleep(2100 * time.Millisecond)
-	r = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
 		"echo '[env]' >> mise.toml; echo 'node path:/x' >> .tool-versions; true")
 	for _, rel := range existing {
 		if b, _ := os.ReadFile(filepath.Join(f.work, rel)); string(b) != "[tools]\n" {
 			t.Errorf("ESCAPE: the existing %s was rewritten under moat: %q\n%s", rel, b, r.out)
 		}
 	}
-	cmd := exec.Command("/bin/sh", "-c", plant+" && echo '[env]' >> mise.toml")
-	cmd.Dir = f.work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	for _, rel := range made {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
-			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
-		}
-	}
+	f.plantsMadeWithout(plant+" && echo '[env]' >> mise.toml", made)
 	if b, _ := os.ReadFile(filepath.Join(f.work, "mise.toml")); string(b) == "[tools]\n" {
 		t.Errorf("without moat mise.toml is not rewritten (the test cannot fail)")
 	}
@@ -197,15 +163,7 @@ func TestAgentProjectFilesProtected(t *testing.T) {
 		"echo '{}' > .kiro/settings/mcp.json && echo '{}' > .roo/mcp.json && echo '{}' > sub/.qwen/settings.json"
 	made := []string{".qwen/settings.json", "crush.json", ".crush.json", ".amazonq/mcp.json", ".kiro/settings/mcp.json",
 		".roo/mcp.json", "sub/.qwen/settings.json"}
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
-	for _, rel := range made {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
-			t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
-		}
-	}
-	if !strings.Contains(r.out, "deny file-plant") {
-		t.Errorf("the plants are not reported:\n%s", r.out)
-	}
+	f.plantsTakenOut(plant, made)
 	// Existing ones are read-only.
 	existing := []string{".qwen/settings.json", "crush.json"}
 	must(t, os.MkdirAll(filepath.Join(f.work, ".qwen"), 0o755))
@@ -213,7 +171,7 @@ func TestAgentProjectFilesProtected(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(f.work, rel), []byte("{}\n"), 0o644))
 	}
 	time.Sleep(2100 * time.Millisecond) // before enforce.Since: the user's
-	r = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c",
 		"echo '{\"mcpServers\":{}}' > .qwen/settings.json; echo '{\"mcp\":{}}' > crush.json; true")
 	for _, rel := range existing {
 		if b, _ := os.ReadFile(filepath.Join(f.work, rel)); string(b) != "{}\n" {
@@ -222,16 +180,7 @@ func TestAgentProjectFilesProtected(t *testing.T) {
 	}
 	must(t, os.RemoveAll(filepath.Join(f.work, ".qwen")))
 	must(t, os.Remove(filepath.Join(f.work, "crush.json")))
-	cmd := exec.Command("/bin/sh", "-c", plant)
-	cmd.Dir = f.work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	for _, rel := range made {
-		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
-			t.Errorf("without moat %s is not made (the test cannot fail)", rel)
-		}
-	}
+	f.plantsMadeWithout(plant, made)
 }
 
 // Claude Code's ~/.claude.json: its "mcpServers" are started by every
@@ -307,6 +256,37 @@ func TestGitDirLinksOutTakenOut(t *testing.T) {
 			t.Errorf("ESCAPE: the user's git commit wrote through the links planted under moat: ~/.bashrc %q, notes %q\n%s", b1, b2, out)
 		case !moat && !wrote:
 			t.Errorf("without moat git commit did not write through the links (the test cannot fail): %q %q", b1, b2)
+		}
+	}
+}
+
+// plantsTakenOut runs plant under moat in the working directory: none of
+// made may be left there, and the plants are reported.
+func (f *fixture) plantsTakenOut(plant string, made []string) {
+	f.t.Helper()
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant)
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err == nil {
+			f.t.Errorf("ESCAPE: %s made under moat is still in the working tree:\n%s", rel, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "deny file-plant") {
+		f.t.Errorf("the plants are not reported:\n%s", r.out)
+	}
+}
+
+// plantsMadeWithout runs plant without moat in the working directory:
+// each of made must then be there (or the test cannot fail).
+func (f *fixture) plantsMadeWithout(plant string, made []string) {
+	f.t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", plant)
+	cmd.Dir = f.work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		f.t.Fatalf("%v %s", err, out)
+	}
+	for _, rel := range made {
+		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
+			f.t.Errorf("without moat %s is not made (the test cannot fail)", rel)
 		}
 	}
 }
