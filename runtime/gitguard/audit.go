@@ -2223,6 +2223,17 @@ const maxTreeRewriteFiles = 1000
 // readSmall reads a regular file git would read (following symlinks, as
 // git does), refusing anything else (a FIFO, a device, a directory) and
 // anything larger than max.
+// readConfigEntries reads and parses a git config of at most
+// maxConfigSize bytes; false if it cannot.
+func readConfigEntries(f string) ([]Entry, bool) {
+	b, _, err := readSmall(f, maxConfigSize)
+	if err != nil {
+		return nil, false
+	}
+	es, err := ParseConfig(b)
+	return es, err == nil
+}
+
 func readSmall(p string, max int64) ([]byte, fileID, error) {
 	if autofsOnWay(p, true) {
 		return nil, fileID{}, &fs.PathError{Op: "open", Path: p, Err: errAutofs}
@@ -2414,12 +2425,8 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 			return
 		}
 		treeSeen[real] = true
-		b, _, err := readSmall(f, maxConfigSize)
-		if err != nil {
-			return
-		}
-		es, err := ParseConfig(b)
-		if err != nil {
+		es, ok := readConfigEntries(f)
+		if !ok {
 			return
 		}
 		for _, e := range es {
@@ -2449,12 +2456,8 @@ func globalGitConfig(home, xdgConfigHome string, inTree func(string) bool, extra
 			readTree(f, depth)
 			return
 		}
-		b, _, err := readSmall(f, maxConfigSize)
-		if err != nil {
-			return
-		}
-		es, err := ParseConfig(b)
-		if err != nil {
+		es, ok := readConfigEntries(f)
+		if !ok {
 			return
 		}
 		for _, e := range es {
