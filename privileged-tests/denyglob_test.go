@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"crypto/sha1"
 	"fmt"
 	"github.com/moat-sandbox/moat/internal/testutil"
 	"os"
@@ -287,6 +288,86 @@ func (f *fixture) plantsMadeWithout(plant string, made []string) {
 	for _, rel := range made {
 		if _, err := os.Lstat(filepath.Join(f.work, rel)); err != nil {
 			f.t.Errorf("without moat %s is not made (the test cannot fail)", rel)
+		}
+	}
+}
+
+// A symlinked directory in .git/objects: git writes a loose object into
+// objects/XX/ by a new name, so .git/objects/XX -> DIR had the user's
+// next git add write the object into DIR, a directory the command could
+// not write; the audit skipped objects/ whole (attack pass 70). Without
+// moat the same link makes the same git add write there.
+func TestGitObjectsDirLinkOutTakenOut(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(f.outside, "objdir")
+	payload := filepath.Join(f.work, "payload.txt")
+	for _, moat := range []bool{true, false} {
+		os.RemoveAll(dir)
+		must(t, os.MkdirAll(dir, 0o777))
+		body := fmt.Sprintf("payload %v %d\n", moat, time.Now().UnixNano())
+		must(t, os.WriteFile(payload, []byte(body), 0o644))
+		hash := fmt.Sprintf("%x", sha1.Sum([]byte(fmt.Sprintf("blob %d\x00%s", len(body), body))))
+		link := filepath.Join(f.work, ".git", "objects", hash[:2])
+		os.RemoveAll(link)
+		plant := fmt.Sprintf("ln -s %s .git/objects/%s", dir, hash[:2])
+		var out string
+		if moat {
+			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
+		} else {
+			cmd := exec.Command("/bin/sh", "-c", plant)
+			cmd.Dir = f.work
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, b)
+			}
+		}
+		git(t, f.work, "add", "payload.txt")
+		_, err := os.Stat(filepath.Join(dir, hash[2:]))
+		wrote := err == nil
+		switch {
+		case moat && wrote:
+			t.Errorf("ESCAPE: the user's git add wrote its object into %s through .git/objects/%s planted under moat\n%s", dir, hash[:2], out)
+		case !moat && !wrote:
+			t.Errorf("without moat git add did not write through the link (the test cannot fail): %v", err)
+		}
+		os.RemoveAll(link)
+		git(t, f.work, "rm", "-q", "--cached", "payload.txt")
+	}
+}
+
+// A symlink in .git/logs hidden behind many directories the run made in
+// .git: outLinks stopped after 20,000 directories of one git directory
+// with no word, and .git/logs/HEAD -> FILE behind 20,001 empty
+// directories in .git/zz had the user's next commit append its reflog
+// line to FILE (attack pass 70). Without moat the same plant makes the
+// same commit write FILE.
+func TestGitDirLinksPastManyDirsTakenOut(t *testing.T) {
+	f := newFixture(t)
+	notes := filepath.Join(f.outside, "notes.txt")
+	plant := fmt.Sprintf("mkdir -p .git/zz .git/logs && cd .git/zz && seq 1 20001 | xargs mkdir && cd .. && ln -sf %s logs/HEAD", notes)
+	for _, moat := range []bool{true, false} {
+		must(t, os.WriteFile(notes, []byte("precious\n"), 0o666))
+		os.RemoveAll(filepath.Join(f.work, ".git", "zz"))
+		os.RemoveAll(filepath.Join(f.work, ".git", "logs"))
+		var out string
+		if moat {
+			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
+		} else {
+			cmd := exec.Command("/bin/sh", "-c", plant)
+			cmd.Dir = f.work
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, b)
+			}
+		}
+		must(t, os.WriteFile(filepath.Join(f.work, "f.txt"), []byte(time.Now().String()), 0o644))
+		git(t, f.work, "add", "f.txt")
+		git(t, f.work, "-c", "user.name=u", "-c", "user.email=u@x", "-c", "core.logAllRefUpdates=true", "commit", "-qm", "USERMSG")
+		b, _ := os.ReadFile(notes)
+		wrote := strings.Contains(string(b), "USERMSG")
+		switch {
+		case moat && wrote:
+			t.Errorf("ESCAPE: the user's git commit appended its reflog line to %s through .git/logs/HEAD planted under moat behind 20,001 directories: %q\n%s", notes, b, out)
+		case !moat && !wrote:
+			t.Errorf("without moat git commit did not write through the link (the test cannot fail): %q", b)
 		}
 	}
 }
