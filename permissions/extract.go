@@ -988,10 +988,11 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 // 62). Any of these words after the tool's name is taken for the
 // subcommand (a global option's value could stand before it), and the
 // subcommand's options are read both ways, as a wrapper's: more
-// candidates, never fewer.
+// candidates, never fewer. npm takes any unambiguous abbreviation of a
+// command: npm exe rm x ran rm under Bash(npm:*) (attack pass 70).
 var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 	return map[string][]string{
-		"npm": {"exec", "x"}, "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx"}, "bun": {"x"},
+		"npm": {"exec", "exe", "x"}, "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx"}, "bun": {"x"},
 		"uv": {"run"}, "poetry": {"run"}, "pipenv": {"run"}, "conda": {"run"}, "mamba": {"run"},
 		"micromamba": {"run"}, "pixi": {"run", "exec"}, "hatch": {"run"}, "rye": {"run"}, "pdm": {"run"},
 		"mise": {"exec", "x"}, "asdf": {"exec"}, "devbox": {"run"}, "perf": {"stat", "record", "trace"},
@@ -1005,6 +1006,7 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 var shellStringRunners = lazy[map[string][]string]{make: func() map[string][]string {
 	return map[string][]string{
 		"npx": {"-c", "--call"}, "npm": {"-c", "--call"}, "bun": {"exec"},
+		"pnpm": {"-c", "--shell-mode"}, "mise": {"-c", "--command"},
 		"nix-shell": {"--run", "--command"}, "nodemon": {"--exec", "-x"},
 		"hyperfine": {""}, "concurrently": {""}, "watchexec": {""},
 	}

@@ -1,0 +1,28 @@
+package permissions
+
+import "testing"
+
+// TestRunnerSpellingsSeenByDenyRules: npm takes an unambiguous
+// abbreviation of a command (npm exe is npm exec), pnpm exec -c
+// (--shell-mode) and mise exec -c (--command) run a shell string: under
+// Bash(npm:*) with Bash(rm:*) denied, npm exe -- rm -f victim.txt was
+// allowed by moat check and removed the file (attack pass 70).
+func TestRunnerSpellingsSeenByDenyRules(t *testing.T) {
+	d := "deny: Bash(rm:*)"
+	var rows []arow
+	for _, c := range [][2]string{
+		{"Bash(npm:*)", "npm exe -- rm -f victim.txt"},
+		{"Bash(npm:*)", "npm exe rm x"},
+		{"Bash(pnpm:*)", "pnpm exec --shell-mode 'rm x'"},
+		{"Bash(pnpm:*)", "pnpm exec -c 'rm x'"},
+		{"Bash(mise:*)", "mise exec -c 'rm x'"},
+		{"Bash(mise:*)", "mise exec --command='rm x'"},
+	} {
+		rows = append(rows, arow{[]string{d, c[0]}, "", c[1], deny})
+	}
+	rows = append(rows,
+		arow{[]string{d, "Bash(npm:*)"}, "", "npm exe -- ls", allow},
+		arow{[]string{d, "Bash(pnpm:*)"}, "", "pnpm exec -c 'ls'", allow},
+	)
+	runRows(t, testCwd, Options{}, rows)
+}
