@@ -6,7 +6,10 @@ import "testing"
 // abbreviation of a command (npm exe is npm exec), pnpm exec -c
 // (--shell-mode) and mise exec -c (--command) run a shell string: under
 // Bash(npm:*) with Bash(rm:*) denied, npm exe -- rm -f victim.txt was
-// allowed by moat check and removed the file (attack pass 70).
+// allowed by moat check and removed the file (attack pass 70). tmux -C
+// (control mode) runs the tmux commands of its input: yes 'run-shell "rm
+// -f victim.txt"' | tmux -C new was allowed under Bash(tmux:*) and
+// Bash(yes:*) and removed the file.
 func TestRunnerSpellingsSeenByDenyRules(t *testing.T) {
 	d := "deny: Bash(rm:*)"
 	var rows []arow
@@ -22,6 +25,10 @@ func TestRunnerSpellingsSeenByDenyRules(t *testing.T) {
 	}
 	rows = append(rows,
 		arow{[]string{d, "Bash(npm:*)"}, "", "npm exe -- ls", allow},
+		arow{[]string{d, "Bash(tmux:*)", "Bash(yes:*)"}, "", "yes 'run-shell \"rm -f victim.txt\"' | tmux -C new", askV},
+		arow{[]string{d, "Bash(tmux:*)", "Bash(echo:*)"}, "", "echo 'run-shell \"rm x\"' | tmux -uCC attach", askV},
+		arow{[]string{d, "Bash(tmux:*)"}, "", "tmux -L s -C new <<< 'run rm'", askV},
+		arow{[]string{d, "Bash(tmux:*)"}, "", "tmux -L C new -d ls", allow},
 		arow{[]string{d, "Bash(pnpm:*)"}, "", "pnpm exec -c 'ls'", allow},
 	)
 	runRows(t, testCwd, Options{}, rows)

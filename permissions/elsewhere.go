@@ -87,7 +87,7 @@ func (x *extraction) tmux(argv []string, depth int) {
 			return
 		}
 	}
-	// global options: -c runs a shell command; -f, -L, -S, -T take a value
+	// global options: -c runs a shell command, -C reads commands; -f, -L, -S, -T take a value
 	i := 1
 	for ; i < len(argv); i++ {
 		w := argv[i]
@@ -100,6 +100,13 @@ func (x *extraction) tmux(argv []string, depth int) {
 		}
 		for k := 1; k < len(w); k++ {
 			c := w[k]
+			if c == 'C' {
+				// control mode runs the tmux commands of its input: yes
+				// 'run-shell "rm -f victim.txt"' | tmux -C new was allowed
+				// under Bash(tmux:*) and removed the file (attack pass 70)
+				x.fail("tmux -C (control mode) runs the tmux commands it reads from its input, which the line does not show")
+				return
+			}
 			if !strings.ContainsRune("cfLST", rune(c)) {
 				continue
 			}
