@@ -237,17 +237,7 @@ func TestGitDirLinksOutTakenOut(t *testing.T) {
 		must(t, os.WriteFile(notes, []byte("precious\n"), 0o644))
 		os.Remove(filepath.Join(f.work, ".git", "COMMIT_EDITMSG"))
 		os.RemoveAll(filepath.Join(f.work, ".git", "logs"))
-		var out string
-		if moat {
-			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
-		} else {
-			cmd := exec.Command("/bin/sh", "-c", plant)
-			cmd.Dir = f.work
-			b, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v %s", err, b)
-			}
-		}
+		out := f.plantWith(moat, plant)
 		commit()
 		b1, _ := os.ReadFile(bashrc)
 		b2, _ := os.ReadFile(notes)
@@ -310,16 +300,7 @@ func TestGitObjectsDirLinkOutTakenOut(t *testing.T) {
 		link := filepath.Join(f.work, ".git", "objects", hash[:2])
 		os.RemoveAll(link)
 		plant := fmt.Sprintf("ln -s %s .git/objects/%s", dir, hash[:2])
-		var out string
-		if moat {
-			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
-		} else {
-			cmd := exec.Command("/bin/sh", "-c", plant)
-			cmd.Dir = f.work
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v %s", err, b)
-			}
-		}
+		out := f.plantWith(moat, plant)
 		git(t, f.work, "add", "payload.txt")
 		_, err := os.Stat(filepath.Join(dir, hash[2:]))
 		wrote := err == nil
@@ -348,16 +329,7 @@ func TestGitDirLinksPastManyDirsTakenOut(t *testing.T) {
 		must(t, os.WriteFile(notes, []byte("precious\n"), 0o666))
 		os.RemoveAll(filepath.Join(f.work, ".git", "zz"))
 		os.RemoveAll(filepath.Join(f.work, ".git", "logs"))
-		var out string
-		if moat {
-			out = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
-		} else {
-			cmd := exec.Command("/bin/sh", "-c", plant)
-			cmd.Dir = f.work
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v %s", err, b)
-			}
-		}
+		out := f.plantWith(moat, plant)
 		must(t, os.WriteFile(filepath.Join(f.work, "f.txt"), []byte(time.Now().String()), 0o644))
 		git(t, f.work, "add", "f.txt")
 		git(t, f.work, "-c", "user.name=u", "-c", "user.email=u@x", "-c", "core.logAllRefUpdates=true", "commit", "-qm", "USERMSG")
@@ -370,4 +342,19 @@ func TestGitDirLinksPastManyDirsTakenOut(t *testing.T) {
 			t.Errorf("without moat git commit did not write through the link (the test cannot fail): %q", b)
 		}
 	}
+}
+
+// plantWith runs plant in the working directory under moat (its output
+// returned) or, for the control, without it.
+func (f *fixture) plantWith(moat bool, plant string) string {
+	f.t.Helper()
+	if moat {
+		return f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", plant).out
+	}
+	cmd := exec.Command("/bin/sh", "-c", plant)
+	cmd.Dir = f.work
+	if b, err := cmd.CombinedOutput(); err != nil {
+		f.t.Fatalf("%v %s", err, b)
+	}
+	return ""
 }
