@@ -59,11 +59,13 @@ test: deps build
 # machine kind mounts the v1 ones), as root and as a user with a delegated
 # cgroup (privileged-tests/vm/run.sh).
 test-vm: build
+	@echo "=== make $@: starts $$(date -u +%T)"
 	@$(MAKE) --no-print-directory install-packages PACKAGES='$(VM_PACKAGES)'
 	bash privileged-tests/vm/run.sh
 
 # vet: go vet and gofmt.
 vet:
+	@echo "=== make $@: starts $$(date -u +%T)"
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -79,6 +81,7 @@ ALONE = TestKernelMountsInWritableRoot|TestSessionSnapshotNotWritable
 ALONE_PKGS = ./cmd/moat ./privileged-tests
 ALONE_N = 2
 test-go:
+	@echo "=== make $@: starts $$(date -u +%T)"
 	@rc=0; set -x; \
 	MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 15m -skip '^($(ALONE))$$' ./... || rc=1; \
 	n=$$($(GO) test -list '^($(ALONE))$$' $(ALONE_PKGS) | grep -c '^Test'); \
@@ -89,10 +92,12 @@ test-go:
 # test-sessions: the attack suite again, each attack a command of a session
 # sandbox (needs bin/moat: make build).
 test-sessions:
+	@echo "=== make $@: starts $$(date -u +%T)"
 	MOAT_VIA=session MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 10m ./privileged-tests
 
 # darwin and no-cgo builds must keep compiling (checked by make test and CI).
 darwin:
+	@echo "=== make $@: starts $$(date -u +%T)"
 	GOOS=darwin $(GO) build ./...
 	GOOS=darwin $(GO) vet ./...
 	GOOS=darwin $(GO) test -c -o /dev/null ./darwin/
