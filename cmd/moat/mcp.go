@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -118,7 +119,7 @@ func runMCP(cmd *cobra.Command, f *mcpFlags) error {
 	}
 	srv := moatmcp.New(e.Shell, opts)
 	if lis == nil {
-		err := srv.Run(ctx, moatmcp.Checked(&sdk.StdioTransport{}))
+		err := srv.Run(ctx, moatmcp.CheckedIO(os.Stdin, nopCloser{os.Stdout}))
 		if err != nil && ctx.Err() == nil && !errors.Is(err, sdk.ErrConnectionClosed) && !errors.Is(err, context.Canceled) {
 			return &exitError{code: exitMoatError, err: err}
 		}
@@ -259,3 +260,10 @@ func loopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// nopCloser is standard output for moat mcp's stdio transport, which
+// closes its writer when the client goes: moat's own messages may still
+// follow on it (the SDK's stdio transport does the same).
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

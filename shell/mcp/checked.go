@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,48 +21,177 @@ import (
 // second, where a filter in front of the server that keeps the first
 // judged the first), and bytes that are not UTF-8 and lone surrogates
 // become U+FFFD (the command ran with characters its sender never wrote).
-// Found by an attack pass. Checked refuses such a request's parameters, a
-// call with an "invalid params" error naming the problem, before the
-// server sees it; CheckedHandler such a body over HTTP.
+// Found by an attack pass. CheckedIO refuses such a message over stdio,
+// CheckedHandler such a body over HTTP, before the SDK reads it. Both look
+// at the whole message, not only a request's parameters: "method" or
+// "params" given twice, and a client's answer to an elicitation with
+// {"action":"decline","action":"accept"}, ran a command a filter saw as a
+// listing or as declined, when only the parameters were checked (attack
+// pass 73).
 
-// Checked wraps a transport (stdio) so that requests whose parameters are
-// ambiguous never reach the server.
-func Checked(t sdk.Transport) sdk.Transport { return checkedTransport{t} }
-
-type checkedTransport struct{ sdk.Transport }
-
-func (t checkedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return checkedConn{c}, nil
+// CheckedIO is the SDK's stdio transport (sdk.IOTransport) on r and w,
+// with every message checked whole before the SDK reads it (jsonin.Check).
+// A refused request gets an "invalid request" error with its id (id null
+// when its id is itself ambiguous); a refused answer of the client's is
+// handed on as an error answer with its id, so that what waits for it (an
+// elicitation: the command is not run) fails, saying why; a refused
+// notification is dropped.
+func CheckedIO(r io.ReadCloser, w io.WriteCloser) sdk.Transport {
+	return &checkedIO{r: r, w: &lockedWriter{w: w}}
 }
 
-type checkedConn struct{ sdk.Connection }
+type checkedIO struct {
+	r io.ReadCloser
+	w *lockedWriter
+}
 
-func (c checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (t *checkedIO) Connect(ctx context.Context) (sdk.Connection, error) {
+	pr, pw := io.Pipe()
+	go t.filter(pw)
+	return (&sdk.IOTransport{Reader: pipeReader{pr, t.r}, Writer: t.w}).Connect(ctx)
+}
+
+// filter reads the client's messages as the SDK's stdio transport frames
+// them (one JSON value, then a line end) and hands each the check lets
+// through to the SDK on pw, one a line.
+func (t *checkedIO) filter(pw *io.PipeWriter) {
+	lim := &frameLimit{r: t.r, limit: sdk.DefaultMaxLineLength}
+	dec := json.NewDecoder(lim)
 	for {
-		msg, err := c.Connection.Read(ctx)
-		if err != nil {
-			return msg, err
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			pw.CloseWithError(err) // io.EOF: the client's end, as the SDK reads it
+			return
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok || len(req.Params) == 0 {
-			return msg, nil
+		// The SDK refuses anything but a line end after a value; each
+		// value goes to it on a line of its own, so the check is here.
+		var tr [1]byte
+		if n, _ := dec.Buffered().Read(tr[:]); n > 0 && tr[0] != '\n' && tr[0] != '\r' {
+			pw.CloseWithError(errors.New("invalid trailing data at the end of stream"))
+			return
 		}
-		cerr := jsonin.Check(req.Params, false)
-		if cerr == nil {
-			return msg, nil
-		}
-		if req.IsCall() {
-			resp := &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + cerr.Error()}}
-			if err := c.Connection.Write(ctx, resp); err != nil {
-				return nil, err
+		lim.count = 0
+		msg := []byte(raw)
+		if cerr := jsonin.Check(raw, false); cerr != nil {
+			if msg = t.refuse(raw, cerr); msg == nil {
+				continue
 			}
 		}
-		// A notification gets no answer: it is dropped.
+		if _, err := pw.Write(append(msg, '\n')); err != nil {
+			return
+		}
 	}
+}
+
+// refuse answers a message the check refused, and returns what the SDK
+// should read instead (nil: nothing).
+func (t *checkedIO) refuse(raw []byte, cerr error) []byte {
+	id, hasID, call, answer := envelope(raw)
+	switch {
+	case answer && id != nil:
+		return errorMessage(id, jsonrpc.CodeInvalidRequest, "moat refused the client's answer: "+cerr.Error())
+	case call && !hasID:
+		return nil // a notification: no answer
+	}
+	t.w.Write(append(errorMessage(id, jsonrpc.CodeInvalidRequest, "invalid request: "+cerr.Error()), '\n'))
+	return nil
+}
+
+// envelope reads the top level of a JSON-RPC message: its id when it is
+// given once, as a string or a number (nil otherwise), whether it has an
+// id at all, whether it is a request (method) or an answer (result or
+// error). A batch (an array) has none of these.
+func envelope(raw []byte) (id json.RawMessage, hasID, call, answer bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false, false, false
+	}
+	ids := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false, false, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false, false, false
+		}
+		switch tok {
+		case "id":
+			ids++
+			id = v
+		case "method":
+			call = true
+		case "result", "error":
+			answer = true
+		}
+	}
+	if ids != 1 || len(id) == 0 || !(id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9') || jsonin.Check(id, false) != nil {
+		id = nil
+	}
+	return id, ids > 0, call, answer
+}
+
+// errorMessage is a JSON-RPC error answer (id nil: null).
+func errorMessage(id json.RawMessage, code int64, msg string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	type wireError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   wireError       `json:"error"`
+	}{"2.0", id, wireError{code, msg}})
+	return b
+}
+
+// lockedWriter keeps the refusals filter writes from interleaving with the
+// SDK's messages (the SDK writes each in one call).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return l.w.Close() }
+
+// pipeReader is what the SDK reads: the filter's pipe; closing it closes
+// the client's end too, which ends the filter.
+type pipeReader struct {
+	*io.PipeReader
+	client io.Closer
+}
+
+func (p pipeReader) Close() error {
+	p.PipeReader.Close()
+	return p.client.Close()
+}
+
+// frameLimit bounds what one message may take, as the SDK's own stdio
+// transport does (sdk.DefaultMaxLineLength): the decoder would otherwise
+// buffer a value without end.
+type frameLimit struct {
+	r            io.Reader
+	limit, count int
+}
+
+func (f *frameLimit) Read(p []byte) (int, error) {
+	if f.count >= f.limit {
+		return 0, fmt.Errorf("a message is longer than %d bytes", f.limit)
+	}
+	p = p[:min(len(p), f.limit-f.count)]
+	n, err := f.r.Read(p)
+	f.count += n
+	return n, err
 }
 
 // CheckedHandler refuses (400, a JSON-RPC error) a POST whose body holds a

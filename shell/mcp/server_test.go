@@ -726,7 +726,7 @@ func TestAmbiguousParams(t *testing.T) {
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go f.srv.Run(ctx, Checked(&sdk.IOTransport{Reader: inR, Writer: outW}))
+	go f.srv.Run(ctx, CheckedIO(inR, outW))
 	lines := bufio.NewScanner(outR)
 	lines.Buffer(nil, 4<<20)
 	send := func(s string) map[string]any {
@@ -766,5 +766,106 @@ func TestAmbiguousParams(t *testing.T) {
 	}
 	if _, err := os.Lstat(marker); err == nil {
 		t.Errorf("a refused call ran: %s exists", marker)
+	}
+}
+
+// A message whose parameters are clean but whose envelope, or an answer of
+// the client's, encoding/json (the SDK's reader) would read otherwise than
+// its sender or a filter in front of the server reads it, runs nothing:
+// "params" or "method" given twice (the last won: {"method":"tools/list",
+// "method":"tools/call"} ran a command a filter saw as a listing), and an
+// elicitation's answer {"action":"decline","action":"accept"} (the last
+// won: the command a filter saw declined ran). Over stdio only the
+// parameters of requests were checked (attack pass 73); HTTP's handler
+// checks whole bodies, which the second half holds it to.
+func TestAmbiguousMessages(t *testing.T) {
+	f := newFixture(t)
+	marker := filepath.Join(f.work, "ran")
+	touch := "touch " + marker
+	call := func(id int, params string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, id, params)
+	}
+	clean := `{"name":"bash","arguments":{"command":"true"}}`
+	evil := `{"name":"bash","arguments":{"command":"` + touch + `"}}`
+	envelopes := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + clean + `,"params":` + evil + `}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","method":"tools/call","params":` + evil + `}`,
+		`{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/call","params":` + evil + `}`,
+		`[` + call(5, clean) + `,{"jsonrpc":"2.0","id":6,"method":"tools/call","params":` + clean + `,"params":` + evil + `}]`,
+	}
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`
+
+	// stdio
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.srv.Run(ctx, CheckedIO(inR, outW))
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 4<<20)
+	next := func(what string) map[string]any {
+		t.Helper()
+		got := make(chan bool, 1)
+		go func() { got <- lines.Scan() }()
+		select {
+		case ok := <-got:
+			if !ok {
+				t.Fatalf("no answer to %s", what)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to %s within 30 s", what)
+		}
+		var m map[string]any
+		json.Unmarshal(lines.Bytes(), &m)
+		return m
+	}
+	write := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(init)
+	next("initialize")
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, e := range envelopes {
+		write(e)
+		m := next(e)
+		if er, _ := m["error"].(map[string]any); er == nil || !strings.Contains(fmt.Sprint(er["message"]), "given twice") {
+			t.Errorf("stdio %s: %v, want an error saying a key is given twice", e, m)
+		}
+	}
+	// An ask: the question comes, and the answer holds "action" twice.
+	write(call(7, evil))
+	q := next("the asked call")
+	if q["method"] != "elicitation/create" {
+		t.Fatalf("stdio: %v, want the question", q)
+	}
+	qid, _ := json.Marshal(q["id"])
+	write(`{"jsonrpc":"2.0","id":` + string(qid) + `,"result":{"action":"decline","action":"accept"}}`)
+	m := next("the answer")
+	res, _ := m["result"].(map[string]any)
+	if m["id"] != 7.0 || res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "given twice") {
+		t.Errorf("stdio: the answer with action twice: %v, want a refusal saying a key is given twice", m)
+	}
+	inW.Close()
+	if _, err := os.Lstat(marker); err == nil {
+		t.Fatalf("stdio: an ambiguous message ran a command: %s exists", marker)
+	}
+
+	// HTTP: the handler reads whole bodies, answers included.
+	h := CheckedHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil), sdk.DefaultMaxRequestBodyBytes)
+	for _, b := range append(envelopes, `{"jsonrpc":"2.0","id":1,"result":{"action":"decline","action":"accept"}}`) {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "given twice") {
+			t.Errorf("HTTP %s: %d %s, want 400 saying a key is given twice", b, rec.Code, rec.Body)
+		}
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("an ambiguous message ran a command: %s exists", marker)
 	}
 }
