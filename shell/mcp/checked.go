@@ -194,9 +194,9 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// CheckedHandler refuses (400, a JSON-RPC error) a POST whose body holds a
-// key twice, bytes that are not UTF-8 or a lone surrogate, before h reads
-// it. maxBody bounds what it reads (413 past it).
+// CheckedHandler refuses (400, a JSON-RPC error) a POST whose body is not
+// one JSON value, or holds a key twice, bytes that are not UTF-8 or a lone
+// surrogate, before h reads it. maxBody bounds what it reads (413 past it).
 func CheckedHandler(h http.Handler, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -213,15 +213,21 @@ func CheckedHandler(h http.Handler, maxBody int64) http.Handler {
 			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if json.Valid(body) {
-			if cerr := jsonin.Check(body, false); cerr != nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-					"error": map[string]any{"code": jsonrpc.CodeInvalidRequest, "message": "invalid request: " + cerr.Error()}})
-				w.Write(b)
-				return
-			}
+		// A body that is not one JSON value is refused too, not handed on
+		// unchecked: the SDK reads the first value of it and ignores what
+		// follows, so a key given twice followed by " x" ran the last
+		// (attack pass 73).
+		var cerr error
+		if !json.Valid(body) {
+			cerr = errors.New("the body is not one JSON value (a JSON-RPC message or batch, nothing after it)")
+		} else {
+			cerr = jsonin.Check(body, false)
+		}
+		if cerr != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(errorMessage(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+cerr.Error()))
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -865,6 +865,29 @@ func TestAmbiguousMessages(t *testing.T) {
 			t.Errorf("HTTP %s: %d %s, want 400 saying a key is given twice", b, rec.Code, rec.Body)
 		}
 	}
+	// A body that is not one JSON value was handed on unchecked, and the
+	// SDK read its first value, ignoring the rest: with " x" after it, the
+	// command given twice ran (attack pass 73). A stateless handler runs a
+	// call without a session's initialization.
+	h = CheckedHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv },
+		&sdk.StreamableHTTPOptions{Stateless: true}), sdk.DefaultMaxRequestBodyBytes)
+	for _, b := range []string{
+		call(8, `{"name":"bash","arguments":{"command":"true","command":"echo moat-ran-second"}}`) + " x",
+		call(9, `{"name":"bash","arguments":{"command":"true","command":"echo moat-ran-second"}}`) + "\n" + call(10, clean),
+		call(11, `{"name":"bash","arguments":{"command":"true","command":"echo moat-ran-second"}}`) + "]",
+	} {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if strings.Contains(rec.Body.String(), `"output":"moat-ran-second`) {
+			t.Errorf("HTTP %s: the command given second ran: %s", b, rec.Body)
+		}
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "one JSON value") {
+			t.Errorf("HTTP %s: %d %s, want 400 saying the body is not one JSON value", b, rec.Code, rec.Body)
+		}
+	}
 	if _, err := os.Lstat(marker); err == nil {
 		t.Errorf("an ambiguous message ran a command: %s exists", marker)
 	}
