@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -125,14 +126,19 @@ type Server struct {
 }
 
 // Share bounds the client connections of several Servers together (and
-// of other relays of theirs: AcquireConn).
-type Share struct{ slots chan struct{} }
+// of other relays of theirs: AcquireConn). A Share is also held to the
+// process's reserve: once only the reserve of the process's slots is
+// free, a Share holding its floor or more gets no more (see slotPool).
+type Share struct {
+	size int
+	held int // guarded by the pool's mutex
+}
 
 // NewShare returns a Share of n connections at once.
-func NewShare(n int) *Share { return &Share{slots: make(chan struct{}, max(n, 1))} }
+func NewShare(n int) *Share { return &Share{size: max(n, 1)} }
 
 // Size is how many connections the Share allows at once.
-func (sh *Share) Size() int { return cap(sh.slots) }
+func (sh *Share) Size() int { return sh.size }
 
 var (
 	userSharesMu sync.Mutex
@@ -141,65 +147,138 @@ var (
 
 // UserShare is the Share of a user's Servers in this process, the same
 // for every call with uid: a quarter of the process's connection slots
-// (at least 16). moatd runs every user's proxies in one process, whose
-// slots bound them all (processSlots); one user's sandboxes held every
-// slot with tunnels kept open and every other user's proxy waited for
-// good, its connections unanswered (attack pass 69).
+// (at least the pool's floor). moatd runs every user's proxies in one
+// process, whose slots bound them all (processPool); one user's
+// sandboxes held every slot with tunnels kept open and every other
+// user's proxy waited for good, its connections unanswered (attack pass
+// 69). Four users' quarters still made the whole: the process's reserve
+// now keeps the last quarter for users holding few connections (attack
+// pass 72).
 func UserShare(uid int) *Share {
 	userSharesMu.Lock()
 	defer userSharesMu.Unlock()
 	sh := userShares[uid]
 	if sh == nil {
-		sh = NewShare(max(cap(processSlots())/4, 16))
+		p := processPool()
+		sh = NewShare(max(p.size/4, p.floor))
 		userShares[uid] = sh
 	}
 	return sh
 }
 
-// AcquireConn takes a connection slot of sh (if not nil) and one of the
-// process, waiting for them; false when done is closed first. For a
-// relay of connections outside a Server (moat's relay to an external
-// proxy), so that its connections count as a Server's do; ReleaseConn
-// gives them back.
-func AcquireConn(done <-chan struct{}, sh *Share) bool {
+// slotPool is the process's connection slots, which every Server and
+// Share of the process draws on. Its last reserve slots go only to a
+// connection of a Share that holds fewer than floor (or of no Share):
+// four users of moatd, each with a quarter of the slots, held every one
+// of them with tunnels to a silent host, and a fifth user's proxy
+// answered nothing (attack pass 72). Every slot a Share holds past its
+// floor was taken while more than the reserve was free, so taking every
+// slot needs at least reserve/floor Shares (users) holding connections
+// at once: 16.
+type slotPool struct {
+	mu      sync.Mutex
+	size    int
+	used    int
+	reserve int
+	floor   int
+	freed   chan struct{} // closed, and replaced, when a slot is given back
+}
+
+func newSlotPool(size int) *slotPool {
+	reserve := size / 4
+	return &slotPool{size: size, reserve: reserve, floor: max(reserve/16, 1), freed: make(chan struct{})}
+}
+
+// take takes a slot for sh (nil: no Share) if the rules allow it now;
+// otherwise it returns a channel closed when a slot is next given back.
+func (p *slotPool) take(sh *Share) (bool, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok := p.used < p.size
+	if ok && sh != nil {
+		ok = sh.held < sh.size && (sh.held < p.floor || p.size-p.used > p.reserve)
+	}
+	if !ok {
+		return false, p.freed
+	}
+	p.used++
 	if sh != nil {
+		sh.held++
+	}
+	return true, nil
+}
+
+func (p *slotPool) give(sh *Share) {
+	p.mu.Lock()
+	p.used--
+	if sh != nil {
+		sh.held--
+	}
+	close(p.freed)
+	p.freed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// acquire takes a slot for sh, waiting for one until done is closed or
+// wait has passed (wait < 0: no bound).
+func (p *slotPool) acquire(done <-chan struct{}, sh *Share, wait time.Duration) bool {
+	var expired <-chan time.Time
+	if wait >= 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		ok, freed := p.take(sh)
+		if ok {
+			return true
+		}
 		select {
-		case sh.slots <- struct{}{}:
+		case <-freed:
 		case <-done:
+			return false
+		case <-expired:
 			return false
 		}
 	}
-	select {
-	case processSlots() <- struct{}{}:
-		return true
-	case <-done:
-		if sh != nil {
-			<-sh.slots
-		}
-		return false
-	}
+}
+
+// AcquireConn takes a connection slot of the process for sh (if not nil,
+// counted against it), waiting for one; false when done is closed first.
+// ReleaseConn gives it back.
+func AcquireConn(done <-chan struct{}, sh *Share) bool {
+	return processPool().acquire(done, sh, -1)
+}
+
+// AcquireConnWait is AcquireConn waiting at most wait (0: only what is
+// free now). For a connection already accepted, which is to be refused
+// (RefuseConn) rather than left waiting with no answer.
+func AcquireConnWait(done <-chan struct{}, sh *Share, wait time.Duration) bool {
+	return processPool().acquire(done, sh, max(wait, 0))
 }
 
 // ReleaseConn gives back what AcquireConn took.
-func ReleaseConn(sh *Share) {
-	<-processSlots()
-	if sh != nil {
-		<-sh.slots
-	}
-}
+func ReleaseConn(sh *Share) { processPool().give(sh) }
 
 // DefaultMaxConns is a Server's bound on client connections served at once
 // (a build or an installer opens a few dozen).
 const DefaultMaxConns = 512
 
-// processSlots bounds the client connections all Servers of the process
+// SlotWait is how long an accepted connection waits for a slot of the
+// process (and of its Share) before it is refused with an answer that says
+// so (RefuseConn). A connection used to wait with no answer for as long as
+// the slots were held (attack pass 72); a listener that has just refused
+// one refuses the next ones at once, until it gets a slot again.
+const SlotWait = 3 * time.Second
+
+// processPool bounds the client connections all Servers of the process
 // serve at once, from the process's descriptor limit (slotsFor).
-var processSlots = sync.OnceValue(func() chan struct{} {
+var processPool = sync.OnceValue(func() *slotPool {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return make(chan struct{}, DefaultMaxConns)
+		return newSlotPool(DefaultMaxConns)
 	}
-	return make(chan struct{}, slotsFor(rl.Cur))
+	return newSlotPool(slotsFor(rl.Cur))
 })
 
 // slotsFor is how many client connections fit in a descriptor limit: an
@@ -215,24 +294,112 @@ func slotsFor(limit uint64) int {
 	return int(max(min((limit-reserve)/8, 1<<21), 16))
 }
 
-// acquire takes a connection slot of this Server, one of its Share and
-// one of the process, waiting for them; false when the Server closes
-// meanwhile.
+// refusing bounds the connections being refused at once (RefuseConn):
+// past it a connection is closed with no answer, which still ends it.
+var refusing = make(chan struct{}, 64)
+
+// RefuseConn answers a connection that gets no slot (AcquireConnWait) in
+// its protocol, HTTP "503 Service Unavailable" with X-Proxy-Error:
+// no-connection-slot or SOCKS5 "general failure", and closes it. It
+// returns at once; the answer takes at most a few seconds of a goroutine
+// and the connection's descriptor, no slot.
+func RefuseConn(c net.Conn, reason string) {
+	select {
+	case refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-refusing }()
+		refuse(c, reason)
+	}()
+}
+
+func refuse(c net.Conn, reason string) {
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	br := bufio.NewReaderSize(io.LimitReader(c, 4096), 512)
+	b, err := br.Peek(1)
+	if err != nil {
+		c.Close()
+		return
+	}
+	if b[0] != socksVersion5 {
+		body := "moat proxy: " + oneLine(reason) + "\n"
+		fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nX-Proxy-Error: no-connection-slot\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		lingerClose(c)
+		return
+	}
+	// SOCKS5: take the method the client offers (the password one is
+	// read and not checked: nothing is granted), then fail its request.
+	var hdr [2]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		c.Close()
+		return
+	}
+	methods := make([]byte, hdr[1])
+	if _, err := io.ReadFull(br, methods); err != nil {
+		c.Close()
+		return
+	}
+	method := byte(socksMethodNoneOK)
+	for _, m := range methods {
+		if m == socksMethodNone || (m == socksMethodPassword && method == socksMethodNoneOK) {
+			method = m
+		}
+	}
+	c.Write([]byte{socksVersion5, method})
+	if method == socksMethodPassword {
+		var h [2]byte
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			c.Close()
+			return
+		}
+		if _, err := io.CopyN(io.Discard, br, int64(h[1])); err != nil {
+			c.Close()
+			return
+		}
+		var pl [1]byte
+		if _, err := io.ReadFull(br, pl[:]); err != nil {
+			c.Close()
+			return
+		}
+		if _, err := io.CopyN(io.Discard, br, int64(pl[0])); err != nil {
+			c.Close()
+			return
+		}
+		c.Write([]byte{0x01, 0x00})
+	}
+	if method != socksMethodNoneOK {
+		c.Write([]byte{socksVersion5, socksGeneralFailure, 0x00, socksAtypIPv4, 0, 0, 0, 0, 0, 0})
+	}
+	lingerClose(c)
+}
+
+// acquire takes a connection slot of this Server, waiting for one; false
+// when the Server closes meanwhile. It is taken before a connection is
+// accepted: a Server's own bound holds the next ones in the listener's
+// backlog, and no one else's slots are taken by a listener that is idle.
 func (s *Server) acquire() bool {
 	select {
 	case s.slots <- struct{}{}:
+		return true
 	case <-s.ctx.Done():
 		return false
 	}
-	if !AcquireConn(s.ctx.Done(), s.Share) {
-		<-s.slots
-		return false
-	}
-	return true
+}
+
+// acquireShared takes a slot of the process and of the Server's Share for
+// an accepted connection, waiting at most wait. It used to be taken
+// before Accept, so a run's idle listeners (two a run) held slots of its
+// user's share and of the process while no connection was open, and
+// took freed ones from the user's runs with connections waiting (attack
+// pass 72).
+func (s *Server) acquireShared(wait time.Duration) bool {
+	return AcquireConnWait(s.ctx.Done(), s.Share, wait)
 }
 
 func (s *Server) release() {
-	ReleaseConn(s.Share)
 	<-s.slots
 }
 
@@ -293,6 +460,7 @@ func (s *Server) Serve(l net.Listener) error {
 	}()
 
 	var backoff time.Duration
+	wait := SlotWait
 	for {
 		if !s.acquire() {
 			return ErrServerClosed
@@ -316,7 +484,22 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if !s.acquireShared(wait) {
+			s.release()
+			if s.isClosed() {
+				c.Close()
+				return ErrServerClosed
+			}
+			// Refused at once until a slot is had again: the listener's
+			// backlog gets its answers rather than SlotWait each.
+			wait = 0
+			s.logger().Warn("no connection slot: connection refused")
+			RefuseConn(c, "no connection slot: this user's sandboxes hold their share of the proxy's connections, or the process's are taken; try again when some end")
+			continue
+		}
+		wait = SlotWait
 		if !s.track(c) {
+			ReleaseConn(s.Share)
 			s.release()
 			c.Close()
 			return ErrServerClosed
@@ -324,6 +507,7 @@ func (s *Server) Serve(l net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer s.release()
+			defer ReleaseConn(s.Share)
 			defer s.untrack(c)
 			s.serveConn(c)
 		}()

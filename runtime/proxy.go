@@ -198,13 +198,10 @@ func (p *proxy) close() {
 // after that sandbox had ended (attack pass 69).
 func (p *proxy) relay(l net.Listener, to string) {
 	defer l.Close()
+	wait := netproxy.SlotWait
 	for {
-		if !netproxy.AcquireConn(p.ctx.Done(), p.share) {
-			return
-		}
 		c, err := l.Accept()
 		if err != nil {
-			netproxy.ReleaseConn(p.share)
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -217,6 +214,15 @@ func (p *proxy) relay(l net.Listener, to string) {
 				return
 			}
 		}
+		// The slot is taken for an accepted connection, as the Server's
+		// is: an idle listener holds none, and one that gets none is
+		// answered so (attack pass 72).
+		if !netproxy.AcquireConnWait(p.ctx.Done(), p.share, wait) {
+			wait = 0
+			netproxy.RefuseConn(c, "no connection slot: this user's sandboxes hold their share of the relay's connections, or the process's are taken; try again when some end")
+			continue
+		}
+		wait = netproxy.SlotWait
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
