@@ -750,6 +750,42 @@ func loadRound(t *testing.T, d *daemon, us []*daemonUser, perUser, sessions int)
 	}
 }
 
+// answer is one API answer: its status and body.
+type answer struct {
+	code int
+	body string
+}
+
+// callMany makes the same API request n times, one after the other, as
+// the user, from one curl process; it returns the answers in order.
+func (u *daemonUser) callMany(t *testing.T, sock, method, path string, n int) []answer {
+	t.Helper()
+	const sep = "\n--moat-test-answer "
+	argv := []string{"curl", "-sS", "--max-time", "120", "--unix-socket", sock, "-X", method, "-w", sep + "%{http_code}\n"}
+	for i := 0; i < n; i++ {
+		argv = append(argv, "http://moatd"+path)
+	}
+	out, stderr, err := u.as(argv...)
+	if err != nil {
+		t.Fatalf("curl as %s: %s %s (%d times): %v\n%s", u.name, method, path, n, err, stderr)
+	}
+	var as []answer
+	for {
+		body, rest, ok := strings.Cut(out, sep)
+		if !ok {
+			break
+		}
+		codeText, after, _ := strings.Cut(rest, "\n")
+		code, _ := strconv.Atoi(codeText)
+		as = append(as, answer{code, body})
+		out = after
+	}
+	if len(as) != n {
+		t.Fatalf("curl as %s: %d answers to %d requests", u.name, len(as), n)
+	}
+	return as
+}
+
 // procThreads is a process's thread count.
 func procThreads(t *testing.T, pid int) int {
 	t.Helper()
