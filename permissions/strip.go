@@ -39,7 +39,26 @@ var safeEnvVars = lazy[map[string]bool]{make: func() map[string]bool {
 func SafeEnvVar(name string) bool { return safeEnvVars.get()[name] }
 
 // safeAssign reports whether a leading assignment may be stripped.
-func safeAssign(a assign) bool { return a.static && safeEnvVars.get()[a.name] }
+func safeAssign(a assign) bool {
+	return a.static && safeEnvVars.get()[a.name] && !namesDataFile(a.name, a.value)
+}
+
+// namesDataFile reports a locale or time-zone value that is a path: the C
+// library loads the file it names, as it does those under LOCPATH,
+// NLSPATH or TZDIR, which are never stripped. gettext builds
+// /usr/share/locale/LANGUAGE/LC_MESSAGES/DOMAIN.mo from LANGUAGE's names
+// with no check, so LANGUAGE=../../../../var/tmp/x ls loaded a message
+// catalogue the agent wrote into every format string ls printed, and
+// setlocale takes an absolute LC_ALL or LANG (a locale's compiled files)
+// (attack pass 71). Locale names have no '/'; a zone name has one
+// (Europe/Paris), so only a zone that starts with '/' or has ".." counts.
+func namesDataFile(name, value string) bool {
+	if name == "TZ" {
+		v := strings.TrimPrefix(value, ":")
+		return strings.HasPrefix(v, "/") || strings.Contains(v, "..")
+	}
+	return (name == "LANG" || name == "LANGUAGE" || strings.HasPrefix(name, "LC_")) && strings.Contains(value, "/")
+}
 
 // stripStrict removes, in a fixed-point loop, the safe leading assignments
 // and the wrappers timeout, time and nice, parsing each wrapper's
