@@ -653,6 +653,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		}
 		return
 	}
+	x.moreCommands(argv, depth, stdin, haveStdin, budget)
 	if x.runner(argv, depth, stdin, haveStdin, budget) || x.elsewhere(argv, depth, stdin, haveStdin, budget) {
 		return
 	}
@@ -683,10 +684,10 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		for i := 1; i < len(argv); i++ {
 			w := argv[i]
 			switch {
-			case spec.shellLong != "" && w == spec.shellLong && i+1 < len(argv):
+			case spec.shellLong != "" && longAbbrev(w, spec.shellLong) && i+1 < len(argv):
 				x.nestedSource(argv[i+1], depth+1)
-			case spec.shellLong != "" && strings.HasPrefix(w, spec.shellLong+"="):
-				x.nestedSource(w[len(spec.shellLong)+1:], depth+1)
+			case spec.shellLong != "" && strings.Contains(w, "=") && longAbbrev(w[:strings.IndexByte(w, '=')], spec.shellLong):
+				x.nestedSource(w[strings.IndexByte(w, '=')+1:], depth+1)
 			case len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, letter):
 				// -c CMD, and bundled or attached: -qc CMD, -c'CMD', -qcCMD
 				// (read as widely as getopt might: more candidates, never fewer).
@@ -979,6 +980,26 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"cgexec":        {valueFlags: set("-g")},
 		"run0": {valueFlags: set("-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "--property",
 			"--description", "--slice", "--nice", "--machine", "--background")},
+
+		// attack pass 71: more programs that run the command after their
+		// options (cross-env A=1 rm x, env-cmd -f .env rm x, setarch
+		// x86_64 rm x, corepack pnpm exec rm x were allowed under their
+		// own rule with Bash(rm:*) denied)
+		"cross-env":      {assignments: true},
+		"setarch":        {plainFlags: setarchOpts.get().plainFlags, positionals: 1},
+		"dotenv":         {valueFlags: set("-e", "-v", "-c", "-p", "-f", "--file")},
+		"env-cmd":        {valueFlags: set("-f", "--file", "-e", "--environments", "-r", "--rc-file")},
+		"envdir":         {positionals: 1},
+		"chpst":          {valueFlags: set("-u", "-U", "-b", "-e", "-/", "-C", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-r", "-t")},
+		"faketime":       {positionals: 1},
+		"trickle":        {valueFlags: set("-d", "-u", "-w", "-t", "-l", "-n")},
+		"ccache":         {},
+		"sccache":        {},
+		"corepack":       {},
+		"systemd-nspawn": {},
+		"linux32":        {},
+		"linux64":        {},
+		"uname26":        {},
 	}
 }}
 
@@ -992,11 +1013,31 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 // command: npm exe rm x ran rm under Bash(npm:*) (attack pass 70).
 var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 	return map[string][]string{
-		"npm": {"exec", "exe", "x"}, "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx"}, "bun": {"x"},
+		"npm": {"exec", "exe", "x"}, "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx", "run"}, "bun": {"x", "run"},
 		"uv": {"run"}, "poetry": {"run"}, "pipenv": {"run"}, "conda": {"run"}, "mamba": {"run"},
 		"micromamba": {"run"}, "pixi": {"run", "exec"}, "hatch": {"run"}, "rye": {"run"}, "pdm": {"run"},
-		"mise": {"exec", "x"}, "asdf": {"exec"}, "devbox": {"run"}, "perf": {"stat", "record", "trace"},
+		"mise": {"exec", "x"}, "asdf": {"exec", "env"}, "devbox": {"run"}, "perf": {"stat", "record", "trace"},
 		"direnv": {"exec"}, "nix": {"develop", "shell"},
+		// attack pass 71: secret and environment loaders, version
+		// managers, build tools and machines that run the command after
+		// their subcommand (dotenv run rm x, pyenv exec rm x, bundle exec
+		// rm x, lxc exec c -- rm x were allowed under their tool's rule)
+		"pipx": {"run"}, "dotenv": {"run"}, "dotenvx": {"run"}, "doppler": {"run"}, "op": {"run"},
+		"infisical": {"run"}, "aws-vault": {"exec"}, "chamber": {"exec"}, "pyenv": {"exec"}, "rbenv": {"exec"},
+		"nodenv": {"exec"}, "goenv": {"exec"}, "jenv": {"exec"}, "plenv": {"exec"}, "bundle": {"exec"},
+		"bundler": {"exec"}, "volta": {"run"}, "fnm": {"exec"}, "stack": {"exec"}, "cabal": {"exec"},
+		"opam": {"exec"}, "tox": {"exec"}, "toolbox": {"run"}, "distrobox": {"enter"}, "lxc": {"exec"},
+		"incus": {"exec"}, "multipass": {"exec"}, "machinectl": {"shell"},
+	}
+}}
+
+// runnerPositionals are the operands between such a subcommand and the
+// command it runs (direnv exec DIR CMD, aws-vault exec PROFILE CMD, asdf
+// env SHIM CMD, lxc exec CONTAINER CMD).
+var runnerPositionals = lazy[map[string]int]{make: func() map[string]int {
+	return map[string]int{
+		"direnv exec": 1, "aws-vault exec": 1, "asdf env": 1, "lxc exec": 1, "incus exec": 1,
+		"multipass exec": 1, "machinectl shell": 1, "distrobox enter": 1,
 	}
 }}
 
@@ -1006,7 +1047,7 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 var shellStringRunners = lazy[map[string][]string]{make: func() map[string][]string {
 	return map[string][]string{
 		"npx": {"-c", "--call"}, "npm": {"-c", "--call"}, "bun": {"exec"},
-		"pnpm": {"-c", "--shell-mode"}, "mise": {"-c", "--command"},
+		"mise": {"-c", "--command"}, "vagrant": {"-c", "--command"}, "cross-env-shell": {""},
 		"nix-shell": {"--run", "--command"}, "nodemon": {"--exec", "-x"},
 		"hyperfine": {""}, "concurrently": {""}, "watchexec": {""},
 	}
@@ -1024,10 +1065,14 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 	for i := 1; i < len(argv); i++ {
 		w := argv[i]
 		if isRunner && slices.Contains(subs, w) {
-			spec := wrapperSpec{}
+			spec := wrapperSpec{positionals: runnerPositionals.get()[name+" "+w]}
 			switch {
-			case name == "direnv":
-				spec.positionals = 1 // direnv exec DIR CMD
+			case name == "pnpm" && pnpmShellMode(argv):
+				// pnpm exec -c / --shell-mode, before or after exec (pnpm
+				// -c exec 'rm x'): the command's words are a shell string
+				for _, rest := range x.rests(argv[i:], spec) {
+					x.nestedSource(strings.Join(rest, " "), depth+1)
+				}
 			case name == "nix":
 				// nix develop/shell [INSTALLABLE...] -c CMD: what follows
 				// -c or --command
@@ -1058,6 +1103,11 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 				x.nestedSource(w[len(o)+1:], depth+1)
 			case o != "" && !strings.HasPrefix(o, "--") && len(o) == 2 && strings.HasPrefix(w, o) && len(w) > 2:
 				x.nestedSource(w[2:], depth+1) // -c'rm x'
+				if w[2] == '=' {
+					// npm's option parser takes -c='rm x' as -c 'rm x'
+					// (attack pass 71)
+					x.nestedSource(w[3:], depth+1)
+				}
 			}
 		}
 	}

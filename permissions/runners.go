@@ -1,0 +1,170 @@
+package permissions
+
+import (
+	"slices"
+	"strings"
+)
+
+// Programs that run a command found otherwise than after their options or
+// a subcommand (attack pass 71): a shell string after a subcommand (npm
+// explore PKG -- CMD, pueue add CMD, sops exec-env FILE CMD), a flag that
+// turns the command's words into a shell string (entr -s, env-cmd
+// --use-shell), a marker before the program (gdb --args), a program
+// named with a version (corepack pnpm@9 exec), a program after an
+// architecture (setarch ARCH [options] CMD), and the tools whose own
+// options name a program or whose arguments are spliced into the
+// commands of their configuration (just -c/--shell, tox and nox after
+// "--"). Under Bash(npm:*) with Bash(rm:*) denied, npm explore foo -- rm
+// -f victim.txt was allowed and removed the file. Each adds readings:
+// what the program looked through before is still looked at after.
+
+// shellSubs are the subcommands whose operands, after the positionals,
+// are joined into one shell command; npm takes any unambiguous
+// abbreviation of explore (expl is also explain's).
+var shellSubs = lazy[map[string]int]{make: func() map[string]int {
+	return map[string]int{
+		"npm explore": 1, "npm explor": 1, "npm explo": 1,
+		"pueue add": 0, "sops exec-env": 1, "scl enable": 1,
+	}
+}}
+
+// setarchOpts are setarch's options, which follow the architecture.
+var setarchOpts = lazy[wrapperSpec]{make: func() wrapperSpec {
+	return wrapperSpec{plainFlags: set("-R", "--addr-no-randomize", "-F", "--fdpic-funcptrs", "-Z", "--mmap-page-zero",
+		"-L", "--addr-compat-layout", "-X", "--read-implies-exec", "-B", "--32bit", "-I", "--short-inode",
+		"-S", "--whole-seconds", "-T", "--sticky-timeouts", "-3", "--3gb", "--4gb", "--uname-2.6", "-v", "--verbose")}
+}}
+
+// moreCommands adds the readings of the programs above; it never stops
+// the others.
+func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	name := argv[0]
+	for i := 1; i < len(argv); i++ {
+		n, ok := shellSubs.get()[name+" "+argv[i]]
+		if !ok {
+			continue
+		}
+		for _, rest := range x.rests(argv[i:], wrapperSpec{positionals: n}) {
+			if len(rest) > 0 && rest[0] == "--" {
+				rest = rest[1:]
+			}
+			x.nestedSource(strings.Join(rest, " "), depth+1)
+		}
+	}
+	switch name {
+	case "entr":
+		// entr -s CMD runs CMD with $SHELL -c; its options take no value
+		for _, w := range argv[1:] {
+			if len(w) < 2 || w[0] != '-' {
+				if slices.ContainsFunc(argv[1:], func(o string) bool {
+					return len(o) > 1 && o[0] == '-' && o[1] != '-' && strings.ContainsRune(o, 's')
+				}) {
+					x.nestedSource(w, depth+1)
+				}
+				break
+			}
+		}
+	case "env-cmd":
+		if slices.Contains(argv, "--use-shell") {
+			for _, rest := range x.rests(argv, wrappers.get()["env-cmd"]) {
+				x.nestedSource(strings.Join(rest, " "), depth+1)
+			}
+		}
+	case "gdb", "lldb", "cgdb":
+		// gdb --args PROG ARGS, lldb -- PROG ARGS
+		for i, w := range argv {
+			if w == "--args" || name == "lldb" && w == "--" {
+				x.look(argv[i+1:], depth, "", false, budget)
+				break
+			}
+		}
+	case "corepack":
+		// corepack pnpm@9.1.0 exec CMD: the package manager with its version
+		for i := 1; i < len(argv); i++ {
+			if at := strings.IndexByte(argv[i], '@'); at > 0 && !strings.HasPrefix(argv[i], "-") {
+				x.look(append([]string{argv[i][:at]}, argv[i+1:]...), depth, stdin, haveStdin, budget)
+				break
+			}
+		}
+	case "setarch":
+		if len(argv) > 2 {
+			for _, rest := range x.rests(append([]string{name}, argv[2:]...), setarchOpts.get()) {
+				x.look(rest, depth, stdin, haveStdin, budget)
+			}
+		}
+	case "just":
+		x.just(argv, depth, budget)
+	case "tox", "nox":
+		// tox -x/--override KEY=VALUE sets any key of the configuration,
+		// its commands too; the words after "--" are the {posargs} a
+		// configuration splices into its commands, often as the whole
+		// command (commands = {posargs:pytest})
+		for i, w := range argv {
+			if name == "tox" && (w == "-x" || strings.HasPrefix(w, "--override") || strings.HasPrefix(w, "-x")) {
+				x.fail("tox --override sets the commands it runs, which the line does not show")
+				return
+			}
+			if w == "--" {
+				x.look(argv[i+1:], depth, "", false, budget)
+				return
+			}
+		}
+	}
+}
+
+// just: -c/--command CMD ARGS runs CMD (with --shell-command, the words
+// as one shell command); --shell names the program that runs every
+// recipe line; NAME=VALUE and --set NAME VALUE are spliced into the
+// recipes, as make's variables given on the line are.
+func (x *extraction) just(argv []string, depth int, budget *int) {
+	shellCmd := slices.Contains(argv, "--shell-command")
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		opt, v, eq := strings.Cut(w, "=")
+		switch {
+		case w == "--":
+			return
+		case opt == "-c" || opt == "--command":
+			rest := argv[i+1:]
+			if eq {
+				rest = append([]string{v}, rest...)
+			}
+			if shellCmd {
+				x.nestedSource(strings.Join(rest, " "), depth+1)
+			}
+			x.look(rest, depth, "", false, budget)
+			return
+		case strings.HasPrefix(w, "-c") && len(w) > 2 && w[1] != '-':
+			x.look(append([]string{w[2:]}, argv[i+1:]...), depth, "", false, budget)
+			return
+		case opt == "--shell" && eq:
+			x.nestedSource(v, depth+1)
+		case opt == "--shell" && i+1 < len(argv):
+			i++
+			x.nestedSource(argv[i], depth+1)
+		case opt == "--set" && i+2 < len(argv):
+			x.nestedSource(argv[i+2], depth+1)
+			i += 2
+		case !strings.HasPrefix(w, "-") && eq && isAssignmentWord(w):
+			x.nestedSource(v, depth+1)
+		}
+	}
+}
+
+// pnpmShellMode reports pnpm's -c or --shell-mode anywhere on the line
+// (pnpm reads its options before the command's name too).
+func pnpmShellMode(argv []string) bool {
+	for _, w := range argv[1:] {
+		if w == "--shell-mode" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, 'c') {
+			return true
+		}
+	}
+	return false
+}
+
+// longAbbrev reports whether w is long, or a prefix of it that getopt_long
+// takes for it ("--comm" for "--command"; su --comm 'rm x' ran rm): read
+// as widely as the program might, more readings, never fewer.
+func longAbbrev(w, long string) bool {
+	return len(w) > 2 && strings.HasPrefix(w, "--") && strings.HasPrefix(long, w)
+}
