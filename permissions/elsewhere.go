@@ -88,38 +88,21 @@ func (x *extraction) tmux(argv []string, depth int) {
 		}
 	}
 	// global options: -c runs a shell command, -C reads commands; -f, -L, -S, -T take a value
-	i := 1
-	for ; i < len(argv); i++ {
-		w := argv[i]
-		if w == "--" {
-			i++
-			break
+	i, _, ok := options(argv, 1, "cfLST", func(c byte, v string) bool {
+		switch c {
+		case 'C':
+			// control mode runs the tmux commands of its input: yes
+			// 'run-shell "rm -f victim.txt"' | tmux -C new was allowed
+			// under Bash(tmux:*) and removed the file (attack pass 70)
+			x.fail("tmux -C (control mode) runs the tmux commands it reads from its input, which the line does not show")
+			return false
+		case 'c':
+			x.nestedSource(v, depth+1)
 		}
-		if len(w) < 2 || w[0] != '-' {
-			break
-		}
-		for k := 1; k < len(w); k++ {
-			c := w[k]
-			if c == 'C' {
-				// control mode runs the tmux commands of its input: yes
-				// 'run-shell "rm -f victim.txt"' | tmux -C new was allowed
-				// under Bash(tmux:*) and removed the file (attack pass 70)
-				x.fail("tmux -C (control mode) runs the tmux commands it reads from its input, which the line does not show")
-				return
-			}
-			if !strings.ContainsRune("cfLST", rune(c)) {
-				continue
-			}
-			v := w[k+1:]
-			if v == "" && i+1 < len(argv) {
-				i++
-				v = argv[i]
-			}
-			if c == 'c' {
-				x.nestedSource(v, depth+1)
-			}
-			break
-		}
+		return true
+	})
+	if !ok {
+		return
 	}
 	// the commands, separated by ";" words (or a word ending in ";")
 	var cmd []string
@@ -154,31 +137,14 @@ func (x *extraction) tmuxCommand(cmd []string, depth int) {
 		x.fail("tmux " + name + " runs or types what the line does not show")
 		return
 	}
-	i := 1
-	for ; i < len(cmd); i++ {
-		w := cmd[i]
-		if w == "--" {
-			i++
-			break
+	i, _, ok := options(cmd, 1, values, func(c byte, _ string) bool {
+		if (name == "run-shell" || name == "run") && c == 'C' {
+			x.fail("tmux run-shell -C runs tmux commands the line does not show")
+			return false
 		}
-		if len(w) < 2 || w[0] != '-' {
-			break
-		}
-		for k := 1; k < len(w); k++ {
-			c := w[k]
-			if (name == "run-shell" || name == "run") && c == 'C' {
-				x.fail("tmux run-shell -C runs tmux commands the line does not show")
-				return
-			}
-			if strings.IndexByte(values, c) >= 0 {
-				if k == len(w)-1 {
-					i++
-				}
-				break
-			}
-		}
-	}
-	if i < len(cmd) {
+		return true
+	})
+	if ok && i < len(cmd) {
 		x.nestedSource(strings.Join(cmd[i:], " "), depth+1)
 	}
 }
@@ -220,30 +186,18 @@ func (x *extraction) screen(argv []string, depth int, budget *int) {
 // or from -f FILE (a file on disk, as sh FILE); -l, -r, -d, -c and -V
 // list, remove, print or show the version.
 func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin bool) {
-	for i := 1; i < len(argv); i++ {
-		w := argv[i]
-		if w == "--" || len(w) < 2 || w[0] != '-' {
-			break
+	_, _, ok := options(argv, 1, "qtf", func(c byte, v string) bool {
+		switch {
+		case strings.IndexByte("lrdcV", c) >= 0:
+			return false
+		case c == 'f' && !stdinScript(v):
+			x.script(v, depth, stdin, haveStdin)
+			return false
 		}
-		for k := 1; k < len(w); k++ {
-			c := w[k]
-			if strings.IndexByte("lrdcV", c) >= 0 {
-				return
-			}
-			if strings.IndexByte("qtf", c) < 0 {
-				continue
-			}
-			v := w[k+1:]
-			if v == "" && i+1 < len(argv) {
-				i++
-				v = argv[i]
-			}
-			if c == 'f' && !stdinScript(v) {
-				x.script(v, depth, stdin, haveStdin)
-				return
-			}
-			break
-		}
+		return true
+	})
+	if !ok {
+		return
 	}
 	switch {
 	case haveStdin && stdin != "":
@@ -263,38 +217,19 @@ func (x *extraction) ssh(argv []string, depth int) {
 	const values = "BbcDEeFIiJLlmOoPpQRSWw"
 	i, host := 1, false
 	for pass := 0; pass < 2 && i < len(argv); pass++ {
-		terminated := false
-		for ; i < len(argv); i++ {
-			w := argv[i]
-			if w == "--" {
-				i++
-				terminated = true
-				break
-			}
-			if len(w) < 2 || w[0] != '-' {
-				break
-			}
-			for k := 1; k < len(w); k++ {
-				if strings.IndexByte(values, w[k]) < 0 {
-					continue
+		var terminated bool
+		i, terminated, _ = options(argv, i, values, func(c byte, v string) bool {
+			if c == 'o' {
+				key, val, _ := strings.Cut(strings.TrimLeft(v, " \t"), "=")
+				if sp := strings.IndexAny(key, " \t"); sp >= 0 {
+					key, val = key[:sp], key[sp+1:]+val
 				}
-				v := w[k+1:]
-				if v == "" && i+1 < len(argv) {
-					i++
-					v = argv[i]
+				if strings.EqualFold(strings.TrimSpace(key), "RemoteCommand") {
+					x.nestedSource(strings.TrimLeft(val, " \t="), depth+1)
 				}
-				if w[k] == 'o' {
-					key, val, _ := strings.Cut(strings.TrimLeft(v, " \t"), "=")
-					if sp := strings.IndexAny(key, " \t"); sp >= 0 {
-						key, val = key[:sp], key[sp+1:]+val
-					}
-					if strings.EqualFold(strings.TrimSpace(key), "RemoteCommand") {
-						x.nestedSource(strings.TrimLeft(val, " \t="), depth+1)
-					}
-				}
-				break
 			}
-		}
+			return true
+		})
 		if !host {
 			if i >= len(argv) {
 				return
@@ -480,23 +415,18 @@ func (x *extraction) makeLine(argv []string, depth int) string {
 			}
 			continue
 		case len(w) > 1 && w[0] == '-':
-			for k := 1; k < len(w); k++ {
-				c := w[k]
-				if c == 'E' {
-					return "make -E runs what the line does not show"
+			why := ""
+			i, _ = shortOptions(argv, i, valued, func(c byte, v string) bool {
+				switch {
+				case c == 'E':
+					why = "make -E runs what the line does not show"
+				case c == 'f' && stdinScript(v):
+					why = "make reads a makefile from standard input, which runs its recipes"
 				}
-				if strings.IndexByte(valued, c) < 0 {
-					continue
-				}
-				v := w[k+1:]
-				if v == "" && i+1 < len(argv) {
-					i++
-					v = argv[i]
-				}
-				if c == 'f' && stdinScript(v) {
-					return "make reads a makefile from standard input, which runs its recipes"
-				}
-				break
+				return why == ""
+			})
+			if why != "" {
+				return why
 			}
 			continue
 		}
@@ -510,4 +440,49 @@ func (x *extraction) makeLine(argv []string, depth int) string {
 		x.nestedSource(v, depth+1)
 	}
 	return ""
+}
+
+// shortOptions reads the bundled short options of argv[i] (-abc, -fVALUE,
+// -f VALUE) as getopt does: see gets each letter, and the first letter in
+// valued gets its value, the rest of the word or, when nothing follows
+// it, the next word (the letters after it are that value). It returns the
+// index of the last word read and false when see stopped the reading.
+func shortOptions(argv []string, i int, valued string, see func(c byte, v string) bool) (int, bool) {
+	w := argv[i]
+	for k := 1; k < len(w); k++ {
+		c := w[k]
+		if strings.IndexByte(valued, c) < 0 {
+			if !see(c, "") {
+				return i, false
+			}
+			continue
+		}
+		v := w[k+1:]
+		if v == "" && i+1 < len(argv) {
+			i++
+			v = argv[i]
+		}
+		return i, see(c, v)
+	}
+	return i, true
+}
+
+// options reads the option words of argv from i, each through
+// shortOptions, up to the first word that is not an option or past "--".
+// It returns the index of the first word after them, whether "--" ended
+// them, and false when see stopped the reading.
+func options(argv []string, i int, valued string, see func(c byte, v string) bool) (next int, dashdash, ok bool) {
+	for ; i < len(argv); i++ {
+		w := argv[i]
+		if w == "--" {
+			return i + 1, true, true
+		}
+		if len(w) < 2 || w[0] != '-' {
+			return i, false, true
+		}
+		if i, ok = shortOptions(argv, i, valued, see); !ok {
+			return i, false, false
+		}
+	}
+	return i, false, true
 }
