@@ -683,11 +683,14 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		letter := rune(spec.shellFlag[1])
 		for i := 1; i < len(argv); i++ {
 			w := argv[i]
+			opt, v, eq := strings.Cut(w, "=")
 			switch {
-			case spec.shellLong != "" && longAbbrev(w, spec.shellLong) && i+1 < len(argv):
-				x.nestedSource(argv[i+1], depth+1)
-			case spec.shellLong != "" && strings.Contains(w, "=") && longAbbrev(w[:strings.IndexByte(w, '=')], spec.shellLong):
-				x.nestedSource(w[strings.IndexByte(w, '=')+1:], depth+1)
+			case slices.ContainsFunc(spec.shellLongs, func(l string) bool { return longAbbrev(opt, l) }):
+				if eq {
+					x.nestedSource(v, depth+1)
+				} else if i+1 < len(argv) {
+					x.nestedSource(argv[i+1], depth+1)
+				}
 			case len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, letter):
 				// -c CMD, and bundled or attached: -qc CMD, -c'CMD', -qcCMD
 				// (read as widely as getopt might: more candidates, never fewer).
@@ -874,7 +877,7 @@ type wrapperSpec struct {
 	assignments bool            // NAME=value words before the command (env, sudo)
 	split       string          // flag whose value is split into words (env -S)
 	shellFlag   string          // flag whose value is a shell command (su -c)
-	shellLong   string
+	shellLongs  []string        // its long options (su's --command and --session-command)
 }
 
 func set(s ...string) map[string]bool {
@@ -905,10 +908,10 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"sudo":             {valueFlags: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"), plainFlags: set("-E", "-H", "-n", "-S", "-i", "-s", "-k", "-K", "-b", "-A", "-P", "--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background", "--askpass", "--set-home"), assignments: true},
 		"doas":             {valueFlags: set("-u", "-C"), plainFlags: set("-n", "-s")},
 		"pkexec":           {valueFlags: set("--user")},
-		"su":               {valueFlags: set("-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
-		"runuser":          {valueFlags: set("-u", "--user", "-c", "--command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLong: "--command"},
-		"script":           {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLong: "--command"},
-		"flock":            {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLong: "--command"},
+		"su":               {valueFlags: set("-c", "--command", "--session-command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"), plainFlags: set("-", "-l", "--login", "-m", "-p", "--preserve-environment", "-f", "-P", "--pty"), positionals: 1, shellFlag: "-c", shellLongs: []string{"--command", "--session-command"}},
+		"runuser":          {valueFlags: set("-u", "--user", "-c", "--command", "--session-command", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), plainFlags: set("-", "-l", "--login", "-m", "-p", "-f", "-P", "--pty"), shellFlag: "-c", shellLongs: []string{"--command", "--session-command"}},
+		"script":           {valueFlags: set("-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"), plainFlags: set("-a", "--append", "-e", "--return", "-f", "--flush", "-q", "--quiet", "--force"), shellFlag: "-c", shellLongs: []string{"--command"}},
+		"flock":            {valueFlags: set("-w", "--wait", "--timeout", "-E", "--conflict-exit-code", "-c", "--command"), plainFlags: set("-s", "--shared", "-x", "-e", "--exclusive", "-u", "--unlock", "-n", "--nb", "--nonblock", "-o", "--close", "-F", "--no-fork", "--verbose"), positionals: 1, shellFlag: "-c", shellLongs: []string{"--command"}},
 		"chroot":           {valueFlags: set("--userspec", "--groups"), plainFlags: set("--skip-chdir"), positionals: 1},
 		"chrt":             {valueFlags: set("-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"), plainFlags: set("-a", "--all-tasks", "-b", "--batch", "-d", "--deadline", "-f", "--fifo", "-i", "--idle", "-o", "--other", "-r", "--rr", "-R", "--reset-on-fork", "-v", "--verbose", "-m", "--max"), positionals: 1},
 		"taskset":          {plainFlags: set("-a", "--all-tasks", "-c", "--cpu-list"), positionals: 1},
@@ -1079,6 +1082,10 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 				for j := i + 1; j < len(argv); j++ {
 					if argv[j] == "-c" || argv[j] == "--command" {
 						x.look(argv[j+1:], depth, stdin, haveStdin, budget)
+						break
+					}
+					if v, ok := strings.CutPrefix(argv[j], "--command="); ok {
+						x.look(append([]string{v}, argv[j+1:]...), depth, stdin, haveStdin, budget)
 						break
 					}
 				}

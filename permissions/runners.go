@@ -24,7 +24,7 @@ import (
 var shellSubs = lazy[map[string]int]{make: func() map[string]int {
 	return map[string]int{
 		"npm explore": 1, "npm explor": 1, "npm explo": 1,
-		"pueue add": 0, "sops exec-env": 1, "scl enable": 1,
+		"pueue add": 0, "sops exec-env": 1, "sops exec-file": 1, "scl enable": 1,
 	}
 }}
 
@@ -155,7 +155,7 @@ func (x *extraction) just(argv []string, depth int, budget *int) {
 // (pnpm reads its options before the command's name too).
 func pnpmShellMode(argv []string) bool {
 	for _, w := range argv[1:] {
-		if w == "--shell-mode" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, 'c') {
+		if strings.HasPrefix(w, "--shell-mode") && w != "--shell-mode=false" || len(w) > 1 && w[0] == '-' && w[1] != '-' && strings.ContainsRune(w, 'c') {
 			return true
 		}
 	}
