@@ -744,8 +744,17 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 	if d.flags&flagTool != 0 {
 		a.toolFiles(dir)
 	}
+	if d.flags&flagBlocking != 0 {
+		for _, n := range worktreeGitFiles {
+			a.blockingFile(filepath.Join(dir, n), "a named pipe or device made during the run where git reads a file of the work tree by name (.gitignore, .gitattributes, .gitmodules, .mailmap): git's open of a named pipe waits for a writer for good, so the user's every git status would hang")
+		}
+	}
 	return nil
 }
+
+// worktreeGitFiles are the files git opens by name in any directory of a
+// work tree (readDirInfo flags one that is a named pipe or device).
+var worktreeGitFiles = []string{".gitignore", ".gitattributes", ".gitmodules", ".mailmap"}
 
 // ToolNames are the names of policy.MandatoryFiles and MandatoryDirs that
 // no placeholder reserves (those the working directory's reservations, the
@@ -850,6 +859,8 @@ func (a *auditor) outLinks(g string) {
 					continue // loose objects: written by a new name, linked in place
 				}
 				dirs = append(dirs, p)
+			case blocksOpen(e.Type()) && a.changed(id):
+				a.blockingFile(p, "a named pipe or device in a git directory made during the run: git opens HEAD, refs, index, info/exclude, COMMIT_EDITMSG and its other files there by name, and its open of a named pipe waits for a writer for good, so the user's every git status or commit would hang")
 			case e.Type()&fs.ModeSymlink != 0 && a.changed(id):
 				lid, err := lstatID(p)
 				if err != nil || !a.changedAt(p, lid) {
@@ -864,6 +875,32 @@ func (a *auditor) outLinks(g string) {
 				}
 			}
 		}
+	}
+}
+
+// blocksOpen reports a file type whose open(2) may wait or act on a
+// device instead of reading data: a named pipe (git's plain open of one
+// waits for a writer for good) and device nodes. git makes none of them;
+// a socket it does (fsmonitor's), and moat's own placeholders outside git
+// directories are sockets, so sockets are not among them.
+func blocksOpen(t fs.FileMode) bool {
+	return t&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0
+}
+
+// blockingFile takes out p, a named pipe or device node (blocksOpen) that
+// git would open by its name, if the run made it.
+func (a *auditor) blockingFile(p, why string) {
+	fi, err := lstat(p)
+	if err != nil || !blocksOpen(fi.Mode().Type()) {
+		return
+	}
+	lid := idOf(fi)
+	if !a.changedAt(p, lid) {
+		return
+	}
+	a.judgedAs(p, lid)
+	if real, ok := a.changedActionable(p); ok {
+		a.quarantine(real, why)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,10 +19,11 @@ import (
 )
 
 const (
-	flagDotGit uint8 = 1 << iota // the directory holds a .git entry
-	flagHEAD                     // ... a HEAD that is not a directory
-	flagClaude                   // ... a .claude entry
-	flagTool                     // ... a name a tool reads code from (toolNames)
+	flagDotGit   uint8 = 1 << iota // the directory holds a .git entry
+	flagHEAD                       // ... a HEAD that is not a directory
+	flagClaude                     // ... a .claude entry
+	flagTool                       // ... a name a tool reads code from (toolNames)
+	flagBlocking                   // ... a file git reads by name (worktreeGitFiles) that is a named pipe or device
 )
 
 // dirInfo is what the audit keeps of one directory.
@@ -62,6 +64,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			d.flags |= flagClaude
 		case toolName(name):
 			d.flags |= flagTool
+		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):
+			d.flags |= flagBlocking
 		}
 		if e.IsDir() {
 			d.subdirs = append(d.subdirs, name)

@@ -4,6 +4,7 @@ package gitguard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -128,5 +129,63 @@ func TestCacheRecordBounded(t *testing.T) {
 	}
 	if read != 1 {
 		t.Errorf("the fallback decoded %d records (hard links to one, and a second past the bound), want 1", read)
+	}
+}
+
+// A named pipe the run made where git opens a file by its name (HEAD, a
+// ref, info/exclude, COMMIT_EDITMSG in a git directory; a .gitignore in
+// any directory of the work tree) hung the user's every later git status
+// or commit in open(2), waiting for a writer (attack pass 74, through moat
+// run). git never makes one: the audit takes them out. Each case first
+// hangs the user's git without the audit, so the test can fail.
+func TestAuditTakesOutNamedPipes(t *testing.T) {
+	cases := []struct {
+		name, attack string
+		git          []string
+	}{
+		{"HEAD", `mkfifo .git/HEAD.new && mv .git/HEAD.new .git/HEAD`, []string{"status"}},
+		{"a ref", `rm .git/refs/heads/main && mkfifo .git/refs/heads/main`, []string{"log", "-1"}},
+		{"info/exclude", `mkdir -p .git/info && rm -f .git/info/exclude && mkfifo .git/info/exclude`, []string{"status"}},
+		{"COMMIT_EDITMSG", `rm -f .git/COMMIT_EDITMSG && mkfifo .git/COMMIT_EDITMSG`, []string{"commit", "-q", "--allow-empty", "-m", "x"}},
+		{"a new repository's HEAD", `git init -q sub && rm sub/.git/HEAD && mkfifo sub/.git/HEAD`, []string{"-C", "sub", "status"}},
+		{".gitignore", `mkfifo .gitignore`, []string{"status"}},
+		{"a deep .gitignore", `mkdir -p a/b && mkfifo a/b/.gitignore`, []string{"status"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, audited := range []bool{false, true} {
+				s := newScene(t)
+				s.begin()
+				s.sh(s.repo, c.attack)
+				if audited {
+					rep := s.audit()
+					if len(rep.Findings) == 0 {
+						t.Errorf("no finding for the named pipe")
+					}
+				}
+				cmd := exec.Command("git", c.git...)
+				cmd.Dir, cmd.Env = s.repo, s.env()
+				cmd.WaitDelay = time.Second
+				done := make(chan struct{})
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				go func() { cmd.Wait(); close(done) }()
+				hung := false
+				select {
+				case <-done:
+				case <-time.After(3 * time.Second):
+					hung = true
+					cmd.Process.Kill()
+					<-done
+				}
+				switch {
+				case audited && hung:
+					t.Errorf("git %v hangs after the audit", c.git)
+				case !audited && !hung:
+					t.Errorf("git %v does not hang without the audit (the test cannot fail)", c.git)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,60 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Named pipes the command leaves where git opens a file by name: git's
+// open of a FIFO waits for a writer for good, so .git/COMMIT_EDITMSG,
+// .git/info/exclude or a .gitignore made a FIFO under moat hung the user's
+// every later git status and git commit (attack pass 74). The git audit
+// takes them out; without moat the same plant hangs the same git.
+func TestGitNamedPipesTakenOut(t *testing.T) {
+	f := newFixture(t)
+	git(t, f.work, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "init")
+	plant := "rm -f .git/COMMIT_EDITMSG .git/info/exclude && mkdir -p .git/info sub/dir && " +
+		"mkfifo .git/COMMIT_EDITMSG .git/info/exclude sub/dir/.gitignore"
+	// userGit runs git as the user would next, and reports whether it hung.
+	userGit := func(args ...string) bool {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+		cmd.Dir = f.work
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.work)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+			return false
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			// The killed git's lock would fail the next git at once.
+			os.Remove(filepath.Join(f.work, ".git", "index.lock"))
+			return true
+		}
+	}
+	for _, moat := range []bool{true, false} {
+		for _, p := range []string{".git/COMMIT_EDITMSG", ".git/info/exclude", "sub/dir/.gitignore"} {
+			os.Remove(filepath.Join(f.work, p))
+		}
+		out := f.plantWith(moat, plant)
+		for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "x"}} {
+			hung := userGit(args...)
+			switch {
+			case moat && hung:
+				t.Errorf("the user's git %v hangs on the named pipes a command left under moat:\n%s", args, out)
+			case !moat && !hung:
+				t.Errorf("without moat git %v did not hang on the named pipes (the test cannot fail)", args)
+			}
+		}
+	}
+}
