@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Named pipes the command leaves where git opens a file by name: git's
@@ -55,6 +57,52 @@ func TestGitNamedPipesTakenOut(t *testing.T) {
 			case !moat && !hung:
 				t.Errorf("without moat git %v did not hang on the named pipes (the test cannot fail)", args)
 			}
+		}
+	}
+}
+
+// A pointer the command leaves may lead to a device node: the git audit
+// after the run opened what sub/.git -> DEVICE or a commondir symlink led
+// to, as the run's user (root for root's runs), before it looked at what
+// it was, and a device's open has effects of its own (a watchdog's arms
+// it, and the host reboots when nothing feeds it; attack pass 74, seen
+// with strace as root). The node here is one of the test's own, a
+// /dev/zero (inotify reports every open of it but an O_PATH one, which
+// opens nothing); the test opens it once itself, so it can fail.
+func TestGitAuditOpensNoDevice(t *testing.T) {
+	f := newFixture(t)
+	dev := filepath.Join(f.outside, "zero")
+	if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err != nil {
+		t.Skipf("cannot make a device node here: %v", err)
+	}
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, dev, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	opened := func() bool {
+		buf := make([]byte, 4096)
+		n, _ := unix.Read(in, buf)
+		return n > 0
+	}
+	if d, err := os.Open(dev); err != nil {
+		t.Fatal(err)
+	} else {
+		d.Close()
+	}
+	if !opened() {
+		t.Fatal("an open of the device is not reported (the test cannot fail)")
+	}
+	for _, plant := range []string{
+		"mkdir -p s && ln -sfn " + dev + " s/.git",
+		"git init -q r && ln -sf " + dev + " r/.git/commondir",
+	} {
+		out := f.plantWith(true, plant)
+		if opened() {
+			t.Errorf("the git audit opened the device a pointer the command left leads to (%s):\n%s", plant, out)
 		}
 	}
 }

@@ -2284,19 +2284,15 @@ func readSmall(p string, max int64) ([]byte, fileID, error) {
 	if autofsOnWay(p, true) {
 		return nil, fileID{}, &fs.PathError{Op: "open", Path: p, Err: errAutofs}
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fileID{}, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	f, fi, err := openRead(p)
 	if err != nil {
 		return nil, fileID{}, err
 	}
 	id := idOf(fi)
-	if !fi.Mode().IsRegular() {
+	if f == nil {
 		return nil, id, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
 	}
+	defer f.Close()
 	if fi.Size() > max {
 		return nil, id, fmt.Errorf("larger than %d bytes", max)
 	}
