@@ -800,7 +800,12 @@ func (g *generator) entries() []entry {
 		what string
 	}{{g.p.http, "HTTP"}, {g.p.socks, "SOCKS5"}} {
 		if pp.port != 0 {
-			out = append(out, list("remote", "ip", lit("localhost:"+strconv.Itoa(pp.port))))
+			// TCP over IPv4 alone: the proxy listens on 127.0.0.1 (moat's
+			// listeners, and the external proxy's address the command is
+			// given). (remote ip ...) also let UDP through to that port
+			// number, and TCP to [::1]: whatever else of the host listens
+			// there, a route around the proxy.
+			out = append(out, list("remote", "tcp4", lit("localhost:"+strconv.Itoa(pp.port))))
 			outNotes = append(outNotes, "moat's proxy ("+pp.what+")")
 		}
 	}

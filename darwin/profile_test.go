@@ -325,7 +325,7 @@ func forbidden(t *testing.T, sb *sbProfile, pol *policy.Policy, o Options) {
 				}
 			case "network-outbound", "network-bind", "network-inbound", "network*":
 				for _, f := range r.filters {
-					if len(f.list) == 3 && f.list[1].atom == "ip" {
+					if len(f.list) == 3 && f.list[1].atom != "unix-socket" {
 						s, _ := sb.str(f.list[2])
 						host, port, _ := splitHostPort(s)
 						if host != "localhost" {
@@ -451,7 +451,7 @@ func TestNetwork(t *testing.T) {
 			port int
 			want bool
 		}{
-			{"127.0.0.1", testHTTP, true}, {"::1", testSOCKS, true}, {"::ffff:127.0.0.1", testHTTP, true},
+			{"127.0.0.1", testHTTP, true}, {"::1", testSOCKS, false}, {"::ffff:127.0.0.1", testHTTP, true},
 			{"127.0.0.1", 22, false}, {"192.168.1.1", testHTTP, false}, {"8.8.8.8", 53, false}, {"10.0.0.1", 443, false},
 		} {
 			if got, err := sb.reachable(c.host, c.port); err != nil || got != c.want {
@@ -972,5 +972,41 @@ func TestMacDefaultSecrets(t *testing.T) {
 	}
 	for _, sb := range readBoth(t, p) {
 		expect(t, sb.readable, keychain, true, "a policy without the default secrets")
+	}
+}
+
+// TestProxyRouteTCP4Only: the profile lets the command reach moat's proxy
+// as it listens (TCP on 127.0.0.1) and nothing else on its port: not a UDP
+// service of the host on the same port number, nor one on [::1] (macOS
+// servers asked for "localhost" often listen there), which (remote ip
+// "localhost:PORT") allowed, a route around the proxy (attack pass 76; on
+// Linux the eBPF allow list is TCP only for the same reason).
+func TestProxyRouteTCP4Only(t *testing.T) {
+	pol := goldenBase()
+	pol.Net.AllowedDomains = []policy.DomainRule{{Pattern: "example.com"}}
+	for _, o := range []Options{goldenOptions(pol), {Tag: testTag, Resolve: macResolve, Readlink: macReadlink}} {
+		pol := pol
+		if o.HTTPProxyPort == 0 {
+			cp := *pol
+			cp.Net.HTTPProxyPort, cp.Net.SOCKSProxyPort = 8080, 1086 // an external proxy
+			pol = &cp
+		}
+		p, err := Generate(pol, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sb := range readBoth(t, p) {
+			for _, port := range []int{o.HTTPProxyPort + pol.Net.HTTPProxyPort, o.SOCKSProxyPort + pol.Net.SOCKSProxyPort} {
+				if ok, err := sb.decide(sbQuery{op: "network-outbound", host: "127.0.0.1", port: port, proto: "tcp"}); err != nil || !ok {
+					t.Errorf("TCP to the proxy at 127.0.0.1:%d: %v %v", port, ok, err)
+				}
+				if ok, _ := sb.decide(sbQuery{op: "network-outbound", host: "127.0.0.1", port: port, proto: "udp"}); ok {
+					t.Errorf("UDP to 127.0.0.1:%d: a host service on the proxy's port number", port)
+				}
+				if ok, _ := sb.decide(sbQuery{op: "network-outbound", host: "::1", port: port, proto: "tcp"}); ok {
+					t.Errorf("TCP to [::1]:%d: moat listens on 127.0.0.1 only; another server may hold the port there", port)
+				}
+			}
+		}
 	}
 }

@@ -347,7 +347,7 @@ func (p *sbProfile) checkFilter(f sx) error {
 			return fmt.Errorf("bad %s", f)
 		}
 		switch args[0].atom {
-		case "ip":
+		case "ip", "ip4", "ip6", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
 			s, err := p.str(args[1])
 			if err != nil {
 				return err
@@ -442,7 +442,8 @@ type sbQuery struct {
 	isDir  bool
 	host   string // network: an address or "localhost"
 	port   int
-	local  bool // network-bind / network-inbound: the local address
+	proto  string // network: "tcp" (also when "") or "udp"
+	local  bool   // network-bind / network-inbound: the local address
 	unix   bool
 	name   string // mach-lookup, sysctl
 	domain string // system-socket
@@ -499,6 +500,9 @@ func (p *sbProfile) matches(f sx, q sbQuery) bool {
 		if q.unix || q.host == "" {
 			return false
 		}
+		if !transportMatches(args[0].atom, q) {
+			return false
+		}
 		host, port, _ := splitHostPort(arg2(p, args[1]))
 		if host == "localhost" && !isLoopback(q.host) {
 			return false
@@ -509,6 +513,36 @@ func (p *sbProfile) matches(f sx, q sbQuery) bool {
 }
 
 func arg2(p *sbProfile, e sx) string { s, _ := p.str(e); return s }
+
+// transportMatches reads a network filter's kind: ip (any protocol), tcp
+// or udp, each with 4 or 6 for one address family. A v4-mapped IPv6
+// address counts as IPv4: it reaches the IPv4 listener (whether Seatbelt
+// sees it so is for the checklist in docs/MACOS.md).
+func transportMatches(kind string, q sbQuery) bool {
+	proto := q.proto
+	if proto == "" {
+		proto = "tcp"
+	}
+	family := ""
+	if kind != "ip" && kind != "tcp" && kind != "udp" {
+		family = kind[len(kind)-1:]
+		kind = kind[:len(kind)-1]
+	}
+	if kind != "ip" && kind != proto {
+		return false
+	}
+	if family == "" || q.host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(q.host)
+	if err != nil {
+		return false
+	}
+	if a.Unmap().Is4() {
+		return family == "4"
+	}
+	return family == "6"
+}
 
 func isLoopback(h string) bool {
 	if h == "localhost" {

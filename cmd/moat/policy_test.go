@@ -35,8 +35,8 @@ func TestPolicySeatbelt(t *testing.T) {
 	}
 	for _, want := range []string{
 		"\n(version 1)\n(deny default (with message ",
-		"(allow network-outbound\n  (remote ip \"localhost:3128\")",
-		"(remote ip \"localhost:1080\")",
+		"(allow network-outbound\n  (remote tcp4 \"localhost:3128\")",
+		"(remote tcp4 \"localhost:1080\")",
 		`se\"cret (x)`,
 	} {
 		if !strings.Contains(out, want) {
