@@ -494,6 +494,27 @@ func (g *generator) files() error {
 			return err
 		}
 	}
+	// Each writable root that no other writable tree holds (an allowWrite
+	// such as ~/out, the run's TMPDIR) is pinned itself: (subpath ROOT)
+	// matches ROOT too. An allowWrite root that did not exist yet had no
+	// protection inside it to pin it, and the command could make it a
+	// symlink (~/out -> ~/Library/LaunchAgents): the next run's allowWrite
+	// ~/out resolved there and made it writable (attack pass 76). An
+	// existing root is pinned by the mandatory names Survey reserves in
+	// it; this holds without them. On Linux the root is a mount point,
+	// which cannot be removed or replaced from inside, and a missing one is
+	// not made writable: neither is it here. A root inside another writable tree is left as Linux
+	// leaves it: a symlink put there is refused by the next run
+	// (plantedWriteLinks). A glob's matches are compared after resolution
+	// on every access, so a symlink in a match's place leads nowhere new.
+	for _, r := range g.p.j.roots {
+		if r.isGlob() || r.path == "/" {
+			continue
+		}
+		if _, inside := g.insideWritable(r.path); !inside {
+			writePins[r.path] = true
+		}
+	}
 	g.foldPins(writePins, regexPins)
 	g.pinsWrite = pinExprs(writePins, regexPins)
 	readPins := map[string]bool{}
@@ -772,7 +793,7 @@ func (g *generator) entries() []entry {
 		prNotes = append(prNotes, r.source)
 	}
 	many("", "protections: files that would let a command run code outside the sandbox later", "deny", []string{"file-write*"}, pr, prNotes)
-	many("", "above a protected or denyWrite path: no rename, no removal, no creation", "deny", []string{"file-write-unlink", "file-write-create"}, g.pinsWrite, nil)
+	many("", "above a protected or denyWrite path, and each outermost writable root itself: no rename, no removal, no creation", "deny", []string{"file-write-unlink", "file-write-create"}, g.pinsWrite, nil)
 	many("", "above a denyRead path: no rename (it would carry the path out of its rule)", "deny", []string{"file-write-unlink"}, g.pinsRead, nil)
 	// Last among the write rules, so that both readings of precedence
 	// agree: no file flags anywhere (a command that set UF_IMMUTABLE or

@@ -1010,3 +1010,41 @@ func TestProxyRouteTCP4Only(t *testing.T) {
 		}
 	}
 }
+
+// TestWritableRootPinned: a writable root that no other writable tree
+// holds (an allowWrite such as ~/out, the run's TMPDIR) cannot be removed,
+// renamed or made anew by the command. Seatbelt's (subpath ROOT) matches
+// ROOT itself: where ~/out did not exist yet (no protection Survey
+// reserves in it pinned it, as here, where the protections are the
+// working directory's alone), the command could make the symlink
+// ~/out -> ~/Library/LaunchAgents, and the next run's allowWrite ~/out
+// resolved there and made it writable (attack pass 76). On Linux the root
+// is a mount point, which cannot be removed or replaced from inside, and a
+// missing one is not made writable. A root inside another writable tree
+// stays removable and creatable (a symlink there is refused by the next
+// run: TestPlantedWriteLink), as on Linux.
+func TestWritableRootPinned(t *testing.T) {
+	pol := goldenBase()
+	pol.FS.AllowWrite = append(pol.FS.AllowWrite,
+		policy.PathRule{Path: gHome + "/out", Source: "--write ~/out"},
+		policy.PathRule{Path: gWork + "/build", Source: "--write build"})
+	o := goldenOptions(pol)
+	o.TmpDir = "/var/folders/xy/abc/T/moat-1"
+	p, err := Generate(pol, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(sb *sbProfile) func(string) (bool, error) {
+		return func(path string) (bool, error) { return sb.decide(sbQuery{op: "file-write-create", path: path}) }
+	}
+	for _, sb := range readBoth(t, p) {
+		for _, root := range []string{gHome + "/out", "/private/var/folders/xy/abc/T/moat-1"} {
+			expect(t, sb.movable, root, false, "a writable root removed, then made a symlink to the home")
+			expect(t, create(sb), root, false, "a symlink made in a writable root's place")
+			expect(t, sb.movable, strings.ToUpper(root), false, "the root in another case")
+			expect(t, sb.writable, root+"/f", true, "what the root holds")
+			expect(t, sb.movable, root+"/f", true, "what the root holds")
+		}
+		expect(t, sb.movable, gWork+"/build", true, "a root inside the working directory (a symlink there is refused by the next run)")
+	}
+}
