@@ -135,6 +135,15 @@ func (f *slotsFixture) start(u *daemonUser, args ...string) (*exec.Cmd, *lockedB
 	return cmd, out
 }
 
+// attackerName is the name of the i-th attack user: moatd-attack (i = 0,
+// attackUser's), then moatd-attack1, 2, ...
+func attackerName(i int) string {
+	if i == 0 {
+		return "moatd-attack"
+	}
+	return fmt.Sprintf("moatd-attack%d", i)
+}
+
 // allSaid is whether every output has s.
 func allSaid(outs []*lockedBuffer, s string) bool {
 	for _, o := range outs {
@@ -171,8 +180,9 @@ func stable(n func() int64, d time.Duration) int64 {
 // kept for users holding few connections: the fifth is answered.
 //
 // The daemon runs with a limit of 4096 descriptors (384 slots, 96 a user).
-// The attackers are the load test's users moat-load-0..3 (created if
-// missing).
+// The attackers are users of their own, moatd-attack and moatd-attack1..3
+// (created if missing; their processes are killed at the end, so never
+// users another test runs as).
 func TestDaemonAttackFourUsersTakeEveryonesSlots(t *testing.T) {
 	f := newSlotsFixture(t, 4096)
 	out, took := f.victimRun()
@@ -184,7 +194,7 @@ func TestDaemonAttackFourUsersTakeEveryonesSlots(t *testing.T) {
 		f.sink.Addr().(*net.TCPAddr).Port)
 	var outs []*lockedBuffer
 	for i := range 4 {
-		_, o := f.start(f.user(fmt.Sprintf("moat-load-%d", i)), "bash", "-c", script)
+		_, o := f.start(f.user(attackerName(i)), "bash", "-c", script)
 		outs = append(outs, o)
 	}
 	// Until every attacker has opened its connections and the tunnels
@@ -207,7 +217,7 @@ func TestDaemonAttackFourUsersTakeEveryonesSlots(t *testing.T) {
 	// A further request of a user whose share is held is refused with an
 	// answer that says so, in a few seconds: it waited with no answer.
 	start := time.Now()
-	cmd := moatRunAs(t, f.d, lookupDaemonUser(t, "moat-load-0", false), filepath.Join(f.dir, "moat-load-0"), "", []string{"MOAT_DAEMON=required"},
+	cmd := moatRunAs(t, f.d, lookupDaemonUser(t, attackerName(0), false), filepath.Join(f.dir, attackerName(0)), "", []string{"MOAT_DAEMON=required"},
 		"--", "curl", "-sS", "-m", "20", "-i", fmt.Sprintf("http://localhost:%d/", f.web.Addr().(*net.TCPAddr).Port))
 	b, _ := cmd.CombinedOutput()
 	t.Logf("the first attacker's request beside its tunnels (%v): %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(b)))
