@@ -194,11 +194,7 @@ func newSlotPool(size int) *slotPool {
 func (p *slotPool) take(sh *Share) (bool, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ok := p.used < p.size
-	if ok && sh != nil {
-		ok = sh.held < sh.size && (sh.held < p.floor || p.size-p.used > p.reserve)
-	}
-	if !ok {
+	if p.refusal(sh, 1) != nil {
 		return false, p.freed
 	}
 	p.used++
@@ -208,15 +204,85 @@ func (p *slotPool) take(sh *Share) (bool, <-chan struct{}) {
 	return true, nil
 }
 
-func (p *slotPool) give(sh *Share) {
+// refusal says why n slots cannot go to sh now, or is nil. Each of the n
+// is held to the rules one slot is: within the process and the Share,
+// and past the reserve only while the Share stays within its floor.
+// Called with p.mu held.
+func (p *slotPool) refusal(sh *Share, n int) error {
+	if sh != nil && sh.held+n > sh.size {
+		return &SlotError{Share: true, Held: sh.held, Size: sh.size, Want: n, Process: p.size}
+	}
+	if p.used+n > p.size || (sh != nil && sh.held+n > p.floor && p.size-p.used-n < p.reserve) {
+		return &SlotError{Used: p.used, Want: n, Process: p.size, Reserve: p.reserve, Floor: p.floor}
+	}
+	return nil
+}
+
+func (p *slotPool) give(sh *Share) { p.giveN(sh, 1) }
+
+func (p *slotPool) giveN(sh *Share, n int) {
 	p.mu.Lock()
-	p.used--
+	p.used -= n
 	if sh != nil {
-		sh.held--
+		sh.held -= n
 	}
 	close(p.freed)
 	p.freed = make(chan struct{})
 	p.mu.Unlock()
+}
+
+// DescriptorsPerSlot is how many descriptors one slot stands for: a
+// proxied connection holds up to six (its two sockets, two splice pipes).
+const DescriptorsPerSlot = 6
+
+// SlotError is why TakeSlots refused: the Share holds as many as it may
+// (Share), or the process's slots, or all but the reserve, which only a
+// Share holding fewer than Floor may use, are taken.
+type SlotError struct {
+	Share                bool
+	Held, Size, Want     int // the Share's (Share)
+	Used, Reserve, Floor int // the process's (not Share)
+	Process              int // the process's slots
+}
+
+func (e *SlotError) Error() string {
+	if e.Share {
+		return fmt.Sprintf("your share of the process's descriptors is in use: %d of its %d slots (a quarter of the process's %d, %d descriptors each, from its descriptor limit), %d more wanted",
+			e.Held, e.Size, e.Process, DescriptorsPerSlot, e.Want)
+	}
+	return fmt.Sprintf("the process's descriptors are in use by others: %d of its %d slots (%d descriptors each, from its descriptor limit), the last %d kept for users holding fewer than %d, %d more wanted",
+		e.Used, e.Process, DescriptorsPerSlot, e.Reserve, e.Floor, e.Want)
+}
+
+// TakeSlots takes n slots of the process for sh at once, or none, without
+// waiting: a *SlotError says why not. It is how the rest of a process that
+// serves many users (moatd's sessions, commands and runs, each of which
+// holds descriptors of the process) counts what it holds against the same
+// Shares and the same reserve as the proxies' connections: four users'
+// sessions took every descriptor of moatd, whatever the proxies kept, and
+// a fifth user's run failed (attack pass 75). GiveSlots gives them back.
+func TakeSlots(sh *Share, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	p := processPool()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refusal(sh, n); err != nil {
+		return err
+	}
+	p.used += n
+	if sh != nil {
+		sh.held += n
+	}
+	return nil
+}
+
+// GiveSlots gives back what TakeSlots took.
+func GiveSlots(sh *Share, n int) {
+	if n > 0 {
+		processPool().giveN(sh, n)
+	}
 }
 
 // acquire takes a slot for sh, waiting for one until done is closed or

@@ -39,6 +39,12 @@ type slotsFixture struct {
 
 func newSlotsFixture(t *testing.T, nofile int) *slotsFixture {
 	t.Helper()
+	return newSlotsFixtureFor(t, nofile, "moatd-test2")
+}
+
+// newSlotsFixtureFor is newSlotsFixture with the victim named.
+func newSlotsFixtureFor(t *testing.T, nofile int, victim string) *slotsFixture {
+	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireUserns(t)
 	if _, err := exec.LookPath("prlimit"); err != nil {
@@ -51,7 +57,7 @@ func newSlotsFixture(t *testing.T, nofile int) *slotsFixture {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	f := &slotsFixture{t: t, dir: dir}
-	f.victim = f.user("moatd-test2")
+	f.victim = f.user(victim)
 	users := filepath.Join(dir, "users.d")
 	if err := os.MkdirAll(users, 0o755); err != nil {
 		t.Fatal(err)

@@ -54,6 +54,10 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) error {
 	if !ss.acquire() {
 		return errorf(http.StatusTooManyRequests, "", "the session holds %d commands, the most this server allows: wait for one, or read or kill a background one", cap(ss.slots))
 	}
+	if err := ss.charge(); err != nil {
+		<-ss.slots
+		return err
+	}
 	sr := shell.Request{ID: req.ID, Command: req.Command, Background: req.Background,
 		Timeout: time.Duration(min(req.TimeoutMS, int64(shell.DefaultMaxTimeout/time.Millisecond))) * time.Millisecond,
 		// An API client backgrounds a command by asking; a foreground
@@ -79,7 +83,41 @@ func (ss *session) acquire() bool {
 	}
 }
 
-func (ss *session) release() { <-ss.slots }
+// release gives back a command's slot of the session and its slot of
+// the daemon (charge).
+func (ss *session) release() {
+	<-ss.slots
+	if ss.srv == nil {
+		return
+	}
+	ss.mu.Lock()
+	give := !ss.gone
+	if give {
+		ss.held -= commandSlots
+	}
+	ss.mu.Unlock()
+	if give {
+		ss.srv.giveSlots(ss.owner, commandSlots)
+	}
+}
+
+// charge counts a command's descriptors in the daemon against its
+// owner's share (takeSlots); a closed session charges nothing.
+func (ss *session) charge() error {
+	if ss.srv == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.gone {
+		return nil
+	}
+	if err := ss.srv.takeSlots(ss.owner, commandSlots, "a command"); err != nil {
+		return err
+	}
+	ss.held += commandSlots
+	return nil
+}
 
 // submit registers the command in the shell, with an id of the session's
 // if it has none.

@@ -35,12 +35,12 @@ type Daemon struct {
 	// MaxSessionsPerUser bounds each user's open sessions (default 16).
 	MaxSessionsPerUser int
 	// MaxConnsPerUser bounds each user's connections to the daemon at
-	// once (default 256): an extra one gets a 429 and is closed, before
-	// the daemon reads anything from it.
+	// once (default an eighth of MaxConns, at most 256): an extra one gets
+	// a 429 and is closed, before the daemon reads anything from it.
 	MaxConnsPerUser int
 	// MaxConns bounds the daemon's connections at once, of all users
-	// together (default 4096, well below the descriptors a process may
-	// hold): an extra one gets a 429 and is closed.
+	// together (default from the descriptor limit, at most 4096:
+	// connsFor): an extra one gets a 429 and is closed.
 	MaxConns int
 	// IdleTimeout closes a session no command has used for that long
 	// (default 30 minutes): a client that went away leaves nothing.

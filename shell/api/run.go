@@ -75,10 +75,17 @@ func (s *Server) runAttached(w http.ResponseWriter, r *http.Request) error {
 		s.mu.Unlock()
 		return errorf(http.StatusTooManyRequests, "", "you have %d commands running through POST /v1/run, the most the daemon allows a user: wait for one to end", d.MaxSessionsPerUser)
 	}
+	// Its descriptors in the daemon, against the user's share of them.
+	if err := s.takeSlots(owner, runSlots, "a run"); err != nil {
+		s.pending--
+		s.mu.Unlock()
+		return err
+	}
 	s.runsOf[owner]++
 	s.runs.Add(1)
 	s.mu.Unlock()
 	defer func() {
+		s.giveSlots(owner, runSlots)
 		s.mu.Lock()
 		s.pending--
 		if s.runsOf[owner]--; s.runsOf[owner] <= 0 {

@@ -173,11 +173,12 @@ func New(cfg Config) (*Server, error) {
 		if d.IdleTimeout <= 0 {
 			d.IdleTimeout = 30 * time.Minute
 		}
+		conns, perUser := connsFor(nofile())
 		if d.MaxConnsPerUser <= 0 {
-			d.MaxConnsPerUser = 256
+			d.MaxConnsPerUser = perUser
 		}
 		if d.MaxConns <= 0 {
-			d.MaxConns = 4096
+			d.MaxConns = conns
 		}
 	}
 	if cfg.Daemon != nil {

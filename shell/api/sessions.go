@@ -39,6 +39,14 @@ type session struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed when the session is
 	closeErr  error
+
+	// srv counts the daemon's slots the session holds (held, guarded by
+	// mu: its own and its commands'); its close gives back what its
+	// commands still hold, whose slots are then never given back one by
+	// one (gone).
+	srv  *Server
+	held int
+	gone bool
 }
 
 // bgCommand is a command started in the background. Its waiter goroutine
@@ -74,8 +82,17 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.reserve(owner, true); err != nil {
 		return err
 	}
-	// The session outlives the request: its context must not end it.
-	sh, oerr := sandbox.Open(context.Background(), cfg)
+	// The session's descriptors in the daemon, its commands' as they
+	// come (runCommand); all given back when it closes.
+	var sh *sandbox.Shell
+	oerr := s.takeSlots(owner, sessionSlots, "a new session")
+	if oerr == nil {
+		// The session outlives the request: its context must not end it.
+		if sh, oerr = sandbox.Open(context.Background(), cfg); oerr != nil {
+			s.giveSlots(owner, sessionSlots)
+			oerr = fmt.Errorf("opening the session's sandbox: %w", oerr)
+		}
+	}
 	s.mu.Lock()
 	s.pending--
 	if s.openingOf[owner]--; s.openingOf[owner] <= 0 {
@@ -84,14 +101,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if oerr == nil && s.closed {
 		s.mu.Unlock()
 		sh.Close()
+		s.giveSlots(owner, sessionSlots)
 		return errorf(http.StatusServiceUnavailable, "", "the server is shutting down")
 	}
 	if oerr != nil {
 		s.mu.Unlock()
-		return fmt.Errorf("opening the session's sandbox: %w", oerr)
+		return oerr
 	}
 	ss := &session{id: "s" + randomHex(8), owner: owner, gate: cfg.Gate, mode: cfg.Mode, created: time.Now().UTC(), sh: sh,
-		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}, closed: make(chan struct{})}
+		slots: make(chan struct{}, s.cfg.MaxCommandsPerSession), bg: map[string]*bgCommand{}, closed: make(chan struct{}),
+		srv: s, held: sessionSlots}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	s.log.Debug("session opened", "session", ss.id, "gate", ss.gate, "mode", ss.mode)
@@ -338,6 +357,13 @@ func (ss *session) close() error {
 	ss.closeOnce.Do(func() {
 		ss.closeErr = ss.sh.Close()
 		close(ss.closed)
+		ss.mu.Lock()
+		n := ss.held
+		ss.held, ss.gone = 0, true
+		ss.mu.Unlock()
+		if ss.srv != nil {
+			ss.srv.giveSlots(ss.owner, n)
+		}
 	})
 	return ss.closeErr
 }
