@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -300,4 +301,38 @@ func TestReserveKeptForFewConnections(t *testing.T) {
 			t.Errorf("size %d: a slot given back did not wake the waiters", size)
 		}
 	}
+}
+
+// TakeSlots takes all n slots or none, within the Share and, past a
+// Share's floor, outside the reserve; what it refuses says which.
+func TestTakeSlotsAllOrNone(t *testing.T) {
+	p := newSlotPool(64) // reserve 16, floor 1
+	sh := NewShare(10)
+	if err := p.refusal(sh, 11); err == nil || !err.(*SlotError).Share {
+		t.Errorf("11 slots of a share of 10: %v, want a refusal naming the share", err)
+	}
+	p.used = 64 - 16 // only the reserve is free
+	if err := p.refusal(sh, 1); err != nil {
+		t.Errorf("a share holding none, one slot of the reserve: %v, want it given", err)
+	}
+	if err := p.refusal(sh, 2); err == nil || err.(*SlotError).Share {
+		t.Errorf("a share holding none, two slots of the reserve (floor 1): %v, want a refusal naming the process", err)
+	}
+	// TakeSlots and GiveSlots on the process's pool count against the
+	// Share exactly what they took.
+	sh = NewShare(5)
+	if err := TakeSlots(sh, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := TakeSlots(sh, 3); err == nil || !strings.Contains(err.Error(), "your share") {
+		t.Errorf("3 more of a share of 5 holding 3: %v, want a refusal naming the share", err)
+	}
+	if sh.held != 3 {
+		t.Errorf("a refused take left the share holding %d, want 3", sh.held)
+	}
+	GiveSlots(sh, 3)
+	if err := TakeSlots(sh, 5); err != nil {
+		t.Errorf("5 of a share of 5 after the 3 were given back: %v", err)
+	}
+	GiveSlots(sh, 5)
 }
