@@ -722,27 +722,14 @@ func TestAmbiguousParams(t *testing.T) {
 	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 	// stdio
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go f.srv.Run(ctx, CheckedIO(inR, outW))
-	lines := bufio.NewScanner(outR)
-	lines.Buffer(nil, 4<<20)
+	c := newStdioClient(t, f.srv)
 	send := func(s string) map[string]any {
 		t.Helper()
-		if _, err := io.WriteString(inW, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		if !lines.Scan() {
-			t.Fatalf("no answer to %s", s)
-		}
-		var m map[string]any
-		json.Unmarshal(lines.Bytes(), &m)
-		return m
+		c.write(s)
+		return c.next(s)
 	}
 	send(init)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	c.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	for i, b := range bodies {
 		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, b))
 		e, _ := m["error"].(map[string]any)
@@ -750,16 +737,12 @@ func TestAmbiguousParams(t *testing.T) {
 			t.Errorf("stdio %s: %v, want an error saying %q", b, m, want[i])
 		}
 	}
-	inW.Close()
+	c.close()
 
 	// HTTP
 	h := CheckedHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil), sdk.DefaultMaxRequestBodyBytes)
 	for i, b := range bodies {
-		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, b)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := post(h, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, b))
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want[i]) {
 			t.Errorf("HTTP %s: %d %s, want 400 saying %q", b, rec.Code, rec.Body, want[i])
 		}
@@ -796,35 +779,8 @@ func TestAmbiguousMessages(t *testing.T) {
 	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`
 
 	// stdio
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go f.srv.Run(ctx, CheckedIO(inR, outW))
-	lines := bufio.NewScanner(outR)
-	lines.Buffer(nil, 4<<20)
-	next := func(what string) map[string]any {
-		t.Helper()
-		got := make(chan bool, 1)
-		go func() { got <- lines.Scan() }()
-		select {
-		case ok := <-got:
-			if !ok {
-				t.Fatalf("no answer to %s", what)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no answer to %s within 30 s", what)
-		}
-		var m map[string]any
-		json.Unmarshal(lines.Bytes(), &m)
-		return m
-	}
-	write := func(s string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := newStdioClient(t, f.srv)
+	write, next := c.write, c.next
 	write(init)
 	next("initialize")
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -848,7 +804,7 @@ func TestAmbiguousMessages(t *testing.T) {
 	if m["id"] != 7.0 || res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "given twice") {
 		t.Errorf("stdio: the answer with action twice: %v, want a refusal saying a key is given twice", m)
 	}
-	inW.Close()
+	c.close()
 	if _, err := os.Lstat(marker); err == nil {
 		t.Fatalf("stdio: an ambiguous message ran a command: %s exists", marker)
 	}
@@ -856,11 +812,7 @@ func TestAmbiguousMessages(t *testing.T) {
 	// HTTP: the handler reads whole bodies, answers included.
 	h := CheckedHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.srv }, nil), sdk.DefaultMaxRequestBodyBytes)
 	for _, b := range append(envelopes, `{"jsonrpc":"2.0","id":1,"result":{"action":"decline","action":"accept"}}`) {
-		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := post(h, b)
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "given twice") {
 			t.Errorf("HTTP %s: %d %s, want 400 saying a key is given twice", b, rec.Code, rec.Body)
 		}
@@ -891,4 +843,59 @@ func TestAmbiguousMessages(t *testing.T) {
 	if _, err := os.Lstat(marker); err == nil {
 		t.Errorf("an ambiguous message ran a command: %s exists", marker)
 	}
+}
+
+// stdioClient is a client of srv over CheckedIO on pipes: write sends one
+// message, next reads the next answer (at most 30 s), close ends the input.
+type stdioClient struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines *bufio.Scanner
+}
+
+func newStdioClient(t *testing.T, srv *sdk.Server) *stdioClient {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go srv.Run(ctx, CheckedIO(inR, outW))
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 4<<20)
+	return &stdioClient{t: t, in: inW, lines: lines}
+}
+
+func (c *stdioClient) write(s string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, s+"\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *stdioClient) next(what string) map[string]any {
+	c.t.Helper()
+	got := make(chan bool, 1)
+	go func() { got <- c.lines.Scan() }()
+	select {
+	case ok := <-got:
+		if !ok {
+			c.t.Fatalf("no answer to %s", what)
+		}
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("no answer to %s within 30 s", what)
+	}
+	var m map[string]any
+	json.Unmarshal(c.lines.Bytes(), &m)
+	return m
+}
+
+func (c *stdioClient) close() { c.in.Close() }
+
+// post is one JSON-RPC POST to h, as a streamable HTTP client sends it.
+func post(h http.Handler, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
