@@ -580,12 +580,20 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 }
 
+// temporaryAcceptError reports an Accept error after which the listener
+// still works: out of descriptors or memory, and the network errors
+// accept(2) passes on from a connection that failed before it was taken
+// (for TCP: ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET,
+// EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH, which its manual says to retry
+// like EAGAIN). Serve ended on those, closing the listener: the sandbox
+// lost its only route out for the rest of its run, with nothing said.
 func temporaryAcceptError(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
-	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET} {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET,
+		syscall.ENETDOWN, syscall.EPROTO, syscall.ENOPROTOOPT, syscall.EHOSTDOWN, syscall.ENONET, syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -85,7 +85,14 @@ func (p *proxy) Serve(l net.Listener, socks bool) {
 	p.listeners = append(p.listeners, l)
 	p.wg.Add(1)
 	if p.srv != nil {
-		go func() { defer p.wg.Done(); _ = p.srv.Serve(l) }()
+		go func() {
+			defer p.wg.Done()
+			// The sandbox's route out ended before the run did: say so
+			// (it was dropped unsaid).
+			if err := p.srv.Serve(l); err != nil && !errors.Is(err, netproxy.ErrServerClosed) && p.srv.Logger != nil {
+				p.srv.Logger.Warn("the sandbox's network proxy stopped serving a listener: the command's connections through it are refused from now on", "err", err)
+			}
+		}()
 		return
 	}
 	port := p.extHTTP
