@@ -585,7 +585,8 @@ func (s *Server) Serve(l net.Listener) error {
 // accept(2) passes on from a connection that failed before it was taken
 // (for TCP: ENETDOWN, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET,
 // EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH, which its manual says to retry
-// like EAGAIN). Serve ended on those, closing the listener: the sandbox
+// like EAGAIN; all but Linux's ENONET, which macOS lacks and a TCP socket
+// does not report, are here). Serve ended on those, closing the listener: the sandbox
 // lost its only route out for the rest of its run, with nothing said.
 func temporaryAcceptError(err error) bool {
 	var ne net.Error
@@ -593,7 +594,7 @@ func temporaryAcceptError(err error) bool {
 		return true
 	}
 	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET,
-		syscall.ENETDOWN, syscall.EPROTO, syscall.ENOPROTOOPT, syscall.EHOSTDOWN, syscall.ENONET, syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH} {
+		syscall.ENETDOWN, syscall.EPROTO, syscall.ENOPROTOOPT, syscall.EHOSTDOWN, syscall.EHOSTUNREACH, syscall.EOPNOTSUPP, syscall.ENETUNREACH} {
 		if errors.Is(err, e) {
 			return true
 		}
