@@ -96,17 +96,7 @@ func TestShareBoundsServersTogether(t *testing.T) {
 	_, port, _ := net.SplitHostPort(origin)
 	target := "localhost:" + port
 	mine, theirs := NewShare(3), NewShare(3)
-	serve := func(sh *Share) string {
-		srv := &Server{Rules: rulesOf(t, []string{"localhost"}, nil), Share: sh}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(l)
-		t.Cleanup(func() { srv.Close() })
-		return l.Addr().String()
-	}
-	a1, a2, b := serve(mine), serve(mine), serve(theirs)
+	a1, a2, b := serveShared(t, mine), serveShared(t, mine), serveShared(t, theirs)
 	var held []net.Conn
 	defer func() {
 		for _, c := range held {
