@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -350,16 +351,25 @@ func TestNoUsernsNoDaemon(t *testing.T) {
 func TestFailedLaunchLeavesNothing(t *testing.T) {
 	f := makeFixture(t)
 	before := snapshotTree(t, f.work)
-	tmpBefore, _ := filepath.Glob("/tmp/moat-run-*")
+	// moat's temporary directories go to a TMPDIR of the test's own: the
+	// host's /tmp holds other runs' of the same user (CI runs suites side
+	// by side).
+	tmp, err := os.MkdirTemp(filepath.Dir(f.work), "tmpdir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(f.env(), "TMPDIR="+tmp)
 	for _, run := range []func() result{
-		func() result { return f.noUserns(moatBin, "run", "--settings", f.settings, "--", "true") },
 		func() result {
-			testutil.RequireUserns(t)
-			return f.exec(moatBin, "run", "--settings", f.settings, "--", "/no/such/command")
+			return f.execEnv(append(slices.Clone(env), denyUsernsEnv+"=1"), self, moatBin, "run", "--settings", f.settings, "--", "true")
 		},
 		func() result {
 			testutil.RequireUserns(t)
-			return f.exec(moatBin, "run", "--settings", f.settings, "--", f.work)
+			return f.execEnv(env, moatBin, "run", "--settings", f.settings, "--", "/no/such/command")
+		},
+		func() result {
+			testutil.RequireUserns(t)
+			return f.execEnv(env, moatBin, "run", "--settings", f.settings, "--", f.work)
 		},
 	} {
 		got := run()
@@ -376,9 +386,8 @@ func TestFailedLaunchLeavesNothing(t *testing.T) {
 			}
 		}
 	}
-	tmpAfter, _ := filepath.Glob("/tmp/moat-run-*")
-	if len(tmpAfter) > len(tmpBefore) {
-		t.Fatalf("a failed launch left a temporary directory: %v", tmpAfter)
+	if left, _ := filepath.Glob(filepath.Join(tmp, "moat-run-*")); len(left) > 0 {
+		t.Fatalf("a failed launch left a temporary directory: %v", left)
 	}
 }
 
