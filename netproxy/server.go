@@ -416,21 +416,7 @@ func refuse(c net.Conn, reason string) {
 	}
 	c.Write([]byte{socksVersion5, method})
 	if method == socksMethodPassword {
-		var h [2]byte
-		if _, err := io.ReadFull(br, h[:]); err != nil {
-			c.Close()
-			return
-		}
-		if _, err := io.CopyN(io.Discard, br, int64(h[1])); err != nil {
-			c.Close()
-			return
-		}
-		var pl [1]byte
-		if _, err := io.ReadFull(br, pl[:]); err != nil {
-			c.Close()
-			return
-		}
-		if _, err := io.CopyN(io.Discard, br, int64(pl[0])); err != nil {
+		if _, _, _, err := readSOCKSUserPass(br); err != nil {
 			c.Close()
 			return
 		}

@@ -171,26 +171,36 @@ func readSOCKSAddr(r io.Reader, atyp byte) (string, error) {
 
 // socksAuth reads an RFC 1929 username/password request.
 func (cc *clientConn) socksAuth() (bool, error) {
-	var h [2]byte
-	if _, err := io.ReadFull(cc.br, h[:]); err != nil {
+	ver, user, pass, err := readSOCKSUserPass(cc.br)
+	if err != nil {
 		return false, err
 	}
-	if h[0] != 0x01 {
+	if ver != 0x01 {
 		return false, errors.New("bad auth version")
 	}
-	user := make([]byte, h[1])
-	if _, err := io.ReadFull(cc.br, user); err != nil {
-		return false, err
+	return cc.s.checkCredential(user, pass), nil
+}
+
+// readSOCKSUserPass reads an RFC 1929 request: its version, username and
+// password.
+func readSOCKSUserPass(r io.Reader) (ver byte, user, pass string, err error) {
+	var h [2]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, "", "", err
+	}
+	u := make([]byte, h[1])
+	if _, err := io.ReadFull(r, u); err != nil {
+		return 0, "", "", err
 	}
 	var pl [1]byte
-	if _, err := io.ReadFull(cc.br, pl[:]); err != nil {
-		return false, err
+	if _, err := io.ReadFull(r, pl[:]); err != nil {
+		return 0, "", "", err
 	}
-	pass := make([]byte, pl[0])
-	if _, err := io.ReadFull(cc.br, pass); err != nil {
-		return false, err
+	p := make([]byte, pl[0])
+	if _, err := io.ReadFull(r, p); err != nil {
+		return 0, "", "", err
 	}
-	return cc.s.checkCredential(string(user), string(pass)), nil
+	return h[0], string(u), string(p), nil
 }
 
 func (cc *clientConn) socksReply(code byte) error {
