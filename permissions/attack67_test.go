@@ -70,6 +70,15 @@ func TestElsewhereSeenByDenyRules(t *testing.T) {
 		arow{[]string{d, "Bash(tmux:*)"}, "", "tmux capture-pane -p -t s", allow},
 		arow{[]string{d, "Bash(screen:*)"}, "", "screen -ls", allow},
 		arow{[]string{d, "Bash(at:*)"}, "", "at -l", allow},
+		// getopt takes at's options after the time too: the job file is
+		// the same either way (at now -f FILE was read as a job on
+		// standard input, and asked where at -f FILE now was allowed)
+		arow{[]string{d, "Bash(at:*)"}, "", "at -f job.sh now", allow},
+		arow{[]string{d, "Bash(at:*)"}, "", "at now -f job.sh", allow},
+		arow{[]string{d, "Bash(at:*)"}, "", "at now + 1 hour -f job.sh -q b", allow},
+		arow{[]string{d, "Bash(at:*)"}, "", "at now -f /dev/stdin <<< 'rm -f x'", deny},
+		arow{[]string{d, "Bash(at:*)"}, "", "at now -f /dev/fd/3", askV},
+		arow{[]string{d, "Bash(at:*)"}, "", "at now -- -f job.sh", askV},
 		arow{[]string{d, "Bash(ssh:*)"}, "", "ssh host uptime", allow},
 		arow{[]string{d, "Bash(docker:*)"}, "", "docker exec c ls", allow},
 		arow{[]string{d, "Bash(kubectl:*)"}, "", "kubectl get pods", allow},

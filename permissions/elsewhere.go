@@ -186,7 +186,7 @@ func (x *extraction) screen(argv []string, depth int, budget *int) {
 // or from -f FILE (a file on disk, as sh FILE); -l, -r, -d, -c and -V
 // list, remove, print or show the version.
 func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin bool) {
-	_, _, ok := options(argv, 1, "qtf", func(c byte, v string) bool {
+	see := func(c byte, v string) bool {
 		switch {
 		case strings.IndexByte("lrdcV", c) >= 0:
 			return false
@@ -195,9 +195,19 @@ func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin boo
 			return false
 		}
 		return true
-	})
-	if !ok {
-		return
+	}
+	// at reads its options with getopt, which takes them after the time's
+	// words too ("at now -f job.sh" runs job.sh as "at -f job.sh now"
+	// does): every word up to "--" that looks like an option is one.
+	for i := 1; i < len(argv); i++ {
+		next, dashdash, ok := options(argv, i, "qtf", see)
+		if !ok {
+			return
+		}
+		if dashdash {
+			break
+		}
+		i = next
 	}
 	switch {
 	case haveStdin && stdin != "":

@@ -479,6 +479,12 @@ func TestSuggestion(t *testing.T) {
 		{"git push $(whoami)", ""}, // cannot be matched by a rule
 		{"rm x", ""},               // denied: no suggestion
 		{"ls", ""},                 // allowed: no suggestion
+		// programs that run a job elsewhere: an exact rule, never a
+		// prefix that covers every job (the two spellings agree)
+		{"at now -f job.sh", "Bash(at now -f job.sh)"},
+		{"at -f job.sh now", "Bash(at -f job.sh now)"},
+		{"batch now", ""}, // its job unseen under the deny rule: no rule
+		{"tmux new-session -d make", "Bash(tmux new-session -d make)"},
 	} {
 		r := e.Decide(Request{Command: tc.cmd, Cwd: testCwd})
 		if r.Suggestion != tc.want {

@@ -11,9 +11,17 @@ import (
 var subcommandRe = lazyre.New(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 
 // noPrefix are commands a prefix rule must never cover: a rule for them
-// would allow any command at all (shells, wrappers, interpreters, sudo).
+// would allow any command at all (shells, wrappers, interpreters, sudo),
+// or any job of a program that runs it elsewhere: "at now -f job.sh"
+// suggested Bash(at now:*), every job atd would ever run for "at now",
+// while "at -f job.sh now" got its exact rule; tmux new-session, and the
+// runners that start a command in another context (systemd-run, run0,
+// pkexec, runuser, setpriv, unshare, nsenter, bwrap, firejail, dotenv).
 var noPrefix = lazy[map[string]bool]{make: func() map[string]bool {
 	return map[string]bool{
+		"at": true, "batch": true, "tmux": true, "screen": true, "systemd-run": true, "run0": true,
+		"pkexec": true, "runuser": true, "setpriv": true, "unshare": true, "nsenter": true, "bwrap": true,
+		"firejail": true, "dotenv": true, "sg": true,
 		"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "exec": true, "eval": true,
 		"command": true, "builtin": true, "nohup": true, "time": true, "timeout": true, "nice": true,
 		"ionice": true, "stdbuf": true, "setsid": true, "watch": true, "find": true, "parallel": true,
