@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+	"github.com/moat-sandbox/moat/shell"
 )
 
 // schema is the part of JSON Schema (2020-12) docs/session.schema.json
@@ -296,4 +299,34 @@ func TestDocExamples(t *testing.T) {
 		h.finish()
 	}
 	t.Logf("%d example lines validated", n)
+}
+
+// A finished event whose violations the report grouped (policy.Summarize:
+// four or more refused paths under one directory are one entry with a
+// count, "deny file-write /etc/... (6 paths)") is an event of the schema.
+// The schema's violation had no "count" and refused extra fields, so a
+// session command that touched six files in /etc wrote an event the
+// schema rejected (found by pass 77 against moat session --jsonl).
+func TestSchemaGroupedViolation(t *testing.T) {
+	s := loadSchema(t)
+	vs := policy.Summarize([]policy.Violation{
+		{Kind: policy.FileViolation, Op: "write", Target: "/etc/a1", Rule: "not in allowWrite", Pid: 7},
+		{Kind: policy.FileViolation, Op: "write", Target: "/etc/a2", Rule: "not in allowWrite", Pid: 7},
+		{Kind: policy.FileViolation, Op: "write", Target: "/etc/a3", Rule: "not in allowWrite", Pid: 7},
+		{Kind: policy.FileViolation, Op: "write", Target: "/etc/a4", Rule: "not in allowWrite", Pid: 7},
+	}, true)
+	if len(vs) != 1 || vs[0].Count != 4 {
+		t.Fatalf("Summarize did not group the four refusals: %+v", vs)
+	}
+	ev := FinishedEvent("1", shell.Result{ID: "1", Command: "touch /etc/a{1,2,3,4}", Cwd: "/", Violations: vs}, nil, "/")
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"count":4`) {
+		t.Fatalf("the event does not carry the count: %s", b)
+	}
+	if err := s.validate(b, "event"); err != nil {
+		t.Errorf("a finished event with a grouped violation: %v\n%s", err, b)
+	}
 }
