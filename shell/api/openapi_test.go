@@ -29,6 +29,11 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	documented := map[string]bool{}
 	// noProof: the operations that say "security: []" (no proof asked).
 	noProof := map[string]bool{}
+	// forbidden: the operations that list a 403 (every route answers it
+	// to a peer of another user, in other namespaces or confined
+	// otherwise, and every route but two without the proof).
+	forbidden := map[string]bool{}
+	enumRe := regexp.MustCompile(`enum: \[([^\]]*)\]`)
 	path, op := "", ""
 	proofScheme := false
 	sc := bufio.NewScanner(f)
@@ -51,6 +56,21 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		if line == "      security: []" && path != "" {
 			noProof[op] = true
 		}
+		if strings.HasPrefix(line, `        "403":`) && path != "" {
+			forbidden[op] = true
+		}
+		// YAML 1.1 readers (PyYAML, many generators) read a bare off, on,
+		// yes or no as a boolean: the gate enum [strict, deny, off] read
+		// as [strict, deny, false], and the server's "off" failed to
+		// validate against it (pass 77).
+		if m := enumRe.FindStringSubmatch(line); m != nil {
+			for _, v := range strings.Split(m[1], ",") {
+				switch strings.ToLower(strings.TrimSpace(v)) {
+				case "off", "on", "yes", "no", "y", "n", "true", "false", "null", "~":
+					t.Errorf("docs/openapi.yaml: %q: quote %s, which YAML 1.1 reads as a boolean or null", strings.TrimSpace(line), strings.TrimSpace(v))
+				}
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -60,6 +80,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		served[r.pattern] = true
 		if !documented[r.pattern] {
 			t.Errorf("route %s is not in docs/openapi.yaml", r.pattern)
+		}
+		if documented[r.pattern] && !forbidden[r.pattern] {
+			t.Errorf("route %s: docs/openapi.yaml lists no 403, which every route answers to a peer it refuses", r.pattern)
 		}
 		if noProof[r.pattern] != proofExempt(r.pattern) {
 			t.Errorf("route %s: docs/openapi.yaml says it needs the proof: %v; the server: %v", r.pattern, !noProof[r.pattern], !proofExempt(r.pattern))
