@@ -484,7 +484,15 @@ func (s *server) kill(ctx context.Context, req *sdk.CallToolRequest, in IDInput)
 		out.SetError(fmt.Errorf("%s was killed, but its end was not seen within %v: %w", in.ID, killWait, err))
 		return &out, nil, nil
 	}
-	text := "Killed " + in.ID + ".\n" + Format(r)
+	// Its output and status line, as bash_output gives a finished
+	// command's. Format takes a result with a background id for the
+	// answer of a command just started in the background: the caller got
+	// "Command was interrupted" and the advice to read and kill an id
+	// the session has now forgotten, and neither the output nor the
+	// exit status (pass 77).
+	fin := r
+	fin.BackgroundID = ""
+	text := "Killed " + in.ID + ".\n" + Format(fin)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: Result{Result: r}}, nil, nil
 }
 

@@ -381,6 +381,12 @@ func TestBackgroundReadKill(t *testing.T) {
 	if k.IsError || structured(t, k)["interrupted"] != true {
 		t.Fatalf("bash_kill: %v %q", k.IsError, text(k))
 	}
+	// The text is the killed command's result: its output and status
+	// line, not the advice to read or kill an id that is gone (it was
+	// "Command was interrupted" and that advice, pass 77).
+	if kt := text(k); !strings.Contains(kt, "started\n") || !strings.Contains(kt, "[exit code 137, interrupted") || strings.Contains(kt, "bash_output") {
+		t.Errorf("bash_kill's text: %q", kt)
+	}
 	if pids := testutil.Procs("sleep "+marker, os.Getuid()); len(pids) > 0 {
 		t.Errorf("the killed command left processes: %v", pids)
 	}
