@@ -303,6 +303,10 @@ func New(cfg Config) (*Session, error) {
 // Shell returns the session's shell.
 func (s *Session) Shell() Provider { return s.shell }
 
+// Timeout returns a command's default timeout (Config.Timeout, or
+// DefaultTimeout; at most Config.MaxTimeout).
+func (s *Session) Timeout() time.Duration { return s.cfg.Timeout }
+
 // Cwd returns the tracked working directory.
 func (s *Session) Cwd() string {
 	s.mu.Lock()

@@ -64,7 +64,7 @@ type Options struct {
 // BashInput is the bash tool's arguments.
 type BashInput struct {
 	Command         string `json:"command" jsonschema:"the shell command to run (bash), in the session's working directory"`
-	Timeout         int64  `json:"timeout,omitempty" jsonschema:"kill the command after this many milliseconds (at most 600000; default 120000)"`
+	Timeout         int64  `json:"timeout,omitempty" jsonschema:"kill the command after this many milliseconds (at most 600000; default: the session's, see bashSchema)"`
 	RunInBackground bool   `json:"run_in_background,omitempty" jsonschema:"start the command in the background and return at once with its id; read it with bash_output, end it with bash_kill"`
 	Description     string `json:"description,omitempty" jsonschema:"what the command does, in a few words (shown when the user is asked)"`
 	// DangerouslyDisableSandbox is Claude Code's request to run the
@@ -158,7 +158,7 @@ func New(sh *sandbox.Shell, opts *Options) *sdk.Server {
 			"listed in a <sandbox_violations> block. Output longer than the inline limit is saved to a file whose path " +
 			"is given. A command still running after a while moves to the background (sleep excepted); " +
 			"run_in_background starts it there: read it with bash_output and end it with bash_kill.",
-		InputSchema: bashSchema(),
+		InputSchema: bashSchema(sh.Session.Timeout()),
 		Annotations: &sdk.ToolAnnotations{Title: "Sandboxed bash", DestructiveHint: &t, OpenWorldHint: &t},
 	}, s.bash)
 	sdk.AddTool(srv, &sdk.Tool{
@@ -178,8 +178,11 @@ func New(sh *sandbox.Shell, opts *Options) *sdk.Server {
 	return srv
 }
 
-// bashSchema is BashInput's schema with its bounds.
-func bashSchema() *jsonschema.Schema {
+// bashSchema is BashInput's schema with its bounds, and the session's
+// default timeout in the description of "timeout": a fixed "default
+// 120000" told the model two minutes where moat mcp --timeout 2s killed
+// the command after two seconds (pass 77).
+func bashSchema(def time.Duration) *jsonschema.Schema {
 	sc, err := jsonschema.For[BashInput](nil)
 	if err != nil {
 		panic(err) // a fixed type: cannot fail
@@ -190,6 +193,7 @@ func bashSchema() *jsonschema.Schema {
 	sc.Properties["command"].MaxLength = ptr(MaxCommandBytes)
 	sc.Properties["timeout"].Minimum = &zero
 	sc.Properties["timeout"].Maximum = &max
+	sc.Properties["timeout"].Description = fmt.Sprintf("kill the command after this many milliseconds (at most %d; default %d)", MaxTimeoutMS, def.Milliseconds())
 	return sc
 }
 

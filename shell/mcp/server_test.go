@@ -50,6 +50,13 @@ func newFixture(t *testing.T) *fixture {
 // newFixtureWith is newFixture with the policy changed by edit first.
 func newFixtureWith(t *testing.T, edit func(*policy.Policy)) *fixture {
 	t.Helper()
+	return newFixtureConfig(t, edit, nil)
+}
+
+// newFixtureConfig is newFixtureWith with the session's configuration
+// changed by editCfg too.
+func newFixtureConfig(t *testing.T, edit func(*policy.Policy), editCfg func(*sandbox.Config)) *fixture {
+	t.Helper()
 	testutil.RequireUserns(t)
 	root := os.Getenv("MOAT_TEST_DIR")
 	if root == "" {
@@ -70,8 +77,12 @@ func newFixtureWith(t *testing.T, edit func(*policy.Policy)) *fixture {
 	if edit != nil {
 		edit(pol)
 	}
-	sh, err := sandbox.Open(context.Background(), sandbox.Config{Policy: pol, Gate: sandbox.GateOff,
-		StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C"}})
+	cfg := sandbox.Config{Policy: pol, Gate: sandbox.GateOff,
+		StateDir: filepath.Join(dir, "state"), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C"}}
+	if editCfg != nil {
+		editCfg(&cfg)
+	}
+	sh, err := sandbox.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -904,4 +915,38 @@ func post(h http.Handler, body string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// The bash tool's schema tells the model the session's default timeout:
+// it said "default 120000" whatever the session's was, and moat mcp
+// --timeout 2s killed a command the model had given two minutes (found
+// by pass 77 against moat mcp).
+func TestTimeoutDefaultShown(t *testing.T) {
+	for _, tc := range []struct {
+		timeout time.Duration
+		want    string
+	}{{0, "default 120000)"}, {2 * time.Second, "default 2000)"}} {
+		f := newFixtureConfig(t, nil, func(c *sandbox.Config) { c.Timeout = tc.timeout })
+		cs := f.connect(t, nil, nil)
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var desc string
+		for _, tl := range res.Tools {
+			if tl.Name == "bash" {
+				b, _ := json.Marshal(tl.InputSchema)
+				var sc struct {
+					Properties map[string]struct {
+						Description string `json:"description"`
+					} `json:"properties"`
+				}
+				json.Unmarshal(b, &sc)
+				desc = sc.Properties["timeout"].Description
+			}
+		}
+		if !strings.Contains(desc, tc.want) {
+			t.Errorf("session timeout %v: the bash tool's timeout says %q, want %q", tc.timeout, desc, tc.want)
+		}
+	}
 }
