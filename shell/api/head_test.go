@@ -1,10 +1,15 @@
 package api
 
 import (
+	"errors"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/policy"
 	"github.com/moat-sandbox/moat/shell/api/client"
 )
 
@@ -68,5 +73,29 @@ func TestHeadNotServed(t *testing.T) {
 	code, e := f.raw(t, http.MethodPut, "/v1/health", nil)
 	if code != http.StatusMethodNotAllowed || e.Message != "PUT is not allowed on /v1/health (allowed: GET)" {
 		t.Errorf("PUT /v1/health: %d %q", code, e.Message)
+	}
+}
+
+// moatd serves no root caller (docs/DAEMON.md: root runs moat itself):
+// every route but the health check answers it 403. The list of sessions
+// answered it 200 and an empty list, the only route that did (pass 77).
+func TestDaemonRefusesRootList(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the caller must be root")
+	}
+	f := newFixture(t, func(c *Config) {
+		c.Daemon = &Daemon{
+			PolicyFor: func(*enforce.Identity, string) (*policy.Policy, []string, error) {
+				return nil, nil, errors.New("not used")
+			},
+			CheckWritable: func(*enforce.Identity, string) (string, error) { return "", errors.New("not used") },
+			CheckDir:      func(*enforce.Identity, string) (string, error) { return "", errors.New("not used") },
+		}
+	})
+	for _, path := range []string{"/v1/sessions", "/v1/policy", "/v1/sessions/s1"} {
+		code, e := f.raw(t, http.MethodGet, path, nil)
+		if code != http.StatusForbidden || !strings.Contains(e.Message, "root runs moat itself") {
+			t.Errorf("GET %s as root: %d %q, want 403", path, code, e.Message)
+		}
 	}
 }

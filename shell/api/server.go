@@ -525,6 +525,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.cfg.Daemon != nil && pattern != "" && pattern != "GET /v1/health" && (pr.peer == nil || pr.peer.Uid == 0) {
+		// moatd serves no root caller (root runs moat itself): every
+		// route but the health check refuses it, as the handlers that
+		// look the peer up do; the list of sessions answered it an
+		// empty list, and a session's routes 404 (pass 77).
+		_, err := identityOf(pr.peer)
+		writeError(w, errorf(http.StatusForbidden, "", "%v", err))
+		return
+	}
 	if r.Method == http.MethodHead && pattern != "" {
 		// Go's mux serves HEAD wherever a route serves GET, but the
 		// API's GET routes are not all safe to repeat without their
