@@ -25,6 +25,7 @@ help:
 	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin, make test-vm)"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime (installs hyperfine, bwrap: make bench-deps)"
 	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
+	@echo "make install-daemon  moatd for a laptop's users (as root): bin/moat to /usr/local/bin, group moat, the systemd units (docs/DAEMON.md)"
 
 # deps installs missing Debian packages (as root, or through sudo).
 deps:
