@@ -892,7 +892,7 @@ func set(s ...string) map[string]bool {
 // are read both ways (with and without a value), so no spelling hides the
 // command.
 var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec {
-	return map[string]wrapperSpec{
+	m := map[string]wrapperSpec{
 		"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
 			plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
 		"command":          {plainFlags: set("-p", "-v", "-V")},
@@ -1004,6 +1004,19 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"linux64":        {},
 		"uname26":        {},
 	}
+	// util-linux installs setarch under the names of the architectures
+	// too (x86_64, i386 here), and run so it takes setarch's options and
+	// no architecture word: under Bash(x86_64:*) with Bash(rm:*) denied,
+	// x86_64 rm -f victim.txt was allowed and removed the file (attack
+	// pass 78)
+	for _, arch := range []string{"i386", "i486", "i586", "i686", "x86_64", "aarch64", "armv7l", "armv8l",
+		"ppc", "ppc32", "ppc64", "ppc64le", "s390", "s390x", "sparc", "sparc32", "sparc64",
+		"mips", "mips32", "mips64", "ia64", "parisc", "parisc32", "parisc64", "riscv64", "loongarch64"} {
+		if _, ok := m[arch]; !ok {
+			m[arch] = wrapperSpec{plainFlags: setarchOpts.get().plainFlags}
+		}
+	}
+	return m
 }}
 
 // runnerSubs are the tools whose subcommand runs the command after it
@@ -1165,7 +1178,9 @@ func wrapperRests(argv []string, spec wrapperSpec) (rests [][]string, whole bool
 				argv = append(append([]string(nil), argv[:i]...), rest...)
 			}
 			switch {
-			case spec.split != "" && (name == spec.split || name == "--split-string"):
+			case spec.split != "" && (name == spec.split || longAbbrev(name, "--split-string")):
+				// getopt_long takes any prefix of --split-string (--s, --split:
+				// env has no other long option in s), as it does su's --comm
 				v := ""
 				if hasEq {
 					v = w[len(name)+1:]
@@ -1173,12 +1188,11 @@ func wrapperRests(argv []string, spec wrapperSpec) (rests [][]string, whole bool
 					v = argv[i+1]
 					i++
 				}
-				if toks, err := tokenizeRule(v); err == nil {
-					for _, t := range toks {
-						s, _ := t.literal()
-						prefixWords = append(prefixWords, s)
-					}
+				words, ok := envSplit(v)
+				if !ok {
+					whole = false
 				}
+				prefixWords = append(prefixWords, words...)
 				i++
 				continue
 			case spec.plainFlags[w]:
@@ -1223,6 +1237,98 @@ func (x *extraction) rests(argv []string, spec wrapperSpec) [][]string {
 		x.fail(argv[0] + " has too many options whose values are not known to read its command")
 	}
 	return out
+}
+
+// envSplit splits the value of env's -S as GNU env does, which is not as
+// a shell does: an unquoted \_ separates two words (env -S'rm\_-f\_x'
+// runs rm -f x, which a shell's reading took for the one word
+// "rm_-f_x"), \c ends the string, a # that begins a word begins a
+// comment, and ${NAME} is the environment's value, which the line does
+// not show. ok is false when the words are not known from the text (a
+// variable, a control character, an unknown escape, an open quote).
+func envSplit(s string) (words []string, ok bool) {
+	var cur strings.Builder
+	in := false
+	end := func() {
+		if in {
+			words = append(words, cur.String())
+			cur.Reset()
+			in = false
+		}
+	}
+	// escape is the character env makes of a backslash and c in a word
+	// (quoted: \_ is a space there); false for \c and what the line does
+	// not show plainly.
+	escape := func(c byte, quoted bool) (byte, bool) {
+		switch c {
+		case '\\', '\'', '"', '#', '$':
+			return c, true
+		case '_':
+			return ' ', quoted
+		}
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			end()
+		case c == '#' && !in:
+			return words, true // a comment to the end
+		case c == '$':
+			return words, false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return words, false
+			}
+			i++
+			switch s[i] {
+			case '_':
+				end()
+			case 'c':
+				end()
+				return words, true
+			default:
+				e, good := escape(s[i], false)
+				if !good {
+					return words, false
+				}
+				in = true
+				cur.WriteByte(e)
+			}
+		case c == '\'' || c == '"':
+			in = true
+			j := i + 1
+			for ; j < len(s) && s[j] != c; j++ {
+				switch {
+				case s[j] == '$' && c == '"':
+					return words, false
+				case s[j] == '\\' && j+1 < len(s):
+					if c == '\'' && s[j+1] != '\\' && s[j+1] != '\'' {
+						cur.WriteByte('\\') // literal in single quotes
+						continue
+					}
+					j++
+					e, good := escape(s[j], true)
+					if !good {
+						return words, false
+					}
+					cur.WriteByte(e)
+				default:
+					cur.WriteByte(s[j])
+				}
+			}
+			if j >= len(s) {
+				return words, false
+			}
+			i = j
+		default:
+			in = true
+			cur.WriteByte(c)
+		}
+	}
+	end()
+	return words, true
 }
 
 // splitInCluster returns the index of the split flag's letter (env's S)

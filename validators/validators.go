@@ -461,7 +461,9 @@ func execOption(all []Word) string {
 					return v
 				}
 			case "env":
-				if opt == "-S" || opt == "--split-string" || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")) {
+				// getopt_long takes any prefix of --split-string (--s,
+				// --split: env has no other long option in s)
+				if opt == "-S" || len(opt) > 2 && strings.HasPrefix("--split-string", opt) || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S")) {
 					return v
 				}
 			}
