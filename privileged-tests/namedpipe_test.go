@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,78 @@ func TestGitAuditOpensNoDevice(t *testing.T) {
 		if opened() {
 			t.Errorf("the git audit opened the device a pointer the command left leads to (%s):\n%s", plant, out)
 		}
+	}
+}
+
+// A named pipe git opens by a name the audit did not look at, or through
+// a symlink made in the git directory: a loose object made a pipe
+// (objects/XX/ was not read), .git/info/exclude -> ../../pipe, or .git/info
+// -> ../d with a pipe d/exclude (a symlink leading inside the writable
+// trees was left) hung the user's every later git log or git status
+// (attack pass 78, through moat run). Without moat the same plant hangs
+// the same git.
+func TestGitNamedPipesBehindLinksTakenOut(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(head string) string
+		git   []string
+	}{
+		{"a loose object", func(h string) string {
+			o := ".git/objects/" + h[:2] + "/" + h[2:]
+			return "rm -f " + o + " && mkfifo " + o
+		}, []string{"log", "-1"}},
+		{"a symlink to a pipe", func(string) string {
+			return "mkfifo pipe && mkdir -p .git/info && rm -f .git/info/exclude && ln -s ../../pipe .git/info/exclude"
+		}, []string{"status"}},
+		{"a symlinked directory", func(string) string {
+			return "mkdir d && mkfifo d/exclude && rm -rf .git/info && ln -s ../d .git/info"
+		}, []string{"status"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, moat := range []bool{true, false} {
+				f := newFixture(t)
+				git(t, f.work, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "init")
+				rev := exec.Command("git", "rev-parse", "HEAD")
+				rev.Dir, rev.Env = f.work, append(os.Environ(), "HOME="+f.work)
+				b, err := rev.Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				head := strings.TrimSpace(string(b))
+				out := f.plantWith(moat, c.plant(head))
+				hung := userGitHangs(t, f.work, c.git...)
+				switch {
+				case moat && hung:
+					t.Errorf("the user's git %v hangs on the named pipe a command left under moat:\n%s", c.git, out)
+				case !moat && !hung:
+					t.Errorf("without moat git %v did not hang on the named pipe (the test cannot fail)", c.git)
+				}
+			}
+		})
+	}
+}
+
+// userGitHangs runs git as the user would next in dir, and reports
+// whether it was still running after 5 s.
+func userGitHangs(t *testing.T, dir string, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return false
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		os.Remove(filepath.Join(dir, ".git", "index.lock"))
+		return true
 	}
 }

@@ -828,6 +828,17 @@ func (a *auditor) toolFiles(dir string) {
 // bound, and what is past it is reported unchecked, not skipped: a bound
 // of 20,000 directories of its own let a run hide .git/logs/HEAD -> FILE
 // behind 20,001 empty directories it made in .git (attack pass 70).
+//
+// It also takes out the named pipes and device nodes made there, and the
+// symlinks made there that lead to one, wherever: git reads through a
+// symlink as it writes through one, and its open of a pipe waits for a
+// writer for good. A loose object (objects/XX/), a ref or info/exclude
+// made a pipe, or a symlink to a pipe the command left in the work tree,
+// hung the user's every later git log or status (attack pass 78). A
+// directory inside the trees a symlink made here leads to is walked as a
+// part of g: git opens the files in it by name (.git/info -> ../d holds
+// info/exclude). objects/XX/ is read when it changed during the run, for
+// these alone.
 func (a *auditor) outLinks(g string) {
 	key := "outlinks\x00" + g
 	if a.seen[key] {
@@ -835,18 +846,23 @@ func (a *auditor) outLinks(g string) {
 	}
 	a.seen[key] = true
 	dirs := []string{g}
+	linked := map[string]bool{} // directories inside the trees a symlink here leads to, walked once
 	for len(dirs) > 0 {
 		dir := dirs[len(dirs)-1]
 		dirs = dirs[:len(dirs)-1]
-		if a.budget >= a.o.MaxDirs {
-			a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than %d directories; symlinks leading out of the writable trees past them were not checked", g, a.o.MaxDirs))
-			return
-		}
-		a.budget++
 		id, err := lstatID(dir)
 		if err != nil {
 			continue
 		}
+		loose := filepath.Dir(dir) == filepath.Join(g, "objects") && gitObjectDir(filepath.Base(dir))
+		if loose && !a.changed(id) {
+			continue // nothing was made or linked in it during the run
+		}
+		if a.budget >= a.o.MaxDirs {
+			a.rep.Incomplete = append(a.rep.Incomplete, fmt.Sprintf("%s: more than %d directories; symlinks leading out of the writable trees and named pipes past them were not checked", g, a.o.MaxDirs))
+			return
+		}
+		a.budget++
 		es, err := readDir(dir)
 		if err != nil {
 			continue
@@ -855,23 +871,48 @@ func (a *auditor) outLinks(g string) {
 			p := filepath.Join(dir, e.Name())
 			switch {
 			case e.IsDir():
-				if dir == filepath.Join(g, "objects") && len(e.Name()) == 2 && gitObjectDir(e.Name()) {
-					continue // loose objects: written by a new name, linked in place
+				if loose {
+					continue
 				}
+				// objects/XX/ (loose objects) is read only for what git
+				// would open by name and wait on (below): git writes an
+				// object there by a new name, never through a symlink
 				dirs = append(dirs, p)
 			case blocksOpen(e.Type()) && a.changed(id):
-				a.blockingFile(p, "a named pipe or device in a git directory made during the run: git opens HEAD, refs, index, info/exclude, COMMIT_EDITMSG and its other files there by name, and its open of a named pipe waits for a writer for good, so the user's every git status or commit would hang")
+				a.blockingFile(p, "a named pipe or device in a git directory made during the run: git opens HEAD, refs, index, info/exclude, COMMIT_EDITMSG, loose objects and its other files there by name, and its open of a named pipe waits for a writer for good, so the user's every git status or commit would hang")
 			case e.Type()&fs.ModeSymlink != 0 && a.changed(id):
 				lid, err := lstatID(p)
 				if err != nil || !a.changedAt(p, lid) {
 					continue
 				}
-				if real, err := evalSymlinks(p); err == nil && a.inRoots(real) {
+				why := "a symlink in a git directory made during the run that leads out of the writable trees: git writes its messages and reflogs through it (COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, logs/), into a file the command could not write"
+				if real, err := evalSymlinks(p); err == nil && (a.inRoots(real) || loose) {
+					// git also reads through it: a link to a named pipe or
+					// device (.git/info/exclude -> ../../pipe, a ref, a
+					// loose object) hangs the user's every git status as
+					// the pipe itself would, and a directory it leads to
+					// (.git/info -> ../d) holds what git opens there by
+					// name (attack pass 78)
+					fi, err := stat(real)
+					switch {
+					case err != nil:
+						continue
+					case fi.IsDir() && !loose:
+						if !linked[real] {
+							linked[real] = true
+							dirs = append(dirs, real)
+						}
+						continue
+					case !blocksOpen(fi.Mode().Type()):
+						continue
+					}
+					why = "a symlink in a git directory made during the run that leads to a named pipe or device: git opens the file by its name there and waits on the pipe for good, so the user's every git status or commit would hang"
+				} else if loose {
 					continue
 				}
 				a.judgedAs(p, lid)
 				if real, ok := a.actionable(filepath.Join(physical(dir), e.Name())); ok {
-					a.quarantine(real, "a symlink in a git directory made during the run that leads out of the writable trees: git writes its messages and reflogs through it (COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD, logs/), into a file the command could not write")
+					a.quarantine(real, why)
 				}
 			}
 		}

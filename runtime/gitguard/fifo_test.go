@@ -139,10 +139,7 @@ func TestCacheRecordBounded(t *testing.T) {
 // run). git never makes one: the audit takes them out. Each case first
 // hangs the user's git without the audit, so the test can fail.
 func TestAuditTakesOutNamedPipes(t *testing.T) {
-	cases := []struct {
-		name, attack string
-		git          []string
-	}{
+	cases := []pipeCase{
 		{"HEAD", `mkfifo .git/HEAD.new && mv .git/HEAD.new .git/HEAD`, []string{"status"}},
 		{"a ref", `rm .git/refs/heads/main && mkfifo .git/refs/heads/main`, []string{"log", "-1"}},
 		{"info/exclude", `mkdir -p .git/info && rm -f .git/info/exclude && mkfifo .git/info/exclude`, []string{"status"}},
@@ -151,6 +148,33 @@ func TestAuditTakesOutNamedPipes(t *testing.T) {
 		{".gitignore", `mkfifo .gitignore`, []string{"status"}},
 		{"a deep .gitignore", `mkdir -p a/b && mkfifo a/b/.gitignore`, []string{"status"}},
 	}
+	namedPipeCases(t, cases)
+}
+
+// TestAuditTakesOutNamedPipesBehindLinks: a loose object made a named pipe
+// (objects/XX/ was not read), and a symlink made in the git directory to
+// a pipe or to a directory holding one inside the writable trees (such a
+// symlink was left: it leads nowhere the command could not write) hung
+// the user's next git log or status (attack pass 78, through moat run).
+func TestAuditTakesOutNamedPipesBehindLinks(t *testing.T) {
+	namedPipeCases(t, []pipeCase{
+		{"a loose object", `h=$(git rev-parse HEAD) && f=.git/objects/${h:0:2}/${h:2} && rm -f $f && mkfifo $f`, []string{"log", "-1"}},
+		{"a loose object's symlink", `mkfifo p && h=$(git rev-parse HEAD) && f=.git/objects/${h:0:2}/${h:2} && rm -f $f && ln -s ../../../p $f`, []string{"log", "-1"}},
+		{"info/exclude's symlink", `mkfifo p && mkdir -p .git/info && rm -f .git/info/exclude && ln -s ../../p .git/info/exclude`, []string{"status"}},
+		{"a ref's symlink", `mkfifo p && rm .git/refs/heads/main && ln -s ../../../p .git/refs/heads/main`, []string{"log", "-1"}},
+		{"a symlinked directory", `mkdir -p d && mkfifo d/exclude && rm -rf .git/info && ln -s ../d .git/info`, []string{"status"}},
+	})
+}
+
+type pipeCase struct {
+	name, attack string
+	git          []string
+}
+
+// namedPipeCases runs each attack in a scene of its own, then git, first
+// without the audit (git must hang: the test can fail), then with it (git
+// must not).
+func namedPipeCases(t *testing.T, cases []pipeCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, audited := range []bool{false, true} {
