@@ -123,6 +123,15 @@ type Server struct {
 	// sandbox of one user the same (UserShare), so that one user's
 	// sandboxes cannot take all of the process's connections.
 	Share *Share
+	// Peer, if set, is asked about each accepted connection before it
+	// takes a slot of the Share or the process: an error closes it at
+	// once, with no answer. A listener on the host's loopback (a shared
+	// network) takes connections from every user of the host, and each
+	// took a slot of the run's user's share before its credential was
+	// read: another user's idle connections to a moatd run's port held
+	// that user's whole share, and every connection of the user's
+	// sandboxes, sessions and runs was refused (attack pass 78).
+	Peer func(net.Conn) error
 }
 
 // Share bounds the client connections of several Servers together (and
@@ -536,6 +545,14 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if s.Peer != nil {
+			if err := s.Peer(c); err != nil {
+				s.release()
+				c.Close()
+				s.logger().Debug("connection refused", "err", err)
+				continue
+			}
+		}
 		if !s.acquireShared(wait) {
 			s.release()
 			if s.isClosed() {

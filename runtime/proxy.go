@@ -32,6 +32,7 @@ type proxy struct {
 	// share bounds the connections of the user's sandboxes together when
 	// moat runs the sandbox for another user (moatd): nil otherwise.
 	share  *netproxy.Share
+	uid    int             // the sandbox's user, whose connections alone a host listener serves
 	ctx    context.Context // ends with close: the relay's connections end
 	cancel context.CancelFunc
 
@@ -50,8 +51,10 @@ type proxy struct {
 func newProxy(pol *policy.Policy, as *enforce.Identity, ask func(context.Context, string, int) (bool, error), report func(policy.Violation), log *slog.Logger) (*proxy, error) {
 	p := &proxy{current: pol.Net}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.uid = os.Getuid()
 	if as != nil {
 		p.share = netproxy.UserShare(as.Uid)
+		p.uid = as.Uid
 	}
 	if n := pol.Net; n.HTTPProxyPort != 0 || n.SOCKSProxyPort != 0 {
 		p.extHTTP, p.extSOCKS = n.HTTPProxyPort, n.SOCKSProxyPort
@@ -117,6 +120,10 @@ func (p *proxy) RequireCredential() (string, error) {
 	}
 	p.credential = "moat:" + hex.EncodeToString(b[:])
 	p.srv.Credential = p.credential
+	// A credential is required where anyone on the host can reach the
+	// proxy's ports: only the run's user's connections are served (and
+	// take a slot of that user's share), where the host can tell.
+	p.srv.Peer = peerOwnedBy(p.uid)
 	return p.credential, nil
 }
 
