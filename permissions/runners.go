@@ -92,6 +92,28 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 				x.look(rest, depth, stdin, haveStdin, budget)
 			}
 		}
+	case "scl":
+		// scl enable COLLECTION... -- CMD ARGS: any number of collections
+		for i, w := range argv {
+			if w == "--" {
+				x.look(argv[i+1:], depth, stdin, haveStdin, budget)
+				break
+			}
+		}
+	case "su", "runuser":
+		// -s/--shell PROG runs PROG as the user's shell, the words after
+		// the user its arguments: under Bash(su:*) with Bash(rm:*)
+		// denied, su -s /bin/rm root victim.txt was allowed and removed
+		// the file run as the host would (attack pass 78)
+		for _, sh := range suShells(argv) {
+			rests := x.rests(argv, wrappers.get()[name])
+			if len(rests) == 0 {
+				rests = [][]string{nil}
+			}
+			for _, rest := range rests {
+				x.look(append([]string{sh}, rest...), depth, stdin, haveStdin, budget)
+			}
+		}
 	case "just":
 		x.just(argv, depth, budget)
 	case "tox", "nox":
@@ -167,4 +189,53 @@ func pnpmShellMode(argv []string) bool {
 // as widely as the program might, more readings, never fewer.
 func longAbbrev(w, long string) bool {
 	return len(w) > 2 && strings.HasPrefix(w, "--") && strings.HasPrefix(long, w)
+}
+
+// suShells returns the programs su's or runuser's -s/--shell name (-s X,
+// -sX, bundled after plain flags as -ls X, --shell=X, and getopt_long's
+// abbreviations from --sh), every one given.
+func suShells(argv []string) []string {
+	var out []string
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		if w == "--" || len(w) < 2 || w[0] != '-' {
+			if w == "--" || w != "-" {
+				break
+			}
+			continue
+		}
+		if strings.HasPrefix(w, "--") {
+			opt, v, eq := strings.Cut(w, "=")
+			if len(opt) >= 4 && longAbbrev(opt, "--shell") {
+				if eq {
+					out = append(out, v)
+				} else if i+1 < len(argv) {
+					i++
+					out = append(out, argv[i])
+				}
+			} else if !eq && (longAbbrev(opt, "--command") || longAbbrev(opt, "--session-command") || longAbbrev(opt, "--group") ||
+				longAbbrev(opt, "--supp-group") || longAbbrev(opt, "--user") || longAbbrev(opt, "--whitelist-environment")) && len(opt) >= 4 {
+				i++ // its value
+			}
+			continue
+		}
+		// a bundle of short options: plain ones, then at most one that
+		// takes the rest of the word or the next word as its value
+		for k := 1; k < len(w); k++ {
+			c := w[k]
+			if strings.IndexByte("csgGwu", c) < 0 {
+				continue
+			}
+			v := w[k+1:]
+			if v == "" && i+1 < len(argv) {
+				i++
+				v = argv[i]
+			}
+			if c == 's' {
+				out = append(out, v)
+			}
+			break
+		}
+	}
+	return out
 }
