@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,7 +207,10 @@ func (s *Session) violation(v policy.Violation) {
 // eBPF filter, the cgroups), which names no command: it goes to every
 // command running at that moment (exactly the one that made it when only
 // one runs; the proxy's and eBPF's events carry no command), then to the
-// session's OnViolation.
+// session's OnViolation. When several run, the line says so: a background
+// task's refused request was reported, unqualified, in the result of a
+// foreground `sleep` that ran beside it, as if that command had made it
+// (attack pass 79, TestSessionSandboxViolationSaysWhoMayHaveMadeIt).
 func (s *Session) fromSandbox(v policy.Violation) {
 	s.mu.Lock()
 	rs := make([]*Running, 0, len(s.active))
@@ -214,10 +218,23 @@ func (s *Session) fromSandbox(v policy.Violation) {
 		rs = append(rs, r)
 	}
 	s.mu.Unlock()
+	if len(rs) > 1 {
+		v.Rule = sharedRule(v.Rule, len(rs))
+	}
 	for _, r := range rs {
 		r.record(v)
 	}
 	s.violation(v)
+}
+
+// sharedRule is the rule of a refusal seen by the sandbox while n commands
+// ran, each of which may have made it.
+func sharedRule(rule string, n int) string {
+	note := "seen while " + strconv.Itoa(n) + " commands of the session ran: any of them may have made it"
+	if rule == "" {
+		return note
+	}
+	return rule + "; " + note
 }
 
 func (s *Session) applyUpdates() {

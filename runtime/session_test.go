@@ -398,6 +398,59 @@ except Exception as e:
 	}
 }
 
+// A refusal the sandbox as a whole sees (the proxy's) names no command: with
+// two commands running, the one that did nothing but sleep got the other's
+// refused request in its report, unqualified, as if it had made it (attack
+// pass 79). Each command's line says that any of those running may have made
+// it, and a command running alone keeps the plain line.
+func TestSessionSandboxViolationSaysWhoMayHaveMadeIt(t *testing.T) {
+	pol, _ := testPolicy(t)
+	s := newTestSession(t, pol)
+	idle, err := s.Start(context.Background(), Command{Argv: []string{"sleep", "4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import urllib.request
+try:
+    urllib.request.urlopen("http://denied.example/", timeout=5)
+except Exception as e:
+    print("refused:", e)`
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "refused:") {
+		t.Fatalf("the request was not refused: %q", out)
+	}
+	idleRes, err := idle.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*Result{"the command that made it": res, "the sleep beside it": idleRes} {
+		found := false
+		for _, v := range r.Violations {
+			if v.Kind != policy.NetworkViolation || !strings.Contains(v.Target, "denied.example") {
+				continue
+			}
+			found = true
+			if !strings.Contains(v.Line(), "any of them may have made it") {
+				t.Errorf("%s: the refusal is reported as this command's alone: %s", name, v.Line())
+			}
+		}
+		if !found {
+			t.Errorf("%s: the proxy's refusal is not in the report: %+v", name, r.Violations)
+		}
+	}
+	// Alone, the command's line is the plain one.
+	res, _, err = sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasViolation(res, "denied.example") || hasViolation(res, "may have made it") {
+		t.Errorf("a command running alone: %+v", res.Violations)
+	}
+}
+
 // A session whose sandbox ends under a running command without Close (its
 // stage 2 killed from outside, as nothing in moat does) fails the command
 // as killed and logs how the sandbox ended: stage 2's own wait status (here
