@@ -286,7 +286,7 @@ func (t *task) read() ReadResult {
 	t.readOff += int64(len(b))
 	more := t.readOff < t.cap.kept()
 	t.mu.Unlock()
-	rr := ReadResult{ID: t.id, Output: string(b), More: more, Running: !finished}
+	rr := ReadResult{ID: t.id, Output: policy.Defang(string(b)), More: more, Running: !finished}
 	if finished && !more {
 		r := t.result
 		rr.Result = &r
@@ -353,6 +353,9 @@ func (s *Session) finish(t *task, ex Exit, waitErr error) Result {
 		in := Interpret(t.req.Command, ex.Code, s.shell.Variant())
 		res.IsError, res.Message = in.IsError, in.Message
 	}
+	// The command's own output cannot pass for moat's block (policy.Defang);
+	// the saved file keeps what it wrote.
+	res.Output = policy.Defang(res.Output)
 	if a := policy.Annotate(ex.Violations); a != "" {
 		if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
 			res.Output += "\n"

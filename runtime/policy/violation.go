@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,6 +96,25 @@ func Sanitize(s string) string {
 func Invisible(r rune) bool {
 	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0xfffd ||
 		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs)
+}
+
+// blockTag is an opening or closing <sandbox_violations> tag as a reader may
+// take it: any case, spaces inside the brackets, the closing bracket left
+// out.
+var blockTag = regexp.MustCompile(`(?i)<(\s*/?\s*sandbox_violations)`)
+
+// Defang takes the angle bracket off every <sandbox_violations> tag in a
+// command's own output, so that only moat's block, after it, reads as one.
+// A command that printed a block of its own ("deny network-connect
+// github.com:443") had it shown to the agent as moat's, and with nothing
+// refused no real block followed to tell them apart: an agent told the
+// sandbox stopped it asks for the policy to be widened (attack pass 79,
+// TestForgedViolationBlock).
+func Defang(out string) string {
+	if !strings.Contains(strings.ToLower(out), "sandbox_violations") {
+		return out
+	}
+	return blockTag.ReplaceAllString(out, "$1")
 }
 
 // Annotate renders violations as the block appended to a command's stderr.
