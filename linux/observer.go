@@ -400,11 +400,38 @@ var pathArgs = map[string][][2]int{
 	"utime": {{-1, 0}}, "utimes": {{-1, 0}}, "futimesat": {{0, 1}},
 	"setxattr": {{-1, 0}}, "lsetxattr": {{-1, 0}}, "removexattr": {{-1, 0}}, "lremovexattr": {{-1, 0}},
 	"setxattrat": {{0, 1}}, "removexattrat": {{0, 1}}, "file_setattr": {{0, 1}},
-	// Counted, not reported: the file is one the command opened already.
+	// Through a descriptor (fdCalls): reported by the path it was opened at.
 	"fchmod": {}, "fchown": {}, "fsetxattr": {}, "fremovexattr": {},
 }
 
+// fdCalls change the file a descriptor (their first argument) is open on.
+// They were counted and not reported: fchmod or fchown of a read-only file
+// (Python's os.chmod(fd), install, cp -p) failed with EROFS and the report
+// said nothing (attack pass 79, TestDescriptorMetadataReported).
+var fdCalls = map[string]bool{"fchmod": true, "fchown": true, "fsetxattr": true, "fremovexattr": true}
+
+// fdPath is the path, as the sandbox sees it, of the file descriptor fd of
+// pid is open on; "" for what has none the policy speaks of: a pipe, a
+// socket, an anonymous inode, a memfd or a deleted file (" (deleted)").
+func fdPath(pid, fd int) string {
+	p, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd))
+	if err != nil || !filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
+		return ""
+	}
+	return filepath.Clean(p)
+}
+
 func (o *observer) observeWrite(n *notif, name string) {
+	if fdCalls[name] {
+		p := fdPath(int(n.pid), int(int32(n.args[0])))
+		if p == "" || within(p, "/proc") || within(p, "/dev") || !o.idValid(n.id) {
+			return
+		}
+		if ok, why := o.view.writable(p); !ok {
+			o.report(policy.Violation{Kind: policy.FileViolation, Op: "write", Target: p, Rule: why, Pid: int(n.pid)})
+		}
+		return
+	}
 	for _, pa := range pathArgs[name] {
 		raw, ok := readString(int(n.pid), n.args[pa[1]])
 		if !ok || raw == "" {
