@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -410,6 +411,66 @@ var pathArgs = map[string][][2]int{
 // said nothing (attack pass 79, TestDescriptorMetadataReported).
 var fdCalls = map[string]bool{"fchmod": true, "fchown": true, "fsetxattr": true, "fremovexattr": true}
 
+// procFd is a descriptor's magic link in /proc (/dev/fd/N and /dev/stdout
+// are symlinks to such links in the sandbox's /dev).
+var procFd = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)/fd/([0-9]+)$`)
+
+// procFdTarget is the file that p, a descriptor's link in the sandbox's
+// /proc, reopens, by its path as the sandbox sees it; "" when p is no such
+// link or leads to nothing with a path. A write reopening a read-only
+// file's descriptor (echo x > /dev/fd/3, /proc/self/fd/3, /proc/$$/fd/3)
+// failed with EROFS and was not reported: /proc and /dev are not looked at
+// (attack pass 79, TestReopenedDescriptorWriteReported).
+func procFdTarget(pid int, p string) string {
+	if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/") {
+		return ""
+	}
+	p = filepath.Clean(p)
+	switch {
+	case strings.HasPrefix(p, "/dev/fd/"):
+		p = "/proc/self/fd/" + strings.TrimPrefix(p, "/dev/fd/")
+	case p == "/dev/stdin":
+		p = "/proc/self/fd/0"
+	case p == "/dev/stdout":
+		p = "/proc/self/fd/1"
+	case p == "/dev/stderr":
+		p = "/proc/self/fd/2"
+	}
+	m := procFd.FindStringSubmatch(p)
+	if m == nil {
+		return ""
+	}
+	fd, err := strconv.Atoi(m[2])
+	if err != nil {
+		return ""
+	}
+	if m[1] == "self" || m[1] == "thread-self" || m[1] == nsPid(pid) {
+		return fdPath(pid, fd)
+	}
+	// Another process of the sandbox, named by its pid there: its link,
+	// read through the sandbox's own /proc.
+	t, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/root" + p)
+	if err != nil || !filepath.IsAbs(t) || strings.HasSuffix(t, " (deleted)") {
+		return ""
+	}
+	return filepath.Clean(t)
+}
+
+// nsPid is pid's number in its own (innermost) pid namespace, "" if
+// unknown.
+func nsPid(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "NSpid:" {
+			return f[len(f)-1]
+		}
+	}
+	return ""
+}
+
 // fdPath is the path, as the sandbox sees it, of the file descriptor fd of
 // pid is open on; "" for what has none the policy speaks of: a pipe, a
 // socket, an anonymous inode, a memfd or a deleted file (" (deleted)").
@@ -441,9 +502,23 @@ func (o *observer) observeWrite(n *notif, name string) {
 		if pa[0] >= 0 {
 			dirfd = int(int32(n.args[pa[0]]))
 		}
-		p := o.resolve(int(n.pid), dirfd, raw)
-		if p != "" && followsLast(name, n.args) {
-			p = o.followLast(int(n.pid), p)
+		// A descriptor's link is read by the path the command gave: the
+		// host's /dev/fd and /proc/self, which resolve would follow, are
+		// this process's.
+		p := procFdTarget(int(n.pid), raw)
+		if p == "" {
+			p = o.resolve(int(n.pid), dirfd, raw)
+			if p != "" && followsLast(name, n.args) {
+				p = o.followLast(int(n.pid), p)
+			}
+			if within(p, "/proc") {
+				// Relative to a working directory in /proc
+				// (cd /proc/self/fd; echo x > 3): the sandbox's /proc as
+				// its cwd link names it, by the command's pid there.
+				if q := procFdTarget(int(n.pid), p); q != "" {
+					p = q
+				}
+			}
 		}
 		if !o.idValid(n.id) {
 			return // the process moved on; what we read may be stale

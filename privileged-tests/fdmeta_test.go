@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -49,6 +50,37 @@ open("own", "w").close(); os.chmod(os.open("own", os.O_RDONLY), 0o600)
 		}
 		if strings.Count(block, "deny ") != 1 {
 			t.Errorf("%s: only the refused call is reported, once:\n%s", call, got.out)
+		}
+	}
+}
+
+// A write that reopens a descriptor of a read-only file by its link
+// (/dev/fd/N, /proc/self/fd/N, /proc/$$/fd/N, /proc/PPID/fd/N from a
+// child, a relative name in /proc/self/fd) is refused with EROFS and
+// reported by the file's path: /proc and /dev were not looked at, and the
+// report said nothing (attack pass 79). A reopen of a writable file, and
+// of /dev/stdout, /dev/null, is not reported.
+func TestReopenedDescriptorWriteReported(t *testing.T) {
+	f := newFixture(t)
+	for _, route := range []string{
+		`echo x > /dev/fd/3`,
+		`echo x > /proc/self/fd/3`,
+		`echo x >> /proc/$$/fd/3`,
+		`sh -c 'echo x > /proc/$PPID/fd/3'`,
+		`truncate -s 0 /dev/fd/3`,
+		`cd /proc/self/fd && echo x > 3`,
+	} {
+		script := `exec 3<` + f.target + `; if ` + route + `; then echo ESCAPED; else echo blocked:; fi`
+		if base := f.exec("/bin/bash", "-c", script); !strings.Contains(base.out, "ESCAPED") {
+			t.Fatalf("%s: without moat the user writes its own file (or this test cannot fail):\n%s", route, base.out)
+		}
+		os.WriteFile(f.target, []byte(targetText+"\n"), 0o644)
+		got := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/bash", "-c", script+`; echo ok > /dev/stdout; echo > /dev/null; exec 4>`+f.work+`/own; echo y > /dev/fd/4`)
+		if strings.Contains(got.out, "ESCAPED") {
+			t.Errorf("ESCAPE: %s wrote a file outside the policy:\n%s", route, got.out)
+		}
+		if !strings.Contains(got.out, "deny file-write "+f.target+" (not in allowWrite)") || strings.Count(got.out, "deny ") != 1 {
+			t.Errorf("%s: the refused write must be reported, alone (exit %d):\n%s", route, got.code, got.out)
 		}
 	}
 }
