@@ -84,3 +84,39 @@ func TestReopenedDescriptorWriteReported(t *testing.T) {
 		}
 	}
 }
+
+// An open for reading with O_CREAT or O_APPEND of a file that exists is no
+// write, and succeeds outside the writable paths too (flock FILE opens its
+// lock file O_RDONLY|O_CREAT): it was reported as a refused write (attack
+// pass 79). So were the kernel's own answers that no policy changes
+// (EISDIR, ENOENT without O_CREAT, EEXIST for O_EXCL). A real refusal
+// beside them is reported.
+func TestReadOpenWithWriteFlagNotReported(t *testing.T) {
+	f := newFixture(t)
+	script := `import os, sys
+target, outside = sys.argv[1], sys.argv[2]
+for fl in (os.O_RDONLY | os.O_CREAT, os.O_RDONLY | os.O_APPEND):
+    os.close(os.open(target, fl))
+for p, fl in ((outside, os.O_WRONLY), (outside + "/missing", os.O_WRONLY), (target, os.O_WRONLY | os.O_CREAT | os.O_EXCL)):
+    try:
+        os.close(os.open(p, fl))
+    except OSError as e:
+        print("not opened:", p, e.strerror)
+try:
+    os.close(os.open(outside + "/new", os.O_WRONLY | os.O_CREAT))
+    print("ESCAPED")
+except OSError as e:
+    print("blocked:", e.strerror)
+`
+	if base := f.exec("python3", "-c", script, f.target, f.outside); base.code != 0 {
+		t.Fatalf("without moat the opens run (exit %d):\n%s", base.code, base.out)
+	}
+	os.Remove(f.outside + "/new")
+	got := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", `python3 -c '`+script+`' "$@" && flock "$1" true && echo flocked`, "sh", f.target, f.outside)
+	if got.code != 0 || !strings.Contains(got.out, "flocked") || strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("under moat (exit %d):\n%s", got.code, got.out)
+	}
+	if !strings.Contains(got.out, "deny file-write "+f.outside+"/new (not in allowWrite)") || strings.Count(got.out, "deny ") != 1 {
+		t.Errorf("only the refused create is reported:\n%s", got.out)
+	}
+}
