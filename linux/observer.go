@@ -421,7 +421,7 @@ var procFd = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)/fd/([0-9]+)$`)
 // file's descriptor (echo x > /dev/fd/3, /proc/self/fd/3, /proc/$$/fd/3)
 // failed with EROFS and was not reported: /proc and /dev are not looked at
 // (attack pass 79, TestReopenedDescriptorWriteReported).
-func procFdTarget(pid int, p string) string {
+func (o *observer) procFdTarget(pid int, p string) string {
 	if !strings.HasPrefix(p, "/proc/") && !strings.HasPrefix(p, "/dev/") {
 		return ""
 	}
@@ -447,9 +447,17 @@ func procFdTarget(pid int, p string) string {
 	if m[1] == "self" || m[1] == "thread-self" || m[1] == nsPid(pid) {
 		return fdPath(pid, fd)
 	}
-	// Another process of the sandbox, named by its pid there: its link,
-	// read through the sandbox's own /proc.
-	t, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/root" + p)
+	// Another process, named by its pid in the command's /proc: its link,
+	// read there, with the command's credentials where moat serves another
+	// user (o.look), so that the report names no file of a process the
+	// command may not look at (the no-namespace tier shares the host's).
+	var t string
+	read := func() { t, err = os.Readlink("/proc/" + strconv.Itoa(pid) + "/root" + p) }
+	if o.as != nil {
+		o.look(read)
+	} else {
+		read()
+	}
 	if err != nil || !filepath.IsAbs(t) || strings.HasSuffix(t, " (deleted)") {
 		return ""
 	}
@@ -505,7 +513,7 @@ func (o *observer) observeWrite(n *notif, name string) {
 		// A descriptor's link is read by the path the command gave: the
 		// host's /dev/fd and /proc/self, which resolve would follow, are
 		// this process's.
-		p := procFdTarget(int(n.pid), raw)
+		p := o.procFdTarget(int(n.pid), raw)
 		if p == "" {
 			p = o.resolve(int(n.pid), dirfd, raw)
 			if p != "" && followsLast(name, n.args) {
@@ -515,7 +523,7 @@ func (o *observer) observeWrite(n *notif, name string) {
 				// Relative to a working directory in /proc
 				// (cd /proc/self/fd; echo x > 3): the sandbox's /proc as
 				// its cwd link names it, by the command's pid there.
-				if q := procFdTarget(int(n.pid), p); q != "" {
+				if q := o.procFdTarget(int(n.pid), p); q != "" {
 					p = q
 				}
 			}
