@@ -6,11 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -168,21 +168,9 @@ func userGitHangs(t *testing.T, dir string, args ...string) bool {
 		case <-deadline:
 			return hung()
 		case <-tick.C:
-			if inFifoOpen(cmd.Process.Pid) {
+			if testutil.InFifoOpen(cmd.Process.Pid) {
 				return hung()
 			}
 		}
 	}
-}
-
-// inFifoOpen reports whether a thread of pid waits in the open of a named
-// pipe.
-func inFifoOpen(pid int) bool {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/wchan")
-	for _, w := range tasks {
-		if b, err := os.ReadFile(w); err == nil && (string(b) == "wait_for_partner" || string(b) == "fifo_open") {
-			return true
-		}
-	}
-	return false
 }

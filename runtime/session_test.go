@@ -370,17 +370,20 @@ func hasViolation(res *Result, s string) bool {
 	return false
 }
 
+// deniedRequest is a python3 script whose request the test policy's proxy
+// refuses; it prints "refused:" and why.
+const deniedRequest = `import urllib.request
+try:
+    urllib.request.urlopen("http://denied.example/", timeout=5)
+except Exception as e:
+    print("refused:", e)`
+
 // What the sandbox as a whole refuses (the proxy; as root, eBPF) is the
 // running command's violation too, not only the session's.
 func TestSessionProxyViolationIsTheCommands(t *testing.T) {
 	pol, _ := testPolicy(t)
 	s := newTestSession(t, pol)
-	script := `import urllib.request
-try:
-    urllib.request.urlopen("http://denied.example/", timeout=5)
-except Exception as e:
-    print("refused:", e)`
-	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", deniedRequest}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,12 +413,7 @@ func TestSessionSandboxViolationSaysWhoMayHaveMadeIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := `import urllib.request
-try:
-    urllib.request.urlopen("http://denied.example/", timeout=5)
-except Exception as e:
-    print("refused:", e)`
-	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	res, out, err := sessionRun(t, s, Command{Argv: []string{"python3", "-c", deniedRequest}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +440,7 @@ except Exception as e:
 		}
 	}
 	// Alone, the command's line is the plain one.
-	res, _, err = sessionRun(t, s, Command{Argv: []string{"python3", "-c", script}})
+	res, _, err = sessionRun(t, s, Command{Argv: []string{"python3", "-c", deniedRequest}})
 	if err != nil {
 		t.Fatal(err)
 	}

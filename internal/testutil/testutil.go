@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,4 +134,19 @@ func Forbid(t testing.TB, forbidden ...string) {
 			}
 		}
 	}
+}
+
+// InFifoOpen reports whether a thread of pid waits in the open of a named
+// pipe (wait_for_partner, fifo_open's wait, as Linux's
+// /proc/PID/task/TID/wchan names it; never elsewhere): a test that expects
+// a process to hang on a pipe sees it at once instead of waiting out a
+// timeout.
+func InFifoOpen(pid int) bool {
+	ws, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/wchan")
+	for _, w := range ws {
+		if b, err := os.ReadFile(w); err == nil && (string(b) == "wait_for_partner" || string(b) == "fifo_open") {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 // Under moatd the record of the walk and the quarantine are the client's
@@ -222,14 +224,7 @@ func waitOrHang(cmd *exec.Cmd, done chan struct{}) bool {
 			return false
 		case <-deadline:
 		case <-tick.C:
-			ws, _ := filepath.Glob("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/*/wchan")
-			fifo := false
-			for _, w := range ws {
-				if b, err := os.ReadFile(w); err == nil && (string(b) == "wait_for_partner" || string(b) == "fifo_open") {
-					fifo = true
-				}
-			}
-			if !fifo {
+			if !testutil.InFifoOpen(cmd.Process.Pid) {
 				continue
 			}
 		}
