@@ -137,10 +137,8 @@ func TestGitNamedPipesBehindLinksTakenOut(t *testing.T) {
 }
 
 // userGitHangs runs git as the user would next in dir, and reports
-// whether it hung: one of its threads waits in the open of a named pipe
-// (wait_for_partner, fifo_open's wait, as /proc shows it: seen at once, where waiting for the
-// hang's 5 s cost each case of the plant without moat that long), or it
-// is still running after 5 s.
+// whether it hung (testutil.Hangs: waiting in a named pipe's open, or
+// still running after 5 s).
 func userGitHangs(t *testing.T, dir string, args ...string) bool {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
@@ -150,27 +148,10 @@ func userGitHangs(t *testing.T, dir string, args ...string) bool {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	hung := func() bool {
-		cmd.Process.Kill()
-		<-done
-		os.Remove(filepath.Join(dir, ".git", "index.lock"))
-		return true
+	if !testutil.Hangs(cmd, 5*time.Second) {
+		return false
 	}
-	deadline := time.After(5 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return false
-		case <-deadline:
-			return hung()
-		case <-tick.C:
-			if testutil.InFifoOpen(cmd.Process.Pid) {
-				return hung()
-			}
-		}
-	}
+	// The killed git's lock would fail the next git at once.
+	os.Remove(filepath.Join(dir, ".git", "index.lock"))
+	return true
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Strict reports whether a missing privilege or kernel feature must fail
@@ -136,12 +137,35 @@ func Forbid(t testing.TB, forbidden ...string) {
 	}
 }
 
-// InFifoOpen reports whether a thread of pid waits in the open of a named
-// pipe (wait_for_partner, fifo_open's wait, as Linux's
-// /proc/PID/task/TID/wchan names it; never elsewhere): a test that expects
-// a process to hang on a pipe sees it at once instead of waiting out a
-// timeout.
-func InFifoOpen(pid int) bool {
+// Hangs waits for cmd, started, to end, and reports whether it hung
+// instead: a thread of it waits in the open of a named pipe
+// (wait_for_partner, fifo_open's wait, as Linux's /proc/PID/task/TID/wchan
+// names it: seen at once, where waiting out the timeout made each case
+// that hangs cost that long), or it still runs after timeout. A hung cmd
+// is killed and waited for.
+func Hangs(cmd *exec.Cmd, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return false
+		case <-deadline:
+		case <-tick.C:
+			if !inFifoOpen(cmd.Process.Pid) {
+				continue
+			}
+		}
+		cmd.Process.Kill()
+		<-done
+		return true
+	}
+}
+
+func inFifoOpen(pid int) bool {
 	ws, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/wchan")
 	for _, w := range ws {
 		if b, err := os.ReadFile(w); err == nil && (string(b) == "wait_for_partner" || string(b) == "fifo_open") {

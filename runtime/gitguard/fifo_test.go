@@ -192,12 +192,10 @@ func namedPipeCases(t *testing.T, cases []pipeCase) {
 				cmd := exec.Command("git", c.git...)
 				cmd.Dir, cmd.Env = s.repo, s.env()
 				cmd.WaitDelay = time.Second
-				done := make(chan struct{})
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				go func() { cmd.Wait(); close(done) }()
-				hung := waitOrHang(cmd, done)
+				hung := testutil.Hangs(cmd, 3*time.Second)
 				switch {
 				case audited && hung:
 					t.Errorf("git %v hangs after the audit", c.git)
@@ -206,30 +204,5 @@ func namedPipeCases(t *testing.T, cases []pipeCase) {
 				}
 			}
 		})
-	}
-}
-
-// waitOrHang reports whether cmd hung: one of its threads waits in the
-// open of a named pipe (wait_for_partner, fifo_open's wait, as /proc
-// shows it: seen at once, where waiting out the 3 s cost each case
-// without the audit that long), or it still runs after 3 s. A hung cmd is
-// killed; done closes when its Wait returns.
-func waitOrHang(cmd *exec.Cmd, done chan struct{}) bool {
-	deadline := time.After(3 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return false
-		case <-deadline:
-		case <-tick.C:
-			if !testutil.InFifoOpen(cmd.Process.Pid) {
-				continue
-			}
-		}
-		cmd.Process.Kill()
-		<-done
-		return true
 	}
 }
