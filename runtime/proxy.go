@@ -91,8 +91,10 @@ func (p *proxy) Serve(l net.Listener, socks bool) {
 		go func() {
 			defer p.wg.Done()
 			// The sandbox's route out ended before the run did: say so
-			// (it was dropped unsaid).
-			if err := p.srv.Serve(l); err != nil && !errors.Is(err, netproxy.ErrServerClosed) && p.srv.Logger != nil {
+			// (it was dropped unsaid). Not when the run's end closed it
+			// (close cancels ctx before it closes the listeners): moatd
+			// logged this warning for every listener of every run.
+			if err := p.srv.Serve(l); err != nil && !errors.Is(err, netproxy.ErrServerClosed) && p.ctx.Err() == nil && p.srv.Logger != nil {
 				p.srv.Logger.Warn("the sandbox's network proxy stopped serving a listener: the command's connections through it are refused from now on", "err", err)
 			}
 		}()
