@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"slices"
@@ -93,7 +92,7 @@ func TestProxyCloseSaysNothing(t *testing.T) {
 		cases = append(cases, false)
 	}
 	for _, early := range cases {
-		var buf lockedBuf
+		var buf syncBuffer
 		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		p, err := newProxy(&policy.Policy{}, nil, nil, nil, log)
 		if err != nil {
@@ -118,21 +117,20 @@ func TestProxyCloseSaysNothing(t *testing.T) {
 	}
 }
 
-// lockedBuf is a bytes.Buffer a logger's goroutine writes while the test
-// reads it.
-type lockedBuf struct {
+// syncBuffer is a bytes.Buffer for a logger's concurrent writes.
+type syncBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	b  strings.Builder
 }
 
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
 }
 
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

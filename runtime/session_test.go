@@ -518,24 +518,6 @@ func parentPID(pid int) int {
 	return pp
 }
 
-// syncBuffer is a bytes.Buffer for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A command started as the idle timer fires either is refused
 // (ErrSessionClosed) or runs to its end: the timer's check that nothing
 // runs and its close are one step, so a command started between the two is
