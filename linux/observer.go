@@ -300,7 +300,11 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 	}
 	if o.noMetadata && isMetadata(name) {
 		target := ""
-		if pa := pathArgs[name]; len(pa) > 0 {
+		if fdCalls[name] {
+			// By the path the descriptor was opened at, as the
+			// namespaced tier reports it (it named no file).
+			target = fdPath(int(n.pid), int(int32(n.args[0])))
+		} else if pa := pathArgs[name]; len(pa) > 0 {
 			if raw, ok := readString(int(n.pid), n.args[pa[0][1]]); ok {
 				dirfd := unix.AT_FDCWD
 				if pa[0][0] >= 0 {
