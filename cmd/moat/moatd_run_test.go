@@ -91,6 +91,24 @@ func TestDaemonRun(t *testing.T) {
 	if _, stderr, err := u1.as("sh", "-c", "echo pwned > "+target+"-without-moat"); err != nil {
 		t.Fatalf("%s cannot write %s without moat either: the attack proves nothing (%s)", u1.name, outside, stderr)
 	}
+	// A change through a descriptor, and a write that reopens one by its
+	// link, are reported by the file's path through moatd too (its
+	// observer reads another user's process: attack pass 79's routes).
+	victim := filepath.Join(outside, "victim")
+	for _, route := range []string{`echo x > /dev/fd/3`, `python3 -c 'import os; os.chmod(3, 0o600)'`} {
+		if err := os.WriteFile(victim, []byte("v\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(victim, u1.uid, u1.gid)
+		script := "exec 3<" + victim + "; if " + route + "; then echo ESCAPED; fi; true"
+		if out, stderr, err := u1.as("bash", "-c", script); err != nil || !strings.Contains(out, "ESCAPED") {
+			t.Fatalf("%s: %s cannot change its own file without moat: the attack proves nothing (%v, %s)", route, u1.name, err, stderr)
+		}
+		code, out, errs := run("", nil, "--write", ".", "--", "bash", "-c", script)
+		if code != 0 || strings.Contains(out, "ESCAPED") || !strings.Contains(errs, "deny file-write "+victim+" (") || strings.Count(errs, "deny ") != 1 {
+			t.Errorf("%s through moatd: exit %d, stdout %q; want it refused and reported once by its path:\n%s", route, code, out, errs)
+		}
+	}
 	// A bad request is moat's error (125), naming the field.
 	if code, _, errs := run("", nil, "--write", "/etc", "--", "true"); code != 125 || !strings.Contains(errs, "write") {
 		t.Errorf("--write /etc through moatd: exit %d, stderr %q; want 125 naming write", code, errs)
