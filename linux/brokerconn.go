@@ -25,6 +25,14 @@ import (
 // the socket, which ends a connect in progress.
 const connThreads = 32
 
+// processConnThreads bounds the blocking connects of every sandbox of the
+// process together: a daemon serving many users counts a thread for each
+// of their sessions' commands in the slots it gives them
+// (netproxy.TakeSlots), and keeps a quarter of the threads it may have
+// for the rest, which holds these; 32 a sandbox was unbounded across a
+// daemon's sandboxes. A connect waits for one as a goroutine.
+var processConnThreads = make(chan struct{}, 128)
+
 // connWatch is how often the callers of connects in progress are looked
 // at.
 const connWatch = 100 * time.Millisecond
@@ -74,6 +82,12 @@ func (c *conns) connect(pidfd, fd int, addr []byte) unix.Errno {
 		return unix.ECANCELED // (the caller is gone: no one reads it)
 	}
 	defer func() { <-c.slots }()
+	select {
+	case processConnThreads <- struct{}{}:
+	case <-bc.gone:
+		return unix.ECANCELED
+	}
+	defer func() { <-processConnThreads }()
 	select {
 	case <-bc.gone:
 		return unix.ECANCELED

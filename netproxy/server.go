@@ -242,6 +242,7 @@ func (p *slotPool) giveN(sh *Share, n int) {
 
 // DescriptorsPerSlot is how many descriptors one slot stands for: a
 // proxied connection holds up to six (its two sockets, two splice pipes).
+// A slot stands for at most one OS thread as well (threadSlotsFor).
 const DescriptorsPerSlot = 6
 
 // SlotError is why TakeSlots refused: the Share holds as many as it may
@@ -256,10 +257,10 @@ type SlotError struct {
 
 func (e *SlotError) Error() string {
 	if e.Share {
-		return fmt.Sprintf("your share of the process's descriptors is in use: %d of its %d slots (a quarter of the process's %d, %d descriptors each, from its descriptor limit), %d more wanted",
+		return fmt.Sprintf("your share of the process's descriptors and threads is in use: %d of its %d slots (a quarter of the process's %d, %d descriptors and a thread each, from its descriptor and thread limits), %d more wanted",
 			e.Held, e.Size, e.Process, DescriptorsPerSlot, e.Want)
 	}
-	return fmt.Sprintf("the process's descriptors are in use by others: %d of its %d slots (%d descriptors each, from its descriptor limit), the last %d kept for users holding fewer than %d, %d more wanted",
+	return fmt.Sprintf("the process's descriptors and threads are in use by others: %d of its %d slots (%d descriptors and a thread each, from its descriptor and thread limits), the last %d kept for users holding fewer than %d, %d more wanted",
 		e.Used, e.Process, DescriptorsPerSlot, e.Reserve, e.Floor, e.Want)
 }
 
@@ -347,13 +348,19 @@ const DefaultMaxConns = 512
 const SlotWait = 3 * time.Second
 
 // processPool bounds the client connections all Servers of the process
-// serve at once, from the process's descriptor limit (slotsFor).
+// serve at once, and what a daemon's users hold (TakeSlots), from the
+// process's descriptor limit (slotsFor) and the OS threads it may have
+// (threadSlotsFor).
 var processPool = sync.OnceValue(func() *slotPool {
+	size := DefaultMaxConns
 	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return newSlotPool(DefaultMaxConns)
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil {
+		size = slotsFor(rl.Cur)
 	}
-	return newSlotPool(slotsFor(rl.Cur))
+	// And from the threads it may have: a daemon whose users' sessions
+	// held a thread each died at the first one the kernel refused (its
+	// cgroup's pids.max: TasksMax), with every user's sandboxes.
+	return newSlotPool(min(size, threadSlotsFor(threadLimit())))
 })
 
 // slotsFor is how many client connections fit in a descriptor limit: an

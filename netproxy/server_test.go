@@ -1031,3 +1031,21 @@ func TestSlotsForLeaveDescriptors(t *testing.T) {
 		t.Errorf("a large limit: %d connections, want at least %d", n, DefaultMaxConns)
 	}
 }
+
+// The slots stand for a thread each as well: under any limit of threads
+// a quarter of it (at most 1024) stays for the rest of the process, and
+// the process's own limit is no more than Go's.
+func TestThreadSlotsForLeaveThreads(t *testing.T) {
+	for _, limit := range []int{64, 160, 4915, 10000, 1 << 20} {
+		n := threadSlotsFor(limit)
+		if limit >= 64 && limit-n < min(limit/4, 1024) {
+			t.Errorf("limit %d threads: %d slots leave %d", limit, n, limit-n)
+		}
+		if n < 16 {
+			t.Errorf("limit %d threads: %d slots", limit, n)
+		}
+	}
+	if n := threadLimit(); n <= 0 || n > 10000 {
+		t.Errorf("threadLimit() = %d, want at most Go's 10,000", n)
+	}
+}

@@ -46,10 +46,18 @@ func newSlotsFixture(t *testing.T, nofile int) *slotsFixture {
 func newSlotsFixtureFor(t *testing.T, nofile int, victim string) *slotsFixture {
 	t.Helper()
 	testutil.RequireRoot(t)
-	testutil.RequireUserns(t)
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		testutil.Unavailable(t, "prlimit: %v", err)
 	}
+	return newSlotsFixtureWrap(t, victim, "prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile))
+}
+
+// newSlotsFixtureWrap is newSlotsFixtureFor with the daemon started
+// through wrap (a command line that ends by executing its arguments).
+func newSlotsFixtureWrap(t *testing.T, victim string, wrap ...string) *slotsFixture {
+	t.Helper()
+	testutil.RequireRoot(t)
+	testutil.RequireUserns(t)
 	dir, err := os.MkdirTemp("/var/tmp", "moatd-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +74,7 @@ func newSlotsFixtureFor(t *testing.T, nofile int, victim string) *slotsFixture {
 	if err := os.WriteFile(filepath.Join(users, "default.json"), []byte(pol), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.d = startDaemon(t, moatBin(t), dir, nil, "prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile))
+	f.d = startDaemon(t, moatBin(t), dir, nil, wrap...)
 
 	if f.sink, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)

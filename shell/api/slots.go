@@ -9,13 +9,18 @@ import (
 )
 
 // What a daemon user's sessions, commands and runs hold of the daemon's
-// descriptors, in the proxies' slots of six descriptors
-// (netproxy.DescriptorsPerSlot), measured under moatd: a session's
-// sandbox (its pidfds, pipes, cgroup files, seccomp listener, the
-// shell's channel) about 14 descriptors and 5 threads, a command 5 or 6
-// (its pipes, pidfd, its request's connection) and a thread, a POST
-// /v1/run about 20 (the client's three descriptors, the connection, the
-// sandbox's) and 3 threads. They are counted against the user's share of
+// descriptors and threads, in the proxies' slots of six descriptors
+// (netproxy.DescriptorsPerSlot) and a thread, measured under moatd: a
+// session's sandbox (its pidfds, pipes, cgroup files, seccomp listener,
+// the shell's channel) about 14 descriptors and 5 threads, a command 5
+// or 6 (its pipes, pidfd, its request's connection) and a thread (its
+// violation observer's), a POST /v1/run about 20 (the client's three
+// descriptors, the connection, the sandbox's) and 3 threads. A session
+// counted 3, by its descriptors: in a cgroup of pids.max 160 one user's
+// sessions and commands took every thread the daemon could have, and the
+// daemon died (runtime/cgo: pthread_create failed) with every user's
+// sandboxes (TestDaemonAttackOneUserTakesEveryThread; under systemd the
+// limit is TasksMax, 4,915 where pid_max is 32,768). They are counted against the user's share of
 // the process's slots and the reserve kept for users holding few
 // (netproxy.TakeSlots), as the proxies' connections are: one user's 16
 // sessions of 32 background commands held 2,985 of a daemon's 4,096
@@ -23,7 +28,7 @@ import (
 // session failed ("too many open files"), whatever the per-user counts
 // (attack pass 75).
 const (
-	sessionSlots = 3
+	sessionSlots = 5
 	commandSlots = 1
 	runSlots     = 4
 )
