@@ -294,8 +294,12 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		if o.nonsUser && seccomp.IsInodeFlagIoctl(n.args[1]) {
 			return o.brokerInodeFlags(n) // metabroker.go
 		}
+		rule := "terminal input injection is blocked"
+		if seccomp.IsBtrfsIoctl(n.args[1]) {
+			rule = "no btrfs subvolumes or snapshots: they are made, and read, past the mounts and Landlock"
+		}
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
-			Rule: "terminal input injection is blocked", Pid: int(n.pid)})
+			Rule: rule, Pid: int(n.pid)})
 		return unix.EPERM, false
 	}
 	if o.noMetadata && isMetadata(name) {
@@ -905,6 +909,9 @@ func ioctlName(req uint64) string {
 		return "TIOCSTI"
 	case unix.TIOCLINUX:
 		return "TIOCLINUX"
+	}
+	if seccomp.IsBtrfsIoctl(req) {
+		return fmt.Sprintf("btrfs %#x", uint32(req))
 	}
 	return fmt.Sprintf("%#x", uint32(req))
 }

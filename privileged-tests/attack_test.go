@@ -528,6 +528,35 @@ var attacks = map[string]func([]string) (string, error){
 	// process's would be) without blocking: under the lease the kernel
 	// holds that open (EWOULDBLOCK here; a blocking open, any other
 	// process's, waits lease-break-time, 45 s).
+	// btrfs-subvol DIR NAME: make a btrfs subvolume DIR/NAME with
+	// BTRFS_IOC_SUBVOL_CREATE, an ioctl on DIR opened for reading.
+	"btrfs-subvol": func(a []string) (string, error) {
+		if err := btrfsVolIoctl(a[0], btrfsSubvolCreate, -1, a[1]); err != nil {
+			return "", err
+		}
+		return "made the subvolume " + filepath.Join(a[0], a[1]), nil
+	},
+	// btrfs-snapshot SRC DIR NAME [FILE]: snapshot the subvolume SRC as
+	// DIR/NAME (BTRFS_IOC_SNAP_CREATE, both opened for reading); with
+	// FILE, read DIR/NAME/FILE from the snapshot.
+	"btrfs-snapshot": func(a []string) (string, error) {
+		src, err := unix.Open(a[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(src)
+		if err := btrfsVolIoctl(a[1], btrfsSnapCreate, src, a[2]); err != nil {
+			return "", err
+		}
+		if len(a) < 4 {
+			return "snapshot " + a[0] + " as " + filepath.Join(a[1], a[2]), nil
+		}
+		b, err := readContent(filepath.Join(a[1], a[2], a[3]))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("read %q from a snapshot of %s", firstLine(b), a[0]), nil
+	},
 	"lease": func(a []string) (string, error) {
 		signal.Ignore(unix.SIGIO) // the lease break's signal
 		fd, err := unix.Open(a[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -957,4 +986,31 @@ func dialUnix(path string) (string, error) {
 		return "", err
 	}
 	return "unix socket said " + string(buf[:n]), nil
+}
+
+// btrfs's BTRFS_IOC_SNAP_CREATE and BTRFS_IOC_SUBVOL_CREATE: _IOW(0x94,
+// 1 or 14, struct btrfs_ioctl_vol_args).
+const (
+	btrfsSnapCreate   = 0x50009401
+	btrfsSubvolCreate = 0x5000940e
+)
+
+// btrfsVolIoctl calls req on dir (opened for reading) with a
+// btrfs_ioctl_vol_args naming fd and name.
+func btrfsVolIoctl(dir string, req uint, fd int, name string) error {
+	var args struct {
+		fd   int64
+		name [4088]byte
+	}
+	args.fd = int64(fd)
+	copy(args.name[:], name)
+	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(d)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d), uintptr(req), uintptr(unsafe.Pointer(&args))); e != 0 {
+		return fmt.Errorf("ioctl %#x on %s: %w", req, dir, e)
+	}
+	return nil
 }

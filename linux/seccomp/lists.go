@@ -171,6 +171,67 @@ var nsFlags = []uint64{
 // Terminal ioctls that inject input or reach the console.
 var deniedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX}
 
+// btrfsIoctlType is the type byte (bits 8-15 of the request) of btrfs's
+// ioctls, BTRFS_IOCTL_MAGIC. They are refused whole but for cloneIoctls:
+// a subvolume or a snapshot is made by an ioctl on a directory opened for
+// reading, checked against the directory's mode only, never against a
+// mount's view or Landlock. A snapshot of a subvolume the user owns copied
+// its denyRead directory into the writable tree, where the command read it
+// (every tier: the mask hides the path, not the subvolume), and in the
+// no-namespace tier a subvolume, and a snapshot of one the command filled
+// (an authorized_keys), was made in a directory outside the writable paths
+// (found by attack pass 80). Nothing a sandboxed build runs needs them.
+const btrfsIoctlType = 0x94
+
+// cloneIoctls are the VFS's own requests that carry btrfs's type byte
+// (FICLONE, FICLONERANGE, FIDEDUPERANGE: cp --reflink): they need a
+// descriptor of the destination open for writing (dedupe: one whose
+// contents are the same already), which Landlock and the mounts judged.
+var cloneIoctls = []uint64{unix.FICLONE, unix.FICLONERANGE, unix.FIDEDUPERANGE}
+
+// IsBtrfsIoctl reports whether req is one of the btrfs ioctls the filter
+// refuses (btrfsIoctlType).
+func IsBtrfsIoctl(req uint64) bool {
+	if (req>>8)&0xff != btrfsIoctlType {
+		return false
+	}
+	for _, r := range cloneIoctls {
+		if uint64(uint32(req)) == r {
+			return false
+		}
+	}
+	return true
+}
+
+// btrfsDenied returns (mask, value) pairs for ioctl's request that match
+// every request of btrfs's type whose number (bits 0-7) is not one of
+// cloneIoctls', whatever its direction and size: blocks of numbers that
+// share a prefix of bits, since libseccomp allows one check of an argument
+// per rule (so no "type is btrfs's and the request is not FICLONE").
+func btrfsDenied() [][2]uint64 {
+	var out [][2]uint64
+	var cover func(value uint64, bits int)
+	cover = func(value uint64, bits int) {
+		size := uint64(1) << (8 - bits)
+		kept := 0
+		for _, req := range cloneIoctls {
+			if nr := req & 0xff; nr >= value && nr < value+size {
+				kept++
+			}
+		}
+		switch {
+		case kept == 0:
+			mask := uint64(0xff00) | (0xff &^ (size - 1))
+			out = append(out, [2]uint64{mask, btrfsIoctlType<<8 | value})
+		case bits < 8:
+			cover(value, bits+1)
+			cover(value+size/2, bits+1)
+		}
+	}
+	cover(0, 0)
+	return out
+}
+
 // WriteSyscalls are the filesystem syscalls the observer is told about.
 // Each entry names the syscall and, for open-like calls, the argument that
 // holds the flags (-1: always).

@@ -212,6 +212,12 @@ func (b *builder) denyArguments(o Options) error {
 			return err
 		}
 	}
+	// btrfs's ioctls, but the VFS's clone requests (btrfsIoctlType).
+	for _, c := range btrfsDenied() {
+		if err := b.add("ioctl", b.deny, masked(1, c[0], c[1])); err != nil {
+			return err
+		}
+	}
 	// personality(2): the query and the plain Linux personas only
 	// (PER_LINUX, PER_LINUX32, either with UNAME26), as container
 	// profiles allow: ADDR_NO_RANDOMIZE (ASLR off for what the command

@@ -1,0 +1,124 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// btrfsDir returns a new directory on btrfs that this user may write:
+// under MOAT_TEST_BTRFS if it names one, or, as root, on a btrfs image
+// the test makes and mounts (mkfs.btrfs); the test skips otherwise.
+func btrfsDir(t *testing.T, f *fixture) string {
+	t.Helper()
+	isBtrfs := func(dir string) bool {
+		var st unix.Statfs_t
+		return unix.Statfs(dir, &st) == nil && st.Type == unix.BTRFS_SUPER_MAGIC
+	}
+	if d := os.Getenv("MOAT_TEST_BTRFS"); d != "" {
+		if !isBtrfs(d) {
+			t.Fatalf("MOAT_TEST_BTRFS=%s is not on btrfs", d)
+		}
+		dir, err := os.MkdirTemp(d, "moat-btrfs-")
+		must(t, err)
+		os.Chmod(dir, 0o755)
+		t.Cleanup(func() { os.RemoveAll(dir) }) // (an empty subvolume goes with rmdir)
+		return dir
+	}
+	mkfs, err := exec.LookPath("mkfs.btrfs")
+	if !root() || err != nil {
+		t.Skip("no btrfs at hand: as root with mkfs.btrfs, or with MOAT_TEST_BTRFS naming a btrfs directory this user may write")
+	}
+	img, mnt := filepath.Join(f.root, "btrfs.img"), filepath.Join(f.root, "btrfs")
+	must(t, os.WriteFile(img, nil, 0o600))
+	must(t, os.Truncate(img, 256<<20))
+	must(t, os.Mkdir(mnt, 0o755))
+	if out, err := exec.Command(mkfs, "-q", img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.btrfs: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount a btrfs image: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	return mnt
+}
+
+// btrfs's subvolume and snapshot ioctls are refused in every tier (attack
+// pass 80). They act on a directory opened for reading, judged by its mode
+// alone: a snapshot of a subvolume the user owns copied its denyRead
+// directory into the writable tree, where the command read it (the mask
+// hides the path, not the subvolume); and in the no-namespace tier, where
+// Landlock alone keeps writes in the writable paths, a subvolume, and a
+// snapshot of one the command filled (an authorized_keys), was made in a
+// directory outside them. Each attack works without moat.
+func TestBtrfsSubvolumes(t *testing.T) {
+	f := makeFixture(t)
+	bt := btrfsDir(t, f)
+	work, outside := filepath.Join(bt, "work"), filepath.Join(bt, "outside")
+	must(t, os.Mkdir(work, 0o755))
+	must(t, os.Mkdir(outside, 0o755))
+	// A subvolume of the user's with a denyRead directory in it (a home
+	// directory that is a subvolume, as systemd-homed makes them), and one
+	// in the writable tree holding a file to plant outside.
+	home, sv := filepath.Join(bt, "home"), filepath.Join(work, "sv")
+	for _, d := range []string{home, sv} {
+		if got := f.direct("btrfs-subvol", filepath.Dir(d), filepath.Base(d)); !got.escaped() {
+			t.Fatalf("a subvolume must be made without moat:\n%s", got.out)
+		}
+	}
+	must(t, os.Mkdir(filepath.Join(home, ".secret"), 0o700))
+	must(t, os.WriteFile(filepath.Join(home, ".secret", "key"), []byte(secretText+"\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(sv, "authorized_keys"), []byte(targetText+"\n"), 0o600))
+	settings := f.writeSettings(map[string]any{
+		"allowWrite": []string{f.work, work},
+		"denyRead":   []string{f.secret, f.outside + "/secretdir", filepath.Join(home, ".secret")},
+	})
+	attacks := func(t *testing.T, tier string, sandboxed func(...string) result) {
+		for _, a := range []struct {
+			name string
+			args func(suffix string) []string
+		}{
+			{"snapshot of a denyRead directory", func(s string) []string {
+				return []string{"btrfs-snapshot", home, work, "snap" + s, ".secret/key"}
+			}},
+			{"subvolume outside the writable paths", func(s string) []string {
+				return []string{"btrfs-subvol", outside, "planted" + s}
+			}},
+			{"snapshot planted outside the writable paths", func(s string) []string {
+				return []string{"btrfs-snapshot", sv, outside, ".ssh" + s, "authorized_keys"}
+			}},
+		} {
+			t.Run(a.name, func(t *testing.T) {
+				got := sandboxed(a.args("-moat-" + tier)...)
+				if got.escaped() {
+					t.Errorf("ESCAPE under moat: %s", got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				} else if !viaSession() && !strings.Contains(got.out, "btrfs") {
+					t.Errorf("the refused ioctl must be reported:\n%s", got.out)
+				}
+				if base := f.direct(a.args("-direct-" + tier)...); !base.escaped() {
+					t.Errorf("the attack must work without moat:\n%s", base.out)
+				}
+			})
+		}
+	}
+	t.Run("namespaces", func(t *testing.T) {
+		testutil.RequireUserns(t)
+		attacks(t, "ns", func(args ...string) result { return f.sandboxedWith(settings, args...) })
+	})
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			attacks(t, "nons", func(args ...string) result {
+				return f.noUserns(moatBin, append([]string{"run", "--best-effort", "--settings", settings, "--", self}, args...)...)
+			})
+		})
+	}
+}
