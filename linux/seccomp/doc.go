@@ -8,7 +8,9 @@
 //   - Build: the filter for a set of Options (unix sockets refused, brokered
 //     or allowed; refusals answered EPERM or sent to the supervisor as user
 //     notifications; filesystem writes notified for violation reports; a
-//     mode with S_ISUID or S_ISGID always answered EPERM, openat2 ENOSYS).
+//     mode with S_ISUID or S_ISGID always answered EPERM, openat2 ENOSYS,
+//     and every syscall number above LastReviewed ENOSYS: the filter is a
+//     deny list, and a call a newer kernel adds has not been reviewed).
 //   - The lists: Denied syscalls, WriteSyscalls, and Number (a syscall's
 //     native number, for the supervisor's observer).
 //

@@ -3,10 +3,12 @@
 package seccomp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 
 	lsc "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -21,7 +23,8 @@ import (
 // (unixSockets); the writes the supervisor is told of (notifyWrites);
 // metadata (denyMetadata); other processes (denyOtherProcesses); memory
 // files (denyMemfd); System V IPC without namespaces (denySysVIPC); then
-// the export.
+// the export, behind a check that answers ENOSYS to every syscall number
+// above LastReviewed (unreviewed).
 func Build(o Options) ([]byte, error) {
 	f, err := newFilter()
 	if err != nil {
@@ -37,7 +40,57 @@ func Build(o Options) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return export(f)
+	prog, err := export(f)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := unreviewed(LastReviewed)
+	if err != nil {
+		return nil, err
+	}
+	return append(pre, prog...), nil
+}
+
+// auditArches are the AUDIT_ARCH_* values of the architectures whose
+// syscall numbers LastReviewed counts.
+var auditArches = map[string]uint32{"amd64": 0xc000003e, "arm64": 0xc00000b7}
+
+// unreviewed returns the instructions put before libseccomp's program:
+// a native syscall numbered above last answers ENOSYS (LastReviewed). It
+// looks at the architecture and the number only, so the kernel's cache of
+// always-allowed syscalls still holds; a number with the x32 bit, or
+// another architecture, goes on to libseccomp's program, which kills it.
+// BPF jumps only forward, relative to the next instruction, so
+// libseccomp's own jumps are unchanged behind it. An architecture whose
+// numbers were not reviewed is an error, not a filter without the check.
+func unreviewed(last uint32) ([]byte, error) {
+	arch, ok := auditArches[goruntime.GOARCH]
+	if !ok {
+		return nil, fmt.Errorf("seccomp: no reviewed syscall table for %s", goruntime.GOARCH)
+	}
+	const (
+		ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jgt    = unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		x32Bit = 0x40000000
+	)
+	ins := []unix.SockFilter{
+		{Code: ldAbs, K: 4},                  // seccomp_data.arch
+		{Code: jeq, Jt: 0, Jf: 4, K: arch},   // another: libseccomp's
+		{Code: ldAbs, K: 0},                  // seccomp_data.nr
+		{Code: jgt, Jt: 0, Jf: 2, K: last},   // reviewed: libseccomp's
+		{Code: jge, Jt: 1, Jf: 0, K: x32Bit}, // x32: libseccomp's
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	}
+	out := make([]byte, 0, 8*len(ins))
+	for _, in := range ins {
+		out = binary.NativeEndian.AppendUint16(out, in.Code)
+		out = append(out, in.Jt, in.Jf)
+		out = binary.NativeEndian.AppendUint32(out, in.K)
+	}
+	return out, nil
 }
 
 // newFilter is an empty filter that allows, with moat's attributes.

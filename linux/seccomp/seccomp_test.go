@@ -4,7 +4,11 @@ package seccomp
 
 import (
 	"encoding/binary"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -201,6 +205,16 @@ func TestFilterVerdicts(t *testing.T) {
 		{"notify: socket vsock", Options{Notify: true}, unix.SYS_SOCKET, []uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, retNotify},
 		{"i386 ABI", Options{}, 0, nil, retKill},
 		{"x32 ABI", Options{}, 0x40000000 | unix.SYS_READ, nil, retKill},
+		// Numbers above LastReviewed answer ENOSYS, whatever else the
+		// options say; those up to it are judged by the lists.
+		{"unreviewed 470", Options{}, 470, nil, enosys},
+		{"unreviewed 470, notified", Options{Notify: true, NoNamespaces: true, NoMetadata: true}, 470, nil, enosys},
+		{"unreviewed 1023", Options{AllowUnix: true}, 1023, nil, enosys},
+		{"unreviewed below x32", Options{}, 0x3fffffff, nil, enosys},
+		{"unreviewed with x32 bit", Options{}, 0x40000000 | 470, nil, retKill},
+		{"file_setattr reviewed", Options{}, 469, nil, retAllow},
+		{"file_getattr reviewed", Options{}, 468, nil, retAllow},
+		{"uretprobe reviewed", Options{}, 335, nil, retAllow},
 	}
 	vms := map[Options]vm{}
 	for _, tc := range cases {
@@ -302,10 +316,88 @@ func TestFilterSetIDModes(t *testing.T) {
 	}
 }
 
+// TestUnreviewedInKernel loads the check Build puts first, with a lower
+// number than LastReviewed, in a child process: a call that exists on
+// this kernel above it answers ENOSYS, the one at it does not, and the
+// program behind the check (here: allow) decides the rest. The numbers are
+// the newest (file_getattr, open_tree_attr: Linux 6.17 and 6.15), which
+// the Go runtime and testing never call.
+func TestUnreviewedInKernel(t *testing.T) {
+	const last, above = 467, 468
+	if os.Getenv("MOAT_SECCOMP_CHILD") == "1" {
+		// Without the filter file_getattr exists (EBADF for no descriptor).
+		if _, _, e := unix.Syscall6(above, ^uintptr(0), 0, 0, 0, 0, 0); e == unix.ENOSYS {
+			t.Skipf("this kernel has no syscall %d (before Linux 6.17)", above)
+		}
+		pre, err := unreviewed(last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allow := binary.NativeEndian.AppendUint16(nil, unix.BPF_RET|unix.BPF_K)
+		allow = append(allow, 0, 0)
+		allow = binary.NativeEndian.AppendUint32(allow, retAllow)
+		prog := append(pre, allow...)
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		fprog := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+		if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+			t.Fatalf("load the filter: %v", e)
+		}
+		if _, _, e := unix.Syscall6(above, ^uintptr(0), 0, 0, 0, 0, 0); e != unix.ENOSYS {
+			t.Errorf("syscall %d, above %d: got %v, want ENOSYS", above, last, e)
+		}
+		if _, _, e := unix.Syscall6(last, ^uintptr(0), 0, 0, 0, 0, 0); e == unix.ENOSYS {
+			t.Errorf("syscall %d, the last reviewed: ENOSYS", last)
+		}
+		if os.Getpid() <= 0 {
+			t.Error("getpid failed")
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnreviewedInKernel$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "MOAT_SECCOMP_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Skipf("child: %s", out)
+	}
+}
+
 func BenchmarkBuild(b *testing.B) {
 	for b.Loop() {
 		if _, err := Build(Options{Notify: true}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestListsReviewed: every number the lists name is at most LastReviewed
+// (a rule for one above it would never be reached: the check in front
+// answers ENOSYS first), and so is every call they name that this
+// libseccomp knows.
+func TestListsReviewed(t *testing.T) {
+	nrs := append([]int{openat2Nr, memfdSecretNr}, rawDenied...)
+	for _, nr := range metadataNrs {
+		nrs = append(nrs, nr)
+	}
+	for _, m := range modeSyscalls {
+		nrs = append(nrs, m.Nr)
+	}
+	names := append(append(append([]string(nil), Denied...), MetadataSyscalls...), SysVIPCSyscalls...)
+	for _, w := range WriteSyscalls {
+		names = append(names, w.Name)
+	}
+	for _, name := range names {
+		if nr, ok := Number(name); ok {
+			nrs = append(nrs, nr)
+		}
+	}
+	for _, nr := range nrs {
+		if nr > LastReviewed {
+			t.Errorf("syscall %d is in the lists but above LastReviewed (%d): raise it once the kernel's new calls are reviewed", nr, LastReviewed)
 		}
 	}
 }
