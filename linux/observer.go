@@ -295,8 +295,11 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 			return o.brokerInodeFlags(n) // metabroker.go
 		}
 		rule := "terminal input injection is blocked"
-		if seccomp.IsBtrfsIoctl(n.args[1]) {
+		switch {
+		case seccomp.IsBtrfsIoctl(n.args[1]):
 			rule = "no btrfs subvolumes or snapshots: they are made, and read, past the mounts and Landlock"
+		case seccomp.IsFscryptIoctl(n.args[1]):
+			rule = "no encryption keys or policies: a filesystem's keys outlive the sandbox, charged to the user's key quota"
 		}
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
 			Rule: rule, Pid: int(n.pid)})
@@ -912,6 +915,9 @@ func ioctlName(req uint64) string {
 	}
 	if seccomp.IsBtrfsIoctl(req) {
 		return fmt.Sprintf("btrfs %#x", uint32(req))
+	}
+	if seccomp.IsFscryptIoctl(req) {
+		return fmt.Sprintf("fscrypt %#x", uint32(req))
 	}
 	return fmt.Sprintf("%#x", uint32(req))
 }

@@ -10,6 +10,7 @@ package privtests
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -557,6 +558,29 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("read %q from a snapshot of %s", firstLine(b), a[0]), nil
 	},
+	// fscrypt-add-key DIR: add an encryption key to DIR's filesystem
+	// (FS_IOC_ADD_ENCRYPTION_KEY on DIR opened for reading): it stays in
+	// the filesystem's keyring, charged to the user's key quota.
+	"fscrypt-add-key": func(a []string) (string, error) {
+		id, err := fscryptAddKey(a[0], []byte(strings.Repeat("k", 64)))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("added key %x to %s's filesystem", id, a[0]), nil
+	},
+	// fscrypt-lock DIR: remove the user's claim to the key of the
+	// encrypted directory DIR (FS_IOC_REMOVE_ENCRYPTION_KEY), which locks
+	// it.
+	"fscrypt-lock": func(a []string) (string, error) {
+		id, err := fscryptPolicyKey(a[0])
+		if err != nil {
+			return "", err
+		}
+		if err := fscryptKeyIoctl(a[0], fsIocRemoveEncryptionKey, id); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("removed key %x: %s is locked", id, a[0]), nil
+	},
 	"lease": func(a []string) (string, error) {
 		signal.Ignore(unix.SIGIO) // the lease break's signal
 		fd, err := unix.Open(a[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -1013,4 +1037,72 @@ func btrfsVolIoctl(dir string, req uint, fd int, name string) error {
 		return fmt.Errorf("ioctl %#x on %s: %w", req, dir, e)
 	}
 	return nil
+}
+
+// fscrypt's requests.
+const (
+	fsIocSetEncryptionPolicy    = 0x800c6613
+	fsIocGetEncryptionPolicyEx  = 0xc0096616
+	fsIocAddEncryptionKey       = 0xc0506617
+	fsIocRemoveEncryptionKey    = 0xc0406618
+	fscryptKeySpecTypeIdentifer = 2
+)
+
+// fscryptIoctl calls req on path (opened for reading) with arg.
+func fscryptIoctl(path string, req uint, arg []byte) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(unsafe.Pointer(&arg[0]))); e != 0 {
+		return fmt.Errorf("ioctl %#x on %s: %w", req, path, e)
+	}
+	return nil
+}
+
+// fscryptAddKey adds raw as a v2 key to path's filesystem and returns its
+// identifier (struct fscrypt_add_key_arg: key_spec, raw_size, key_id,
+// reserved, raw).
+func fscryptAddKey(path string, raw []byte) ([]byte, error) {
+	arg := make([]byte, 80+len(raw))
+	binary.NativeEndian.PutUint32(arg[0:], fscryptKeySpecTypeIdentifer)
+	binary.NativeEndian.PutUint32(arg[40:], uint32(len(raw)))
+	copy(arg[80:], raw)
+	if err := fscryptIoctl(path, fsIocAddEncryptionKey, arg); err != nil {
+		return nil, err
+	}
+	return arg[8:24], nil
+}
+
+// fscryptKeyIoctl calls a key request (struct fscrypt_remove_key_arg) for
+// the key identified by id.
+func fscryptKeyIoctl(path string, req uint, id []byte) error {
+	arg := make([]byte, 64)
+	binary.NativeEndian.PutUint32(arg[0:], fscryptKeySpecTypeIdentifer)
+	copy(arg[8:], id)
+	return fscryptIoctl(path, req, arg)
+}
+
+// fscryptSetPolicy makes the empty directory dir encrypted (a v2 policy:
+// AES-256-XTS and AES-256-CTS) with the key id.
+func fscryptSetPolicy(dir string, id []byte) error {
+	arg := make([]byte, 24)
+	arg[0], arg[1], arg[2] = 2, 1, 4
+	copy(arg[8:], id)
+	return fscryptIoctl(dir, fsIocSetEncryptionPolicy, arg)
+}
+
+// fscryptPolicyKey returns the key identifier of the encrypted directory
+// dir (FS_IOC_GET_ENCRYPTION_POLICY_EX: policy_size, then the policy).
+func fscryptPolicyKey(dir string) ([]byte, error) {
+	arg := make([]byte, 8+24)
+	binary.NativeEndian.PutUint64(arg, 24)
+	if err := fscryptIoctl(dir, fsIocGetEncryptionPolicyEx, arg); err != nil {
+		return nil, err
+	}
+	if arg[8] != 2 {
+		return nil, fmt.Errorf("%s: policy version %d", dir, arg[8])
+	}
+	return arg[16:32], nil
 }

@@ -3,6 +3,7 @@
 package privtests
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,101 @@ func TestBtrfsSubvolumes(t *testing.T) {
 			attacks(t, "nons", func(args ...string) result {
 				return f.noUserns(moatBin, append([]string{"run", "--best-effort", "--settings", settings, "--", self}, args...)...)
 			})
+		})
+	}
+}
+
+// fscryptDir returns a new directory on a filesystem with encryption
+// (fscrypt) that this user may write: under MOAT_TEST_FSCRYPT if it names
+// one, or, as root, on an ext4 image made with -O encrypt and mounted for
+// the test (its keys go with the unmount); the test skips otherwise.
+func fscryptDir(t *testing.T, f *fixture) string {
+	t.Helper()
+	if d := os.Getenv("MOAT_TEST_FSCRYPT"); d != "" {
+		dir, err := os.MkdirTemp(d, "moat-fscrypt-")
+		must(t, err)
+		os.Chmod(dir, 0o755)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if !root() || err != nil {
+		t.Skip("no fscrypt filesystem at hand: as root with mkfs.ext4, or with MOAT_TEST_FSCRYPT naming a directory this user may write on one")
+	}
+	img, mnt := filepath.Join(f.root, "fscrypt.img"), filepath.Join(f.root, "fscrypt")
+	must(t, os.WriteFile(img, nil, 0o600))
+	must(t, os.Truncate(img, 32<<20))
+	must(t, os.Mkdir(mnt, 0o755))
+	if out, err := exec.Command(mkfs, "-q", "-O", "encrypt", img).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.ext4 -O encrypt: %v: %s", err, out)
+	}
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount an ext4 image: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	return mnt
+}
+
+// fscrypt's keys and policies are refused in every tier (attack pass 80).
+// A key added to a filesystem, through any file of it opened for reading
+// (a read-only mount too), stays in the filesystem's keyring after the
+// run, charged to the user's key quota: a command filled the quota, and
+// the user's own add_key and unlocking failed afterwards (EDQUOT); and
+// removing the user's claim to a key locks the user's encrypted
+// directory. Each works without moat.
+func TestFscryptKeys(t *testing.T) {
+	f := makeFixture(t)
+	fs := fscryptDir(t, f)
+	// An encrypted directory of the user's, unlocked, outside the
+	// writable paths.
+	locked := filepath.Join(fs, "private")
+	must(t, os.Mkdir(locked, 0o700))
+	raw := []byte(strings.Repeat("u", 64))
+	id, err := fscryptAddKey(fs, raw)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTTY) {
+		t.Skipf("no fscrypt here: %v", err)
+	}
+	must(t, err)
+	must(t, fscryptSetPolicy(locked, id))
+	must(t, os.WriteFile(filepath.Join(locked, "notes"), []byte(secretText+"\n"), 0o600))
+	t.Cleanup(func() { // the user's key quota, where the filesystem stays mounted
+		for _, k := range [][]byte{raw, []byte(strings.Repeat("k", 64))} {
+			if id, err := fscryptAddKey(fs, k); err == nil {
+				fscryptKeyIoctl(fs, fsIocRemoveEncryptionKey, id)
+			}
+		}
+	})
+	unlock := func() {
+		if _, err := fscryptAddKey(fs, raw); err != nil {
+			t.Fatalf("unlock %s again: %v", locked, err)
+		}
+	}
+	attacks := func(t *testing.T, sandboxed func(...string) result) {
+		for _, args := range [][]string{{"fscrypt-add-key", fs}, {"fscrypt-lock", locked}} {
+			t.Run(args[0], func(t *testing.T) {
+				got := sandboxed(args...)
+				if got.escaped() {
+					t.Errorf("ESCAPE under moat: %s", got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				} else if !viaSession() && !strings.Contains(got.out, "fscrypt") {
+					t.Errorf("the refused ioctl must be reported:\n%s", got.out)
+				}
+				unlock()
+				if base := f.direct(args...); !base.escaped() {
+					t.Errorf("the attack must work without moat:\n%s", base.out)
+				}
+				unlock()
+			})
+		}
+	}
+	t.Run("namespaces", func(t *testing.T) {
+		testutil.RequireUserns(t)
+		attacks(t, f.sandboxed)
+	})
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			attacks(t, f.bestEffort)
 		})
 	}
 }

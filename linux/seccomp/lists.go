@@ -215,6 +215,37 @@ func IsBtrfsIoctl(req uint64) bool {
 	return true
 }
 
+// fscryptIoctls are the fscrypt requests that change a filesystem's
+// encryption state, matched by type and number ('f', 19-25), whatever
+// their direction and size: refused in every tier. A key added to a
+// filesystem (any file of it, opened for reading, through a read-only
+// mount too) stays in the filesystem's keyring after the run, charged to
+// the user's key quota: a command filled it (188 keys), and the user's
+// own add_key, and unlocking an encrypted directory, failed with EDQUOT
+// afterwards; removing the user's claim to a key locks the user's
+// unlocked directories (attack pass 80: the keyring calls were refused,
+// this was the same quota by another door). A directory's policy is set
+// on an empty directory its owner opened for reading (Landlock does not
+// see it), and ext4 writes a password salt to the superblock when asked
+// for one it lacks. Reading a policy, a key's status or a nonce stays.
+var fscryptIoctls = []uint64{
+	0x6613, // FS_IOC_SET_ENCRYPTION_POLICY
+	0x6614, // FS_IOC_GET_ENCRYPTION_PWSALT
+	0x6617, // FS_IOC_ADD_ENCRYPTION_KEY
+	0x6618, // FS_IOC_REMOVE_ENCRYPTION_KEY
+	0x6619, // FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS
+}
+
+// IsFscryptIoctl reports whether req is one of fscryptIoctls.
+func IsFscryptIoctl(req uint64) bool {
+	for _, r := range fscryptIoctls {
+		if req&0xffff == r {
+			return true
+		}
+	}
+	return false
+}
+
 // btrfsDenied returns (mask, value) pairs for ioctl's request that match
 // every request of btrfs's type whose number (bits 0-7) is not one of
 // cloneIoctls', whatever its direction and size: blocks of numbers that

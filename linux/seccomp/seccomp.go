@@ -265,6 +265,11 @@ func (b *builder) denyArguments(o Options) error {
 			return err
 		}
 	}
+	for _, req := range fscryptIoctls {
+		if err := b.add("ioctl", b.deny, masked(1, 0xffff, req)); err != nil {
+			return err
+		}
+	}
 	// btrfs's ioctls, but the VFS's clone requests (btrfsIoctlType).
 	for _, c := range btrfsDenied() {
 		if err := b.add("ioctl", b.deny, masked(1, c[0], c[1])); err != nil {
