@@ -274,6 +274,10 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: nsFlagNames(n.args[0]),
 			Rule: "no new namespaces inside the sandbox", Pid: int(n.pid)})
 		return unix.EPERM, false
+	case "futex":
+		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "futex", Target: fmt.Sprintf("requeue of a shared futex (%#x)", uint32(n.args[1])),
+			Rule: "no requeue of a futex shared between processes: it moves other processes' waiters where no wake reaches them", Pid: int(n.pid)})
+		return unix.EPERM, false
 	case "prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set":
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: name, Target: "pid 1, every process of a user, or (in a session, or without namespaces) another process",
 			Rule: "the sandbox's init, the session's server and reapers, the supervisor and the host's processes keep their limits, priority and CPUs", Pid: int(n.pid)})
@@ -870,7 +874,7 @@ var syscallNames = func() map[int]string {
 		add(d)
 	}
 	m[452], m[463], m[466], m[469] = "fchmodat2", "setxattrat", "removexattrat", "file_setattr"
-	for _, s := range []string{"socket", "socketpair", "setsockopt", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality",
+	for _, s := range []string{"socket", "socketpair", "setsockopt", "clone", "unshare", "ioctl", "fcntl", "connect", "listen", "personality", "futex",
 		"prlimit64", "setpriority", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set"} {
 		add(s)
 	}

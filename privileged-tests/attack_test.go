@@ -581,6 +581,28 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("removed key %x: %s is locked", id, a[0]), nil
 	},
+	// futex-requeue VICTIM OWN: move the waiters of the shared futex at
+	// the start of VICTIM (mapped for reading only) to the one at the
+	// start of OWN (FUTEX_CMP_REQUEUE): a wake on VICTIM then reaches none.
+	"futex-requeue": func(a []string) (string, error) {
+		victim, err := mapShared(a[0], false)
+		if err != nil {
+			return "", err
+		}
+		own, err := mapShared(a[1], true)
+		if err != nil {
+			return "", err
+		}
+		const futexCmpRequeue, maxInt32 = 4, 1<<31 - 1
+		n, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&victim[0])), futexCmpRequeue, 0, maxInt32, uintptr(unsafe.Pointer(&own[0])), 0)
+		if e != 0 {
+			return "", fmt.Errorf("futex FUTEX_CMP_REQUEUE: %w", e)
+		}
+		if n == 0 {
+			return "", fmt.Errorf("no waiter on %s to move", a[0])
+		}
+		return fmt.Sprintf("moved %d waiters of %s's futex to %s's", n, a[0], a[1]), nil
+	},
 	"lease": func(a []string) (string, error) {
 		signal.Ignore(unix.SIGIO) // the lease break's signal
 		fd, err := unix.Open(a[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -1105,4 +1127,18 @@ func fscryptPolicyKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: policy version %d", dir, arg[8])
 	}
 	return arg[16:32], nil
+}
+
+// mapShared maps the first page of path shared, for reading (and writing).
+func mapShared(path string, write bool) ([]byte, error) {
+	flags, prot := unix.O_RDONLY, unix.PROT_READ
+	if write {
+		flags, prot = unix.O_RDWR, unix.PROT_READ|unix.PROT_WRITE
+	}
+	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return unix.Mmap(fd, 0, 4096, prot, unix.MAP_SHARED)
 }

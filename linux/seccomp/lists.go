@@ -246,6 +246,33 @@ func IsFscryptIoctl(req uint64) bool {
 	return false
 }
 
+// sharedRequeueOps are futex(2)'s requeue operations (FUTEX_REQUEUE,
+// FUTEX_CMP_REQUEUE, FUTEX_CMP_REQUEUE_PI) without FUTEX_PRIVATE_FLAG:
+// refused in every tier, with futex_requeue(2), whose flags are in
+// memory (ENOSYS). A shared futex is named by the file and offset it lies
+// in, and a requeue needs only to read the word: a command that mapped a
+// file it may only read moved the waiters of a host process of the
+// user's, which waited on that file's futex, to a futex of its own, and
+// the owner's wake reached none of them: the host process hung (attack
+// pass 80; the mount's read-only view is the same inode). The C library's
+// condition variables no longer requeue, and a private futex is the
+// process's own.
+var sharedRequeueOps = []uint64{futexRequeue, futexCmpRequeue, futexCmpRequeuePI}
+
+// futex(2)'s operations (linux/futex.h; x/sys/unix has none of them).
+const (
+	futexWait         = 0
+	futexWake         = 1
+	futexRequeue      = 3
+	futexCmpRequeue   = 4
+	futexWaitBitset   = 9
+	futexCmpRequeuePI = 12
+	futexPrivateFlag  = 128
+)
+
+// futexRequeueNr is futex_requeue's number (amd64 and arm64, Linux 6.7).
+const futexRequeueNr = 456
+
 // btrfsDenied returns (mask, value) pairs for ioctl's request that match
 // every request of btrfs's type whose number (bits 0-7) is not one of
 // cloneIoctls', whatever its direction and size: blocks of numbers that

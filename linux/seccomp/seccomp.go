@@ -265,6 +265,16 @@ func (b *builder) denyArguments(o Options) error {
 			return err
 		}
 	}
+	// futex requeues of shared futexes (sharedRequeueOps): the command and
+	// the private flag in the low byte of the operation.
+	for _, op := range sharedRequeueOps {
+		if err := b.add("futex", b.deny, masked(1, 0xff, op)); err != nil {
+			return err
+		}
+	}
+	if err := b.addNr("futex_requeue", futexRequeueNr, lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+		return err
+	}
 	for _, req := range fscryptIoctls {
 		if err := b.add("ioctl", b.deny, masked(1, 0xffff, req)); err != nil {
 			return err

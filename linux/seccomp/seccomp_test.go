@@ -113,6 +113,17 @@ func TestFilterVerdicts(t *testing.T) {
 		{"BTRFS_IOC_SUBVOL_SETFLAGS", Options{}, unix.SYS_IOCTL, []uint64{0, 0x4008941a}, eperm},
 		{"BTRFS_IOC_SNAP_DESTROY_V2", Options{}, unix.SYS_IOCTL, []uint64{0, 0x5000943f}, eperm},
 		{"btrfs number 0xff", Options{}, unix.SYS_IOCTL, []uint64{0, 0x94ff}, eperm},
+		// Requeues of shared futexes (attack pass 80); private ones stay.
+		{"futex CMP_REQUEUE shared", Options{}, unix.SYS_FUTEX, []uint64{0, futexCmpRequeue}, eperm},
+		{"futex REQUEUE shared realtime", Options{}, unix.SYS_FUTEX, []uint64{0, futexRequeue | 256}, eperm},
+		{"futex CMP_REQUEUE_PI shared", Options{}, unix.SYS_FUTEX, []uint64{0, futexCmpRequeuePI}, eperm},
+		{"notify: futex CMP_REQUEUE shared", Options{Notify: true}, unix.SYS_FUTEX, []uint64{0, futexCmpRequeue}, retNotify},
+		{"futex CMP_REQUEUE private", Options{}, unix.SYS_FUTEX, []uint64{0, futexCmpRequeue | futexPrivateFlag}, retAllow},
+		{"futex WAIT shared", Options{}, unix.SYS_FUTEX, []uint64{0, futexWait}, retAllow},
+		{"futex WAKE shared", Options{}, unix.SYS_FUTEX, []uint64{0, futexWake}, retAllow},
+		{"futex WAIT_BITSET private", Options{}, unix.SYS_FUTEX, []uint64{0, futexWaitBitset | futexPrivateFlag}, retAllow},
+		{"futex_requeue", Options{}, 456, nil, enosys},
+		{"futex_waitv", Options{}, 449, nil, retAllow},
 		// fscrypt's keys and policies (attack pass 80); reading stays.
 		{"FS_IOC_ADD_ENCRYPTION_KEY", Options{}, unix.SYS_IOCTL, []uint64{0, 0xc0506617}, eperm},
 		{"FS_IOC_REMOVE_ENCRYPTION_KEY", Options{}, unix.SYS_IOCTL, []uint64{0, 0xc0406618}, eperm},
