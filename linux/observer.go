@@ -303,7 +303,7 @@ func (o *observer) handle(n *notif) (unix.Errno, bool) {
 		case seccomp.IsBtrfsIoctl(n.args[1]):
 			rule = "no btrfs subvolumes or snapshots: they are made, and read, past the mounts and Landlock"
 		case seccomp.IsFscryptIoctl(n.args[1]):
-			rule = "no encryption keys or policies: a filesystem's keys outlive the sandbox, charged to the user's key quota"
+			rule = "no encryption keys or policies, no fs-verity: a filesystem's keys outlive the sandbox, charged to the user's key quota; verity makes a file read-only for good"
 		}
 		o.report(policy.Violation{Kind: policy.SyscallViolation, Op: "ioctl", Target: ioctlName(n.args[1]),
 			Rule: rule, Pid: int(n.pid)})
@@ -919,6 +919,9 @@ func ioctlName(req uint64) string {
 	}
 	if seccomp.IsBtrfsIoctl(req) {
 		return fmt.Sprintf("btrfs %#x", uint32(req))
+	}
+	if req&0xffff == 0x6685 {
+		return "FS_IOC_ENABLE_VERITY"
 	}
 	if seccomp.IsFscryptIoctl(req) {
 		return fmt.Sprintf("fscrypt %#x", uint32(req))

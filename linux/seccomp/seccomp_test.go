@@ -131,6 +131,8 @@ func TestFilterVerdicts(t *testing.T) {
 		{"FS_IOC_SET_ENCRYPTION_POLICY other size", Options{}, unix.SYS_IOCTL, []uint64{0, 0x80186613}, eperm},
 		{"FS_IOC_GET_ENCRYPTION_PWSALT", Options{}, unix.SYS_IOCTL, []uint64{0, 0x40106614}, eperm},
 		{"notify: FS_IOC_ADD_ENCRYPTION_KEY", Options{Notify: true}, unix.SYS_IOCTL, []uint64{0, 0xc0506617}, retNotify},
+		{"FS_IOC_ENABLE_VERITY", Options{}, unix.SYS_IOCTL, []uint64{0, 0x40806685}, eperm},
+		{"FS_IOC_MEASURE_VERITY", Options{}, unix.SYS_IOCTL, []uint64{0, 0xc0046686}, retAllow},
 		{"FS_IOC_GET_ENCRYPTION_POLICY_EX", Options{}, unix.SYS_IOCTL, []uint64{0, 0xc0096616}, retAllow},
 		{"FS_IOC_GET_ENCRYPTION_KEY_STATUS", Options{}, unix.SYS_IOCTL, []uint64{0, 0xc080661a}, retAllow},
 		{"FICLONE", Options{}, unix.SYS_IOCTL, []uint64{0, unix.FICLONE}, retAllow},
