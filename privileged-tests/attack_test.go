@@ -647,6 +647,35 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("made %d of the user's %d inotify instances", want, limit), nil
 	},
+	// aio-hog: take native AIO events (io_setup) until the kernel refuses:
+	// escaped when that is more than half of the machine's (fs.aio-max-nr,
+	// one count for every user); they go back when this process exits.
+	"aio-hog": func(a []string) (string, error) {
+		b, err := os.ReadFile("/proc/sys/fs/aio-max-nr")
+		if err != nil {
+			return "", err
+		}
+		limit, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return "", err
+		}
+		total := 0
+		var last error
+		for nr := 1 << 16; nr >= 1; nr /= 2 {
+			for {
+				var ctx uintptr
+				if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, uintptr(nr), uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
+					last = e
+					break
+				}
+				total += nr
+			}
+		}
+		if 2*total <= limit {
+			return "", fmt.Errorf("took %d of the machine's %d AIO events (io_setup: %v)", total, limit, last)
+		}
+		return fmt.Sprintf("took %d of the machine's %d AIO events: every other process's io_setup fails", total, limit), nil
+	},
 	// keyring DESC: find a key in the caller's session keyring and read it.
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)

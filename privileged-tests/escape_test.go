@@ -448,6 +448,21 @@ func TestInotifyInstancesBounded(t *testing.T) {
 	f.attack([]string{"inotify-half"}, nil)
 }
 
+// Native AIO is not there (io_setup answers ENOSYS): its count of events
+// is the machine's (fs.aio-max-nr), and a command took all of it, so that
+// every other process's io_setup, root's included, failed with EAGAIN
+// while it ran (attack pass 80).
+func TestAIOEventsNotTaken(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"aio-hog"}, nil)
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			f := makeFixture(t)
+			f.attackWith(f.bestEffort, []string{"aio-hog"}, nil)
+		})
+	}
+}
+
 // The command gets a terminal of its own when stdin is a terminal, with a
 // name that exists inside, and cannot see the caller's.
 func TestPTY(t *testing.T) {

@@ -234,6 +234,17 @@ func (b *builder) denyArguments(o Options) error {
 	if err := b.add("clone3", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
 		return err
 	}
+	// Native AIO (io_setup): its count of events is the machine's, one
+	// sysctl for every user (fs.aio-max-nr, 65536 by default), not the
+	// user's nor the namespace's: a command took all of it, and while it
+	// ran every other process's io_setup, root's too, failed with EAGAIN
+	// (databases and VMs with native AIO; attack pass 80). ENOSYS, as a
+	// kernel without AIO answers: libaio's users fall back to threads, and
+	// the C library's POSIX AIO uses threads anyway. io_submit and the
+	// rest need a context, so none is left to them.
+	if err := b.add("io_setup", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+		return err
+	}
 	// MPTCP sockets escape Landlock's TCP rights (which check for
 	// IPPROTO_TCP): answer "protocol not supported", so programs (Go's
 	// listeners among them) fall back to plain TCP.

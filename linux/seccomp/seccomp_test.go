@@ -94,6 +94,8 @@ func TestFilterVerdicts(t *testing.T) {
 		{"open_tree_attr", Options{}, 467, nil, eperm},
 		{"setns", Options{}, unix.SYS_SETNS, nil, eperm},
 		{"clone3", Options{}, unix.SYS_CLONE3, nil, enosys},
+		{"io_setup", Options{}, unix.SYS_IO_SETUP, []uint64{1}, enosys},
+		{"io_setup notified", Options{Notify: true, NoNamespaces: true}, unix.SYS_IO_SETUP, []uint64{1}, enosys},
 		{"clone plain fork", Options{}, unix.SYS_CLONE, []uint64{uint64(unix.SIGCHLD)}, retAllow},
 		{"clone thread", Options{}, unix.SYS_CLONE, []uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, retAllow},
 		{"clone newuser", Options{}, unix.SYS_CLONE, []uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, eperm},
