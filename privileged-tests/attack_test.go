@@ -676,6 +676,25 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("took %d of the machine's %d AIO events: every other process's io_setup fails", total, limit), nil
 	},
+	// hugetlb-hog: take huge pages of the machine's pool (MAP_HUGETLB)
+	// until the kernel refuses: escaped with one or more.
+	"hugetlb-hog": func(a []string) (string, error) {
+		n := 0
+		var last error
+		for {
+			p, err := unix.Mmap(-1, 0, 2<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB)
+			if err != nil {
+				last = err
+				break
+			}
+			p[0] = 1
+			n++
+		}
+		if n == 0 {
+			return "", fmt.Errorf("no huge page: mmap MAP_HUGETLB: %w", last)
+		}
+		return fmt.Sprintf("took %d huge pages of the machine's pool", n), nil
+	},
 	// keyring DESC: find a key in the caller's session keyring and read it.
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)

@@ -463,6 +463,43 @@ func TestAIOEventsNotTaken(t *testing.T) {
 	}
 }
 
+// The machine's pool of huge pages (vm.nr_hugepages, reserved for the
+// host's databases and VMs) is not the command's: with MAP_HUGETLB a
+// command took every page of it, and the host's processes, root's too,
+// got none while it ran (attack pass 80). As root the test reserves two
+// pages for itself; as a user it needs a pool with free pages.
+func TestHugePagesNotTaken(t *testing.T) {
+	const knob = "/proc/sys/vm/nr_hugepages"
+	if root() {
+		old, err := os.ReadFile(knob)
+		must(t, err)
+		if strings.TrimSpace(string(old)) == "0" {
+			if err := os.WriteFile(knob, []byte("2"), 0o644); err != nil {
+				testutil.Unavailable(t, "reserve huge pages: %v", err)
+			}
+			t.Cleanup(func() { os.WriteFile(knob, old, 0o644) })
+		}
+	}
+	free := 0
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "HugePages_Free:" {
+			free, _ = strconv.Atoi(f[1])
+		}
+	}
+	if free == 0 {
+		t.Skip("no free huge pages in the machine's pool (root reserves them for the test)")
+	}
+	f := newFixture(t)
+	f.attack([]string{"hugetlb-hog"}, nil)
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			f := makeFixture(t)
+			f.attackWith(f.bestEffort, []string{"hugetlb-hog"}, nil)
+		})
+	}
+}
+
 // The command gets a terminal of its own when stdin is a terminal, with a
 // name that exists inside, and cannot see the caller's.
 func TestPTY(t *testing.T) {

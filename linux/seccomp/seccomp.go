@@ -245,6 +245,25 @@ func (b *builder) denyArguments(o Options) error {
 	if err := b.add("io_setup", lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
 		return err
 	}
+	// Huge pages of the machine's pool (hugetlbfs): the pool is reserved
+	// for the host as a whole (vm.nr_hugepages: a database's, a VM's), and
+	// a command took every page of it with MAP_HUGETLB, so that the host's
+	// processes, root's too, got none while it ran (attack pass 80). The
+	// answers are an empty pool's: mmap and shmget ENOMEM, memfd_create
+	// EINVAL (a kernel without hugetlbfs); transparent huge pages, which
+	// reserve nothing, stay.
+	const mapHugeTLB, mfdHugeTLB, shmHugeTLB = 0x40000, 0x4, 0o4000
+	enomem := lsc.ActErrno.SetReturnCode(int16(unix.ENOMEM))
+	for _, r := range []struct {
+		name string
+		arg  uint
+		flag uint64
+		act  lsc.ScmpAction
+	}{{"mmap", 3, mapHugeTLB, enomem}, {"memfd_create", 1, mfdHugeTLB, lsc.ActErrno.SetReturnCode(int16(unix.EINVAL))}, {"shmget", 2, shmHugeTLB, enomem}} {
+		if err := b.add(r.name, r.act, masked(r.arg, r.flag, r.flag)); err != nil {
+			return err
+		}
+	}
 	// MPTCP sockets escape Landlock's TCP rights (which check for
 	// IPPROTO_TCP): answer "protocol not supported", so programs (Go's
 	// listeners among them) fall back to plain TCP.
