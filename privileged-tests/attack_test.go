@@ -695,6 +695,38 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("took %d huge pages of the machine's pool", n), nil
 	},
+	// pty-half: open more than half of the pseudo-terminals every devpts
+	// instance but the host's own shares (kernel.pty.max less
+	// kernel.pty.reserve); it stops one past half, so that run without
+	// moat it leaves the host's terminals room.
+	"pty-half": func(a []string) (string, error) {
+		read := func(p string) (int, error) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return 0, err
+			}
+			return strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		max, err := read("/proc/sys/kernel/pty/max")
+		if err != nil {
+			return "", err
+		}
+		reserve, err := read("/proc/sys/kernel/pty/reserve")
+		if err != nil {
+			return "", err
+		}
+		var rl unix.Rlimit
+		unix.Getrlimit(unix.RLIMIT_NOFILE, &rl)
+		rl.Cur = rl.Max
+		unix.Setrlimit(unix.RLIMIT_NOFILE, &rl)
+		want := (max-reserve)/2 + 1
+		for i := 0; i < want; i++ {
+			if _, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err != nil {
+				return "", fmt.Errorf("pty %d of %d (the machine's %d, %d kept for the host): %w", i+1, want, max, reserve, err)
+			}
+		}
+		return fmt.Sprintf("opened %d of the %d pseudo-terminals other devpts instances share", want, max-reserve), nil
+	},
 	// keyring DESC: find a key in the caller's session keyring and read it.
 	"keyring": func(a []string) (string, error) {
 		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", a[0], 0)

@@ -463,6 +463,21 @@ func TestAIOEventsNotTaken(t *testing.T) {
 	}
 }
 
+// The sandbox's devpts instance holds at most 256 pseudo-terminals: the
+// machine's (kernel.pty.max, less kernel.pty.reserve for the host's own
+// devpts) are one count for every other instance, and a command opened
+// all of them, so that every other sandbox with a terminal, any user's,
+// and every container failed to start (attack pass 80). Without moat the
+// attack opens the host's own (it stops past half of the shared count).
+func TestPseudoTerminalsBounded(t *testing.T) {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Max < 2048 {
+		t.Skip("the descriptor limit is below the attack's needs")
+	}
+	f := newFixture(t)
+	f.attack([]string{"pty-half"}, nil)
+}
+
 // The machine's pool of huge pages (vm.nr_hugepages, reserved for the
 // host's databases and VMs) is not the command's: with MAP_HUGETLB a
 // command took every page of it, and the host's processes, root's too,

@@ -61,6 +61,9 @@
 #include "plan.h"
 #include "fastrun.h"
 
+/* The most pseudo-terminals a sandbox's devpts instance holds (M_DEVPTS). */
+#define PTY_MAX "256"
+
 /* ---- syscalls glibc 2.36 does not wrap ------------------------------- */
 
 #ifndef __NR_open_tree
@@ -472,7 +475,12 @@ static void do_mount_op(struct rd *r)
 		char *target = rd_str(r);
 		if (r->bad)
 			break;
-		const char *kv[] = {"newinstance", NULL, "ptmxmode", "0666", "mode", "0620", NULL};
+		/* max: the machine's pseudo-terminals (kernel.pty.max, 4096,
+		 * less the 1024 kept for the host's own devpts) are one count
+		 * for every other devpts instance: a command opened all 3071,
+		 * and every other sandbox with a terminal, any user's, and
+		 * every container failed to start (attack pass 80). */
+		const char *kv[] = {"newinstance", NULL, "ptmxmode", "0666", "mode", "0620", "max", PTY_MAX, NULL};
 		int fd = new_fs("devpts", kv, 0x2 | 0x8); /* MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC */
 		if (fd < 0)
 			die("create a devpts instance");
