@@ -3,9 +3,12 @@ package runtime
 import (
 	"io"
 	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -82,5 +85,107 @@ func TestTCPOwner(t *testing.T) {
 	}
 	if err := peerOwnedBy(os.Getuid() + 1)(c); err == nil {
 		t.Errorf("the test's connection taken for uid %d's", os.Getuid()+1)
+	}
+}
+
+// A client that closed its end before the proxy looked is nobody's: the
+// kernel keeps its end as a mini-socket that names no owner (uid 0, no
+// inode), which the scan of /proc/net/tcp took for root's, so a root run's
+// proxy served another user's closed connections. The lookup refuses it.
+func TestPeerClosedClientRefused(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := peerOwnedBy(os.Getuid())(c); err != nil {
+		t.Fatalf("the open connection: %v", err)
+	}
+	d.Close()
+	// the client's end becomes the kernel's once the proxy's end has
+	// acknowledged its FIN: the proxy's end reads EOF then
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the proxy's end: %v, want EOF", err)
+	}
+	for _, uid := range []int{0, os.Getuid()} {
+		if err := peerOwnedBy(uid)(c); err == nil {
+			t.Errorf("a closed client's connection taken for uid %d's", uid)
+		}
+	}
+}
+
+// The kernel answers a pair it has no connection for with a listener on
+// the pair's local address (its lookup is an incoming packet's): that
+// listener's owner is not the client's.
+func TestPeerListenerNotTakenForClient(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	la := l.Addr().(*net.TCPAddr).AddrPort()
+	if uid, err := tcpOwner(la, netip.MustParseAddrPort("127.0.0.1:9")); err == nil {
+		t.Errorf("a listener's owner (%d) given for a connection that is not there", uid)
+	}
+}
+
+// The request and answer structures are the kernel's sizes
+// (linux/inet_diag.h): a field out of place would read another's bytes.
+func TestInetDiagSizes(t *testing.T) {
+	if s := unsafe.Sizeof(inetDiagReqV2{}); s != 56 {
+		t.Errorf("inet_diag_req_v2: %d bytes, the kernel's is 56", s)
+	}
+	if s := unsafe.Sizeof(inetDiagMsg{}); s != 72 {
+		t.Errorf("inet_diag_msg: %d bytes, the kernel's is 72", s)
+	}
+}
+
+// An IPv6 client and a dual-stack client connected to an IPv4 address
+// are found as well as an IPv4 one.
+func TestTCPOwnerIPv6(t *testing.T) {
+	for _, c := range []struct{ lnet, laddr, dnet string }{
+		{"tcp6", "[::1]:0", "tcp6"},
+		{"tcp", "[::]:0", "tcp4"}, // a dual-stack listener, an IPv4 client
+		{"tcp", "[::]:0", "tcp6"}, // a dual-stack listener, an IPv6 client to ::1
+	} {
+		l, err := net.Listen(c.lnet, c.laddr)
+		if err != nil {
+			t.Logf("%s %s: %v", c.lnet, c.laddr, err)
+			continue
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		host := "127.0.0.1"
+		if c.dnet == "tcp6" {
+			host = "::1"
+		}
+		d, err := net.Dial(c.dnet, net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			l.Close()
+			t.Logf("%s to %s: %v", c.dnet, host, err)
+			continue
+		}
+		a, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := peerOwnedBy(os.Getuid())(a); err != nil {
+			t.Errorf("%s client to a %s %s listener: %v", c.dnet, c.lnet, c.laddr, err)
+		}
+		if err := peerOwnedBy(os.Getuid() + 1)(a); err == nil {
+			t.Errorf("%s client to a %s %s listener taken for uid %d's", c.dnet, c.lnet, c.laddr, os.Getuid()+1)
+		}
+		a.Close()
+		d.Close()
+		l.Close()
 	}
 }
