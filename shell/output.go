@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 // Output limits (the seeds' BASH_MAX_OUTPUT_DEFAULT, BASH_MAX_OUTPUT_UPPER_LIMIT,
@@ -239,8 +241,11 @@ func (c *capture) render(maxChars, previewBytes int) rendered {
 		r.text = fmt.Sprintf("Binary output (%s) saved to: %s\n", formatSize(total), name)
 		return r
 	}
+	// The command's own text loses the '<' of moat's tags
+	// (policy.Defang) here, before moat's notice is put around it; the
+	// saved file keeps what it wrote.
 	if !spilled && utf8.RuneCount(head) <= maxChars {
-		return rendered{text: string(head)}
+		return rendered{text: policy.Defang(string(head))}
 	}
 	name, err := c.persist()
 	if err != nil {
@@ -254,10 +259,11 @@ func (c *capture) render(maxChars, previewBytes int) rendered {
 			_, w := utf8.DecodeRune(head[i:])
 			i += w
 		}
-		return rendered{text: string(cut) + fmt.Sprintf("\n... [output truncated: %s in all; it could not be saved: %v]\n", formatSize(total), err)}
+		return rendered{text: policy.Defang(string(cut)) + fmt.Sprintf("\n... [output truncated: %s in all; it could not be saved: %v]\n", formatSize(total), err)}
 	}
 	r := rendered{file: name, truncated: c.fileSize() < total}
 	preview, more := makePreview(head, previewBytes)
+	preview = policy.Defang(preview)
 	var b strings.Builder
 	b.WriteString("<persisted-output>\n")
 	if r.truncated {

@@ -353,9 +353,8 @@ func (s *Session) finish(t *task, ex Exit, waitErr error) Result {
 		in := Interpret(t.req.Command, ex.Code, s.shell.Variant())
 		res.IsError, res.Message = in.IsError, in.Message
 	}
-	// The command's own output cannot pass for moat's block (policy.Defang);
-	// the saved file keeps what it wrote.
-	res.Output = policy.Defang(res.Output)
+	// The command's own output cannot pass for moat's block: render took
+	// the '<' off its tags (policy.Defang), not off moat's notice around it.
 	if a := policy.Annotate(ex.Violations); a != "" {
 		if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
 			res.Output += "\n"

@@ -2,12 +2,12 @@ package policy
 
 import (
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ViolationKind says which layer refused something.
@@ -98,23 +98,82 @@ func Invisible(r rune) bool {
 		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs)
 }
 
-// blockTag is an opening or closing <sandbox_violations> tag as a reader may
-// take it: any case, spaces inside the brackets, the closing bracket left
-// out.
-var blockTag = regexp.MustCompile(`(?i)<(\s*/?\s*sandbox_violations)`)
+// resultTags are the tags moat writes around parts of a command's result,
+// as defangName spells them: the violation block, and the notice of
+// output saved to a file (shell's render).
+var resultTags = []string{"sandboxviolations", "persistedoutput"}
 
-// Defang takes the angle bracket off every <sandbox_violations> tag in a
-// command's own output, so that only moat's block, after it, reads as one.
-// A command that printed a block of its own ("deny network-connect
+// Defang takes the angle bracket off every tag of moat's (a
+// <sandbox_violations> block, a <persisted-output> notice) in a command's
+// own output, so that only moat's, around or after it, reads as one. A
+// command that printed a block of its own ("deny network-connect
 // github.com:443") had it shown to the agent as moat's, and with nothing
 // refused no real block followed to tell them apart: an agent told the
 // sandbox stopped it asks for the policy to be widened (attack pass 79,
-// TestForgedViolationBlock).
+// TestForgedViolationBlock); one that printed a notice of its own sent the
+// agent to read a file of its choosing as the command's output (a secret
+// the sandbox hides from the command, ~/.ssh/id_rsa), or closed moat's
+// notice around its preview and opened another (attack pass 81,
+// TestForgedPersistedOutput). A tag is found as a reader may take it: any
+// case, '-' or '_' or neither between the words, spaces, controls and
+// invisible characters (zero width, NUL) anywhere in it, '/', the
+// fullwidth '<', the closing bracket left out, and cut by the end of the
+// text (a preview's, a read's).
 func Defang(out string) string {
-	if !strings.Contains(strings.ToLower(out), "sandbox_violations") {
+	if !strings.ContainsAny(out, "<\uff1c\ufe64") {
 		return out
 	}
-	return blockTag.ReplaceAllString(out, "$1")
+	var b strings.Builder
+	last := 0
+	for i, r := range out {
+		if r != '<' && r != '\uff1c' && r != '\ufe64' {
+			continue
+		}
+		if !tagFollows(out[i+utf8.RuneLen(r):]) {
+			continue
+		}
+		b.WriteString(out[last:i])
+		last = i + utf8.RuneLen(r)
+	}
+	if last == 0 {
+		return out
+	}
+	b.WriteString(out[last:])
+	return b.String()
+}
+
+// tagFollows reports whether s, after a '<', starts with the name of one of
+// resultTags as a reader may take it (see Defang).
+func tagFollows(s string) bool {
+	var name []rune
+	for n, r := range s {
+		if n > 256 || len(name) > 20 {
+			break
+		}
+		switch {
+		case r == '-' || r == '_' || r == '/' || unicode.IsSpace(r) || Invisible(r):
+			continue
+		case unicode.IsLetter(r):
+			name = append(name, unicode.ToLower(r))
+			for _, t := range resultTags {
+				if string(name) == t {
+					return true
+				}
+			}
+			continue
+		}
+		return false
+	}
+	// the end of the text (or a run of ignorable characters) cut the name
+	if len(name) < 3 {
+		return false
+	}
+	for _, t := range resultTags {
+		if strings.HasPrefix(t, string(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Annotate renders violations as the block appended to a command's stderr.

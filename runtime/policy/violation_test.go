@@ -74,3 +74,33 @@ func TestSanitizeLineSeparators(t *testing.T) {
 		t.Error("letters must stay")
 	}
 }
+
+// Defang takes the '<' off moat's tags in every spelling a reader may take
+// for one (attack pass 81: a <persisted-output> notice was left as the
+// command wrote it, and the block's tag with a zero-width space or a NUL
+// after its '<'), and leaves other text alone.
+func TestDefangSpellings(t *testing.T) {
+	for _, in := range []string{
+		"<sandbox_violations>", "</sandbox_violations>", "< sandbox_violations>", "<SANDBOX_VIOLATIONS>",
+		"</ SANDBOX_violations", "<persisted-output>", "</persisted-output>", "<Persisted_Output>",
+		"<persisted output>", "<persistedoutput>", "<\u200bpersisted-output>", "<\x00sandbox_violations>",
+		"<sandbox\u200b_violations>", "<\u2060/persisted-output>", "\uff1cpersisted-output>",
+		"<sandbox_violations\u200b>", "<persisted-output\n",
+	} {
+		if got := Defang("x " + in + " y"); strings.ContainsAny(got, "<\uff1c") {
+			t.Errorf("Defang(%q) = %q: the tag keeps its '<'", in, got)
+		}
+	}
+	if got := Defang("tail <persisted-outp"); strings.Contains(got, "<") {
+		t.Errorf("a tag cut by the text's end keeps its '<': %q", got)
+	}
+	for _, in := range []string{"a < b", "<div>", "<persisted>", "<sandbox>", "<output>", "if (x<y) {", "<pe", "<sandboxes>", "<persisted-outputs-are-fine?"} {
+		want := in
+		if in == "<persisted-outputs-are-fine?" {
+			want = in[1:]
+		}
+		if got := Defang(in); got != want {
+			t.Errorf("Defang(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
