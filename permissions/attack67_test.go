@@ -79,6 +79,14 @@ func TestElsewhereSeenByDenyRules(t *testing.T) {
 		arow{[]string{d, "Bash(at:*)"}, "", "at now -f /dev/stdin <<< 'rm -f x'", deny},
 		arow{[]string{d, "Bash(at:*)"}, "", "at now -f /dev/fd/3", askV},
 		arow{[]string{d, "Bash(at:*)"}, "", "at now -- -f job.sh", askV},
+		// the last -f is the job, as at keeps it (the first was taken:
+		// attack pass 81, the file removed by atd)
+		arow{[]string{d, "Bash(at:*)"}, "", "at -f job.sh -f /dev/stdin now <<< 'rm -f x'", deny},
+		arow{[]string{d, "Bash(at:*)"}, "", "at -fjob.sh now -f/dev/stdin <<< 'rm -f x'", deny},
+		arow{[]string{d, "Bash(batch:*)"}, "", "batch -f job.sh -f /dev/stdin <<< 'rm -f x'", deny},
+		arow{[]string{d, "Bash(at:*)"}, "", "at -f job.sh -f /dev/fd/3 now", askV},
+		arow{[]string{d, "Bash(at:*)"}, "", "at -f /dev/stdin -f job.sh now <<< 'rm -f x'", allow},
+		arow{[]string{d, "Bash(at:*)"}, "", "at -f job.sh now -- -f /dev/stdin", allow},
 		arow{[]string{d, "Bash(ssh:*)"}, "", "ssh host uptime", allow},
 		arow{[]string{d, "Bash(docker:*)"}, "", "docker exec c ls", allow},
 		arow{[]string{d, "Bash(kubectl:*)"}, "", "kubectl get pods", allow},

@@ -186,13 +186,18 @@ func (x *extraction) screen(argv []string, depth int, budget *int) {
 // or from -f FILE (a file on disk, as sh FILE); -l, -r, -d, -c and -V
 // list, remove, print or show the version.
 func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin bool) {
+	// The last -f is the job (at keeps the last one getopt gives it): the
+	// first was taken, and the reading stopped there, so at -f job.sh -f
+	// /dev/stdin now <<< 'rm -f victim.txt' was allowed under Bash(at:*)
+	// with Bash(rm:*) denied, and atd removed the file (attack pass 81).
+	file, listing := "", false
 	see := func(c byte, v string) bool {
 		switch {
 		case strings.IndexByte("lrdcV", c) >= 0:
+			listing = true
 			return false
-		case c == 'f' && !stdinScript(v):
-			x.script(v, depth, stdin, haveStdin)
-			return false
+		case c == 'f':
+			file = v
 		}
 		return true
 	}
@@ -208,6 +213,13 @@ func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin boo
 			break
 		}
 		i = next
+	}
+	if listing {
+		return // no job is run: at lists, removes or prints jobs
+	}
+	if file != "" && !stdinScript(file) {
+		x.script(file, depth, stdin, haveStdin)
+		return
 	}
 	switch {
 	case haveStdin && stdin != "":
