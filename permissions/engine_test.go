@@ -485,6 +485,16 @@ func TestSuggestion(t *testing.T) {
 		{"at -f job.sh now", "Bash(at -f job.sh now)"},
 		{"batch now", ""}, // its job unseen under the deny rule: no rule
 		{"tmux new-session -d make", "Bash(tmux new-session -d make)"},
+		// a runner's subcommand, or one that runs the command elsewhere:
+		// its prefix rule would allow every command (attack pass 81)
+		{"uv run pytest", "Bash(uv run pytest)"},
+		{"bundle exec rake", "Bash(bundle exec rake)"},
+		{"docker exec web ls", "Bash(docker exec web ls)"},
+		{"kubectl exec pod -- ls", "Bash(kubectl exec pod -- ls)"},
+		{"ip netns exec ns ls", "Bash(ip netns exec ns ls)"},
+		{"pgrphack make test", "Bash(pgrphack make test)"},
+		{"ip addr show", "Bash(ip addr:*)"},
+		{"npm install lodash", "Bash(npm install:*)"},
 	} {
 		r := e.Decide(Request{Command: tc.cmd, Cwd: testCwd})
 		if r.Suggestion != tc.want {

@@ -1003,6 +1003,24 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"linux32":        {},
 		"linux64":        {},
 		"uname26":        {},
+
+		// attack pass 81: daemontools' and s6's programs that run the
+		// command after their options (softlimit -d N rm x, setlock FILE
+		// rm x, envuidgid USER rm x, pgrphack rm x were allowed under
+		// their own rule with Bash(rm:*) denied, and removed the file)
+		"softlimit":      {valueFlags: set("-m", "-d", "-s", "-l", "-a", "-o", "-p", "-f", "-c", "-r", "-t")},
+		"setuidgid":      {positionals: 1},
+		"envuidgid":      {positionals: 1},
+		"setlock":        {plainFlags: set("-n", "-N", "-x", "-X"), positionals: 1},
+		"pgrphack":       {},
+		"fghack":         {},
+		"s6-softlimit":   {valueFlags: set("-m", "-d", "-s", "-l", "-a", "-o", "-p", "-f", "-c", "-r", "-t")},
+		"s6-setuidgid":   {positionals: 1},
+		"s6-envuidgid":   {positionals: 1},
+		"s6-applyuidgid": {valueFlags: set("-u", "-g", "-G")},
+		"s6-setlock":     {valueFlags: set("-t", "-d"), positionals: 1},
+		"s6-envdir":      {valueFlags: set("-n", "-L", "-c"), positionals: 1},
+		"s6-setsid":      {},
 	}
 	// util-linux installs setarch under the names of the architectures
 	// too (x86_64, i386 here), and run so it takes setarch's options and
@@ -1044,6 +1062,9 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 		"bundler": {"exec"}, "volta": {"run"}, "fnm": {"exec"}, "stack": {"exec"}, "cabal": {"exec"},
 		"opam": {"exec"}, "tox": {"exec"}, "toolbox": {"run"}, "distrobox": {"enter"}, "lxc": {"exec"},
 		"incus": {"exec"}, "multipass": {"exec"}, "machinectl": {"shell"},
+		// attack pass 81: ip netns exec NAME CMD and ip vrf exec NAME CMD
+		// (ip -all netns exec CMD names none: read both ways)
+		"ip": {"exec"},
 	}
 }}
 
@@ -1053,7 +1074,7 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 var runnerPositionals = lazy[map[string]int]{make: func() map[string]int {
 	return map[string]int{
 		"direnv exec": 1, "aws-vault exec": 1, "asdf env": 1, "lxc exec": 1, "incus exec": 1,
-		"multipass exec": 1, "machinectl shell": 1, "distrobox enter": 1,
+		"multipass exec": 1, "machinectl shell": 1, "distrobox enter": 1, "ip exec": 1,
 	}
 }}
 
@@ -1106,6 +1127,12 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 			}
 			for _, rest := range x.rests(argv[i:], spec) {
 				x.look(rest, depth, stdin, haveStdin, budget)
+			}
+			if name == "ip" {
+				// ip -all netns exec CMD: no name before the command
+				for _, rest := range x.rests(argv[i:], wrapperSpec{}) {
+					x.look(rest, depth, stdin, haveStdin, budget)
+				}
 			}
 			// mise exec TOOL@VERSION -- CMD: operands of the runner's own
 			// before "--"

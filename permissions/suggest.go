@@ -1,6 +1,7 @@
 package permissions
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/lazyre"
@@ -29,8 +30,39 @@ var noPrefix = lazy[map[string]bool]{make: func() map[string]bool {
 		"python": true, "python3": true, "node": true, "perl": true, "ruby": true, "php": true, "deno": true,
 		"bun": true, "osascript": true, "ssh": true, "script": true, "flock": true, "chroot": true,
 		"source": true, ".": true, "awk": true, "gawk": true, "sed": true,
+		"softlimit": true, "setuidgid": true, "envuidgid": true, "setlock": true, "pgrphack": true,
+		"fghack": true, "s6-softlimit": true, "s6-setuidgid": true, "s6-envuidgid": true,
+		"s6-applyuidgid": true, "s6-setlock": true, "s6-envdir": true, "s6-setsid": true,
 	}
 }}
+
+// elsewhereSubs are subcommands that run any command in a container, a
+// pod or a machine (docker exec, kubectl exec, vagrant ssh).
+var elsewhereSubs = lazy[map[string][]string]{make: func() map[string][]string {
+	run := []string{"exec", "run", "create"}
+	return map[string][]string{
+		"docker": run, "podman": run, "nerdctl": run, "kubectl": {"exec", "run", "debug"},
+		"oc": {"exec", "rsh", "run", "debug"}, "vagrant": {"ssh"},
+	}
+}}
+
+// runsAnyCommand reports whether argv's first two words run whatever
+// command follows them: a runner's subcommand (uv run, npm exec, bundle
+// exec, lxc exec, ip netns exec) or one that runs it elsewhere (docker
+// exec, kubectl exec). Their prefix rule would allow every command, in the
+// sandbox or out of it: uv run pytest suggested Bash(uv run:*), which
+// allows uv run curl ... | sh, and docker exec web ls Bash(docker exec:*),
+// every command in every container (attack pass 81); the line's exact
+// rule is suggested instead.
+func runsAnyCommand(argv []string) bool {
+	if argv[0] == "ip" {
+		return slices.Contains(argv[1:], "exec")
+	}
+	if subs, ok := runnerSubs.get()[argv[0]]; ok && slices.Contains(subs, argv[1]) {
+		return true
+	}
+	return slices.Contains(elsewhereSubs.get()[argv[0]], argv[1])
+}
 
 // CommandPrefix returns the stable prefix of a simple command, for a
 // prefix rule: "git commit -m x" -> "git commit". Safe assignments and
@@ -50,7 +82,7 @@ func CommandPrefix(argv []string, assigns map[string]string) string {
 }
 
 func prefixOf(argv []string) string {
-	if len(argv) < 2 || noPrefix.get()[argv[0]] || strings.ContainsAny(argv[0], "=") {
+	if len(argv) < 2 || noPrefix.get()[argv[0]] || strings.ContainsAny(argv[0], "=") || runsAnyCommand(argv) {
 		return ""
 	}
 	if !subcommandRe.MatchString(argv[1]) {

@@ -1,0 +1,48 @@
+package permissions
+
+import (
+	"testing"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// TestDaemontoolsRunnersSeenByDenyRules: daemontools' and s6's programs
+// that run the command after their options, and ip's netns and vrf exec,
+// hid it from deny rules: under Bash(softlimit:*) with Bash(rm:*) denied,
+// softlimit -d 300000000 rm -f victim.txt was allowed and removed the file
+// (attack pass 81; every deny row failed before).
+func TestDaemontoolsRunnersSeenByDenyRules(t *testing.T) {
+	d := "deny: Bash(rm:*)"
+	var rows []arow
+	for _, c := range []struct {
+		rule, cmd string
+		want      policy.Verdict
+	}{
+		{"Bash(softlimit:*)", "softlimit -d 300000000 rm -f x", deny},
+		{"Bash(softlimit:*)", "softlimit -m300000000 -t 5 rm -f x", deny},
+		{"Bash(setuidgid:*)", "setuidgid u rm -f x", deny},
+		{"Bash(envuidgid:*)", "envuidgid u rm -f x", deny},
+		{"Bash(setlock:*)", "setlock -n lock rm -f x", deny},
+		{"Bash(setlock:*)", "setlock lock rm -f x", deny},
+		{"Bash(pgrphack:*)", "pgrphack rm -f x", deny},
+		{"Bash(fghack:*)", "fghack rm -f x", deny},
+		{"Bash(s6-setuidgid:*)", "s6-setuidgid u rm -f x", deny},
+		{"Bash(s6-softlimit:*)", "s6-softlimit -d 1000 rm -f x", deny},
+		{"Bash(s6-applyuidgid:*)", "s6-applyuidgid -u 1000 -g 1000 rm -f x", deny},
+		{"Bash(s6-envdir:*)", "s6-envdir env rm -f x", deny},
+		{"Bash(s6-setlock:*)", "s6-setlock lock rm -f x", deny},
+		{"Bash(s6-setsid:*)", "s6-setsid rm -f x", deny},
+		{"Bash(ip netns:*)", "ip netns exec ns rm -f x", deny},
+		{"Bash(ip:*)", "ip -n ns netns exec ns rm -f x", deny},
+		{"Bash(ip:*)", "ip -all netns exec rm -f x", deny},
+		{"Bash(ip:*)", "ip vrf exec blue rm -f x", deny},
+		// still allowed: the commands they run are not denied
+		{"Bash(softlimit:*)", "softlimit -d 300000000 make", allow},
+		{"Bash(setlock:*)", "setlock -n lock make", allow},
+		{"Bash(ip:*)", "ip addr show", allow},
+		{"Bash(ip netns:*)", "ip netns exec ns ls", allow},
+	} {
+		rows = append(rows, arow{[]string{d, c.rule}, "", c.cmd, c.want})
+	}
+	runRows(t, testCwd, Options{}, rows)
+}
