@@ -426,9 +426,12 @@ var pathArgs = map[string][][2]int{
 // said nothing (attack pass 79, TestDescriptorMetadataReported).
 var fdCalls = map[string]bool{"fchmod": true, "fchown": true, "fsetxattr": true, "fremovexattr": true}
 
-// procFd is a descriptor's magic link in /proc (/dev/fd/N and /dev/stdout
-// are symlinks to such links in the sandbox's /dev).
-var procFd = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)/fd/([0-9]+)$`)
+// procFd is a path through one of a process's magic links in /proc: a
+// descriptor's (/dev/fd/N and /dev/stdout are symlinks to such links in
+// the sandbox's /dev), its working directory's or its root's, of the
+// process or of one of its threads (/proc/PID/task/TID/...), and the path
+// below the link.
+var procFd = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(fd/[0-9]+|cwd|root)(/.*)?$`)
 
 // procFdTarget is the file that p, a descriptor's link in the sandbox's
 // /proc, reopens, by its path as the sandbox sees it; "" when p is no such
@@ -455,28 +458,48 @@ func (o *observer) procFdTarget(pid int, p string) string {
 	if m == nil {
 		return ""
 	}
-	fd, err := strconv.Atoi(m[2])
-	if err != nil {
-		return ""
-	}
-	if m[1] == "self" || m[1] == "thread-self" || m[1] == nsPid(pid) {
-		return fdPath(pid, fd)
-	}
-	// Another process, named by its pid in the command's /proc: its link,
-	// read there, with the command's credentials where moat serves another
-	// user (o.look), so that the report names no file of a process the
-	// command may not look at (the no-namespace tier shares the host's).
+	link, below := m[2], m[3]
 	var t string
-	read := func() { t, err = os.Readlink("/proc/" + strconv.Itoa(pid) + "/root" + p) }
-	if o.as != nil {
-		o.look(read)
-	} else {
-		read()
+	switch {
+	case link == "root":
+		// The sandbox's root, as it sees it: /proc/self/root/etc/x is
+		// /etc/x (a process of the sandbox cannot chroot).
+		t = "/"
+	case m[1] == "self" || m[1] == "thread-self" || m[1] == nsPid(pid):
+		// The command's own (a thread shares its process's descriptors
+		// and directory): its link, read here. /proc/self/cwd/x, a
+		// thread's /proc/self/task/TID/fd/N and /proc/PID/root/x were
+		// not looked at, or /proc/self/cwd was taken for moat's own
+		// (attack pass 81, TestReopenedDescriptorWriteReported).
+		var err error
+		if t, err = os.Readlink("/proc/" + strconv.Itoa(pid) + "/" + link); err != nil {
+			return ""
+		}
+	default:
+		// Another process, named by its pid in the command's /proc: its
+		// link, read there, with the command's credentials where moat
+		// serves another user (o.look), so that the report names no file
+		// of a process the command may not look at (the no-namespace tier
+		// shares the host's).
+		var err error
+		read := func() { t, err = os.Readlink("/proc/" + strconv.Itoa(pid) + "/root" + strings.TrimSuffix(p, below)) }
+		if o.as != nil {
+			o.look(read)
+		} else {
+			read()
+		}
+		if err != nil {
+			return ""
+		}
 	}
-	if err != nil || !filepath.IsAbs(t) || strings.HasSuffix(t, " (deleted)") {
+	if !filepath.IsAbs(t) || strings.HasSuffix(t, " (deleted)") {
 		return ""
 	}
-	return filepath.Clean(t)
+	if below == "" {
+		return filepath.Clean(t)
+	}
+	// A path below the link: its directories resolved as any other path's.
+	return o.resolve(pid, unix.AT_FDCWD, filepath.Join(t, below))
 }
 
 // nsPid is pid's number in its own (innermost) pid namespace, "" if

@@ -4,6 +4,7 @@ package privtests
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,6 +72,15 @@ func TestReopenedDescriptorWriteReported(t *testing.T) {
 		`sh -c 'echo x > /proc/$PPID/fd/3'`,
 		`truncate -s 0 /dev/fd/3`,
 		`cd /proc/self/fd && echo x > 3`,
+		// a thread's links, the working directory's and the root's
+		// (attack pass 81: unreported, and /proc/self/cwd was taken
+		// for moat's own working directory)
+		`echo x > /proc/self/task/$$/fd/3`,
+		`echo x > /proc/$$/task/$$/fd/3`,
+		`cd ` + filepath.Dir(f.target) + ` && echo x > /proc/self/cwd/` + filepath.Base(f.target),
+		`cd ` + filepath.Dir(f.target) + ` && echo x > /proc/$$/cwd/` + filepath.Base(f.target),
+		`echo x > /proc/$$/root` + f.target,
+		`sh -c 'echo x > /proc/$PPID/root` + f.target + `'`,
 	} {
 		script := `exec 3<` + f.target + `; if ` + route + `; then echo ESCAPED; else echo blocked:; fi`
 		if base := f.exec("/bin/bash", "-c", script); !strings.Contains(base.out, "ESCAPED") {
