@@ -33,19 +33,22 @@ func btrfsDir(t *testing.T, f *fixture) string {
 		t.Cleanup(func() { os.RemoveAll(dir) }) // (an empty subvolume goes with rmdir)
 		return dir
 	}
+	if !root() {
+		t.Skip("no btrfs at hand: as root (it makes one), or with MOAT_TEST_BTRFS naming a btrfs directory this user may write")
+	}
 	mkfs, err := exec.LookPath("mkfs.btrfs")
-	if !root() || err != nil {
-		t.Skip("no btrfs at hand: as root with mkfs.btrfs, or with MOAT_TEST_BTRFS naming a btrfs directory this user may write")
+	if err != nil {
+		testutil.Unavailable(t, "mkfs.btrfs: %v (make deps installs btrfs-progs)", err)
 	}
 	img, mnt := filepath.Join(f.root, "btrfs.img"), filepath.Join(f.root, "btrfs")
 	must(t, os.WriteFile(img, nil, 0o600))
 	must(t, os.Truncate(img, 256<<20))
 	must(t, os.Mkdir(mnt, 0o755))
 	if out, err := exec.Command(mkfs, "-q", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.btrfs: %v: %s", err, out)
+		testutil.Unavailable(t, "mkfs.btrfs: %v: %s", err, out)
 	}
 	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("mount a btrfs image: %v: %s", err, out)
+		testutil.Unavailable(t, "mount a btrfs image: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	return mnt
@@ -137,19 +140,22 @@ func fscryptDir(t *testing.T, f *fixture) string {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		return dir
 	}
+	if !root() {
+		t.Skip("no fscrypt filesystem at hand: as root (it makes one), or with MOAT_TEST_FSCRYPT naming a directory this user may write on one")
+	}
 	mkfs, err := exec.LookPath("mkfs.ext4")
-	if !root() || err != nil {
-		t.Skip("no fscrypt filesystem at hand: as root with mkfs.ext4, or with MOAT_TEST_FSCRYPT naming a directory this user may write on one")
+	if err != nil {
+		testutil.Unavailable(t, "mkfs.ext4: %v (make deps installs e2fsprogs)", err)
 	}
 	img, mnt := filepath.Join(f.root, "fscrypt.img"), filepath.Join(f.root, "fscrypt")
 	must(t, os.WriteFile(img, nil, 0o600))
 	must(t, os.Truncate(img, 32<<20))
 	must(t, os.Mkdir(mnt, 0o755))
 	if out, err := exec.Command(mkfs, "-q", "-O", "encrypt", img).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.ext4 -O encrypt: %v: %s", err, out)
+		testutil.Unavailable(t, "mkfs.ext4 -O encrypt: %v: %s", err, out)
 	}
 	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Skipf("mount an ext4 image: %v: %s", err, out)
+		testutil.Unavailable(t, "mount an ext4 image: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	return mnt
@@ -172,7 +178,7 @@ func TestFscryptKeys(t *testing.T) {
 	raw := []byte(strings.Repeat("u", 64))
 	id, err := fscryptAddKey(fs, raw)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTTY) {
-		t.Skipf("no fscrypt here: %v", err)
+		testutil.Unavailable(t, "no fscrypt in this kernel: %v", err)
 	}
 	must(t, err)
 	must(t, fscryptSetPolicy(locked, id))
