@@ -752,6 +752,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, n := range res.named {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
+		for _, u := range res.unlisted {
+			protect(u, "mandatory: moat could not list this directory to find the git repositories and protected names in it (its permissions), so nothing in it is writable", false)
+		}
 	}
 	if c, _, err := in.dirs.canonical(pol.Cwd); err == nil {
 		names(c, policy.CwdReservedNames)

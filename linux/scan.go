@@ -38,6 +38,13 @@ type scanResult struct {
 	// named are existing entries with a mandatory name (.vscode, .bashrc,
 	// ...) found anywhere within the search depth.
 	named []string
+	// unlisted are directories within the search depth that the search
+	// could not list or look into (a mode such as 0311, 0000 or 0444):
+	// what they hold is unknown, so they are protected whole. Skipped, a
+	// .vscode or a repository in one was left writable, and the command,
+	// which owns the directory, put its mode back and wrote there (attack
+	// pass 82, TestUnlistableDirectoryProtectedWhole).
+	unlisted []string
 }
 
 // maxScanDirs bounds one search; a larger tree within the depth is refused.
@@ -215,6 +222,13 @@ func readDir(dir string, st stamp) (scanDir, error) {
 	if err != nil {
 		return scanDir{}, err
 	}
+	// Listed is not enough: a directory that cannot be searched (mode
+	// 0444) lists its names, but nothing in it can be looked at (its
+	// subdirectories, its .git), and its owner can make it searchable
+	// again inside the sandbox.
+	if _, err := os.Lstat(dir + "/."); err != nil {
+		return scanDir{}, err
+	}
 	d := scanDir{Stamp: st}
 	has := map[string]os.DirEntry{}
 	for _, e := range es {
@@ -342,6 +356,14 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 			prev := d
 			var err error
 			if d, err = readDir(it.dir, st); err != nil {
+				// Still a directory, but not one the search can read
+				// (its permissions, an I/O error): fail closed, the
+				// plan keeps it read-only whole. Gone, or swapped for
+				// something else since its parent was read: nothing
+				// to protect.
+				if fi, lerr := os.Lstat(it.dir); lerr == nil && fi.IsDir() {
+					r.unlisted = append(r.unlisted, it.dir)
+				}
 				continue
 			}
 			// Only a change of what was found makes the cache worth
