@@ -1485,6 +1485,16 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 				return t, g
 			}
 			return "", ""
+		case 'l':
+			// A .git symlink to a git directory (or a .git file) is the
+			// working directory's repository as much as a .git
+			// directory: it was passed over, and its hooks and config
+			// were writable during the run (attack pass 82,
+			// TestDotGitSymlinkProtected). One that leads nowhere git
+			// would take passes over, as git does.
+			if t, ok := readGitLink(g); ok {
+				return t, g
+			}
 		}
 		if isGitDir(d) {
 			return d, ""

@@ -238,14 +238,25 @@ func readDir(dir string, st stamp) (scanDir, error) {
 		p := filepath.Join(dir, ".git")
 		if g.IsDir() {
 			d.GitDir = true
-		} else if g.Type().IsRegular() {
-			d.GitFile = true
-			d.FileStamp, _ = stampOf(p)
-			if target, ok := readGitPointer(p); ok {
-				d.Target = target
-				d.CommonStamp, _ = stampOf(filepath.Join(target, "commondir"))
-				if c, ok := readCommondir(target); ok {
-					d.Common = c
+		} else if g.Type().IsRegular() || g.Type()&os.ModeSymlink != 0 {
+			// A .git symlink is a pointer too: git follows it to a git
+			// directory (or to a .git file). Taken for neither, the
+			// repository it led to, deeper than the search or in a
+			// node_modules, had no protection during the run (attack
+			// pass 82, TestDotGitSymlinkProtected).
+			read := readGitPointer
+			if !g.Type().IsRegular() {
+				read = readGitLink
+			}
+			if target, ok := read(p); ok || g.Type().IsRegular() {
+				d.GitFile = true
+				d.FileStamp, _ = stampOf(p)
+				if ok {
+					d.Target = target
+					d.CommonStamp, _ = stampOf(filepath.Join(target, "commondir"))
+					if c, ok := readCommondir(target); ok {
+						d.Common = c
+					}
 				}
 			}
 		}
@@ -458,6 +469,31 @@ func readGitPointer(p string) (string, bool) {
 	return c, true
 }
 
+// readGitLink reads a .git symlink as git does: what it leads to is the
+// git directory, or a .git file whose pointer (relative to the symlink's
+// directory, as git reads it) names one. A symlink that leads nowhere, or
+// to anything else, yields nothing: git takes it for no repository.
+func readGitLink(p string) (string, bool) {
+	if gitguard.AutofsOnWay(p, true) {
+		return "", false // as readGitPointer
+	}
+	c, exists, err := canonical(p)
+	if err != nil || !exists {
+		return "", false
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(c, &st); err != nil {
+		return "", false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return c, true
+	case unix.S_IFREG:
+		return readGitPointer(p)
+	}
+	return "", false
+}
+
 func readCommondir(gitdir string) (string, bool) {
 	if gitguard.AutofsOnWay(filepath.Join(gitdir, "commondir"), true) {
 		return "", false // as readGitPointer
@@ -484,7 +520,7 @@ func readCommondir(gitdir string) (string, bool) {
 }
 
 // scanCacheMagic heads the cache file; a new layout gets a new magic.
-const scanCacheMagic = "moat-scan 4\n"
+const scanCacheMagic = "moat-scan 5\n"
 
 // The cache is a flat binary file, decoded in half gob's time (0.65 against
 // 1.3 ms for 3,000 directories), which a start in a large tree pays: the

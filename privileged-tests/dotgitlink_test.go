@@ -1,0 +1,80 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDotGitSymlinkProtected: a .git that is a symlink (to a git
+// directory, or to a .git file) makes a repository for git as a .git
+// directory does, but the plan took it for neither: the working
+// directory's repository, and one under the tree whose git directory lay
+// deeper than the search or in a node_modules, had their hooks and config
+// writable during the run, and the user's git status there meanwhile (a
+// prompt, an editor) ran the command's core.fsmonitor on the host (attack
+// pass 82; the audit took it out only after the run).
+func TestDotGitSymlinkProtected(t *testing.T) {
+	cases := []struct {
+		name string
+		// setup makes the tree and returns the directory the user's git
+		// runs in, relative to the working directory, and its git
+		// directory.
+		setup func(t *testing.T, f *fixture) (string, string)
+	}{
+		{"working directory, .git -> node_modules/.cache/g", func(t *testing.T, f *fixture) (string, string) {
+			must(t, os.MkdirAll(filepath.Join(f.work, "node_modules", ".cache"), 0o755))
+			must(t, os.Rename(filepath.Join(f.work, ".git"), filepath.Join(f.work, "node_modules", ".cache", "g")))
+			must(t, os.Symlink("node_modules/.cache/g", filepath.Join(f.work, ".git")))
+			return ".", filepath.Join(f.work, "node_modules", ".cache", "g")
+		}},
+		{"sub/.git -> a git directory deeper than the search", func(t *testing.T, f *fixture) (string, string) {
+			deep := filepath.Join(f.work, "store", "a", "b", "c", "d")
+			must(t, os.MkdirAll(deep, 0o755))
+			git(t, deep, "init", "-q", "r")
+			must(t, os.Rename(filepath.Join(deep, "r", ".git"), filepath.Join(deep, "gitdir")))
+			must(t, os.MkdirAll(filepath.Join(f.work, "sub"), 0o755))
+			must(t, os.Symlink("../store/a/b/c/d/gitdir", filepath.Join(f.work, "sub", ".git")))
+			return "sub", filepath.Join(deep, "gitdir")
+		}},
+		{"sub/.git -> a .git file", func(t *testing.T, f *fixture) (string, string) {
+			nm := filepath.Join(f.work, "sub", "node_modules")
+			must(t, os.MkdirAll(nm, 0o755))
+			git(t, nm, "init", "-q", "r")
+			must(t, os.Rename(filepath.Join(nm, "r", ".git"), filepath.Join(nm, "g")))
+			// The pointer is read relative to the symlink's directory, as git reads it.
+			must(t, os.WriteFile(filepath.Join(nm, "gitfile"), []byte("gitdir: node_modules/g\n"), 0o644))
+			must(t, os.Symlink("node_modules/gitfile", filepath.Join(f.work, "sub", ".git")))
+			return "sub", filepath.Join(nm, "g")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			dir, gitDir := tc.setup(t, f)
+			cfg := filepath.Join(gitDir, "config")
+			orig := readFile(t, cfg)
+			reset := func() {
+				must(t, os.WriteFile(cfg, []byte(orig), 0o644))
+				os.Remove(filepath.Join(gitDir, "hooks", "pre-commit"))
+			}
+			script := "git -C " + dir + " config core.fsmonitor 'echo evil' 2>/dev/null && echo ESCAPED-CONFIG; " +
+				"echo evil > \"$(git -C " + dir + " rev-parse --absolute-git-dir)\"/hooks/pre-commit 2>/dev/null && echo ESCAPED-HOOK; echo blocked:; exit 0"
+			got := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+			if got.code != 0 || !strings.Contains(got.out, "blocked:") {
+				t.Fatalf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+			}
+			if got.escaped() {
+				t.Errorf("ESCAPE under moat: the repository behind a .git symlink was writable during the run:\n%s", got.out)
+			}
+			reset()
+			base := f.exec("/bin/sh", "-c", script)
+			if !strings.Contains(base.out, "ESCAPED-CONFIG") || !strings.Contains(base.out, "ESCAPED-HOOK") {
+				t.Fatalf("the attack must work without moat:\n%s", base.out)
+			}
+		})
+	}
+}
