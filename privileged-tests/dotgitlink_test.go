@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDotGitSymlinkProtected: a .git that is a symlink (to a git
@@ -76,5 +77,45 @@ func TestDotGitSymlinkProtected(t *testing.T) {
 				t.Fatalf("the attack must work without moat:\n%s", base.out)
 			}
 		})
+	}
+}
+
+// TestGitDormantRepositoryCompleted: a tree shipped a git directory that
+// git does not take for a repository (no refs/: git looks further up),
+// its config with a core.fsmonitor nothing had run. The command's mkdir
+// of the missing refs/ made it the repository of the user's next git
+// status there, and the audit, which took it for the user's, left it
+// (attack pass 82).
+func TestGitDormantRepositoryCompleted(t *testing.T) {
+	f := newFixture(t)
+	sub := filepath.Join(f.work, "sub")
+	mark := filepath.Join(f.root, "pwned")
+	git(t, f.work, "init", "-q", "sub")
+	git(t, sub, "config", "core.fsmonitor", "touch "+mark+"; false")
+	refs := filepath.Join(sub, ".git", "refs")
+	must(t, os.RemoveAll(refs))
+	userGit := func() bool {
+		os.Remove(mark)
+		f.exec("/usr/bin/git", "-C", sub, "status")
+		_, err := os.Stat(mark)
+		os.Remove(mark)
+		return err == nil
+	}
+	if userGit() {
+		t.Fatal("the shipped repository's fsmonitor runs before any command: the test shows nothing")
+	}
+	time.Sleep(1100 * time.Millisecond) // the tree is older than the run
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/mkdir", refs)
+	if r.code != 0 {
+		t.Fatalf("moat run (exit %d):\n%s", r.code, r.out)
+	}
+	if userGit() {
+		t.Fatalf("ESCAPE: the repository the command completed runs its fsmonitor on the user's git status:\n%s", r.out)
+	}
+	// Without moat, the same command completes it.
+	os.RemoveAll(refs)
+	f.exec("/bin/mkdir", refs)
+	if !userGit() {
+		t.Fatal("the attack must work without moat")
 	}
 }

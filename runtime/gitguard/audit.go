@@ -1351,6 +1351,20 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 			}
 		}
 	}
+	// A directory that git did not take for a repository before the run
+	// (a HEAD, objects/ or refs/ missing: a dormant one a tarball shipped,
+	// its core.fsmonitor never run) and that the run completed is a new
+	// repository, whatever protected its config during the run: the
+	// user's git never used that config. What completed it goes (attack
+	// pass 82: mkdir sub/.git/refs, and the user's next git status in sub
+	// ran the shipped fsmonitor; TestAuditDormantRepositoryCompleted).
+	if danger != "" {
+		for _, m := range a.completedRepository(g, common) {
+			if real, ok := a.changedActionable(m); ok {
+				a.quarantine(real, "completed "+common+" as a git repository during the run (git takes a directory with HEAD, objects/ and refs/ for one), whose configuration or hooks git never used before: "+danger)
+			}
+		}
+	}
 	// A repository the user's git pushes to or fetches from by a local path,
 	// hidden inside a git directory (where the walk never goes), is judged
 	// whole: a push runs its hooks (a bare repository hidden in .git,
@@ -2147,6 +2161,42 @@ func legacyRemoteURLs(g string) []string {
 func (a *auditor) knewRepo(dir string) bool {
 	d, ok := a.cache.old(dir)
 	return ok && d.flags&flagHEAD != 0
+}
+
+// completedRepository returns the entries of git's test of a git
+// directory (HEAD in g, objects/ and refs/ in common) that the run made
+// where there were none: one the previous audit's record of the
+// directory did not hold (a bare repository's, which the walk records),
+// or, with no record (a .git directory, which the walk leaves to its
+// repository, or a tree's first audit), an objects/ or refs/ born during
+// the run: git never makes those again in a repository it uses. A HEAD
+// with no record is not judged: git replaces HEAD by a new file itself.
+func (a *auditor) completedRepository(g, common string) []string {
+	var made []string
+	for _, e := range []struct{ dir, name string }{{g, "HEAD"}, {common, "objects"}, {common, "refs"}} {
+		p := filepath.Join(e.dir, e.name)
+		id, err := lstatID(p)
+		if err != nil || !a.changed(id) || a.ownPlaceholder(p) {
+			continue
+		}
+		if old, ok := a.cache.old(e.dir); ok {
+			knew := slices.Contains(old.subdirs, e.name)
+			if e.name == "HEAD" {
+				knew = old.flags&flagHEAD != 0
+			}
+			if !knew {
+				made = append(made, p)
+			}
+			continue
+		}
+		// (The precise start: a birth time, unlike a change time, says
+		// nothing of later changes, and a repository the user made just
+		// before the run is the user's.)
+		if born, ok := birthTime(p); ok && e.name != "HEAD" && born > a.start {
+			made = append(made, p)
+		}
+	}
+	return made
 }
 
 // knewRedirect reports that the pointer file already led to target when

@@ -111,6 +111,15 @@ func lstat(p string) (fs.FileInfo, error) {
 	return os.Lstat(p)
 }
 
+// birthTime is when the inode at p (not followed) was made, where the
+// filesystem says, not below an autofs mount nothing covers.
+func birthTime(p string) (int64, bool) {
+	if autofsOnWay(p, false) {
+		return 0, false
+	}
+	return birthNS(p)
+}
+
 // stat is os.Stat, not below an autofs mount nothing covers.
 func stat(p string) (fs.FileInfo, error) {
 	if autofsOnWay(p, true) {

@@ -4,6 +4,10 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
 )
 
 func ctimeNS(st *syscall.Stat_t) int64 { return st.Ctim.Nano() }
@@ -39,4 +43,19 @@ func kernelFS(dir string) bool {
 		return true
 	}
 	return false
+}
+
+// birthNS is when the inode at p (not followed) was made, if the
+// filesystem keeps it (statx's STATX_BTIME: ext4, xfs, btrfs, tmpfs).
+// Unlike the change time, nothing moves it after: a directory born
+// during the run was made by the run. Callers look p up through
+// birthTime (autofs.go).
+func birthNS(p string) (int64, bool) {
+	var stx unix.Statx_t
+	if err := sys.Retry(func() error {
+		return unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, unix.STATX_BTIME, &stx)
+	}); err != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return 0, false
+	}
+	return stx.Btime.Sec*1e9 + int64(stx.Btime.Nsec), true
 }

@@ -28,3 +28,6 @@ func kernelFS(string) bool { return false }
 
 // ownerOf: no owners here.
 func ownerOf(fs.FileInfo) (int, bool) { return 0, false }
+
+// birthNS: no birth times here.
+func birthNS(string) (int64, bool) { return 0, false }
