@@ -107,7 +107,7 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 	}
 	var warnings []string
 	if err != nil {
-		warnings = append(warnings, "git audit failed: "+err.Error())
+		warnings = append(warnings, policy.Sanitize("git audit failed: "+err.Error()))
 	}
 	if rep == nil {
 		return warnings
@@ -127,7 +127,12 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 		}
 	}
 	for _, in := range rep.Incomplete {
-		warnings = append(warnings, "git audit incomplete: "+in)
+		// It names the tree's directories, whose names the tree (or the
+		// command) chose: a name with terminal escapes or a line break
+		// reached the user's terminal raw in moat's own warning (a
+		// directory below which the path outgrew PATH_MAX, or one the
+		// user cannot read: attack pass 82, TestAuditWarningsSanitized).
+		warnings = append(warnings, policy.Sanitize("git audit incomplete: "+in))
 	}
 	return warnings
 }

@@ -59,3 +59,34 @@ func TestFailedQuarantineIsAWarning(t *testing.T) {
 	}
 	t.Errorf("the failed quarantine is not among the run's warnings: %q", warn)
 }
+
+// TestAuditWarningsSanitized: the audit's warning that it could not look
+// everywhere names the directory, whose name the tree or the command
+// chose: a chain of directories past PATH_MAX below one named with
+// terminal escapes and a line break printed them raw on the user's
+// terminal, as moat's own line (attack pass 82).
+func TestAuditWarningsSanitized(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "moat-audit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir, _ = filepath.EvalSymlinks(dir)
+	w := filepath.Join(dir, "w")
+	evil := "x\x1b]0;OWNED\x07\x1b[2J\nmoat: forged line"
+	// A path past PATH_MAX is made one directory at a time, changing
+	// into each (bash; os.MkdirAll takes the whole path).
+	cmd := exec.Command("bash", "-c", `mkdir -p "$1" && cd "$1" && for i in $(seq 1 25); do mkdir "$2" && cd "$2" || exit 1; done`, "bash", filepath.Join(w, evil), strings.Repeat("d", 200))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	warn := auditGit(enforce.Footprint{WritableRoots: []string{w}}, time.Now(), time.Time{}, dir, filepath.Join(dir, "state"), nil, nil, func(policy.Violation) {})
+	if len(warn) == 0 {
+		t.Fatal("no warning: the test shows nothing")
+	}
+	for _, s := range warn {
+		if strings.ContainsAny(s, "\x1b\x07\n") {
+			t.Errorf("a warning holds the tree's control characters raw: %q", s)
+		}
+	}
+}
