@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,15 +29,28 @@ func (e *Error) Error() string {
 	b.WriteString("settings")
 	if e.File != "" {
 		b.WriteString(" ")
-		b.WriteString(e.File)
+		b.WriteString(shown(e.File))
 	}
 	if e.Field != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Field)
+		b.WriteString(shown(e.Field))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Reason)
 	return b.String()
+}
+
+// shown is s as an error may print it: quoted, with escapes, when it holds
+// a character that must not reach a reader as it is (policy.Invisible). A
+// field is a key the file chose: a repository's .claude/settings.json
+// with a key of terminal escapes ({"sandbox":{"\u001b]0;...":1}}) had
+// moat's "unknown field" error print them raw (attack pass 82,
+// TestControlCharactersInKeys).
+func shown(s string) string {
+	if strings.IndexFunc(s, policy.Invisible) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // ErrInvalid is wrapped by every *Error.

@@ -226,3 +226,24 @@ func TestDefaultSecretsOnce(t *testing.T) {
 		seen[r.Path] = true
 	}
 }
+
+// A key is the file's choice too: an unknown field named with terminal
+// escapes or a line break is named quoted, never raw (attack pass 82).
+func TestControlCharactersInKeys(t *testing.T) {
+	e := newEnv(t)
+	for _, doc := range []string{
+		`{"sandbox":{"\u001b]0;OWNED\u0007\u001b[2J":1}}`,
+		`{"sandbox":{"x\nmoat: forged":1}}`,
+		`{"moat":{"\u202eevil":1},"sandbox":{}}`,
+	} {
+		f := e.write(filepath.Join(e.cwd, "k.json"), doc)
+		_, err := e.load(f)
+		if err == nil || !strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("%s: %v", doc, err)
+			continue
+		}
+		if strings.ContainsAny(err.Error(), "\x1b\x07\n\u202e") {
+			t.Errorf("%s: the error holds the key raw: %q", doc, err.Error())
+		}
+	}
+}
