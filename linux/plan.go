@@ -700,6 +700,16 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			r := reserve && contains(policy.GitReserved, n)
 			protect(filepath.Join(g, n), "git: "+n+" is never writable", r)
 		}
+		// A git directory with no HEAD is no repository for git, which
+		// looks further up: a tree can ship one dormant, its config's
+		// core.fsmonitor never run, and a HEAD the command made there
+		// turned it into the repository of the user's next git status
+		// (attack pass 82, TestGitDormantRepositoryCompleted; the audit
+		// cannot tell a HEAD the run made in a .git directory from git's
+		// own new HEAD). Its HEAD is reserved for the run.
+		if head := filepath.Join(g, "HEAD"); inAnyRoot(g, v.allowWrite) && in.dirs.kind(head) == 0 && reserveIfParent(head) {
+			protect(head, "git: a HEAD here would make this git directory a repository", true)
+		}
 		worktree := ""
 		if filepath.Base(g) == ".git" {
 			worktree = filepath.Dir(g)

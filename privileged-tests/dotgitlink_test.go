@@ -81,41 +81,51 @@ func TestDotGitSymlinkProtected(t *testing.T) {
 }
 
 // TestGitDormantRepositoryCompleted: a tree shipped a git directory that
-// git does not take for a repository (no refs/: git looks further up),
-// its config with a core.fsmonitor nothing had run. The command's mkdir
-// of the missing refs/ made it the repository of the user's next git
-// status there, and the audit, which took it for the user's, left it
-// (attack pass 82).
+// git does not take for a repository (no refs/, or no HEAD: git looks
+// further up), its config with a core.fsmonitor nothing had run. The
+// command's mkdir of the missing refs/, or its new HEAD, made it the
+// repository of the user's next git status there, and the audit, which
+// took it for the user's, left it (attack pass 82). A missing refs/ the
+// run makes is taken out after the run; a missing HEAD is reserved for
+// the run (the audit cannot tell a HEAD the run made in a .git directory
+// from git's own new HEAD).
 func TestGitDormantRepositoryCompleted(t *testing.T) {
-	f := newFixture(t)
-	sub := filepath.Join(f.work, "sub")
-	mark := filepath.Join(f.root, "pwned")
-	git(t, f.work, "init", "-q", "sub")
-	git(t, sub, "config", "core.fsmonitor", "touch "+mark+"; false")
-	refs := filepath.Join(sub, ".git", "refs")
-	must(t, os.RemoveAll(refs))
-	userGit := func() bool {
-		os.Remove(mark)
-		f.exec("/usr/bin/git", "-C", sub, "status")
-		_, err := os.Stat(mark)
-		os.Remove(mark)
-		return err == nil
-	}
-	if userGit() {
-		t.Fatal("the shipped repository's fsmonitor runs before any command: the test shows nothing")
-	}
-	time.Sleep(1100 * time.Millisecond) // the tree is older than the run
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/mkdir", refs)
-	if r.code != 0 {
-		t.Fatalf("moat run (exit %d):\n%s", r.code, r.out)
-	}
-	if userGit() {
-		t.Fatalf("ESCAPE: the repository the command completed runs its fsmonitor on the user's git status:\n%s", r.out)
-	}
-	// Without moat, the same command completes it.
-	os.RemoveAll(refs)
-	f.exec("/bin/mkdir", refs)
-	if !userGit() {
-		t.Fatal("the attack must work without moat")
+	for _, tc := range []struct{ name, missing, complete string }{
+		{"refs", "refs", "mkdir sub/.git/refs"},
+		{"HEAD", "HEAD", "echo 'ref: refs/heads/main' > sub/.git/HEAD"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			sub := filepath.Join(f.work, "sub")
+			mark := filepath.Join(f.root, "pwned")
+			git(t, f.work, "init", "-q", "sub")
+			git(t, sub, "config", "core.fsmonitor", "touch "+mark+"; false")
+			missing := filepath.Join(sub, ".git", tc.missing)
+			must(t, os.RemoveAll(missing))
+			userGit := func() bool {
+				os.Remove(mark)
+				f.exec("/usr/bin/git", "-C", sub, "status")
+				_, err := os.Stat(mark)
+				os.Remove(mark)
+				return err == nil
+			}
+			if userGit() {
+				t.Fatal("the shipped repository's fsmonitor runs before any command: the test shows nothing")
+			}
+			time.Sleep(1100 * time.Millisecond) // the tree is older than the run
+			r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", tc.complete+"; exit 0")
+			if r.code != 0 {
+				t.Fatalf("moat run (exit %d):\n%s", r.code, r.out)
+			}
+			if userGit() {
+				t.Fatalf("ESCAPE: the repository the command completed runs its fsmonitor on the user's git status:\n%s", r.out)
+			}
+			// Without moat, the same command completes it.
+			os.RemoveAll(missing)
+			f.exec("/bin/sh", "-c", tc.complete)
+			if !userGit() {
+				t.Fatal("the attack must work without moat")
+			}
+		})
 	}
 }
