@@ -129,3 +129,44 @@ func TestGitDormantRepositoryCompleted(t *testing.T) {
 		})
 	}
 }
+
+// TestGitBranchIncludeActivated: a tree shipped a repository whose config
+// includes, on a branch it was not on (includeIf "onbranch:evil"), a file
+// with a core.fsmonitor: nothing ran it until the command's ordinary git
+// checkout -b evil made the user's next git status run it (attack pass
+// 82).
+func TestGitBranchIncludeActivated(t *testing.T) {
+	f := newFixture(t)
+	mark := filepath.Join(f.root, "pwned")
+	git(t, f.work, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "one")
+	inc := filepath.Join(f.work, ".git", "evil.cfg")
+	must(t, os.WriteFile(inc, []byte("[core]\n\tfsmonitor = touch "+mark+"; false\n"), 0o644))
+	git(t, f.work, "config", "includeIf.onbranch:evil.path", "evil.cfg")
+	userGit := func() bool {
+		os.Remove(mark)
+		f.exec("/usr/bin/git", "status")
+		_, err := os.Stat(mark)
+		os.Remove(mark)
+		return err == nil
+	}
+	if userGit() {
+		t.Fatal("the include's fsmonitor runs before any command: the test shows nothing")
+	}
+	time.Sleep(1100 * time.Millisecond) // the tree is older than the run
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "/usr/bin/git", "checkout", "-q", "-b", "evil")
+	if r.code != 0 {
+		t.Fatalf("moat run (exit %d):\n%s", r.code, r.out)
+	}
+	if userGit() {
+		t.Fatalf("ESCAPE: the include on the branch the command checked out runs its fsmonitor on the user's git status:\n%s", r.out)
+	}
+	// Without moat, the same command makes it run.
+	f.exec("/usr/bin/git", "checkout", "-q", "main")
+	if _, err := os.Stat(inc); err != nil {
+		must(t, os.WriteFile(inc, []byte("[core]\n\tfsmonitor = touch "+mark+"; false\n"), 0o644))
+	}
+	f.exec("/usr/bin/git", "checkout", "-q", "evil")
+	if !userGit() {
+		t.Fatal("the attack must work without moat")
+	}
+}

@@ -1385,6 +1385,7 @@ func (a *auditor) repo(g, worktree string, resolution []string) {
 	// A submodule's git directory named by submodule.<name>.gitdir (git
 	// 2.52+, extensions.submodulePathConfig) is judged like a remote's.
 	commonConfig := filepath.Join(common, "config") // (once: a repository may have a config of 25,000 entries)
+	a.branchIncludes(g, commonConfig, entries)
 	for _, e := range entries {
 		a.hiddenGitdir(commonConfig, e)
 	}
@@ -2161,6 +2162,54 @@ func legacyRemoteURLs(g string) []string {
 func (a *auditor) knewRepo(dir string) bool {
 	d, ok := a.cache.old(dir)
 	return ok && d.flags&flagHEAD != 0
+}
+
+// branchIncludes takes out what an includeIf "onbranch:..." of the
+// repository's config includes, when it sets what runs a program and the
+// run changed the repository's HEAD: git reads such a file only while the
+// branch matches, so one a tree shipped (or the user wrote for another
+// branch) ran nothing until a git checkout -b in the sandbox made its
+// branch current; the file itself unchanged, the audit took it for the
+// user's, and the user's next git status ran its core.fsmonitor (attack
+// pass 82, TestAuditBranchIncludeActivated). Whether the branch matched
+// before the run is not known, so any such include with a risky entry
+// goes when HEAD changed. Includes of the config's own level only (a
+// nested one's path is relative to its includer).
+func (a *auditor) branchIncludes(g, config string, entries []Entry) {
+	head := filepath.Join(g, "HEAD")
+	hid, err := lstatID(head)
+	if err != nil || !a.changed(hid) {
+		return
+	}
+	for _, e := range entries {
+		if e.Section() != "includeif" || e.Key() != "path" || !e.HasValue || !strings.HasPrefix(e.Subsection(), "onbranch:") {
+			continue
+		}
+		inc := a.resolve(e.Value, filepath.Dir(config))
+		if inc == "" {
+			continue
+		}
+		data, id, err := readSmall(inc, maxConfigSize)
+		if err != nil {
+			continue
+		}
+		es, err := a.parseConfig(id, data)
+		if err != nil {
+			continue
+		}
+		var risks []string
+		for _, ie := range es {
+			if r := Risk(ie); r != "" {
+				risks = append(risks, ie.Name+": "+r)
+			}
+		}
+		if len(risks) == 0 {
+			continue
+		}
+		if real, ok := a.changedActionable(inc); ok {
+			a.quarantine(real, "a git config included on a branch ("+e.Name+") that the run may have made current (it changed HEAD), which sets "+strings.Join(risks, "; "))
+		}
+	}
 }
 
 // completedRepository returns the entries of git's test of a git

@@ -84,3 +84,34 @@ func TestAuditDormantRepositoryCompleted(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditBranchIncludeActivated: a config can include a file on a
+// branch only (includeIf "onbranch:..."); a tree shipped one with a
+// core.fsmonitor for a branch it was not on, so nothing ran it, and an
+// ordinary git checkout -b of that branch in the sandbox made the user's
+// next git status run it: the config and the included file unchanged,
+// the audit took both for the user's (attack pass 82, through moat run).
+// An include on a branch that sets nothing risky stays.
+func TestAuditBranchIncludeActivated(t *testing.T) {
+	s := newScene(t)
+	gitDir := filepath.Join(s.repo, ".git")
+	s.write(filepath.Join(gitDir, "evil.cfg"), "[core]\n\tfsmonitor = "+s.prog+"\n")
+	s.write(filepath.Join(gitDir, "mail.cfg"), "[user]\n\temail = work@example.com\n")
+	s.git(s.repo, "config", "includeIf.onbranch:evil.path", "evil.cfg")
+	s.git(s.repo, "config", "includeIf.onbranch:work/.path", "mail.cfg")
+	if s.userGit(s.repo, "status") {
+		t.Fatal("the include's fsmonitor runs before the run: the test shows nothing")
+	}
+	s.begin()
+	s.sh(s.repo, "git checkout -q -b evil")
+	if !s.userGit(s.repo, "status") {
+		t.Fatal("the include's fsmonitor does not run on the branch: the test shows nothing")
+	}
+	rep := s.audit()
+	if s.userGit(s.repo, "status") {
+		t.Fatalf("the fsmonitor of an include on the branch the run checked out still runs: %+v", rep.Findings)
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "mail.cfg")); err != nil {
+		t.Errorf("an include on a branch that sets nothing risky was taken out: %v", err)
+	}
+}
