@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,9 +255,18 @@ func (f *fixture) exec(bin string, args ...string) result {
 
 func (f *fixture) execEnv(env []string, bin string, args ...string) result {
 	f.t.Helper()
+	return f.execAs(nil, env, bin, args...)
+}
+
+// execAs is execEnv with the command's credentials (nil: the test's).
+func (f *fixture) execAs(cred *syscall.Credential, env []string, bin string, args ...string) result {
+	f.t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = f.work
 	cmd.Env = env
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -3,9 +3,7 @@
 package privtests
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -57,21 +55,7 @@ func TestUnlistableDirectoryProtectedWhole(t *testing.T) {
 				"echo evil > sub/.vscode/tasks.json 2>/dev/null && echo ESCAPED-VSCODE; " +
 				"git -C sub/repo config core.fsmonitor 'echo evil' 2>/dev/null && echo ESCAPED-GITCONFIG; " +
 				"echo blocked:; exit 0"
-			run := func(args ...string) result {
-				cmd := exec.Command(args[0], args[1:]...)
-				cmd.Dir, cmd.Env = f.work, f.env()
-				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				err := cmd.Run()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatalf("run %s: %v", args[0], err)
-				}
-				return result{code: code, out: out.String()}
-			}
+			run := func(args ...string) result { return f.execAs(cred, f.env(), args[0], args[1:]...) }
 			got := run(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
 			if got.code != 0 || !strings.Contains(got.out, "blocked:") {
 				t.Fatalf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)

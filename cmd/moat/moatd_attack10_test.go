@@ -93,16 +93,7 @@ func TestDaemonAttackOneUserTakesEveryThread(t *testing.T) {
 	if out, took := f.victimRun(); !strings.Contains(out, "victim-ok") {
 		t.Errorf("DENIAL: another user's moat run failed while one user holds its sessions (%v): %s", took, out)
 	}
-	code, body := f.victim.call(t, f.d.sock, "POST", "/v1/sessions", "{}")
-	if code != 201 {
-		t.Errorf("DENIAL: another user's session was refused while one user holds its sessions: %d %s", code, body)
-	} else {
-		sid := jsonField(t, body, "id")
-		if code, body := f.victim.run(t, f.d, sid, "echo victim-session-ok"); code != 200 || !strings.Contains(body, "victim-session-ok") {
-			t.Errorf("DENIAL: another user's command in its session failed: %d %s", code, body)
-		}
-		f.victim.call(t, f.d.sock, "DELETE", "/v1/sessions/"+sid, "")
-	}
+	f.victimSessionWorks("one user holds its sessions")
 	if !strings.Contains(outs, " 429") && !strings.Contains(outs, " 503") {
 		t.Errorf("no request past the user's share was refused (429 or 503):\n%s", lastLines(outs, 8))
 	}

@@ -136,6 +136,22 @@ func (f *slotsFixture) victimRun() (string, time.Duration) {
 	return out.String() + errb.String(), time.Since(start)
 }
 
+// victimSessionWorks checks that the victim opens a session and runs a
+// command in it while others hold what while says.
+func (f *slotsFixture) victimSessionWorks(while string) {
+	f.t.Helper()
+	code, body := f.victim.call(f.t, f.d.sock, "POST", "/v1/sessions", "{}")
+	if code != 201 {
+		f.t.Errorf("DENIAL: another user's session was refused while %s: %d %s", while, code, body)
+		return
+	}
+	sid := jsonField(f.t, body, "id")
+	if code, body := f.victim.run(f.t, f.d, sid, "echo victim-session-ok"); code != 200 || !strings.Contains(body, "victim-session-ok") {
+		f.t.Errorf("DENIAL: another user's command in its session failed while %s: %d %s", while, code, body)
+	}
+	f.victim.call(f.t, f.d.sock, "DELETE", "/v1/sessions/"+sid, "")
+}
+
 // start starts a moat run of u's in the background, killed at the end.
 func (f *slotsFixture) start(u *daemonUser, args ...string) (*exec.Cmd, *lockedBuffer) {
 	f.t.Helper()
