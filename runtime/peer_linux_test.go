@@ -64,22 +64,28 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-func TestTCPOwner(t *testing.T) {
+// loopbackPair is a connection on 127.0.0.1: the client's end d and the
+// accepted end c (closed when the test ends).
+func loopbackPair(t *testing.T) (d, c net.Conn) {
+	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	d, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
+	t.Cleanup(func() { l.Close() })
+	if d, err = net.Dial("tcp", l.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	c, err := l.Accept()
-	if err != nil {
+	t.Cleanup(func() { d.Close() })
+	if c, err = l.Accept(); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return d, c
+}
+
+func TestTCPOwner(t *testing.T) {
+	_, c := loopbackPair(t)
 	if err := peerOwnedBy(os.Getuid())(c); err != nil {
 		t.Errorf("the test's own connection: %v", err)
 	}
@@ -93,20 +99,7 @@ func TestTCPOwner(t *testing.T) {
 // inode), which the scan of /proc/net/tcp took for root's, so a root run's
 // proxy served another user's closed connections. The lookup refuses it.
 func TestPeerClosedClientRefused(t *testing.T) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	d, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	d, c := loopbackPair(t)
 	if err := peerOwnedBy(os.Getuid())(c); err != nil {
 		t.Fatalf("the open connection: %v", err)
 	}
