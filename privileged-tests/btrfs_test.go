@@ -36,19 +36,28 @@ func btrfsDir(t *testing.T, f *fixture) string {
 	if !root() {
 		t.Skip("no btrfs at hand: as root (it makes one), or with MOAT_TEST_BTRFS naming a btrfs directory this user may write")
 	}
-	mkfs, err := exec.LookPath("mkfs.btrfs")
+	return loopFS(t, f, "btrfs", 256<<20, "mkfs.btrfs", "btrfs-progs")
+}
+
+// loopFS makes a filesystem of size bytes on a loop image in the
+// fixture's root with mkfs (and its arguments after the image's name:
+// none), mounts it and returns where; it is unmounted when the test
+// ends. pkg is the Debian package with mkfs (make deps installs it).
+func loopFS(t *testing.T, f *fixture, name string, size int64, mkfs, pkg string, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath(mkfs)
 	if err != nil {
-		testutil.Unavailable(t, "mkfs.btrfs: %v (make deps installs btrfs-progs)", err)
+		testutil.Unavailable(t, "%s: %v (make deps installs %s)", mkfs, err, pkg)
 	}
-	img, mnt := filepath.Join(f.root, "btrfs.img"), filepath.Join(f.root, "btrfs")
+	img, mnt := filepath.Join(f.root, name+".img"), filepath.Join(f.root, name)
 	must(t, os.WriteFile(img, nil, 0o600))
-	must(t, os.Truncate(img, 256<<20))
+	must(t, os.Truncate(img, size))
 	must(t, os.Mkdir(mnt, 0o755))
-	if out, err := exec.Command(mkfs, "-q", img).CombinedOutput(); err != nil {
-		testutil.Unavailable(t, "mkfs.btrfs: %v: %s", err, out)
+	if out, err := exec.Command(bin, append(append([]string{"-q"}, args...), img)...).CombinedOutput(); err != nil {
+		testutil.Unavailable(t, "%s %v: %v: %s", mkfs, args, err, out)
 	}
 	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		testutil.Unavailable(t, "mount a btrfs image: %v: %s", err, out)
+		testutil.Unavailable(t, "mount a %s image: %v: %s", name, err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	return mnt
@@ -143,22 +152,7 @@ func fscryptDir(t *testing.T, f *fixture) string {
 	if !root() {
 		t.Skip("no fscrypt filesystem at hand: as root (it makes one), or with MOAT_TEST_FSCRYPT naming a directory this user may write on one")
 	}
-	mkfs, err := exec.LookPath("mkfs.ext4")
-	if err != nil {
-		testutil.Unavailable(t, "mkfs.ext4: %v (make deps installs e2fsprogs)", err)
-	}
-	img, mnt := filepath.Join(f.root, "fscrypt.img"), filepath.Join(f.root, "fscrypt")
-	must(t, os.WriteFile(img, nil, 0o600))
-	must(t, os.Truncate(img, 32<<20))
-	must(t, os.Mkdir(mnt, 0o755))
-	if out, err := exec.Command(mkfs, "-q", "-O", "encrypt", img).CombinedOutput(); err != nil {
-		testutil.Unavailable(t, "mkfs.ext4 -O encrypt: %v: %s", err, out)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		testutil.Unavailable(t, "mount an ext4 image: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-	return mnt
+	return loopFS(t, f, "fscrypt", 32<<20, "mkfs.ext4", "e2fsprogs", "-O", "encrypt")
 }
 
 // fscrypt's keys and policies are refused in every tier (attack pass 80).
