@@ -71,6 +71,7 @@ func pidsCgroup(t *testing.T, max int) string {
 // request past its share is answered 429 or 503, the daemon lives, and
 // another user's moat run and session work.
 func TestDaemonAttackOneUserTakesEveryThread(t *testing.T) {
+	testutil.RequireRoot(t) // (before the cgroup: a user may make none)
 	cg := pidsCgroup(t, 160)
 	f := newSlotsFixtureWrap(t, "moatd-thr-1", "sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg)
 	if out, took := f.victimRun(); !strings.Contains(out, "victim-ok") {
