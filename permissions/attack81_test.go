@@ -46,3 +46,35 @@ func TestDaemontoolsRunnersSeenByDenyRules(t *testing.T) {
 	}
 	runRows(t, testCwd, Options{}, rows)
 }
+
+// TestRunconAndFlatpakSeenByDenyRules: runcon's command (after a context,
+// or after -t/-u/-r/-l and no context) and flatpak run --command's (with
+// the arguments after the application), and flatpak enter's, were not read
+// by deny rules: under Bash(runcon:*) or Bash(flatpak run:*) with
+// Bash(rm:*) denied, each ran rm (attack pass 81 left them).
+func TestRunconAndFlatpakSeenByDenyRules(t *testing.T) {
+	d := "deny: Bash(rm:*)"
+	var rows []arow
+	for _, c := range []struct {
+		rule, cmd string
+		want      policy.Verdict
+	}{
+		{"Bash(runcon:*)", "runcon unconfined_u:unconfined_r:unconfined_t:s0 rm -f x", deny},
+		{"Bash(runcon:*)", "runcon -t unconfined_t rm -f x", deny},
+		{"Bash(runcon:*)", "runcon --type=unconfined_t -c rm -f x", deny},
+		{"Bash(runcon:*)", "runcon -u u -r r -t t -l s0 rm -f x", deny},
+		{"Bash(flatpak run:*)", "flatpak run --command=rm org.example.App -f x", deny},
+		{"Bash(flatpak run:*)", "flatpak run --command rm org.example.App -f x", deny},
+		{"Bash(flatpak:*)", "flatpak --user run --filesystem=home --command=rm org.example.App -f x", deny},
+		{"Bash(flatpak:*)", "flatpak run --branch stable --command=sh org.example.App -c 'rm -f x'", deny},
+		{"Bash(flatpak enter:*)", "flatpak enter 1234 rm -f x", deny},
+		{"Bash(flatpak:*)", "flatpak enter org.example.App rm -f x", deny},
+		// still allowed: the commands they run are not denied
+		{"Bash(runcon:*)", "runcon -t t make", allow},
+		{"Bash(flatpak run:*)", "flatpak run --command=make org.example.App", allow},
+		{"Bash(flatpak run:*)", "flatpak run org.example.App rm", allow}, // the application's own command, with an argument
+	} {
+		rows = append(rows, arow{[]string{d, c.rule}, "", c.cmd, c.want})
+	}
+	runRows(t, testCwd, Options{}, rows)
+}

@@ -493,6 +493,8 @@ func TestSuggestion(t *testing.T) {
 		{"kubectl exec pod -- ls", "Bash(kubectl exec pod -- ls)"},
 		{"ip netns exec ns ls", "Bash(ip netns exec ns ls)"},
 		{"pgrphack make test", "Bash(pgrphack make test)"},
+		{"flatpak run --command=make org.example.App", "Bash(flatpak run --command=make org.example.App)"},
+		{"runcon -t t make", "Bash(runcon -t t make)"},
 		{"ip addr show", "Bash(ip addr:*)"},
 		{"npm install lodash", "Bash(npm install:*)"},
 	} {

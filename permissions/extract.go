@@ -657,9 +657,21 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	if x.runner(argv, depth, stdin, haveStdin, budget) || x.elsewhere(argv, depth, stdin, haveStdin, budget) {
 		return
 	}
+	if name == "flatpak" {
+		x.flatpak(argv, depth, stdin, haveStdin, budget)
+		return
+	}
 	spec, ok := wrappers.get()[name]
 	if !ok {
 		return
+	}
+	if name == "runcon" {
+		// with -t, -u, -r or -l there is no context before the command
+		noContext := spec
+		noContext.positionals = 0
+		for _, rest := range x.rests(argv, noContext) {
+			x.look(rest, depth, stdin, haveStdin, budget)
+		}
 	}
 	if spec.assignments {
 		for _, a := range argv[1:] {
@@ -705,6 +717,49 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	}
 	for _, rest := range x.rests(argv, spec) {
 		x.look(rest, depth, stdin, haveStdin, budget)
+	}
+}
+
+// flatpak looks at what flatpak runs in an application's sandbox: flatpak
+// run --command=CMD APP ARGS runs CMD ARGS (under Bash(flatpak run:*)
+// with Bash(rm:*) denied, flatpak run --command=rm APP -f x was allowed),
+// and flatpak enter INSTANCE CMD ARGS runs CMD ARGS in a running one.
+// flatpak's options take a value after '=' or as the next word, and not
+// every option is known here, so each word after the subcommand that is
+// not an option is read as the application (or instance) in turn: more
+// readings, never fewer. Without --command, run starts the application's
+// own command, which the line does not show.
+func (x *extraction) flatpak(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	sub := slices.IndexFunc(argv[1:], func(w string) bool { return w == "run" || w == "enter" }) + 1
+	if sub == 0 {
+		return
+	}
+	var cmds []string
+	if argv[sub] == "run" {
+		for j := sub + 1; j < len(argv); j++ {
+			if v, ok := strings.CutPrefix(argv[j], "--command="); ok {
+				cmds = append(cmds, v)
+			} else if argv[j] == "--command" && j+1 < len(argv) {
+				cmds = append(cmds, argv[j+1])
+			}
+		}
+		if len(cmds) == 0 {
+			return
+		}
+	}
+	for j := sub + 1; j < len(argv); j++ {
+		if strings.HasPrefix(argv[j], "-") {
+			continue
+		}
+		if argv[sub] == "enter" {
+			if j+1 < len(argv) {
+				x.look(argv[j+1:], depth, stdin, haveStdin, budget)
+			}
+			continue
+		}
+		for _, c := range cmds {
+			x.look(append([]string{c}, argv[j+1:]...), depth, stdin, haveStdin, budget)
+		}
 	}
 }
 
@@ -1021,6 +1076,9 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"s6-setlock":     {valueFlags: set("-t", "-d"), positionals: 1},
 		"s6-envdir":      {valueFlags: set("-n", "-L", "-c"), positionals: 1},
 		"s6-setsid":      {},
+		// SELinux's runcon CONTEXT CMD, or runcon -t TYPE (-u, -r, -l)
+		// CMD with no context: read both ways (below)
+		"runcon": {valueFlags: set("-u", "--user", "-r", "--role", "-t", "--type", "-l", "--range"), plainFlags: set("-c", "--compute"), positionals: 1},
 	}
 	// util-linux installs setarch under the names of the architectures
 	// too (x86_64, i386 here), and run so it takes setarch's options and

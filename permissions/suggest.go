@@ -33,6 +33,7 @@ var noPrefix = lazy[map[string]bool]{make: func() map[string]bool {
 		"softlimit": true, "setuidgid": true, "envuidgid": true, "setlock": true, "pgrphack": true,
 		"fghack": true, "s6-softlimit": true, "s6-setuidgid": true, "s6-envuidgid": true,
 		"s6-applyuidgid": true, "s6-setlock": true, "s6-envdir": true, "s6-setsid": true,
+		"runcon": true,
 	}
 }}
 
@@ -42,7 +43,7 @@ var elsewhereSubs = lazy[map[string][]string]{make: func() map[string][]string {
 	run := []string{"exec", "run", "create"}
 	return map[string][]string{
 		"docker": run, "podman": run, "nerdctl": run, "kubectl": {"exec", "run", "debug"},
-		"oc": {"exec", "rsh", "run", "debug"}, "vagrant": {"ssh"},
+		"oc": {"exec", "rsh", "run", "debug"}, "vagrant": {"ssh"}, "flatpak": {"run", "enter"},
 	}
 }}
 
