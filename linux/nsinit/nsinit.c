@@ -2207,14 +2207,22 @@ static void __attribute__((noreturn)) outer_relay(pid_t init)
 		kill(init, SIGKILL);
 		_exit(125);
 	}
-	for (;;) {
+	/* Reap first, then wait for a signal: init's SIGCHLD may have come
+	 * before the mask above, between the fork and this function, and a
+	 * SIGCHLD not blocked nor handled is discarded, so no read would ever
+	 * return. An init that ended that early (a busy machine, a launch that
+	 * failed at once) left this process waiting for good, and moat run
+	 * with it (CI, TestFailedLaunchLeavesNothing, rootless). */
+	for (int first = 1;; first = 0) {
 		struct signalfd_siginfo si;
-		ssize_t n = read(sfd, &si, sizeof si);
-		if (n != sizeof si)
-			continue;
-		if (si.ssi_signo != SIGCHLD) {
-			kill(init, (int)si.ssi_signo);
-			continue;
+		if (!first) {
+			ssize_t n = read(sfd, &si, sizeof si);
+			if (n != sizeof si)
+				continue;
+			if (si.ssi_signo != SIGCHLD) {
+				kill(init, (int)si.ssi_signo);
+				continue;
+			}
 		}
 		int st;
 		pid_t p;
