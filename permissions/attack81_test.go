@@ -12,12 +12,7 @@ import (
 // softlimit -d 300000000 rm -f victim.txt was allowed and removed the file
 // (attack pass 81; every deny row failed before).
 func TestDaemontoolsRunnersSeenByDenyRules(t *testing.T) {
-	d := "deny: Bash(rm:*)"
-	var rows []arow
-	for _, c := range []struct {
-		rule, cmd string
-		want      policy.Verdict
-	}{
+	runBesideDeniedRm(t, []ruleCase{
 		{"Bash(softlimit:*)", "softlimit -d 300000000 rm -f x", deny},
 		{"Bash(softlimit:*)", "softlimit -m300000000 -t 5 rm -f x", deny},
 		{"Bash(setuidgid:*)", "setuidgid u rm -f x", deny},
@@ -41,10 +36,7 @@ func TestDaemontoolsRunnersSeenByDenyRules(t *testing.T) {
 		{"Bash(setlock:*)", "setlock -n lock make", allow},
 		{"Bash(ip:*)", "ip addr show", allow},
 		{"Bash(ip netns:*)", "ip netns exec ns ls", allow},
-	} {
-		rows = append(rows, arow{[]string{d, c.rule}, "", c.cmd, c.want})
-	}
-	runRows(t, testCwd, Options{}, rows)
+	})
 }
 
 // TestRunconAndFlatpakSeenByDenyRules: runcon's command (after a context,
@@ -53,12 +45,7 @@ func TestDaemontoolsRunnersSeenByDenyRules(t *testing.T) {
 // by deny rules: under Bash(runcon:*) or Bash(flatpak run:*) with
 // Bash(rm:*) denied, each ran rm (attack pass 81 left them).
 func TestRunconAndFlatpakSeenByDenyRules(t *testing.T) {
-	d := "deny: Bash(rm:*)"
-	var rows []arow
-	for _, c := range []struct {
-		rule, cmd string
-		want      policy.Verdict
-	}{
+	runBesideDeniedRm(t, []ruleCase{
 		{"Bash(runcon:*)", "runcon unconfined_u:unconfined_r:unconfined_t:s0 rm -f x", deny},
 		{"Bash(runcon:*)", "runcon -t unconfined_t rm -f x", deny},
 		{"Bash(runcon:*)", "runcon --type=unconfined_t -c rm -f x", deny},
@@ -73,8 +60,22 @@ func TestRunconAndFlatpakSeenByDenyRules(t *testing.T) {
 		{"Bash(runcon:*)", "runcon -t t make", allow},
 		{"Bash(flatpak run:*)", "flatpak run --command=make org.example.App", allow},
 		{"Bash(flatpak run:*)", "flatpak run org.example.App rm", allow}, // the application's own command, with an argument
-	} {
-		rows = append(rows, arow{[]string{d, c.rule}, "", c.cmd, c.want})
+	})
+}
+
+// ruleCase is a command, the verdict it gets, and the one rule beside
+// Bash(rm:*) denied that it is judged under.
+type ruleCase struct {
+	rule, cmd string
+	want      policy.Verdict
+}
+
+// runBesideDeniedRm judges each case under its rule with Bash(rm:*) denied.
+func runBesideDeniedRm(t *testing.T, cases []ruleCase) {
+	t.Helper()
+	rows := make([]arow, 0, len(cases))
+	for _, c := range cases {
+		rows = append(rows, arow{[]string{"deny: Bash(rm:*)", c.rule}, "", c.cmd, c.want})
 	}
 	runRows(t, testCwd, Options{}, rows)
 }
