@@ -726,8 +726,16 @@ func (s *Session) Tasks() []TaskInfo {
 			continue // not started yet
 		}
 		n, _ := t.cap.counts()
+		// Running until the result is made, not only until the process
+		// is reaped: a read on the listing's word then gets the result.
+		running := true
+		select {
+		case <-t.done:
+			running = false
+		default:
+		}
 		t.mu.Lock()
-		info := TaskInfo{ID: t.id, Command: t.req.Command, Running: !t.finished, Backgrounded: t.background,
+		info := TaskInfo{ID: t.id, Command: t.req.Command, Running: running, Backgrounded: t.background,
 			Elapsed: time.Since(t.start), OutputBytes: n}
 		t.mu.Unlock()
 		out = append(out, info)

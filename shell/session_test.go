@@ -965,3 +965,45 @@ func TestDecidedInMustBeTheCwd(t *testing.T) {
 		t.Fatalf("judged where it runs: %+v %v", r, err)
 	}
 }
+
+// TestListingAgreesWithRead: once the session's listing says a background
+// command has ended, a read gives its result. The listing had said so from
+// the moment the process was reaped, before the result was made (its output
+// rendered and saved), so a client that read on the listing's word was told
+// "running" once more.
+func TestListingAgreesWithRead(t *testing.T) {
+	e := newEnv(t, "", nil)
+	for i := range 8 {
+		id := fmt.Sprintf("job%d", i)
+		// Output past the limit: the result saves it to a file, which
+		// takes a while after the process has been reaped.
+		if _, err := e.s.Run(context.Background(), shell.Request{ID: id, Command: "head -c 4000000 /dev/zero | tr '\\0' a", Background: true}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			running := true
+			for _, ti := range e.s.Tasks() {
+				if ti.ID == id {
+					running = ti.Running
+				}
+			}
+			if !running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still running", id)
+			}
+		}
+		rr, err := e.s.Read(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr.Running {
+			t.Fatalf("%s: the listing said it had ended, and a read right after said running", id)
+		}
+		if _, err := e.s.Wait(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
