@@ -454,6 +454,24 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "injected a character", nil
 	},
+	// tiocsetd: give a new pty the N_NULL line discipline (built into
+	// this kernel, so no module is needed to prove the call works).
+	"tiocsetd": func(a []string) (string, error) {
+		fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("open /dev/ptmx: %w", err)
+		}
+		defer unix.Close(fd)
+		const nNull = 27
+		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSETD, nNull); err != nil {
+			return "", fmt.Errorf("ioctl(TIOCSETD, N_NULL): %w", err)
+		}
+		got, err := unix.IoctlGetInt(fd, unix.TIOCGETD)
+		if err != nil || got != nNull {
+			return "", fmt.Errorf("TIOCGETD after TIOCSETD: %d %v", got, err)
+		}
+		return "set a pty's line discipline", nil
+	},
 	// io_uring: set up an io_uring instance.
 	"io_uring": func(a []string) (string, error) {
 		var params [120]byte

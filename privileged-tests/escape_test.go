@@ -316,6 +316,18 @@ func TestTIOCSTI(t *testing.T) {
 	}
 }
 
+// TIOCSETD: a command must not set a terminal's line discipline, which on
+// a kernel with dev.tty.ldisc_autoload=1 loads the discipline's module (the
+// kernel's attack surface grows by code a build never needs). The pty is one
+// of the sandbox's own devpts.
+func TestLineDisciplineRefused(t *testing.T) {
+	if b, err := os.ReadFile("/proc/tty/ldiscs"); err != nil || !strings.Contains(string(b), "n_null") {
+		testutil.Unavailable(t, "this kernel has no N_NULL line discipline to set (/proc/tty/ldiscs: %q %v)", b, err)
+	}
+	f := newFixture(t)
+	f.attack([]string{"tiocsetd"}, nil)
+}
+
 func TestIOURing(t *testing.T) {
 	if b, _ := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); strings.TrimSpace(string(b)) == "2" {
 		testutil.Unavailable(t, "io_uring is disabled on this kernel")

@@ -180,8 +180,14 @@ var nsFlags = []uint64{
 	unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP, unix.CLONE_NEWTIME,
 }
 
-// Terminal ioctls that inject input or reach the console.
-var deniedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX}
+// Terminal ioctls that inject input or reach the console, and TIOCSETD,
+// which changes a terminal's line discipline: on a pty of the sandbox's
+// own devpts, with no privilege, and on a kernel with
+// dev.tty.ldisc_autoload=1 (the upstream default) it makes the kernel load
+// the discipline's module (n_hdlc, n_gsm, slip, ppp, can327...), code with
+// a history of privilege escalations that a build never needs. Reading
+// the discipline (TIOCGETD) stays.
+var deniedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCSETD}
 
 // btrfsIoctlType is the type byte (bits 8-15 of the request) of btrfs's
 // ioctls, BTRFS_IOCTL_MAGIC. They are refused whole but for cloneIoctls:

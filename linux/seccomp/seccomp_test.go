@@ -114,6 +114,8 @@ func TestFilterVerdicts(t *testing.T) {
 		{"TIOCSTI", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCSTI}, eperm},
 		{"TIOCSTI high bits", Options{}, unix.SYS_IOCTL, []uint64{0, 1<<32 | unix.TIOCSTI}, eperm},
 		{"TIOCLINUX", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCLINUX}, eperm},
+		{"TIOCSETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCSETD}, eperm},
+		{"TIOCGETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCGETD}, retAllow},
 		{"TCGETS", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TCGETS}, retAllow},
 		// btrfs's subvolumes and snapshots (attack pass 80), every tier;
 		// the VFS's clone requests of the same type stay.
