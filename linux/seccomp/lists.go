@@ -174,6 +174,16 @@ const LastReviewed = 469
 // arm64 share these numbers): open_tree_attr (6.15).
 var rawDenied = []int{467}
 
+// inetModuleTypes and inetModuleProtocols are the AF_INET and AF_INET6
+// socket types and protocols (below UDP-Lite's number; everything above
+// it is refused too) that only a module serves (denyInetProtocols):
+// SOCK_SEQPACKET is SCTP's, SOCK_DCCP DCCP's, SOCK_RDM and SOCK_PACKET
+// no inet protocol's; IPPROTO_DCCP, IPPROTO_L2TP, IPPROTO_SCTP.
+var (
+	inetModuleTypes     = []uint64{unix.SOCK_RDM, unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET}
+	inetModuleProtocols = []uint64{unix.IPPROTO_DCCP, unix.IPPROTO_L2TP, unix.IPPROTO_SCTP}
+)
+
 // nsFlags are the clone/unshare flags that create namespaces.
 var nsFlags = []uint64{
 	unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET,

@@ -270,6 +270,9 @@ func (b *builder) denyArguments(o Options) error {
 	if err := b.add("socket", lsc.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT)), masked(2, 0xffffffff, unix.IPPROTO_MPTCP)); err != nil {
 		return err
 	}
+	if err := b.denyInetProtocols(); err != nil {
+		return err
+	}
 	for _, fl := range nsFlags {
 		if err := b.add("unshare", b.deny, masked(0, fl, fl)); err != nil {
 			return err
@@ -417,6 +420,42 @@ func (b *builder) denyFileModes(Options) error {
 		}
 	}
 	return b.addNr("openat2", openat2Nr, lsc.ActErrno.SetReturnCode(int16(unix.ENOSYS)))
+}
+
+// denyInetProtocols answers AF_INET and AF_INET6 sockets of the kinds the
+// kernel serves from modules (SCTP, DCCP, L2TP over IP, SMC and any other
+// protocol above UDP-Lite's number; the socket types only they serve:
+// SOCK_SEQPACKET, SOCK_DCCP, SOCK_RDM, SOCK_PACKET) as a kernel without them
+// does. Creating one makes the kernel load its module, with no privilege
+// asked (the way the DCCP and SCTP privilege escalations were reached), and
+// SCTP connects by setsockopt(SCTP_SOCKOPT_CONNECTX) too, a call the
+// connect hooks moat's eBPF layer and broker judge never see. TCP, UDP,
+// UDP-Lite, ICMP and ICMPv6 (ping sockets) and raw sockets (which need a
+// capability the command lacks) stay.
+func (b *builder) denyInetProtocols() error {
+	noType := lsc.ActErrno.SetReturnCode(int16(unix.ESOCKTNOSUPPORT))
+	noProto := lsc.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT))
+	above, err := lsc.MakeCondition(2, lsc.CompareGreater, unix.IPPROTO_UDPLITE)
+	if err != nil {
+		return fmt.Errorf("seccomp: condition for socket: %w", err)
+	}
+	for _, fam := range []uint64{unix.AF_INET, unix.AF_INET6} {
+		family := masked(0, 0xffffffff, fam)
+		for _, typ := range inetModuleTypes {
+			if err := b.add("socket", noType, family, masked(1, 0xf, typ)); err != nil {
+				return err
+			}
+		}
+		if err := b.add("socket", noProto, family, above); err != nil {
+			return err
+		}
+		for _, p := range inetModuleProtocols {
+			if err := b.add("socket", noProto, family, masked(2, 0xffffffff, p)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // denyFamilies makes socket(2)'s families an allow-list. AF_INET and
