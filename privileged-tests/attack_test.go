@@ -472,6 +472,15 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "set a pty's line discipline", nil
 	},
+	// modify_ldt: write an entry of the process's local descriptor table
+	// (a flat 32-bit data segment).
+	"modify_ldt": func(a []string) (string, error) {
+		desc := [4]uint32{0, 0, 0xfffff, 0x51} // entry 0, base 0, limit, seg_32bit|limit_in_pages|useable
+		if _, _, e := unix.Syscall(unix.SYS_MODIFY_LDT, 1, uintptr(unsafe.Pointer(&desc[0])), unsafe.Sizeof(desc)); e != 0 {
+			return "", fmt.Errorf("modify_ldt: %w", e)
+		}
+		return "wrote an LDT entry", nil
+	},
 	// io_uring: set up an io_uring instance.
 	"io_uring": func(a []string) (string, error) {
 		var params [120]byte

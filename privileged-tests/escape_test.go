@@ -328,6 +328,16 @@ func TestLineDisciplineRefused(t *testing.T) {
 	f.attack([]string{"tiocsetd"}, nil)
 }
 
+// modify_ldt: x86's local descriptor table, for DOS and Windows emulators,
+// is code with a history of privilege escalations that a build never calls.
+func TestModifyLDTRefused(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		testutil.Unavailable(t, "modify_ldt is x86's")
+	}
+	f := newFixture(t)
+	f.attack([]string{"modify_ldt"}, nil)
+}
+
 func TestIOURing(t *testing.T) {
 	if b, _ := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); strings.TrimSpace(string(b)) == "2" {
 		testutil.Unavailable(t, "io_uring is disabled on this kernel")

@@ -115,6 +115,7 @@ func TestFilterVerdicts(t *testing.T) {
 		{"TIOCSTI high bits", Options{}, unix.SYS_IOCTL, []uint64{0, 1<<32 | unix.TIOCSTI}, eperm},
 		{"TIOCLINUX", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCLINUX}, eperm},
 		{"TIOCSETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCSETD}, eperm},
+		{"modify_ldt", Options{}, unix.SYS_MODIFY_LDT, []uint64{1, 0, 16}, eperm},
 		{"TIOCGETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCGETD}, retAllow},
 		{"TCGETS", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TCGETS}, retAllow},
 		// btrfs's subvolumes and snapshots (attack pass 80), every tier;
