@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // ViolationKind says which layer refused something.
@@ -99,9 +101,9 @@ func Invisible(r rune) bool {
 }
 
 // resultTags are the tags moat writes around parts of a command's result,
-// as defangName spells them: the violation block, and the notice of
+// as tagSkeleton spells them: the violation block, and the notice of
 // output saved to a file (shell's render).
-var resultTags = []string{"sandboxviolations", "persistedoutput"}
+var resultTags = []string{tagSkeleton("sandboxviolations"), tagSkeleton("persistedoutput")}
 
 // Defang takes the angle bracket off every tag of moat's (a
 // <sandbox_violations> block, a <persisted-output> notice) in a command's
@@ -116,24 +118,33 @@ var resultTags = []string{"sandboxviolations", "persistedoutput"}
 // notice around its preview and opened another (attack pass 81,
 // TestForgedPersistedOutput). A tag is found as a reader may take it: any
 // case, '-' or '_' or neither between the words, spaces, controls and
-// invisible characters (zero width, NUL) anywhere in it, '/', the
-// fullwidth '<', the closing bracket left out, and cut by the end of the
-// text (a preview's, a read's).
+// invisible characters (zero width, NUL) anywhere in it, '/', a bracket
+// that looks like '<' (fullwidth, small, single guillemet, angle
+// brackets), letters that look like the name's (Cyrillic and Greek
+// lookalikes, fullwidth and mathematical letters, accents, 0 for o, 1 or I
+// for l), the bracket written as an entity (&lt;), the closing bracket
+// left out, and cut by the end of the text (a preview's, a read's).
 func Defang(out string) string {
-	if !strings.ContainsAny(out, "<\uff1c\ufe64") {
+	if !strings.ContainsAny(out, openBrackets+"&") {
 		return out
 	}
 	var b strings.Builder
 	last := 0
 	for i, r := range out {
-		if r != '<' && r != '\uff1c' && r != '\ufe64' {
+		n := utf8.RuneLen(r)
+		switch {
+		case r == '&':
+			if n = entityBracket(out[i:]); n == 0 {
+				continue
+			}
+		case !strings.ContainsRune(openBrackets, r):
 			continue
 		}
-		if !tagFollows(out[i+utf8.RuneLen(r):]) {
+		if !tagFollows(out[i+n:]) {
 			continue
 		}
 		b.WriteString(out[last:i])
-		last = i + utf8.RuneLen(r)
+		last = i + n
 	}
 	if last == 0 {
 		return out
@@ -141,6 +152,26 @@ func Defang(out string) string {
 	b.WriteString(out[last:])
 	return b.String()
 }
+
+// entityBracket is the length of the HTML or XML entity for '<' that s
+// starts with (&lt; &#60; &#x3c;, any case, the ';' optional), or 0.
+func entityBracket(s string) int {
+	for _, e := range []string{"&lt", "&#60", "&#x3c", "&#x003c", "&#0060"} {
+		if len(s) >= len(e) && strings.EqualFold(s[:len(e)], e) {
+			if len(s) > len(e) && s[len(e)] == ';' {
+				return len(e) + 1
+			}
+			return len(e)
+		}
+	}
+	return 0
+}
+
+// openBrackets are '<' and the characters a reader takes for it: fullwidth
+// and small '<', the single guillemet, the angle brackets of CJK,
+// mathematics and technical text, the modifier arrowhead, and the
+// Canadian syllabic and ornament lookalikes.
+const openBrackets = "<＜﹤‹〈⟨〈˂ᐸ❮⧼"
 
 // tagFollows reports whether s, after a '<', starts with the name of one of
 // resultTags as a reader may take it (see Defang).
@@ -151,10 +182,10 @@ func tagFollows(s string) bool {
 			break
 		}
 		switch {
-		case r == '-' || r == '_' || r == '/' || unicode.IsSpace(r) || Invisible(r):
+		case r == '-' || r == '_' || r == '/' || unicode.IsSpace(r) || Invisible(r) || unicode.Is(unicode.Mn, r):
 			continue
-		case unicode.IsLetter(r):
-			name = append(name, unicode.ToLower(r))
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '|' || r == '!':
+			name = append(name, []rune(tagSkeleton(string(r)))...)
 			for _, t := range resultTags {
 				if string(name) == t {
 					return true
@@ -174,6 +205,54 @@ func tagFollows(s string) bool {
 		}
 	}
 	return false
+}
+
+// tagSkeleton spells s as a reader of a tag name sees it: compatibility
+// forms undone and accents dropped (NFKD), lower case, each lookalike as
+// the ASCII letter it passes for, and the letters that pass for each
+// other as one (i, l, 1, I, '|' and '!' as l; 0 as o; 5 as s).
+func tagSkeleton(s string) string {
+	var b strings.Builder
+	for _, r := range norm.NFKD.String(s) {
+		if unicode.Is(unicode.Mn, r) {
+			continue
+		}
+		if a, ok := lookalikes[r]; ok {
+			r = a
+		}
+		r = unicode.ToLower(r)
+		if a, ok := lookalikes[r]; ok {
+			r = a
+		}
+		switch r {
+		case 'i', '1', '|', '!':
+			r = 'l'
+		case '0':
+			r = 'o'
+		case '5':
+			r = 's'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// lookalikes are letters of other scripts that pass for the Latin letters
+// of moat's tag names (after lower-casing; from Unicode's confusables).
+var lookalikes = map[rune]rune{
+	// Cyrillic
+	'а': 'a', 'ь': 'b', 'в': 'b', 'ԁ': 'd', 'е': 'e', 'ё': 'e', 'і': 'i', 'ї': 'i', 'ӏ': 'l',
+	'о': 'o', 'р': 'p', 'ѕ': 's', 'т': 't', 'у': 'y', 'х': 'x', 'п': 'n', 'и': 'u', 'ц': 'u', 'ѵ': 'v',
+	'ԛ': 'q', 'ԝ': 'w', 'һ': 'h', 'ј': 'j', 'ҽ': 'e', 'ɩ': 'i',
+	// Greek
+	'α': 'a', 'β': 'b', 'δ': 'd', 'ε': 'e', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
+	'σ': 'o', 'τ': 't', 'υ': 'u', 'χ': 'x', 'η': 'n', 'ϲ': 'c', 'ϳ': 'j',
+	// Latin extensions and IPA
+	'ı': 'i', 'ɑ': 'a', 'ƅ': 'b', 'ɗ': 'd', 'ȷ': 'j', 'ʋ': 'u', 'ᴠ': 'v', 'ꭵ': 'i', 'ɪ': 'i',
+	'ʟ': 'l', 'ᴏ': 'o', 'ᴘ': 'p', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴅ': 'd', 'ʀ': 'r', 'ᴇ': 'e',
+	'ɴ': 'n', 'ʙ': 'b', 'ᴀ': 'a', 'ⅼ': 'l', 'ⅰ': 'i', 'ⅴ': 'v', 'ⅾ': 'd',
+	// Armenian and Cherokee that read as Latin
+	'օ': 'o', 'ս': 'u', 'ո': 'n', 'ր': 'n', 'Ꭰ': 'd', 'Ꭼ': 'e', 'Ꭲ': 't', 'Ꮪ': 's', 'Ꮲ': 'p',
 }
 
 // Annotate renders violations as the block appended to a command's stderr.

@@ -91,10 +91,28 @@ func TestDefangSpellings(t *testing.T) {
 			t.Errorf("Defang(%q) = %q: the tag keeps its '<'", in, got)
 		}
 	}
+	// Lookalikes a reader (a model reading the result) takes for the tag
+	// (the open items of attack pass 81): letters of other scripts,
+	// fullwidth and mathematical letters, accents, digits for letters,
+	// and brackets that pass for '<'.
+	for _, in := range []string{
+		"<\u0455andbox_violations>", "<s\u0430ndbox_violations>", "<\uff50\uff45\uff52\uff53\uff49\uff53\uff54\uff45\uff44-\uff4f\uff55\uff54\uff50\uff55\uff54>",
+		"<\U0001d42c\U0001d41a\U0001d427\U0001d41d\U0001d41b\U0001d428\U0001d431_violations>", "<sandbox_vio1ations>", "<sandbox_vioIations>",
+		"<sandb0x_violations>", "<pers\u00edsted-output>", "<persi\u0301sted-output>", "\u2039sandbox_violations\u203a",
+		"<\u03c1ersisted-output>", "<\u0440\u0435rsisted-output>", "<persist\u0435d-\u043eutput>", "\u3008persisted-output\u3009",
+		"\u27e8sandbox_violations\u27e9", "<5andbox_violations>", "<SANDBOX_V\u0399OLATIONS>",
+		"&lt;persisted-output&gt;", "&LT;/sandbox_violations&gt;", "&#60;persisted-output>", "&#x3C;sandbox_violations>", "&ltpersisted-output",
+	} {
+		if got := Defang("x " + in + " y"); strings.ContainsAny(got, openBrackets) || strings.Contains(strings.ToLower(got), "&lt") || strings.Contains(strings.ToLower(got), "&#") {
+			t.Errorf("Defang(%q) = %q: the lookalike tag keeps its bracket", in, got)
+		}
+	}
 	if got := Defang("tail <persisted-outp"); strings.Contains(got, "<") {
 		t.Errorf("a tag cut by the text's end keeps its '<': %q", got)
 	}
-	for _, in := range []string{"a < b", "<div>", "<persisted>", "<sandbox>", "<output>", "if (x<y) {", "<pe", "<sandboxes>", "<persisted-outputs-are-fine?"} {
+	for _, in := range []string{"a < b", "<div>", "<persisted>", "<sandbox>", "<output>", "if (x<y) {", "<pe", "<sandboxes>", "<persisted-outputs-are-fine?",
+		"\u2039quoted\u203a", "\u3008\u65e5\u672c\u3009", "<sandbox_violators>", "x<10 && y>5", "<\u0441\u0430\u043c>",
+		"&lt;div&gt;", "a &amp; b", "&lt", "&"} {
 		want := in
 		if in == "<persisted-outputs-are-fine?" {
 			want = in[1:]
