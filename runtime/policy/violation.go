@@ -125,26 +125,26 @@ var resultTags = []string{tagSkeleton("sandboxviolations"), tagSkeleton("persist
 // for l), the bracket written as an entity (&lt;), the closing bracket
 // left out, and cut by the end of the text (a preview's, a read's).
 func Defang(out string) string {
-	if !strings.ContainsAny(out, openBrackets+"&") {
-		return out
-	}
 	var b strings.Builder
 	last := 0
-	for i, r := range out {
-		n := utf8.RuneLen(r)
-		switch {
-		case r == '&':
-			if n = entityBracket(out[i:]); n == 0 {
-				continue
-			}
-		case !strings.ContainsRune(openBrackets, r):
-			continue
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		if c != '<' && c != '&' && c < utf8.RuneSelf {
+			continue // most of any output: one compare a byte
 		}
-		if !tagFollows(out[i+n:]) {
+		n := 0
+		switch r, size := utf8.DecodeRuneInString(out[i:]); {
+		case c == '&':
+			n = entityBracket(out[i:])
+		case strings.ContainsRune(openBrackets, r):
+			n = size
+		}
+		if n == 0 || !tagFollows(out[i+n:]) {
 			continue
 		}
 		b.WriteString(out[last:i])
 		last = i + n
+		i += n - 1
 	}
 	if last == 0 {
 		return out
@@ -176,7 +176,9 @@ const openBrackets = "<＜﹤‹〈⟨〈˂ᐸ❮⧼"
 // tagFollows reports whether s, after a '<', starts with the name of one of
 // resultTags as a reader may take it (see Defang).
 func tagFollows(s string) bool {
-	var name []rune
+	var buf [24]byte
+	var skb [8]rune
+	name := buf[:0]
 	for n, r := range s {
 		if n > 256 || len(name) > 20 {
 			break
@@ -185,11 +187,21 @@ func tagFollows(s string) bool {
 		case r == '-' || r == '_' || r == '/' || unicode.IsSpace(r) || Invisible(r) || unicode.Is(unicode.Mn, r):
 			continue
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '|' || r == '!':
-			name = append(name, []rune(tagSkeleton(string(r)))...)
+			for _, l := range appendSkeleton(skb[:0], r) {
+				if l >= utf8.RuneSelf {
+					return false // no lookalike of a tag's letter
+				}
+				name = append(name, byte(l))
+			}
+			prefix := false
 			for _, t := range resultTags {
 				if string(name) == t {
 					return true
 				}
+				prefix = prefix || strings.HasPrefix(t, string(name))
+			}
+			if !prefix {
+				return false // no tag's name goes on this way: an <html>, an a<b
 			}
 			continue
 		}
@@ -212,29 +224,44 @@ func tagFollows(s string) bool {
 // the ASCII letter it passes for, and the letters that pass for each
 // other as one (i, l, 1, I, '|' and '!' as l; 0 as o; 5 as s).
 func tagSkeleton(s string) string {
-	var b strings.Builder
-	for _, r := range norm.NFKD.String(s) {
-		if unicode.Is(unicode.Mn, r) {
-			continue
-		}
-		if a, ok := lookalikes[r]; ok {
-			r = a
-		}
-		r = unicode.ToLower(r)
-		if a, ok := lookalikes[r]; ok {
-			r = a
-		}
-		switch r {
-		case 'i', '1', '|', '!':
-			r = 'l'
-		case '0':
-			r = 'o'
-		case '5':
-			r = 's'
-		}
-		b.WriteRune(r)
+	var out []rune
+	for _, r := range s {
+		out = appendSkeleton(out, r)
 	}
-	return b.String()
+	return string(out)
+}
+
+// appendSkeleton appends r as tagSkeleton spells it.
+func appendSkeleton(dst []rune, r rune) []rune {
+	if r < utf8.RuneSelf {
+		return append(dst, foldLetter(r))
+	}
+	for _, d := range norm.NFKD.String(string(r)) {
+		if !unicode.Is(unicode.Mn, d) {
+			dst = append(dst, foldLetter(d))
+		}
+	}
+	return dst
+}
+
+// foldLetter is one character of tagSkeleton's, accents already dropped.
+func foldLetter(r rune) rune {
+	if a, ok := lookalikes[r]; ok {
+		r = a
+	}
+	r = unicode.ToLower(r)
+	if a, ok := lookalikes[r]; ok {
+		r = a
+	}
+	switch r {
+	case 'i', '1', '|', '!':
+		return 'l'
+	case '0':
+		return 'o'
+	case '5':
+		return 's'
+	}
+	return r
 }
 
 // lookalikes are letters of other scripts that pass for the Latin letters
