@@ -176,7 +176,7 @@ func (cc *clientConn) serveConnect(req *http.Request) {
 		up.conn.Close()
 		return
 	}
-	tunnel(cc.c, cc.pending(), up.conn, up.pending)
+	cc.s.tunnelTo(t, cc.c, cc.pending(), up.conn, up.pending)
 }
 
 func (cc *clientConn) replyVerdictError(err error) {

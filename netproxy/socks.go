@@ -133,7 +133,7 @@ func (cc *clientConn) serveSOCKS() {
 		up.conn.Close()
 		return
 	}
-	tunnel(cc.c, cc.pending(), up.conn, up.pending)
+	s.tunnelTo(t, cc.c, cc.pending(), up.conn, up.pending)
 }
 
 var errAtyp = errors.New("unsupported address type")

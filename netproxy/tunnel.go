@@ -1,8 +1,15 @@
 package netproxy
 
 import (
+	"crypto/tls"
+	"errors"
 	"io"
 	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
 type closeWriter interface{ CloseWrite() error }
@@ -52,3 +59,133 @@ func pipe(dst, src net.Conn, pending []byte) {
 	dst.Close()
 	src.Close()
 }
+
+// maxHello bounds what is read of a client's first TLS flight before its
+// server name is known (a ClientHello is at most a 64 KiB handshake message).
+const maxHello = 70 << 10
+
+// helloTimeout bounds the wait for the rest of a ClientHello once its
+// first byte has come.
+const helloTimeout = 30 * time.Second
+
+// errHelloRead stops the TLS handshake once the ClientHello is parsed.
+var errHelloRead = errors.New("client hello read")
+
+// tunnelTo tunnels to t: by name (tunnelNamed) unless t is an address.
+func (s *Server) tunnelTo(t *target, client net.Conn, clientPending []byte, up net.Conn, upPending []byte) {
+	if _, err := netip.ParseAddr(t.host); err == nil {
+		tunnel(client, clientPending, up, upPending)
+		return
+	}
+	s.tunnelNamed(t.host, t.port, client, clientPending, up, upPending)
+}
+
+// tunnelNamed is tunnel for a CONNECT or SOCKS5 request that named host
+// (not an address literal): the client's first bytes are read before any
+// goes upstream, and a TLS ClientHello whose server name (SNI) is not host
+// must name a destination the rules allow on port by itself, or the
+// tunnel ends and the attempt is reported. An allowed name's address is
+// often a CDN's or a cloud's that serves other sites too, chosen by that
+// name: a command that opened a tunnel to an allowed name and asked TLS
+// for another (domain fronting, or Encrypted Client Hello's public name)
+// reached a site the policy does not allow. What the TLS carries inside
+// (an HTTP Host header) is not seen. The upstream's bytes flow at once:
+// a server that speaks first (SSH's banner) is not kept waiting.
+func (s *Server) tunnelNamed(host string, port int, client net.Conn, clientPending []byte, up net.Conn, upPending []byte) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe(client, up, upPending)
+	}()
+	if first, ok := s.checkServerName(host, port, client, clientPending); ok {
+		pipe(up, client, first)
+	} else {
+		client.Close()
+		up.Close()
+	}
+	<-done
+	client.Close()
+	up.Close()
+}
+
+// checkServerName reads the client's first bytes and judges the server
+// name of a TLS ClientHello among them (tunnelNamed). It returns what it
+// read, to be sent upstream, and whether the tunnel may go on.
+func (s *Server) checkServerName(host string, port int, client net.Conn, pending []byte) ([]byte, bool) {
+	rc := &recordingConn{Conn: client, pending: pending}
+	var b [2048]byte
+	if n, _ := rc.Read(b[:]); n == 0 || b[0] != 0x16 {
+		return rc.buf, true // not a TLS handshake record (or the client sent nothing)
+	}
+	client.SetReadDeadline(time.Now().Add(helloTimeout))
+	defer client.SetReadDeadline(time.Time{})
+	rc.replay, rc.off = true, 0
+	var name string
+	read := false
+	err := tls.Server(rc, &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		name, read = h.ServerName, true
+		return nil, errHelloRead
+	}}).Handshake()
+	dest := hostPort(host, port)
+	if !read {
+		reason := "a TLS ClientHello moat cannot read"
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			reason = "a TLS ClientHello not finished in " + helloTimeout.String()
+		}
+		s.violation(dest, reason)
+		return nil, false
+	}
+	if name == "" {
+		return rc.buf, true // no name asked: the tunnel's own destination serves it
+	}
+	sni, err := policy.CanonicalHost(name)
+	if err == nil && sni == host {
+		return rc.buf, true
+	}
+	if err == nil {
+		if v, _ := s.CurrentRules().check(sni, port); v == policy.Allow {
+			s.logger().Debug("allowed", "verdict", "allow", "host", dest, "server name", sni)
+			return rc.buf, true
+		}
+	}
+	s.violation(hostPort(truncate(name, 255), port), "TLS asked for "+truncate(oneLine(name), 255)+" in a tunnel to "+host+", and that name is not allowed (domain fronting)")
+	return nil, false
+}
+
+// recordingConn is the client's connection as crypto/tls reads a
+// ClientHello from it: the bytes read are kept (to be sent upstream,
+// up to maxHello), and nothing is ever written to the client.
+type recordingConn struct {
+	net.Conn
+	pending []byte // read before the verdict (the proxy's buffer)
+	buf     []byte // every byte read so far
+	replay  bool   // Read gives buf back first (what was read to look)
+	off     int    // how much of buf Read has given back
+}
+
+func (c *recordingConn) Read(p []byte) (int, error) {
+	if c.replay && c.off < len(c.buf) {
+		n := copy(p, c.buf[c.off:])
+		c.off += n
+		return n, nil
+	}
+	if len(c.buf) >= maxHello {
+		return 0, errors.New("ClientHello too large")
+	}
+	if len(p) > maxHello-len(c.buf) {
+		p = p[:maxHello-len(c.buf)]
+	}
+	var n int
+	var err error
+	if len(c.pending) > 0 {
+		n = copy(p, c.pending)
+		c.pending = c.pending[n:]
+	} else {
+		n, err = c.Conn.Read(p)
+	}
+	c.buf = append(c.buf, p[:n]...)
+	c.off = len(c.buf)
+	return n, err
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) { return len(p), nil }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -1022,5 +1023,35 @@ func udpEcho(pc net.PacketConn) {
 			return
 		}
 		pc.WriteTo(buf[:n], a)
+	}
+}
+
+// Domain fronting: a tunnel to an allowed name (here the host's
+// localhost:PORT) whose TLS asks for another name reached whatever site the
+// server at that address serves by that name (a CDN serves many): the proxy
+// now reads the TLS ClientHello and ends the tunnel, reporting the name.
+func TestProxyRefusesDomainFronting(t *testing.T) {
+	requireCurl(t)
+	f := newFixture(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "site %s\n", r.TLS.ServerName)
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	allow := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port}})
+	if got := f.sandboxedWith(allow, "curl", "-k", "https://localhost:"+port+"/"); !got.escaped() {
+		t.Fatalf("TLS to the allowed localhost:%s must work:\n%s", port, got.out)
+	}
+	front := []string{"curl", "-k", "--connect-to", "evil.test:" + port + ":localhost:" + port, "https://evil.test:" + port + "/"}
+	got := f.sandboxedWith(allow, front...)
+	if got.escaped() {
+		t.Fatalf("ESCAPE: TLS for evil.test in a tunnel to localhost:%s:\n%s", port, got.out)
+	}
+	if !strings.Contains(got.out, "evil.test") || !strings.Contains(got.out, "domain fronting") {
+		t.Errorf("the fronting attempt is not reported:\n%s", got.out)
+	}
+	if base := f.direct(front...); !base.escaped() {
+		t.Fatalf("the attack must work without moat: %s", base.out)
 	}
 }

@@ -1,0 +1,126 @@
+package netproxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cdnServer is a TLS server standing in for a CDN's address: it serves
+// whichever site the client's TLS asks for by name.
+func cdnServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "site %q", r.TLS.ServerName)
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// tlsThrough opens a tunnel to hostport through the proxy (CONNECT, or
+// SOCKS5 with a domain name) and asks TLS for serverName there.
+func tlsThrough(t *testing.T, proxy, hostport, serverName string, socks bool) (string, error) {
+	t.Helper()
+	var c net.Conn
+	if socks {
+		host, port, _ := net.SplitHostPort(hostport)
+		var p int
+		fmt.Sscan(port, &p)
+		code, sc, _ := socksHandshake(t, proxy, 3, host, p, "")
+		if code != 0 {
+			return "", fmt.Errorf("SOCKS5 reply %d", code)
+		}
+		c = sc
+	} else {
+		c = dialProxy(t, proxy)
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != 200 {
+			return "", fmt.Errorf("CONNECT: %v %v", resp, err)
+		}
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	tc := tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true})
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", serverName)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		return "", err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), nil
+}
+
+// TestTunnelServerNameChecked: a tunnel to an allowed name whose TLS asks
+// for another name (domain fronting: the allowed name's address is a CDN's
+// that serves other sites too) is ended and reported, unless that name is
+// allowed too; the same tunnel asking for its own name, or for none, works.
+func TestTunnelServerNameChecked(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test", "www.allowed.test"}, nil))
+	cdn := cdnServer(t)
+	e.setRoute(addrAllowed, cdn.Listener.Addr().String())
+	for _, socks := range []bool{false, true} {
+		got, err := tlsThrough(t, e.addr, "allowed.test:443", "evil.test", socks)
+		if err == nil {
+			t.Fatalf("socks=%v: TLS for evil.test through a tunnel to allowed.test reached the CDN's site: %s", socks, got)
+		}
+		v := e.lastViolation()
+		if v.Target != "evil.test:443" || !strings.Contains(v.Rule, "domain fronting") {
+			t.Errorf("socks=%v: violation %+v", socks, v)
+		}
+		for _, name := range []string{"allowed.test", "ALLOWED.test", "www.allowed.test", ""} {
+			got, err := tlsThrough(t, e.addr, "allowed.test:443", name, socks)
+			if err != nil || got != fmt.Sprintf("site %q", strings.ToLower(name)) && !(name == "ALLOWED.test" && got == `site "ALLOWED.test"`) {
+				t.Errorf("socks=%v: TLS for %q through a tunnel to allowed.test: %q %v", socks, name, got, err)
+			}
+		}
+	}
+}
+
+// TestTunnelServerSpeaksFirst: the look at the client's first bytes does
+// not hold the upstream's: a server that speaks first (SSH) is heard.
+func TestTunnelServerSpeaksFirst(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "SSH-2.0-test\r\n")
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		c.Write(b[:n])
+	}()
+	e.setRoute(addrAllowed, l.Addr().String())
+	c := dialProxy(t, e.addr)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n")
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	banner, err := br.ReadString('\n')
+	if err != nil || banner != "SSH-2.0-test\r\n" {
+		t.Fatalf("the server's banner: %q %v", banner, err)
+	}
+	io.WriteString(c, "SSH-2.0-client\r\n")
+	echo, err := br.ReadString('\n')
+	if err != nil || echo != "SSH-2.0-client\r\n" {
+		t.Fatalf("the echo: %q %v", echo, err)
+	}
+}
