@@ -458,6 +458,14 @@ func preadKey(fd int, buf []byte, key string) int64 {
 // of this user on the host). It returns what could not be held.
 func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforce.Skip {
 	var skipped []enforce.Skip
+	for _, r := range halvedRlimits {
+		var rl unix.Rlimit
+		if unix.Getrlimit(r, &rl) == nil {
+			if half, ok := halfRlimit(rl); ok {
+				p.Rlimit(r, half, half)
+			}
+		}
+	}
 	if eff.FileSize > 0 {
 		p.Rlimit(unix.RLIMIT_FSIZE, uint64(eff.FileSize), uint64(eff.FileSize))
 	}
@@ -495,6 +503,31 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 		}
 	}
 	return skipped
+}
+
+// halvedRlimits bound counts the kernel keeps per user, not per process,
+// and charges to the user in every user namespace up to the host's (and,
+// without one, directly): RLIMIT_SIGPENDING counts the queued signals and
+// the POSIX timers (each holds a signal ready), RLIMIT_MEMLOCK the System V
+// shared memory locked with SHM_LOCK. The sandbox's count is held by the
+// command's own limit, and that was the user's whole limit: a command
+// that made POSIX timers until refused took all 96,364 of its user's
+// (root's, as root), and every timer_create and sigqueue of the user's
+// own programs outside, root's daemons' as root, failed with EAGAIN while
+// it ran; one that locked segments until refused left the user's own
+// SHM_LOCK ENOMEM (found by attack pass 85). The command gets half, as it
+// does of the inotify and fanotify counts (ucountCaps); several sandboxes
+// of one user together are still bounded only by the user's limit.
+var halvedRlimits = []int{unix.RLIMIT_SIGPENDING, unix.RLIMIT_MEMLOCK}
+
+// halfRlimit is the soft and hard limit a sandbox gets of rl: half of the
+// soft limit (what the user's programs are held to), never above the
+// hard one. An unlimited count leaves the user nothing to keep.
+func halfRlimit(rl unix.Rlimit) (uint64, bool) {
+	if rl.Cur == unix.RLIM_INFINITY {
+		return 0, false
+	}
+	return min(rl.Cur/2, rl.Max), true
 }
 
 // nonsReserve is how many processes and threads a command of the

@@ -57,6 +57,9 @@ func readContent(path string) ([]byte, error) {
 	return b, err
 }
 
+// shmLock is shmctl's SHM_LOCK (linux/shm.h), which x/sys/unix does not name.
+const shmLock = 11
+
 var attacks = map[string]func([]string) (string, error){
 	// read PATH: read a file and print its first bytes.
 	"read": func(a []string) (string, error) {
@@ -673,6 +676,56 @@ var attacks = map[string]func([]string) (string, error){
 			}
 		}
 		return fmt.Sprintf("made %d of the user's %d inotify instances", want, limit), nil
+	},
+	// timers-half LIMIT: make more than half of LIMIT POSIX timers, LIMIT
+	// being the user's RLIMIT_SIGPENDING outside: each timer holds a
+	// queued signal, charged to the user in every user namespace up to
+	// the host's, and past the limit every timer_create and sigqueue of
+	// the user's, outside too, fails. It stops one past half, so that run
+	// without moat it does not take them all; they go when it exits.
+	"timers-half": func(a []string) (string, error) {
+		limit, err := strconv.ParseUint(a[0], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		want := limit/2 + 1
+		var ev [64]byte // struct sigevent: sigev_notify (offset 12) SIGEV_NONE
+		binary.NativeEndian.PutUint32(ev[12:], 1)
+		for i := uint64(0); i < want; i++ {
+			var id int32
+			if _, _, e := unix.Syscall(unix.SYS_TIMER_CREATE, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&id))); e != 0 {
+				return "", fmt.Errorf("timer %d of %d (the user's limit %d): %w", i+1, want, limit, e)
+			}
+		}
+		return fmt.Sprintf("made %d POSIX timers of the user's %d queued signals", want, limit), nil
+	},
+	// shmlock-half LIMIT: lock more than half of LIMIT bytes, the user's
+	// RLIMIT_MEMLOCK outside, of System V shared memory (SHM_LOCK), which
+	// the kernel charges to the user in every user namespace up to the
+	// host's. Each segment is attached and marked for removal, so it goes
+	// when this process exits (the host's IPC namespace without moat).
+	"shmlock-half": func(a []string) (string, error) {
+		limit, err := strconv.ParseUint(a[0], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		const seg = 64 << 10
+		want := limit/2/seg + 1
+		for i := uint64(0); i < want; i++ {
+			id, err := unix.SysvShmGet(unix.IPC_PRIVATE, seg, unix.IPC_CREAT|0o600)
+			if err != nil {
+				return "", fmt.Errorf("shmget %d of %d: %w", i+1, want, err)
+			}
+			_, err = unix.SysvShmAttach(id, 0, 0)
+			unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			if err != nil {
+				return "", fmt.Errorf("shmat %d of %d: %w", i+1, want, err)
+			}
+			if _, err := unix.SysvShmCtl(id, shmLock, nil); err != nil {
+				return "", fmt.Errorf("SHM_LOCK of segment %d of %d (%d KiB each, the user's limit %d bytes): %w", i+1, want, seg>>10, limit, err)
+			}
+		}
+		return fmt.Sprintf("locked %d KiB of System V shared memory of the user's %d", want*seg>>10, limit>>10), nil
 	},
 	// aio-hog: take native AIO events (io_setup) until the kernel refuses:
 	// escaped when that is more than half of the machine's (fs.aio-max-nr,

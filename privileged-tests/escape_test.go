@@ -470,6 +470,37 @@ func TestInotifyInstancesBounded(t *testing.T) {
 	f.attack([]string{"inotify-half"}, nil)
 }
 
+// A command takes at most half of its user's queued signals and POSIX
+// timers (RLIMIT_SIGPENDING) and locked System V shared memory
+// (RLIMIT_MEMLOCK): the kernel counts them per user, in every user
+// namespace up to the host's, and a command that made timers until
+// refused left every timer_create and sigqueue of its user's outside,
+// root's daemons' as root, EAGAIN while it ran (attack pass 85).
+func TestSignalsAndLockedMemoryBounded(t *testing.T) {
+	// max keeps the machine usable: half of it is what the attack makes.
+	for _, c := range []struct {
+		attack   string
+		resource int
+		max      uint64
+	}{{"timers-half", unix.RLIMIT_SIGPENDING, 1 << 18}, {"shmlock-half", unix.RLIMIT_MEMLOCK, 64 << 20}} {
+		t.Run(c.attack, func(t *testing.T) {
+			var rl unix.Rlimit
+			if unix.Getrlimit(c.resource, &rl) != nil || rl.Cur > c.max {
+				t.Skipf("the limit is unlimited or above %d, too much to take in a test", c.max)
+			}
+			args := []string{c.attack, strconv.FormatUint(rl.Cur, 10)}
+			f := newFixture(t)
+			f.attack(args, nil)
+			if landlockABI() > 0 && !viaSession() {
+				t.Run("no-namespace tier", func(t *testing.T) {
+					f := makeFixture(t)
+					f.attackWith(f.bestEffort, args, nil)
+				})
+			}
+		})
+	}
+}
+
 // Native AIO is not there (io_setup answers ENOSYS): its count of events
 // is the machine's (fs.aio-max-nr), and a command took all of it, so that
 // every other process's io_setup, root's included, failed with EAGAIN
