@@ -129,7 +129,15 @@ func limitMechanisms(eff policy.Limits, setMemory, nons, runCgroup bool) []enfor
 		case root:
 			add("limit: processes", false, "", "as root only a cgroup holds it (the kernel exempts root from RLIMIT_NPROC) and none is writable here: moat refuses to run (--best-effort runs without it)")
 		default:
-			add("limit: processes", true, "RLIMIT_NPROC, counted in the sandbox's user namespace", strconv.FormatInt(eff.Pids, 10)+" processes and threads; refused forks are not reported")
+			n := uint64(eff.Pids)
+			if half, ok := userProcessHalf(); ok && half < n {
+				n = half
+			}
+			note := strconv.FormatUint(n, 10) + " processes and threads; refused forks are not reported"
+			if n < uint64(eff.Pids) {
+				note += " (half of this user's own limit, which counts the sandbox's processes too)"
+			}
+			add("limit: processes", true, "RLIMIT_NPROC, counted in the sandbox's user namespace", note)
 		}
 	}
 	if eff.CPU > 0 {
@@ -499,8 +507,14 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 			}
 			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: reason})
 		} else {
-			p.Rlimit(unix.RLIMIT_NPROC, uint64(eff.Pids), uint64(eff.Pids))
+			n := uint64(eff.Pids)
+			if half, ok := userProcessHalf(); ok {
+				n = min(n, half)
+			}
+			p.Rlimit(unix.RLIMIT_NPROC, n, n)
 		}
+	} else if half, ok := userProcessHalf(); ok && !nons {
+		p.Rlimit(unix.RLIMIT_NPROC, half, half)
 	}
 	return skipped
 }
@@ -528,6 +542,25 @@ func halfRlimit(rl unix.Rlimit) (uint64, bool) {
 		return 0, false
 	}
 	return min(rl.Cur/2, rl.Max), true
+}
+
+// userProcessHalf is the RLIMIT_NPROC a sandbox with a user namespace
+// gets at most: half of moat's own soft limit, the user's. The kernel
+// counts a user's processes and threads in every user namespace up to the
+// host's, and checks the host's count against the limit the user had when
+// the sandbox's namespace was made: the command's own limit (the policy's,
+// 4096 by default, or a cgroup's pids.max) bounds the sandbox alone, so
+// where the user's limit was no higher (RHEL's limits.d sets 4096 for
+// every user) a command that forked until refused took every process the
+// user had, and the user's shell could not fork while it ran (attack pass
+// 85, under a limit of 300). Root, whom the kernel exempts from the
+// limit, and the no-namespace tier (nonsProcessLimit) are not held here.
+func userProcessHalf() (uint64, bool) {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) != nil {
+		return 0, false
+	}
+	return halfRlimit(rl)
 }
 
 // nonsReserve is how many processes and threads a command of the

@@ -699,6 +699,32 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("made %d POSIX timers of the user's %d queued signals", want, limit), nil
 	},
+	// fork-half LIMIT: start more than half of LIMIT processes, LIMIT
+	// being the user's RLIMIT_NPROC outside, which the kernel checks
+	// against the user's count of tasks on the host, the sandbox's
+	// included. It stops one past half and ends them when it is done.
+	"fork-half": func(a []string) (string, error) {
+		limit, err := strconv.ParseUint(a[0], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		want := limit/2 + 1
+		var started []*exec.Cmd
+		defer func() {
+			for _, c := range started {
+				c.Process.Kill()
+				c.Wait()
+			}
+		}()
+		for i := uint64(0); i < want; i++ {
+			c := exec.Command("sleep", "60")
+			if err := c.Start(); err != nil {
+				return "", fmt.Errorf("process %d of %d (the user's limit %d): %w", i+1, want, limit, err)
+			}
+			started = append(started, c)
+		}
+		return fmt.Sprintf("started %d processes of the user's %d", want, limit), nil
+	},
 	// shmlock-half LIMIT: lock more than half of LIMIT bytes, the user's
 	// RLIMIT_MEMLOCK outside, of System V shared memory (SHM_LOCK), which
 	// the kernel charges to the user in every user namespace up to the

@@ -501,6 +501,48 @@ func TestSignalsAndLockedMemoryBounded(t *testing.T) {
 	}
 }
 
+// A command starts at most half of its user's processes (RLIMIT_NPROC):
+// the kernel checks the user's count on the host, the sandbox's included,
+// against the user's limit, and where that was no higher than the
+// policy's (RHEL sets 4096 for every user, moat's default), a command
+// that forked until refused left the user's shell unable to fork while
+// it ran (attack pass 85). The test lowers its own limit to 300 above
+// what its user runs now. Root is exempt from the limit.
+func TestForkLeavesTheUserProcesses(t *testing.T) {
+	if root() {
+		t.Skip("the kernel exempts root from RLIMIT_NPROC (a cgroup holds root's sandbox)")
+	}
+	tasks := 0
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var uid, threads int
+		for _, line := range strings.Split(string(b), "\n") {
+			fmt.Sscanf(line, "Uid: %d", &uid)
+			fmt.Sscanf(line, "Threads: %d", &threads)
+		}
+		if uid == os.Getuid() {
+			tasks += threads
+		}
+	}
+	if tasks > 200 {
+		t.Skipf("this user runs %d tasks: too many to lower its limit for the test", tasks)
+	}
+	var old unix.Rlimit
+	must(t, unix.Getrlimit(unix.RLIMIT_NPROC, &old))
+	limit := uint64(tasks) + 300
+	if old.Cur <= limit {
+		limit = old.Cur
+	}
+	must(t, unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: limit, Max: old.Max}))
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NPROC, &old) })
+	f := newFixture(t)
+	f.attack([]string{"fork-half", strconv.FormatUint(limit, 10)}, nil)
+}
+
 // Native AIO is not there (io_setup answers ENOSYS): its count of events
 // is the machine's (fs.aio-max-nr), and a command took all of it, so that
 // every other process's io_setup, root's included, failed with EAGAIN
