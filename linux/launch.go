@@ -826,7 +826,9 @@ func (ln *launcher) Close() error {
 		}
 	}
 	if ln.tmpDir != "" {
-		os.RemoveAll(ln.tmpDir)
+		if err := removeRunTree(ln.tmpDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove the command's TMPDIR %s: %w", ln.tmpDir, err))
+		}
 	}
 	<-jrDone
 	if jrErr != nil {

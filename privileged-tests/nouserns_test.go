@@ -210,6 +210,44 @@ func TestNoUsernsTimeoutStillAudited(t *testing.T) {
 	}
 }
 
+// The no-namespace tier's TMPDIR, in the host's /tmp, goes with the run
+// whatever the command left in it. A directory the command made
+// unsearchable for its owner (chmod 0, allowed inside the writable paths)
+// stopped moat's removal, and the TMPDIR stayed on the host with what the
+// command wrote below it, for good (attack pass 85; as root the removal
+// never stopped there). The symlink in the tree must not lead moat's
+// chmod out of it.
+func TestNoUsernsTmpdirRemoved(t *testing.T) {
+	if landlockABI() == 0 {
+		testutil.Unavailable(t, "no Landlock: no no-namespace tier")
+	}
+	if root() {
+		t.Skip("as root no mode may change in this tier (and root's removal never stopped at one)")
+	}
+	f := makeFixture(t)
+	before, err := os.Lstat(f.outside)
+	must(t, err)
+	script := `echo "TMPDIR=$TMPDIR" && mkdir -p "$TMPDIR/d/e" && head -c 65536 /dev/zero > "$TMPDIR/d/e/kept" && ln -s ` + f.outside + ` "$TMPDIR/d/link" && chmod 0 "$TMPDIR/d/e" && chmod 500 "$TMPDIR/d" && echo made`
+	got := f.noUserns(moatBin, "run", "--best-effort", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+	if got.code != 0 || !strings.Contains(got.out, "made") {
+		t.Fatalf("the command did not make its tree (exit %d):\n%s", got.code, got.out)
+	}
+	_, rest, _ := strings.Cut(got.out, "TMPDIR=")
+	dir, _, _ := strings.Cut(rest, "\n")
+	if !strings.HasPrefix(dir, "/tmp/moat-run-") {
+		t.Fatalf("no TMPDIR in the output:\n%s", got.out)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		os.Chmod(dir+"/d", 0o700)
+		os.Chmod(dir+"/d/e", 0o700)
+		os.RemoveAll(dir)
+		t.Errorf("the run's TMPDIR %s stayed on the host after it:\n%s", dir, got.out)
+	}
+	if after, err := os.Lstat(f.outside); err != nil || after.Mode() != before.Mode() {
+		t.Errorf("the removal changed %s through the symlink: %v, %v", f.outside, before.Mode(), after)
+	}
+}
+
 // A process tree that keeps forking dies with the run. Without a pid
 // namespace init killed its children round by round, and each round ended
 // one generation while the next forked again: moat returned after 21-39 s
