@@ -725,6 +725,31 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return fmt.Sprintf("started %d processes of the user's %d", want, limit), nil
 	},
+	// timers-hold LIMIT RELEASE: make POSIX timers until refused or past
+	// half of LIMIT, say how many ("made N"), and hold them until the file
+	// RELEASE exists (at most a minute).
+	"timers-hold": func(a []string) (string, error) {
+		limit, err := strconv.ParseUint(a[0], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		var ev [64]byte // struct sigevent: sigev_notify (offset 12) SIGEV_NONE
+		binary.NativeEndian.PutUint32(ev[12:], 1)
+		n := uint64(0)
+		for ; n <= limit/2; n++ {
+			var id int32
+			if _, _, e := unix.Syscall(unix.SYS_TIMER_CREATE, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ev[0])), uintptr(unsafe.Pointer(&id))); e != 0 {
+				break
+			}
+		}
+		fmt.Printf("made %d\n", n)
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(a[1]); err == nil {
+				break
+			}
+		}
+		return fmt.Sprintf("held %d POSIX timers of the user's %d queued signals", n, limit), nil
+	},
 	// shmlock-half LIMIT: lock more than half of LIMIT bytes, the user's
 	// RLIMIT_MEMLOCK outside, of System V shared memory (SHM_LOCK), which
 	// the kernel charges to the user in every user namespace up to the

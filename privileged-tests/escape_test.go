@@ -3,8 +3,10 @@
 package privtests
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -498,6 +500,67 @@ func TestSignalsAndLockedMemoryBounded(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// Two sandboxes together take at most half of their creator's queued
+// signals and POSIX timers: the kernel checks the creator's whole count
+// against the limit it had when each sandbox's user namespace was made.
+// Under moatd the creator is root, and two sandboxes of an unprivileged
+// client, half each, took all of root's: every timer_create and sigqueue
+// of root's processes failed while they ran (attack pass 85). Without
+// moat two processes of the user take all of its count.
+func TestSandboxesTogetherHalfTheSignals(t *testing.T) {
+	if viaSession() {
+		t.Skip("the first sandbox is a cold run; sessions make theirs the same way")
+	}
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_SIGPENDING, &rl) != nil || rl.Cur > 1<<18 {
+		t.Skip("the limit is unlimited or too large to take in a test")
+	}
+	limit := strconv.FormatUint(rl.Cur, 10)
+	f := newFixture(t)
+	made := func(out string) uint64 {
+		_, rest, _ := strings.Cut(out, "made ")
+		line, _, _ := strings.Cut(rest, "\n")
+		n, err := strconv.ParseUint(line, 10, 64)
+		if err != nil {
+			t.Fatalf("no count in the attack's output:\n%s", out)
+		}
+		return n
+	}
+	// both holds the first run's timers while the second makes its own
+	// (the second's release, the work directory, exists: it ends at once).
+	both := func(first []string, second func(...string) result) (uint64, uint64) {
+		release := filepath.Join(f.work, "release")
+		os.Remove(release)
+		cmd := exec.Command(first[0], append(first[1:], "timers-hold", limit, release)...)
+		cmd.Dir, cmd.Env = f.work, f.env()
+		out, err := cmd.StdoutPipe()
+		must(t, err)
+		cmd.Stderr = cmd.Stdout
+		must(t, cmd.Start())
+		defer func() {
+			os.WriteFile(release, nil, 0o644)
+			cmd.Wait()
+		}()
+		r := bufio.NewReader(out)
+		line := ""
+		for !strings.HasPrefix(line, "made ") {
+			if line, err = r.ReadString('\n'); err != nil {
+				t.Fatalf("the first run said no count: %v", err)
+			}
+		}
+		got := second("timers-hold", limit, f.work)
+		os.WriteFile(release, nil, 0o644)
+		go io.Copy(io.Discard, r)
+		return made(line), made(got.out)
+	}
+	if a, b := both([]string{self}, f.direct); a+b <= rl.Cur/2+1 {
+		t.Fatalf("without moat two processes of the user must take more than half of its %s (took %d and %d): the test proves nothing", limit, a, b)
+	}
+	if a, b := both([]string{moatBin, "run", "--settings", f.settings, "--", self}, f.sandboxed); a+b > rl.Cur/2+1 {
+		t.Errorf("ESCAPE: two sandboxes took %d and %d of the user's %s queued signals (more than half)", a, b, limit)
 	}
 }
 

@@ -2252,9 +2252,39 @@ static void __attribute__((noreturn)) outer_relay(pid_t init)
  * supervisor writes its maps (and moves this process into the limit
  * cgroups) and answers with the ids to take; then the other namespaces, and
  * for a new pid namespace the fork that makes init its pid 1. */
+/* halve_shared_rlimits halves, before the user namespace is made, the
+ * rlimits of the counts the kernel keeps per user and charges through
+ * every user namespace up to the host's: queued signals and POSIX timers
+ * (RLIMIT_SIGPENDING) and SHM_LOCKed memory (RLIMIT_MEMLOCK). The kernel
+ * takes the new namespace's bound on its creator's count from these limits
+ * as they are now, and checks the creator's whole count on the host (its
+ * own processes' charges and every sandbox's) against it: half here holds
+ * everything the sandboxes of a creator take together to half of its
+ * count, where the command's own limit (linux/limits.go, the same half)
+ * holds one sandbox alone. Under moatd the creator is root, and two
+ * sandboxes of an unprivileged client, half each, took every queued signal
+ * root had: every timer_create and sigqueue of root's own processes failed
+ * with EAGAIN while they ran (attack pass 85). */
+static void halve_shared_rlimits(void)
+{
+	static const int res[] = {RLIMIT_SIGPENDING, RLIMIT_MEMLOCK};
+	for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+		struct rlimit rl;
+		if (getrlimit(res[i], &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+			continue;
+		rlim_t half = rl.rlim_cur / 2;
+		if (half > rl.rlim_max)
+			half = rl.rlim_max;
+		rl.rlim_cur = rl.rlim_max = half;
+		if (setrlimit(res[i], &rl) < 0)
+			die("halve resource limit %d", res[i]);
+	}
+}
+
 static void enter_namespaces(unsigned long flags)
 {
 	if (flags & CLONE_NEWUSER) {
+		halve_shared_rlimits();
 		if (unshare(CLONE_NEWUSER) < 0)
 			die("create the user namespace");
 		send_msg(MSG_USERNS, 0, 0, NULL, NULL, 0);
