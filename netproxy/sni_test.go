@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -124,3 +125,43 @@ func TestTunnelServerSpeaksFirst(t *testing.T) {
 		t.Fatalf("the echo: %q %v", echo, err)
 	}
 }
+
+// BenchmarkServerNameCheck is what a tunnel's look at its ClientHello
+// costs (TestTunnelServerNameChecked): a real ClientHello read from the
+// client and parsed by crypto/tls.
+func BenchmarkServerNameCheck(b *testing.B) {
+	hello := clientHello(b, "allowed.test")
+	s := &Server{Rules: rulesOf(&testing.T{}, []string{"allowed.test"}, nil)}
+	for b.Loop() {
+		c := &bytesConn{r: bytes.NewReader(hello)}
+		if _, ok := s.checkServerName("allowed.test", 443, c, nil); !ok {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// clientHello is the first flight of crypto/tls's client for name.
+func clientHello(tb testing.TB, name string) []byte {
+	c, s := net.Pipe()
+	go tls.Client(c, &tls.Config{ServerName: name, InsecureSkipVerify: true}).Handshake()
+	buf := make([]byte, 16<<10)
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := s.Read(buf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.Close()
+	s.Close()
+	return buf[:n]
+}
+
+// bytesConn is a net.Conn that reads from r and takes writes.
+type bytesConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bytesConn) Read(p []byte) (int, error)      { return c.r.Read(p) }
+func (c *bytesConn) Write(p []byte) (int, error)     { return len(p), nil }
+func (c *bytesConn) SetReadDeadline(time.Time) error { return nil }
+func (c *bytesConn) SetDeadline(time.Time) error     { return nil }
