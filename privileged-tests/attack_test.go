@@ -484,6 +484,16 @@ var attacks = map[string]func([]string) (string, error){
 		}
 		return "wrote an LDT entry", nil
 	},
+	// fanotify: make a fanotify group as an unprivileged process may
+	// (FAN_CLASS_NOTIF | FAN_REPORT_FID, Linux 5.13).
+	"fanotify": func(a []string) (string, error) {
+		fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID|unix.FAN_CLOEXEC, unix.O_RDONLY)
+		if err != nil {
+			return "", fmt.Errorf("fanotify_init: %w", err)
+		}
+		unix.Close(fd)
+		return "made a fanotify group", nil
+	},
 	// io_uring: set up an io_uring instance.
 	"io_uring": func(a []string) (string, error) {
 		var params [120]byte

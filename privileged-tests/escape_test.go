@@ -340,6 +340,20 @@ func TestModifyLDTRefused(t *testing.T) {
 	f.attack([]string{"modify_ldt"}, nil)
 }
 
+// fanotify: in the no-namespace tier Landlock does not govern
+// fanotify_mark, and a command saw, by name, which files of a denyRead
+// directory the user's processes opened and wrote. Refused in every tier.
+func TestFanotifyRefused(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"fanotify"}, nil)
+	if landlockABI() > 0 && !viaSession() {
+		t.Run("no-namespace tier", func(t *testing.T) {
+			f := makeFixture(t)
+			f.attackWith(f.bestEffort, []string{"fanotify"}, nil)
+		})
+	}
+}
+
 func TestIOURing(t *testing.T) {
 	if b, _ := os.ReadFile("/proc/sys/kernel/io_uring_disabled"); strings.TrimSpace(string(b)) == "2" {
 		testutil.Unavailable(t, "io_uring is disabled on this kernel")

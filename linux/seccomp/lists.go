@@ -152,6 +152,12 @@ var Denied = []string{
 	// code behind it has had privilege escalations and a build never
 	// calls it. libseccomp knows no such call on arm64: skipped there.
 	"modify_ldt",
+	// fanotify (unprivileged since Linux 5.13, inode marks only): in the
+	// no-namespace tier Landlock does not govern fanotify_mark, and a
+	// command saw which files of a denyRead directory the user's own
+	// processes opened and wrote, by name; no build watches with it
+	// (watchers use inotify, which stays).
+	"fanotify_init", "fanotify_mark",
 	// mounts, old and new API, and namespaces
 	"mount", "umount", "umount2", "pivot_root", "chroot",
 	"open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",

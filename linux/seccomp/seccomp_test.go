@@ -116,6 +116,9 @@ func TestFilterVerdicts(t *testing.T) {
 		{"TIOCLINUX", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCLINUX}, eperm},
 		{"TIOCSETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCSETD}, eperm},
 		{"modify_ldt", Options{}, unix.SYS_MODIFY_LDT, []uint64{1, 0, 16}, eperm},
+		{"fanotify_init", Options{}, unix.SYS_FANOTIFY_INIT, []uint64{0x200, 0}, eperm},
+		{"fanotify_init no namespaces", Options{NoNamespaces: true, Notify: true}, unix.SYS_FANOTIFY_INIT, []uint64{0x200, 0}, retNotify},
+		{"inotify_init1", Options{}, unix.SYS_INOTIFY_INIT1, []uint64{0}, retAllow},
 		{"TIOCGETD", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TIOCGETD}, retAllow},
 		{"TCGETS", Options{}, unix.SYS_IOCTL, []uint64{0, unix.TCGETS}, retAllow},
 		// btrfs's subvolumes and snapshots (attack pass 80), every tier;
