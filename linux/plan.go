@@ -332,6 +332,10 @@ type mountEntry struct {
 	id, parent   int
 	dev          uint64 // the filesystem's device (major:minor)
 	path, fstype string
+	// root is the directory of the filesystem mounted there ("/" but for
+	// bind mounts and btrfs subvolumes): two entries of one device show
+	// the same files where their roots overlap.
+	root string
 }
 
 // mountTable keeps /proc/self/mountinfo across the runs of a long-lived
@@ -417,10 +421,84 @@ func mountEntries() ([]mountEntry, error) {
 			continue
 		}
 		mounts = append(mounts, mountEntry{id: id, parent: parent, dev: unix.Mkdev(uint32(maj), uint32(mnr)),
-			path: cgroup.UnescapeMountinfo(string(f[4])), fstype: string(fstype)})
+			path: cgroup.UnescapeMountinfo(string(f[4])), fstype: string(fstype),
+			root: cgroup.UnescapeMountinfo(string(f[3]))})
 	}
 	mountTable.mounts = mounts
 	return mounts, nil
+}
+
+// mountAliases is every other name the mount table gives the hidden paths
+// of hidden: the same directory mounted at a second place (a bind mount, a
+// btrfs filesystem's top level mounted beside its subvolumes) shows the same
+// files under another path. The mask hides a path, not an inode: with
+// /data bound at /srv/data too, a denyRead /data/secrets was read as
+// /srv/data/secrets; and in the no-namespace tier, where reads are granted
+// on every sibling along the way to a hidden path, the grant on /srv/data
+// (the inode of /data) let /data/secrets itself be read (attack pass 84).
+// Each alias is kept only when it is the very file (device and inode) the
+// rule's path is, or one below it, so a mount stacked over the second place
+// never has an unrelated path hidden.
+func mountAliases(hidden []rule) ([]rule, error) {
+	all, err := mountEntries()
+	if err != nil {
+		return nil, err
+	}
+	var out []rule
+	seen := map[string]bool{}
+	for _, r := range hidden {
+		seen[r.path] = true
+	}
+	for _, r := range hidden {
+		// The mount r.path lies on: the deepest, and of those the last
+		// (stacked over the others).
+		home := -1
+		for i, m := range all {
+			if within(r.path, m.path) && (home < 0 || len(m.path) >= len(all[home].path)) {
+				home = i
+			}
+		}
+		if home < 0 {
+			continue
+		}
+		hm := all[home]
+		rel := filepath.Join(hm.root, strings.TrimPrefix(r.path, hm.path))
+		var want unix.Stat_t
+		if unix.Lstat(r.path, &want) != nil {
+			continue // nothing there to reach under another name
+		}
+		for i, m := range all {
+			if i == home || m.dev != hm.dev {
+				continue
+			}
+			var alias, same string
+			switch {
+			case within(rel, m.root):
+				// The hidden path itself, under the other mount.
+				alias, same = filepath.Join(m.path, strings.TrimPrefix(rel, m.root)), r.path
+			case within(m.root, rel):
+				// A directory below the hidden path mounted elsewhere.
+				alias, same = m.path, filepath.Join(r.path, strings.TrimPrefix(m.root, rel))
+			default:
+				continue
+			}
+			if seen[alias] {
+				continue
+			}
+			var got, ref unix.Stat_t
+			if same == r.path {
+				ref = want
+			} else if unix.Lstat(same, &ref) != nil {
+				continue
+			}
+			if unix.Lstat(alias, &got) != nil || got.Dev != ref.Dev || got.Ino != ref.Ino {
+				continue
+			}
+			seen[alias] = true
+			out = append(out, rule{path: alias, source: r.source + " (the same files mounted at " + m.path + ")"})
+		}
+	}
+	return out, nil
 }
 
 // autofsSource is the source of the rules that hide the host's autofs
@@ -506,6 +584,13 @@ func expandRules(in planInput) (*fsPlan, error) {
 	restore()
 	if err != nil {
 		return nil, err
+	}
+	if len(v.denyRead) > 0 {
+		aliases, err := mountAliases(v.denyRead)
+		if err != nil {
+			return nil, err
+		}
+		v.denyRead = append(v.denyRead, aliases...)
 	}
 	if in.clientReach != nil && len(v.denyRead) > 0 {
 		// A client's sandbox (moatd, planned as root): a path the client

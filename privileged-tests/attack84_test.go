@@ -1,0 +1,86 @@
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// A denied path reached through a second mount of the same directory
+// (attack pass 84). The host has the directory that holds the denyRead
+// paths bound at a second place too, and the denied directory itself at a
+// third: the mask hid one path, not the files, so the command read the
+// secret under the other names, as root and rootless. In the no-namespace
+// tier it was worse: reads are granted on every sibling along the way to a
+// hidden path, and the sibling that was the second mount is the very
+// directory (its inode) that holds the secret, so the denied path itself
+// was read.
+func TestReadDeniedThroughSecondMount(t *testing.T) {
+	testutil.RequireRoot(t)
+	const nobody = 65534
+	asNobody := &syscall.Credential{Uid: nobody, Gid: nobody}
+	for _, tier := range []string{"root", "rootless", "no user namespace"} {
+		t.Run(tier, func(t *testing.T) {
+			f := makeFixture(t)
+			var cred *syscall.Credential
+			run, attacker := f.sandboxed, self
+			switch tier {
+			case "rootless":
+				testutil.RequireUserns(t)
+				// The fixture is nobody's, who runs moat and, for the
+				// baseline, reads the secret without it (the attack's
+				// program beside it: the test's own is in root's /tmp).
+				var err error
+				if attacker, err = copyExecutable(self, filepath.Join(f.root, "attack")); err != nil {
+					t.Fatal(err)
+				}
+				must(t, filepath.Walk(f.root, func(p string, _ os.FileInfo, err error) error {
+					if err != nil {
+						return err
+					}
+					return os.Lchown(p, nobody, nobody)
+				}))
+				cred = asNobody
+				run = func(args ...string) result {
+					return f.execAs(cred, f.env(), moatBin, append([]string{"run", "--settings", f.settings, "--", attacker}, args...)...)
+				}
+			case "no user namespace":
+				run = f.bestEffort
+			default:
+				testutil.RequireUserns(t)
+			}
+			alias := filepath.Join(f.root, "alias")          // outside/, bound again
+			dirAlias := filepath.Join(f.root, "secretalias") // outside/secretdir, bound again
+			for _, m := range [][2]string{{f.outside, alias}, {f.outside + "/secretdir", dirAlias}} {
+				must(t, os.MkdirAll(m[1], 0o755))
+				if err := unix.Mount(m[0], m[1], "", unix.MS_BIND, ""); err != nil {
+					t.Fatalf("bind %s at %s: %v", m[0], m[1], err)
+				}
+				t.Cleanup(func() { unix.Unmount(m[1], unix.MNT_DETACH) })
+			}
+			for _, p := range []string{
+				alias + "/secret.txt",        // the file, through its parent's second mount
+				alias + "/secretdir/key",     // the directory, through its parent's second mount
+				dirAlias + "/key",            // the directory, through its own second mount
+				f.secret,                     // the file itself
+				f.outside + "/secretdir/key", // the directory itself
+			} {
+				got := run("read", p)
+				if got.escaped() {
+					t.Errorf("ESCAPE under moat: read %s:\n%s", p, got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				}
+				if base := f.execAs(cred, f.env(), attacker, "read", p); !base.escaped() {
+					t.Errorf("the secret must be readable at %s without moat:\n%s", p, base.out)
+				}
+			}
+		})
+	}
+}
