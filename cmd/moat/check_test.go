@@ -403,6 +403,44 @@ func TestPolicyNotes(t *testing.T) {
 	}
 }
 
+// A denied file with another hard link is said to stay readable there:
+// moat hides the name, and the other name (a dotfiles checkout's copy of
+// ~/.npmrc, hard-linked) was read under moat (attack pass 84). The default
+// secrets are looked at too; a file with one link is not named.
+func TestDeniedFileHardLinksNoted(t *testing.T) {
+	dir := t.TempDir()
+	secret, single := filepath.Join(dir, "secret"), filepath.Join(dir, "single")
+	for _, f := range []string{secret, single} {
+		if err := os.WriteFile(f, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(secret, filepath.Join(dir, "other-name")); err != nil {
+		t.Fatal(err)
+	}
+	cwd, file := checkSetup(t, `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":["`+secret+`","`+single+`"],"allowWrite":[],"denyWrite":[]}}`)
+	npmrc := filepath.Join(os.Getenv("HOME"), ".npmrc")
+	if err := os.WriteFile(npmrc, []byte("//registry/:_authToken=x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(npmrc, filepath.Join(cwd, "npmrc")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	code, out, errs := runMoat(t, "", "policy", "--settings", file)
+	if code != 0 {
+		t.Fatalf("moat policy: %d %q %q", code, out, errs)
+	}
+	for _, want := range []string{"denyRead " + secret + " has 2 hard links", "denyRead " + npmrc + " has 2 hard links"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("moat policy does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, single+" has") {
+		t.Errorf("a file with one link is named:\n%s", out)
+	}
+}
+
 // moat --version and moat version name the module and the build.
 func TestVersion(t *testing.T) {
 	code, out, errOut := runMoat(t, "", "--version")
