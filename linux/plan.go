@@ -463,10 +463,10 @@ func mountAliases(hidden []rule) ([]rule, error) {
 		}
 		hm := all[home]
 		rel := filepath.Join(hm.root, strings.TrimPrefix(r.path, hm.path))
+		// r.path is looked at only when another mount may show it (most
+		// hosts have none): the plan runs before every command.
 		var want unix.Stat_t
-		if unix.Lstat(r.path, &want) != nil {
-			continue // nothing there to reach under another name
-		}
+		looked, exists := false, false
 		for i, m := range all {
 			if i == home || m.dev != hm.dev {
 				continue
@@ -482,8 +482,14 @@ func mountAliases(hidden []rule) ([]rule, error) {
 			default:
 				continue
 			}
-			if seen[alias] {
-				continue
+			if seen[alias] || within(alias, r.path) {
+				continue // (one inside the hidden path is hidden with it)
+			}
+			if !looked {
+				looked, exists = true, unix.Lstat(r.path, &want) == nil
+			}
+			if !exists {
+				break // nothing there to reach under another name
 			}
 			var got, ref unix.Stat_t
 			if same == r.path {

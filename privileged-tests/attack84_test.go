@@ -2,6 +2,7 @@ package privtests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -78,6 +79,50 @@ func TestReadDeniedThroughSecondMount(t *testing.T) {
 					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
 				}
 				if base := f.execAs(cred, f.env(), attacker, "read", p); !base.escaped() {
+					t.Errorf("the secret must be readable at %s without moat:\n%s", p, base.out)
+				}
+			}
+		})
+	}
+}
+
+// The same on btrfs, where the second mount is the usual layout: the
+// filesystem's top level mounted beside its subvolumes (snapper's,
+// timeshift's and btrbk's), so a denyRead file of a subvolume's mount is
+// also TOP/SUBVOLUME/file. Root's, the no-namespace tier's too.
+func TestReadDeniedThroughBtrfsTopLevel(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tier := range []string{"root", "no user namespace"} {
+		t.Run(tier, func(t *testing.T) {
+			f := makeFixture(t)
+			top := loopFS(t, f, "btrfs", 256<<20, "mkfs.btrfs", "btrfs-progs")
+			if out, err := exec.Command("btrfs", "subvolume", "create", top+"/home").CombinedOutput(); err != nil {
+				testutil.Unavailable(t, "btrfs subvolume create: %v: %s", err, out)
+			}
+			must(t, os.WriteFile(top+"/home/secret", []byte(secretText+"\n"), 0o644))
+			sub := filepath.Join(f.root, "subvolume")
+			must(t, os.Mkdir(sub, 0o755))
+			if out, err := exec.Command("mount", "-o", "loop,subvol=home", top+".img", sub).CombinedOutput(); err != nil {
+				t.Fatalf("mount the subvolume: %v: %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", "-l", sub).Run() })
+			settings := f.writeSettings(map[string]any{"denyRead": []string{sub + "/secret"}})
+			run := func(args ...string) result { return f.sandboxedWith(settings, args...) }
+			if tier != "root" {
+				run = func(args ...string) result {
+					return f.noUserns(moatBin, append([]string{"run", "--best-effort", "--settings", settings, "--", self}, args...)...)
+				}
+			} else {
+				testutil.RequireUserns(t)
+			}
+			for _, p := range []string{top + "/home/secret", sub + "/secret"} {
+				got := run("read", p)
+				if got.escaped() {
+					t.Errorf("ESCAPE under moat: read %s:\n%s", p, got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				}
+				if base := f.direct("read", p); !base.escaped() {
 					t.Errorf("the secret must be readable at %s without moat:\n%s", p, base.out)
 				}
 			}
