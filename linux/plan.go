@@ -428,8 +428,8 @@ func mountEntries() ([]mountEntry, error) {
 	return mounts, nil
 }
 
-// mountAliases is every other name the mount table gives the hidden paths
-// of hidden: the same directory mounted at a second place (a bind mount, a
+// mountAliases is every other name the mount table gives the paths of
+// rules (denyRead's, denyWrite's): the same directory mounted at a second place (a bind mount, a
 // btrfs filesystem's top level mounted beside its subvolumes) shows the same
 // files under another path. The mask hides a path, not an inode: with
 // /data bound at /srv/data too, a denyRead /data/secrets was read as
@@ -439,17 +439,17 @@ func mountEntries() ([]mountEntry, error) {
 // Each alias is kept only when it is the very file (device and inode) the
 // rule's path is, or one below it, so a mount stacked over the second place
 // never has an unrelated path hidden.
-func mountAliases(hidden []rule) ([]rule, error) {
+func mountAliases(rules []rule) ([]rule, error) {
 	all, err := mountEntries()
 	if err != nil {
 		return nil, err
 	}
 	var out []rule
 	seen := map[string]bool{}
-	for _, r := range hidden {
+	for _, r := range rules {
 		seen[r.path] = true
 	}
-	for _, r := range hidden {
+	for _, r := range rules {
 		// The mount r.path lies on: the deepest, and of those the last
 		// (stacked over the others).
 		home := -1
@@ -474,16 +474,16 @@ func mountAliases(hidden []rule) ([]rule, error) {
 			var alias, same string
 			switch {
 			case within(rel, m.root):
-				// The hidden path itself, under the other mount.
+				// The rule's path itself, under the other mount.
 				alias, same = filepath.Join(m.path, strings.TrimPrefix(rel, m.root)), r.path
 			case within(m.root, rel):
-				// A directory below the hidden path mounted elsewhere.
+				// A directory below the rule's path mounted elsewhere.
 				alias, same = m.path, filepath.Join(r.path, strings.TrimPrefix(m.root, rel))
 			default:
 				continue
 			}
 			if seen[alias] || within(alias, r.path) {
-				continue // (one inside the hidden path is hidden with it)
+				continue // (one inside the rule's path is covered by it)
 			}
 			if !looked {
 				looked, exists = true, unix.Lstat(r.path, &want) == nil
@@ -647,6 +647,16 @@ func expandRules(in planInput) (*fsPlan, error) {
 	restore()
 	if err != nil {
 		return nil, err
+	}
+	if len(v.denyWrite) > 0 {
+		// A writable root's mounts below it are writable: a denyWrite
+		// file of a directory bound there too was written through the
+		// other name (attack pass 84).
+		aliases, err := mountAliases(v.denyWrite)
+		if err != nil {
+			return nil, err
+		}
+		v.denyWrite = append(v.denyWrite, aliases...)
 	}
 	fp := &fsPlan{view: v, kernelMounts: km, notes: notes}
 	if pol.FS.Disabled {

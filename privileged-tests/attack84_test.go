@@ -129,3 +129,74 @@ func TestReadDeniedThroughBtrfsTopLevel(t *testing.T) {
 		})
 	}
 }
+
+// A denyWrite file reached through a second mount of its directory (attack
+// pass 84): a writable root's mounts below it are writable, so with the
+// file's directory bound inside the writable root too, or bound elsewhere
+// and that place made writable, the command wrote the file under the
+// other name. As root and rootless (the no-namespace tier does not keep
+// denyWrite inside a writable tree at all, and says so).
+func TestDenyWriteThroughSecondMount(t *testing.T) {
+	testutil.RequireRoot(t)
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			inside := filepath.Join(f.work, "dir")
+			must(t, os.Mkdir(inside, 0o755))
+			keep, keep2 := filepath.Join(inside, "keep"), filepath.Join(f.outside, "keep")
+			writable := filepath.Join(f.root, "writable") // f.outside, bound again and made writable
+			must(t, os.Mkdir(writable, 0o755))
+			for _, k := range []string{keep, keep2} {
+				must(t, os.WriteFile(k, []byte("orig\n"), 0o644))
+			}
+			settings := f.writeSettings(map[string]any{
+				"allowWrite": []string{f.work, writable},
+				"denyWrite":  []string{keep, keep2},
+			})
+			var cred *syscall.Credential
+			attacker := self
+			if tier == "rootless" {
+				var err error
+				if attacker, err = copyExecutable(self, filepath.Join(f.root, "attack")); err != nil {
+					t.Fatal(err)
+				}
+				must(t, filepath.Walk(f.root, func(p string, _ os.FileInfo, err error) error {
+					if err != nil {
+						return err
+					}
+					return os.Lchown(p, nobody, nobody)
+				}))
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			alias := filepath.Join(f.work, "alias") // f.work/dir, bound inside the writable root
+			must(t, os.Mkdir(alias, 0o755))
+			for _, m := range [][2]string{{inside, alias}, {f.outside, writable}} {
+				if err := unix.Mount(m[0], m[1], "", unix.MS_BIND, ""); err != nil {
+					t.Fatalf("bind %s at %s: %v", m[0], m[1], err)
+				}
+				t.Cleanup(func() { unix.Unmount(m[1], unix.MNT_DETACH) })
+			}
+			for _, c := range [][2]string{{keep, alias + "/keep"}, {keep2, writable + "/keep"}} {
+				reset := func() {
+					must(t, os.WriteFile(c[0], []byte("orig\n"), 0o644))
+					if cred != nil {
+						must(t, os.Lchown(c[0], nobody, nobody))
+					}
+				}
+				reset()
+				got := f.execAs(cred, f.env(), moatBin, "run", "--settings", settings, "--", attacker, "write", c[1], "pwned")
+				if got.escaped() || readFile(t, c[0]) != "orig\n" {
+					t.Errorf("ESCAPE under moat: wrote %s as %s:\n%s", c[0], c[1], got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				}
+				reset()
+				if base := f.execAs(cred, f.env(), attacker, "write", c[1], "pwned"); !base.escaped() || readFile(t, c[0]) != "pwned" {
+					t.Errorf("%s must be writable as %s without moat:\n%s", c[0], c[1], base.out)
+				}
+			}
+		})
+	}
+}
