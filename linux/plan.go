@@ -507,6 +507,60 @@ func mountAliases(rules []rule) ([]rule, error) {
 	return out, nil
 }
 
+// linkAliasesMax bounds the entries linkAliases looks at.
+const linkAliasesMax = 4096
+
+// linkAliases is every other hard link of a hidden file (one of rules,
+// denyRead's) that lies beside it or in a directory above it: a copy kept
+// as a link next to the original (~/npmrc.bak for ~/.npmrc) stayed
+// readable, since the mask hides a path, not a file (attack pass 84). Only
+// files with more than one link are looked for, so a host with none pays
+// an lstat a rule; links elsewhere stay (moat cannot find them), and moat
+// says so at the start of the run.
+func linkAliases(rules []rule) []rule {
+	type fileID struct{ dev, ino uint64 }
+	linked := map[fileID]rule{}
+	dirs := map[string]bool{}
+	seen := map[string]bool{}
+	for _, r := range rules {
+		seen[r.path] = true
+		var st unix.Stat_t
+		if unix.Lstat(r.path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+			continue
+		}
+		linked[fileID{uint64(st.Dev), uint64(st.Ino)}] = r
+		for d := filepath.Dir(r.path); !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var out []rule
+	budget := linkAliasesMax
+	for d := range dirs {
+		es, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if budget--; budget < 0 {
+				return out
+			}
+			p := filepath.Join(d, e.Name())
+			if !e.Type().IsRegular() || seen[p] {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) != nil {
+				continue
+			}
+			if r, ok := linked[fileID{uint64(st.Dev), uint64(st.Ino)}]; ok {
+				seen[p] = true
+				out = append(out, rule{path: p, source: r.source + " (a hard link of " + r.path + ")"})
+			}
+		}
+	}
+	return out
+}
+
 // autofsSource is the source of the rules that hide the host's autofs
 // mounts.
 const autofsSource = "autofs: a lookup below it asks the host's automounter"
@@ -596,7 +650,7 @@ func expandRules(in planInput) (*fsPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.denyRead = append(v.denyRead, aliases...)
+		v.denyRead = append(append(v.denyRead, aliases...), linkAliases(v.denyRead)...)
 	}
 	if in.clientReach != nil && len(v.denyRead) > 0 {
 		// A client's sandbox (moatd, planned as root): a path the client

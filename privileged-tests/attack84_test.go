@@ -200,3 +200,40 @@ func TestDenyWriteThroughSecondMount(t *testing.T) {
 		})
 	}
 }
+
+// A hard link of a denyRead file beside it or in a directory above it is
+// hidden too (attack pass 84: a backup kept as a link, secret.bak, was
+// read; the mask hides a path, not a file). Links elsewhere stay
+// readable, and moat says so (cmd/moat TestDeniedFileHardLinksNoted).
+func TestReadDeniedHardLinkAbove(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tier := range []string{"root", "no user namespace"} {
+		t.Run(tier, func(t *testing.T) {
+			f := makeFixture(t)
+			beside, above := f.outside+"/secret.bak", f.root+"/secret-copy"
+			for _, l := range []string{beside, above} {
+				must(t, os.Link(f.secret, l))
+			}
+			run := f.sandboxed
+			if tier == "root" {
+				testutil.RequireUserns(t)
+			} else {
+				run = f.bestEffort
+			}
+			for _, p := range []string{beside, above} {
+				got := run("read", p)
+				if got.escaped() {
+					t.Errorf("ESCAPE under moat: read %s:\n%s", p, got.out)
+				} else if !strings.Contains(got.out, "blocked:") {
+					t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+				}
+				if base := f.direct("read", p); !base.escaped() {
+					t.Errorf("the secret must be readable at %s without moat:\n%s", p, base.out)
+				}
+			}
+			if got := run("read", f.outside+"/target.txt"); !strings.Contains(got.out, "ESCAPED") {
+				t.Errorf("a file beside the hidden one must stay readable:\n%s", got.out)
+			}
+		})
+	}
+}

@@ -395,12 +395,13 @@ func policyNotes(pol *policy.Policy) []string {
 		for _, r := range l.rules {
 			if l.name == "denyRead" && !r.Glob {
 				// A hidden file with other hard links stays readable
-				// under those names, which moat cannot find: it hides a
-				// path, not a file (a ~/.npmrc hard-linked from a
-				// dotfiles checkout was read there: attack pass 84).
+				// under those names that moat does not find (the plan
+				// looks beside it and above it only): it hides a path,
+				// not a file (a ~/.npmrc hard-linked from a dotfiles
+				// checkout was read there: attack pass 84).
 				var st unix.Stat_t
 				if unix.Lstat(r.Path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-					notes = append(notes, fmt.Sprintf("denyRead %s has %d hard links: moat hides this name only, the file stays readable under its others (make them symbolic links) [%s]", r.Path, st.Nlink, r.Source))
+					notes = append(notes, fmt.Sprintf("denyRead %s has %d hard links: moat hides this name and the links beside it or in a directory above it, any other stays readable (make them symbolic links) [%s]", r.Path, st.Nlink, r.Source))
 				}
 			}
 			if strings.HasPrefix(r.Source, "default") {
