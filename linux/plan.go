@@ -449,6 +449,13 @@ func mountAliases(rules []rule) ([]rule, error) {
 	for _, r := range rules {
 		seen[r.path] = true
 	}
+	// A source is a mount showing files of the rule's path: the one the
+	// path lies on (showing rel of its filesystem at the path), and every
+	// mount below the path (its whole root, at its mount point).
+	type source struct {
+		i          int
+		rel, shown string
+	}
 	for _, r := range rules {
 		// The mount r.path lies on: the deepest, and of those the last
 		// (stacked over the others).
@@ -462,46 +469,43 @@ func mountAliases(rules []rule) ([]rule, error) {
 			continue
 		}
 		hm := all[home]
-		rel := filepath.Join(hm.root, strings.TrimPrefix(r.path, hm.path))
-		// r.path is looked at only when another mount may show it (most
-		// hosts have none): the plan runs before every command.
-		var want unix.Stat_t
-		looked, exists := false, false
+		srcs := []source{{home, filepath.Join(hm.root, strings.TrimPrefix(r.path, hm.path)), r.path}}
 		for i, m := range all {
-			if i == home || m.dev != hm.dev {
-				continue
+			if m.path != r.path && within(m.path, r.path) {
+				srcs = append(srcs, source{i, m.root, m.path})
 			}
-			var alias, same string
-			switch {
-			case within(rel, m.root):
-				// The rule's path itself, under the other mount.
-				alias, same = filepath.Join(m.path, strings.TrimPrefix(rel, m.root)), r.path
-			case within(m.root, rel):
-				// A directory below the rule's path mounted elsewhere.
-				alias, same = m.path, filepath.Join(r.path, strings.TrimPrefix(m.root, rel))
-			default:
-				continue
+		}
+		for _, src := range srcs {
+			sm := all[src.i]
+			for i, m := range all {
+				if i == src.i || m.dev != sm.dev {
+					continue
+				}
+				var alias, same string
+				switch {
+				case within(src.rel, m.root):
+					// What src shows, under the other mount.
+					alias, same = filepath.Join(m.path, strings.TrimPrefix(src.rel, m.root)), src.shown
+				case within(m.root, src.rel):
+					// A directory below it mounted elsewhere.
+					alias, same = m.path, filepath.Join(src.shown, strings.TrimPrefix(m.root, src.rel))
+				default:
+					continue
+				}
+				if seen[alias] || within(alias, r.path) {
+					continue // (one inside the rule's path is covered by it)
+				}
+				// Looked at only when another mount may show the files
+				// (most hosts have none): the plan runs before every
+				// command. It must be the very file, not one of a mount
+				// stacked over the other place.
+				var got, ref unix.Stat_t
+				if unix.Lstat(same, &ref) != nil || unix.Lstat(alias, &got) != nil || got.Dev != ref.Dev || got.Ino != ref.Ino {
+					continue
+				}
+				seen[alias] = true
+				out = append(out, rule{path: alias, source: r.source + " (the same files mounted at " + m.path + ")"})
 			}
-			if seen[alias] || within(alias, r.path) {
-				continue // (one inside the rule's path is covered by it)
-			}
-			if !looked {
-				looked, exists = true, unix.Lstat(r.path, &want) == nil
-			}
-			if !exists {
-				break // nothing there to reach under another name
-			}
-			var got, ref unix.Stat_t
-			if same == r.path {
-				ref = want
-			} else if unix.Lstat(same, &ref) != nil {
-				continue
-			}
-			if unix.Lstat(alias, &got) != nil || got.Dev != ref.Dev || got.Ino != ref.Ino {
-				continue
-			}
-			seen[alias] = true
-			out = append(out, rule{path: alias, source: r.source + " (the same files mounted at " + m.path + ")"})
 		}
 	}
 	return out, nil

@@ -58,7 +58,16 @@ func TestReadDeniedThroughSecondMount(t *testing.T) {
 			}
 			alias := filepath.Join(f.root, "alias")          // outside/, bound again
 			dirAlias := filepath.Join(f.root, "secretalias") // outside/secretdir, bound again
-			for _, m := range [][2]string{{f.outside, alias}, {f.outside + "/secretdir", dirAlias}} {
+			// A filesystem mounted inside the denied directory, and bound
+			// elsewhere too.
+			inner, innerAlias := f.outside+"/secretdir/mnt", filepath.Join(f.root, "mntalias")
+			must(t, os.Mkdir(inner, 0o755))
+			if err := unix.Mount("tmpfs", inner, "tmpfs", 0, "mode=0755"); err != nil {
+				t.Fatalf("mount a tmpfs at %s: %v", inner, err)
+			}
+			t.Cleanup(func() { unix.Unmount(inner, unix.MNT_DETACH) })
+			must(t, os.WriteFile(inner+"/key", []byte(secretText+"\n"), 0o644))
+			for _, m := range [][2]string{{f.outside, alias}, {f.outside + "/secretdir", dirAlias}, {inner, innerAlias}} {
 				must(t, os.MkdirAll(m[1], 0o755))
 				if err := unix.Mount(m[0], m[1], "", unix.MS_BIND, ""); err != nil {
 					t.Fatalf("bind %s at %s: %v", m[0], m[1], err)
@@ -69,6 +78,7 @@ func TestReadDeniedThroughSecondMount(t *testing.T) {
 				alias + "/secret.txt",        // the file, through its parent's second mount
 				alias + "/secretdir/key",     // the directory, through its parent's second mount
 				dirAlias + "/key",            // the directory, through its own second mount
+				innerAlias + "/key",          // a filesystem mounted inside it, through its second mount
 				f.secret,                     // the file itself
 				f.outside + "/secretdir/key", // the directory itself
 			} {
