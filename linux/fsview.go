@@ -171,9 +171,10 @@ type canonResult struct {
 }
 
 type lstatResult struct {
-	kind byte // 'd', 'f', 0 (nothing, or an error)
-	link bool
-	err  error
+	kind  byte // 'd', 'f', 0 (nothing, or an error)
+	link  bool
+	multi bool // a regular file with more than one hard link
+	err   error
 }
 
 func newResolver() *resolver { return &resolver{} }
@@ -220,6 +221,7 @@ func (rs *resolver) lstat(p string) lstatResult {
 	default:
 		r.kind = 'f'
 		r.link = st.Mode&unix.S_IFMT == unix.S_IFLNK
+		r.multi = st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1
 	}
 	if rs != nil {
 		rs.mu.Lock()

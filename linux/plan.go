@@ -518,19 +518,29 @@ const linkAliasesMax = 4096
 // denyRead's) that lies beside it or in a directory above it: a copy kept
 // as a link next to the original (~/npmrc.bak for ~/.npmrc) stayed
 // readable, since the mask hides a path, not a file (attack pass 84). Only
-// files with more than one link are looked for, so a host with none pays
-// an lstat a rule; links elsewhere stay (moat cannot find them), and moat
+// files with more than one link are looked for (the survey's remembered
+// lstats say which), so a host with none pays nothing; links elsewhere stay (moat cannot find them), and moat
 // says so at the start of the run.
-func linkAliases(rules []rule) []rule {
+func linkAliases(rs *resolver, rules []rule) []rule {
 	type fileID struct{ dev, ino uint64 }
-	linked := map[fileID]rule{}
-	dirs := map[string]bool{}
-	seen := map[string]bool{}
+	var linked map[fileID]rule
+	var dirs, seen map[string]bool
 	for _, r := range rules {
-		seen[r.path] = true
+		// The survey looked at every rule's path already: its remembered
+		// lstat says which are files with other links (most hosts have
+		// none, and pay nothing more).
+		if !rs.lstat(r.path).multi {
+			continue
+		}
 		var st unix.Stat_t
 		if unix.Lstat(r.path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 			continue
+		}
+		if linked == nil {
+			linked, dirs, seen = map[fileID]rule{}, map[string]bool{}, map[string]bool{}
+			for _, r := range rules {
+				seen[r.path] = true
+			}
 		}
 		linked[fileID{uint64(st.Dev), uint64(st.Ino)}] = r
 		for d := filepath.Dir(r.path); !dirs[d]; d = filepath.Dir(d) {
@@ -654,7 +664,7 @@ func expandRules(in planInput) (*fsPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.denyRead = append(append(v.denyRead, aliases...), linkAliases(v.denyRead)...)
+		v.denyRead = append(append(v.denyRead, aliases...), linkAliases(in.dirs, v.denyRead)...)
 	}
 	if in.clientReach != nil && len(v.denyRead) > 0 {
 		// A client's sandbox (moatd, planned as root): a path the client
@@ -857,7 +867,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 				continue
 			}
 			r := reserve && contains(policy.GitReserved, n)
-			protect(filepath.Join(g, n), "git: "+n+" is never writable", r)
+			protect(filepath.Join(g, n), gitWhy(n), r)
 		}
 		// A git directory with no HEAD is no repository for git, which
 		// looks further up: a tree can ship one dormant, its config's
@@ -882,10 +892,10 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	}
 	names := func(a string, reserve []string) {
 		for _, n := range policy.MandatoryFiles {
-			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", contains(reserve, n))
+			protect(filepath.Join(a, n), mandatoryWhy(n), contains(reserve, n))
 		}
 		for _, n := range policy.MandatoryDirs {
-			protect(filepath.Join(a, n), "mandatory: "+n+" is never writable", contains(reserve, n))
+			protect(filepath.Join(a, n), mandatoryWhy(n), contains(reserve, n))
 		}
 		for _, n := range reserve {
 			p := filepath.Join(a, n)
@@ -897,7 +907,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 				}
 				continue
 			}
-			protect(p, "mandatory: "+n+" is never writable", true)
+			protect(p, mandatoryWhy(n), true)
 		}
 	}
 	for _, r := range dedupe(append([]rule(nil), v.allowWrite...)) {
@@ -1708,4 +1718,40 @@ func mayBePlaceholder(p string) bool {
 		return true
 	}
 	return false
+}
+
+// mandatoryWhys and gitWhys are the sources findProtections gives the
+// protected names, made once: the planner asks for one for each of ~150
+// names a run, most of which exist nowhere.
+var (
+	mandatoryWhys = sync.OnceValue(func() map[string]string {
+		m := map[string]string{}
+		for _, ns := range [][]string{policy.MandatoryFiles, policy.MandatoryDirs, policy.ReservedNames, policy.CwdReservedNames, policy.HomeReservedNames} {
+			for _, n := range ns {
+				m[n] = "mandatory: " + n + " is never writable"
+			}
+		}
+		return m
+	})
+	gitWhys = sync.OnceValue(func() map[string]string {
+		m := map[string]string{}
+		for _, n := range policy.GitProtected {
+			m[n] = "git: " + n + " is never writable"
+		}
+		return m
+	})
+)
+
+func mandatoryWhy(n string) string {
+	if w, ok := mandatoryWhys()[n]; ok {
+		return w
+	}
+	return "mandatory: " + n + " is never writable"
+}
+
+func gitWhy(n string) string {
+	if w, ok := gitWhys()[n]; ok {
+		return w
+	}
+	return "git: " + n + " is never writable"
 }

@@ -194,7 +194,7 @@ func HomeOwn(p, home string) bool {
 	switch {
 	case home == "/":
 		rel = p[1:]
-	case strings.HasPrefix(p, home+"/"):
+	case len(p) > len(home) && p[len(home)] == '/' && strings.HasPrefix(p, home):
 		rel = p[len(home)+1:]
 	default:
 		return false
@@ -203,7 +203,8 @@ func HomeOwn(p, home string) bool {
 		return true
 	}
 	for _, r := range HomeReservedPaths {
-		if rel == r || strings.HasPrefix(rel, r+"/") {
+		// No r+"/": the planner asks this of every path it surveys.
+		if rel == r || len(rel) > len(r) && rel[len(r)] == '/' && strings.HasPrefix(rel, r) {
 			return true
 		}
 	}
