@@ -492,6 +492,8 @@ func TestSuggestion(t *testing.T) {
 		{"docker exec web ls", "Bash(docker exec web ls)"},
 		{"kubectl exec pod -- ls", "Bash(kubectl exec pod -- ls)"},
 		{"ip netns exec ns ls", "Bash(ip netns exec ns ls)"},
+		{"ip netns e ns ls", "Bash(ip netns e ns ls)"}, // attack pass 83
+		{"flatpak build dir make", "Bash(flatpak build dir make)"},
 		{"pgrphack make test", "Bash(pgrphack make test)"},
 		{"flatpak run --command=make org.example.App", "Bash(flatpak run --command=make org.example.App)"},
 		{"runcon -t t make", "Bash(runcon -t t make)"},

@@ -723,14 +723,17 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 // flatpak looks at what flatpak runs in an application's sandbox: flatpak
 // run --command=CMD APP ARGS runs CMD ARGS (under Bash(flatpak run:*)
 // with Bash(rm:*) denied, flatpak run --command=rm APP -f x was allowed),
-// and flatpak enter INSTANCE CMD ARGS runs CMD ARGS in a running one.
+// and flatpak enter INSTANCE CMD ARGS runs CMD ARGS in a running one, as
+// flatpak build DIRECTORY CMD ARGS does in a build directory's sandbox
+// (under Bash(flatpak:*), flatpak build dir rm -f x was allowed: attack
+// pass 83; not run here, where flatpak is not installed).
 // flatpak's options take a value after '=' or as the next word, and not
 // every option is known here, so each word after the subcommand that is
 // not an option is read as the application (or instance) in turn: more
 // readings, never fewer. Without --command, run starts the application's
 // own command, which the line does not show.
 func (x *extraction) flatpak(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
-	sub := slices.IndexFunc(argv[1:], func(w string) bool { return w == "run" || w == "enter" }) + 1
+	sub := slices.IndexFunc(argv[1:], func(w string) bool { return w == "run" || w == "enter" || w == "build" }) + 1
 	if sub == 0 {
 		return
 	}
@@ -751,7 +754,7 @@ func (x *extraction) flatpak(argv []string, depth int, stdin string, haveStdin b
 		if strings.HasPrefix(argv[j], "-") {
 			continue
 		}
-		if argv[sub] == "enter" {
+		if argv[sub] != "run" {
 			if j+1 < len(argv) {
 				x.look(argv[j+1:], depth, stdin, haveStdin, budget)
 			}
@@ -1121,10 +1124,42 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 		"opam": {"exec"}, "tox": {"exec"}, "toolbox": {"run"}, "distrobox": {"enter"}, "lxc": {"exec"},
 		"incus": {"exec"}, "multipass": {"exec"}, "machinectl": {"shell"},
 		// attack pass 81: ip netns exec NAME CMD and ip vrf exec NAME CMD
-		// (ip -all netns exec CMD names none: read both ways)
-		"ip": {"exec"},
+		// (ip -all netns exec CMD names none: read both ways); ip takes
+		// any prefix of a subcommand's name, and ip netns e NAME rm ran
+		// rm under Bash(ip:*) (attack pass 83)
+		"ip": ipExec,
 	}
 }}
+
+// ipExec are the words ip takes for exec in ip netns exec and ip vrf
+// exec: ip reads a subcommand as any prefix of its name that no earlier
+// one in its table has (matches() in iproute2), and e, ex and exe are
+// exec's in both.
+var ipExec = []string{"exec", "exe", "ex", "e"}
+
+// ipBatch reports whether ip's options, which stop at its first word that
+// is not one, hold -batch (-b, -ba, ... -batch, or with two dashes): ip
+// then runs each line of a file, or of standard input for "-", as an ip
+// command, netns exec ones too (ip -b - <<< 'netns exec NS rm -f x' ran
+// rm under Bash(ip:*): attack pass 83). The lines are read by iproute2's
+// own splitting, which differs between its versions (quotes, comments,
+// continuations), so they are not read here: the line is unseen (ask).
+// An option's value (ip -n NS) may stand between: every word up to the
+// first subcommand word is looked at.
+func ipBatch(argv []string) bool {
+	for _, w := range argv[1:] {
+		if w == "--" || slices.Contains(ipExec, w) {
+			return false
+		}
+		if strings.HasPrefix(w, "--") {
+			w = w[1:]
+		}
+		if len(w) >= 2 && strings.HasPrefix("-batch", w) {
+			return true
+		}
+	}
+	return false
+}
 
 // runnerPositionals are the operands between such a subcommand and the
 // command it runs (direnv exec DIR CMD, aws-vault exec PROFILE CMD, asdf
@@ -1132,7 +1167,8 @@ var runnerSubs = lazy[map[string][]string]{make: func() map[string][]string {
 var runnerPositionals = lazy[map[string]int]{make: func() map[string]int {
 	return map[string]int{
 		"direnv exec": 1, "aws-vault exec": 1, "asdf env": 1, "lxc exec": 1, "incus exec": 1,
-		"multipass exec": 1, "machinectl shell": 1, "distrobox enter": 1, "ip exec": 1,
+		"multipass exec": 1, "machinectl shell": 1, "distrobox enter": 1,
+		"ip exec": 1, "ip exe": 1, "ip ex": 1, "ip e": 1,
 	}
 }}
 
@@ -1156,6 +1192,9 @@ func (x *extraction) runner(argv []string, depth int, stdin string, haveStdin bo
 	opts, isShell := shellStringRunners.get()[name]
 	if !isRunner && !isShell {
 		return false
+	}
+	if name == "ip" && ipBatch(argv) {
+		x.fail("ip -batch runs the ip commands of a file or standard input (netns exec runs any program), which the line does not show as words")
 	}
 	for i := 1; i < len(argv); i++ {
 		w := argv[i]

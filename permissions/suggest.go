@@ -43,7 +43,7 @@ var elsewhereSubs = lazy[map[string][]string]{make: func() map[string][]string {
 	run := []string{"exec", "run", "create"}
 	return map[string][]string{
 		"docker": run, "podman": run, "nerdctl": run, "kubectl": {"exec", "run", "debug"},
-		"oc": {"exec", "rsh", "run", "debug"}, "vagrant": {"ssh"}, "flatpak": {"run", "enter"},
+		"oc": {"exec", "rsh", "run", "debug"}, "vagrant": {"ssh"}, "flatpak": {"run", "enter", "build"},
 	}
 }}
 
@@ -57,7 +57,7 @@ var elsewhereSubs = lazy[map[string][]string]{make: func() map[string][]string {
 // rule is suggested instead.
 func runsAnyCommand(argv []string) bool {
 	if argv[0] == "ip" {
-		return slices.Contains(argv[1:], "exec")
+		return slices.ContainsFunc(argv[1:], func(w string) bool { return slices.Contains(ipExec, w) }) || ipBatch(argv)
 	}
 	if subs, ok := runnerSubs.get()[argv[0]]; ok && slices.Contains(subs, argv[1]) {
 		return true
