@@ -31,3 +31,31 @@ func TestIPAbbreviationsAndBatchSeenByDenyRules(t *testing.T) {
 		{"Bash(flatpak:*)", "flatpak build dir make", allow},
 	})
 }
+
+// TestEnvSignalOptionsAndStartStopDaemonSeenByDenyRules: GNU env's
+// --block-signal, --ignore-signal and --default-signal take a signal only
+// after '=', and were read as taking the next word, the command's name:
+// under Bash(env:*) with Bash(rm:*) denied, env --block-signal rm -f
+// victim.txt was allowed by moat check and removed the file. start-stop-
+// daemon --start runs the program of --startas or --exec with the words
+// after "--": under Bash(start-stop-daemon:*), start-stop-daemon -S -x
+// /bin/rm -- -f victim.txt did too (attack pass 83).
+func TestEnvSignalOptionsAndStartStopDaemonSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(env:*)", "env --block-signal rm -f x", deny},
+		{"Bash(env:*)", "env --ignore-signal rm -f x", deny},
+		{"Bash(env:*)", "env --default-signal rm -f x", deny},
+		{"Bash(env:*)", "env --block-signal=INT rm -f x", deny},
+		{"Bash(env:*)", "env --block rm -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon -S -x /bin/rm -- -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon -Sx/bin/rm -- -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon --start --exec=/bin/rm -- -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon --start --startas /bin/rm --exec /bin/true -- -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon --start --starta /bin/rm -- -f x", deny},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon -S -d / -b -x /usr/bin/rm -- -f x", deny},
+		// still allowed: the commands they run are not denied
+		{"Bash(env:*)", "env --block-signal make", allow},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon -S -x /usr/bin/make -- all", allow},
+		{"Bash(start-stop-daemon:*)", "start-stop-daemon -K -x /usr/sbin/nginx", allow},
+	})
+}

@@ -661,6 +661,10 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		x.flatpak(argv, depth, stdin, haveStdin, budget)
 		return
 	}
+	if name == "start-stop-daemon" {
+		x.startStopDaemon(argv, depth, stdin, haveStdin, budget)
+		return
+	}
 	spec, ok := wrappers.get()[name]
 	if !ok {
 		return
@@ -762,6 +766,55 @@ func (x *extraction) flatpak(argv []string, depth int, stdin string, haveStdin b
 		}
 		for _, c := range cmds {
 			x.look(append([]string{c}, argv[j+1:]...), depth, stdin, haveStdin, budget)
+		}
+	}
+}
+
+// startStopDaemon looks at what start-stop-daemon --start runs: the
+// program of --startas (-a), else of --exec (-x), with the words after
+// "--" as its arguments. Under Bash(start-stop-daemon:*) with Bash(rm:*)
+// denied, start-stop-daemon -S -x /bin/rm -- -f victim.txt was allowed and
+// removed the file (attack pass 83). Every value either option may have
+// (attached, bundled after other letters as in -Sx/bin/rm, the next word,
+// a long option's abbreviation) is read as the program: more readings,
+// never fewer.
+func (x *extraction) startStopDaemon(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	var progs, args []string
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		if w == "--" {
+			args = argv[i+1:]
+			break
+		}
+		next := ""
+		if i+1 < len(argv) {
+			next = argv[i+1]
+		}
+		switch {
+		case strings.HasPrefix(w, "--"):
+			name, v, eq := strings.Cut(w, "=")
+			if len(name) >= 4 && strings.HasPrefix("--exec", name) || len(name) >= 8 && strings.HasPrefix("--startas", name) {
+				if !eq {
+					v = next
+				}
+				progs = append(progs, v)
+			}
+		case strings.HasPrefix(w, "-"):
+			for k := 1; k < len(w); k++ {
+				if w[k] != 'x' && w[k] != 'a' {
+					continue
+				}
+				if k+1 < len(w) {
+					progs = append(progs, w[k+1:])
+				} else {
+					progs = append(progs, next)
+				}
+			}
+		}
+	}
+	for _, p := range progs {
+		if p != "" {
+			x.look(append([]string{p}, args...), depth, stdin, haveStdin, budget)
 		}
 	}
 }
@@ -951,8 +1004,13 @@ func set(s ...string) map[string]bool {
 // command.
 var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec {
 	m := map[string]wrapperSpec{
-		"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"),
-			plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"), assignments: true, split: "-S"},
+		// GNU env's --default-signal, --ignore-signal and --block-signal
+		// take their signal only after '=' (an optional argument): read
+		// as taking the next word, env --block-signal rm -f victim.txt was
+		// allowed under Bash(env:*) with Bash(rm:*) denied, and removed
+		// the file (attack pass 83); --list-signal-handling takes none
+		"env": {valueFlags: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"),
+			plainFlags: set("-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-", "--default-signal", "--ignore-signal", "--block-signal", "--list-signal-handling"), assignments: true, split: "-S"},
 		"command":          {plainFlags: set("-p", "-v", "-V")},
 		"builtin":          {},
 		"exec":             {valueFlags: set("-a"), plainFlags: set("-c", "-l")},
