@@ -20,6 +20,12 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 	pol, notes := s.cfg.Policy, s.cfg.Notes
 	var as *enforce.Identity
 	if s.cfg.Daemon != nil {
+		// the checks and the plan below work as the peer (checkSlots)
+		release, err := s.checking(r)
+		if err != nil {
+			return err
+		}
+		defer release()
 		// The peer's policy in its home directory (a session names its
 		// own cwd).
 		id, err := s.peerIdentity(r)
@@ -74,6 +80,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) error {
 	eng := s.engine
 	var cwd string
 	if s.cfg.Daemon != nil {
+		// the checks and the decision work as the peer (checkSlots)
+		release, err := s.checking(r)
+		if err != nil {
+			return err
+		}
+		defer release()
 		id, err := s.peerIdentity(r)
 		if err != nil {
 			return err

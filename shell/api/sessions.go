@@ -380,6 +380,11 @@ func randomHex(n int) string {
 // itself can write (checked as the peer, and used by their real path);
 // the sandbox runs as the peer.
 func (s *Server) daemonSessionConfig(r *http.Request, req client.SessionRequest) (sandbox.Config, []string, error) {
+	release, err := s.checking(r)
+	if err != nil {
+		return sandbox.Config{}, nil, err
+	}
+	defer release()
 	id, err := s.peerIdentity(r)
 	if err != nil {
 		return sandbox.Config{}, nil, err

@@ -33,6 +33,29 @@ const (
 	runSlots     = 4
 )
 
+// checkSlots is what a daemon request holds while the daemon works as its
+// user before any slot of a session or run is taken: checking its cwd and
+// writable paths, planning its policy's description, following its
+// command's paths (each on an OS thread of its own with the user's
+// credentials: ascred). A path on a stalled mount (an NFS server gone, a
+// FUSE server that stops answering) holds that thread for good, and the
+// request's client may hang up: one user's POSTs of a session with such a
+// cwd, each dropped after 0.2 s, took a thread apiece until moatd, in a
+// cgroup of pids.max 160, died (pthread_create failed) with every user's
+// sandboxes (attack pass 83, TestDaemonAttackStalledMountTakesThreads).
+// Counted, a user's stuck checks use up that user's share only.
+const checkSlots = 1
+
+// checking counts checkSlots for the request's user while a daemon works
+// as that user; release gives them back (never, if the work never ends).
+func (s *Server) checking(r *http.Request) (release func(), err error) {
+	owner := s.owner(r)
+	if err := s.takeSlots(owner, checkSlots, "a request"); err != nil {
+		return nil, err
+	}
+	return func() { s.giveSlots(owner, checkSlots) }, nil
+}
+
 // takeSlots counts n slots for owner in a daemon (moat serve serves one
 // user: nothing to count), or says why not: 429 when the user's share is
 // in use, 503 when the daemon's slots are, the message naming the limit.
