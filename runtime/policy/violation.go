@@ -103,7 +103,10 @@ func Invisible(r rune) bool {
 // resultTags are the tags moat writes around parts of a command's result,
 // as tagSkeleton spells them: the violation block, and the notice of
 // output saved to a file (shell's render).
-var resultTags = []string{tagSkeleton("sandboxviolations"), tagSkeleton("persistedoutput")}
+// The singular, <sandbox_violation>, reads as the block too (attack pass
+// 83: it reached the agent with its bracket); as a prefix it covers the
+// plural.
+var resultTags = []string{tagSkeleton("sandboxviolation"), tagSkeleton("persistedoutput")}
 
 // Defang takes the angle bracket off every tag of moat's (a
 // <sandbox_violations> block, a <persisted-output> notice) in a command's
@@ -176,6 +179,18 @@ const openBrackets = "<＜﹤‹〈⟨〈˂ᐸ❮⧼"
 // tagFollows reports whether s, after a '<', starts with the name of one of
 // resultTags as a reader may take it (see Defang).
 func tagFollows(s string) bool {
+	full, cut := scanTag(s)
+	return full || cut >= 3
+}
+
+// scanTag reads s, after a '<', as the name of one of resultTags (see
+// Defang): full when the whole name is there; else cut is how many of its
+// letters the end of s left (a prefix of a name, 0 for none), or -1 when s
+// is no such name.
+func scanTag(s string) (full bool, cut int) {
+	// name holds the name's letters as tagSkeleton spells them, with 0
+	// for a letter of another script no lookalike maps, which stands for
+	// any one (a homoglyph the table lacks).
 	var buf [24]byte
 	var skb [8]rune
 	name := buf[:0]
@@ -184,35 +199,88 @@ func tagFollows(s string) bool {
 			break
 		}
 		switch {
-		case r == '-' || r == '_' || r == '/' || unicode.IsSpace(r) || Invisible(r) || unicode.Is(unicode.Mn, r):
-			continue
+		case r == '-' || r == '_' || r == '/' || r == '\u2044' || r == '\u2215' || r == '\u2212' ||
+			unicode.In(r, unicode.Pd, unicode.Pc, unicode.Mn, unicode.Me) || unicode.IsSpace(r) || Invisible(r):
+			continue // dashes, connectors, slashes, marks, spaces, invisibles
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '|' || r == '!':
 			for _, l := range appendSkeleton(skb[:0], r) {
 				if l >= utf8.RuneSelf {
-					return false // no lookalike of a tag's letter
+					l = 0
 				}
 				name = append(name, byte(l))
 			}
 			prefix := false
 			for _, t := range resultTags {
-				if string(name) == t {
-					return true
+				if nameIs(name, t, false) {
+					return true, 0
 				}
-				prefix = prefix || strings.HasPrefix(t, string(name))
+				prefix = prefix || nameIs(name, t, true)
 			}
 			if !prefix {
-				return false // no tag's name goes on this way: an <html>, an a<b
+				return false, -1 // no tag's name goes on this way: an <html>, an a<b
 			}
 			continue
 		}
-		return false
+		return false, -1
 	}
 	// the end of the text (or a run of ignorable characters) cut the name
-	if len(name) < 3 {
+	for _, t := range resultTags {
+		if nameIs(name, t, true) {
+			return false, len(name)
+		}
+	}
+	return false, -1
+}
+
+// nameIs reports whether name spells tag (a prefix of it, with prefix), a
+// 0 in name standing for any letter.
+func nameIs(name []byte, tag string, prefix bool) bool {
+	if len(name) > len(tag) || (!prefix && len(name) != len(tag)) {
 		return false
 	}
-	for _, t := range resultTags {
-		if strings.HasPrefix(t, string(name)) {
+	for i, c := range name {
+		if c != 0 && c != tag[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TagCutAt returns where a tag of moat's that the end of text may have cut
+// begins (its '<', or the '&' of an entity for it), or -1: a reader of
+// output in parts (bash_output's reads) would see a '<' and the first
+// letters of a name at the end of one part, which Defang keeps (a shorter
+// cut than three letters is not taken for a tag: "a <" keeps its
+// bracket), and the rest of the name at the start of the next, which has
+// no '<' to take off (attack pass 83). The caller holds text from there
+// back for the next part.
+func TagCutAt(text string) int {
+	i := strings.LastIndexAny(text, openBrackets+"&")
+	if i < 0 {
+		return -1
+	}
+	n := 0
+	if text[i] == '&' {
+		if n = entityBracket(text[i:]); n == 0 {
+			if entityPrefix(text[i:]) {
+				return i // the entity itself may be cut
+			}
+			return -1
+		}
+	} else {
+		_, n = utf8.DecodeRuneInString(text[i:])
+	}
+	if full, cut := scanTag(text[i+n:]); full || cut < 0 {
+		return -1
+	}
+	return i
+}
+
+// entityPrefix reports whether s could be the start of one of
+// entityBracket's entities, cut short.
+func entityPrefix(s string) bool {
+	for _, e := range []string{"&lt;", "&#60;", "&#x3c;", "&#x003c;", "&#0060;"} {
+		if len(s) < len(e) && strings.EqualFold(s, e[:len(s)]) {
 			return true
 		}
 	}

@@ -101,6 +101,14 @@ func TestDefangSpellings(t *testing.T) {
 		"<sandb0x_violations>", "<pers\u00edsted-output>", "<persi\u0301sted-output>", "\u2039sandbox_violations\u203a",
 		"<\u03c1ersisted-output>", "<\u0440\u0435rsisted-output>", "<persist\u0435d-\u043eutput>", "\u3008persisted-output\u3009",
 		"\u27e8sandbox_violations\u27e9", "<5andbox_violations>", "<SANDBOX_V\u0399OLATIONS>",
+		// attack pass 83: dashes and connectors of other scripts, marks,
+		// homoglyphs the table lacks, more brackets, the singular
+		"<sandbox\u2010violations>", "<sandbox\u2013violations>", "<persisted\u2011output>",
+		"<persisted\uff0doutput>", "<sandbox\uff3fviolations>", "<s\u0430ndbox_violations>",
+		"</s\u0430ndb\u043ex_vi\u043el\u0430ti\u043ens>", "<\uff53\uff41ndbox_violations>",
+		"<sa\u0301ndbox_violations>", "\u2039persisted-output>", "\u2039/persisted-output>",
+		"\u02c2sandbox_violations\u02c3", "\u1438persisted-output\u1433", "<persisted\u2212output>",
+		"<sandbox_violation>", "</sandbox-violation>", "<sandbox_viol\u10d0tions>", "<s\u0561ndbox_violations>",
 		"&lt;persisted-output&gt;", "&LT;/sandbox_violations&gt;", "&#60;persisted-output>", "&#x3C;sandbox_violations>", "&ltpersisted-output",
 	} {
 		if got := Defang("x " + in + " y"); strings.ContainsAny(got, openBrackets) || strings.Contains(strings.ToLower(got), "&lt") || strings.Contains(strings.ToLower(got), "&#") {
@@ -112,7 +120,7 @@ func TestDefangSpellings(t *testing.T) {
 	}
 	for _, in := range []string{"a < b", "<div>", "<persisted>", "<sandbox>", "<output>", "if (x<y) {", "<pe", "<sandboxes>", "<persisted-outputs-are-fine?",
 		"\u2039quoted\u203a", "\u3008\u65e5\u672c\u3009", "<sandbox_violators>", "x<10 && y>5", "<\u0441\u0430\u043c>",
-		"&lt;div&gt;", "a &amp; b", "&lt", "&"} {
+		"&lt;div&gt;", "a &amp; b", "&lt", "&", "<\u043f\u0440\u0438\u0432\u0435\u0442>", "<s\u0430ndbox>"} {
 		want := in
 		if in == "<persisted-outputs-are-fine?" {
 			want = in[1:]
@@ -131,6 +139,19 @@ func BenchmarkDefangMarkup(b *testing.B) {
 	for b.Loop() {
 		if Defang(page) != page {
 			b.Fatal("changed")
+		}
+	}
+}
+
+// TagCutAt finds a tag's start cut by the end of a read's text, and only
+// that (attack pass 83: split between two reads, the tag kept its '<').
+func TestTagCutAt(t *testing.T) {
+	for in, want := range map[string]int{
+		"ok <sa": 3, "ok <": 3, "ok <sandbox_vio": 3, "x \u2039pers": 2, "ok &l": 3, "ok &lt;sand": 3,
+		"ok <sandbox_violations> done": -1, "a < b": -1, "<div": -1, "no bracket": -1, "a & b": -1,
+	} {
+		if got := TagCutAt(in); got != want {
+			t.Errorf("TagCutAt(%q) = %d, want %d", in, got, want)
 		}
 	}
 }
