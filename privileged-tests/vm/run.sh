@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # The limits and cgroups (as root and delegated), and the attacks whose
 # outcome depends on the kernel (its /proc and /sys, Landlock ABI 2).
-run_re='^(TestLimit|TestCgroupEscape|TestKernelKnobsAsRoot|TestNoWritableKernelFilesAsRoot|TestDeviceNodesReadOnly|TestDoctorReadOnlyCgroups|TestDoctorMaskedProc|TestHostProcesses|TestWriteOutside|TestReadDenied)'
+run_re='^(TestLimit|TestCgroupEscape|TestKernelKnobsAsRoot|TestNoWritableKernelFilesAsRoot|TestDeviceNodesReadOnly|TestDoctorReadOnlyCgroups|TestDoctorMaskedProc|TestHostProcesses|TestWriteOutside|TestReadDenied$)'
 # Through sessions, the limits and cgroups only.
 session_re='^(TestLimit|TestCgroupEscape)'
 while [ $# -gt 0 ]; do
