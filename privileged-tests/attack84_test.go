@@ -37,19 +37,8 @@ func TestReadDeniedThroughSecondMount(t *testing.T) {
 			case "rootless":
 				testutil.RequireUserns(t)
 				// The fixture is nobody's, who runs moat and, for the
-				// baseline, reads the secret without it (the attack's
-				// program beside it: the test's own is in root's /tmp).
-				var err error
-				if attacker, err = copyExecutable(self, filepath.Join(f.root, "attack")); err != nil {
-					t.Fatal(err)
-				}
-				must(t, filepath.Walk(f.root, func(p string, _ os.FileInfo, err error) error {
-					if err != nil {
-						return err
-					}
-					return os.Lchown(p, nobody, nobody)
-				}))
-				cred = asNobody
+				// baseline, reads the secret without it.
+				attacker, cred = giveToNobody(t, f), asNobody
 				run = func(args ...string) result {
 					return f.execAs(cred, f.env(), moatBin, append([]string{"run", "--settings", f.settings, "--", attacker}, args...)...)
 				}
@@ -170,16 +159,7 @@ func TestDenyWriteThroughSecondMount(t *testing.T) {
 			var cred *syscall.Credential
 			attacker := self
 			if tier == "rootless" {
-				var err error
-				if attacker, err = copyExecutable(self, filepath.Join(f.root, "attack")); err != nil {
-					t.Fatal(err)
-				}
-				must(t, filepath.Walk(f.root, func(p string, _ os.FileInfo, err error) error {
-					if err != nil {
-						return err
-					}
-					return os.Lchown(p, nobody, nobody)
-				}))
+				attacker = giveToNobody(t, f)
 				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
 			}
 			alias := filepath.Join(f.work, "alias") // f.work/dir, bound inside the writable root
@@ -248,4 +228,22 @@ func TestReadDeniedHardLinkAbove(t *testing.T) {
 			}
 		})
 	}
+}
+
+// giveToNobody makes the fixture's tree nobody's (65534), with a copy of
+// the attack's program in it (the test's own is in root's /tmp), and
+// returns that copy's path.
+func giveToNobody(t *testing.T, f *fixture) string {
+	t.Helper()
+	attacker, err := copyExecutable(self, filepath.Join(f.root, "attack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, filepath.Walk(f.root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}))
+	return attacker
 }
