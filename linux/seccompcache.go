@@ -19,13 +19,21 @@ import (
 // libseccomp costs a few hundred microseconds of every start). The key
 // names the binary by path, inode, size and mtime, so a rebuilt moat never
 // reads another build's filter; the cache lives in moat's state directory,
-// which no sandbox can write.
+// which no sandbox can write. The inode, size and mtime are those of the
+// file this process runs (/proc/self/exe), not of the file at its path: a
+// moatd (or moat serve) running while a new release is installed runs the
+// old code, and a filter it compiled after the install was cached under
+// the new file's name, so the new release, once restarted, loaded the old
+// release's filter (attack pass 87).
 func seccompProgram(cacheDir string, o seccomp.Options) ([]byte, error) {
 	key := ""
 	if exe, err := os.Executable(); err == nil {
 		var st syscall.Stat_t
-		if syscall.Stat(exe, &st) == nil {
-			h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d\x00%d\x00%+v", exe, st.Ino, st.Size, st.Mtim.Nano(), st.Dev, o))
+		if syscall.Stat("/proc/self/exe", &st) == nil {
+			// "running": keys made by releases before this one (the file
+			// at the path) are never read, or an old moatd running while
+			// this release is installed would still hand it its filter.
+			h := sha256.Sum256(fmt.Appendf(nil, "running\x00%s\x00%d\x00%d\x00%d\x00%d\x00%+v", exe, st.Ino, st.Size, st.Mtim.Nano(), st.Dev, o))
 			key = hex.EncodeToString(h[:12])
 		}
 	}
