@@ -522,6 +522,24 @@ func readCommondir(gitdir string) (string, bool) {
 // scanCacheMagic heads the cache file; a new layout gets a new magic.
 const scanCacheMagic = "moat-scan 5\n"
 
+// scanCacheHeader is the magic and a digest of the names the search looks
+// for. A directory's entry holds what the search found there, not what it
+// passed over: a release that protects a name more (pass 64 added
+// .devcontainer.json, pass 66 .qwen) read an older release's entries and
+// left that name writable in every directory that had not changed since
+// (attack pass 87). The names are in the header, so such a cache is no
+// cache; a change in how the search reads a directory still bumps the
+// magic by hand.
+func scanCacheHeader() []byte {
+	names := make([]string, 0, len(mandatoryName))
+	for n := range mandatoryName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.Sum256([]byte(strings.Join(names, "\x00")))
+	return fmt.Appendf(nil, "%snames %x\n", scanCacheMagic, h[:12])
+}
+
 // The cache is a flat binary file, decoded in half gob's time (0.65 against
 // 1.3 ms for 3,000 directories), which a start in a large tree pays: the
 // magic, then uvarint-prefixed strings and varints, in this order: root, depth, the number of directories, and
@@ -543,10 +561,11 @@ func readScanCache(cache cacheIO, file, root string, depth int) map[string]scanD
 
 func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool) {
 	r := cacheReader{b: b}
-	if !bytes.HasPrefix(b, []byte(scanCacheMagic)) {
+	head := scanCacheHeader()
+	if !bytes.HasPrefix(b, head) {
 		return nil, false
 	}
-	r.b = r.b[len(scanCacheMagic):]
+	r.b = r.b[len(head):]
 	if r.str() != root || r.int() != int64(depth) {
 		return nil, false
 	}
@@ -574,7 +593,7 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 }
 
 func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
-	w := cacheWriter{b: []byte(scanCacheMagic)}
+	w := cacheWriter{b: scanCacheHeader()}
 	w.str(root)
 	w.int(int64(depth))
 	w.int(int64(len(dirs)))

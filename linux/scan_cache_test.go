@@ -95,3 +95,51 @@ func TestClientCacheBounded(t *testing.T) {
 		t.Errorf("the client's cache is %s, not under the state's cache/uid-4242", cache.dir)
 	}
 }
+
+// TestScanCacheAcrossNewMandatoryNames: what a release found in a directory
+// is not what a later release, which protects more names, must find there.
+// The cache told the new release nothing of a name the old one did not
+// look for, in every directory whose change time had not moved: after an
+// upgrade that added .envrc, a sub/.envrc the old release had searched past
+// stayed writable in the sandbox (the mount layer; the audit after the run
+// quarantined it), until the directory changed (attack pass 87).
+func TestScanCacheAcrossNewMandatoryNames(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", ".envrc"), []byte("export A=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := cacheIO{dir: t.TempDir()}
+	// The old release: .envrc is not one of its names.
+	delete(mandatoryName, ".envrc")
+	restored := false
+	restore := func() {
+		if !restored {
+			mandatoryName[".envrc"] = true
+			restored = true
+		}
+	}
+	defer restore()
+	old, err := scanCache(root, 3, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old.named) != 0 {
+		t.Fatalf("the old release found %v", old.named)
+	}
+	restore()
+	got, err := scanCache(root, 3, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "sub", ".envrc"); !reflect.DeepEqual(got.named, []string{want}) {
+		t.Fatalf("after the upgrade the search found %v, want [%s]", got.named, want)
+	}
+	// The new release's own cache still serves it.
+	again, err := scanCache(root, 3, cache)
+	if err != nil || !reflect.DeepEqual(again.named, got.named) {
+		t.Fatalf("warm: %v, %v", again.named, err)
+	}
+}
