@@ -316,10 +316,16 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		return fmt.Errorf("create the mount point %s: %w", path, err)
 	}
 	p := Placeholder{Path: path, Kind: kind, Content: content, dev: st.Dev, ino: st.Ino}
+	// Listed before its record is written: a record that cannot be
+	// written (the state directory's filesystem full) fails the run, and
+	// its Close must still remove what was made. It was in no list, Close
+	// removed the record with its intent, and the placeholder stayed in
+	// the user's tree for good (attack pass 87). Should this process die
+	// first, the intent is on disk and the sweep removes it.
+	j.ps = append(j.ps, p)
 	if err := j.append(p.line()); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	j.ps = append(j.ps, p)
 	return nil
 }
 
@@ -666,6 +672,10 @@ func parseRecord(file string) ([]Placeholder, []intent) {
 	if err != nil {
 		return nil, nil
 	}
+	// A last line without its newline is a write cut short (a full disk):
+	// its path, cut at any byte, may name another path (the directory
+	// above the placeholder), so it is no record.
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
 	var ps []Placeholder
 	var is []intent
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -426,3 +426,69 @@ func TestCloseOpensUpItsParent(t *testing.T) {
 		t.Fatal("the placeholder's record was dropped: the sweep did not remove it")
 	}
 }
+
+// TestRecordFailsAfterCreate: the journal's record of a placeholder could
+// not be written (its filesystem full) after the placeholder was made.
+// Create fails, and the run's Close must still remove it: the placeholder
+// was in no list, Close removed the record with its intent, and an empty
+// .zprofile (a socket inode of mode 0) stayed in the user's tree for good,
+// through the next runs and the next moatd (attack pass 87: moatd's state
+// directory full). RLIMIT_FSIZE stands for the full disk: the record holds
+// the intent and not one byte more.
+func TestRecordFailsAfterCreate(t *testing.T) {
+	for _, kind := range []Kind{Node, Dir, File} {
+		dir, tree := setup(t)
+		j, err := Begin(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(tree, ".zprofile")
+		var old unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+			t.Fatal(err)
+		}
+		lim := unix.Rlimit{Cur: uint64(len(intentLine(kind, "", p)) + 1), Max: old.Max}
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		err = j.Create(p, kind, "")
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
+			t.Fatal(err)
+		}
+		if err == nil {
+			t.Fatalf("%c: Create recorded past the file size limit", kind)
+		}
+		if !exists(p) {
+			t.Fatalf("%c: the record failed before the placeholder was made (%v): the test does not test", kind, err)
+		}
+		j.Unlock()
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if exists(p) {
+			t.Fatalf("%c: placeholder left behind after its record failed (%v)", kind, err)
+		}
+	}
+}
+
+// TestTornRecordLineIgnored: a record's last line cut short by a full
+// disk (a short write) may still parse, as a record of another path: the
+// placeholder's path cut before its last element is the directory above
+// it. Only whole lines are records.
+func TestTornRecordLineIgnored(t *testing.T) {
+	dir, tree := setup(t)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	whole := intentLine(Dir, "", filepath.Join(tree, ".vscode"))
+	torn := intentLine(Dir, "", filepath.Join(tree, ".idea"))
+	torn = torn[:len(torn)-len(hex.EncodeToString([]byte("/.idea")))] // the path is now tree's
+	file := filepath.Join(dir, "0000000000000000.run")
+	if err := os.WriteFile(file, []byte(whole+"\n"+torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, is := parseRecord(file)
+	if len(is) != 1 || is[0].path != filepath.Join(tree, ".vscode") {
+		t.Fatalf("intents %+v, want only %s's", is, filepath.Join(tree, ".vscode"))
+	}
+}
