@@ -29,8 +29,21 @@ func cdnServer(t *testing.T) *httptest.Server {
 // SOCKS5 with a domain name) and asks TLS for serverName there.
 func tlsThrough(t *testing.T, proxy, hostport, serverName string, socks bool) (string, error) {
 	t.Helper()
+	return tlsThroughAfter(t, proxy, hostport, serverName, socks, nil)
+}
+
+// tlsThroughAfter is tlsThrough with prefix written into the tunnel
+// before the TLS handshake; an empty proxy dials hostport directly.
+func tlsThroughAfter(t *testing.T, proxy, hostport, serverName string, socks bool, prefix []byte) (string, error) {
+	t.Helper()
 	var c net.Conn
-	if socks {
+	if proxy == "" {
+		dc, err := net.Dial("tcp", hostport)
+		if err != nil {
+			return "", err
+		}
+		c = dc
+	} else if socks {
 		host, port, _ := net.SplitHostPort(hostport)
 		var p int
 		fmt.Sscan(port, &p)
@@ -50,6 +63,9 @@ func tlsThrough(t *testing.T, proxy, hostport, serverName string, socks bool) (s
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(prefix); err != nil {
+		return "", err
+	}
 	tc := tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true})
 	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", serverName)
 	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
@@ -82,6 +98,38 @@ func TestTunnelServerNameChecked(t *testing.T) {
 			if err != nil || got != fmt.Sprintf("site %q", strings.ToLower(name)) && !(name == "ALLOWED.test" && got == `site "ALLOWED.test"`) {
 				t.Errorf("socks=%v: TLS for %q through a tunnel to allowed.test: %q %v", socks, name, got, err)
 			}
+		}
+	}
+}
+
+// warningAlert is a TLS alert record of level warning (user_canceled):
+// a TLS server that has not yet read a ClientHello drops it and reads on
+// (crypto/tls does, and so do servers built on it).
+var warningAlert = []byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x5a}
+
+// TestTunnelServerNameAfterAlert: a tunnel whose first bytes are a TLS
+// warning alert, and then a ClientHello for another name, is judged by
+// that ClientHello. The look at the first bytes took only a handshake
+// record (0x16) for TLS, so the alert's 0x15 let the tunnel through
+// unchecked, and a Go TLS server, which drops the alert, served evil.test.
+func TestTunnelServerNameAfterAlert(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil))
+	cdn := cdnServer(t)
+	e.setRoute(addrAllowed, cdn.Listener.Addr().String())
+	if got, err := tlsThroughAfter(t, "", cdn.Listener.Addr().String(), "evil.test", false, warningAlert); err != nil || got != `site "evil.test"` {
+		t.Fatalf("the server must take a ClientHello after a warning alert (the attack without moat): %q %v", got, err)
+	}
+	for _, socks := range []bool{false, true} {
+		got, err := tlsThroughAfter(t, e.addr, "allowed.test:443", "evil.test", socks, warningAlert)
+		if err == nil {
+			t.Fatalf("socks=%v: TLS for evil.test after an alert, through a tunnel to allowed.test, reached the CDN's site: %s", socks, got)
+		}
+		v := e.lastViolation()
+		if v.Target != "evil.test:443" || !strings.Contains(v.Rule, "domain fronting") {
+			t.Errorf("socks=%v: violation %+v", socks, v)
+		}
+		if got, err := tlsThroughAfter(t, e.addr, "allowed.test:443", "allowed.test", socks, warningAlert); err != nil || got != `site "allowed.test"` {
+			t.Errorf("socks=%v: TLS for allowed.test after an alert: %q %v", socks, got, err)
 		}
 	}
 }

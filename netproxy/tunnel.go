@@ -114,8 +114,8 @@ func (s *Server) tunnelNamed(host string, port int, client net.Conn, clientPendi
 func (s *Server) checkServerName(host string, port int, client net.Conn, pending []byte) ([]byte, bool) {
 	rc := &recordingConn{Conn: client, pending: pending}
 	var b [2048]byte
-	if n, _ := rc.Read(b[:]); n == 0 || b[0] != 0x16 {
-		return rc.buf, true // not a TLS handshake record (or the client sent nothing)
+	if n, _ := rc.Read(b[:]); n == 0 || !tlsRecordType(b[0]) {
+		return rc.buf, true // not a TLS record (or the client sent nothing)
 	}
 	client.SetReadDeadline(time.Now().Add(helloTimeout))
 	defer client.SetReadDeadline(time.Time{})
@@ -151,6 +151,16 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 	s.violation(hostPort(truncate(name, 255), port), "TLS asked for "+truncate(oneLine(name), 255)+" in a tunnel to "+host+", and that name is not allowed (domain fronting)")
 	return nil, false
 }
+
+// tlsRecordType reports whether b, a stream's first byte, is a TLS record's
+// type (change_cipher_spec, alert, handshake, application_data, heartbeat).
+// Every one is given to crypto/tls to read, not only a handshake record: a
+// TLS server drops a warning alert that comes before the ClientHello
+// (crypto/tls does, and servers built on it), so a tunnel that began with
+// one and then sent a ClientHello for another name was let through
+// unchecked (TestTunnelServerNameAfterAlert). crypto/tls skips such an
+// alert too, and refuses the other types first (a hello moat cannot read).
+func tlsRecordType(b byte) bool { return b >= 0x14 && b <= 0x18 }
 
 // recordingConn is the client's connection as crypto/tls reads a
 // ClientHello from it: the bytes read are kept (to be sent upstream,
