@@ -3,6 +3,8 @@ package netproxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdh"
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -213,3 +215,86 @@ func (c *bytesConn) Read(p []byte) (int, error)      { return c.r.Read(p) }
 func (c *bytesConn) Write(p []byte) (int, error)     { return len(p), nil }
 func (c *bytesConn) SetReadDeadline(time.Time) error { return nil }
 func (c *bytesConn) SetDeadline(time.Time) error     { return nil }
+
+// echServer is cdnServer that takes Encrypted Client Hello (an X25519
+// config whose public name is publicName), and the ECHConfigList a client
+// needs for it.
+func echServer(t *testing.T, publicName string) (*httptest.Server, []byte) {
+	t.Helper()
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u16 := func(n int) []byte { return []byte{byte(n >> 8), byte(n)} }
+	pub := k.PublicKey().Bytes()
+	c := append([]byte{7}, u16(0x20)...) // config_id, DHKEM(X25519)
+	c = append(append(c, u16(len(pub))...), pub...)
+	c = append(c, 0, 4, 0, 1, 0, 1) // HKDF-SHA256, AES-128-GCM
+	c = append(append(c, 32, byte(len(publicName))), publicName...)
+	c = append(c, 0, 0) // no extensions
+	config := append(append(u16(0xfe0d), u16(len(c))...), c...)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "site %q", r.TLS.ServerName)
+	}))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS13, EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: config, PrivateKey: k.Bytes()}}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, append(u16(len(config)), config...)
+}
+
+// TestTunnelRefusesEncryptedClientHello: a ClientHello with Encrypted
+// Client Hello carries the name it asks for encrypted; its outer name,
+// which the look judged, is the config's public name and says nothing of
+// it. A tunnel to allowed.test whose ECH's public name was allowed.test
+// and whose inner name was evil.test reached evil.test on a server that
+// takes ECH (attack pass 86). Such a tunnel is refused now.
+func TestTunnelRefusesEncryptedClientHello(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil))
+	srv, list := echServer(t, "allowed.test")
+	e.setRoute(addrAllowed, srv.Listener.Addr().String())
+	dial := func(proxy, hostport, name string, socks bool) (string, error) {
+		var c net.Conn
+		if proxy == "" {
+			dc, err := net.Dial("tcp", hostport)
+			if err != nil {
+				return "", err
+			}
+			c = dc
+		} else if socks {
+			code, sc, _ := socksHandshake(t, proxy, 3, "allowed.test", 443, "")
+			if code != 0 {
+				return "", fmt.Errorf("SOCKS5 reply %d", code)
+			}
+			c = sc
+		} else {
+			c = dialProxy(t, proxy)
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+			if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+				return "", fmt.Errorf("CONNECT: %v %v", resp, err)
+			}
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		tc := tls.Client(c, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, EncryptedClientHelloConfigList: list})
+		fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", name)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			return "", err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return string(b), nil
+	}
+	if got, err := dial("", srv.Listener.Addr().String(), "evil.test", false); err != nil || got != `site "evil.test"` {
+		t.Fatalf("the server must serve evil.test through ECH (the attack without moat): %q %v", got, err)
+	}
+	for _, socks := range []bool{false, true} {
+		got, err := dial(e.addr, "allowed.test:443", "evil.test", socks)
+		if err == nil {
+			t.Fatalf("socks=%v: ECH for evil.test (public name allowed.test) through a tunnel to allowed.test reached the site: %s", socks, got)
+		}
+		v := e.lastViolation()
+		if v.Target != "allowed.test:443" || !strings.Contains(v.Rule, "Encrypted Client Hello") {
+			t.Errorf("socks=%v: violation %+v", socks, v)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -68,6 +69,10 @@ const maxHello = 70 << 10
 // first byte has come.
 const helloTimeout = 30 * time.Second
 
+// extensionEncryptedClientHello is the TLS extension of Encrypted Client
+// Hello (RFC 9849), real or GREASE.
+const extensionEncryptedClientHello = 0xfe0d
+
 // errHelloRead stops the TLS handshake once the ClientHello is parsed.
 var errHelloRead = errors.New("client hello read")
 
@@ -121,9 +126,10 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 	defer client.SetReadDeadline(time.Time{})
 	rc.replay, rc.off = true, 0
 	var name string
-	read := false
+	read, ech := false, false
 	err := tls.Server(rc, &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
 		name, read = h.ServerName, true
+		ech = slices.Contains(h.Extensions, extensionEncryptedClientHello)
 		return nil, errHelloRead
 	}}).Handshake()
 	dest := hostPort(host, port)
@@ -133,6 +139,17 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 			reason = "a TLS ClientHello not finished in " + helloTimeout.String()
 		}
 		s.violation(dest, reason)
+		return nil, false
+	}
+	if ech {
+		// The name asked for is encrypted; the outer name is the ECH
+		// config's public name, which the client chose with the config
+		// and which says nothing of it: a tunnel to allowed.test with the
+		// public name allowed.test reached evil.test on a server that
+		// takes ECH (TestTunnelRefusesEncryptedClientHello). Whether the
+		// extension is real or GREASE cannot be told apart, so both end
+		// the tunnel: a policy moat cannot judge is not let through.
+		s.violation(dest, "TLS asked through Encrypted Client Hello, whose server name moat cannot read (outer name "+truncate(oneLine(name), 255)+"); turn ECH off in the client")
 		return nil, false
 	}
 	if name == "" {

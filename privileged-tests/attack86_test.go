@@ -4,7 +4,10 @@ package privtests
 
 import (
 	"bufio"
+	"crypto/ecdh"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -18,28 +21,67 @@ import (
 	"time"
 )
 
+// tunnelThroughProxy opens a tunnel to hostport through HTTPS_PROXY, or
+// dials it directly without one.
+func tunnelThroughProxy(hostport string) (net.Conn, error) {
+	p := os.Getenv("HTTPS_PROXY")
+	if p == "" {
+		return net.DialTimeout("tcp", hostport, 5*time.Second)
+	}
+	u, err := url.Parse(p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		c.Close()
+		return nil, fmt.Errorf("CONNECT %s: %v %v", hostport, resp, err)
+	}
+	return c, nil
+}
+
+// getSite sends GET / for name over tc; escaped when the server answers
+// for name.
+func getSite(tc *tls.Conn, via, name string) (string, error) {
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", name)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		return "", err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if got := strings.TrimSpace(string(b)); got != "site "+name {
+		return "", fmt.Errorf("the server answered %q", got)
+	}
+	return "reached site " + name + " through " + via, nil
+}
+
 func init() {
+	// ech HOSTPORT NAME CONFIGLIST: open a tunnel to HOSTPORT and ask TLS
+	// for NAME through Encrypted Client Hello with CONFIGLIST (hex).
+	attacks["ech"] = func(a []string) (string, error) {
+		list, err := hex.DecodeString(a[2])
+		if err != nil {
+			return "", err
+		}
+		c, err := tunnelThroughProxy(a[0])
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return getSite(tls.Client(c, &tls.Config{ServerName: a[1], InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, EncryptedClientHelloConfigList: list}), a[0], a[1])
+	}
 	// tlsafteralert HOSTPORT NAME: open a tunnel to HOSTPORT through
 	// HTTPS_PROXY (directly without one), send a TLS warning alert record,
 	// then TLS asking for NAME; escaped when the server answers for NAME.
 	attacks["tlsafteralert"] = func(a []string) (string, error) {
-		var c net.Conn
-		var err error
-		if p := os.Getenv("HTTPS_PROXY"); p != "" {
-			u, perr := url.Parse(p)
-			if perr != nil {
-				return "", perr
-			}
-			if c, err = net.DialTimeout("tcp", u.Host, 5*time.Second); err != nil {
-				return "", err
-			}
-			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", a[0], a[0])
-			br := bufio.NewReader(c)
-			resp, rerr := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-			if rerr != nil || resp.StatusCode != 200 {
-				return "", fmt.Errorf("CONNECT %s: %v %v", a[0], resp, rerr)
-			}
-		} else if c, err = net.DialTimeout("tcp", a[0], 5*time.Second); err != nil {
+		c, err := tunnelThroughProxy(a[0])
+		if err != nil {
 			return "", err
 		}
 		defer c.Close()
@@ -47,17 +89,7 @@ func init() {
 		if _, err := c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x5a}); err != nil {
 			return "", err
 		}
-		tc := tls.Client(c, &tls.Config{ServerName: a[1], InsecureSkipVerify: true})
-		fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", a[1])
-		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
-		if err != nil {
-			return "", err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		if got := strings.TrimSpace(string(b)); got != "site "+a[1] {
-			return "", fmt.Errorf("the server answered %q", got)
-		}
-		return "reached site " + a[1] + " through " + a[0], nil
+		return getSite(tls.Client(c, &tls.Config{ServerName: a[1], InsecureSkipVerify: true}), a[0], a[1])
 	}
 }
 
@@ -88,5 +120,44 @@ func TestProxyRefusesDomainFrontingAfterAlert(t *testing.T) {
 	}
 	if !strings.Contains(got.out, "evil.test") || !strings.Contains(got.out, "domain fronting") {
 		t.Errorf("the fronting attempt is not reported:\n%s", got.out)
+	}
+}
+
+// Domain fronting by Encrypted Client Hello (attack pass 86): the proxy
+// judged a ClientHello by its outer server name, which with ECH is the
+// public name of a config the client brings, and says nothing of the name
+// asked for. With localhost:PORT and public.test:PORT allowed, ECH whose
+// public name was public.test and whose inner name was evil.test reached
+// evil.test on a server that takes ECH (a CDN's client-facing server).
+func TestProxyRefusesEncryptedClientHello(t *testing.T) {
+	f := newFixture(t)
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	must(t, err)
+	u16 := func(n int) []byte { return []byte{byte(n >> 8), byte(n)} }
+	pub := k.PublicKey().Bytes()
+	c := append([]byte{7}, u16(0x20)...) // config_id, DHKEM(X25519)
+	c = append(append(c, u16(len(pub))...), pub...)
+	c = append(c, 0, 4, 0, 1, 0, 1) // HKDF-SHA256, AES-128-GCM
+	c = append(append(c, 32, byte(len("public.test"))), "public.test"...)
+	c = append(c, 0, 0)
+	config := append(append(u16(0xfe0d), u16(len(c))...), c...)
+	list := hex.EncodeToString(append(u16(len(config)), config...))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "site %s\n", r.TLS.ServerName)
+	}))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS13, EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{{Config: config, PrivateKey: k.Bytes()}}}
+	srv.StartTLS()
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	allow := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port, "public.test:" + port}})
+	if base := f.direct("ech", "localhost:"+port, "evil.test", list); !base.escaped() {
+		t.Fatalf("the attack must work without moat: %s", base.out)
+	}
+	got := f.sandboxedWith(allow, "ech", "localhost:"+port, "evil.test", list)
+	if got.escaped() {
+		t.Fatalf("ESCAPE: ECH for evil.test in a tunnel to localhost:%s:\n%s", port, got.out)
+	}
+	if !strings.Contains(got.out, "Encrypted Client Hello") {
+		t.Errorf("the ECH attempt is not reported:\n%s", got.out)
 	}
 }
