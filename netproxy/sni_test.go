@@ -298,3 +298,25 @@ func TestTunnelRefusesEncryptedClientHello(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelRefusesServerNameOfAnotherType: a server_name extension whose
+// only entry is of a type other than host_name gives crypto/tls no name,
+// and a ClientHello without a name went through unchecked; a parser that
+// reads the entry whatever its type (RFC 6066 leaves other types open)
+// would route by it. Such a ClientHello is refused (hardening, attack pass
+// 86: no server seen to do so).
+func TestTunnelRefusesServerNameOfAnotherType(t *testing.T) {
+	hello := clientHello(t, "evil.test")
+	i := bytes.Index(hello, []byte("evil.test"))
+	if i < 3 || hello[i-3] != 0 {
+		t.Fatalf("no host_name entry for evil.test in the ClientHello")
+	}
+	hello[i-3] = 1
+	s := &Server{Rules: rulesOf(t, []string{"allowed.test"}, nil)}
+	if _, ok := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(hello)}, nil); ok {
+		t.Fatal("a ClientHello whose server_name entry is of another type went through")
+	}
+	if _, ok := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(clientHello(t, ""))}, nil); !ok {
+		t.Fatal("a ClientHello without server_name was refused")
+	}
+}

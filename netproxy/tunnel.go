@@ -73,6 +73,9 @@ const helloTimeout = 30 * time.Second
 // Hello (RFC 9849), real or GREASE.
 const extensionEncryptedClientHello = 0xfe0d
 
+// extensionServerName is the TLS server_name extension (SNI, RFC 6066).
+const extensionServerName = 0
+
 // errHelloRead stops the TLS handshake once the ClientHello is parsed.
 var errHelloRead = errors.New("client hello read")
 
@@ -126,10 +129,11 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 	defer client.SetReadDeadline(time.Time{})
 	rc.replay, rc.off = true, 0
 	var name string
-	read, ech := false, false
+	read, ech, sniExt := false, false, false
 	err := tls.Server(rc, &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
 		name, read = h.ServerName, true
 		ech = slices.Contains(h.Extensions, extensionEncryptedClientHello)
+		sniExt = slices.Contains(h.Extensions, extensionServerName)
 		return nil, errHelloRead
 	}}).Handshake()
 	dest := hostPort(host, port)
@@ -150,6 +154,14 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 		// extension is real or GREASE cannot be told apart, so both end
 		// the tunnel: a policy moat cannot judge is not let through.
 		s.violation(dest, "TLS asked through Encrypted Client Hello, whose server name moat cannot read (outer name "+truncate(oneLine(name), 255)+"); turn ECH off in the client")
+		return nil, false
+	}
+	if name == "" && sniExt {
+		// A server_name extension whose entries are none of type
+		// host_name: crypto/tls reads no name from it, a server that
+		// takes an entry whatever its type would route by it
+		// (TestTunnelRefusesServerNameOfAnotherType).
+		s.violation(dest, "a TLS ClientHello whose server name is not a host name")
 		return nil, false
 	}
 	if name == "" {
