@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tunnelThroughProxy opens a tunnel to hostport through HTTPS_PROXY, or
@@ -61,6 +63,33 @@ func getSite(tc *tls.Conn, via, name string) (string, error) {
 }
 
 func init() {
+	// socketpair-families: socketpair(2) of AF_TIPC and of AF_INET with
+	// IPPROTO_SCTP. The kernel makes the sockets with the family's own
+	// create code (loading its module on demand) before it finds the
+	// family has no pairs; its answer tells that code ran: a pair (TIPC
+	// there), EAFNOSUPPORT (no TIPC after the module was asked for) or
+	// EPROTONOSUPPORT (no SCTP after the same). Escaped when either
+	// answers other than EOPNOTSUPP, which moat answers before any socket.
+	attacks["socketpair-families"] = func(a []string) (string, error) {
+		var reached []string
+		for _, c := range []struct {
+			name            string
+			fam, typ, proto int
+		}{{"AF_TIPC", unix.AF_TIPC, unix.SOCK_STREAM, 0}, {"AF_INET IPPROTO_SCTP", unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP}} {
+			fds, err := unix.Socketpair(c.fam, c.typ, c.proto)
+			if err == nil {
+				unix.Close(fds[0])
+				unix.Close(fds[1])
+				reached = append(reached, c.name+": a pair")
+			} else if err != unix.EOPNOTSUPP {
+				reached = append(reached, c.name+": "+err.Error())
+			}
+		}
+		if len(reached) == 0 {
+			return "", fmt.Errorf("socketpair answered EOPNOTSUPP for both")
+		}
+		return "the families' create code ran: " + strings.Join(reached, "; "), nil
+	}
 	// ech HOSTPORT NAME CONFIGLIST: open a tunnel to HOSTPORT and ask TLS
 	// for NAME through Encrypted Client Hello with CONFIGLIST (hex).
 	attacks["ech"] = func(a []string) (string, error) {
@@ -160,4 +189,14 @@ func TestProxyRefusesEncryptedClientHello(t *testing.T) {
 	if !strings.Contains(got.out, "Encrypted Client Hello") {
 		t.Errorf("the ECH attempt is not reported:\n%s", got.out)
 	}
+}
+
+// socketpair(2) of a refused family or inet protocol (attack pass 86): the
+// filter judged socket(2)'s family and protocol, and socketpair(2) made
+// the same sockets through the family's create code, which loads the
+// family's or protocol's module on demand (TIPC, SCTP) before the pair is
+// refused. Now every family but AF_UNIX is answered EOPNOTSUPP first.
+func TestSocketpairOfOtherFamiliesRefused(t *testing.T) {
+	f := newFixture(t)
+	f.attack([]string{"socketpair-families"}, nil)
 }

@@ -481,7 +481,22 @@ func (b *builder) denyFamilies(Options) error {
 	if err != nil {
 		return fmt.Errorf("seccomp: netlink condition: %w", err)
 	}
-	return b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_NETLINK), notRoute)
+	if err := b.add("socket", b.deny, masked(0, 0xffffffff, unix.AF_NETLINK), notRoute); err != nil {
+		return err
+	}
+	// socketpair(2) makes its two sockets with the family's own create
+	// code (loading the family's or the protocol's module on demand)
+	// before it asks the family for a pair, which only AF_UNIX (and TIPC)
+	// make: socketpair(AF_INET, SOCK_STREAM, IPPROTO_SCTP) reached the
+	// module-loading inet_create that denyInetProtocols keeps socket(2)
+	// from, and socketpair(AF_TIPC) or any other refused family the
+	// family's (attack pass 86). Every other family is answered as the
+	// kernel answers inet, inet6 and netlink, before any socket is made.
+	notUnix, err := lsc.MakeCondition(0, lsc.CompareNotEqual, unix.AF_UNIX)
+	if err != nil {
+		return fmt.Errorf("seccomp: condition for socketpair: %w", err)
+	}
+	return b.add("socketpair", lsc.ActErrno.SetReturnCode(int16(unix.EOPNOTSUPP)), notUnix)
 }
 
 // unixSockets decides AF_UNIX: left alone (AllowUnix), stream sockets only

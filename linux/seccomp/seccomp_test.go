@@ -165,6 +165,14 @@ func TestFilterVerdicts(t *testing.T) {
 		{"socketpair unix raw", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_RAW}, eperm},
 		{"broker: socketpair unix dgram", Options{UnixBroker: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, eperm},
 		{"allowed: socketpair unix dgram", Options{AllowUnix: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, retAllow},
+		// socketpair(2) makes its sockets with the family's own create
+		// code (and loads the family's or protocol's module) before it
+		// finds that the family has no pairs: only AF_UNIX gets there.
+		{"socketpair inet sctp", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP}, uint32(retErrno | unix.EOPNOTSUPP)},
+		{"socketpair inet6", Options{AllowUnix: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_INET6, unix.SOCK_STREAM}, uint32(retErrno | unix.EOPNOTSUPP)},
+		{"socketpair tipc", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_TIPC, unix.SOCK_STREAM}, uint32(retErrno | unix.EOPNOTSUPP)},
+		{"socketpair vsock", Options{Notify: true}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, uint32(retErrno | unix.EOPNOTSUPP)},
+		{"socketpair netlink", Options{}, unix.SYS_SOCKETPAIR, []uint64{unix.AF_NETLINK, unix.SOCK_RAW, 15}, uint32(retErrno | unix.EOPNOTSUPP)},
 		{"prlimit of init", Options{}, unix.SYS_PRLIMIT64, []uint64{1, unix.RLIMIT_NOFILE, 0x1000}, eperm},
 		{"prlimit of init, read", Options{}, unix.SYS_PRLIMIT64, []uint64{1, unix.RLIMIT_NOFILE, 0, 0x1000}, retAllow},
 		{"prlimit of itself", Options{}, unix.SYS_PRLIMIT64, []uint64{0, unix.RLIMIT_NOFILE, 0x1000}, retAllow},
