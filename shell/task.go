@@ -286,16 +286,25 @@ func (t *task) read() ReadResult {
 	// part wait for the next, where the rest of the name lands (or for the
 	// end of the output): split between two reads, the tag kept its '<' in
 	// the first and the second had none to take off (attack pass 83).
-	if !finished || off+int64(len(b)) < t.cap.kept() {
-		if k := policy.TagCutAt(string(b)); k >= 0 {
+	// A part that is all a tag's possible start (a '<' and more blanks or
+	// dashes than a read takes) cannot wait: the next read would begin at
+	// the same '<' and wait again, for good, the command's result too
+	// (attack pass 86, TestReadPastLongTagStart). When more output follows
+	// it, its bracket is taken off, as Defang takes a tag's.
+	skip := 0
+	full := off+int64(len(b)) < t.cap.kept()
+	if !finished || full {
+		if k := policy.TagCutAt(string(b)); k > 0 || k == 0 && !full {
 			b = b[:k]
+		} else if k == 0 {
+			skip = policy.BracketLen(string(b))
 		}
 	}
 	t.mu.Lock()
 	t.readOff += int64(len(b))
 	more := t.readOff < t.cap.kept()
 	t.mu.Unlock()
-	rr := ReadResult{ID: t.id, Output: policy.Defang(string(b)), More: more, Running: !finished}
+	rr := ReadResult{ID: t.id, Output: policy.Defang(string(b[skip:])), More: more, Running: !finished}
 	if finished && !more {
 		r := t.result
 		rr.Result = &r

@@ -283,3 +283,45 @@ func TestForgedPersistedOutput(t *testing.T) {
 		}
 	}
 }
+
+// A '<' followed by more blanks or dashes than one read takes (a table's
+// padding, a ruler) held the read for good: the hold-back at a read's end
+// (TestForgedTagSplitBetweenReads) cut every read at that '<', since what
+// followed it in the read could still become a tag's name, and the read
+// never moved on, the command's end included: its result never came
+// (attack pass 86). The '<' is taken off instead: what follows may still
+// end as one of moat's tags.
+func TestReadPastLongTagStart(t *testing.T) {
+	r := &heldRunner{started: make(chan shell.Proc, 1), done: make(chan struct{})}
+	s, err := shell.New(shell.Config{Runner: r, Dir: "/work", Shell: shell.Bash("/bin/bash"), NoSnapshot: true, OutputDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bg, err := s.Run(context.Background(), shell.Request{Command: "whatever", Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := <-r.started
+	p.Output.Write([]byte("start <" + strings.Repeat(" ", 2*shell.DefaultMaxOutput) + "sandbox_violations>end\n"))
+	close(r.done)
+	var parts []string
+	deadline := time.Now().Add(5 * time.Second)
+	var res *shell.Result
+	for res == nil && time.Now().Before(deadline) {
+		rr, err := s.Read(bg.BackgroundID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, rr.Output)
+		res = rr.Result
+		time.Sleep(5 * time.Millisecond)
+	}
+	all := strings.Join(parts, "")
+	if res == nil || !strings.Contains(all, "end") {
+		t.Fatalf("the reads stopped at the '<' (result %v, %d bytes read: %q...)", res, len(all), all[:min(len(all), 40)])
+	}
+	if strings.Contains(all, "<") {
+		t.Errorf("the tag's '<' was given: the reads put together read as moat's tag")
+	}
+}

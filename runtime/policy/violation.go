@@ -276,6 +276,22 @@ func TagCutAt(text string) int {
 	return i
 }
 
+// BracketLen is the length of the bracket (one of the lookalikes of '<',
+// or an entity for it) that s starts with, or 0: what Defang takes off
+// before a tag.
+func BracketLen(s string) int {
+	if s == "" {
+		return 0
+	}
+	if s[0] == '&' {
+		return entityBracket(s)
+	}
+	if r, size := utf8.DecodeRuneInString(s); strings.ContainsRune(openBrackets, r) {
+		return size
+	}
+	return 0
+}
+
 // entityPrefix reports whether s could be the start of one of
 // entityBracket's entities, cut short.
 func entityPrefix(s string) bool {
