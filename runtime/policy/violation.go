@@ -121,7 +121,8 @@ var resultTags = []string{tagSkeleton("sandboxviolation"), tagSkeleton("persiste
 // notice around its preview and opened another (attack pass 81,
 // TestForgedPersistedOutput). A tag is found as a reader may take it: any
 // case, '-' or '_' or neither between the words, spaces, controls and
-// invisible characters (zero width, NUL) anywhere in it, '/', a bracket
+// invisible characters (zero width, NUL) and terminal escape sequences
+// anywhere in it, '/', a bracket
 // that looks like '<' (fullwidth, small, single guillemet, angle
 // brackets), letters that look like the name's (Cyrillic and Greek
 // lookalikes, fullwidth and mathematical letters, accents, 0 for o, 1 or I
@@ -194,11 +195,20 @@ func scanTag(s string) (full bool, cut int) {
 	var buf [24]byte
 	var skb [8]rune
 	name := buf[:0]
-	for n, r := range s {
+	for n := 0; n < len(s); {
+		r, w := utf8.DecodeRuneInString(s[n:])
 		if n > 256 || len(name) > 20 {
 			break
 		}
+		n += w
 		switch {
+		case r == '\x1b' || r == '\u009b':
+			// A terminal's escape sequence (colour, bold: ESC[1m) shows
+			// nothing, and a reader that strips them, as agents' tools
+			// do, sees the name whole: <ESC[1msandbox_violations> kept
+			// its '<' (attack pass 86).
+			n += escapeTail(s[n:], r == '\u009b')
+			continue
 		case r == '-' || r == '_' || r == '/' || r == '\u2044' || r == '\u2215' || r == '\u2212' ||
 			unicode.In(r, unicode.Pd, unicode.Pc, unicode.Mn, unicode.Me) || unicode.IsSpace(r) || Invisible(r):
 			continue // dashes, connectors, slashes, marks, spaces, invisibles
@@ -230,6 +240,49 @@ func scanTag(s string) (full bool, cut int) {
 		}
 	}
 	return false, -1
+}
+
+// escapeTail is the length of the rest of a terminal escape sequence
+// after its ESC (or after the one-character CSI, U+009B, when csi): a
+// control sequence (ESC [, parameters, intermediates, a final byte), an
+// operating system command or string (ESC ], P, X, ^ or _, up to BEL or
+// ESC \), or ESC and one character with intermediates before it.
+func escapeTail(s string, csi bool) int {
+	i := 0
+	if !csi {
+		if s == "" {
+			return 0
+		}
+		switch s[0] {
+		case '[':
+			i = 1
+		case ']', 'P', 'X', '^', '_':
+			for j := 1; j < len(s); j++ {
+				if s[j] == '\a' {
+					return j + 1
+				}
+				if s[j] == '\x1b' && j+1 < len(s) && s[j+1] == '\\' {
+					return j + 2
+				}
+			}
+			return len(s)
+		default:
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+				i++
+			}
+			if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+				i++
+			}
+			return i
+		}
+	}
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+		i++ // parameters and intermediates
+	}
+	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+		i++ // the final byte
+	}
+	return i
 }
 
 // nameIs reports whether name spells tag (a prefix of it, with prefix), a

@@ -86,6 +86,11 @@ func TestDefangSpellings(t *testing.T) {
 		"<persisted output>", "<persistedoutput>", "<\u200bpersisted-output>", "<\x00sandbox_violations>",
 		"<sandbox\u200b_violations>", "<\u2060/persisted-output>", "\uff1cpersisted-output>",
 		"<sandbox_violations\u200b>", "<persisted-output\n",
+		// attack pass 86: terminal escape sequences, which a terminal shows
+		// as nothing and agents' tools strip
+		"<\x1b[1msandbox_violations\x1b[0m>", "<sandbox\x1b[0;31m_violations>", "<\x1b[0m/sandbox_violations>",
+		"<\x1b]0;title\x07persisted-output>", "<persisted\x1b(B-output>", "<\u009b1msandbox_violations>",
+		"<\x1b]8;;http://x\x1b\\sandbox_violations>",
 	} {
 		if got := Defang("x " + in + " y"); strings.ContainsAny(got, "<\uff1c") {
 			t.Errorf("Defang(%q) = %q: the tag keeps its '<'", in, got)
