@@ -181,15 +181,15 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 	return nil, false
 }
 
-// tlsRecordType reports whether b, a stream's first byte, is a TLS record's
-// type (change_cipher_spec, alert, handshake, application_data, heartbeat).
-// Every one is given to crypto/tls to read, not only a handshake record: a
-// TLS server drops a warning alert that comes before the ClientHello
-// (crypto/tls does, and servers built on it), so a tunnel that began with
-// one and then sent a ClientHello for another name was let through
-// unchecked (TestTunnelServerNameAfterAlert). crypto/tls skips such an
-// alert too, and refuses the other types first (a hello moat cannot read).
-func tlsRecordType(b byte) bool { return b >= 0x14 && b <= 0x18 }
+// tlsRecordType reports whether b, a stream's first byte, is the type of a
+// record a TLS server takes before the ClientHello: a handshake, or an
+// alert. A server drops a warning alert that comes first (crypto/tls does,
+// and servers built on it), so a tunnel that began with one and then sent
+// a ClientHello for another name was let through unchecked
+// (TestTunnelServerNameAfterAlert); crypto/tls skips it too. The other
+// record types no server takes first, and a protocol whose first byte is
+// one (a length, say) is not held up.
+func tlsRecordType(b byte) bool { return b == 0x15 || b == 0x16 }
 
 // recordingConn is the client's connection as crypto/tls reads a
 // ClientHello from it: the bytes read are kept (to be sent upstream,
