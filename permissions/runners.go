@@ -51,6 +51,7 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 			x.nestedSource(strings.Join(rest, " "), depth+1)
 		}
 	}
+	x.stdinShell(argv, depth, stdin, haveStdin, budget)
 	switch name {
 	case "entr":
 		// entr -s CMD runs CMD with $SHELL -c; its options take no value
@@ -105,8 +106,19 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 		// the user its arguments: under Bash(su:*) with Bash(rm:*)
 		// denied, su -s /bin/rm root victim.txt was allowed and removed
 		// the file run as the host would (attack pass 78)
-		for _, sh := range suShells(argv) {
-			rests := x.rests(argv, wrappers.get()[name])
+		shells := suShells(argv)
+		if len(shells) == 0 && haveStdin && suNoCommand(argv) {
+			// no -s and no -c: the user's login shell, reading the
+			// line's standard input (attack pass 88; see ownShell)
+			shells = []string{"sh"}
+		}
+		spec := wrappers.get()[name]
+		if name == "runuser" && !givenOpts(argv, runuserOpts, "u", []string{"--user"}) {
+			// runuser USER, as su: the first operand is the user
+			spec.positionals = 1
+		}
+		for _, sh := range shells {
+			rests := x.rests(argv, spec)
 			if len(rests) == 0 {
 				rests = [][]string{nil}
 			}

@@ -1,0 +1,150 @@
+package permissions
+
+import (
+	"slices"
+	"strings"
+)
+
+// Programs that start a shell of their own when the line names no command
+// for them: su [USER], runuser USER, script [FILE], sudo -s/-i, doas -s,
+// systemd-run --shell, machinectl shell [HOST]. That shell reads its
+// commands from standard input, which a here-string or a pipe on the line
+// gives: under Bash(su:*) with Bash(rm:*) denied, su <<< 'rm -f
+// victim.txt' and echo 'rm -f victim.txt' | su were allowed and removed
+// the file, as script -q /dev/null <<< 'rm -f victim.txt' did under
+// Bash(script:*) (attack pass 88, as root on the host). The shell is read
+// as sh with the same standard input, so what the line gives it is
+// looked at.
+
+// optSpec is a getopt_long option table: the short letters that take a
+// value, and the long options that do (the rest take none).
+type optSpec struct {
+	shortValue string
+	longValue  []string
+}
+
+// givenOpts scans argv as getopt_long would (options anywhere before
+// "--", a short bundle's value letter taking the rest of the word or the
+// next word, a long option as any prefix of its name) and reports which
+// of the wanted options, short letters or long names, are given. Reading
+// a value where getopt would too matters: su -w -c <<< CMD gives -w the
+// value "-c", and su then reads CMD from its standard input.
+func givenOpts(argv []string, spec optSpec, short string, long []string) bool {
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		if w == "--" {
+			return false
+		}
+		if len(w) < 2 || w[0] != '-' {
+			continue
+		}
+		if strings.HasPrefix(w, "--") {
+			opt, _, eq := strings.Cut(w, "=")
+			if len(opt) < 3 {
+				continue
+			}
+			if slices.ContainsFunc(long, func(l string) bool { return strings.HasPrefix(l, opt) }) {
+				return true
+			}
+			if !eq && slices.ContainsFunc(spec.longValue, func(l string) bool { return strings.HasPrefix(l, opt) }) {
+				i++
+			}
+			continue
+		}
+		for k := 1; k < len(w); k++ {
+			if strings.IndexByte(short, w[k]) >= 0 {
+				return true
+			}
+			if strings.IndexByte(spec.shortValue, w[k]) >= 0 {
+				if k+1 == len(w) {
+					i++
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+var (
+	suOpts      = optSpec{"cgGsw", []string{"--command", "--session-command", "--group", "--supp-group", "--shell", "--whitelist-environment"}}
+	runuserOpts = optSpec{"cgGswu", []string{"--command", "--session-command", "--group", "--supp-group", "--shell", "--whitelist-environment", "--user"}}
+	scriptOpts  = optSpec{"cEIOBTmo", []string{"--command", "--echo", "--log-in", "--log-out", "--log-io", "--log-timing", "--logging-format", "--output-limit"}}
+	sudoOpts    = optSpec{"ugCDhprtTUc", []string{"--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--command-timeout", "--other-user", "--login-class", "--chroot"}}
+)
+
+// ownShell looks at the shell a program starts with no command of the
+// line's, as sh reading the line's standard input. Without one on the
+// line (no here-string, pipe or redirection) the shell reads what moat
+// run's caller gives, which is not the line's to choose: script -q
+// out.log, su root are decided as before.
+func (x *extraction) ownShell(depth int, stdin string, haveStdin bool, budget *int) {
+	if !haveStdin {
+		return
+	}
+	x.look([]string{"sh"}, depth, stdin, haveStdin, budget)
+}
+
+// stdinShell adds the readings of the programs above.
+func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	name := argv[0]
+	switch name {
+	case "script":
+		// script -c CMD runs CMD; without it, $SHELL
+		if !givenOpts(argv, scriptOpts, "c", []string{"--command"}) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
+	case "sudo", "doas":
+		// sudo -s / -i and doas -s with no command run the user's shell
+		// (sudo -s CMD runs CMD with it: read elsewhere)
+		spec := sudoOpts
+		long := []string{"--shell", "--login"}
+		if name == "doas" {
+			spec, long = optSpec{"uCa", nil}, nil
+		}
+		if !givenOpts(argv, spec, "si", long) && (name == "doas" || !givenOpts(argv, spec, "i", long)) {
+			return
+		}
+		for _, rest := range x.rests(argv, wrappers.get()[name]) {
+			if len(rest) > 0 {
+				return
+			}
+		}
+		x.ownShell(depth, stdin, haveStdin, budget)
+	case "systemd-run", "run0":
+		// systemd-run --shell (-S) runs the user's shell in a unit; run0
+		// with no command runs one too
+		shell := name == "run0" || givenOpts(argv, optSpec{"upEMHG", []string{"--unit", "--property", "--description", "--slice", "--setenv", "--machine", "--host"}}, "S", []string{"--shell"})
+		if !shell {
+			return
+		}
+		for _, rest := range x.rests(argv, wrappers.get()[name]) {
+			if len(rest) > 0 {
+				return
+			}
+		}
+		x.ownShell(depth, stdin, haveStdin, budget)
+	case "machinectl":
+		// machinectl shell [[USER@]HOST] with no command: a login shell
+		if i := slices.Index(argv, "shell"); i > 0 {
+			n := 0
+			for _, w := range argv[i+1:] {
+				if !strings.HasPrefix(w, "-") {
+					n++
+				}
+			}
+			if n <= 1 {
+				x.ownShell(depth, stdin, haveStdin, budget)
+			}
+		}
+	}
+}
+
+// suNoCommand reports whether su or runuser starts the user's shell with
+// no command of the line's (no -c; runuser -u USER runs only a command).
+func suNoCommand(argv []string) bool {
+	if argv[0] == "runuser" {
+		return !givenOpts(argv, runuserOpts, "cu", []string{"--command", "--session-command", "--user"})
+	}
+	return !givenOpts(argv, suOpts, "c", []string{"--command", "--session-command"})
+}
