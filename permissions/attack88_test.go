@@ -41,3 +41,47 @@ func TestOwnShellReadsStdinSeenByDenyRules(t *testing.T) {
 		{"Bash(machinectl:*)", "machinectl shell .host /bin/ls <<< x", allow},
 	})
 }
+
+// TestMoreWrappersAndCommandOptionsSeenByDenyRules: watch --differences
+// takes its value only after '=' (watch --differences rm -f victim.txt
+// ran rm under Bash(watch:*)), busybox nc -l -p PORT -e rm -f victim.txt
+// ran rm on a connection under Bash(busybox:*) (attack pass 88, on the
+// host); schroot, fakechroot, daemonize, lckdo, cpulimit, tcpsvd and
+// udpsvd run the command after their options, sem (GNU parallel) runs a
+// command it builds, socat runs its EXEC: and SYSTEM: addresses,
+// systemd-run's Exec* properties are command lines and dbus-run-session
+// runs its --dbus-daemon (not run here: not installed, or no systemd).
+func TestMoreWrappersAndCommandOptionsSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(watch:*)", "watch --differences rm -f x", deny},
+		{"Bash(watch:*)", "watch --differences=permanent rm -f x", deny},
+		{"Bash(busybox:*)", "busybox nc -l -p 12345 -e rm -f x", deny},
+		{"Bash(nc:*)", "nc -lp12345 -erm", deny},
+		{"Bash(nc:*)", "nc -l -p 1 -c 'rm -f x'", deny},
+		{"Bash(ncat:*)", "ncat -l 1 --sh-exec 'rm -f x'", deny},
+		{"Bash(ncat:*)", "ncat -l 1 --exec='/bin/rm -f x'", deny},
+		{"Bash(busybox:*)", "busybox tcpsvd 0 8080 rm -f x", deny},
+		{"Bash(tcpsvd:*)", "tcpsvd -vE -c 5 0 8080 rm -f x", deny},
+		{"Bash(socat:*)", "socat - EXEC:'rm -f x'", deny},
+		{"Bash(socat:*)", "socat TCP-LISTEN:1,fork system:'rm -f x',pty", deny},
+		{"Bash(schroot:*)", "schroot -c sid -- rm -f x", deny},
+		{"Bash(schroot:*)", "schroot -csid rm -f x", deny},
+		{"Bash(schroot:*)", "schroot --chroot=sid -u root -- rm -f x", deny},
+		{"Bash(fakechroot:*)", "fakechroot -e debootstrap rm -f x", deny},
+		{"Bash(daemonize:*)", "daemonize -a -c / /bin/rm -f x", deny},
+		{"Bash(lckdo:*)", "lckdo -W 5 /var/tmp/l rm -f x", deny},
+		{"Bash(cpulimit:*)", "cpulimit -l 50 -- rm -f x", deny},
+		{"Bash(cpulimit:*)", "cpulimit --limit=50 -f rm -f x", deny},
+		{"Bash(dbus-run-session:*)", "dbus-run-session --dbus-daemon=/bin/rm -- true", deny},
+		{"Bash(sem:*)", "sem -j2 rm -f x", askV},
+		{"Bash(systemd-run:*)", "systemd-run -p 'ExecStartPre=/bin/rm -f x' /bin/true", askV},
+		{"Bash(systemd-run:*)", "systemd-run --property='ExecStopPost=/bin/rm -f x' /bin/true", askV},
+		// still allowed: no command behind, or not a denied one
+		{"Bash(watch:*)", "watch --differences ls", allow},
+		{"Bash(nc:*)", "nc -zv example.com 80", allow},
+		{"Bash(socat:*)", "socat - TCP:example.com:80", allow},
+		{"Bash(systemd-run:*)", "systemd-run -p MemoryMax=1G make", allow},
+		{"Bash(cpulimit:*)", "cpulimit -l 50 make", allow},
+		{"Bash(lckdo:*)", "lckdo /var/tmp/l make", allow},
+	})
+}

@@ -615,7 +615,7 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			}
 		}
 		return
-	case "xargs", "parallel":
+	case "xargs", "parallel", "sem":
 		x.fail(name + " builds its command from its input")
 	case "capsh":
 		// capsh [OPTIONS] -- ARGS runs the shell (/bin/bash, or
@@ -1045,7 +1045,11 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"ltrace":           {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
 		"xargs":            {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
 		"parallel":         {},
-		"watch":            {valueFlags: set("-n", "--interval", "-q", "--equexit", "--differences"), plainFlags: set("-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
+		// watch's --differences takes its value only after '=' (an
+		// optional argument): read as taking the next word, watch
+		// --differences rm -f victim.txt was allowed under Bash(watch:*)
+		// with Bash(rm:*) denied and removed the file (attack pass 88)
+		"watch":            {valueFlags: set("-n", "--interval", "-q", "--equexit"), plainFlags: set("--differences", "-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
 		"sg":               {positionals: 1},
 		"prlimit":          {valueFlags: set("-p", "--pid", "-o", "--output")},
 		"dbus-run-session": {valueFlags: set("--config-file", "--dbus-daemon")},
@@ -1140,6 +1144,23 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		// SELinux's runcon CONTEXT CMD, or runcon -t TYPE (-u, -r, -l)
 		// CMD with no context: read both ways (below)
 		"runcon": {valueFlags: set("-u", "--user", "-r", "--role", "-t", "--type", "-l", "--range"), plainFlags: set("-c", "--compute"), positionals: 1},
+
+		// attack pass 88: more programs that run the command after their
+		// options (schroot -c NAME -- rm x, fakechroot rm x, daemonize
+		// /bin/rm x, lckdo LOCK rm x, cpulimit -l 50 rm x, tcpsvd IP
+		// PORT rm x were allowed under their own rule with Bash(rm:*)
+		// denied); busybox's tcpsvd and udpsvd run the command for each
+		// connection
+		"schroot": {valueFlags: set("-c", "--chroot", "-u", "--user", "-d", "--directory", "-s", "--shell", "-o", "--option", "-n", "--session-name", "--config", "--location"),
+			plainFlags: set("-p", "--preserve-environment", "-q", "--quiet", "-v", "--verbose", "-a", "--all", "--all-chroots", "--all-sessions", "--all-source-chroots",
+				"-b", "--begin-session", "-r", "--run-session", "--recover-session", "-f", "--force", "--automatic-session", "--exclude-aliases")},
+		"fakechroot": {valueFlags: set("-l", "--lib", "-d", "--elfloader", "-e", "--environment", "-c", "--config-dir", "-b", "--bindir"), plainFlags: set("-s", "--use-system-libs")},
+		"daemonize":  {valueFlags: set("-c", "-e", "-E", "-o", "-p", "-l", "-u"), plainFlags: set("-a", "-v")},
+		"lckdo":      {valueFlags: set("-W"), plainFlags: set("-q", "-w"), positionals: 1},
+		"cpulimit": {valueFlags: set("-l", "--limit", "-p", "--pid", "-e", "--exe", "-P", "--path", "-c", "--cpu", "-s", "--signal"),
+			plainFlags: set("-z", "--lazy", "-i", "--include-children", "-k", "--kill", "-r", "--restore", "-v", "--verbose", "-q", "--quiet", "-f", "--foreground", "-m", "--monitor-forks", "-b", "--background")},
+		"tcpsvd": {valueFlags: set("-c", "-C", "-b", "-u", "-l", "-i", "-x"), plainFlags: set("-E", "-h", "-v", "-t"), positionals: 2},
+		"udpsvd": {valueFlags: set("-c", "-C", "-b", "-u", "-l", "-i", "-x"), plainFlags: set("-E", "-h", "-v", "-t"), positionals: 2},
 	}
 	// util-linux installs setarch under the names of the architectures
 	// too (x86_64, i386 here), and run so it takes setarch's options and

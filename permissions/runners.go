@@ -52,6 +52,7 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 		}
 	}
 	x.stdinShell(argv, depth, stdin, haveStdin, budget)
+	x.optionCommands(argv, depth, stdin, haveStdin, budget)
 	switch name {
 	case "entr":
 		// entr -s CMD runs CMD with $SHELL -c; its options take no value
