@@ -1045,10 +1045,6 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"ltrace":           {valueFlags: set("-o", "-e", "-p", "-s", "-u", "-a", "-n")},
 		"xargs":            {valueFlags: set("-a", "--arg-file", "-d", "--delimiter", "-E", "--eof", "-I", "--replace", "-L", "--max-lines", "-n", "--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"), plainFlags: set("-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "--interactive", "-x", "--exit", "--open-tty", "-o")},
 		"parallel":         {},
-		// watch's --differences takes its value only after '=' (an
-		// optional argument): read as taking the next word, watch
-		// --differences rm -f victim.txt was allowed under Bash(watch:*)
-		// with Bash(rm:*) denied and removed the file (attack pass 88)
 		"watch":            {valueFlags: set("-n", "--interval", "-q", "--equexit"), plainFlags: set("--differences", "-b", "--beep", "-c", "--color", "-C", "--no-color", "-d", "-e", "--errexit", "-f", "--follow", "-g", "--chgexit", "-p", "--precise", "-t", "--no-title", "-w", "--no-wrap", "-x", "--exec", "-r", "--no-rerun")},
 		"sg":               {positionals: 1},
 		"prlimit":          {valueFlags: set("-p", "--pid", "-o", "--output")},
@@ -1145,7 +1141,11 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		// CMD with no context: read both ways (below)
 		"runcon": {valueFlags: set("-u", "--user", "-r", "--role", "-t", "--type", "-l", "--range"), plainFlags: set("-c", "--compute"), positionals: 1},
 
-		// attack pass 88: more programs that run the command after their
+		// attack pass 88: watch's --differences (above) takes its value
+		// only after '=' (an optional argument): read as taking the next
+		// word, watch --differences rm -f victim.txt was allowed under
+		// Bash(watch:*) with Bash(rm:*) denied and removed the file.
+		// More programs that run the command after their
 		// options (schroot -c NAME -- rm x, fakechroot rm x, daemonize
 		// /bin/rm x, lckdo LOCK rm x, cpulimit -l 50 rm x, tcpsvd IP
 		// PORT rm x were allowed under their own rule with Bash(rm:*)
