@@ -85,3 +85,30 @@ func TestMoreWrappersAndCommandOptionsSeenByDenyRules(t *testing.T) {
 		{"Bash(lckdo:*)", "lckdo /var/tmp/l make", allow},
 	})
 }
+
+// TestSSHBundledOptionAndVimCommandsAsk: ssh's -o after options that take
+// no value (ssh -vo ProxyCommand=CMD HOST) and vim's options that run
+// editor commands (vim -es -c '!rm -f victim.txt' -c q, +CMD, --cmd, -S,
+// Ex mode reading standard input) ran rm under Bash(ssh:*) and
+// Bash(vim:*) with Bash(rm:*) denied (attack pass 88, on the host, busybox
+// vi -c too): they ask, as ssh -o ProxyCommand does.
+func TestSSHBundledOptionAndVimCommandsAsk(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(ssh:*)", "ssh -vo ProxyCommand='rm -f x' h", askV},
+		{"Bash(ssh:*)", "ssh -4oProxyCommand='rm -f x' h", askV},
+		{"Bash(scp:*)", "scp -ro LocalCommand='rm -f x' h:a b", askV},
+		{"Bash(vim:*)", "vim -es -c '!rm -f x' -c q", askV},
+		{"Bash(vim:*)", "vim -es '+!rm -f x' +q", askV},
+		{"Bash(vim:*)", "vim --cmd '!rm -f x'", askV},
+		{"Bash(vim:*)", "vim -S x.vim", askV},
+		{"Bash(vim:*)", "vim -es <<< '!rm -f x'", askV},
+		{"Bash(vi:*)", "vi -c '!rm -f x'", askV},
+		{"Bash(busybox:*)", "busybox vi -c '!rm -f x'", askV},
+		{"Bash(nice:*)", "nice vim -c '!rm -f x'", askV},
+		// still allowed
+		{"Bash(ssh:*)", "ssh -v h uptime", allow},
+		{"Bash(ssh:*)", "ssh -o ConnectTimeout=5 h uptime", allow},
+		{"Bash(vim:*)", "vim +12 f.txt", allow},
+		{"Bash(vim:*)", "vim +/foo -R f.txt", allow},
+	})
+}

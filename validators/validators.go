@@ -443,13 +443,14 @@ func execOption(all []Word) string {
 					return v // git accepts unambiguous abbreviations
 				}
 			case "ssh", "scp", "sftp":
-				if o := strings.ToLower(strings.TrimPrefix(v, "-o")); strings.HasPrefix(v, "-o") {
-					if o == "" {
-						o = strings.ToLower(next())
-					}
-					if strings.HasPrefix(o, "proxycommand") || strings.HasPrefix(o, "localcommand") || strings.HasPrefix(o, "permitlocalcommand") {
+				if o, ok := sshOption(v, next); ok {
+					if o = strings.ToLower(o); strings.HasPrefix(o, "proxycommand") || strings.HasPrefix(o, "localcommand") || strings.HasPrefix(o, "permitlocalcommand") {
 						return v
 					}
+				}
+			case "vi", "vim", "nvim", "view", "vimdiff", "gvim", "gview", "evim", "vimx", "nvi", "elvis":
+				if opt := vimExecOption(v); opt != "" {
+					return opt
 				}
 			case "tar":
 				switch opt {
@@ -1711,4 +1712,53 @@ func validateQuotedNewline(ctx *Context) policy.Decision {
 		}
 	}
 	return pass()
+}
+
+// sshOption returns the value of ssh's -o in word v: -oKEY=VALUE, -o and
+// the next word, and -o after the options of a bundle that take no
+// value (ssh -vo ProxyCommand=CMD, -4oProxyCommand=CMD ran CMD under
+// Bash(ssh:*) with Bash(rm:*) denied: attack pass 88).
+func sshOption(v string, next func() string) (string, bool) {
+	if len(v) < 2 || v[0] != '-' || v[1] == '-' {
+		return "", false
+	}
+	for k := 1; k < len(v); k++ {
+		c := v[k]
+		if c == 'o' {
+			if k+1 < len(v) {
+				return v[k+1:], true
+			}
+			return next(), true
+		}
+		// ssh's, scp's and sftp's options that take no value
+		if !strings.ContainsRune("46AaCfGgKkMNnqsTtVvXxYyBdprR3", rune(c)) {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// vimExecOption reports the options of vi and its kin that run editor
+// commands given on the line or in a file, and so shell commands (:!cmd,
+// system()): -c CMD, +CMD (not +N or +/pattern), --cmd CMD, -S FILE, -s
+// FILE (typed-in keys), -u FILE (a vimrc), and Ex mode (-e, -E, -es),
+// which reads its commands from standard input. Under Bash(vim:*) with
+// Bash(rm:*) denied, vim -es -c '!rm -f victim.txt' -c q removed the file
+// (attack pass 88), as busybox vi -c did.
+func vimExecOption(v string) string {
+	switch {
+	case v == "-c" || v == "--cmd" || v == "-S" || v == "-s":
+		return v
+	case strings.HasPrefix(v, "-c") || strings.HasPrefix(v, "--cmd="):
+		return v
+	case v == "-u" || v == "-U":
+		return v
+	case strings.HasPrefix(v, "+") && len(v) > 1:
+		if rest := v[1:]; strings.Trim(rest, "0123456789") != "" && rest[0] != '/' && rest[0] != '?' {
+			return v
+		}
+	case len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v[1:], "eE"):
+		return v // Ex mode
+	}
+	return ""
 }
