@@ -112,3 +112,22 @@ func TestSSHBundledOptionAndVimCommandsAsk(t *testing.T) {
 		{"Bash(vim:*)", "vim +/foo -R f.txt", allow},
 	})
 }
+
+// TestGlobCommandNameBehindWrapperAsks: the command a wrapper runs named
+// by a glob pattern runs what the shell expands it to: under Bash(nice:*)
+// with Bash(rm:*) denied, nice /usr/bin/r? -f victim.txt (/usr/bin/r?
+// is /usr/bin/rm on the host) and touch rm; nice r? -f victim.txt were
+// allowed and removed the file (attack pass 88). The line's own command
+// name asked for this already.
+func TestGlobCommandNameBehindWrapperAsks(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(nice:*)", "nice /usr/bin/r? -f x", askV},
+		{"Bash(nice:*)", "nice r? -f x", askV},
+		{"Bash(timeout:*)", "timeout 5 r* -f x", askV},
+		{"Bash(env:*)", "env /bin/r[m] -f x", askV},
+		{"Bash(find:*)", "find . -exec /bin/r? -f {} +", askV},
+		// still allowed: [ is a command, a pattern as an operand is not
+		{"Bash(timeout:*)", "timeout 5 [ -f x ]", allow},
+		{"Bash(nice:*)", "nice ls *.go", allow},
+	})
+}

@@ -446,6 +446,16 @@ func precheck(src string) string {
 	return ""
 }
 
+// globName reports whether a command name holds a glob pattern the shell
+// expands (* or ?, or a [ with a ] after it: the command [ is none).
+func globName(name string) bool {
+	if strings.ContainsAny(name, "*?") {
+		return true
+	}
+	i := strings.IndexByte(name, '[')
+	return i >= 0 && strings.IndexByte(name[i+1:], ']') > 0
+}
+
 // nestedSource parses a command string found inside another command.
 func (x *extraction) nestedSource(src string, depth int) {
 	if x.findNames > 0 && strings.Contains(src, "{}") {
@@ -511,6 +521,15 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 	name := argv[0]
 	if x.findNames > 0 && strings.Contains(name, "{}") {
 		x.fail("find runs the names it finds ({}) as the command")
+	}
+	if globName(name) {
+		// a wrapper's command named by a pattern (nice r? -f x beside a
+		// file named rm, nice /usr/bin/r? -f x) runs what the shell
+		// expands it to, which the rules do not see: under Bash(nice:*)
+		// with Bash(rm:*) denied, touch rm; nice r? -f victim.txt was
+		// allowed and removed the file (attack pass 88). A command
+		// name of the line's own asks for this already.
+		x.fail("the command name " + quoteWord(name) + " is a glob pattern: what it expands to runs")
 	}
 	if strings.Contains(name, "/") {
 		name = path.Base(name)
