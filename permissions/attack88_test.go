@@ -131,3 +131,34 @@ func TestGlobCommandNameBehindWrapperAsks(t *testing.T) {
 		{"Bash(nice:*)", "nice ls *.go", allow},
 	})
 }
+
+// TestDefaultShellReadsStdinSeenByDenyRules: chroot DIR, unshare,
+// nsenter, fakeroot, fakechroot, firejail and pkexec with no command run
+// $SHELL, and ssh HOST with none a remote login shell, each reading the
+// line's standard input: under Bash(chroot:*) with Bash(rm:*) denied,
+// chroot / <<< 'rm -f victim.txt' was allowed and removed the file, as
+// unshare -r <<< ..., fakeroot <<< ... and busybox chroot / <<< ... did
+// (attack pass 88, as root on the host; the others not run here).
+func TestDefaultShellReadsStdinSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(chroot:*)", "chroot / <<< 'rm -f x'", deny},
+		{"Bash(chroot:*)", "chroot --userspec=0:0 / <<< 'rm -f x'", deny},
+		{"Bash(busybox:*)", "busybox chroot / <<< 'rm -f x'", deny},
+		{"Bash(unshare:*)", "unshare <<< 'rm -f x'", deny},
+		{"Bash(unshare:*)", "unshare -r <<< 'rm -f x'", deny},
+		{"Bash(nsenter:*)", "nsenter -t 1 -m <<< 'rm -f x'", deny},
+		{"Bash(nsenter:*)", "nsenter -a -t 1 <<< 'rm -f x'", deny},
+		{"Bash(fakeroot:*)", "echo 'rm -f x' | fakeroot", deny},
+		{"Bash(fakechroot:*)", "fakechroot <<< 'rm -f x'", deny},
+		{"Bash(firejail:*)", "firejail <<< 'rm -f x'", deny},
+		{"Bash(pkexec:*)", "pkexec <<< 'rm -f x'", deny},
+		{"Bash(ssh:*)", "ssh localhost <<< 'rm -f x'", deny},
+		{"Bash(ssh:*)", "ssh -T -p 22 localhost <<< 'rm -f x'", deny},
+		// still allowed: a command named, or no standard input on the line
+		{"Bash(chroot:*)", "chroot /", allow},
+		{"Bash(unshare:*)", "unshare -r ls <<< x", allow},
+		{"Bash(nsenter:*)", "nsenter -t 1 -m ls <<< x", allow},
+		{"Bash(ssh:*)", "ssh h ls <<< x", allow},
+		{"Bash(ssh:*)", "ssh -N -L 1:h:2 h", allow},
+	})
+}

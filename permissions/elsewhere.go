@@ -27,7 +27,11 @@ func (x *extraction) elsewhere(argv []string, depth int, stdin string, haveStdin
 	case "at", "batch":
 		x.atJob(argv, depth, stdin, haveStdin)
 	case "ssh":
-		x.ssh(argv, depth)
+		if x.ssh(argv, depth) {
+			// no command: the remote login shell reads the line's
+			// standard input (ssh HOST <<< 'rm -f x': attack pass 88)
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
 	case "docker", "podman", "nerdctl":
 		x.container(argv, depth, budget)
 	case "kubectl", "oc":
@@ -235,9 +239,9 @@ func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin boo
 // words after the host joined by spaces; options stop at the first
 // operand, and once more after the host unless "--" ended them. -o
 // RemoteCommand=CMD runs CMD there too.
-func (x *extraction) ssh(argv []string, depth int) {
+func (x *extraction) ssh(argv []string, depth int) (loginShell bool) {
 	const values = "BbcDEeFIiJLlmOoPpQRSWw"
-	i, host := 1, false
+	i, host, remote := 1, false, false
 	for pass := 0; pass < 2 && i < len(argv); pass++ {
 		var terminated bool
 		i, terminated, _ = options(argv, i, values, func(c byte, v string) bool {
@@ -248,13 +252,14 @@ func (x *extraction) ssh(argv []string, depth int) {
 				}
 				if strings.EqualFold(strings.TrimSpace(key), "RemoteCommand") {
 					x.nestedSource(strings.TrimLeft(val, " \t="), depth+1)
+					remote = true
 				}
 			}
 			return true
 		})
 		if !host {
 			if i >= len(argv) {
-				return
+				return false
 			}
 			host = true
 			i++
@@ -265,7 +270,9 @@ func (x *extraction) ssh(argv []string, depth int) {
 	}
 	if i < len(argv) {
 		x.nestedSource(strings.Join(argv[i:], " "), depth+1)
+		return false
 	}
+	return host && !remote
 }
 
 // containerRun is how docker's and podman's exec, run and create are

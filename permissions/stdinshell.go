@@ -7,7 +7,9 @@ import (
 
 // Programs that start a shell of their own when the line names no command
 // for them: su [USER], runuser USER, script [FILE], sudo -s/-i, doas -s,
-// systemd-run --shell, machinectl shell [HOST]. That shell reads its
+// systemd-run --shell, machinectl shell [HOST], chroot DIR, unshare,
+// nsenter, fakeroot, fakechroot, firejail, pkexec, ssh HOST (a remote
+// login shell). That shell reads its
 // commands from standard input, which a here-string or a pipe on the line
 // gives: under Bash(su:*) with Bash(rm:*) denied, su <<< 'rm -f
 // victim.txt' and echo 'rm -f victim.txt' | su were allowed and removed
@@ -124,6 +126,22 @@ func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdi
 			}
 		}
 		x.ownShell(depth, stdin, haveStdin, budget)
+	case "chroot", "unshare", "fakeroot", "fakechroot", "firejail", "pkexec":
+		// with no command these run $SHELL (chroot DIR: $SHELL -i; pkexec:
+		// root's shell): chroot / <<< 'rm -f victim.txt', unshare <<<
+		// ... and fakeroot <<< ... removed the file on the host. Any
+		// reading with no command counts (an unknown option may take
+		// the next word)
+		rests := x.rests(argv, wrappers.get()[name])
+		if len(rests) == 0 || slices.ContainsFunc(rests, func(r []string) bool { return len(r) == 0 }) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
+	case "nsenter":
+		// nsenter's namespace options take a file only after '=' or
+		// attached; -t, -S, -G (and their long names) take a value
+		if !nsenterCommand(argv) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
 	case "machinectl":
 		// machinectl shell [[USER@]HOST] with no command: a login shell
 		if i := slices.Index(argv, "shell"); i > 0 {
@@ -147,4 +165,21 @@ func suNoCommand(argv []string) bool {
 		return !givenOpts(argv, runuserOpts, "cu", []string{"--command", "--session-command", "--user"})
 	}
 	return !givenOpts(argv, suOpts, "c", []string{"--command", "--session-command"})
+}
+
+// nsenterCommand reports whether nsenter's words name a command: a word
+// that is not an option nor an option's value, or any word after "--".
+func nsenterCommand(argv []string) bool {
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		switch {
+		case w == "--":
+			return i+1 < len(argv)
+		case len(w) < 2 || w[0] != '-':
+			return true
+		case w == "-t" || w == "-S" || w == "-G" || w == "--target" || w == "--setuid" || w == "--setgid" || w == "--env-file":
+			i++
+		}
+	}
+	return false
 }
