@@ -162,3 +162,20 @@ func TestDefaultShellReadsStdinSeenByDenyRules(t *testing.T) {
 		{"Bash(ssh:*)", "ssh -N -L 1:h:2 h", allow},
 	})
 }
+
+// TestGitUploadPackAbbreviationsAsk: git takes any unambiguous prefix of
+// a long option: git fetch --upload='rm -f victim.txt; false' ../src ran
+// rm under Bash(git:*) with Bash(rm:*) denied (attack pass 88, on the
+// host), as --upl= did.
+func TestGitUploadPackAbbreviationsAsk(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(git:*)", "git fetch --upload='rm -f x; false' ../src", askV},
+		{"Bash(git:*)", "git fetch --upl 'rm -f x; false' ../src", askV},
+		{"Bash(git:*)", "git pull --upl='rm -f x' ../src", askV},
+		{"Bash(git:*)", "git push --rec='rm -f x' ../src", askV},
+		{"Bash(git:*)", "git archive --exe='rm -f x' --remote=../src HEAD", askV},
+		// still allowed
+		{"Bash(git:*)", "git fetch --update-shallow origin", allow},
+		{"Bash(git:*)", "git fetch --prune origin", allow},
+	})
+}

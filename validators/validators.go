@@ -442,6 +442,14 @@ func execOption(all []Word) string {
 				if strings.HasPrefix(opt, "--upload-pa") || strings.HasPrefix(opt, "--receive-pa") {
 					return v // git accepts unambiguous abbreviations
 				}
+				// down to the shortest a command's other options leave
+				// unambiguous: git fetch --upload='rm -f victim.txt; false'
+				// ../src and --upl= ran rm under Bash(git:*) with Bash(rm:*)
+				// denied (attack pass 88); an ambiguous one is refused by
+				// git, so reading every prefix asks for nothing it runs
+				if len(opt) >= 4 && (strings.HasPrefix("--upload-pack", opt) || strings.HasPrefix("--receive-pack", opt) || strings.HasPrefix("--exec", opt)) {
+					return v
+				}
 			case "ssh", "scp", "sftp":
 				if o, ok := sshOption(v, next); ok {
 					if o = strings.ToLower(o); strings.HasPrefix(o, "proxycommand") || strings.HasPrefix(o, "localcommand") || strings.HasPrefix(o, "permitlocalcommand") {
