@@ -179,3 +179,22 @@ func TestGitUploadPackAbbreviationsAsk(t *testing.T) {
 		{"Bash(git:*)", "git fetch --prune origin", allow},
 	})
 }
+
+// TestSortAndManAbbreviationsAsk: sort's --compress-program and man's
+// --html and --pager in their getopt_long abbreviations, and man -PPAGER
+// attached, run a program as the full spellings do, which ask (attack
+// pass 88: sort -S 1 --compress-prog=./z.sh ran z.sh on the host; man
+// does not page or format HTML here, so man's were not run).
+func TestSortAndManAbbreviationsAsk(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(sort:*)", "sort -S 1 --compress-prog=./z.sh f", askV},
+		{"Bash(sort:*)", "sort --co=./z.sh f", askV},
+		{"Bash(man:*)", "man --htm='rm -f x' ls", askV},
+		{"Bash(man:*)", "man --pag='rm -f x' ls", askV},
+		{"Bash(man:*)", "man -Prm ls", askV},
+		// still allowed
+		{"Bash(sort:*)", "sort --check f", allow},
+		{"Bash(man:*)", "man --path ls", allow},
+		{"Bash(man:*)", "man 3 printf", allow},
+	})
+}

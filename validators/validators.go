@@ -421,12 +421,16 @@ func execOption(all []Word) string {
 				if opt == "--pre" {
 					return v
 				}
+			// getopt_long takes any unambiguous prefix of a long option:
+			// sort --compress-prog=PROG ran PROG as --compress-program
+			// does (attack pass 88), and man's --htm, --pag likewise
 			case "sort":
-				if opt == "--compress-program" {
+				if len(opt) >= 4 && strings.HasPrefix("--compress-program", opt) {
 					return v
 				}
 			case "man":
-				if opt == "--html" || opt == "-H" || opt == "--pager" || opt == "-P" || strings.HasPrefix(v, "-H") && len(v) > 2 {
+				if opt == "-H" || opt == "-P" || strings.HasPrefix(v, "-H") && len(v) > 2 || strings.HasPrefix(v, "-P") && len(v) > 2 ||
+					len(opt) >= 4 && strings.HasPrefix("--html", opt) || len(opt) >= 5 && strings.HasPrefix("--pager", opt) {
 					return v
 				}
 			case "git":
