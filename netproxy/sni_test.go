@@ -38,38 +38,50 @@ func tlsThrough(t *testing.T, proxy, hostport, serverName string, socks bool) (s
 // before the TLS handshake; an empty proxy dials hostport directly.
 func tlsThroughAfter(t *testing.T, proxy, hostport, serverName string, socks bool, prefix []byte) (string, error) {
 	t.Helper()
-	var c net.Conn
-	if proxy == "" {
-		dc, err := net.Dial("tcp", hostport)
-		if err != nil {
-			return "", err
-		}
-		c = dc
-	} else if socks {
-		host, port, _ := net.SplitHostPort(hostport)
-		var p int
-		fmt.Sscan(port, &p)
-		code, sc, _ := socksHandshake(t, proxy, 3, host, p, "")
-		if code != 0 {
-			return "", fmt.Errorf("SOCKS5 reply %d", code)
-		}
-		c = sc
-	} else {
-		c = dialProxy(t, proxy)
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-		if err != nil || resp.StatusCode != 200 {
-			return "", fmt.Errorf("CONNECT: %v %v", resp, err)
-		}
+	c, err := dialTunnel(t, proxy, hostport, socks)
+	if err != nil {
+		return "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Write(prefix); err != nil {
 		return "", err
 	}
-	tc := tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true})
-	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", serverName)
+	return getOverTLS(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true})
+}
+
+// dialTunnel opens a tunnel to hostport through proxy (CONNECT, or SOCKS5
+// with a domain name); an empty proxy dials hostport directly.
+func dialTunnel(t *testing.T, proxy, hostport string, socks bool) (net.Conn, error) {
+	t.Helper()
+	switch {
+	case proxy == "":
+		return net.Dial("tcp", hostport)
+	case socks:
+		host, port, _ := net.SplitHostPort(hostport)
+		var p int
+		fmt.Sscan(port, &p)
+		code, sc, _ := socksHandshake(t, proxy, 3, host, p, "")
+		if code != 0 {
+			sc.Close()
+			return nil, fmt.Errorf("SOCKS5 reply %d", code)
+		}
+		return sc, nil
+	}
+	c := dialProxy(t, proxy)
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
+	if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+		c.Close()
+		return nil, fmt.Errorf("CONNECT: %v %v", resp, err)
+	}
+	return c, nil
+}
+
+// getOverTLS asks for / over TLS on c (cfg's ServerName as the Host) and
+// returns the answer's body.
+func getOverTLS(c net.Conn, cfg *tls.Config) (string, error) {
+	tc := tls.Client(c, cfg)
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", cfg.ServerName)
 	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
 	if err != nil {
 		return "", err
@@ -253,36 +265,13 @@ func TestTunnelRefusesEncryptedClientHello(t *testing.T) {
 	srv, list := echServer(t, "allowed.test")
 	e.setRoute(addrAllowed, srv.Listener.Addr().String())
 	dial := func(proxy, hostport, name string, socks bool) (string, error) {
-		var c net.Conn
-		if proxy == "" {
-			dc, err := net.Dial("tcp", hostport)
-			if err != nil {
-				return "", err
-			}
-			c = dc
-		} else if socks {
-			code, sc, _ := socksHandshake(t, proxy, 3, "allowed.test", 443, "")
-			if code != 0 {
-				return "", fmt.Errorf("SOCKS5 reply %d", code)
-			}
-			c = sc
-		} else {
-			c = dialProxy(t, proxy)
-			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport)
-			if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
-				return "", fmt.Errorf("CONNECT: %v %v", resp, err)
-			}
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		tc := tls.Client(c, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, EncryptedClientHelloConfigList: list})
-		fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", name)
-		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		c, err := dialTunnel(t, proxy, hostport, socks)
 		if err != nil {
 			return "", err
 		}
-		b, _ := io.ReadAll(resp.Body)
-		return string(b), nil
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return getOverTLS(c, &tls.Config{ServerName: name, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13, EncryptedClientHelloConfigList: list})
 	}
 	if got, err := dial("", srv.Listener.Addr().String(), "evil.test", false); err != nil || got != `site "evil.test"` {
 		t.Fatalf("the server must serve evil.test through ECH (the attack without moat): %q %v", got, err)

@@ -131,13 +131,7 @@ func init() {
 // server of the allowed name.
 func TestProxyRefusesDomainFrontingAfterAlert(t *testing.T) {
 	f := newFixture(t)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "site %s\n", r.TLS.ServerName)
-	}))
-	srv.StartTLS()
-	defer srv.Close()
-	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
-	allow := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port}})
+	port, allow := f.siteByName()
 	if base := f.direct("tlsafteralert", "localhost:"+port, "evil.test"); !base.escaped() {
 		t.Fatalf("the attack must work without moat: %s", base.out)
 	}

@@ -1033,13 +1033,7 @@ func udpEcho(pc net.PacketConn) {
 func TestProxyRefusesDomainFronting(t *testing.T) {
 	requireCurl(t)
 	f := newFixture(t)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "site %s\n", r.TLS.ServerName)
-	}))
-	srv.StartTLS()
-	defer srv.Close()
-	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
-	allow := f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port}})
+	port, allow := f.siteByName()
 	if got := f.sandboxedWith(allow, "curl", "-k", "https://localhost:"+port+"/"); !got.escaped() {
 		t.Fatalf("TLS to the allowed localhost:%s must work:\n%s", port, got.out)
 	}
@@ -1054,4 +1048,17 @@ func TestProxyRefusesDomainFronting(t *testing.T) {
 	if base := f.direct(front...); !base.escaped() {
 		t.Fatalf("the attack must work without moat: %s", base.out)
 	}
+}
+
+// siteByName starts a TLS server on the host's loopback that serves the
+// site its client's TLS asks for by name ("site NAME"), as a CDN's address
+// does, and returns its port and settings that allow localhost:PORT.
+func (f *fixture) siteByName() (port, settings string) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "site %s\n", r.TLS.ServerName)
+	}))
+	srv.StartTLS()
+	f.t.Cleanup(srv.Close)
+	port = strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	return port, f.netSettings(map[string]any{"allowedDomains": []string{"localhost:" + port}})
 }
