@@ -53,16 +53,13 @@ func givenOpts(argv []string, spec optSpec, short string, long []string) bool {
 			}
 			continue
 		}
-		for k := 1; k < len(w); k++ {
-			if strings.IndexByte(short, w[k]) >= 0 {
-				return true
-			}
-			if strings.IndexByte(spec.shortValue, w[k]) >= 0 {
-				if k+1 == len(w) {
-					i++
-				}
-				break
-			}
+		found := false
+		i, _ = shortOptions(argv, i, spec.shortValue, func(c byte, _ string) bool {
+			found = strings.IndexByte(short, c) >= 0
+			return !found
+		})
+		if found {
+			return true
 		}
 	}
 	return false
