@@ -254,6 +254,7 @@ func daemonCheck(ctx context.Context) enforce.Check {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	cl := client.New(sock)
+	cl.Peer = client.PeerRoot // moatd is root's; anyone else is not moatd
 	defer cl.Close()
 	h, err := cl.Health(ctx)
 	if err != nil {

@@ -60,6 +60,7 @@ func probeDaemon(ctx context.Context, sock string) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, daemonProbeTimeout)
 	defer cancel()
 	cl := client.New(sock)
+	cl.Peer = client.PeerRoot // moatd is root's; anyone else is not moatd
 	if _, err := cl.Health(ctx); err != nil {
 		cl.Close()
 		var ue *url.Error

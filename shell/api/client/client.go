@@ -36,6 +36,12 @@ type Client struct {
 	// Socket is the server's unix socket (New sets it): RunAttached dials
 	// it itself, to pass descriptors.
 	Socket string
+	// Peer, if set, judges the process at the other end of every
+	// connection made (New's transport's and RunAttached's) before a byte
+	// is sent on it: an error closes the connection and fails the request.
+	// moat's CLI uses it to talk to moatd only when root serves the socket
+	// (PeerRoot). Set it before the first request.
+	Peer func(net.Conn) error
 }
 
 // New returns a client of the server listening on the unix socket path.
@@ -44,10 +50,10 @@ type Client struct {
 // server on a unix socket that asks for the proof (moat mcp --http
 // unix:PATH: give it as the MCP client's HTTP client).
 func New(socket string) *Client {
+	cl := &Client{Base: "http://moat", Socket: socket}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "unix", socket)
+			c, err := cl.dial(ctx, socket)
 			if err != nil {
 				return nil, err
 			}
@@ -55,7 +61,24 @@ func New(socket string) *Client {
 		},
 		MaxIdleConnsPerHost: 64,
 	}
-	return &Client{HTTP: &http.Client{Transport: &proofTransport{tr}}, Base: "http://moat", Socket: socket}
+	cl.HTTP = &http.Client{Transport: &proofTransport{tr}}
+	return cl
+}
+
+// dial connects to socket and, with Peer set, has it judge the server.
+func (c *Client) dial(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	if c.Peer != nil {
+		if err := c.Peer(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // Close closes the idle connections.

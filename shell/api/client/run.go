@@ -37,8 +37,7 @@ func (c *Client) RunAttached(ctx context.Context, req RunRequest, stdio [3]*os.F
 	if c.Socket == "" {
 		return RunEnd{}, errors.New("moat api: RunAttached needs the server's unix socket (client.New)")
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	conn, err := c.dial(ctx, c.Socket)
 	if err != nil {
 		return RunEnd{}, err
 	}
