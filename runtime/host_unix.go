@@ -71,53 +71,70 @@ func checkStateDirItself(d string) error {
 // user's symlink into a root-only file (found by an attack pass:
 // TestStateDirParentOfAnotherUser).
 func checkAncestors(d string) error {
-	paths := []string{filepath.Clean(d)}
-	if r, err := filepath.EvalSymlinks(d); err == nil && r != paths[0] {
-		paths = append(paths, r)
+	d = filepath.Clean(d)
+	// The path as written first; as its symlinks resolve only where one of
+	// its entries is not a plain directory (a symlink, or missing), which
+	// the lstats of the first walk show: most paths need no second walk.
+	plain, err := ancestorsSafe(d, d)
+	if err != nil || plain {
+		return err
 	}
+	if r, rerr := filepath.EvalSymlinks(d); rerr == nil && r != d {
+		_, err = ancestorsSafe(r, d)
+	}
+	return err
+}
+
+// ancestorsSafe is checkAncestors for one spelling p of d; plain reports
+// that p and every directory above it were directories (no symlink on the
+// way). Each directory is looked at once: the entry on the way in a
+// directory others can write (childOurs) is the one looked at just before.
+func ancestorsSafe(p, d string) (plain bool, err error) {
 	me := os.Geteuid()
 	overflow := unmappedOwner()
-	for _, p := range paths {
-		for child, dir := p, filepath.Dir(p); ; child, dir = dir, filepath.Dir(dir) {
-			var st, cst unix.Stat_t
-			if err := unix.Lstat(dir, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				// Inside a user namespace that does not map root (toolbox,
-				// flatpak, unshare -U), root's files show as the overflow
-				// uid, and are taken for root's (another user's show so
-				// too: in there, moat cannot tell them apart).
-				// Another user's directories show as it too, so only the
-				// directories a system has (/, /home, /tmp, ..., and
-				// those above the user's home) are taken for root's
-				// (another user's directory there let that user swap a
-				// state directory it held: found by an attack pass,
-				// TestStateDirInUserNamespace).
-				trusted := func(uid uint32, at string) bool {
-					return int(uid) == me || uid == 0 || int(uid) == overflow && systemDir(at)
-				}
-				childOurs := unix.Lstat(child, &cst) != nil || trusted(cst.Uid, child)
-				// A group-writable directory of the user's own private
-				// group (a home under user private groups) is the user's;
-				// one of a group others are in (users) is not.
-				othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && !privateGroup(int(st.Gid))
-				why := ""
-				switch {
-				case !trusted(st.Uid, dir):
-					why = fmt.Sprintf("directory %s belongs to uid %d", dir, st.Uid)
-				case othersWrite && st.Mode&unix.S_ISVTX == 0:
-					why = fmt.Sprintf("directory %s is writable by others (mode %04o)", dir, st.Mode&0o7777)
-				case othersWrite && !childOurs:
-					why = fmt.Sprintf("%s belongs to uid %d (in %s, which anyone can write in)", child, cst.Uid, dir)
-				}
-				if why != "" {
-					return fmt.Errorf("%s, on the way to %s: another user could put a directory of its own in its place; set XDG_STATE_HOME (or XDG_RUNTIME_DIR, for moat serve's socket) to a directory of this user's", why, d)
-				}
+	// Inside a user namespace that does not map root (toolbox, flatpak,
+	// unshare -U), root's files show as the overflow uid, and are taken
+	// for root's (another user's show so too: in there, moat cannot tell
+	// them apart). Another user's directories show as it too, so only the
+	// directories a system has (/, /home, /tmp, ..., and those above the
+	// user's home) are taken for root's (another user's directory there
+	// let that user swap a state directory it held: found by an attack
+	// pass, TestStateDirInUserNamespace).
+	trusted := func(uid uint32, at string) bool {
+		return int(uid) == me || uid == 0 || int(uid) == overflow && systemDir(at)
+	}
+	var cst unix.Stat_t
+	cerr := unix.Lstat(p, &cst)
+	plain = cerr == nil && cst.Mode&unix.S_IFMT == unix.S_IFDIR
+	for child, dir := p, filepath.Dir(p); ; child, dir = dir, filepath.Dir(dir) {
+		var st unix.Stat_t
+		serr := unix.Lstat(dir, &st)
+		isDir := serr == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+		plain = plain && isDir
+		if isDir {
+			childOurs := cerr != nil || trusted(cst.Uid, child)
+			// A group-writable directory of the user's own private group
+			// (a home under user private groups) is the user's; one of a
+			// group others are in (users) is not.
+			othersWrite := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && !privateGroup(int(st.Gid))
+			why := ""
+			switch {
+			case !trusted(st.Uid, dir):
+				why = fmt.Sprintf("directory %s belongs to uid %d", dir, st.Uid)
+			case othersWrite && st.Mode&unix.S_ISVTX == 0:
+				why = fmt.Sprintf("directory %s is writable by others (mode %04o)", dir, st.Mode&0o7777)
+			case othersWrite && !childOurs:
+				why = fmt.Sprintf("%s belongs to uid %d (in %s, which anyone can write in)", child, cst.Uid, dir)
 			}
-			if dir == "/" || dir == "." {
-				break
+			if why != "" {
+				return false, fmt.Errorf("%s, on the way to %s: another user could put a directory of its own in its place; set XDG_STATE_HOME (or XDG_RUNTIME_DIR, for moat serve's socket) to a directory of this user's", why, d)
 			}
 		}
+		if dir == "/" || dir == "." {
+			return plain, nil
+		}
+		cst, cerr = st, serr
 	}
-	return nil
 }
 
 // systemDir reports a directory every system has, or one above the user's
