@@ -20,3 +20,24 @@ func PeerRoot(c net.Conn) error {
 	}
 	return nil
 }
+
+// peerUID is the user of the process at the other end of c, a unix
+// socket connection.
+func peerUID(c net.Conn) (int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return -1, fmt.Errorf("not a unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid, uerr := -1, error(nil)
+	if err := raw.Control(func(fd uintptr) { uid, uerr = fdPeerUID(int(fd)) }); err != nil {
+		return -1, err
+	}
+	if uerr != nil {
+		return -1, fmt.Errorf("the server's credentials: %w", uerr)
+	}
+	return uid, nil
+}

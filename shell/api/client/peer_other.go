@@ -2,12 +2,9 @@
 
 package client
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
-// peerUID: no way to ask here, so no server passes PeerRoot.
-func peerUID(net.Conn) (int, error) {
+// fdPeerUID: no way to ask here, so no server passes PeerRoot.
+func fdPeerUID(int) (int, error) {
 	return -1, errors.New("the server's credentials cannot be read on this system")
 }
