@@ -229,6 +229,21 @@ func upgradeType(h http.Header) string {
 	return ""
 }
 
+// webSocketUpgrade returns "websocket" when a request asks to upgrade to
+// WebSocket, or "". Every other protocol is dropped from the request,
+// which the server then answers in HTTP/1.1: a WebSocket's messages go to
+// the resource its request named, on the host the proxy judged, but h2c
+// carries requests for any host of the server (its :authority) that the
+// proxy would relay unread, through a name it allowed.
+func webSocketUpgrade(h http.Header) string {
+	for _, v := range strings.Split(upgradeType(h), ",") {
+		if strings.EqualFold(textproto.TrimString(v), "websocket") {
+			return "websocket"
+		}
+	}
+	return ""
+}
+
 // forward sends one absolute-URI request to its origin and relays the
 // answer. It returns the upstream connection to keep for the next request
 // (or nil) and whether the client connection stays open.
@@ -282,8 +297,21 @@ func (cc *clientConn) forward(req *http.Request, up *httpUpstream) (*httpUpstrea
 		up.br = bufio.NewReaderSize(r, 4096)
 		up.bw = bufio.NewWriterSize(u.conn, 4096)
 	}
+	return cc.exchange(req, up, t)
+}
 
-	upgrade := upgradeType(req.Header)
+// exchange sends one judged request to t over up and relays the answer,
+// as forward does (its return values are forward's). After a 101 the two
+// connections are tunnelled as they are.
+func (cc *clientConn) exchange(req *http.Request, up *httpUpstream, t *target) (*httpUpstream, bool) {
+	s := cc.s
+	closeUp := func() {
+		if up != nil {
+			up.conn.Close()
+			up = nil
+		}
+	}
+	upgrade := webSocketUpgrade(req.Header)
 	removeHopHeaders(req.Header)
 	if upgrade != "" {
 		req.Header.Set("Connection", "Upgrade")
@@ -311,6 +339,7 @@ func (cc *clientConn) forward(req *http.Request, up *httpUpstream) (*httpUpstrea
 	}
 
 	var resp *http.Response
+	var err error
 	for {
 		up.conn.SetReadDeadline(time.Now().Add(orDefault(s.IdleTimeout, DefaultIdleTimeout)))
 		resp, err = http.ReadResponse(up.br, req)
@@ -333,6 +362,14 @@ func (cc *clientConn) forward(req *http.Request, up *httpUpstream) (*httpUpstrea
 
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		proto := upgradeType(resp.Header)
+		if upgrade == "" || !strings.EqualFold(textproto.TrimString(proto), "websocket") {
+			// A switch to a protocol not asked for, or not WebSocket, is
+			// a tunnel whose requests moat cannot judge.
+			closeUp()
+			s.violation(t.String(), "the server switched to "+truncate(oneLine(proto), 64)+", a protocol the proxy does not relay (only WebSocket is)")
+			cc.replyUpstream(fmt.Errorf("%s switched to a protocol the proxy does not relay: %q", t, truncate(oneLine(proto), 64)))
+			return nil, false
+		}
 		removeHopHeaders(resp.Header)
 		resp.Header.Set("Connection", "Upgrade")
 		resp.Header.Set("Upgrade", proto)
@@ -345,10 +382,17 @@ func (cc *clientConn) forward(req *http.Request, up *httpUpstream) (*httpUpstrea
 			b, _ := up.br.Peek(n)
 			upPending = append([]byte(nil), b...)
 		}
+		var client net.Conn = cc.c
+		clientPending := cc.pending()
+		if cc.src != nil {
+			// The client's bytes come through a reader that holds more
+			// than its buffer (a tunnel's first bytes).
+			client, clientPending = &readerConn{Conn: cc.c, r: cc.br}, nil
+		}
 		if up.raw {
-			tunnel(cc.c, cc.pending(), up.conn, upPending)
+			tunnel(client, clientPending, up.conn, upPending)
 		} else {
-			tunnel(cc.c, cc.pending(), &readerConn{Conn: up.conn, r: up.br}, nil)
+			tunnel(client, clientPending, &readerConn{Conn: up.conn, r: up.br}, nil)
 		}
 		return nil, false
 	}

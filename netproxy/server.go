@@ -710,6 +710,9 @@ type clientConn struct {
 	lr  *limitReader
 	br  *bufio.Reader
 	ctx context.Context
+	// src, if set, is what lr reads (the bytes of a tunnel already read,
+	// then the connection): br may not hold all that is left of them.
+	src io.Reader
 }
 
 // serveConn reads the first byte and hands the connection to SOCKS5 or

@@ -796,7 +796,7 @@ func TestKeepAliveAndPost(t *testing.T) {
 }
 
 func TestUpgrade(t *testing.T) {
-	// A server that switches protocols and then echoes.
+	// A server that switches to WebSocket and then echoes.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -810,18 +810,18 @@ func TestUpgrade(t *testing.T) {
 		defer c.Close()
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
-		if err != nil || req.Header.Get("Upgrade") != "echo" {
+		if err != nil || req.Header.Get("Upgrade") != "websocket" {
 			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 			return
 		}
-		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
 		io.Copy(c, br)
 	}()
 	port := l.Addr().(*net.TCPAddr).Port
 	e := newEnv(t, mustRules(t, netOf([]string{fmt.Sprintf("127.0.0.1:%d", port)}, nil)))
 	c := dialProxy(t, e.addr)
 	defer c.Close()
-	fmt.Fprintf(c, "GET http://127.0.0.1:%d/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", port)
+	fmt.Fprintf(c, "GET http://127.0.0.1:%d/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", port)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 101 {
@@ -956,7 +956,7 @@ func TestServeUnixListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "CONNECT allowed.test:80 HTTP/1.1\r\n\r\nGET /u HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+	fmt.Fprintf(c, "CONNECT allowed.test:80 HTTP/1.1\r\n\r\nGET /u HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
 	br := bufio.NewReader(c)
 	http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	wantOK(t, readResult(t, br, "GET"), "origin allowed /u")

@@ -196,11 +196,15 @@ func BenchmarkServerNameCheck(b *testing.B) {
 	s := &Server{Rules: rulesOf(&testing.T{}, []string{"allowed.test"}, nil)}
 	for b.Loop() {
 		c := &bytesConn{r: bytes.NewReader(hello)}
-		if _, ok := s.checkServerName("allowed.test", 443, c, nil); !ok {
+		if _, v := s.checkServerName("allowed.test", 443, c, nil, clientSpokeFirst); v == firstRefused {
 			b.Fatal("refused")
 		}
 	}
 }
+
+// clientSpokeFirst is checkServerName's claim when the client's bytes came
+// first.
+func clientSpokeFirst() bool { return true }
 
 // clientHello is the first flight of crypto/tls's client for name.
 func clientHello(tb testing.TB, name string) []byte {
@@ -302,10 +306,10 @@ func TestTunnelRefusesServerNameOfAnotherType(t *testing.T) {
 	}
 	hello[i-3] = 1
 	s := &Server{Rules: rulesOf(t, []string{"allowed.test"}, nil)}
-	if _, ok := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(hello)}, nil); ok {
+	if _, v := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(hello)}, nil, clientSpokeFirst); v != firstRefused {
 		t.Fatal("a ClientHello whose server_name entry is of another type went through")
 	}
-	if _, ok := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(clientHello(t, ""))}, nil); !ok {
+	if _, v := s.checkServerName("allowed.test", 443, &bytesConn{r: bytes.NewReader(clientHello(t, ""))}, nil, clientSpokeFirst); v == firstRefused {
 		t.Fatal("a ClientHello without server_name was refused")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -97,33 +98,94 @@ func (s *Server) tunnelTo(t *target, client net.Conn, clientPending []byte, up n
 // name: a command that opened a tunnel to an allowed name and asked TLS
 // for another (domain fronting, or Encrypted Client Hello's public name)
 // reached a site the policy does not allow. What the TLS carries inside
-// (an HTTP Host header) is not seen. The upstream's bytes flow at once:
-// a server that speaks first (SSH's banner) is not kept waiting.
+// (an HTTP Host header) is not seen. Plain HTTP is: when the client
+// speaks first and its first bytes are an HTTP/1 request, every request
+// of the tunnel is read and judged by its Host the same way (relayHTTP).
+// The upstream's bytes flow at once when it speaks first: a server that
+// does (SSH's banner) is not kept waiting.
 func (s *Server) tunnelNamed(host string, port int, client net.Conn, clientPending []byte, up net.Conn, upPending []byte) {
+	// Who spoke first: the upstream's first bytes go to the client at
+	// once if they come before the client's, else to whoever reads the
+	// upstream once the client's first bytes are judged (upFirst).
+	var first atomic.Int32
+	upFirst := make(chan []byte, 1)
 	done := make(chan struct{})
 	go func() {
+		pending := upPending
+		if len(pending) == 0 {
+			b := make([]byte, 4096)
+			n, _ := up.Read(b)
+			pending = b[:n]
+		}
+		if !first.CompareAndSwap(spokeNone, spokeUpstream) {
+			upFirst <- pending
+			return
+		}
 		defer close(done)
-		pipe(client, up, upPending)
+		pipe(client, up, pending)
 	}()
-	if first, ok := s.checkServerName(host, port, client, clientPending); ok {
-		pipe(up, client, first)
+	claim := func() bool { return first.CompareAndSwap(spokeNone, spokeClient) }
+	b, verdict := s.checkServerName(host, port, client, clientPending, claim)
+	if verdict != firstRefused && first.Load() == spokeClient {
+		if verdict == firstHTTP {
+			s.relayHTTP(host, port, client, b, up, upFirst)
+			client.Close()
+			up.Close()
+			return
+		}
+		go func() {
+			defer close(done)
+			pipe(client, up, <-upFirst)
+		}()
+	}
+	if verdict != firstRefused {
+		pipe(up, client, b)
 	} else {
 		client.Close()
 		up.Close()
+		if first.Load() == spokeClient {
+			return // the upstream's reader hands its bytes to no one
+		}
 	}
 	<-done
 	client.Close()
 	up.Close()
 }
 
+// Who of a tunnel's two ends spoke first (tunnelNamed).
+const (
+	spokeNone int32 = iota
+	spokeUpstream
+	spokeClient
+)
+
+// What a tunnel's first bytes are (checkServerName).
+type firstVerdict int
+
+const (
+	firstRaw     firstVerdict = iota // tunnel them as they are
+	firstHTTP                        // an HTTP/1 request: relayHTTP
+	firstRefused                     // the tunnel ends
+)
+
 // checkServerName reads the client's first bytes and judges the server
 // name of a TLS ClientHello among them (tunnelNamed). It returns what it
-// read, to be sent upstream, and whether the tunnel may go on.
-func (s *Server) checkServerName(host string, port int, client net.Conn, pending []byte) ([]byte, bool) {
+// read, to be sent upstream (or read by relayHTTP), and what they are.
+// claim is called when the client's first bytes have come: true if they
+// came before the upstream's, and only then is plain HTTP told apart.
+func (s *Server) checkServerName(host string, port int, client net.Conn, pending []byte, claim func() bool) ([]byte, firstVerdict) {
 	rc := &recordingConn{Conn: client, pending: pending}
 	var b [2048]byte
-	if n, _ := rc.Read(b[:]); n == 0 || !tlsRecordType(b[0]) {
-		return rc.buf, true // not a TLS record (or the client sent nothing)
+	n, _ := rc.Read(b[:])
+	if n == 0 {
+		return rc.buf, firstRaw // the client sent nothing
+	}
+	clientFirst := claim()
+	if !tlsRecordType(b[0]) {
+		if !clientFirst {
+			return rc.buf, firstRaw
+		}
+		return s.sniffHTTP(host, port, client, rc)
 	}
 	client.SetReadDeadline(time.Now().Add(helloTimeout))
 	defer client.SetReadDeadline(time.Time{})
@@ -143,7 +205,7 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 			reason = "a TLS ClientHello not finished in " + helloTimeout.String()
 		}
 		s.violation(dest, reason)
-		return nil, false
+		return nil, firstRefused
 	}
 	if ech {
 		// The name asked for is encrypted; the outer name is the ECH
@@ -154,7 +216,7 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 		// extension is real or GREASE cannot be told apart, so both end
 		// the tunnel: a policy moat cannot judge is not let through.
 		s.violation(dest, "TLS asked through Encrypted Client Hello, whose server name moat cannot read (outer name "+truncate(oneLine(name), 255)+"); turn ECH off in the client")
-		return nil, false
+		return nil, firstRefused
 	}
 	if name == "" && sniExt {
 		// A server_name extension whose entries are none of type
@@ -162,23 +224,34 @@ func (s *Server) checkServerName(host string, port int, client net.Conn, pending
 		// takes an entry whatever its type would route by it
 		// (TestTunnelRefusesServerNameOfAnotherType).
 		s.violation(dest, "a TLS ClientHello whose server name is not a host name")
-		return nil, false
+		return nil, firstRefused
 	}
 	if name == "" {
-		return rc.buf, true // no name asked: the tunnel's own destination serves it
+		return rc.buf, firstRaw // no name asked: the tunnel's own destination serves it
 	}
-	sni, err := policy.CanonicalHost(name)
-	if err == nil && sni == host {
-		return rc.buf, true
-	}
-	if err == nil {
-		if v, _ := s.CurrentRules().check(sni, port); v == policy.Allow {
-			s.logger().Debug("allowed", "verdict", "allow", "host", dest, "server name", sni)
-			return rc.buf, true
-		}
+	if s.sameSiteAllowed(host, port, name) {
+		return rc.buf, firstRaw
 	}
 	s.violation(hostPort(truncate(name, 255), port), "TLS asked for "+truncate(oneLine(name), 255)+" in a tunnel to "+host+", and that name is not allowed (domain fronting)")
-	return nil, false
+	return nil, firstRefused
+}
+
+// sameSiteAllowed reports whether name, asked for in a tunnel to host on
+// port (by TLS or an HTTP Host), is host or a destination the rules allow
+// on that port by themselves (never asked about).
+func (s *Server) sameSiteAllowed(host string, port int, name string) bool {
+	canon, err := policy.CanonicalHost(name)
+	if err != nil {
+		return false
+	}
+	if canon == host {
+		return true
+	}
+	if v, _ := s.CurrentRules().check(canon, port); v == policy.Allow {
+		s.logger().Debug("allowed", "verdict", "allow", "host", hostPort(host, port), "name asked", canon)
+		return true
+	}
+	return false
 }
 
 // tlsRecordType reports whether b, a stream's first byte, is the type of a
