@@ -59,14 +59,15 @@ const (
 )
 
 // requestLineState judges b, a stream's first bytes. Empty lines first are
-// skipped, as servers do (RFC 9112 2.2). A request line is a method (a
-// token), a space, then anything to the end of the line: it is HTTP when
-// its last word starts with "HTTP/" (any case) or it is HTTP/0.9's
-// "GET target"; a line that is neither (a text protocol's command) is
-// not. The test is wide on purpose: what it takes for HTTP and the
-// parser cannot read ends the tunnel.
+// skipped, as servers do (RFC 9112 2.2), and blanks too (what a lenient
+// server might skip; the parser refuses them). A request line is a method
+// (a token), a blank, then anything to the end of the line: it is HTTP
+// when a word after the method starts with "HTTP/" (any case) or it is
+// HTTP/0.9's "GET /path"; a line that is neither (a text protocol's
+// command: "GET key") is not. The test is wide on purpose: what it takes
+// for HTTP and the parser cannot read ends the tunnel.
 func requestLineState(b []byte) int {
-	b = bytes.TrimLeft(b, "\r\n")
+	b = bytes.TrimLeft(b, " \t\r\n")
 	if len(b) == 0 {
 		return lineMore
 	}
@@ -90,12 +91,13 @@ func requestLineState(b []byte) int {
 		}
 		return lineMore
 	}
-	line := b[:end]
-	f := strings.Fields(string(line))
-	if len(f) >= 2 && len(f[len(f)-1]) >= 5 && strings.EqualFold(f[len(f)-1][:5], "HTTP/") {
-		return lineHTTP
+	f := strings.Fields(string(b[:end]))
+	for _, w := range f[1:] {
+		if len(w) >= 5 && strings.EqualFold(w[:5], "HTTP/") {
+			return lineHTTP
+		}
 	}
-	if len(f) == 2 && f[0] == "GET" {
+	if len(f) == 2 && f[0] == "GET" && strings.HasPrefix(f[1], "/") {
 		return lineHTTP
 	}
 	return lineNotHTTP

@@ -135,6 +135,9 @@ func TestTunnelRefusesUnreadableHTTP(t *testing.T) {
 		{"h2 prior knowledge", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "HTTP/2 without TLS"},
 		{"HTTP/0.9", "GET /\r\n", "cannot read"},
 		{"two spaces", "GET  / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
+		{"a blank first", " GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
+		{"a word after the version", "GET / HTTP/1.1 x\r\nHost: evil.test\r\n\r\n", "cannot read"},
+		{"lower case version", "GET / http/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn := dialProxy(t, e.addr)
@@ -173,7 +176,7 @@ func TestTunnelOtherProtocolsUntouched(t *testing.T) {
 	}()
 	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil))
 	e.setRoute(addrAllowed, l.Addr().String())
-	for _, send := range []string{"SET key value\r\n", "PING\r\n", "get key\r\n", "\x00\x00\x00\x08\x04\xd2\x16\x2f", "GET key HTTPx\r\n"} {
+	for _, send := range []string{"SET key value\r\n", "PING\r\n", "get key\r\n", "GET key\r\n", "\x00\x00\x00\x08\x04\xd2\x16\x2f", "GET key HTTPx\r\n"} {
 		c := dialProxy(t, e.addr)
 		fmt.Fprintf(c, "CONNECT allowed.test:6379 HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
 		br := bufio.NewReader(c)
