@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"sync"
 	"testing"
@@ -126,4 +127,39 @@ func BenchmarkConcurrent1000(b *testing.B) {
 	}
 	b.ReportMetric(heapPer, "heapB/tunnel")
 	b.ReportMetric(gPer, "goroutines/tunnel")
+}
+
+// BenchmarkDownloadByName is BenchmarkDownload through tunnels to a name
+// (localhost:PORT), whose plain HTTP the proxy reads request by request
+// (relayHTTP).
+func BenchmarkDownloadByName(b *testing.B) {
+	ol, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go loadgen.ServeOrigin(ol)
+	origin := fmt.Sprintf("localhost:%d", ol.Addr().(*net.TCPAddr).Port)
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &Server{LocalAddrs: func() ([]netip.Addr, error) { return nil, nil }}
+	srv.SetRules(mustRules(&testing.T{}, netOf([]string{origin}, nil)))
+	go srv.Serve(pl)
+	b.Cleanup(func() {
+		srv.Close()
+		ol.Close()
+	})
+	const size = 256 << 20
+	buf := make([]byte, 256<<10)
+	for _, m := range []string{loadgen.Connect, loadgen.Forward} {
+		b.Run(m, func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				if n, err := loadgen.Fetch(m, pl.Addr().String(), origin, size, buf); err != nil || n != size {
+					b.Fatalf("%s: %d bytes, %v", m, n, err)
+				}
+			}
+		})
+	}
 }

@@ -193,8 +193,16 @@ type httpUpstream struct {
 	key  string // canonical host:port
 	conn net.Conn
 	raw  bool // no parent-proxy prefix: conn may be read directly after br
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	// first, if set, is what br reads (a tunnel's first bytes from the
+	// upstream, then conn): conn may be read directly once it is drained.
+	first *firstThen
+	br    *bufio.Reader
+	bw    *bufio.Writer
+}
+
+// direct reports whether conn may be read directly after what br holds.
+func (u *httpUpstream) direct() bool {
+	return u.raw || (u.first != nil && u.first.got && len(u.first.pending) == 0)
 }
 
 // hopHeaders are connection-specific and never forwarded (RFC 9110 7.6.1).
@@ -389,7 +397,7 @@ func (cc *clientConn) exchange(req *http.Request, up *httpUpstream, t *target) (
 			// than its buffer (a tunnel's first bytes).
 			client, clientPending = &readerConn{Conn: cc.c, r: cc.br}, nil
 		}
-		if up.raw {
+		if up.direct() {
 			tunnel(client, clientPending, up.conn, upPending)
 		} else {
 			tunnel(client, clientPending, &readerConn{Conn: up.conn, r: up.br}, nil)
@@ -420,7 +428,7 @@ func (cc *clientConn) exchange(req *http.Request, up *httpUpstream, t *target) (
 // Response.Write, which re-frames them.
 func (cc *clientConn) copyResponse(resp *http.Response, up *httpUpstream, head bool) error {
 	n := resp.ContentLength
-	fast := up.raw && !head && n > 0 && len(resp.TransferEncoding) == 0 &&
+	fast := up.direct() && !head && n > 0 && len(resp.TransferEncoding) == 0 &&
 		resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	if !fast {
 		bw := bufio.NewWriterSize(cc.c, 4096)

@@ -127,8 +127,8 @@ func (s *Server) relayHTTP(host string, port int, client net.Conn, first []byte,
 	cc.lr = &limitReader{r: cc.src}
 	cc.br = bufio.NewReaderSize(cc.lr, 4096)
 	t := &target{host: host, port: port}
-	u := &httpUpstream{key: t.String(), conn: up}
-	u.br = bufio.NewReaderSize(&firstThen{ch: upFirst, r: up}, 4096)
+	u := &httpUpstream{key: t.String(), conn: up, first: &firstThen{ch: upFirst, r: up}}
+	u.br = bufio.NewReaderSize(u.first, 4096)
 	u.bw = bufio.NewWriterSize(up, 4096)
 	headerTimeout := orDefault(s.HeaderTimeout, DefaultHeaderTimeout)
 	dest := t.String()
