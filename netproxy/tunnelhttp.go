@@ -28,6 +28,13 @@ func (s *Server) sniffHTTP(host string, port int, client net.Conn, rc *recording
 	defer client.SetReadDeadline(time.Time{})
 	var b [2048]byte
 	for {
+		if proxyProtocolHeader(rc.buf) {
+			// A load balancer's header, a client's has no use for: a
+			// server that takes one from its clients reads the HTTP
+			// after it, which the line test would not see.
+			s.violation(hostPort(host, port), "a PROXY protocol header in a tunnel, after which moat does not read")
+			return nil, firstRefused
+		}
 		switch requestLineState(rc.buf) {
 		case lineNotHTTP:
 			return rc.buf, firstRaw
@@ -49,6 +56,12 @@ func (s *Server) sniffHTTP(host string, port int, client net.Conn, rc *recording
 		return nil, firstRefused
 	}
 	return rc.buf, firstHTTP
+}
+
+// proxyProtocolHeader reports whether b starts with the PROXY protocol's
+// version 1 ("PROXY ") or version 2 signature.
+func proxyProtocolHeader(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("PROXY ")) || bytes.HasPrefix(b, []byte("\r\n\r\n\x00\r\nQUIT\n"))
 }
 
 // What a stream's first bytes say of an HTTP/1 request line.

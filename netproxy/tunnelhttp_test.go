@@ -137,6 +137,8 @@ func TestTunnelRefusesUnreadableHTTP(t *testing.T) {
 		{"two spaces", "GET  / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 		{"a blank first", " GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 		{"a word after the version", "GET / HTTP/1.1 x\r\nHost: evil.test\r\n\r\n", "cannot read"},
+		{"PROXY protocol v1", "PROXY TCP4 192.0.2.1 192.0.2.2 1 80\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "PROXY protocol"},
+		{"PROXY protocol v2", "\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\xc0\x00\x02\x01\xc0\x00\x02\x02\x00\x01\x00\x50GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "PROXY protocol"},
 		{"lower case version", "GET / http/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
