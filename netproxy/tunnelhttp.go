@@ -95,16 +95,25 @@ func requestLineState(b []byte) int {
 		return lineNotHTTP
 	}
 	end := bytes.IndexByte(b, '\n')
+	line := b
+	if end >= 0 {
+		line = b[:end]
+	}
+	// A NUL is in no server's request line, and in most binary
+	// protocols' first bytes (a length): what has one is not HTTP. Other
+	// control bytes are left to the parser, which refuses them.
+	if bytes.IndexByte(line, 0) >= 0 {
+		return lineNotHTTP
+	}
 	if end < 0 {
-		// No control byte but tab is in a request line.
-		for _, c := range b[i:] {
-			if (c < 0x20 && c != '\t' && c != '\r') || c == 0x7f {
-				return lineNotHTTP
-			}
-		}
 		return lineMore
 	}
-	f := strings.Fields(string(b[:end]))
+	f := strings.Fields(string(line))
+	for _, w := range f[1:] {
+		if strings.IndexFunc(w, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return lineHTTP
+		}
+	}
 	for _, w := range f[1:] {
 		if len(w) >= 5 && strings.EqualFold(w[:5], "HTTP/") {
 			return lineHTTP

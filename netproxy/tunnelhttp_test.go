@@ -139,6 +139,7 @@ func TestTunnelRefusesUnreadableHTTP(t *testing.T) {
 		{"a word after the version", "GET / HTTP/1.1 x\r\nHost: evil.test\r\n\r\n", "cannot read"},
 		{"PROXY protocol v1", "PROXY TCP4 192.0.2.1 192.0.2.2 1 80\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "PROXY protocol"},
 		{"PROXY protocol v2", "\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\xc0\x00\x02\x01\xc0\x00\x02\x02\x00\x01\x00\x50GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", "PROXY protocol"},
+		{"a control byte", "GET /\x01 HTTP/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 		{"lower case version", "GET / http/1.1\r\nHost: evil.test\r\n\r\n", "cannot read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -256,4 +257,23 @@ func TestForwardUpgradeOnlyWebSocket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requestLineState's verdict on a stream's first bytes holds for the
+// whole stream: sniffHTTP decides as soon as it can, and more bytes must
+// not have made them HTTP (a lenient server's) after they were passed on.
+func FuzzRequestLineState(f *testing.F) {
+	for _, s := range []string{"GET / HTTP/1.1\r\n", "GET \x01 HTTP/1.1\r\n", "\r\n GET / HTTP/1.1\n", "GET key\r\n",
+		"A \x00\x00\x01", "PRI * HTTP/2.0\r\n", "SET k v\r\n", "GET /\r\n", "\x16\x03\x01"} {
+		f.Add([]byte(s), 3)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		whole := requestLineState(b)
+		if cut < 0 || cut > len(b) {
+			return
+		}
+		if early := requestLineState(b[:cut]); early != lineMore && early != whole {
+			t.Fatalf("%q: %d on its first %d bytes, %d on all", b, early, cut, whole)
+		}
+	})
 }
