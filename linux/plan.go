@@ -890,6 +890,15 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			protect(t.path, t.why, t.reserve && reserveIfParent(t.path))
 		}
 	}
+	// A Mercurial repository's configuration and share pointer are
+	// read-only where they exist (attack pass 89); where they do not, the
+	// audit takes out what the run made (no placeholder: a directory per
+	// repository per run).
+	hgEntries := func(h string) {
+		for _, n := range policy.HgProtected {
+			protect(filepath.Join(h, n), "mercurial: "+n+" of a repository is never writable (hg runs its hooks, extensions and aliases)", false)
+		}
+	}
 	names := func(a string, reserve []string) {
 		for _, n := range policy.MandatoryFiles {
 			protect(filepath.Join(a, n), mandatoryWhy(n), contains(reserve, n))
@@ -928,6 +937,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, f := range res.gitFiles {
 			protect(f, "git: a .git pointer is never writable", false)
 		}
+		for _, h := range res.hgDirs {
+			hgEntries(h)
+		}
 		for _, n := range res.named {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
@@ -946,6 +958,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			if cd, ok := readCommondir(gitDir); ok {
 				gitEntries(cd, true)
 			}
+		}
+		// The Mercurial repository the command works in, found as hg
+		// finds it (the closest .hg above), deeper than the search or not.
+		if h := enclosingHgDir(c); h != "" {
+			hgEntries(h)
 		}
 	}
 	if home != "" {
@@ -1680,6 +1697,23 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 		}
 		if d == "/" {
 			return "", ""
+		}
+	}
+}
+
+// enclosingHgDir returns the .hg directory hg would use for a command
+// started in dir (the closest .hg directory at or above dir), "" if none.
+// A .hg symlink is not followed (its target's lookup could ask the host's
+// automounter for a name the command chose): the audit judges what one
+// leads to.
+func enclosingHgDir(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		h := filepath.Join(d, ".hg")
+		if lstatKind(h) == 'd' {
+			return h
+		}
+		if d == "/" {
+			return ""
 		}
 	}
 }

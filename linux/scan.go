@@ -35,6 +35,10 @@ type scanResult struct {
 	gitFiles []string
 	// workTrees are directories holding a .git entry.
 	workTrees []string
+	// hgDirs are Mercurial repositories' .hg directories: their
+	// configuration and share pointer (policy.HgProtected) are kept
+	// read-only.
+	hgDirs []string
 	// named are existing entries with a mandatory name (.vscode, .bashrc,
 	// ...) found anywhere within the search depth.
 	named []string
@@ -206,6 +210,7 @@ type scanDir struct {
 	GitDir  bool     // a .git directory
 	Bare    bool     // the directory is a bare repository
 	Named   []string // mandatory names present
+	HgDir   bool     // a .hg directory (a Mercurial repository)
 	// A .git file, where it points and that target's commondir, with the
 	// stamps of the files read: they can change without the directory.
 	GitFile                bool
@@ -262,6 +267,9 @@ func readDir(dir string, st stamp) (scanDir, error) {
 		}
 	}
 	d.Bare = isBareRepo(has)
+	if h, ok := has[".hg"]; ok && h.IsDir() {
+		d.HgDir = true
+	}
 	for _, e := range es {
 		name := e.Name()
 		if mandatoryName[name] {
@@ -328,7 +336,7 @@ func prestamp(old map[string]scanDir) map[string]stamp {
 // sameFindings compares what two reads of a directory found (not their
 // stamps).
 func (d scanDir) sameFindings(e scanDir) bool {
-	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare &&
+	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir &&
 		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
 }
 
@@ -405,6 +413,9 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 		}
 		if d.Bare {
 			r.gitDirs = append(r.gitDirs, it.dir)
+		}
+		if d.HgDir {
+			r.hgDirs = append(r.hgDirs, filepath.Join(it.dir, ".hg"))
 		}
 		for _, n := range d.Named {
 			r.named = append(r.named, filepath.Join(it.dir, n))
@@ -520,7 +531,7 @@ func readCommondir(gitdir string) (string, bool) {
 }
 
 // scanCacheMagic heads the cache file; a new layout gets a new magic.
-const scanCacheMagic = "moat-scan 5\n"
+const scanCacheMagic = "moat-scan 6\n"
 
 // scanCacheHeader is the magic and a digest of the names the search looks
 // for. A directory's entry holds what the search found there, not what it
@@ -580,7 +591,7 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 		d.Stamp = r.stamp()
 		d.Subdirs = r.strs()
 		fl := r.int()
-		d.GitDir, d.Bare, d.GitFile = fl&1 != 0, fl&2 != 0, fl&4 != 0
+		d.GitDir, d.Bare, d.GitFile, d.HgDir = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0
 		d.Named = r.strs()
 		d.Target, d.Common = r.str(), r.str()
 		d.FileStamp, d.CommonStamp = r.stamp(), r.stamp()
@@ -610,6 +621,9 @@ func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
 		}
 		if d.GitFile {
 			fl |= 4
+		}
+		if d.HgDir {
+			fl |= 8
 		}
 		w.int(fl)
 		w.strs(d.Named)

@@ -740,6 +740,12 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 	}
 	if dir == a.o.Home {
 		a.settingsFile(filepath.Join(dir, ".srt-settings.json"))
+		for _, n := range hgHomeConfigs {
+			a.hgFile(filepath.Join(dir, n), false, 0, map[string]bool{})
+		}
+	}
+	if d.flags&flagHg != 0 {
+		a.hgRepo(dir)
 	}
 	if d.flags&flagTool != 0 {
 		a.toolFiles(dir)
@@ -771,6 +777,7 @@ var ToolNames = []string{
 	".devcontainer.json", "opencode.json", "opencode.jsonc", ".opencode",
 	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise",
 	"crush.json", ".crush.json", ".qwen", ".amazonq", ".kiro", ".roo",
+	".hgrc",
 }
 
 var toolNames = func() map[string]bool {

@@ -24,6 +24,7 @@ const (
 	flagClaude                     // ... a .claude entry
 	flagTool                       // ... a name a tool reads code from (toolNames)
 	flagBlocking                   // ... a file git reads by name (worktreeGitFiles) that is a named pipe or device
+	flagHg                         // ... a .hg entry (a Mercurial repository)
 )
 
 // dirInfo is what the audit keeps of one directory.
@@ -62,6 +63,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			}
 		case strings.EqualFold(name, ".claude"):
 			d.flags |= flagClaude
+		case strings.EqualFold(name, ".hg"):
+			d.flags |= flagHg
 		case toolName(name):
 			d.flags |= flagTool
 		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):
@@ -119,7 +122,7 @@ func (c *walkCache) redirect(file string) string {
 	return c.redirects[file]
 }
 
-const cacheMagic = "moat-gitguard 3\n"
+const cacheMagic = "moat-gitguard 4\n"
 
 func cacheFile(dir, root string) string {
 	h := sha256.Sum256([]byte(root))

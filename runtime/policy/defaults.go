@@ -105,6 +105,9 @@ var MandatoryFiles = []string{
 	".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".inputrc",
 	// git configuration outside .git
 	".gitconfig", ".gitmodules",
+	// Mercurial's user configuration: its [hooks], [extensions] and
+	// [alias] run a program at the user's every hg (attack pass 89)
+	".hgrc",
 	// tools that run code or change behaviour from a file in the directory
 	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
 	// a dev container's file at the top of the project: the spec reads it
@@ -217,6 +220,17 @@ func HomeOwn(p, home string) bool {
 // directories of submodules; commondir redirects git to another directory's
 // config and hooks.
 var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.worktree", "remotes", "branches"}
+
+// HgProtected are the entries of a Mercurial repository's .hg that are
+// never writable where they exist: hg reads hgrc (and, in a share,
+// hgrc-not-shared) as the repository's configuration when the user owns
+// it, and its [hooks], [extensions], [alias] !commands and [ui]
+// editor/merge/pager run programs at the user's next hg status; sharedpath
+// (with shared or share-safe in requires) sends hg to another directory
+// whose hgrc it reads (attack pass 89). Where one does not exist no
+// placeholder reserves it (a directory per repository per run): the audit
+// takes out one the run made (gitguard's hgRepo).
+var HgProtected = []string{"hgrc", "hgrc-not-shared", "requires", "sharedpath"}
 
 // GitWorktreeProtected are the entries of each linked worktree's
 // administrative directory (.git/worktrees/NAME) that are never writable:

@@ -1,0 +1,184 @@
+package gitguard
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+)
+
+// hgFiles are the files of a Mercurial repository's .hg that make the
+// user's next hg run a program: hgrc and hgrc-not-shared are the
+// repository's configuration, trusted when the user owns them, whose
+// [hooks], [extensions], [alias] !commands and [ui] editor, merge and pager
+// run programs (a pre-status hook at the next hg status); sharedpath sends
+// hg to another repository, whose hgrc it reads. hg reads nothing else of
+// .hg that runs code; requires only refuses what hg does not support.
+var hgFiles = []string{"hgrc", "hgrc-not-shared", "sharedpath"}
+
+// hgRepo judges the Mercurial repository whose .hg lies in dir: the plan
+// keeps the files of hgFiles read-only where they exist when the run
+// starts, but a new repository (hg init, a .hg made by hand, in the
+// project or any directory below it) or a file of hgFiles the repository
+// did not have was free to make, and ran a hook at the user's next hg
+// status, as root and as the user (attack pass 89,
+// TestHgStateTakenOut). What changed during the run is taken out,
+// unless it is an hgrc that only names remote paths and the user name
+// (hg clone writes one).
+func (a *auditor) hgRepo(dir string) {
+	h := filepath.Join(dir, ".hg")
+	a.reachPath(h)
+	fi, err := lstat(h)
+	if err != nil {
+		return
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// hg follows a .hg symlink (it asks whether .hg is a directory):
+		// one made during the run chose the repository.
+		id := idOf(fi)
+		if a.changedAt(h, id) {
+			a.judgedAs(h, id)
+			if real, ok := a.changedActionable(h); ok {
+				a.quarantine(real, "a .hg symlink made during the run: hg takes the directory it leads to for the repository and runs the hooks and extensions of its hgrc")
+				return
+			}
+		}
+	} else if !fi.IsDir() {
+		return
+	}
+	seen := map[string]bool{}
+	for _, n := range hgFiles {
+		a.hgFile(filepath.Join(h, n), n == "sharedpath", 0, seen)
+	}
+	// A share the user made (its sharedpath older than the run): with
+	// share-safe, hg reads the source repository's hgrc too.
+	if b, _, err := readSmall(filepath.Join(h, "sharedpath"), 4096); err == nil {
+		t := strings.TrimRight(string(b), "\n")
+		if t != "" && !strings.ContainsRune(t, 0) {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(h, t) // relshared
+			}
+			a.hgFile(filepath.Join(filepath.Clean(t), "hgrc"), false, 0, seen)
+		}
+	}
+}
+
+// hgHomeConfigs are the user's Mercurial configuration files below the
+// home besides ~/.hgrc (a tool name, judged as one).
+var hgHomeConfigs = []string{".config/hg/hgrc"}
+
+// hgFile judges one configuration file (or, pointer, the sharedpath) of
+// Mercurial: taken out when it changed during the run; otherwise the files
+// its %include lines name are judged in turn, as hg reads them.
+func (a *auditor) hgFile(p string, pointer bool, depth int, seen map[string]bool) {
+	if depth > 10 || seen[p] {
+		return
+	}
+	seen[p] = true
+	a.reachPath(p)
+	id, err := lstatID(p)
+	if err != nil {
+		return
+	}
+	changed := a.changedAt(p, id)
+	// Through a symlink, the file it leads to too (written, or renamed
+	// there, during the run).
+	tid := id
+	if fi, err := stat(p); err == nil {
+		tid = idOf(fi)
+		changed = changed || a.changed(tid)
+	}
+	if changed && a.protectedFile(p) {
+		changed = id.ctime > a.start || tid.ctime > a.start
+	}
+	b, _, rerr := readSmall(p, maxConfigSize)
+	if changed {
+		if !pointer && rerr == nil && hgrcHarmless(b) {
+			return
+		}
+		a.judgedAs(p, id)
+		why := "a Mercurial configuration file written during the run: hg runs the hooks, extensions, aliases and editor it names at the user's next hg status"
+		if pointer {
+			why = "a Mercurial sharedpath written during the run: hg reads the configuration of the repository it names"
+		}
+		if real, ok := a.changedActionable(p); ok {
+			a.quarantine(real, why)
+		}
+		return
+	}
+	if pointer || rerr != nil {
+		return
+	}
+	for _, inc := range hgIncludes(b, filepath.Dir(p), a.o.Home) {
+		a.hgFile(inc, false, depth+1, seen)
+	}
+}
+
+// hgLines splits a Mercurial configuration file as hg does (bytes'
+// splitlines: a lone CR ends a line too).
+func hgLines(b []byte) []string {
+	s := strings.ReplaceAll(string(b), "\r\n", "\n")
+	return strings.Split(strings.ReplaceAll(s, "\r", "\n"), "\n")
+}
+
+// hgrcHarmless reports an hgrc that sets nothing but remote paths and the
+// user name: comments, blank lines, section headers, [paths] items and
+// [ui] username (what hg clone writes). Anything else, another item, a
+// %include or %unset, is not: the allow-list is what is known to run
+// nothing.
+func hgrcHarmless(b []byte) bool {
+	section, item := "", false
+	for _, l := range hgLines(b) {
+		switch {
+		case strings.TrimSpace(l) == "" || l[0] == '#' || l[0] == ';':
+		case l[0] == '[':
+			// hg takes the name up to the first ']' as it is.
+			end := strings.IndexByte(l, ']')
+			if end < 2 {
+				return false
+			}
+			section, item = l[1:end], false
+		case l[0] == ' ' || l[0] == '\t':
+			// A continuation of the item above: only of an allowed one.
+			if !item {
+				return false
+			}
+		default:
+			k, _, ok := strings.Cut(l, "=")
+			k = strings.TrimSpace(k)
+			if !ok || l[0] == '%' || !(section == "paths" || section == "ui" && k == "username") {
+				return false
+			}
+			item = true
+		}
+	}
+	return true
+}
+
+// hgIncludes are the files a Mercurial configuration file includes
+// (%include PATH, PATH relative to its directory, ~ expanded); a path with
+// an environment variable, which the user's hg expands from an environment
+// the audit does not know, is not followed.
+func hgIncludes(b []byte, dir, home string) []string {
+	var out []string
+	for _, l := range hgLines(b) {
+		rest, ok := strings.CutPrefix(l, "%include")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		v := strings.TrimSpace(rest)
+		if v == "" || strings.Contains(v, "$") {
+			continue
+		}
+		if v == "~" || strings.HasPrefix(v, "~/") {
+			if home == "" {
+				continue
+			}
+			v = home + v[1:]
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(dir, v)
+		}
+		out = append(out, filepath.Clean(v))
+	}
+	return out
+}
