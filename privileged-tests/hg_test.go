@@ -35,6 +35,7 @@ func TestHgStateTakenOut(t *testing.T) {
 	type route struct {
 		name   string
 		setup  string   // run first, as the user, outside moat, in the work tree
+		old    bool     // what setup made is older than the run
 		cmds   []string // what the command does, one run each (a pause between)
 		status string   // where the user then runs hg status
 	}
@@ -68,6 +69,12 @@ func TestHgStateTakenOut(t *testing.T) {
 						"mkdir -p stage/store && cp s0/.hg/requires stage/ && cp s0/.hg/store/requires stage/store/ && printf '" + hook + marker("staged-share") + "\\n' > stage/hgrc",
 						"mkdir -p x/.hg && cp s0/.hg/requires x/.hg/ && echo shared >> x/.hg/requires && echo \"$PWD/stage\" > x/.hg/sharedpath",
 					}, status: "x"},
+				// The user's hgrc includes a file in the tree the command
+				// makes (%include, relative to the hgrc's directory).
+				{name: "include", setup: "hg init i && printf '%%include ../../inc.rc\\n' > i/.hg/hgrc", old: true,
+					cmds: []string{"printf '" + hook + marker("include") + "\\n' > inc.rc"}, status: "i"},
+				{name: "home-config-hg", setup: "hg init h",
+					cmds: []string{"mkdir -p \"$HOME/.config/hg\" && printf '" + hook + marker("home-config-hg") + "\\n' > \"$HOME/.config/hg/hgrc\""}, status: "h"},
 				{name: "home-hgrc", setup: "hg init h",
 					cmds: []string{"printf '" + hook + marker("home-hgrc") + "\\n' > \"$HOME/.hgrc\""}, status: "h"},
 			}
@@ -89,10 +96,11 @@ func TestHgStateTakenOut(t *testing.T) {
 			}
 			reset := func(r route) {
 				t.Helper()
-				for _, p := range []string{"r", "n", "src", "dst", "l", "s0", "stage", "x", "h", "e"} {
+				for _, p := range []string{"r", "n", "src", "dst", "l", "s0", "stage", "x", "h", "e", "i", "inc.rc"} {
 					must(t, os.RemoveAll(filepath.Join(f.work, p)))
 				}
 				os.Remove(filepath.Join(f.home, ".hgrc"))
+				os.RemoveAll(filepath.Join(f.home, ".config", "hg"))
 				os.Remove(marker(r.name))
 				if r.setup != "" {
 					if got := sh(f.work, "/bin/sh", "-c", r.setup); got.code != 0 {
@@ -109,7 +117,7 @@ func TestHgStateTakenOut(t *testing.T) {
 			for _, r := range routes {
 				reset(r)
 				for i, c := range r.cmds {
-					if i > 0 {
+					if i > 0 || r.old {
 						// Past the next run's start, rounded down, less a
 						// second: what the earlier run made is old to it.
 						time.Sleep(2100 * time.Millisecond)
