@@ -39,12 +39,17 @@ const (
 type extraction struct {
 	ev         shellword.Evaluator // the shared word evaluator, for the source being walked
 	cands      [][]string
-	seen       map[string]bool         // candidates already in cands
-	incomplete string                  // why some command could not be seen ("" if none)
-	piped      map[*syntax.Stmt]string // what echo ... | prints into a statement's stdin
-	nested     int                     // bytes parsed for nested strings
-	findNames  int                     // > 0 while looking at find -exec's words, where {} is a name found
-	candsBuf   [4][]string             // cands' first backing array
+	seen       map[string]bool          // candidates already in cands
+	incomplete string                   // why some command could not be seen ("" if none)
+	piped      map[*syntax.Stmt]pipedIn // the pipes into statements, with what echo ... | prints
+	nested     int                      // bytes parsed for nested strings
+	findNames  int                      // > 0 while looking at find -exec's words, where {} is a name found
+	// lineStdin: the command being looked at (or one it runs, inside
+	// sh -c, a wrapper, find -exec) reads a standard input the line
+	// gives (a pipe, a redirection on fd 0, a descriptor), known or not;
+	// false when it is the caller's, which the line does not choose.
+	lineStdin bool
+	candsBuf  [4][]string // cands' first backing array
 }
 
 func (x *extraction) fail(why string) {
@@ -60,9 +65,10 @@ func (x *extraction) extractParts(parts []part) {
 		// What a shell would read as its script from stdin: known text
 		// (have, stdin), a file on disk (have, ""), or unknown (!have:
 		// the host's, a pipe, another descriptor).
-		stdin, have := "", false
+		stdin, have, fromLine := "", false, false
 		if i > 0 && (parts[i-1].op == "|" || parts[i-1].op == "|&") {
 			stdin, have = echoOutput(parts[i-1].argv)
+			fromLine = true
 		}
 		for _, a := range p.assigns {
 			x.assignedCode(a.name, a.value, 0)
@@ -71,6 +77,7 @@ func (x *extraction) extractParts(parts []part) {
 			if r.fd != "" && r.fd != "0" {
 				continue
 			}
+			fromLine = fromLine || strings.HasPrefix(r.op, "<")
 			switch {
 			case r.isHeredoc():
 				stdin, have = heredocText(r), true
@@ -82,7 +89,7 @@ func (x *extraction) extractParts(parts []part) {
 				stdin, have = "", false // <&N
 			}
 		}
-		x.command(p.argv, 0, stdin, have)
+		x.command(p.argv, 0, stdin, have, fromLine)
 	}
 }
 
@@ -148,11 +155,14 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			// here-string on fd 0, a file (have, ""), or unknown (!have:
 			// the host's stdin, a pipe, a process substitution, another
 			// descriptor, a block's or exec's redirection).
-			stdin, have := x.piped[n]
+			in, fromLine := x.piped[n]
+			stdin, have := in.text, in.known
 			for _, r := range n.Redirs {
 				if r.N != nil && r.N.Value != "0" {
 					continue
 				}
+				fromLine = fromLine || r.Op == syntax.WordHdoc || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc ||
+					r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut || r.Op == syntax.DplIn
 				switch {
 				case r.Hdoc != nil:
 					stdin, have = x.hdocText(r), true
@@ -168,7 +178,7 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 					stdin, have = "", false
 				}
 			}
-			x.command(argv, depth, stdin, have)
+			x.command(argv, depth, stdin, have, fromLine)
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 				x.pipeIntoShell(n, depth)
@@ -258,10 +268,18 @@ func procSubst(w *syntax.Word) bool {
 	return ok
 }
 
+// pipedIn is what a pipe feeds a statement: known text (echo, printf) or
+// not.
+type pipedIn struct {
+	text  string
+	known bool
+}
+
 // pipeIntoShell handles "producer | sh": when the producer is echo or
 // printf with known output, that is the script the right side's shell (or
 // source) reads; the right side's own statement is judged with it. Any
-// other producer leaves the right side's stdin unknown.
+// other producer leaves the right side's stdin unknown, but the line's
+// all the same (cat f | su: see ownShell).
 func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 	if _, ok := b.Y.Cmd.(*syntax.CallExpr); !ok {
 		return // a block, a subshell: their statements' stdin is unknown
@@ -274,16 +292,16 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 		}
 		break
 	}
+	if x.piped == nil {
+		x.piped = map[*syntax.Stmt]pipedIn{}
+	}
+	in := pipedIn{}
 	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
 		if largv, ok := x.words(call.Args); ok {
-			if s, ok := echoOutput(largv); ok {
-				if x.piped == nil {
-					x.piped = map[*syntax.Stmt]string{}
-				}
-				x.piped[b.Y] = s
-			}
+			in.text, in.known = echoOutput(largv)
 		}
 	}
+	x.piped[b.Y] = in
 }
 
 // words evaluates call arguments for matching: quotes removed, $'...'
@@ -476,9 +494,15 @@ func (x *extraction) nestedSource(src string, depth int) {
 // command records the candidates of one command and looks through it.
 // stdin is the script a shell would read from its standard input, when
 // known (haveStdin).
-func (x *extraction) command(argv []string, depth int, stdin string, haveStdin bool) {
+// fromLine: its standard input is the line's (a pipe, a redirection on
+// fd 0), known or not; a command inside another (sh -c 'su') reads the
+// outer one's.
+func (x *extraction) command(argv []string, depth int, stdin string, haveStdin, fromLine bool) {
 	budget := maxPerCommand
+	saved := x.lineStdin
+	x.lineStdin = saved || fromLine
 	x.look(argv, depth, stdin, haveStdin, &budget)
+	x.lineStdin = saved
 }
 
 func (x *extraction) add(argv []string) {

@@ -108,7 +108,7 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 		// denied, su -s /bin/rm root victim.txt was allowed and removed
 		// the file run as the host would (attack pass 78)
 		shells := suShells(argv)
-		if len(shells) == 0 && haveStdin && suNoCommand(argv) {
+		if len(shells) == 0 && (haveStdin || x.lineStdin) && suNoCommand(argv) {
 			// no -s and no -c: the user's login shell, reading the
 			// line's standard input (attack pass 88; see ownShell)
 			shells = []string{"sh"}

@@ -76,9 +76,13 @@ var (
 // line's, as sh reading the line's standard input. Without one on the
 // line (no here-string, pipe or redirection) the shell reads what moat
 // run's caller gives, which is not the line's to choose: script -q
-// out.log, su root are decided as before.
+// out.log, su root are decided as before. A standard input the line
+// gives but whose text it does not show (cat f | su, tr a b <<< ... |
+// su, echo -e '\x72m ...' | su, su 3<<< ... 0<&3) is a script unseen,
+// as for sh: under Bash(su:*) with Bash(rm:*) denied, cat <<< 'rm -f
+// victim.txt' | su was allowed and removed the file (attack pass 91).
 func (x *extraction) ownShell(depth int, stdin string, haveStdin bool, budget *int) {
-	if !haveStdin {
+	if !haveStdin && !x.lineStdin {
 		return
 	}
 	x.look([]string{"sh"}, depth, stdin, haveStdin, budget)

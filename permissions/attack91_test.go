@@ -1,0 +1,49 @@
+package permissions
+
+import "testing"
+
+// TestOwnShellReadsUnseenStdinAsks: a program that starts a shell of its
+// own (su, script, unshare, chroot, ssh HOST, ...) reads its commands from
+// the standard input the line gives; when the line does not show that
+// text (a pipe from any program but echo or printf of plain words, echo
+// -e, a descriptor duplicated onto fd 0, sh -c whose stdin is piped), the
+// shell's script is unseen and the line asks, as cat f | sh does: under
+// Bash(su:*) with Bash(rm:*) denied, cat <<< 'rm -f victim.txt' | su, su
+// 3<<< 'rm -f victim.txt' 0<&3, echo -e '\x72m -f victim.txt' | su and
+// echo 'rm -f victim.txt' | sh -c su were allowed and removed the file,
+// as cat <<< ... | unshare, | script -q /dev/null and | timeout 5 su did
+// (attack pass 91, as root on the host).
+func TestOwnShellReadsUnseenStdinAsks(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(su:*)", "cat <<< 'rm -f x' | su", askV},
+		{"Bash(su:*)", "tr a a <<< 'rm -f x' | su", askV},
+		{"Bash(su:*)", "cat v.sh | su", askV},
+		{"Bash(su:*)", "su 3<<< 'rm -f x' 0<&3", askV},
+		{"Bash(su:*)", "su - <&3 3<<< 'rm -f x'", askV},
+		{"Bash(su:*)", "echo -e '\\x72m -f x' | su", askV},
+		{"Bash(su:*)", "printf '%s\\n' 'rm -f x' | su", askV},
+		{"Bash(su:*)", "cat <<< 'rm -f x' |& su root", askV},
+		{"Bash(su:*)", "cat <<< 'rm -f x' | timeout 5 su", askV},
+		{"Bash(su:*)", "su < /dev/fd/3 3<<< 'rm -f x'", askV},
+		{"Bash(runuser:*)", "cat <<< 'rm -f x' | runuser root", askV},
+		{"Bash(sh:*)", "echo 'rm -f x' | sh -c su", askV},
+		{"Bash(bash:*)", "bash -c 'su' <<< 'rm -f x'", askV},
+		{"Bash(script:*)", "cat <<< 'rm -f x' | script -q /dev/null", askV},
+		{"Bash(unshare:*)", "cat <<< 'rm -f x' | unshare", askV},
+		{"Bash(chroot:*)", "cat <<< 'rm -f /x' | chroot /", askV},
+		{"Bash(ssh:*)", "ssh h 3<<< 'rm -f x' 0<&3", askV},
+		{"Bash(sudo:*)", "cat <<< 'rm -f x' | sudo -s", askV},
+		{"Bash(machinectl:*)", "cat <<< 'rm -f x' | machinectl shell .host", askV},
+		{"Bash(nsenter:*)", "cat <<< 'rm -f x' | nsenter -t 1 -m", askV},
+		// still decided as before: the caller's standard input, a command
+		// named, or text the line shows
+		{"Bash(su:*)", "su root", allow},
+		{"Bash(su:*)", "su root | cat", allow},
+		{"Bash(runuser:*)", "cat <<< ls | runuser -u root make", allow},
+		{"Bash(timeout:*)", "cat v.sh | timeout 5 make", allow},
+		{"Bash(script:*)", "script -q out.log", allow},
+		{"Bash(su:*)", "printf 'rm -f x' | su", deny},
+		{"Bash(su:*)", "su 0<<< 'rm -f x'", deny},
+		{"Bash(su:*)", "su <<- EOF\n\trm -f x\n\tEOF", deny},
+	})
+}
