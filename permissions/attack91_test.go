@@ -47,3 +47,28 @@ func TestOwnShellReadsUnseenStdinAsks(t *testing.T) {
 		{"Bash(su:*)", "su <<- EOF\n\trm -f x\n\tEOF", deny},
 	})
 }
+
+// TestCrontabJobsSeenByDenyRules: crontab - (or no file) installs the
+// jobs of its standard input, which crond runs on the host: under
+// Bash(busybox:*) with Bash(rm:*) denied, busybox crontab -c DIR - <<<
+// '* * * * * rm -f victim.txt' was allowed and busybox crond removed the
+// file within the minute (attack pass 91, as root on the host). A table
+// on the line is read as at's job is; one the line gives but does not
+// show, or one that sets SHELL or gives a job standard input (%), asks.
+func TestCrontabJobsSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(busybox:*)", "busybox crontab -c /var/tmp/cron - <<< '* * * * * rm -f x'", deny},
+		{"Bash(crontab:*)", "crontab - <<< '* * * * * rm -f x'", deny},
+		{"Bash(crontab:*)", "crontab <<< '@reboot rm -f x'", deny},
+		{"Bash(crontab:*)", "echo '*/5 1 * * 1-5 rm -f x' | crontab -u root -", deny},
+		{"Bash(crontab:*)", "crontab - <<< 'PAGER=x\n0\t0 * * *  rm -f x'", deny},
+		{"Bash(crontab:*)", "cat jobs | crontab -", askV},
+		{"Bash(crontab:*)", "crontab - <<< 'SHELL=/bin/rm\n* * * * * -f x'", askV},
+		{"Bash(crontab:*)", "crontab - <<< '* * * * * sh%rm -f x'", askV},
+		// still allowed: a table on disk (as sh FILE), listing, a job
+		// that runs nothing denied
+		{"Bash(crontab:*)", "crontab jobs", allow},
+		{"Bash(crontab:*)", "crontab -l", allow},
+		{"Bash(crontab:*)", "crontab - <<< '* * * * * ls'", allow},
+	})
+}

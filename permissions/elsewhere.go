@@ -26,6 +26,8 @@ func (x *extraction) elsewhere(argv []string, depth int, stdin string, haveStdin
 		x.screen(argv, depth, budget)
 	case "at", "batch":
 		x.atJob(argv, depth, stdin, haveStdin)
+	case "crontab":
+		x.crontab(argv, depth, stdin, haveStdin)
 	case "ssh":
 		if x.ssh(argv, depth) {
 			// no command: the remote login shell reads the line's
