@@ -72,3 +72,31 @@ func TestCrontabJobsSeenByDenyRules(t *testing.T) {
 		{"Bash(crontab:*)", "crontab - <<< '* * * * * ls'", allow},
 	})
 }
+
+// TestNewgrpAndSgShellReadStdinSeenByDenyRules: newgrp (which takes no
+// command) and sg GROUP with no command start a shell that reads the
+// line's standard input: under Bash(newgrp:*) / Bash(sg:*) with
+// Bash(rm:*) denied, newgrp root <<< 'rm -f victim.txt' and sg root <<<
+// 'rm -f victim.txt' were allowed and removed the file (attack pass 91,
+// as root on the host). toolbox and distrobox enter, lxc and incus shell
+// and vagrant ssh with no command start a login shell in a container or
+// machine as ssh HOST does (not run here: not installed).
+func TestNewgrpAndSgShellReadStdinSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(newgrp:*)", "newgrp <<< 'rm -f x'", deny},
+		{"Bash(newgrp:*)", "newgrp - root <<< 'rm -f x'", deny},
+		{"Bash(newgrp:*)", "cat <<< 'rm -f x' | newgrp root", askV},
+		{"Bash(sg:*)", "sg root <<< 'rm -f x'", deny},
+		{"Bash(sg:*)", "echo 'rm -f x' | sg root", deny},
+		{"Bash(toolbox:*)", "toolbox enter <<< 'rm -f x'", deny},
+		{"Bash(distrobox:*)", "distrobox enter box <<< 'rm -f x'", deny},
+		{"Bash(lxc:*)", "lxc shell c1 <<< 'rm -f x'", deny},
+		{"Bash(incus:*)", "incus shell c1 <<< 'rm -f x'", deny},
+		{"Bash(vagrant:*)", "vagrant ssh <<< 'rm -f x'", deny},
+		// still allowed: the caller's standard input, or a command named
+		{"Bash(newgrp:*)", "newgrp root", allow},
+		{"Bash(sg:*)", "sg root", allow},
+		{"Bash(distrobox:*)", "cat v.sh | distrobox enter box -- make", allow},
+		{"Bash(vagrant:*)", "cat v.sh | vagrant ssh -c make", allow},
+	})
+}

@@ -685,6 +685,11 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "-c" {
 			rest = rest[1:]
 		}
+		if len(rest) <= 1 || len(rest) == 2 && rest[1] == "-c" {
+			// sg GROUP with no command: a shell reading the line's
+			// standard input, as newgrp's (see stdinShell)
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
 		if len(rest) > 1 {
 			rest = rest[1:]
 			if rest[0] == "-c" {

@@ -9,7 +9,8 @@ import (
 // for them: su [USER], runuser USER, script [FILE], sudo -s/-i, doas -s,
 // systemd-run --shell, machinectl shell [HOST], chroot DIR, unshare,
 // nsenter, fakeroot, fakechroot, firejail, pkexec, ssh HOST (a remote
-// login shell). That shell reads its
+// login shell), newgrp, sg GROUP, toolbox and distrobox enter, lxc and
+// incus shell, vagrant ssh. That shell reads its
 // commands from standard input, which a here-string or a pipe on the line
 // gives: under Bash(su:*) with Bash(rm:*) denied, su <<< 'rm -f
 // victim.txt' and echo 'rm -f victim.txt' | su were allowed and removed
@@ -141,6 +142,25 @@ func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdi
 		// nsenter's namespace options take a file only after '=' or
 		// attached; -t, -S, -G (and their long names) take a value
 		if !nsenterCommand(argv) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
+	case "newgrp":
+		// newgrp [-] [GROUP] takes no command: it always starts a shell,
+		// and newgrp root <<< 'rm -f victim.txt' removed the file on the
+		// host (attack pass 91; sg GROUP with no command too, read in
+		// look)
+		x.ownShell(depth, stdin, haveStdin, budget)
+	case "toolbox", "distrobox", "lxc", "incus", "vagrant":
+		// toolbox enter, distrobox enter, lxc shell, incus shell and
+		// vagrant ssh with no command start a login shell in the
+		// container or machine, as ssh HOST does (not run here: none is
+		// installed). Any of the words may be the subcommand: more
+		// readings, never fewer.
+		sub := map[string]string{"toolbox": "enter", "distrobox": "enter", "lxc": "shell", "incus": "shell", "vagrant": "ssh"}[name]
+		command := slices.ContainsFunc(argv[1:], func(w string) bool {
+			return w == "--" || w == "-c" || w == "-e" || strings.HasPrefix(w, "--command") || strings.HasPrefix(w, "--exec")
+		})
+		if slices.Contains(argv[1:], sub) && !command {
 			x.ownShell(depth, stdin, haveStdin, budget)
 		}
 	case "machinectl":
