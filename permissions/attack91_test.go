@@ -100,3 +100,26 @@ func TestNewgrpAndSgShellReadStdinSeenByDenyRules(t *testing.T) {
 		{"Bash(vagrant:*)", "cat v.sh | vagrant ssh -c make", allow},
 	})
 }
+
+// TestExAndVimBuildNamesAsk: ex is vim in Ex mode, which runs the Ex
+// commands of its standard input, -c and +CMD: under Bash(ex:*) with
+// Bash(rm:*) denied, ex -s <<< '!rm -f victim.txt' and ex -c '!rm -f
+// victim.txt' -c q were allowed and removed the file, as editor -es <<<
+// ... did under Bash(editor:*) where editor is vim (attack pass 91, on
+// the host). They ask as vim -es does (pass 88); Debian's vim.basic,
+// vim.tiny and the rest are read as vim.
+func TestExAndVimBuildNamesAsk(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(ex:*)", "ex -s <<< '!rm -f x'", askV},
+		{"Bash(ex:*)", "ex -c '!rm -f x' -c q", askV},
+		{"Bash(ex:*)", "ex +'!rm -f x' +q f", askV},
+		{"Bash(ex:*)", "echo '!rm -f x' | ex", askV},
+		{"Bash(editor:*)", "editor -es <<< '!rm -f x'", askV},
+		{"Bash(vim.basic:*)", "vim.basic -c '!rm -f x' -c q", askV},
+		{"Bash(vim.tiny:*)", "vim.tiny -es <<< '!rm -f x'", askV},
+		// still allowed: vim reading a file from its input, rvim (which
+		// runs no shell command)
+		{"Bash(vim:*)", "vim - <<< x", allow},
+		{"Bash(vim.basic:*)", "vim.basic f.txt", allow},
+	})
+}

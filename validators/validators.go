@@ -404,6 +404,13 @@ func execOption(all []Word) string {
 				return opt
 			}
 		}
+		if name == "ex" {
+			// ex is vim (or vi) started in Ex mode: it runs the Ex
+			// commands of its standard input, -c and +CMD alike, and ex -s
+			// <<< '!rm -f victim.txt' removed the file under Bash(ex:*)
+			// with Bash(rm:*) denied (attack pass 91), as vim -es does
+			return "Ex mode (ex)"
+		}
 		for i, a := range args {
 			v := a.Value
 			opt, val, hasVal := strings.Cut(v, "=")
@@ -460,7 +467,11 @@ func execOption(all []Word) string {
 						return v
 					}
 				}
-			case "vi", "vim", "nvim", "view", "vimdiff", "gvim", "gview", "evim", "vimx", "nvi", "elvis":
+			case "vi", "vim", "nvim", "view", "vimdiff", "gvim", "gview", "evim", "vimx", "nvi", "elvis",
+				// Debian's names of vim's builds, and editor, its
+				// alternative (editor -es <<< '!rm -f victim.txt' removed
+				// the file where editor is vim: attack pass 91)
+				"vim.basic", "vim.tiny", "vim.nox", "vim.gtk", "vim.gtk3", "vim.athena", "editor":
 				if opt := vimExecOption(v); opt != "" {
 					return opt
 				}
