@@ -123,3 +123,30 @@ func TestExAndVimBuildNamesAsk(t *testing.T) {
 		{"Bash(vim.basic:*)", "vim.basic f.txt", allow},
 	})
 }
+
+// TestOwnShellStdinFromDupOrExecAsks: 0>&N dup2s N onto fd 0 as 0<&N
+// does, and exec 0<... gives every later command of the line that
+// standard input: under Bash(su:*) (and Bash(exec:*)) with Bash(rm:*)
+// denied, su 3<<< 'rm -f victim.txt' 0>&3 and exec 0<<< 'rm -f
+// victim.txt'; su were allowed and removed the file (attack pass 91, as
+// root on the host), as bash 3<<< ... <<< ls 0>&3 did in
+// bypassPermissions mode, read as bash <<< ls.
+func TestOwnShellStdinFromDupOrExecAsks(t *testing.T) {
+	rows := []arow{
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su 3<<< 'rm -f x' 0>&3", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su 0>&3 3<<< 'rm -f x'", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su 3<<< 'rm -f x' <<< ls 0>&3", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)", "Bash(exec:*)"}, "", "exec 0<<< 'rm -f x'; su", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)", "Bash(exec:*)"}, "", "exec 3<<< 'rm -f x' 0>&3; su", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)", "Bash(exec:*)"}, "", "exec 0</dev/fd/3; su", askV},
+		// a shell's here-string replaced by 0>&N: in bypassPermissions
+		// mode (no validators) bash 3<<< 'rm -f victim.txt' <<< ls 0>&3
+		// was allowed with Bash(rm:*) denied and ran rm
+		{[]string{"deny: Bash(rm:*)"}, "bypassPermissions", "bash 3<<< 'rm -f x' <<< ls 0>&3", askV},
+		// still allowed: output redirections, text the line shows
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su 2>&1", allow},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su <<< ls", allow},
+		{[]string{"deny: Bash(rm:*)", "Bash(su:*)", "Bash(exec:*)"}, "", "exec 2>&1; su", allow},
+	}
+	runRows(t, testCwd, Options{}, rows)
+}

@@ -49,6 +49,10 @@ type extraction struct {
 	// gives (a pipe, a redirection on fd 0, a descriptor), known or not;
 	// false when it is the caller's, which the line does not choose.
 	lineStdin bool
+	// execStdin: an exec on the line redirected the shell's own standard
+	// input (exec 0<<< 'rm -f victim.txt'; su ran rm: attack pass 91),
+	// which every later command reads
+	execStdin bool
 	candsBuf  [4][]string // cands' first backing array
 }
 
@@ -74,10 +78,10 @@ func (x *extraction) extractParts(parts []part) {
 			x.assignedCode(a.name, a.value, 0)
 		}
 		for _, r := range p.redirs {
-			if r.fd != "" && r.fd != "0" {
+			if r.fd != "0" && (r.fd != "" || !strings.HasPrefix(r.op, "<")) {
 				continue
 			}
-			fromLine = fromLine || strings.HasPrefix(r.op, "<")
+			fromLine = true
 			switch {
 			case r.isHeredoc():
 				stdin, have = heredocText(r), true
@@ -85,9 +89,12 @@ func (x *extraction) extractParts(parts []part) {
 				// a script file: not on the command line, unless it names
 				// another descriptor
 				stdin, have = "", !stdinScript(r.target) && !unseenScript(r.target)
-			case strings.HasPrefix(r.op, "<"):
-				stdin, have = "", false // <&N
+			default:
+				stdin, have = "", false // <&N, 0>&N
 			}
+		}
+		if fromLine && len(p.argv) == 1 && p.argv[0] == "exec" {
+			x.execStdin = true
 		}
 		x.command(p.argv, 0, stdin, have, fromLine)
 	}
@@ -158,11 +165,12 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 			in, fromLine := x.piped[n]
 			stdin, have := in.text, in.known
 			for _, r := range n.Redirs {
-				if r.N != nil && r.N.Value != "0" {
+				input := r.Op == syntax.WordHdoc || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc ||
+					r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut || r.Op == syntax.DplIn
+				if r.N != nil && r.N.Value != "0" || r.N == nil && !input {
 					continue
 				}
-				fromLine = fromLine || r.Op == syntax.WordHdoc || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc ||
-					r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut || r.Op == syntax.DplIn
+				fromLine = true
 				switch {
 				case r.Hdoc != nil:
 					stdin, have = x.hdocText(r), true
@@ -174,9 +182,15 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 						t, static = x.wordValue(r.Word)
 					}
 					stdin, have = "", static && !stdinScript(t) && !unseenScript(t)
-				case r.Op == syntax.DplIn:
+				default:
+					// <&N, and 0>&N, which dup2s N onto fd 0 all the
+					// same: su 3<<< 'rm -f victim.txt' 0>&3 ran rm
+					// (attack pass 91)
 					stdin, have = "", false
 				}
+			}
+			if fromLine && len(argv) == 1 && argv[0] == "exec" {
+				x.execStdin = true
 			}
 			x.command(argv, depth, stdin, have, fromLine)
 		case *syntax.BinaryCmd:
@@ -500,7 +514,7 @@ func (x *extraction) nestedSource(src string, depth int) {
 func (x *extraction) command(argv []string, depth int, stdin string, haveStdin, fromLine bool) {
 	budget := maxPerCommand
 	saved := x.lineStdin
-	x.lineStdin = saved || fromLine
+	x.lineStdin = saved || fromLine || x.execStdin
 	x.look(argv, depth, stdin, haveStdin, &budget)
 	x.lineStdin = saved
 }
