@@ -150,3 +150,33 @@ func TestOwnShellStdinFromDupOrExecAsks(t *testing.T) {
 	}
 	runRows(t, testCwd, Options{}, rows)
 }
+
+// TestPodmanUnshareSeenByDenyRules: podman unshare and buildah unshare
+// run their command (or, with none, $SHELL reading the line's standard
+// input) in the user's user namespace on the host's files: as a user,
+// podman unshare rm -f victim.txt, buildah unshare rm -f victim.txt and
+// podman unshare <<< 'rm -f victim.txt' were allowed under their own rule
+// with Bash(rm:*) denied and removed the file (attack pass 91, on the
+// host). buildah run and podman machine ssh run theirs in a container or
+// a machine, and schroot, proot and lxc-attach with no command start a
+// shell there (not run here: not installed or no container).
+func TestPodmanUnshareSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(podman:*)", "podman unshare rm -f x", deny},
+		{"Bash(podman:*)", "podman unshare --rootless-netns -- rm -f x", deny},
+		{"Bash(buildah:*)", "buildah unshare rm -f x", deny},
+		{"Bash(podman:*)", "podman unshare <<< 'rm -f x'", deny},
+		{"Bash(buildah:*)", "cat <<< 'rm -f x' | buildah unshare", askV},
+		{"Bash(buildah:*)", "buildah run -v /a:/b ctr -- rm -f x", deny},
+		{"Bash(podman:*)", "podman machine ssh m1 rm -f x", deny},
+		{"Bash(podman:*)", "podman machine ssh <<< 'rm -f x'", deny},
+		{"Bash(schroot:*)", "schroot -c sid <<< 'rm -f x'", deny},
+		{"Bash(proot:*)", "proot -0 <<< 'rm -f x'", deny},
+		{"Bash(lxc-attach:*)", "lxc-attach -n c <<< 'rm -f x'", deny},
+		{"Bash(distrobox-enter:*)", "distrobox-enter box <<< 'rm -f x'", deny},
+		// still allowed: a command that is not denied, the caller's input
+		{"Bash(podman:*)", "podman unshare cat /etc/subuid", allow},
+		{"Bash(podman:*)", "podman unshare", allow},
+		{"Bash(buildah:*)", "buildah run ctr ls", allow},
+	})
+}

@@ -10,7 +10,8 @@ import (
 // systemd-run --shell, machinectl shell [HOST], chroot DIR, unshare,
 // nsenter, fakeroot, fakechroot, firejail, pkexec, ssh HOST (a remote
 // login shell), newgrp, sg GROUP, toolbox and distrobox enter, lxc and
-// incus shell, vagrant ssh. That shell reads its
+// incus shell, lxc-attach, vagrant ssh, podman and buildah unshare,
+// schroot, proot. That shell reads its
 // commands from standard input, which a here-string or a pipe on the line
 // gives: under Bash(su:*) with Bash(rm:*) denied, su <<< 'rm -f
 // victim.txt' and echo 'rm -f victim.txt' | su were allowed and removed
@@ -128,7 +129,7 @@ func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdi
 			}
 		}
 		x.ownShell(depth, stdin, haveStdin, budget)
-	case "chroot", "unshare", "fakeroot", "fakechroot", "firejail", "pkexec":
+	case "chroot", "unshare", "fakeroot", "fakechroot", "firejail", "pkexec", "schroot", "proot":
 		// with no command these run $SHELL (chroot DIR: $SHELL -i; pkexec:
 		// root's shell): chroot / <<< 'rm -f victim.txt', unshare <<<
 		// ... and fakeroot <<< ... removed the file on the host. Any
@@ -150,6 +151,14 @@ func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdi
 		// host (attack pass 91; sg GROUP with no command too, read in
 		// look)
 		x.ownShell(depth, stdin, haveStdin, budget)
+	case "podman", "buildah":
+		x.podmanHost(argv, depth, stdin, haveStdin, budget)
+	case "distrobox-enter", "lxc-attach":
+		// distrobox enter's own name, and lxc-attach, with no command
+		// after "--": the user's shell in the container
+		if !slices.Contains(argv, "--") && !slices.ContainsFunc(argv, func(w string) bool { return w == "-e" || strings.HasPrefix(w, "--exec") }) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
 	case "toolbox", "distrobox", "lxc", "incus", "vagrant":
 		// toolbox enter, distrobox enter, lxc shell, incus shell and
 		// vagrant ssh with no command start a login shell in the
@@ -203,4 +212,64 @@ func nsenterCommand(argv []string) bool {
 		}
 	}
 	return false
+}
+
+// podmanHost reads what podman and buildah run outside a container's
+// image: podman unshare and buildah unshare run CMD (or, with none,
+// $SHELL reading the line's standard input) in the user's user namespace
+// on the host's files; as a user, podman unshare rm -f victim.txt,
+// buildah unshare rm -f victim.txt and podman unshare <<< 'rm -f
+// victim.txt' were allowed under their own rule with Bash(rm:*) denied
+// and removed the file (attack pass 91). buildah run CONTAINER CMD and
+// podman machine ssh [NAME] [CMD] run CMD in a container or the
+// machine, as docker exec does (not run here): their options are not
+// all known, so each word that is not an option is read as the
+// container or machine in turn, more readings, never fewer.
+func (x *extraction) podmanHost(argv []string, depth int, stdin string, haveStdin bool, budget *int) {
+	operand := func(w string) bool { return !strings.HasPrefix(w, "-") }
+	if i := slices.Index(argv, "unshare"); i > 0 {
+		rest := argv[i+1:]
+		for len(rest) > 0 && !operand(rest[0]) && rest[0] != "--" {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		} else {
+			x.look(rest, depth, stdin, haveStdin, budget)
+		}
+		return
+	}
+	from, ssh := -1, false
+	if i := slices.Index(argv, "run"); argv[0] == "buildah" && i > 0 {
+		from = i + 1
+	}
+	if i := slices.Index(argv, "machine"); argv[0] == "podman" && i > 0 && i+1 < len(argv) && argv[i+1] == "ssh" {
+		from, ssh = i+2, true
+	}
+	if from < 0 {
+		return
+	}
+	named := false
+	for j := from; j < len(argv); j++ {
+		if !operand(argv[j]) {
+			continue
+		}
+		named = true
+		if ssh {
+			x.look(argv[j:], depth, stdin, haveStdin, budget)
+		}
+		rest := argv[j+1:]
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 {
+			x.look(rest, depth, stdin, haveStdin, budget)
+		}
+	}
+	if ssh && !named {
+		x.ownShell(depth, stdin, haveStdin, budget)
+	}
 }
