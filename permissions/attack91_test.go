@@ -180,3 +180,30 @@ func TestPodmanUnshareSeenByDenyRules(t *testing.T) {
 		{"Bash(buildah:*)", "buildah run ctr ls", allow},
 	})
 }
+
+// TestCompoundStdinSeenByOwnShell: a block, subshell, loop, conditional,
+// function body or coprocess whose standard input the line gives passes
+// it to the commands inside: in bypassPermissions mode (no validators,
+// deny rules still checked) with Bash(rm:*) denied, { su; } <<< 'rm -f
+// victim.txt', f() { su; }; f <<< ..., echo ... | ( su ) and coproc su
+// were allowed and removed the file (attack pass 91, as root on the host).
+func TestCompoundStdinSeenByOwnShell(t *testing.T) {
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{d, b, "{ su; } <<< 'rm -f x'", askV},
+		{d, b, "( su ) <<< 'rm -f x'", askV},
+		{d, b, "f() { su; }; f <<< 'rm -f x'", askV},
+		{d, b, "if true; then su; fi <<< 'rm -f x'", askV},
+		{d, b, "while su; do break; done <<< 'rm -f x'", askV},
+		{d, b, "echo 'rm -f x' | ( su )", askV},
+		{d, b, "echo 'rm -f x' | { true; su; }", askV},
+		{d, b, "time { su; } <<< 'rm -f x'", askV},
+		{d, b, "coproc su", askV},
+		// still allowed: what reads no shell commands, or the caller's input
+		{d, b, "{ ls; } <<< x", allow},
+		{d, b, "echo x | { cat; }", allow},
+		{d, b, "while read l; do echo \"$l\"; done < v.sh", allow},
+		{d, b, "{ su; }", allow},
+	})
+}

@@ -150,6 +150,18 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			call, ok := n.Cmd.(*syntax.CallExpr)
+			if !ok && !x.lineStdin && x.compoundStdin(n) {
+				// a block, subshell, loop, conditional, function body or
+				// coprocess whose standard input the line gives: the
+				// commands inside read it (in bypassPermissions mode,
+				// where the validators do not ask for these, { su; } <<<
+				// 'rm -f victim.txt' was allowed with Bash(rm:*) denied
+				// and ran rm: attack pass 91)
+				x.lineStdin = true
+				x.walk(n, depth)
+				x.lineStdin = false
+				return false
+			}
 			if !ok || len(call.Args) == 0 {
 				return true
 			}
@@ -282,6 +294,28 @@ func procSubst(w *syntax.Word) bool {
 	return ok
 }
 
+// compoundStdin reports a compound statement whose commands read a
+// standard input the line gives: a pipe into it, a redirection of its fd
+// 0, a function's body (whatever each call gives it) or a coprocess (the
+// shell's pipe).
+func (x *extraction) compoundStdin(n *syntax.Stmt) bool {
+	switch n.Cmd.(type) {
+	case *syntax.FuncDecl, *syntax.CoprocClause:
+		return true
+	}
+	if _, ok := x.piped[n]; ok {
+		return true
+	}
+	for _, r := range n.Redirs {
+		input := r.Op == syntax.WordHdoc || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc ||
+			r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut || r.Op == syntax.DplIn
+		if r.N != nil && r.N.Value == "0" || r.N == nil && input {
+			return true
+		}
+	}
+	return false
+}
+
 // pipedIn is what a pipe feeds a statement: known text (echo, printf) or
 // not.
 type pipedIn struct {
@@ -295,8 +329,12 @@ type pipedIn struct {
 // other producer leaves the right side's stdin unknown, but the line's
 // all the same (cat f | su: see ownShell).
 func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
+	if x.piped == nil {
+		x.piped = map[*syntax.Stmt]pipedIn{}
+	}
 	if _, ok := b.Y.Cmd.(*syntax.CallExpr); !ok {
-		return // a block, a subshell: their statements' stdin is unknown
+		x.piped[b.Y] = pipedIn{} // a block, a subshell: their statements' stdin is unknown
+		return
 	}
 	left := b.X
 	for {
@@ -305,9 +343,6 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 			continue
 		}
 		break
-	}
-	if x.piped == nil {
-		x.piped = map[*syntax.Stmt]pipedIn{}
 	}
 	in := pipedIn{}
 	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
