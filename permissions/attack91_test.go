@@ -143,6 +143,11 @@ func TestOwnShellStdinFromDupOrExecAsks(t *testing.T) {
 		// mode (no validators) bash 3<<< 'rm -f victim.txt' <<< ls 0>&3
 		// was allowed with Bash(rm:*) denied and ran rm
 		{[]string{"deny: Bash(rm:*)"}, "bypassPermissions", "bash 3<<< 'rm -f x' <<< ls 0>&3", askV},
+		// and under an allow rule: source /dev/stdin 3<<< 'rm -f
+		// victim.txt' <<< ls 0>&3 was allowed under Bash(source:*) and
+		// ran rm; at's job alike (at not run here)
+		{[]string{"deny: Bash(rm:*)", "Bash(source:*)"}, "", "source /dev/stdin 3<<< 'rm -f x' <<< ls 0>&3", askV},
+		{[]string{"deny: Bash(rm:*)", "Bash(at:*)"}, "", "at now 3<<< 'rm -f x' <<< ls 0>&3", askV},
 		// still allowed: output redirections, text the line shows
 		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su 2>&1", allow},
 		{[]string{"deny: Bash(rm:*)", "Bash(su:*)"}, "", "su <<< ls", allow},
