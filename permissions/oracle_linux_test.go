@@ -425,7 +425,7 @@ func TestBehaviouralOracle(t *testing.T) {
 		}
 	}
 	nMut := len(cmds) - base0
-	// A sample of the mutations: 800 in a local run (about 20 s), 1,000 in
+	// A sample of the mutations: 800 in a local run (about 20 s) and in
 	// CI (the whole set, ~4,300, was a quarter of CI's time on a slow
 	// machine: each runs under strace). The sample is drawn with a seed
 	// that changes every day (UTC), so CI covers every mutation within a
@@ -496,10 +496,12 @@ func TestBehaviouralOracle(t *testing.T) {
 }
 
 // oracleSample and oracleSampleCI are how many generated mutations a
-// local run and a CI run try.
+// local run and a CI run try. CI's was 1,000 until CI's time neared its
+// budget (2026-11-30): the sample is drawn anew each day, so 800 still
+// cover the ~4,300 mutations within about six days.
 const (
 	oracleSample   = 800
-	oracleSampleCI = 1000
+	oracleSampleCI = 800
 )
 
 // runTraced runs one command with bash under strace -f, with stdin from
