@@ -277,3 +277,50 @@ func FuzzRequestLineState(f *testing.F) {
 		}
 	})
 }
+
+// A WebSocket opened through a CONNECT tunnel to a name (ws:// through a
+// proxy, as browsers and Node's agents do it) still works now that plain
+// HTTP in such a tunnel is read: the upgrade is relayed, and after its 101
+// the bytes flow both ways unread.
+func TestTunnelWebSocketUpgradeRelayed(t *testing.T) {
+	e := newEnv(t, rulesOf(t, []string{"allowed.test"}, nil))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil || !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		io.Copy(c, br) // echo
+	}()
+	e.setRoute(addrAllowed, l.Addr().String())
+	conn := dialProxy(t, e.addr)
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("the upgrade in a tunnel: %v %v", resp, err)
+	}
+	io.WriteString(conn, "\x81\x05hello frames")
+	got := make([]byte, len("\x81\x05hello frames"))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "\x81\x05hello frames" {
+		t.Fatalf("after the 101: %q %v", got, err)
+	}
+}
