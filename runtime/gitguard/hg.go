@@ -63,8 +63,12 @@ func (a *auditor) hgRepo(dir string) {
 }
 
 // hgHomeConfigs are the user's Mercurial configuration files below the
-// home besides ~/.hgrc (a tool name, judged as one).
-var hgHomeConfigs = []string{".config/hg/hgrc"}
+// home. ~/.hgrc is a tool name too (taken out whenever the run changed
+// it): it is here for the files it includes, which hg reads at every run
+// and skips where they do not exist, so a run that made the
+// ~/.hgrc.local an older ~/.hgrc includes ran its hook at the user's next
+// hg status (attack pass 92, TestAuditHomeHgrcInclude).
+var hgHomeConfigs = []string{".hgrc", ".config/hg/hgrc"}
 
 // hgFile judges one configuration file (or, pointer, the sharedpath) of
 // Mercurial: taken out when it changed during the run; otherwise the files

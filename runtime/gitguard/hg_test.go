@@ -1,6 +1,9 @@
 package gitguard
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -37,5 +40,44 @@ func TestHgIncludes(t *testing.T) {
 	want := []string{"/r/shared.rc", "/home/u/x.rc", "/abs"}
 	if !slices.Equal(got, want) {
 		t.Errorf("hgIncludes = %v, want %v", got, want)
+	}
+}
+
+// The user's ~/.hgrc, older than the run, includes a file the run makes
+// in a writable home (%include ~/.hgrc.local, a common local override;
+// hg skips an include that does not exist): the included file's hook ran
+// at the user's next hg status. ~/.config/hg/hgrc's includes were judged,
+// ~/.hgrc's were not (attack pass 92).
+func TestAuditHomeHgrcInclude(t *testing.T) {
+	if _, err := exec.LookPath("hg"); err != nil {
+		t.Skip("hg (Mercurial) is not installed")
+	}
+	s := newScene(t)
+	s.roots = []string{s.w, s.home}
+	hgRepo := filepath.Join(s.w, "hgr")
+	s.write(filepath.Join(s.home, ".hgrc"), "[ui]\nusername = u\n%include ~/.hgrc.local\n")
+	hg := func() bool {
+		t.Helper()
+		os.Remove(s.mark)
+		cmd := exec.Command("hg", "status")
+		cmd.Dir, cmd.Env = hgRepo, []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH")}
+		_, _ = cmd.CombinedOutput()
+		_, err := os.Stat(s.mark)
+		os.Remove(s.mark)
+		return err == nil
+	}
+	cmd := exec.Command("hg", "init", hgRepo)
+	cmd.Env = []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hg init: %v\n%s", err, out)
+	}
+	s.begin()
+	s.write(filepath.Join(s.home, ".hgrc.local"), "[hooks]\npre-status = "+s.prog+"\n")
+	if !hg() {
+		t.Fatal("the included file's hook did not run before the audit: this test cannot see an escape")
+	}
+	s.audit()
+	if hg() {
+		t.Error("ESCAPE: the user's hg status ran the hook of a file ~/.hgrc includes, made during the run")
 	}
 }
