@@ -215,6 +215,14 @@ func (a *auditor) globalInRoot(root string) {
 		}
 		return false
 	}
+	// hg reads $XDG_CONFIG_HOME/hg/hgrc, when that is absolute, instead
+	// of ~/.config/hg/hgrc (judged with the home): one the run made ran
+	// its hook at the user's next hg status (attack pass 92).
+	if x := a.o.XDGConfigHome; filepath.IsAbs(x) {
+		if p := filepath.Join(x, "hg", "hgrc"); in(p) {
+			a.hgFile(p, false, 0, map[string]bool{})
+		}
+	}
 	nh, nt := len(a.lateHooks), len(a.global.templates)
 	for _, inc := range a.global.includes {
 		if !in(inc) {

@@ -81,3 +81,40 @@ func TestAuditHomeHgrcInclude(t *testing.T) {
 		t.Error("ESCAPE: the user's hg status ran the hook of a file ~/.hgrc includes, made during the run")
 	}
 }
+
+// hg reads $XDG_CONFIG_HOME/hg/hgrc when $XDG_CONFIG_HOME is absolute: one
+// a run made in a writable tree ran its hook at the user's next hg status
+// (attack pass 92).
+func TestAuditXDGHgrc(t *testing.T) {
+	if _, err := exec.LookPath("hg"); err != nil {
+		t.Skip("hg (Mercurial) is not installed")
+	}
+	s := newScene(t)
+	s.xdg = filepath.Join(s.w, "xdg")
+	hgRepo := filepath.Join(s.w, "hgr")
+	env := []string{"HOME=" + s.home, "XDG_CONFIG_HOME=" + s.xdg, "PATH=" + os.Getenv("PATH")}
+	hg := func() bool {
+		t.Helper()
+		os.Remove(s.mark)
+		cmd := exec.Command("hg", "status")
+		cmd.Dir, cmd.Env = hgRepo, env
+		_, _ = cmd.CombinedOutput()
+		_, err := os.Stat(s.mark)
+		os.Remove(s.mark)
+		return err == nil
+	}
+	cmd := exec.Command("hg", "init", hgRepo)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hg init: %v\n%s", err, out)
+	}
+	s.begin()
+	s.write(filepath.Join(s.xdg, "hg", "hgrc"), "[hooks]\npre-status = "+s.prog+"\n")
+	if !hg() {
+		t.Fatal("the hook did not run before the audit: this test cannot see an escape")
+	}
+	s.audit()
+	if hg() {
+		t.Error("ESCAPE: the user's hg status ran the hook of $XDG_CONFIG_HOME/hg/hgrc, made during the run")
+	}
+}
