@@ -76,7 +76,8 @@ const (
 // server might skip; the parser refuses them). A request line is a method
 // (a token), a blank, then anything to the end of the line: it is HTTP
 // when a word after the method starts with "HTTP/" (any case) or it is
-// HTTP/0.9's "GET /path"; a line that is neither (a text protocol's
+// HTTP/0.9's "GET /path" or a two-word line whose target is an absolute
+// URI ("GET http://host/"); a line that is neither (a text protocol's
 // command: "GET key") is not. The test is wide on purpose: what it takes
 // for HTTP and the parser cannot read ends the tunnel.
 func requestLineState(b []byte) int {
@@ -119,10 +120,28 @@ func requestLineState(b []byte) int {
 			return lineHTTP
 		}
 	}
-	if len(f) == 2 && f[0] == "GET" && strings.HasPrefix(f[1], "/") {
+	if len(f) == 2 && (f[0] == "GET" && strings.HasPrefix(f[1], "/") || absoluteURI(f[1])) {
+		// HTTP/0.9: no version, no headers. Its target in absolute form
+		// names the site, and nginx serves "GET http://evil.test/" from
+		// evil.test's server: tunnelled unread, it reached another site
+		// than the one judged (attack pass 92).
 		return lineHTTP
 	}
 	return lineNotHTTP
+}
+
+// absoluteURI reports whether w starts as a URI with a scheme and an
+// authority ("http://...", any scheme): a request target that names a
+// host, which no text protocol's argument of a two-word command looks
+// like.
+func absoluteURI(w string) bool {
+	scheme, _, ok := strings.Cut(w, "://")
+	if !ok || scheme == "" || !('a' <= scheme[0]|0x20 && scheme[0]|0x20 <= 'z') {
+		return false
+	}
+	return !strings.ContainsFunc(scheme, func(r rune) bool {
+		return !('a' <= r|0x20 && r|0x20 <= 'z' || '0' <= r && r <= '9' || r == '+' || r == '-' || r == '.')
+	})
 }
 
 func isTokenByte(c byte) bool {
