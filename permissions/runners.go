@@ -120,6 +120,19 @@ func (x *extraction) moreCommands(argv []string, depth int, stdin string, haveSt
 		}
 		for _, sh := range shells {
 			rests := x.rests(argv, spec)
+			// getopt_long's reading too: su's options after the user are
+			// su's, not the shell's arguments (su root -g root <<< 'rm -f
+			// victim.txt' gives the shell no argument: it reads the line's
+			// standard input; read as sh -g root, a script named root,
+			// it was allowed under Bash(su:*) with Bash(rm:*) denied and
+			// removed the file, attack pass 92).
+			opts := suOpts
+			if name == "runuser" {
+				opts = runuserOpts
+			}
+			if ops := permutedOperands(argv, opts); len(ops) >= spec.positionals {
+				rests = append(rests, ops[spec.positionals:])
+			}
 			if len(rests) == 0 {
 				rests = [][]string{nil}
 			}
@@ -206,16 +219,19 @@ func longAbbrev(w, long string) bool {
 
 // suShells returns the programs su's or runuser's -s/--shell name (-s X,
 // -sX, bundled after plain flags as -ls X, --shell=X, and getopt_long's
-// abbreviations from --sh), every one given.
+// abbreviations from --sh), every one given. getopt_long permutes: an
+// option after the user (or after any other operand) is still su's, up to
+// "--": su root -s /bin/rm -- -f victim.txt runs rm -f victim.txt, and was
+// allowed under Bash(su:*) with Bash(rm:*) denied (attack pass 92).
 func suShells(argv []string) []string {
 	var out []string
 	for i := 1; i < len(argv); i++ {
 		w := argv[i]
-		if w == "--" || len(w) < 2 || w[0] != '-' {
-			if w == "--" || w != "-" {
-				break
-			}
-			continue
+		if w == "--" {
+			break
+		}
+		if len(w) < 2 || w[0] != '-' {
+			continue // an operand ("-" too): options may follow
 		}
 		if strings.HasPrefix(w, "--") {
 			opt, v, eq := strings.Cut(w, "=")
@@ -248,6 +264,32 @@ func suShells(argv []string) []string {
 				out = append(out, v)
 			}
 			break
+		}
+	}
+	return out
+}
+
+// permutedOperands returns argv's operands as getopt_long finds them when
+// it permutes (no POSIXLY_CORRECT): every word that is neither an option
+// nor an option's value, wherever it stands, then every word after "--".
+// "-" is su's own (a login shell), not an operand.
+func permutedOperands(argv []string, spec optSpec) []string {
+	var out []string
+	for i := 1; i < len(argv); i++ {
+		w := argv[i]
+		switch {
+		case w == "--":
+			return append(out, argv[i+1:]...)
+		case w == "-":
+		case len(w) < 2 || w[0] != '-':
+			out = append(out, w)
+		case strings.HasPrefix(w, "--"):
+			opt, _, eq := strings.Cut(w, "=")
+			if !eq && len(opt) >= 3 && slices.ContainsFunc(spec.longValue, func(l string) bool { return strings.HasPrefix(l, opt) }) {
+				i++
+			}
+		default:
+			i, _ = shortOptions(argv, i, spec.shortValue, func(byte, string) bool { return true })
 		}
 	}
 	return out
