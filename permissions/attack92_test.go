@@ -26,3 +26,16 @@ func TestSuOptionsAfterUserSeenByDenyRules(t *testing.T) {
 		{"Bash(su:*)", "su root -m", allow},
 	})
 }
+
+// TestCttyhackSeenByDenyRules: busybox's cttyhack PROG ARGS runs PROG:
+// under Bash(busybox:*) with Bash(rm:*) denied, busybox cttyhack rm -f
+// victim.txt was allowed and removed the file, as root on the host
+// (attack pass 92).
+func TestCttyhackSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(busybox:*)", "busybox cttyhack rm -f x", deny},
+		{"Bash(cttyhack:*)", "cttyhack rm -f x", deny},
+		{"Bash(busybox:*)", "busybox cttyhack sh -c 'rm -f x'", deny},
+		{"Bash(busybox:*)", "busybox cttyhack ls", allow},
+	})
+}

@@ -1166,6 +1166,7 @@ var wrappers = lazy[map[string]wrapperSpec]{make: func() map[string]wrapperSpec 
 		"setpriv":         {},
 		"ssh-agent":       {valueFlags: set("-a", "-E", "-t", "-P", "-O")},
 		"eatmydata":       {},
+		"cttyhack":        {}, // busybox cttyhack rm -f victim.txt ran rm (attack pass 92)
 		"chronic":         {},
 		"ifne":            {},
 		"dbus-launch":     {},
