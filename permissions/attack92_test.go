@@ -39,3 +39,17 @@ func TestCttyhackSeenByDenyRules(t *testing.T) {
 		{"Bash(busybox:*)", "busybox cttyhack ls", allow},
 	})
 }
+
+// TestEdCommandsAsk: ed runs the commands of its standard input, and
+// !CMD runs CMD through sh: ed <<< '!rm -f victim.txt' was allowed under
+// Bash(ed:*) with Bash(rm:*) denied and removed the file, as root on the
+// host (attack pass 92). It asks, as ex does; red refuses shell commands.
+func TestEdCommandsAsk(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(ed:*)", "ed <<< '!rm -f x'", askV},
+		{"Bash(ed:*)", "ed -s f.txt <<< 'w !rm -f x'", askV},
+		{"Bash(ed:*)", "printf '!rm -f x\\n' | ed", askV},
+		{"Bash(ed:*)", "/usr/bin/ed f.txt", askV},
+		{"Bash(red:*)", "red f.txt <<< 'p'", allow},
+	})
+}

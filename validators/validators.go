@@ -404,6 +404,14 @@ func execOption(all []Word) string {
 				return opt
 			}
 		}
+		if name == "ed" {
+			// ed runs the commands of its standard input, and its !CMD
+			// (and r !CMD, w !CMD, e !CMD) runs CMD through sh: ed <<<
+			// '!rm -f victim.txt' removed the file under Bash(ed:*) with
+			// Bash(rm:*) denied (attack pass 92), as ex does; red, the
+			// restricted ed, refuses them
+			return "ed's commands (!CMD runs a shell command)"
+		}
 		if name == "ex" {
 			// ex is vim (or vi) started in Ex mode: it runs the Ex
 			// commands of its standard input, -c and +CMD alike, and ex -s
