@@ -899,6 +899,12 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			protect(filepath.Join(h, n), "mercurial: "+n+" of a repository is never writable (hg runs its hooks, extensions and aliases)", false)
 		}
 	}
+	// A darcs repository's defaults and prefs likewise (attack pass 93).
+	darcsEntries := func(h string) {
+		for _, n := range policy.DarcsProtected {
+			protect(filepath.Join(h, n), "darcs: _darcs/"+n+" of a repository is never writable (darcs runs the hooks it names)", false)
+		}
+	}
 	names := func(a string, reserve []string) {
 		for _, n := range policy.MandatoryFiles {
 			protect(filepath.Join(a, n), mandatoryWhy(n), contains(reserve, n))
@@ -940,6 +946,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, h := range res.hgDirs {
 			hgEntries(h)
 		}
+		for _, h := range res.darcsDirs {
+			darcsEntries(h)
+		}
 		for _, n := range res.named {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
@@ -963,6 +972,13 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// finds it (the closest .hg above), deeper than the search or not.
 		if h := enclosingHgDir(c); h != "" {
 			hgEntries(h)
+		}
+		// darcs and fossil find theirs the same way.
+		if h := enclosingDarcsDir(c); h != "" {
+			darcsEntries(h)
+		}
+		for _, f := range enclosingFossilCheckout(c) {
+			protect(f, "mandatory: "+filepath.Base(f)+" is never writable", false)
 		}
 	}
 	if home != "" {

@@ -39,6 +39,9 @@ type scanResult struct {
 	// configuration and share pointer (policy.HgProtected) are kept
 	// read-only.
 	hgDirs []string
+	// darcsDirs are darcs repositories' _darcs directories: their
+	// policy.DarcsProtected files are kept read-only.
+	darcsDirs []string
 	// named are existing entries with a mandatory name (.vscode, .bashrc,
 	// ...) found anywhere within the search depth.
 	named []string
@@ -211,6 +214,7 @@ type scanDir struct {
 	Bare    bool     // the directory is a bare repository
 	Named   []string // mandatory names present
 	HgDir   bool     // a .hg directory (a Mercurial repository)
+	Darcs   bool     // a _darcs directory (a darcs repository)
 	// A .git file, where it points and that target's commondir, with the
 	// stamps of the files read: they can change without the directory.
 	GitFile                bool
@@ -270,9 +274,12 @@ func readDir(dir string, st stamp) (scanDir, error) {
 	if h, ok := has[".hg"]; ok && h.IsDir() {
 		d.HgDir = true
 	}
+	if h, ok := has["_darcs"]; ok && h.IsDir() {
+		d.Darcs = true
+	}
 	for _, e := range es {
 		name := e.Name()
-		if mandatoryName[name] {
+		if mandatoryName[name] || fossilRepoName(name, e) {
 			d.Named = append(d.Named, name)
 		}
 		if e.IsDir() && name != ".git" && name != "node_modules" {
@@ -336,7 +343,7 @@ func prestamp(old map[string]scanDir) map[string]stamp {
 // sameFindings compares what two reads of a directory found (not their
 // stamps).
 func (d scanDir) sameFindings(e scanDir) bool {
-	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir &&
+	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir && d.Darcs == e.Darcs &&
 		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
 }
 
@@ -416,6 +423,9 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 		}
 		if d.HgDir {
 			r.hgDirs = append(r.hgDirs, filepath.Join(it.dir, ".hg"))
+		}
+		if d.Darcs {
+			r.darcsDirs = append(r.darcsDirs, filepath.Join(it.dir, "_darcs"))
 		}
 		for _, n := range d.Named {
 			r.named = append(r.named, filepath.Join(it.dir, n))
@@ -531,7 +541,7 @@ func readCommondir(gitdir string) (string, bool) {
 }
 
 // scanCacheMagic heads the cache file; a new layout gets a new magic.
-const scanCacheMagic = "moat-scan 6\n"
+const scanCacheMagic = "moat-scan 7\n"
 
 // scanCacheHeader is the magic and a digest of the names the search looks
 // for. A directory's entry holds what the search found there, not what it
@@ -591,7 +601,7 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 		d.Stamp = r.stamp()
 		d.Subdirs = r.strs()
 		fl := r.int()
-		d.GitDir, d.Bare, d.GitFile, d.HgDir = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0
+		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0
 		d.Named = r.strs()
 		d.Target, d.Common = r.str(), r.str()
 		d.FileStamp, d.CommonStamp = r.stamp(), r.stamp()
@@ -624,6 +634,9 @@ func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
 		}
 		if d.HgDir {
 			fl |= 8
+		}
+		if d.Darcs {
+			fl |= 16
 		}
 		w.int(fl)
 		w.strs(d.Named)

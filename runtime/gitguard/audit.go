@@ -751,9 +751,15 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		for _, n := range hgHomeConfigs {
 			a.hgFile(filepath.Join(dir, n), false, 0, map[string]bool{})
 		}
+		for _, n := range darcsHomeConfigs {
+			a.darcsFile(filepath.Join(dir, n))
+		}
 	}
 	if d.flags&flagHg != 0 {
 		a.hgRepo(dir)
+	}
+	if d.flags&flagDarcs != 0 {
+		a.darcsRepo(dir)
 	}
 	if d.flags&flagTool != 0 {
 		a.toolFiles(dir)
@@ -786,6 +792,8 @@ var ToolNames = []string{
 	".tool-versions", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise",
 	"crush.json", ".crush.json", ".qwen", ".amazonq", ".kiro", ".roo",
 	".hgrc",
+	// Fossil's checkout database and user configuration (attack pass 93)
+	".fslckout", "_FOSSIL_", ".fossil",
 }
 
 var toolNames = func() map[string]bool {

@@ -25,6 +25,7 @@ const (
 	flagTool                       // ... a name a tool reads code from (toolNames)
 	flagBlocking                   // ... a file git reads by name (worktreeGitFiles) that is a named pipe or device
 	flagHg                         // ... a .hg entry (a Mercurial repository)
+	flagDarcs                      // ... a _darcs entry (a darcs repository)
 )
 
 // dirInfo is what the audit keeps of one directory.
@@ -65,6 +66,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			d.flags |= flagClaude
 		case strings.EqualFold(name, ".hg"):
 			d.flags |= flagHg
+		case name == "_darcs":
+			d.flags |= flagDarcs
 		case toolName(name):
 			d.flags |= flagTool
 		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):
@@ -122,7 +125,7 @@ func (c *walkCache) redirect(file string) string {
 	return c.redirects[file]
 }
 
-const cacheMagic = "moat-gitguard 4\n"
+const cacheMagic = "moat-gitguard 5\n"
 
 func cacheFile(dir, root string) string {
 	h := sha256.Sum256([]byte(root))

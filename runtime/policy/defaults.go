@@ -108,6 +108,11 @@ var MandatoryFiles = []string{
 	// Mercurial's user configuration: its [hooks], [extensions] and
 	// [alias] run a program at the user's every hg (attack pass 89)
 	".hgrc",
+	// a Fossil checkout's database: it names the repository database,
+	// whose hooks run at the user's next fossil commit; and fossil's user
+	// configuration, whose editor and diff-command it runs (attack pass
+	// 93; any name ending in FossilRepoSuffix is protected too)
+	".fslckout", "_FOSSIL_", ".fossil",
 	// tools that run code or change behaviour from a file in the directory
 	".ripgreprc", ".mcp.json", ".envrc", ".exrc", ".nvimrc", ".nvim.lua", ".vimrc",
 	// a dev container's file at the top of the project: the spec reads it
@@ -231,6 +236,23 @@ var GitProtected = []string{"hooks", "config", "modules", "commondir", "config.w
 // placeholder reserves it (a directory per repository per run): the audit
 // takes out one the run made (gitguard's hgRepo).
 var HgProtected = []string{"hgrc", "hgrc-not-shared", "requires", "sharedpath"}
+
+// DarcsProtected are the files of a darcs repository's _darcs that are
+// never writable where they exist: prefs/defaults gives every darcs
+// command its options, a prehook or posthook command (with run-prehook)
+// among them, which the user's next darcs whatsnew ran; prefs/prefs holds
+// the test and predist commands (attack pass 93). Where one does not
+// exist no placeholder reserves it: the audit takes out one the run made
+// (gitguard's darcsRepo).
+var DarcsProtected = []string{"prefs/defaults", "prefs/prefs"}
+
+// FossilRepoSuffix ends the name of a Fossil repository database by
+// custom (fossil init x.fossil, fossil clone URL x.fossil) and of fossil's
+// user configuration (~/.fossil): a file so named is never writable where
+// it exists, found as the mandatory names are. The repository holds its
+// hooks (fossil hook add), which run at the user's next fossil commit in
+// any checkout of it (attack pass 93).
+const FossilRepoSuffix = ".fossil"
 
 // GitWorktreeProtected are the entries of each linked worktree's
 // administrative directory (.git/worktrees/NAME) that are never writable:

@@ -1,0 +1,51 @@
+package linux
+
+import (
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// fossilRepoName reports a directory entry that is, by its name, a Fossil
+// repository database (or ~/.fossil): a regular file whose name ends in
+// policy.FossilRepoSuffix. Its hooks run at the user's next fossil commit
+// (attack pass 93); the search keeps it read-only as a mandatory name.
+func fossilRepoName(name string, e fs.DirEntry) bool {
+	return e.Type().IsRegular() && strings.HasSuffix(name, policy.FossilRepoSuffix)
+}
+
+// enclosingDarcsDir returns the _darcs directory darcs would use for a
+// command started in dir (the closest one at or above dir), "" if none.
+func enclosingDarcsDir(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		h := filepath.Join(d, "_darcs")
+		if lstatKind(h) == 'd' {
+			return h
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
+// enclosingFossilCheckout returns the checkout databases fossil would open
+// for a command started in dir (.fslckout or _FOSSIL_ in the closest
+// directory at or above dir holding one), none if none: each names the
+// repository whose hooks the user's next fossil commit runs, so it is
+// read-only when the search did not reach it (deeper than the search,
+// above the writable root).
+func enclosingFossilCheckout(dir string) []string {
+	for d := dir; ; d = filepath.Dir(d) {
+		var out []string
+		for _, n := range []string{".fslckout", "_FOSSIL_"} {
+			if p := filepath.Join(d, n); lstatKind(p) != 0 {
+				out = append(out, p)
+			}
+		}
+		if len(out) > 0 || d == "/" {
+			return out
+		}
+	}
+}
