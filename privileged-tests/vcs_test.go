@@ -1,0 +1,155 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// vcsRoute is one way a sandboxed command leaves state for a version
+// control tool that makes the user's next ordinary command of that tool,
+// outside moat, run a program (attack pass 93).
+type vcsRoute struct {
+	name  string
+	setup string // run first, as the user, outside moat, in the work tree
+	cmd   string // what the sandboxed command does (one run)
+	user  string // what the user then runs, outside moat, in the work tree
+}
+
+// runVCSRoutes runs each route under moat, as root and as nobody, with the
+// work tree and the home writable, then the user's command; the marker the
+// route's program touches (MARK in the strings) must not appear. The same
+// command without moat must make it appear, or the test could not see an
+// escape. A protected file written during the run prints WROTE-.
+func runVCSRoutes(t *testing.T, tool string, clean []string, routes []vcsRoute) {
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+			var cred *syscall.Credential
+			if tier == "rootless" {
+				giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			sh := func(argv ...string) result {
+				t.Helper()
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir, cmd.Env = f.work, f.env()
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				out, err := cmd.CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatalf("run %v: %v", argv, err)
+				}
+				return result{code: code, out: string(out)}
+			}
+			for _, r := range routes {
+				marker := filepath.Join(f.root, "pwned-"+tool+"-"+tier+"-"+r.name)
+				expand := func(s string) string { return strings.ReplaceAll(s, "MARK", marker) }
+				reset := func() {
+					t.Helper()
+					for _, p := range clean {
+						must(t, os.RemoveAll(filepath.Join(f.work, p)))
+					}
+					os.RemoveAll(filepath.Join(f.home, "."+tool))
+					os.Remove(marker)
+					if r.setup != "" {
+						if got := sh("/bin/sh", "-c", expand(r.setup)); got.code != 0 {
+							t.Fatalf("%s: setup: %s", r.name, got.out)
+						}
+					}
+				}
+				ran := func() bool {
+					t.Helper()
+					sh("/bin/sh", "-c", expand(r.user))
+					_, err := os.Lstat(marker)
+					return err == nil
+				}
+				reset()
+				got := sh(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", expand(r.cmd)+"; echo DONE")
+				if !strings.Contains(got.out, "DONE") {
+					t.Fatalf("%s: the command did not run under moat (exit %d):\n%s", r.name, got.code, got.out)
+				}
+				if strings.Contains(got.out, "WROTE-") {
+					t.Errorf("%s: a protected file was writable during the run:\n%s", r.name, got.out)
+				}
+				if ran() {
+					t.Errorf("%s: ESCAPE: the user's %s ran the program the sandboxed command left:\n%s", r.name, tool, got.out)
+				}
+				reset()
+				sh("/bin/sh", "-c", expand(r.cmd))
+				if !ran() {
+					t.Errorf("%s: the same command without moat must run the program (or this test cannot see an escape)", r.name)
+				}
+			}
+		})
+	}
+}
+
+// darcs reads a repository's _darcs/prefs/defaults (and ~/.darcs/defaults)
+// as every command's options, with no prompt for a prehook it names: a
+// sandboxed command that made one, in an existing repository or its home,
+// had the user's next darcs whatsnew run a program, as root and as the
+// user (attack pass 93). An existing defaults is read-only during the run.
+func TestDarcsStateTakenOut(t *testing.T) {
+	testutil.RequireRoot(t)
+	if viaSession() {
+		t.Skip("runs moat run itself: make test-go runs it")
+	}
+	if _, err := exec.LookPath("darcs"); err != nil {
+		t.Skip("darcs is not installed (apt-get install darcs): the darcs routes cannot be shown")
+	}
+	const hook = "printf 'ALL prehook touch MARK\\n' "
+	runVCSRoutes(t, "darcs", []string{"d"}, []vcsRoute{
+		{name: "defaults", setup: "mkdir d && cd d && darcs init -q",
+			cmd: hook + "> d/_darcs/prefs/defaults", user: "cd d && darcs whatsnew"},
+		{name: "defaults-existing", setup: "mkdir d && cd d && darcs init -q && printf 'ALL look-for-adds\\n' > _darcs/prefs/defaults",
+			cmd: "(" + hook + ">> d/_darcs/prefs/defaults && echo WROTE-DEFAULTS)", user: "cd d && darcs whatsnew"},
+		{name: "home", setup: "mkdir d && cd d && darcs init -q",
+			cmd: "mkdir -p \"$HOME/.darcs\" && " + hook + "> \"$HOME/.darcs/defaults\"", user: "cd d && darcs whatsnew"},
+	})
+}
+
+// Fossil keeps a repository's hooks in its database, and a checkout's
+// .fslckout names that database: a sandboxed command that pointed an
+// existing checkout at a copy it gave a before-commit hook, added the hook
+// to a repository in the writable tree, or made a checkout in a project
+// that was none, had the user's next fossil commit run a program, as root
+// and as the user (attack pass 93). fossil needs its ~/.fossil writable
+// (FOSSIL_HOME elsewhere, inside the sandbox) and a user name ($USER).
+func TestFossilStateTakenOut(t *testing.T) {
+	testutil.RequireRoot(t)
+	if viaSession() {
+		t.Skip("runs moat run itself: make test-go runs it")
+	}
+	if _, err := exec.LookPath("fossil"); err != nil {
+		t.Skip("fossil is not installed (apt-get install fossil): the Fossil routes cannot be shown")
+	}
+	const (
+		env    = "export USER=t FOSSIL_HOME=$(mktemp -d) && "
+		init   = "export USER=t && fossil init r.fossil >/dev/null && mkdir c && cd c && fossil open ../r.fossil >/dev/null && echo a > a && fossil add a >/dev/null && fossil commit -m one --no-warnings >/dev/null"
+		hook   = " --command 'touch MARK' --type before-commit --sequence 1"
+		commit = "export USER=t && cd c && echo b >> a && fossil commit -m two --no-warnings >/dev/null"
+	)
+	runVCSRoutes(t, "fossil", []string{"r.fossil", "c", "p.fossil"}, []vcsRoute{
+		{name: "redirect", setup: init,
+			cmd: env + "cp r.fossil c/.p.fossil && cd c && fossil hook add -R .p.fossil" + hook + " && fossil close --force && fossil open -f --keep .p.fossil >/dev/null && echo WROTE-FSLCKOUT", user: commit},
+		{name: "repository", setup: init,
+			cmd: env + "fossil hook add -R r.fossil" + hook + " && echo WROTE-REPOSITORY", user: commit},
+		{name: "new-checkout", setup: "mkdir c && echo a > c/a",
+			cmd: env + "fossil init p.fossil >/dev/null && fossil hook add -R p.fossil" + hook + " && cd c && fossil open -f --keep ../p.fossil >/dev/null && fossil add a >/dev/null", user: commit},
+	})
+}
