@@ -905,6 +905,12 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			protect(filepath.Join(h, n), "darcs: _darcs/"+n+" of a repository is never writable (darcs runs the hooks it names)", false)
 		}
 	}
+	// A Subversion working copy's database (attack pass 93).
+	svnEntries := func(h string) {
+		for _, n := range policy.SvnProtected {
+			protect(filepath.Join(h, n), "subversion: .svn/"+n+" of a working copy is never writable (it names the repository, whose hooks a file:// commit runs)", false)
+		}
+	}
 	names := func(a string, reserve []string) {
 		for _, n := range policy.MandatoryFiles {
 			protect(filepath.Join(a, n), mandatoryWhy(n), contains(reserve, n))
@@ -949,6 +955,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, h := range res.darcsDirs {
 			darcsEntries(h)
 		}
+		for _, h := range res.svnDirs {
+			svnEntries(h)
+		}
 		for _, n := range res.named {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}
@@ -976,6 +985,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// darcs and fossil find theirs the same way.
 		if h := enclosingDarcsDir(c); h != "" {
 			darcsEntries(h)
+		}
+		if h := enclosingVCSDir(c, ".svn"); h != "" {
+			svnEntries(h)
 		}
 		for _, f := range enclosingFossilCheckout(c) {
 			protect(f, "mandatory: "+filepath.Base(f)+" is never writable", false)

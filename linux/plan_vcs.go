@@ -18,9 +18,14 @@ func fossilRepoName(name string, e fs.DirEntry) bool {
 
 // enclosingDarcsDir returns the _darcs directory darcs would use for a
 // command started in dir (the closest one at or above dir), "" if none.
-func enclosingDarcsDir(dir string) string {
+func enclosingDarcsDir(dir string) string { return enclosingVCSDir(dir, "_darcs") }
+
+// enclosingVCSDir returns the closest directory named name at or above
+// dir ("" if none): darcs's _darcs and svn's .svn (wc.db is at the working
+// copy's top) are found so.
+func enclosingVCSDir(dir, name string) string {
 	for d := dir; ; d = filepath.Dir(d) {
-		h := filepath.Join(d, "_darcs")
+		h := filepath.Join(d, name)
 		if lstatKind(h) == 'd' {
 			return h
 		}

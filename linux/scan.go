@@ -42,6 +42,9 @@ type scanResult struct {
 	// darcsDirs are darcs repositories' _darcs directories: their
 	// policy.DarcsProtected files are kept read-only.
 	darcsDirs []string
+	// svnDirs are Subversion working copies' .svn directories: their
+	// policy.SvnProtected files are kept read-only.
+	svnDirs []string
 	// named are existing entries with a mandatory name (.vscode, .bashrc,
 	// ...) found anywhere within the search depth.
 	named []string
@@ -215,6 +218,7 @@ type scanDir struct {
 	Named   []string // mandatory names present
 	HgDir   bool     // a .hg directory (a Mercurial repository)
 	Darcs   bool     // a _darcs directory (a darcs repository)
+	Svn     bool     // a .svn directory (a Subversion working copy)
 	// A .git file, where it points and that target's commondir, with the
 	// stamps of the files read: they can change without the directory.
 	GitFile                bool
@@ -276,6 +280,9 @@ func readDir(dir string, st stamp) (scanDir, error) {
 	}
 	if h, ok := has["_darcs"]; ok && h.IsDir() {
 		d.Darcs = true
+	}
+	if h, ok := has[".svn"]; ok && h.IsDir() {
+		d.Svn = true
 	}
 	for _, e := range es {
 		name := e.Name()
@@ -343,7 +350,7 @@ func prestamp(old map[string]scanDir) map[string]stamp {
 // sameFindings compares what two reads of a directory found (not their
 // stamps).
 func (d scanDir) sameFindings(e scanDir) bool {
-	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir && d.Darcs == e.Darcs &&
+	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir && d.Darcs == e.Darcs && d.Svn == e.Svn &&
 		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
 }
 
@@ -426,6 +433,9 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 		}
 		if d.Darcs {
 			r.darcsDirs = append(r.darcsDirs, filepath.Join(it.dir, "_darcs"))
+		}
+		if d.Svn {
+			r.svnDirs = append(r.svnDirs, filepath.Join(it.dir, ".svn"))
 		}
 		for _, n := range d.Named {
 			r.named = append(r.named, filepath.Join(it.dir, n))
@@ -601,7 +611,7 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 		d.Stamp = r.stamp()
 		d.Subdirs = r.strs()
 		fl := r.int()
-		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0
+		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs, d.Svn = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0, fl&32 != 0
 		d.Named = r.strs()
 		d.Target, d.Common = r.str(), r.str()
 		d.FileStamp, d.CommonStamp = r.stamp(), r.stamp()
@@ -637,6 +647,9 @@ func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
 		}
 		if d.Darcs {
 			fl |= 16
+		}
+		if d.Svn {
+			fl |= 32
 		}
 		w.int(fl)
 		w.strs(d.Named)

@@ -761,6 +761,9 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 	if d.flags&flagDarcs != 0 {
 		a.darcsRepo(dir)
 	}
+	if d.flags&flagSvn != 0 {
+		a.svnWorkingCopy(dir)
+	}
 	if d.flags&flagTool != 0 {
 		a.toolFiles(dir)
 	}

@@ -26,6 +26,7 @@ const (
 	flagBlocking                   // ... a file git reads by name (worktreeGitFiles) that is a named pipe or device
 	flagHg                         // ... a .hg entry (a Mercurial repository)
 	flagDarcs                      // ... a _darcs entry (a darcs repository)
+	flagSvn                        // ... a .svn entry (a Subversion working copy)
 )
 
 // dirInfo is what the audit keeps of one directory.
@@ -68,6 +69,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			d.flags |= flagHg
 		case name == "_darcs":
 			d.flags |= flagDarcs
+		case name == ".svn":
+			d.flags |= flagSvn
 		case toolName(name):
 			d.flags |= flagTool
 		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):

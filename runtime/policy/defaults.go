@@ -246,6 +246,16 @@ var HgProtected = []string{"hgrc", "hgrc-not-shared", "requires", "sharedpath"}
 // (gitguard's darcsRepo).
 var DarcsProtected = []string{"prefs/defaults", "prefs/prefs"}
 
+// SvnProtected are the files of a Subversion working copy's .svn that are
+// never writable where they exist: wc.db names the repository, and svn
+// relocate to a file:// repository the command made (with the working
+// copy's UUID, no access to the real one needed) had the user's next svn
+// commit run that repository's start-commit hook (attack pass 93); its
+// journal and write-ahead log would be rolled into it by the user's next
+// svn. Where wc.db does not exist the audit judges the one the run made
+// (gitguard's svnWorkingCopy).
+var SvnProtected = []string{"wc.db", "wc.db-journal", "wc.db-wal"}
+
 // FossilRepoSuffix ends the name of a Fossil repository database by
 // custom (fossil init x.fossil, fossil clone URL x.fossil) and of fossil's
 // user configuration (~/.fossil): a file so named is never writable where
