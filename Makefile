@@ -11,7 +11,7 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # btrfs-progs and e2fsprogs: the btrfs and fscrypt attacks make a filesystem
 # of each kind on a loop image (privileged-tests/btrfs_test.go); mercurial: the
 # Mercurial attacks run the user's hg status (privileged-tests/hg_test.go).
-DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs
+DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial fossil subversion python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs
 # What the benchmarks add (bench/): the peer they are measured against and
 # the timers. make bench installs them; so does make bench-deps alone (for
 # bench/coldstart.sh and the other scripts run by hand).

@@ -153,3 +153,34 @@ func TestFossilStateTakenOut(t *testing.T) {
 			cmd: env + "fossil init p.fossil >/dev/null && fossil hook add -R p.fossil" + hook + " && cd c && fossil open -f --keep ../p.fossil >/dev/null && fossil add a >/dev/null", user: commit},
 	})
 }
+
+// A Subversion working copy's .svn/wc.db names its repository; a commit to
+// a file:// repository runs that repository's hooks in the user's svn. A
+// sandboxed command that relocated an existing working copy to a
+// repository it made with the working copy's UUID (no access to the real
+// one needed), or checked one out of such a repository in a project that
+// was none, had the user's next svn commit run its start-commit hook, as
+// root and as the user (attack pass 93).
+func TestSvnStateTakenOut(t *testing.T) {
+	testutil.RequireRoot(t)
+	if viaSession() {
+		t.Skip("runs moat run itself: make test-go runs it")
+	}
+	for _, p := range []string{"svn", "svnadmin"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skip(p + " is not installed (apt-get install subversion): the Subversion routes cannot be shown")
+		}
+	}
+	const (
+		hook   = "printf '#!/bin/sh\\ntouch MARK\\n' > HOOK && chmod +x HOOK"
+		commit = "cd wc && echo b >> a && svn commit -q -m two"
+	)
+	runVCSRoutes(t, "svn", []string{"repo", "wc", "p"}, []vcsRoute{
+		{name: "relocate", setup: "svnadmin create repo && svn -q checkout \"file://$PWD/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one",
+			cmd: "cd wc && u=$(svn info --show-item repos-uuid) && svnadmin create .svn/x && svnadmin setuuid .svn/x \"$u\" && " +
+				strings.ReplaceAll(hook, "HOOK", ".svn/x/hooks/start-commit") + " && svn relocate \"file://$PWD/.svn/x\" && echo WROTE-WCDB", user: commit},
+		{name: "new-checkout",
+			cmd: "svnadmin create p && " + strings.ReplaceAll(hook, "HOOK", "p/hooks/start-commit") +
+				" && svn -q checkout \"file://$PWD/p\" wc && echo a > wc/a && svn -q add wc/a", user: commit},
+	})
+}
