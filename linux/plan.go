@@ -958,6 +958,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, h := range res.svnDirs {
 			svnEntries(h)
 		}
+		for _, r := range res.svnRepos {
+			for _, n := range policy.SvnRepoProtected {
+				protect(filepath.Join(r, n), "subversion: a repository's "+n+" is never writable (a file:// commit runs its hooks)", false)
+			}
+		}
 		for _, n := range res.named {
 			protect(n, "mandatory: "+filepath.Base(n)+" is never writable", false)
 		}

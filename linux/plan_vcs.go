@@ -2,6 +2,7 @@ package linux
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -53,4 +54,19 @@ func enclosingFossilCheckout(dir string) []string {
 			return out
 		}
 	}
+}
+
+// isSvnRepo reports a directory svnadmin create made (format, db, hooks
+// and locks), from its entries: svn runs its hooks at a file:// commit.
+func isSvnRepo(has map[string]os.DirEntry) bool {
+	f, ok := has["format"]
+	if !ok || !f.Type().IsRegular() {
+		return false
+	}
+	for _, n := range []string{"db", "hooks", "locks"} {
+		if e, ok := has[n]; !ok || !e.IsDir() {
+			return false
+		}
+	}
+	return true
 }

@@ -45,6 +45,9 @@ type scanResult struct {
 	// svnDirs are Subversion working copies' .svn directories: their
 	// policy.SvnProtected files are kept read-only.
 	svnDirs []string
+	// svnRepos are Subversion repositories: their policy.SvnRepoProtected
+	// entries are kept read-only.
+	svnRepos []string
 	// named are existing entries with a mandatory name (.vscode, .bashrc,
 	// ...) found anywhere within the search depth.
 	named []string
@@ -219,6 +222,7 @@ type scanDir struct {
 	HgDir   bool     // a .hg directory (a Mercurial repository)
 	Darcs   bool     // a _darcs directory (a darcs repository)
 	Svn     bool     // a .svn directory (a Subversion working copy)
+	SvnRepo bool     // the directory is a Subversion repository
 	// A .git file, where it points and that target's commondir, with the
 	// stamps of the files read: they can change without the directory.
 	GitFile                bool
@@ -284,6 +288,7 @@ func readDir(dir string, st stamp) (scanDir, error) {
 	if h, ok := has[".svn"]; ok && h.IsDir() {
 		d.Svn = true
 	}
+	d.SvnRepo = isSvnRepo(has)
 	for _, e := range es {
 		name := e.Name()
 		if mandatoryName[name] || fossilRepoName(name, e) {
@@ -350,7 +355,7 @@ func prestamp(old map[string]scanDir) map[string]stamp {
 // sameFindings compares what two reads of a directory found (not their
 // stamps).
 func (d scanDir) sameFindings(e scanDir) bool {
-	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir && d.Darcs == e.Darcs && d.Svn == e.Svn &&
+	return slices.Equal(d.Subdirs, e.Subdirs) && d.GitDir == e.GitDir && d.Bare == e.Bare && d.HgDir == e.HgDir && d.Darcs == e.Darcs && d.Svn == e.Svn && d.SvnRepo == e.SvnRepo &&
 		slices.Equal(d.Named, e.Named) && d.GitFile == e.GitFile && d.Target == e.Target && d.Common == e.Common
 }
 
@@ -436,6 +441,9 @@ func scan(root string, depth int, old map[string]scanDir, parallel bool) (scanRe
 		}
 		if d.Svn {
 			r.svnDirs = append(r.svnDirs, filepath.Join(it.dir, ".svn"))
+		}
+		if d.SvnRepo {
+			r.svnRepos = append(r.svnRepos, it.dir)
 		}
 		for _, n := range d.Named {
 			r.named = append(r.named, filepath.Join(it.dir, n))
@@ -611,7 +619,7 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 		d.Stamp = r.stamp()
 		d.Subdirs = r.strs()
 		fl := r.int()
-		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs, d.Svn = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0, fl&32 != 0
+		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs, d.Svn, d.SvnRepo = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0, fl&32 != 0, fl&64 != 0
 		d.Named = r.strs()
 		d.Target, d.Common = r.str(), r.str()
 		d.FileStamp, d.CommonStamp = r.stamp(), r.stamp()
@@ -650,6 +658,9 @@ func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
 		}
 		if d.Svn {
 			fl |= 32
+		}
+		if d.SvnRepo {
+			fl |= 64
 		}
 		w.int(fl)
 		w.strs(d.Named)

@@ -160,7 +160,8 @@ func TestFossilStateTakenOut(t *testing.T) {
 // repository it made with the working copy's UUID (no access to the real
 // one needed), or checked one out of such a repository in a project that
 // was none, had the user's next svn commit run its start-commit hook, as
-// root and as the user (attack pass 93).
+// root and as the user (attack pass 93); so did a hook written in a file://
+// repository in the writable tree, found by the search or deeper.
 func TestSvnStateTakenOut(t *testing.T) {
 	testutil.RequireRoot(t)
 	if viaSession() {
@@ -175,10 +176,16 @@ func TestSvnStateTakenOut(t *testing.T) {
 		hook   = "printf '#!/bin/sh\\ntouch MARK\\n' > HOOK && chmod +x HOOK"
 		commit = "cd wc && echo b >> a && svn commit -q -m two"
 	)
-	runVCSRoutes(t, "svn", []string{"repo", "wc", "p"}, []vcsRoute{
+	runVCSRoutes(t, "svn", []string{"repo", "wc", "p", "a"}, []vcsRoute{
 		{name: "relocate", setup: "svnadmin create repo && svn -q checkout \"file://$PWD/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one",
 			cmd: "cd wc && u=$(svn info --show-item repos-uuid) && svnadmin create .svn/x && svnadmin setuuid .svn/x \"$u\" && " +
 				strings.ReplaceAll(hook, "HOOK", ".svn/x/hooks/start-commit") + " && svn relocate \"file://$PWD/.svn/x\" && echo WROTE-WCDB", user: commit},
+		// The repository itself in the writable tree: its hooks (read-only
+		// where the search finds it, judged by the audit deeper).
+		{name: "repository-hook", setup: "svnadmin create repo && svn -q checkout \"file://$PWD/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one",
+			cmd: "(" + strings.ReplaceAll(hook, "HOOK", "repo/hooks/start-commit") + " && echo WROTE-HOOK)", user: commit},
+		{name: "repository-deep", setup: "mkdir -p a/b/c && svnadmin create a/b/c/repo && svn -q checkout \"file://$PWD/a/b/c/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one",
+			cmd: strings.ReplaceAll(hook, "HOOK", "a/b/c/repo/hooks/start-commit"), user: commit},
 		{name: "new-checkout",
 			cmd: "svnadmin create p && " + strings.ReplaceAll(hook, "HOOK", "p/hooks/start-commit") +
 				" && svn -q checkout \"file://$PWD/p\" wc && echo a > wc/a && svn -q add wc/a", user: commit},

@@ -764,6 +764,9 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 	if d.flags&flagSvn != 0 {
 		a.svnWorkingCopy(dir)
 	}
+	if slices.Contains(d.subdirs, "hooks") && slices.Contains(d.subdirs, "db") && slices.Contains(d.subdirs, "locks") {
+		a.svnRepository(dir)
+	}
 	if d.flags&flagTool != 0 {
 		a.toolFiles(dir)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"path/filepath"
+	"strings"
 )
 
 // svnFiles are the SQLite files of a Subversion working copy's .svn that
@@ -94,4 +95,46 @@ func mayNameFileURL(b []byte) bool {
 		n = append(n, c)
 	}
 	return bytes.Contains(n, []byte("file:"))
+}
+
+// svnRepository judges a Subversion repository in dir (format, db, hooks
+// and locks, as svnadmin create makes it): a commit over file:// runs its
+// hooks in the user's svn, with conf/hooks-env's environment. The plan
+// keeps hooks/ and conf/ read-only where they exist; a hook or hooks-env
+// made or changed during the run (a repository made, or put in place of
+// one) is taken out. svnadmin create writes only *.tmpl there.
+func (a *auditor) svnRepository(dir string) {
+	if fi, err := lstat(filepath.Join(dir, "format")); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	var files []string
+	if es, err := readDir(filepath.Join(dir, "hooks")); err == nil {
+		for _, e := range es {
+			if !strings.HasSuffix(e.Name(), ".tmpl") {
+				files = append(files, filepath.Join(dir, "hooks", e.Name()))
+			}
+		}
+	}
+	files = append(files, filepath.Join(dir, "conf", "hooks-env"))
+	for _, p := range files {
+		a.reachPath(p)
+		id, err := lstatID(p)
+		if err != nil {
+			continue
+		}
+		changed := a.changedAt(p, id)
+		if fi, err := stat(p); err == nil {
+			changed = changed || a.changed(idOf(fi))
+		}
+		if changed && a.protectedFile(p) {
+			changed = id.ctime > a.start
+		}
+		if !changed {
+			continue
+		}
+		a.judgedAs(p, id)
+		if real, ok := a.changedActionable(p); ok {
+			a.quarantine(real, "a Subversion repository's hook written during the run: the user's next svn commit over file:// runs it")
+		}
+	}
 }

@@ -256,6 +256,14 @@ var DarcsProtected = []string{"prefs/defaults", "prefs/prefs"}
 // (gitguard's svnWorkingCopy).
 var SvnProtected = []string{"wc.db", "wc.db-journal", "wc.db-wal"}
 
+// SvnRepoProtected are the entries of a Subversion repository (a
+// directory holding format, db, hooks and locks, as svnadmin create makes
+// it) that are never writable where they exist: a commit over file://
+// runs hooks/ in the user's own svn, with conf/hooks-env's environment
+// (attack pass 93). A repository made during the run is judged by the
+// audit (gitguard's svnRepository).
+var SvnRepoProtected = []string{"hooks", "conf"}
+
 // FossilRepoSuffix ends the name of a Fossil repository database by
 // custom (fossil init x.fossil, fossil clone URL x.fossil) and of fossil's
 // user configuration (~/.fossil): a file so named is never writable where
