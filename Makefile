@@ -9,9 +9,10 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # System packages the build and the tests need (Debian names). strace: the
 # behavioural oracle of the permission decisions (permissions/oracle_linux_test.go);
 # btrfs-progs and e2fsprogs: the btrfs and fscrypt attacks make a filesystem
-# of each kind on a loop image (privileged-tests/btrfs_test.go); mercurial: the
-# Mercurial attacks run the user's hg status (privileged-tests/hg_test.go).
-DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial fossil subversion python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs
+# of each kind on a loop image (privileged-tests/btrfs_test.go); mercurial,
+# fossil, subversion and darcs: the attacks on each run the user's next command
+# of that tool (privileged-tests/hg_test.go, vcs_test.go).
+DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial fossil subversion darcs python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs
 # What the benchmarks add (bench/): the peer they are measured against and
 # the timers. make bench installs them; so does make bench-deps alone (for
 # bench/coldstart.sh and the other scripts run by hand).

@@ -110,7 +110,7 @@ func TestDarcsStateTakenOut(t *testing.T) {
 		t.Skip("runs moat run itself: make test-go runs it")
 	}
 	if _, err := exec.LookPath("darcs"); err != nil {
-		t.Skip("darcs is not installed (apt-get install darcs): the darcs routes cannot be shown")
+		t.Skip("darcs is not installed (make deps installs it): the darcs routes cannot be shown")
 	}
 	const hook = "printf 'ALL prehook touch MARK\\n' "
 	runVCSRoutes(t, "darcs", []string{"d"}, []vcsRoute{
