@@ -130,6 +130,7 @@ func TestReadDeniedThroughBtrfsTopLevel(t *testing.T) {
 // other name. As root and rootless (the no-namespace tier does not keep
 // denyWrite inside a writable tree at all, and says so).
 func TestDenyWriteThroughSecondMount(t *testing.T) {
+	coldRunsOnly(t)
 	testutil.RequireRoot(t)
 	const nobody = 65534
 	for _, tier := range []string{"root", "rootless"} {

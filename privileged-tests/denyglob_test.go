@@ -118,6 +118,7 @@ func TestToolFilesTakenOut(t *testing.T) {
 // where none was they are taken out after the run; where they exist they
 // are read-only. Without moat the same commands leave them.
 func TestHostToolFilesProtected(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	plant := "echo '{\"initializeCommand\":\"x\"}' > .devcontainer.json && echo '{\"mcp\":{}}' > opencode.json && " +
 		"echo '{}' > opencode.jsonc && mkdir -p .opencode/plugin .mise sub && echo x > .opencode/plugin/p.js && " +
@@ -158,6 +159,7 @@ func TestHostToolFilesProtected(t *testing.T) {
 // .roo/mcp.json. A command may not make one, nor change one that exists;
 // without moat the same command does both.
 func TestAgentProjectFilesProtected(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	plant := "mkdir -p .qwen .amazonq .kiro/settings .roo sub/.qwen && echo '{\"mcpServers\":{}}' > .qwen/settings.json && " +
 		"echo '{\"mcp\":{}}' > crush.json && echo '{}' > .crush.json && echo '{}' > .amazonq/mcp.json && " +
@@ -322,6 +324,7 @@ func TestGitObjectsDirLinkOutTakenOut(t *testing.T) {
 // line to FILE (attack pass 70). Without moat the same plant makes the
 // same commit write FILE.
 func TestGitDirLinksPastManyDirsTakenOut(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	notes := filepath.Join(f.outside, "notes.txt")
 	plant := fmt.Sprintf("mkdir -p .git/zz .git/logs && cd .git/zz && seq 1 20001 | xargs mkdir && cd .. && ln -sf %s logs/HEAD", notes)

@@ -19,6 +19,7 @@ import (
 // prompt, an editor) ran the command's core.fsmonitor on the host (attack
 // pass 82; the audit took it out only after the run).
 func TestDotGitSymlinkProtected(t *testing.T) {
+	coldRunsOnly(t)
 	cases := []struct {
 		name string
 		// setup makes the tree and returns the directory the user's git
@@ -90,6 +91,7 @@ func TestDotGitSymlinkProtected(t *testing.T) {
 // the run (the audit cannot tell a HEAD the run made in a .git directory
 // from git's own new HEAD).
 func TestGitDormantRepositoryCompleted(t *testing.T) {
+	coldRunsOnly(t)
 	for _, tc := range []struct{ name, missing, complete string }{
 		{"refs", "refs", "mkdir sub/.git/refs"},
 		{"HEAD", "HEAD", "echo 'ref: refs/heads/main' > sub/.git/HEAD"},
@@ -136,6 +138,7 @@ func TestGitDormantRepositoryCompleted(t *testing.T) {
 // checkout -b evil made the user's next git status run it (attack pass
 // 82).
 func TestGitBranchIncludeActivated(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	mark := filepath.Join(f.root, "pwned")
 	git(t, f.work, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "one")

@@ -274,6 +274,7 @@ func ptraceScope() int {
 // TIOCSTI: a command must not type into the caller's terminal, whether its
 // stdin is that terminal (moat gives it a pty of its own) or only its stdout.
 func TestTIOCSTI(t *testing.T) {
+	coldRunsOnly(t)
 	for _, tc := range []struct {
 		name  string
 		stdin bool // the terminal is stdin too

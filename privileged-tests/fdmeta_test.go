@@ -18,6 +18,7 @@ import (
 // 79). What has no such path (a pipe, a memfd) and what is writable (the
 // sandbox's /tmp, the working tree) is changed and not reported.
 func TestDescriptorMetadataReported(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	script := `import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
@@ -64,6 +65,7 @@ open("own", "w").close(); os.chmod(os.open("own", os.O_RDONLY), 0o600)
 // report said nothing (attack pass 79). A reopen of a writable file, and
 // of /dev/stdout, /dev/null, is not reported.
 func TestReopenedDescriptorWriteReported(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	for _, route := range []string{
 		`echo x > /dev/fd/3`,
@@ -110,6 +112,7 @@ func TestReopenedDescriptorWriteReported(t *testing.T) {
 // (EISDIR, ENOENT without O_CREAT, EEXIST for O_EXCL). A real refusal
 // beside them is reported.
 func TestReadOpenWithWriteFlagNotReported(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	script := `import os, sys
 target, outside = sys.argv[1], sys.argv[2]
@@ -144,6 +147,7 @@ except OSError as e:
 // metadata calls itself and Landlock refuses the reopened write: each is
 // refused and reported once, by the file's path.
 func TestNoUsernsDescriptorChangesReported(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() == 0 {
 		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
 	}

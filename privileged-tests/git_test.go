@@ -159,6 +159,7 @@ const plantConfig = `printf '[core]\n\trepositoryformatversion = 0\n\tbare = fal
 // does not (the mounts refuse it, or the audit takes it out before moat
 // returns).
 func TestGitPlantedRepositories(t *testing.T) {
+	coldRunsOnly(t)
 	cases := []struct {
 		name   string
 		setup  func(s *gitScene)
@@ -269,6 +270,7 @@ func TestGitPlantedRepositories(t *testing.T) {
 // What agents do with git works inside the sandbox, and leaves nothing for
 // the audit to take out.
 func TestGitWorkflowsInside(t *testing.T) {
+	coldRunsOnly(t)
 	s := newGitScene(t)
 	s.git(s.repo, "config", "core.hooksPath", ".husky") // the user's own setting stays the user's
 	r := s.run(`set -e
@@ -301,6 +303,7 @@ echo WORKFLOWS-OK`, true)
 // The names the seeds reserve in the working directory cannot be created
 // there, and nothing is left behind.
 func TestReservedNamesInCwd(t *testing.T) {
+	coldRunsOnly(t)
 	for _, n := range []string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
 		".profile", ".ripgreprc", ".mcp.json", ".idea/workspace.xml", ".vscode/tasks.json", ".claude/settings.json", "HEAD"} {
 		t.Run(n, func(t *testing.T) {
@@ -519,6 +522,7 @@ func TestSettingsCannotWidenLaterRun(t *testing.T) {
 // mounts: the audit alone keeps the user's git from running what the
 // command planted.
 func TestNoUsernsGitAudit(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() == 0 {
 		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
 	}
@@ -569,6 +573,7 @@ func TestNoUsernsGitAudit(t *testing.T) {
 // settings file still widens nothing. Each pair of scripts, run without
 // moat, does plant (so the test can fail); found by an outside attack pass.
 func TestGitStagedAcrossRuns(t *testing.T) {
+	coldRunsOnly(t)
 	cases := []struct {
 		name       string
 		run1, run2 string
@@ -719,6 +724,7 @@ func TestGitAuditAfterKilledRun(t *testing.T) {
 // nothing and no settings file appears (found by an attack pass). Without
 // moat the same script plants both.
 func TestGitHomeFilesSymlinkedIntoTheTree(t *testing.T) {
+	coldRunsOnly(t)
 	setup := func(s *gitScene) {
 		dots := filepath.Join(s.w, "dotfiles")
 		must(t, os.MkdirAll(filepath.Join(dots, "claude"), 0o755))
@@ -750,6 +756,7 @@ func TestGitHomeFilesSymlinkedIntoTheTree(t *testing.T) {
 // it leads to: the working tree and its .git stay writable (an attack pass
 // locked every later run out of its tree that way).
 func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
+	coldRunsOnly(t)
 	s := newGitScene(t)
 	if r := s.run(`mkdir -p sub a/b && ln -s .. sub/.claude && ln -s ../../.git a/b/.vscode`, true); r.code != 0 {
 		t.Fatalf("the planting run: %d\n%s", r.code, r.out)
@@ -764,6 +771,7 @@ func TestPlantedSymlinkDoesNotLockTheTree(t *testing.T) {
 // (~/.gitconfig -> dotfiles/gitconfig, not made yet): the command cannot
 // make the file it leads to (moat reserves it for the run).
 func TestGitHomeDanglingSymlinkIntoTheTree(t *testing.T) {
+	coldRunsOnly(t)
 	setup := func(s *gitScene) {
 		dots := filepath.Join(s.w, "dotfiles")
 		must(t, os.MkdirAll(dots, 0o755))

@@ -157,6 +157,7 @@ func TestHgStateTakenOut(t *testing.T) {
 // commit in an existing repository, and a clone whose hgrc only names its
 // source (kept by the audit).
 func TestHgWorkKeptInSandbox(t *testing.T) {
+	coldRunsOnly(t)
 	testutil.RequireRoot(t)
 	if _, err := exec.LookPath("hg"); err != nil {
 		t.Skip("hg (Mercurial) is not installed (make deps installs it)")

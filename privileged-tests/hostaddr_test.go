@@ -147,6 +147,7 @@ func httpGetOn(c net.Conn, br *bufio.Reader, target string) (string, error) {
 // descriptor limit of 256 (a command holds up to 512 connections to the
 // proxy, so any limit below a few thousand is reached the same way).
 func TestHostAddressCheckFailsClosed(t *testing.T) {
+	coldRunsOnly(t)
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"unshare", "ip", "prlimit", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,6 +192,7 @@ func (f *fixture) sandboxed(args ...string) result {
 
 func (f *fixture) sandboxedWith(settings string, args ...string) result {
 	f.t.Helper()
+	checkNotCold(f.t)
 	if viaSession() {
 		return f.inSession(settings, append([]string{self}, args...))
 	}
@@ -201,6 +203,34 @@ func (f *fixture) sandboxedWith(settings string, args ...string) result {
 // a session sandbox (moat session --jsonl) instead of a cold moat run, so
 // that sessions are held to the same attacks (.ci/run runs both).
 func viaSession() bool { return os.Getenv("MOAT_VIA") == "session" }
+
+// coldRunsOnly skips, under MOAT_VIA=session, a test that starts no session
+// whichever way it runs (it runs moat run, the no-namespace tier or moat
+// doctor itself, or no sandbox): its runs would repeat make test-go's, a
+// minute and a half of CI's time. The tests that call it were found by a
+// run under MOAT_VIA=session that logged every test reaching inSession
+// (2026-11-30); a test that comes to use the fixture's sandboxed helpers
+// must drop the call.
+func coldRunsOnly(t *testing.T) {
+	t.Helper()
+	if viaSession() {
+		t.Skip("starts no session: make test-go runs it as it is")
+	}
+	coldTests.Store(t.Name(), true)
+}
+
+// coldTests are the tests that called coldRunsOnly: one of them that runs
+// an attack through the fixture's sandboxed helpers (a session's command
+// under MOAT_VIA=session) fails, so that it cannot lose its session runs
+// unseen.
+var coldTests sync.Map
+
+func checkNotCold(t *testing.T) {
+	t.Helper()
+	if _, cold := coldTests.Load(strings.SplitN(t.Name(), "/", 2)[0]); cold {
+		t.Errorf("%s runs a sandboxed attack (a session's command under MOAT_VIA=session) but calls coldRunsOnly, which skips it there: drop the call", t.Name())
+	}
+}
 
 // inSession runs argv as the one command of a moat session --jsonl (the
 // host decided: --gate off) and returns its exit status and output (the

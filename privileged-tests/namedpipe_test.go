@@ -95,6 +95,7 @@ func TestGitAuditOpensNoDevice(t *testing.T) {
 // (attack pass 78, through moat run). Without moat the same plant hangs
 // the same git.
 func TestGitNamedPipesBehindLinksTakenOut(t *testing.T) {
+	coldRunsOnly(t)
 	cases := []struct {
 		name  string
 		plant func(head string) string

@@ -307,6 +307,7 @@ func TestUnixSocketBrokerFdSwap(t *testing.T) {
 // (found by an attack pass). At most a few connects of a sandbox hold a
 // thread, and one whose caller is gone ends.
 func TestBrokerConnectsCannotExhaustSupervisor(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	s := startServers(t, f.root)
 	settings := f.netSettings(map[string]any{"allowedDomains": []string{}, "allowUnixSockets": []string{s.unixPath}})
@@ -547,6 +548,7 @@ func startAndFeed(t *testing.T, cmd *exec.Cmd, w *os.File, wait string, lines []
 // Without moat the route dies with it: the proxy is served by the moat
 // process only (a killed moat leaves no relay behind).
 func TestNoNetworkWithoutSupervisor(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	marker := "sleep " + testutil.SleepMarker(30)
 	cmd := exec.Command(moatBin, "run", "--settings", f.settings, "-c", marker)

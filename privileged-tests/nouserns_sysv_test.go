@@ -62,6 +62,7 @@ func init() {
 // their message queues, by the ids /proc/sysvipc lists (found by attack
 // pass 65). In this tier seccomp refuses System V IPC.
 func TestNoUsernsSysVIPC(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() == 0 {
 		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
 	}

@@ -92,6 +92,7 @@ func TestNoUsernsBestEffort(t *testing.T) {
 }
 
 func TestNoUsernsAttacks(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() == 0 {
 		testutil.Unavailable(t, "no Landlock: the no-namespace tier has nothing to confine with")
 	}
@@ -129,6 +130,7 @@ func TestNoUsernsAttacks(t *testing.T) {
 // out of reach (seccomp refuses ptrace, Landlock refuses /proc/PID access
 // across domains and, from ABI 6, signals).
 func TestNoUsernsHostProcesses(t *testing.T) {
+	coldRunsOnly(t)
 	for _, attack := range []string{"ptrace", "environ", "kill"} {
 		t.Run(attack, func(t *testing.T) {
 			if attack == "kill" && landlockABI() < 6 {
@@ -180,6 +182,7 @@ func TestNoUsernsNetwork(t *testing.T) {
 // core.fsmonitor stayed for the user's next git status, outside any
 // sandbox (found by an attack pass).
 func TestNoUsernsTimeoutStillAudited(t *testing.T) {
+	coldRunsOnly(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		testutil.Unavailable(t, "git is not installed")
 	}
@@ -256,6 +259,7 @@ func TestNoUsernsTmpdirRemoved(t *testing.T) {
 // pass). init's kill(-1), in a Landlock signal scope of its own, ends the
 // tree at once and reaches nothing else.
 func TestNoUsernsForkingTreeDies(t *testing.T) {
+	coldRunsOnly(t)
 	if _, err := exec.LookPath("perl"); err != nil {
 		testutil.Unavailable(t, "perl is not installed")
 	}
@@ -298,6 +302,7 @@ func TestNoUsernsForkingTreeDies(t *testing.T) {
 // broker now makes itself (as the supervisor, which no Landlock domain
 // confines) still reach nothing but the proxy.
 func TestNoUsernsUnixBroker(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() < 4 && os.Geteuid() != 0 {
 		testutil.Unavailable(t, "Landlock ABI %d < 4 and no eBPF (not root): TCP cannot be confined", landlockABI())
 	}
@@ -339,6 +344,7 @@ func TestNoUsernsUnixBroker(t *testing.T) {
 // seccomp refuses it where Landlock alone confines TCP; as root the eBPF
 // layer judges it as a connect.
 func TestNoUsernsTCPFastOpen(t *testing.T) {
+	coldRunsOnly(t)
 	if landlockABI() < 4 && os.Geteuid() != 0 {
 		testutil.Unavailable(t, "Landlock ABI %d < 4 and no eBPF (not root): TCP cannot be confined", landlockABI())
 	}
@@ -387,6 +393,7 @@ func TestNoUsernsNoDaemon(t *testing.T) {
 // record, no announcement, no temporary directory. The same for a command
 // that cannot be executed.
 func TestFailedLaunchLeavesNothing(t *testing.T) {
+	coldRunsOnly(t)
 	f := makeFixture(t)
 	before := snapshotTree(t, f.work)
 	// moat's temporary directories go to a TMPDIR of the test's own: the
@@ -436,6 +443,7 @@ func TestFailedLaunchLeavesNothing(t *testing.T) {
 // filter refuses them everywhere; as a user moat says they are not
 // enforced on the user's own files.
 func TestNoUsernsFileMetadata(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	victim := filepath.Join(f.outside, "meta-victim")
 	reset := func() {
@@ -608,6 +616,7 @@ print("flags", "d" if f & 0x40 else "-")
 // (processes outlived the run) and of any host process of its uid (found
 // by an attack pass). Each must fail under moat and work without it.
 func TestNoUsernsHostDevicesAndProcesses(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	// A terminal of the host's, this user's.
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)

@@ -17,6 +17,7 @@ import (
 // rule in the user's own settings does re-allow it: the sandbox honours
 // allowRead, so it is the refusal that keeps the key hidden here.
 func TestProjectSettingsCannotReallowSecrets(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	key := filepath.Join(f.home, ".ssh", "id_ed25519")
 	project := filepath.Join(f.work, ".claude", "settings.json")
@@ -99,6 +100,7 @@ func TestProjectSettingsCannotSetExternalProxy(t *testing.T) {
 // outside is the fixture's: the user's own settings make it writable (the
 // test can fail), a project's are refused and the file stays as it was.
 func TestProjectSettingsCannotWriteOutside(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	project := filepath.Join(f.work, ".claude", "settings.json")
 	user := filepath.Join(f.home, ".claude", "settings.json")

@@ -61,6 +61,7 @@ func TestDirectoryStdioRefused(t *testing.T) {
 // found by an attack pass). moat hands the command a pipe instead and
 // copies; without moat the same user does both.
 func TestStdioFileNotReopened(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	protected := filepath.Join(f.work, ".mcp.json")
 	must(t, os.WriteFile(protected, []byte("{}\n"), 0o644))
@@ -160,6 +161,7 @@ func TestStdioDeviceAndFifoNotReopened(t *testing.T) {
 // other through a pipe and refuses a listening one; without moat the same
 // datagram arrives.
 func TestStdioSocketNotHandedOver(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	host, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -311,6 +313,7 @@ func TestStdioPipeOneWay(t *testing.T) {
 // pipe on its stdin ahead of the command, so a while-read loop of moat runs
 // needs it to see every line.
 func TestRunNoStdin(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	loop := func(flag string) string {
 		cmd := exec.Command("/bin/sh", "-c", `while read x; do "$0" run `+flag+` --settings "$1" -- /bin/sh -c 'read y && echo "command read $y"'; echo "loop read $x"; done`, moatBin, f.settings)

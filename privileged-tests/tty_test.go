@@ -200,6 +200,7 @@ func TestTTYOnStdoutOnly(t *testing.T) {
 	})
 
 	t.Run("moat run", func(t *testing.T) {
+		coldRunsOnly(t) // the session's case is its own, below
 		ct := newCallerTerminal(t)
 		cmd := exec.Command(moatBin, "run", "--settings", f.settings, "--", self, "tty-steal")
 		cmd.Dir, cmd.Env = f.work, f.env()
@@ -220,6 +221,7 @@ func TestTTYOnStdoutOnly(t *testing.T) {
 	// Only stderr is the terminal (`moat run -- cmd <file >file` in an
 	// interactive shell): the same, and stdout stays the file.
 	t.Run("moat run, stderr only", func(t *testing.T) {
+		coldRunsOnly(t) // the session's case is its own, below
 		ct := newCallerTerminal(t)
 		outFile, err := os.CreateTemp(f.root, "stdout-")
 		must(t, err)

@@ -21,6 +21,7 @@ import (
 // as an unprivileged user (nobody, its tree chowned to it, when the test
 // runs as root).
 func TestUnlistableDirectoryProtectedWhole(t *testing.T) {
+	coldRunsOnly(t)
 	for _, mode := range []os.FileMode{0o311, 0o000, 0o444} {
 		t.Run(mode.String(), func(t *testing.T) {
 			f := newFixture(t)

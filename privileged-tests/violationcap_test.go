@@ -12,6 +12,7 @@ import (
 // of refused connections hid the exfiltration attempt after it, unsaid:
 // found by an attack pass).
 func TestViolationReportSaysWhatItDrops(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	script := "for i in $(seq 1050); do : 2>/dev/null > " + f.outside + "/flood-$i; done; : 2>/dev/null > " + f.target + "; true"
 	r := f.exec(moatBin, "run", "--settings", f.settings, "-c", script)

@@ -12,6 +12,7 @@ import (
 // run whose only change it makes is audited and a refusal reported (the
 // filter let it through unseen: found by an attack pass).
 func TestXattrAtReported(t *testing.T) {
+	coldRunsOnly(t)
 	f := newFixture(t)
 	script := `import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
