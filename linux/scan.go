@@ -352,6 +352,12 @@ func prestamp(old map[string]scanDir) map[string]stamp {
 	return m
 }
 
+// flags are the findings the cache keeps as one number's bits, in order
+// (a new one goes last: the cache's magic changes with the layout).
+func (d *scanDir) flags() [7]*bool {
+	return [7]*bool{&d.GitDir, &d.Bare, &d.GitFile, &d.HgDir, &d.Darcs, &d.Svn, &d.SvnRepo}
+}
+
 // sameFindings compares what two reads of a directory found (not their
 // stamps).
 func (d scanDir) sameFindings(e scanDir) bool {
@@ -619,7 +625,9 @@ func decodeScanCache(b []byte, root string, depth int) (map[string]scanDir, bool
 		d.Stamp = r.stamp()
 		d.Subdirs = r.strs()
 		fl := r.int()
-		d.GitDir, d.Bare, d.GitFile, d.HgDir, d.Darcs, d.Svn, d.SvnRepo = fl&1 != 0, fl&2 != 0, fl&4 != 0, fl&8 != 0, fl&16 != 0, fl&32 != 0, fl&64 != 0
+		for i, f := range d.flags() {
+			*f = fl&(1<<i) != 0
+		}
 		d.Named = r.strs()
 		d.Target, d.Common = r.str(), r.str()
 		d.FileStamp, d.CommonStamp = r.stamp(), r.stamp()
@@ -641,26 +649,10 @@ func encodeScanCache(root string, depth int, dirs map[string]scanDir) []byte {
 		w.stamp(d.Stamp)
 		w.strs(d.Subdirs)
 		var fl int64
-		if d.GitDir {
-			fl |= 1
-		}
-		if d.Bare {
-			fl |= 2
-		}
-		if d.GitFile {
-			fl |= 4
-		}
-		if d.HgDir {
-			fl |= 8
-		}
-		if d.Darcs {
-			fl |= 16
-		}
-		if d.Svn {
-			fl |= 32
-		}
-		if d.SvnRepo {
-			fl |= 64
+		for i, f := range d.flags() {
+			if *f {
+				fl |= 1 << i
+			}
 		}
 		w.int(fl)
 		w.strs(d.Named)

@@ -1,7 +1,6 @@
 package gitguard
 
 import (
-	"io/fs"
 	"path/filepath"
 )
 
@@ -24,22 +23,8 @@ var darcsHomeConfigs = []string{".darcs/defaults", ".darcs/prefs"}
 // during the run is taken out, and a _darcs symlink made during the run
 // (darcs follows it).
 func (a *auditor) darcsRepo(dir string) {
-	h := filepath.Join(dir, "_darcs")
-	a.reachPath(h)
-	fi, err := lstat(h)
-	if err != nil {
-		return
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		id := idOf(fi)
-		if a.changedAt(h, id) {
-			a.judgedAs(h, id)
-			if real, ok := a.changedActionable(h); ok {
-				a.quarantine(real, "a _darcs symlink made during the run: darcs takes the directory it leads to for the repository and runs the hooks its prefs/defaults names")
-				return
-			}
-		}
-	} else if !fi.IsDir() {
+	h, e := a.vcsControlDir(dir, "_darcs", "a _darcs symlink made during the run: darcs takes the directory it leads to for the repository and runs the hooks its prefs/defaults names")
+	if e == vcsNone {
 		return
 	}
 	for _, n := range darcsFiles {
@@ -50,19 +35,9 @@ func (a *auditor) darcsRepo(dir string) {
 // darcsFile takes out one darcs configuration file changed during the run
 // (through a symlink, the file it leads to too).
 func (a *auditor) darcsFile(p string) {
-	a.reachPath(p)
-	id, err := lstatID(p)
-	if err != nil {
+	id, changed, ok := a.changedInRun(p)
+	if !ok {
 		return
-	}
-	changed := a.changedAt(p, id)
-	tid := id
-	if fi, err := stat(p); err == nil {
-		tid = idOf(fi)
-		changed = changed || a.changed(tid)
-	}
-	if changed && a.protectedFile(p) {
-		changed = id.ctime > a.start || tid.ctime > a.start
 	}
 	if !changed {
 		return

@@ -1,7 +1,6 @@
 package gitguard
 
 import (
-	"io/fs"
 	"path/filepath"
 	"strings"
 )
@@ -25,24 +24,8 @@ var hgFiles = []string{"hgrc", "hgrc-not-shared", "sharedpath"}
 // unless it is an hgrc that only names remote paths and the user name
 // (hg clone writes one).
 func (a *auditor) hgRepo(dir string) {
-	h := filepath.Join(dir, ".hg")
-	a.reachPath(h)
-	fi, err := lstat(h)
-	if err != nil {
-		return
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		// hg follows a .hg symlink (it asks whether .hg is a directory):
-		// one made during the run chose the repository.
-		id := idOf(fi)
-		if a.changedAt(h, id) {
-			a.judgedAs(h, id)
-			if real, ok := a.changedActionable(h); ok {
-				a.quarantine(real, "a .hg symlink made during the run: hg takes the directory it leads to for the repository and runs the hooks and extensions of its hgrc")
-				return
-			}
-		}
-	} else if !fi.IsDir() {
+	h, e := a.vcsControlDir(dir, ".hg", "a .hg symlink made during the run: hg takes the directory it leads to for the repository and runs the hooks and extensions of its hgrc")
+	if e == vcsNone {
 		return
 	}
 	seen := map[string]bool{}
@@ -78,21 +61,9 @@ func (a *auditor) hgFile(p string, pointer bool, depth int, seen map[string]bool
 		return
 	}
 	seen[p] = true
-	a.reachPath(p)
-	id, err := lstatID(p)
-	if err != nil {
+	id, changed, ok := a.changedInRun(p)
+	if !ok {
 		return
-	}
-	changed := a.changedAt(p, id)
-	// Through a symlink, the file it leads to too (written, or renamed
-	// there, during the run).
-	tid := id
-	if fi, err := stat(p); err == nil {
-		tid = idOf(fi)
-		changed = changed || a.changed(tid)
-	}
-	if changed && a.protectedFile(p) {
-		changed = id.ctime > a.start || tid.ctime > a.start
 	}
 	b, _, rerr := readSmall(p, maxConfigSize)
 	if changed {

@@ -2,7 +2,6 @@ package gitguard
 
 import (
 	"bytes"
-	"io/fs"
 	"path/filepath"
 	"strings"
 )
@@ -30,42 +29,15 @@ const maxSvnDB = 64 << 20
 // repository made in the sandbox is kept. A .svn symlink made during the
 // run is taken out.
 func (a *auditor) svnWorkingCopy(dir string) {
-	h := filepath.Join(dir, ".svn")
-	a.reachPath(h)
-	fi, err := lstat(h)
-	if err != nil {
-		return
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		id := idOf(fi)
-		if a.changedAt(h, id) {
-			a.judgedAs(h, id)
-			if real, ok := a.changedActionable(h); ok {
-				a.quarantine(real, "a .svn symlink made during the run: svn takes the working copy database it leads to, which names the repository whose hooks a file:// commit runs")
-			}
-		}
-		return
-	}
-	if !fi.IsDir() {
+	h, e := a.vcsControlDir(dir, ".svn", "a .svn symlink made during the run: svn takes the working copy database it leads to, which names the repository whose hooks a file:// commit runs")
+	if e != vcsDir {
 		return
 	}
 	for _, n := range svnFiles {
 		p := filepath.Join(h, n)
-		a.reachPath(p)
-		id, err := lstatID(p)
-		if err != nil {
+		id, changed, ok := a.changedInRun(p)
+		if !ok {
 			continue
-		}
-		changed := a.changedAt(p, id)
-		tid := id
-		if fi, err := stat(p); err == nil {
-			tid = idOf(fi)
-			changed = changed || a.changed(tid)
-		}
-		// As hgFile: a file read-only during the run changed only if its
-		// change time says so.
-		if changed && a.protectedFile(p) {
-			changed = id.ctime > a.start || tid.ctime > a.start
 		}
 		if !changed {
 			continue
