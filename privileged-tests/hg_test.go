@@ -86,19 +86,7 @@ func TestHgStateTakenOut(t *testing.T) {
 			}
 			sh := func(dir string, argv ...string) result {
 				t.Helper()
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Dir, cmd.Env = dir, f.env()
-				if cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				}
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatalf("run %v: %v", argv, err)
-				}
-				return result{code: code, out: string(out)}
+				return f.runAs(t, cred, dir, argv...)
 			}
 			reset := func(r route) {
 				t.Helper()

@@ -23,6 +23,25 @@ type vcsRoute struct {
 	user  string // what the user then runs, outside moat, in the work tree
 }
 
+// runAs runs argv in dir with the fixture's environment, as cred (nil:
+// this process's user), and returns its exit status and output.
+func (f *fixture) runAs(t *testing.T, cred *syscall.Credential, dir string, argv ...string) result {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, f.env()
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", argv, err)
+	}
+	return result{code: code, out: string(out)}
+}
+
 // runVCSRoutes runs each route under moat, as root and as nobody, with the
 // work tree and the home writable, then the user's command; the marker the
 // route's program touches (MARK in the strings) must not appear. The same
@@ -42,19 +61,7 @@ func runVCSRoutes(t *testing.T, tool string, clean []string, routes []vcsRoute) 
 			}
 			sh := func(argv ...string) result {
 				t.Helper()
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Dir, cmd.Env = f.work, f.env()
-				if cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				}
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatalf("run %v: %v", argv, err)
-				}
-				return result{code: code, out: string(out)}
+				return f.runAs(t, cred, f.work, argv...)
 			}
 			for _, r := range routes {
 				marker := filepath.Join(f.root, "pwned-"+tool+"-"+tier+"-"+r.name)
