@@ -984,11 +984,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		}
 		// The Mercurial repository the command works in, found as hg
 		// finds it (the closest .hg above), deeper than the search or not.
-		if h := enclosingHgDir(c); h != "" {
+		if h := enclosingVCSDir(c, ".hg"); h != "" {
 			hgEntries(h)
 		}
 		// darcs and fossil find theirs the same way.
-		if h := enclosingDarcsDir(c); h != "" {
+		if h := enclosingVCSDir(c, "_darcs"); h != "" {
 			darcsEntries(h)
 		}
 		if h := enclosingVCSDir(c, ".svn"); h != "" {
@@ -1730,23 +1730,6 @@ func enclosingGitDir(dir string) (gitDir, gitFile string) {
 		}
 		if d == "/" {
 			return "", ""
-		}
-	}
-}
-
-// enclosingHgDir returns the .hg directory hg would use for a command
-// started in dir (the closest .hg directory at or above dir), "" if none.
-// A .hg symlink is not followed (its target's lookup could ask the host's
-// automounter for a name the command chose): the audit judges what one
-// leads to.
-func enclosingHgDir(dir string) string {
-	for d := dir; ; d = filepath.Dir(d) {
-		h := filepath.Join(d, ".hg")
-		if lstatKind(h) == 'd' {
-			return h
-		}
-		if d == "/" {
-			return ""
 		}
 	}
 }

@@ -19,13 +19,12 @@ func fossilRepoName(name string, e fs.DirEntry) bool {
 	return e.Type().IsRegular() && strings.HasSuffix(name, policy.FossilRepoSuffix)
 }
 
-// enclosingDarcsDir returns the _darcs directory darcs would use for a
-// command started in dir (the closest one at or above dir), "" if none.
-func enclosingDarcsDir(dir string) string { return enclosingVCSDir(dir, "_darcs") }
-
 // enclosingVCSDir returns the closest directory named name at or above
-// dir ("" if none): darcs's _darcs and svn's .svn (wc.db is at the working
-// copy's top) are found so.
+// dir ("" if none), as the tool finds the repository a command started in
+// dir works in: hg's .hg, darcs's _darcs and svn's .svn (wc.db is at the
+// working copy's top). A symlink there is not followed (its target's
+// lookup could ask the host's automounter for a name the command chose):
+// the audit judges what one leads to.
 func enclosingVCSDir(dir, name string) string {
 	for d := dir; ; d = filepath.Dir(d) {
 		h := filepath.Join(d, name)
