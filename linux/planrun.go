@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/linux/journal"
@@ -543,9 +545,31 @@ type ucountCap struct {
 	value uint64
 }
 
+// ucountCapsTTL is how long ucountCaps keeps what it read: eight reads of
+// /proc/sys took 0.35-0.9 ms of every run's plan (its critical path), for
+// limits an administrator rarely changes. A change reaches the sandboxes
+// that start after this long.
+const ucountCapsTTL = 30 * time.Second
+
+var ucountCapsCache struct {
+	sync.Mutex
+	at   time.Time
+	caps []ucountCap
+}
+
 // ucountCaps returns the caps of ucountLimits this kernel has (fanotify's
-// came in 5.13), at least 1 each.
+// came in 5.13), at least 1 each, as read at most ucountCapsTTL ago.
 func ucountCaps() []ucountCap {
+	c := &ucountCapsCache
+	c.Lock()
+	defer c.Unlock()
+	if c.at.IsZero() || time.Since(c.at) >= ucountCapsTTL {
+		c.caps, c.at = readUcountCaps(), time.Now()
+	}
+	return c.caps
+}
+
+func readUcountCaps() []ucountCap {
 	read := func(p string) (uint64, bool) {
 		b, err := os.ReadFile("/proc/sys/" + p)
 		if err != nil {
