@@ -1198,6 +1198,41 @@ static int kill_scoped(void)
 	return 1;
 }
 
+/* kill_children_by_scan SIGKILLs every process whose parent is self. */
+static int kill_children_by_scan(pid_t self)
+{
+	int found = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+		long ppid;
+		char st;
+		if (rp && sscanf(rp + 1, " %c %ld", &st, &ppid) == 2 && ppid == self) {
+			kill((pid_t)pid, SIGKILL);
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
 /* kill_subreaped ends every process below this subreaper: with a signal
  * scope of its own, one kill(-1); otherwise kill its children, reap, and
  * repeat until none is left, since each kill hands the victim's children
@@ -1219,6 +1254,8 @@ static void kill_subreaped(void)
 				found = 1;
 			}
 			fclose(f);
+		} else {
+			found |= kill_children_by_scan(self); /* no CONFIG_PROC_CHILDREN */
 		}
 		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
 			found = 1;
@@ -1657,45 +1694,9 @@ static void forward(int sig)
 	kill(child, sig);
 }
 
-/* kill_children_by_scan SIGKILLs every process whose parent is self. */
-static int kill_children_by_scan(pid_t self)
-{
-	int found = 0;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0)
-			continue;
-		char p[64], buf[512];
-		snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-		long ppid;
-		char st;
-		if (rp && sscanf(rp + 1, " %c %ld", &st, &ppid) == 2 && ppid == self) {
-			kill((pid_t)pid, SIGKILL);
-			found = 1;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
 /* kill_descendants ends every process below init. With a pid namespace
  * one kill(-1) does it. Without one, init is a subreaper (orphans of the
- * tree become its children): kill its children, reap, and repeat until
- * none is left, since each kill hands the victim's children to init. */
+ * tree become its children): kill_subreaped. */
 static void kill_descendants(void)
 {
 	if (!(mode & MODE_NONS)) {
@@ -1704,31 +1705,7 @@ static void kill_descendants(void)
 			;
 		return;
 	}
-	if (kill_scoped())
-		return;
-	pid_t self = getpid();
-	for (int round = 0; round < 10000; round++) {
-		int found = 0;
-		char path[64];
-		snprintf(path, sizeof path, "/proc/%d/task/%d/children", self, self);
-		FILE *f = fopen(path, "re");
-		if (f) {
-			long pid;
-			while (fscanf(f, "%ld", &pid) == 1) {
-				kill((pid_t)pid, SIGKILL);
-				found = 1;
-			}
-			fclose(f);
-		} else {
-			found |= kill_children_by_scan(self); /* no CONFIG_PROC_CHILDREN */
-		}
-		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
-			found = 1;
-		if (!found && waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
-			return;
-		if (!found)
-			usleep(1000);
-	}
+	kill_subreaped();
 }
 
 static void __attribute__((noreturn)) supervisor_gone(char **cleanup)
