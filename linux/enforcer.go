@@ -65,13 +65,20 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 	}
 	lc := *l
 	lc.Stdio, l = stdio, &lc
+	return e.launch(ctx, l, func(ln *launcher) { ln.stdioCopy = sc })
+}
+
+// launch prepares and starts a launcher for l (a command's or a
+// session's, as set apart by with); on failure it has cleaned up.
+func (e *Enforcer) launch(ctx context.Context, l *enforce.Launch, with func(*launcher)) (*launcher, error) {
 	pol := l.Policy
 	if l.Mode == enforce.HostProc && !pol.FS.WeakerNested {
 		p := *pol
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver(), stdioCopy: sc}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver()}
+	with(ln)
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
 	}

@@ -43,23 +43,8 @@ func (e *Enforcer) StartSession(ctx context.Context, l *enforce.Launch) (enforce
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pol := l.Policy
-	if l.Mode == enforce.HostProc && !pol.FS.WeakerNested {
-		p := *pol
-		p.FS.WeakerNested = true
-		pol = &p
-	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver(), session: true}
-	if !ln.nons {
-		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done
-	}
-	if err := ln.prepare(); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := ln.start(); err != nil {
-		ln.terminate()
-		ln.Close()
+	ln, err := e.launch(ctx, l, func(ln *launcher) { ln.session = true })
+	if err != nil {
 		return nil, err
 	}
 	s := &session{ln: ln, done: make(chan struct{})}
