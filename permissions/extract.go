@@ -53,7 +53,12 @@ type extraction struct {
 	// input (exec 0<<< 'rm -f victim.txt'; su ran rm: attack pass 91),
 	// which every later command reads
 	execStdin bool
-	candsBuf  [4][]string // cands' first backing array
+	// producers: the builtins (echo, printf, true, ...) whose output a
+	// pipe into a shell was read as known text; redefined: those the line
+	// gives another meaning (a function, an alias, enable). See
+	// producerTrusted.
+	producers, redefined producerSet
+	candsBuf             [4][]string // cands' first backing array
 }
 
 func (x *extraction) fail(why string) {
@@ -72,6 +77,9 @@ func (x *extraction) extractParts(parts []part) {
 		stdin, have, fromLine := "", false, false
 		if i > 0 && (parts[i-1].op == "|" || parts[i-1].op == "|&") {
 			stdin, have = echoOutput(parts[i-1].argv)
+			if have {
+				x.producerTrusted(parts[i-1].argv[0])
+			}
 			fromLine = true
 		}
 		for _, a := range p.assigns {
@@ -205,6 +213,10 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 				x.execStdin = true
 			}
 			x.command(argv, depth, stdin, have, fromLine)
+		case *syntax.FuncDecl:
+			if n.Name != nil {
+				x.producerRedefined(producerBit(n.Name.Value))
+			}
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
 				x.pipeIntoShell(n, depth)
@@ -348,6 +360,9 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
 		if largv, ok := x.words(call.Args); ok {
 			in.text, in.known = echoOutput(largv)
+			if in.known {
+				x.producerTrusted(largv[0])
+			}
 		}
 	}
 	x.piped[b.Y] = in
@@ -455,10 +470,17 @@ func (x *extraction) hdocText(r *syntax.Redirect) string {
 func heredocText(r redir) string { return r.heredoc }
 
 // echoOutput returns what echo or printf with these arguments prints, when
-// that is known.
+// that is known: nothing for the builtins true, false and ":" (true | su,
+// : | ssh host asked for a script unseen since attack pass 91, though
+// they print nothing; /bin/true --help prints its help, so only the
+// builtin's name counts).
 func echoOutput(argv []string) (string, bool) {
 	if len(argv) == 0 {
 		return "", false
+	}
+	switch argv[0] {
+	case "true", "false", ":":
+		return "", true
 	}
 	// Only what is printed as written: echo of words without a backslash
 	// (echo -e, and dash's echo without it, decode \x6d and \155), printf
@@ -482,6 +504,51 @@ func echoOutput(argv []string) (string, bool) {
 		return strings.ReplaceAll(argv[1], `\n`, "\n"), true
 	}
 	return "", false
+}
+
+// producerSet is a set of the builtins whose output echoOutput knows.
+type producerSet uint8
+
+const allProducers producerSet = 1<<5 - 1
+
+// producerBit is name's bit in a producerSet (0 for any other name).
+func producerBit(name string) producerSet {
+	switch path.Base(name) {
+	case "echo":
+		return 1
+	case "printf":
+		return 2
+	case "true":
+		return 4
+	case "false":
+		return 8
+	case ":":
+		return 16
+	}
+	return 0
+}
+
+// producerTrusted records that a pipe's text was read from what the
+// builtin name prints, and producerRedefined that the line gives such a
+// name another meaning. Together the text read is not what runs: in
+// bypassPermissions mode with Bash(rm:*) denied, echo() { command printf
+// 'rm -f victim.txt\n'; }; echo hi | sh was allowed (read as sh <<< hi)
+// and removed the file (attack pass 95). Either may come first (a loop
+// may define the function after the pipe), so each checks the other.
+func (x *extraction) producerTrusted(name string) {
+	x.producers |= producerBit(name)
+	x.checkProducers()
+}
+
+func (x *extraction) producerRedefined(b producerSet) {
+	x.redefined |= b
+	x.checkProducers()
+}
+
+func (x *extraction) checkProducers() {
+	if x.producers&x.redefined != 0 {
+		x.fail("the line redefines echo, printf, true, false or : (a function, an alias or enable), so what it pipes into a program is not what the line shows")
+	}
 }
 
 // maxBracketDepth bounds bracket nesting before parsing: the parser's cost
@@ -642,10 +709,16 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		return
 	case "alias":
 		for _, a := range argv[1:] {
-			if _, v, ok := strings.Cut(a, "="); ok {
+			if n, v, ok := strings.Cut(a, "="); ok {
+				x.producerRedefined(producerBit(n))
 				x.nestedSource(v, depth+1)
 			}
 		}
+		return
+	case "enable":
+		// enable -n echo (then a program named echo on $PATH) or enable
+		// -f LIB echo (a builtin of a library's) makes echo something else
+		x.producerRedefined(allProducers)
 		return
 	case "watch":
 		rests := x.rests(argv, wrappers.get()["watch"])

@@ -1,0 +1,64 @@
+package permissions
+
+import "testing"
+
+// TestEmptyProducerIntoOwnShell: the builtins true, false and ":" print
+// nothing, so a program that starts a shell of its own reading their pipe
+// (true | su, : | ssh HOST, true | sudo -i) has no commands to run: since
+// attack pass 91 these asked ("a shell reads its script from standard
+// input, which the line does not show") under their own rule with
+// Bash(rm:*) denied, where they were allowed before (attack pass 95, a
+// false ask). /bin/true --help prints its help: only the builtins'
+// names count, and every producer whose text is not known still asks.
+func TestEmptyProducerIntoOwnShell(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(su:*)", "true | su", allow},
+		{"Bash(su:*)", ": | su root", allow},
+		{"Bash(su:*)", "false | su", allow},
+		{"Bash(ssh:*)", "true | ssh host", allow},
+		{"Bash(ssh:*)", ": | ssh -T host", allow},
+		{"Bash(sudo:*)", "true | sudo -i", allow},
+		{"Bash(sudo:*)", "true ignored words | sudo -s", allow},
+		{"Bash(newgrp:*)", "true | newgrp docker", allow},
+		{"Bash(chroot:*)", "true | chroot /", allow},
+		// still asking: text the line does not show, or an external true
+		{"Bash(su:*)", "/bin/true --help | su", askV},
+		{"Bash(su:*)", "cat <<< 'rm -f x' | su", askV},
+		{"Bash(su:*)", "yes 'rm -f x' | su", askV},
+		{"Bash(ssh:*)", "cat v.sh | ssh host", askV},
+		{"Bash(su:*)", "true | cat <<< 'rm -f x' | su", askV},
+		// and denied: the shell's text is on the line
+		{"Bash(su:*)", "true | su <<< 'rm -f x'", deny},
+	})
+}
+
+// TestRedefinedProducerAsks: the text a pipe from echo, printf, true,
+// false or ":" gives a shell is read as what the builtin prints; a line
+// that makes the name something else (a function, an alias, enable) runs
+// other text. In bypassPermissions mode (no validators, deny rules still
+// checked) with Bash(rm:*) denied, echo() { command printf 'rm -f
+// victim.txt\n'; }; echo hi | sh was allowed (read as sh <<< hi) and
+// removed the file, as shopt -s expand_aliases, alias echo='printf "rm -f
+// victim.txt\n"' and echo hi | sh on three lines did (attack pass 95, as
+// root on the host).
+func TestRedefinedProducerAsks(t *testing.T) {
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{d, b, "echo() { command printf 'rm -f x\\n'; }; echo hi | sh", askV},
+		{d, b, "function echo { builtin printf 'rm -f x\\n'; }; echo hi | su", askV},
+		{d, b, "printf() { builtin echo 'rm -f x'; }; printf 'ls\\n' | bash", askV},
+		{d, b, "true() { builtin echo 'rm -f x'; }; true | su", askV},
+		{d, b, ":() { builtin echo 'rm -f x'; }; : | su", askV},
+		{d, b, "for i in 1 2; do echo hi | sh; echo() { command printf 'rm -f x\\n'; }; done", askV},
+		{d, b, "eval 'echo() { command printf \"rm -f x\\n\"; }'; echo hi | sh", askV},
+		{d, b, "shopt -s expand_aliases\nalias echo='printf \"rm -f x\\n\"'\necho hi | sh", askV},
+		{d, b, "enable -n echo; echo hi | sh", askV},
+		// still allowed: a redefinition of another name, or none
+		{d, b, "true() { :; }; echo hi | su", allow},
+		{d, b, "echo() { :; }; cat v.sh", allow},
+		{d, b, "alias ll='ls -l'; echo hi | sh", allow},
+		{d, b, "echo hi | sh", allow},
+		{d, b, "true | su", allow},
+	})
+}
