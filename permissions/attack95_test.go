@@ -62,3 +62,38 @@ func TestRedefinedProducerAsks(t *testing.T) {
 		{d, b, "true | su", allow},
 	})
 }
+
+// TestLesskeySeenByDenyRules: a lesskey source's #env section sets
+// LESSOPEN, a command less runs on each file it opens, on a terminal or
+// not: under Bash(less:*) with Bash(rm:*) denied, less
+// --lesskey-src=/dev/stdin FILE <<< '#env\nLESSOPEN=|rm -f victim.txt
+// %s' was allowed and removed the file, as --lesskey-s= (an abbreviation
+// less takes) did, and in bypassPermissions mode LESSKEYIN=/dev/stdin
+// and LESS=--lesskey-src=/dev/stdin before less did (attack pass 95, as
+// root on the host). less $'+!rm -f victim.txt\n' FILE ran rm on a
+// terminal. Paging with other options stays allowed.
+func TestLesskeySeenByDenyRules(t *testing.T) {
+	const key = "'#env\nLESSOPEN=|rm -f x %s'"
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(less:*)", "less --lesskey-src=/dev/stdin v.sh <<< " + key, askV},
+		{"Bash(less:*)", "less --lesskey-s=/dev/stdin v.sh <<< " + key, askV},
+		{"Bash(less:*)", "less --lesskey-src /dev/stdin v.sh <<< " + key, askV},
+		{"Bash(less:*)", "less --lesskey-file=keys v.sh", askV},
+		{"Bash(less:*)", "less -Nk keys v.sh", askV},
+		{"Bash(less:*)", "less '+!rm -f x\n' v.sh", askV},
+		{"Bash(less:*)", "less '+|rm -f x\n' v.sh", askV},
+		{"Bash(less:*)", "less v.sh", allow},
+		{"Bash(less:*)", "less -R +G v.sh", allow},
+		{"Bash(less:*)", "less -N -S +/func v.sh", allow},
+	})
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{d, b, "LESSKEYIN=/dev/stdin less v.sh <<< " + key, askV},
+		{d, b, "LESS=--lesskey-src=/dev/stdin less v.sh <<< " + key, askV},
+		{d, b, "export LESSKEYIN=/dev/stdin; less v.sh <<< " + key, askV},
+		{d, b, "env LESSKEY_CONTENT=" + key + " less v.sh", askV},
+		{d, b, "LESS=-R less v.sh", allow},
+		{d, b, "less v.sh", allow},
+	})
+}

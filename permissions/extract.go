@@ -248,6 +248,14 @@ func (x *extraction) assignedCode(name, v string, depth int) {
 		x.fail(name + " gives git configuration (an alias may run anything)")
 		return
 	}
+	if lesskeyAssignment(name, v) {
+		// a lesskey source's #env sets LESSOPEN, which less runs on each
+		// file: in bypassPermissions mode with Bash(rm:*) denied,
+		// LESSKEYIN=/dev/stdin less FILE <<< '#env ... LESSOPEN=|rm -f
+		// victim.txt %s' was allowed and removed the file (attack pass 95)
+		x.fail(name + " gives less a lesskey file, whose #env may set a command for it to run (LESSOPEN)")
+		return
+	}
 	v = strings.TrimPrefix(v, "!")
 	switch {
 	case strings.ContainsAny(v, " \t;|&`$()<>"):
@@ -256,6 +264,18 @@ func (x *extraction) assignedCode(name, v string, depth int) {
 		budget := maxPerCommand
 		x.look([]string{v}, depth+1, "", true, &budget)
 	}
+}
+
+// lesskeyAssignment reports a variable that names a lesskey file or text
+// for less, or LESS with options that may (-k, --lesskey-src, a +CMD).
+func lesskeyAssignment(name, v string) bool {
+	switch name {
+	case "LESSKEY", "LESSKEYIN", "LESSKEY_CONTENT", "LESSKEY_SYSTEM", "LESSKEYIN_SYSTEM":
+		return true
+	case "LESS":
+		return strings.ContainsAny(v, "k+")
+	}
+	return false
 }
 
 // gitConfig looks at a git configuration value set on the line (git -c,

@@ -443,6 +443,21 @@ func execOption(all []Word) string {
 				if len(opt) >= 4 && strings.HasPrefix("--compress-program", opt) {
 					return v
 				}
+			case "less":
+				// a lesskey source's #env section sets LESSOPEN, a
+				// command less runs on each file, terminal or not: less
+				// --lesskey-src=/dev/stdin FILE <<< '#env ... LESSOPEN=|rm
+				// -f victim.txt %s' removed the file under Bash(less:*)
+				// with Bash(rm:*) denied (attack pass 95; any prefix of
+				// four letters, as less takes --lesskey-s). -k reads the
+				// compiled form, which has the same section. A +CMD with
+				// ! or | runs a shell command (on a terminal: less
+				// $'+!rm -f victim.txt\n' FILE did)
+				if len(opt) >= 6 && strings.HasPrefix(opt, "--") && (strings.HasPrefix("--lesskey-src", opt) || strings.HasPrefix("--lesskey-file", opt) || strings.HasPrefix("--lesskey-content", opt)) ||
+					len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.IndexByte(v, 'k') > 0 ||
+					v[0] == '+' && strings.ContainsAny(v, "!|") {
+					return v
+				}
 			case "man":
 				if opt == "-H" || opt == "-P" || strings.HasPrefix(v, "-H") && len(v) > 2 || strings.HasPrefix(v, "-P") && len(v) > 2 ||
 					len(opt) >= 4 && strings.HasPrefix("--html", opt) || len(opt) >= 5 && strings.HasPrefix("--pager", opt) {
@@ -919,6 +934,12 @@ func dangerousAssign(name string, value Word) bool {
 		"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "GIT_TEMPLATE_DIR",
 		"MAKEFLAGS", "NPM_CONFIG_SCRIPT_SHELL", "npm_config_script_shell", "PROMPT", "RPROMPT":
 		return true
+	case "LESSKEY", "LESSKEYIN", "LESSKEY_CONTENT", "LESSKEY_SYSTEM", "LESSKEYIN_SYSTEM":
+		// a lesskey file or text whose #env sets LESSOPEN (attack pass 95)
+		return true
+	case "LESS":
+		// less's options: -k, --lesskey-src and +CMD as on its command line
+		return !value.Static || strings.ContainsAny(value.Value, "k+")
 	case "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "BROWSER", "GIT_SEQUENCE_EDITOR":
 		// These name a program to run; a few plain values are harmless.
 		return !value.Static || !harmlessProgram(value.Value)
