@@ -97,3 +97,35 @@ func TestLesskeySeenByDenyRules(t *testing.T) {
 		{d, b, "less v.sh", allow},
 	})
 }
+
+// TestExpandedEchoIntoOwnShellAsks: echo's words are expanded by the
+// shell before echo prints them, so a glob, a parameter or ~ among them
+// is text the line does not show: in a directory holding a file named
+// "x; rm -f victim.txt", echo ls * | su was allowed (and called
+// read-only) under Bash(echo:*) and Bash(su:*) with Bash(rm:*) denied,
+// read as su <<< 'ls *', and su's shell ran rm; X='x; qm -f victim.txt';
+// echo ls ${X/q/r} | su did in bypassPermissions mode (attack pass 95,
+// as root on the host).
+func TestExpandedEchoIntoOwnShellAsks(t *testing.T) {
+	r := []string{"Bash(echo:*)", "Bash(su:*)", "Bash(printf:*)", "deny: Bash(rm:*)"}
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{r, "", "echo ls * | su", askV},
+		{r, "", "echo ls v.s? | su", askV},
+		{r, "", "echo ls [v]* | su", askV},
+		{d, b, "echo ls * | su", askV},
+		{d, b, "X='x; qm -f victim.txt'; echo ls ${X/q/r} | su", askV},
+		{d, b, "echo ls \"$X\" | su", askV},
+		{d, b, "echo ls ~ | su", askV},
+		{d, b, "echo ls $1 | sh", askV},
+		// still read: words the line shows
+		{r, "", "echo ls v.sh | su", allow},
+		{r, "", "echo 'rm -f x' | su", deny},
+		{r, "", "echo ls {v.sh,\\;,rm,-f,x} | su", deny},
+		{r, "", "printf 'ls *\\n' | su", allow},
+		{[]string{"Bash(echo:*)", "Bash(crontab:*)", "deny: Bash(rm:*)"}, "", "echo '*/5 * * * * rm -f x' | crontab -", deny},
+		{[]string{"Bash(echo:*)", "Bash(crontab:*)", "deny: Bash(rm:*)"}, "", "echo \"*/5 * * * * ls\" | crontab -", allow},
+		{d, b, "echo ls | su", allow},
+	})
+}

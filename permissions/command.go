@@ -22,7 +22,10 @@ type part struct {
 	// (no $, `, ( or { in a non-static word), so the words are all there is
 	// to see for deny and ask rules.
 	plain bool
-	why   string // why the part is not static
+	// literal: every word of argv is static, with no glob, tilde or
+	// expansion (echo's words must be, for its output to be known)
+	literal bool
+	why     string // why the part is not static
 	// riskyGlob: a glob pattern starts with a metacharacter and may expand
 	// to an option; only commands whose every flag is harmless may take it.
 	riskyGlob bool
@@ -47,7 +50,7 @@ func (r redir) isHeredoc() bool { return strings.HasPrefix(r.op, "<<") }
 // fromSimple converts a validators.SimpleCommand. argv is where the
 // argument values go: len(sc.Args) strings, or nil to allocate them.
 func fromSimple(sc *validators.SimpleCommand, argv []string) part {
-	p := part{op: sc.Op, source: sc.Source, static: true, plain: true}
+	p := part{op: sc.Op, source: sc.Source, static: true, plain: true, literal: true}
 	for _, a := range sc.Assigns {
 		p.assigns = append(p.assigns, assign{name: a.Name, value: a.Value.Value, static: a.Value.Static})
 		if !a.Value.Static {
@@ -65,6 +68,7 @@ func fromSimple(sc *validators.SimpleCommand, argv []string) part {
 		if w.Static {
 			continue
 		}
+		p.literal = false
 		if w.Raw == "[" || w.Raw == "]" || w.Raw == "]]" {
 			p.argv[i] = w.Raw // test's brackets: no pattern to match
 			continue

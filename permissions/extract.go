@@ -76,7 +76,9 @@ func (x *extraction) extractParts(parts []part) {
 		// the host's, a pipe, another descriptor).
 		stdin, have, fromLine := "", false, false
 		if i > 0 && (parts[i-1].op == "|" || parts[i-1].op == "|&") {
-			stdin, have = echoOutput(parts[i-1].argv)
+			if parts[i-1].literal {
+				stdin, have = echoOutput(parts[i-1].argv)
+			}
 			if have {
 				x.producerTrusted(parts[i-1].argv[0])
 			}
@@ -378,7 +380,7 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 	}
 	in := pipedIn{}
 	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
-		if largv, ok := x.words(call.Args); ok {
+		if largv, ok := x.words(call.Args); ok && x.literalWords(call.Args) {
 			in.text, in.known = echoOutput(largv)
 			if in.known {
 				x.producerTrusted(largv[0])
@@ -386,6 +388,23 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 		}
 	}
 	x.piped[b.Y] = in
+}
+
+// literalWords reports words that are what they say: no glob, tilde or
+// parameter the shell expands before the program sees them (brace
+// expansion is read). echo's output is known text only then: in a
+// directory holding a file named "x; rm -f victim.txt", echo ls * | su
+// was allowed under Bash(echo:*) and Bash(su:*) with Bash(rm:*) denied,
+// read as su <<< 'ls *', and su's shell ran rm, as X='x; qm -f
+// victim.txt'; echo ls ${X/q/r} | su did in bypassPermissions mode
+// (attack pass 95).
+func (x *extraction) literalWords(ws []*syntax.Word) bool {
+	for _, w := range ws {
+		if _, static := x.expandWord(w); !static {
+			return false
+		}
+	}
+	return true
 }
 
 // words evaluates call arguments for matching: quotes removed, $'...'
