@@ -129,3 +129,22 @@ func TestExpandedEchoIntoOwnShellAsks(t *testing.T) {
 		{d, b, "echo ls | su", allow},
 	})
 }
+
+// TestNspawnShellReadsStdinSeenByDenyRules: systemd-nspawn -D DIR with no
+// command runs a shell in DIR (the host's files below it), which with
+// --pipe reads the line's standard input: under Bash(systemd-nspawn:*)
+// with Bash(rm:*) denied, systemd-nspawn -D DIR --pipe <<< 'rm -f
+// /victim.txt' was allowed and removed DIR/victim.txt (attack pass 95, as
+// root on the host).
+func TestNspawnShellReadsStdinSeenByDenyRules(t *testing.T) {
+	runBesideDeniedRm(t, []ruleCase{
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn -D /var/tmp/ns --pipe <<< 'rm -f /x'", deny},
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn -q --register=no -D /var/tmp/ns -P <<< 'rm -f /x'", deny},
+		{"Bash(systemd-nspawn:*)", "cat v.sh | systemd-nspawn -D /var/tmp/ns --console=pipe", askV},
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn --register no --directory /var/tmp/ns --pipe <<< 'rm -f /x'", deny},
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn -qPD/var/tmp/ns <<< 'rm -f /x'", deny},
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn -D /var/tmp/ns --pipe rm -f x", deny},
+		{"Bash(systemd-nspawn:*)", "systemd-nspawn -D /var/tmp/ns", allow},
+		{"Bash(systemd-nspawn:*)", "cat v.sh | systemd-nspawn -D /var/tmp/ns --pipe ls", allow},
+	})
+}

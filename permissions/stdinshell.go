@@ -8,7 +8,7 @@ import (
 // Programs that start a shell of their own when the line names no command
 // for them: su [USER], runuser USER, script [FILE], sudo -s/-i, doas -s,
 // systemd-run --shell, machinectl shell [HOST], chroot DIR, unshare,
-// nsenter, fakeroot, fakechroot, firejail, pkexec, ssh HOST (a remote
+// nsenter, fakeroot, fakechroot, firejail, pkexec, systemd-nspawn, ssh HOST (a remote
 // login shell), newgrp, sg GROUP, toolbox and distrobox enter, lxc and
 // incus shell, lxc-attach, vagrant ssh, podman and buildah unshare,
 // schroot, proot. That shell reads its
@@ -137,6 +137,17 @@ func (x *extraction) stdinShell(argv []string, depth int, stdin string, haveStdi
 		// the next word)
 		rests := x.rests(argv, wrappers.get()[name])
 		if len(rests) == 0 || slices.ContainsFunc(rests, func(r []string) bool { return len(r) == 0 }) {
+			x.ownShell(depth, stdin, haveStdin, budget)
+		}
+	case "systemd-nspawn":
+		// with no command it runs a shell in the directory or image,
+		// which with --pipe (--console=pipe, or on a terminal) reads
+		// the line's standard input: under Bash(systemd-nspawn:*) with
+		// Bash(rm:*) denied, systemd-nspawn -D DIR --pipe <<< 'rm -f
+		// /victim.txt' was allowed and removed DIR/victim.txt on the
+		// host (attack pass 95)
+		readings := 64
+		if nspawnNoCommand(argv, 1, &readings) {
 			x.ownShell(depth, stdin, haveStdin, budget)
 		}
 	case "nsenter":
@@ -272,4 +283,44 @@ func (x *extraction) podmanHost(argv []string, depth int, stdin string, haveStdi
 	if ssh && !named {
 		x.ownShell(depth, stdin, haveStdin, budget)
 	}
+}
+
+// nspawnPlain are systemd-nspawn's long options that take no value (a
+// value of an optional one is only ever after '='); any other long option
+// without '=' is read both ways, as taking the next word and not.
+var nspawnPlain = lazy[map[string]bool]{make: func() map[string]bool {
+	return set("--ephemeral", "--read-only", "--volatile", "--boot", "--keep-unit", "--private-network",
+		"--network-veth", "--private-users", "--private-users-chown", "--as-pid2", "--pipe", "--quiet",
+		"--help", "--version")
+}}
+
+// nspawnNoCommand reports whether some reading of systemd-nspawn's words
+// from argv[i] on names no command (the container's shell then runs).
+// Its short options that take a value are -D, -i, -M, -u, -E, -p, -S, -Z
+// and -L; a reading left out for the budget counts as none (more asks).
+func nspawnNoCommand(argv []string, i int, budget *int) bool {
+	if *budget--; *budget < 0 {
+		return true
+	}
+	for ; i < len(argv); i++ {
+		w := argv[i]
+		switch {
+		case w == "--":
+			return i+1 >= len(argv)
+		case len(w) < 2 || w[0] != '-':
+			return false
+		case strings.HasPrefix(w, "--"):
+			if strings.Contains(w, "=") || nspawnPlain.get()[w] {
+				continue
+			}
+			if nspawnNoCommand(argv, i+2, budget) {
+				return true
+			}
+		default:
+			if k := strings.IndexAny(w[1:], "DiMuEpSZL"); k >= 0 && k+2 == len(w) {
+				i++ // the value is the next word (attached otherwise)
+			}
+		}
+	}
+	return true
 }
