@@ -148,3 +148,26 @@ func TestNspawnShellReadsStdinSeenByDenyRules(t *testing.T) {
 		{"Bash(systemd-nspawn:*)", "cat v.sh | systemd-nspawn -D /var/tmp/ns --pipe ls", allow},
 	})
 }
+
+// TestEchoOptionLettersRead: bash's echo takes any word of the letters n,
+// e and E after '-' as its options, so echo -Ee rm -f victim.txt prints
+// "rm -f victim.txt": read as the text "-Ee rm -f victim.txt", echo -Ee
+// rm -f victim.txt | su was allowed under Bash(echo:*) and Bash(su:*)
+// with Bash(rm:*) denied and su's shell removed the file (attack pass
+// 95, as root on the host).
+func TestEchoOptionLettersRead(t *testing.T) {
+	r := []string{"Bash(echo:*)", "Bash(su:*)", "deny: Bash(rm:*)"}
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{r, "", "echo -Ee rm -f x | su", deny},
+		{r, "", "echo -nn rm -f x | su", deny},
+		{r, "", "echo -En rm -f x | su", deny},
+		{r, "", "echo -n -eE rm -f x | su", deny},
+		{d, b, "echo -EE rm -f x | sh", deny},
+		// still read as before
+		{r, "", "echo -n rm -f x | su", deny},
+		{r, "", "echo -nx ls | su", allow},
+		{r, "", "echo - ls | su", allow},
+	})
+}

@@ -527,7 +527,11 @@ func echoOutput(argv []string) (string, bool) {
 	switch path.Base(argv[0]) {
 	case "echo":
 		args := argv[1:]
-		for len(args) > 0 && (args[0] == "-n" || args[0] == "-e" || args[0] == "-E" || args[0] == "-ne" || args[0] == "-en") {
+		// bash's echo takes any word of n, e and E letters after '-' as
+		// its options (-Ee, -nn, -En): read as text, echo -Ee rm -f
+		// victim.txt | su was allowed under Bash(echo:*) and Bash(su:*)
+		// with Bash(rm:*) denied, and su's shell ran rm (attack pass 95)
+		for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && strings.Trim(args[0][1:], "neE") == "" {
 			args = args[1:]
 		}
 		for _, a := range args {
