@@ -380,7 +380,7 @@ func (x *extraction) pipeIntoShell(b *syntax.BinaryCmd, depth int) {
 	}
 	in := pipedIn{}
 	if call, ok := left.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(left.Redirs) == 0 {
-		if largv, ok := x.words(call.Args); ok && x.literalWords(call.Args) {
+		if largv, ok := x.words(call.Args); ok && producerBit(largv[0]) != 0 && x.literalWords(call.Args) {
 			in.text, in.known = echoOutput(largv)
 			if in.known {
 				x.producerTrusted(largv[0])
