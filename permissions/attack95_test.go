@@ -171,3 +171,26 @@ func TestEchoOptionLettersRead(t *testing.T) {
 		{r, "", "echo - ls | su", allow},
 	})
 }
+
+// TestExpandingHeredocIntoShellAsks: a here-document whose delimiter is
+// not quoted expands $X, $(...) and $((...)) before the shell reading it
+// parses the text, so an expansion there can add commands: in
+// bypassPermissions mode with Bash(rm:*) denied, X='x; qm -f
+// victim.txt'; su <<EOF / ls ${X/q/r} / EOF and sh <<EOF / ls $(printf
+// 'x; rm -f victim.txt') / EOF were read as ls and ran rm (attack pass
+// 95, as root on the host).
+func TestExpandingHeredocIntoShellAsks(t *testing.T) {
+	d := []string{"deny: Bash(rm:*)"}
+	const b = "bypassPermissions"
+	runRows(t, testCwd, Options{}, []arow{
+		{d, b, "X='x; qm -f victim.txt'; su <<EOF\nls ${X/q/r}\nEOF", askV},
+		{d, b, "sh <<EOF\nls $(printf 'x; rm -f x')\nEOF", askV},
+		{d, b, "su <<EOF\nls $1\nEOF", askV},
+		{d, b, "bash <<EOF\nls $((1))\nEOF", askV},
+		// still read: a quoted delimiter, a body without expansions
+		{d, b, "su <<'EOF'\nls ${X/q/r}\nEOF", allow},
+		{d, b, "su <<EOF\nls *.go\nEOF", allow},
+		{d, b, "su <<EOF\nrm -f x\nEOF", deny},
+		{d, b, "cat <<EOF\n$X\nEOF", allow},
+	})
+}

@@ -195,7 +195,14 @@ func (x *extraction) walk(root syntax.Node, depth int) {
 				fromLine = true
 				switch {
 				case r.Hdoc != nil:
-					stdin, have = x.hdocText(r), true
+					// a here-document whose delimiter is not quoted
+					// expands $X, $(...) and $((...)) before the shell
+					// reads it: in bypassPermissions mode with
+					// Bash(rm:*) denied, X='x; qm -f victim.txt'; su
+					// <<EOF / ls ${X/q/r} / EOF and sh <<EOF / ls
+					// $(printf 'x; rm -f victim.txt') / EOF were read as
+					// ls and ran rm (attack pass 95)
+					stdin, have = x.hdocText(r), !hdocExpands(r)
 				case r.Op == syntax.WordHdoc && r.Word != nil:
 					stdin, have = x.wordValue(r.Word)
 				case r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut:
@@ -497,6 +504,21 @@ func decodable(w *syntax.Word) bool {
 func nodeSource(n syntax.Node) string { return shellword.Source(n) }
 
 func wordSource(w *syntax.Word) string { return nodeSource(w) }
+
+// hdocExpands reports a here-document with an expansion in its body
+// (parameter, command or arithmetic: the ones a here-document makes),
+// whose text is known only when it runs.
+func hdocExpands(r *syntax.Redirect) bool {
+	if r.Hdoc == nil {
+		return false
+	}
+	for _, p := range r.Hdoc.Parts {
+		if _, ok := p.(*syntax.Lit); !ok {
+			return true
+		}
+	}
+	return false
+}
 
 func (x *extraction) hdocText(r *syntax.Redirect) string {
 	if r.Hdoc == nil {
