@@ -99,6 +99,7 @@ type fixture struct {
 	secret, target            string
 	settings                  string
 	state                     string
+	extraEnv                  []string // added to env(), as the user's session would set them
 }
 
 const (
@@ -166,7 +167,7 @@ type result struct {
 func (r result) escaped() bool { return r.code == 0 && strings.Contains(r.out, "ESCAPED") }
 
 func (f *fixture) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + f.home,
 		"XDG_STATE_HOME=" + f.state,
@@ -175,7 +176,7 @@ func (f *fixture) env() []string {
 		// moat's own sandbox, as root or rootless, whether or not a moatd
 		// is installed here (cmd/moat's TestDaemon* test the daemon's).
 		"MOAT_DAEMON=off",
-	}
+	}, f.extraEnv...)
 }
 
 // direct runs an attack without moat.

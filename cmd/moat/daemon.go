@@ -205,7 +205,9 @@ func userPolicy(dir string, id *enforce.Identity, cwd string) (*policy.Policy, [
 			break
 		}
 	}
-	opts := settings.Options{File: file, Cwd: cwd, Home: id.Home, NoDefaults: true}
+	// The client's runtime directory is systemd's for its uid: the
+	// daemon does not take a client's $XDG_RUNTIME_DIR.
+	opts := settings.Options{File: file, Cwd: cwd, Home: id.Home, RuntimeDir: "/run/user/" + strconv.Itoa(id.Uid), NoDefaults: true}
 	pol, _, err := settings.Load(opts)
 	if err != nil {
 		return nil, nil, err

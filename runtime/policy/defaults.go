@@ -15,12 +15,21 @@ var SecretPaths = []string{
 	".azure",
 	".config/gcloud",
 	".config/gh",
+	".config/glab-cli", // GitLab's CLI keeps its tokens in its config (attack pass 96)
 	".config/hub",
 	".config/op",
 	".kube",
 	".docker/config.json",
+	// podman, buildah and skopeo keep registry logins here when the
+	// runtime directory's auth.json (RuntimeSecretPaths) is not there, and
+	// helm keeps its OCI registry logins beside it (attack pass 96)
+	".config/containers/auth.json",
+	".config/helm/registry/config.json",
 	".netrc",
 	".git-credentials",
+	// git's credential store reads this one too, beside ~/.git-credentials
+	// ($XDG_CONFIG_HOME/git/credentials; attack pass 96)
+	".config/git/credentials",
 	".npmrc",
 	".yarnrc",
 	".pypirc",
@@ -36,6 +45,25 @@ var SecretPaths = []string{
 	".claude/.credentials.json",
 	".config/anthropic",
 	".config/openai",
+	// further stores of keys and tokens a command read by default
+	// (attack pass 96): sops' age private keys, rclone's remotes (cloud
+	// keys and tokens), and the browsers' profiles, whose cookies are the
+	// user's logged-in sessions and whose saved passwords open offline
+	// when no primary password is set
+	".config/sops/age",
+	".config/rclone/rclone.conf",
+	".mozilla",
+	".config/google-chrome",
+	".config/chromium",
+}
+
+// RuntimeSecretPaths are credential stores relative to the user's runtime
+// directory ($XDG_RUNTIME_DIR, /run/user/UID). podman, buildah and skopeo
+// write registry logins to containers/auth.json there by default (podman
+// login); a command read them (attack pass 96). The runtime directory's
+// sockets need no entry: unix sockets are refused unless listed.
+var RuntimeSecretPaths = []string{
+	"containers/auth.json",
 }
 
 // MacSecretPaths are credential stores of macOS, relative to the home
@@ -71,6 +99,12 @@ const DefaultSecretsSource = "default: secrets"
 // DefaultDenyRead returns the default denyRead rules for the home
 // directories given (the secrets below each) and the system's.
 func DefaultDenyRead(homes ...string) []PathRule {
+	return DefaultDenyReadWith(homes, nil)
+}
+
+// DefaultDenyReadWith is DefaultDenyRead with the user's runtime
+// directories too (RuntimeSecretPaths below each).
+func DefaultDenyReadWith(homes, runtimeDirs []string) []PathRule {
 	var out []PathRule
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -85,6 +119,14 @@ func DefaultDenyRead(homes ...string) []PathRule {
 		}
 		for _, p := range SecretPaths {
 			add(filepath.Join(home, p))
+		}
+	}
+	for _, dir := range runtimeDirs {
+		if dir == "" || !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {
+			continue
+		}
+		for _, p := range RuntimeSecretPaths {
+			add(filepath.Join(dir, p))
 		}
 	}
 	for _, p := range SystemSecretPaths {

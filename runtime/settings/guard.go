@@ -49,6 +49,7 @@ func denier(r policy.PathRule) string {
 type readGuard struct {
 	*reach
 	homes   []string // whose default secrets a weaker file may not re-allow
+	runDirs []string // the user's runtime directories, likewise
 	ls      []*layer
 	dropped func(*layer) bool // allowRead the merge drops (allowManagedReadPathsOnly)
 
@@ -106,7 +107,7 @@ func above(allow, deny []pathForm) (pathForm, pathForm, bool) {
 // refused. The user's own files may re-allow a default secret.
 func (g *readGuard) check() error {
 	g.denyForms = map[*policy.PathRule][]pathForm{}
-	defaults := policy.DefaultDenyRead(g.homes...)
+	defaults := policy.DefaultDenyReadWith(g.homes, g.runDirs)
 	for _, w := range g.ls {
 		if g.dropped(w) {
 			continue

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type Options struct {
 	Cwd string
 	// Home is the home directory. If empty, os.UserHomeDir.
 	Home string
+	// RuntimeDir is the user's runtime directory, whose credential stores
+	// (policy.RuntimeSecretPaths) are default secrets. If empty and Home
+	// is empty too, this process's: $XDG_RUNTIME_DIR and /run/user/UID.
+	RuntimeDir string
 	// ManagedFile is the managed settings file. If empty, the platform's
 	// location; "-" reads none. The *.json files of managed-settings.d
 	// beside it (ManagedDropInDir) are managed settings too, merged on top
@@ -264,6 +269,7 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 			secretHomes = append(secretHomes, a)
 		}
 	}
+	runDirs := runtimeDirs(opts)
 	// allowManagedPermissionRulesOnly: only the managed files' permission
 	// rules count, for the permission engine and for the sandbox rules
 	// made from them (found by an attack pass: it was ignored, and a
@@ -293,12 +299,12 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		}
 	}
 	managedReadOnly := managedFlag(layers, func(l *layer) *bool { return l.managedReadOnly })
-	g := readGuard{reach: &x, homes: secretHomes, ls: layers,
+	g := readGuard{reach: &x, homes: secretHomes, runDirs: runDirs, ls: layers,
 		dropped: func(l *layer) bool { return managedReadOnly && l.level != LevelManaged }}
 	if err := g.check(); err != nil {
 		return nil, nil, err
 	}
-	p := merge(layers, cwd, home, secretHomes)
+	p := merge(layers, cwd, home, secretHomes, runDirs)
 	p.Notes = append(p.Notes, notes...)
 	if opts.ManagedFile == "" && managed != "-" {
 		// The managed settings' directory is never writable in a sandbox
@@ -328,6 +334,28 @@ func Load(opts Options) (*policy.Policy, []Source, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return p, sources, nil
+}
+
+// runtimeDirs are the user's runtime directories whose credential stores
+// are default secrets: opts.RuntimeDir, or for this process's own user
+// (no Home given) /run/user/UID, where systemd makes it, and
+// $XDG_RUNTIME_DIR when it names another (podman writes its logins to
+// whichever the variable names).
+func runtimeDirs(opts Options) []string {
+	if opts.RuntimeDir != "" {
+		return []string{filepath.Clean(opts.RuntimeDir)}
+	}
+	if opts.Home != "" {
+		return nil
+	}
+	var dirs []string
+	if goruntime.GOOS == "linux" {
+		dirs = append(dirs, "/run/user/"+strconv.Itoa(os.Getuid()))
+	}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && (len(dirs) == 0 || filepath.Clean(x) != dirs[0]) {
+		dirs = append(dirs, filepath.Clean(x))
+	}
+	return dirs
 }
 
 // accountHome is the home directory of this process's user in the
@@ -525,10 +553,10 @@ func (l *layer) foldRules(drop bool) {
 }
 
 // merge combines the layers (strongest first) into a Policy.
-func merge(ls []*layer, cwd, home string, secretHomes []string) *policy.Policy {
+func merge(ls []*layer, cwd, home string, secretHomes, runDirs []string) *policy.Policy {
 	p := &policy.Policy{Cwd: cwd, Home: home, Violations: true}
 	p.FS.MandatoryDenySearchDepth = policy.DefaultSearchDepth
-	p.FS.DenyRead = policy.DefaultDenyRead(secretHomes...)
+	p.FS.DenyRead = policy.DefaultDenyReadWith(secretHomes, runDirs)
 	p.ToolCache = policy.DefaultToolCache(home, os.Getenv("XDG_CACHE_HOME"))
 
 	managedDomainsOnly := managedFlag(ls, func(l *layer) *bool { return l.managedDomainsOnly })

@@ -1,0 +1,68 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func init() {
+	// read-each PATH...: read every file given; escaped when any of them
+	// has contents, naming each that had.
+	attacks["read-each"] = func(a []string) (string, error) {
+		var got []string
+		for _, p := range a {
+			if b, err := readContent(p); err == nil {
+				got = append(got, p+": "+firstLine(b))
+			}
+		}
+		if len(got) == 0 {
+			return "", os.ErrNotExist
+		}
+		return "read " + strings.Join(got, "; "), nil
+	}
+}
+
+// TestOtherToolsCredentialStoresHidden: the credential stores of tools
+// beside those moat hid first are default secrets too. Attack pass 96 read,
+// with the default policy, git's second credential store
+// (~/.config/git/credentials, which `credential.helper store` reads as it
+// reads the hidden ~/.git-credentials), podman's registry logins
+// ($XDG_RUNTIME_DIR/containers/auth.json, where `podman login` writes, and
+// ~/.config/containers/auth.json), helm's, glab's token, sops' age keys,
+// rclone's remotes and a browser profile's cookies.
+func TestOtherToolsCredentialStoresHidden(t *testing.T) {
+	f := newFixture(t)
+	run := filepath.Join(f.root, "run")
+	f.extraEnv = []string{"XDG_RUNTIME_DIR=" + run}
+	files := []string{
+		f.home + "/.config/git/credentials",
+		f.home + "/.config/containers/auth.json",
+		run + "/containers/auth.json",
+		f.home + "/.config/helm/registry/config.json",
+		f.home + "/.config/glab-cli/config.yml",
+		f.home + "/.config/sops/age/keys.txt",
+		f.home + "/.config/rclone/rclone.conf",
+		f.home + "/.mozilla/firefox/x.default/cookies.sqlite",
+		f.home + "/.config/google-chrome/Default/Cookies",
+	}
+	for _, p := range files {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o600))
+	}
+	args := append([]string{"read-each"}, files...)
+	if got := f.sandboxed(args...); got.escaped() {
+		t.Errorf("ESCAPE under moat: %s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	base := f.direct(args...)
+	for _, p := range files {
+		if !strings.Contains(base.out, p+": "+secretText) {
+			t.Errorf("without moat %s must be read (or this test cannot detect an escape):\n%s", p, base.out)
+		}
+	}
+}
