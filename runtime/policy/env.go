@@ -46,9 +46,54 @@ func IsCredentialVar(name string) bool {
 	return strings.HasPrefix(u, "AWS_") && (strings.Contains(u, "ACCESS") || strings.Contains(u, "SESSION"))
 }
 
+// IsCredentialValue reports whether a variable's value carries a
+// credential whatever its name: a URL with a password in it
+// (scheme://user:password@host, as PIP_INDEX_URL, UV_INDEX_URL,
+// POSTGRES_URL or a git remote's URL hold a registry's or a database's
+// token). A user name alone (ssh://git@host) is not one. Attack pass 96:
+// PIP_INDEX_URL=https://__token__:pypi-...@host/simple reached the command.
+func IsCredentialValue(v string) bool {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return false
+		}
+		v = v[i+3:]
+		auth := v
+		if j := strings.IndexAny(auth, "/?# \t\n,;\"'"); j >= 0 {
+			auth = auth[:j]
+		}
+		if at := strings.LastIndexByte(auth, '@'); at > 0 {
+			if _, pass, ok := strings.Cut(auth[:at], ":"); ok && pass != "" {
+				return true
+			}
+		}
+	}
+}
+
+// isBundlerCredential reports whether name is Bundler's credential for a
+// gem server (BUNDLE_GEMS__EXAMPLE__COM=user:password: its host with dots
+// as "__"), rather than one of its settings that take a "__" too (build,
+// local, mirror and gem options).
+func isBundlerCredential(name string) bool {
+	u := strings.ToUpper(name)
+	rest, ok := strings.CutPrefix(u, "BUNDLE_")
+	if !ok || !strings.Contains(rest, "__") {
+		return false
+	}
+	for _, p := range []string{"BUILD__", "LOCAL__", "MIRROR__", "GEM__"} {
+		if strings.HasPrefix(rest, p) {
+			return false
+		}
+	}
+	return true
+}
+
 // FilterEnv returns the command's environment: env minus credential
-// variables (unless named in allow), minus moat's internal variables, with
-// set applied last. removed lists the names it dropped, sorted.
+// variables (unless named in allow), by name (IsCredentialVar, Bundler's
+// per-server credentials) or by value (IsCredentialValue), minus moat's
+// internal variables, with set applied last. removed lists the names it
+// dropped, sorted.
 func FilterEnv(env []string, allow []string, set map[string]string) (out, removed []string) {
 	ok := map[string]bool{}
 	for _, a := range allow {
@@ -56,11 +101,11 @@ func FilterEnv(env []string, allow []string, set map[string]string) (out, remove
 	}
 	seen := map[string]int{}
 	for _, kv := range env {
-		name, _, found := strings.Cut(kv, "=")
+		name, value, found := strings.Cut(kv, "=")
 		if !found || name == "" || strings.HasPrefix(name, "_MOAT_") {
 			continue
 		}
-		if IsCredentialVar(name) && !ok[name] {
+		if (IsCredentialVar(name) || isBundlerCredential(name) || IsCredentialValue(value)) && !ok[name] {
 			removed = append(removed, name)
 			continue
 		}
