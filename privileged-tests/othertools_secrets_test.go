@@ -66,3 +66,29 @@ func TestOtherToolsCredentialStoresHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestHostServiceKeysHidden: as root, the host's TLS private keys
+// (/etc/ssl/private, and the other service keys of
+// policy.SystemSecretPaths) are default secrets: attack pass 96 read the
+// machine's key there under moat run as root. Only root reads them, so
+// the test needs root and a key there (Debian's ssl-cert package makes
+// one).
+func TestHostServiceKeysHidden(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root reads /etc/ssl/private")
+	}
+	var key string
+	if es, err := os.ReadDir("/etc/ssl/private"); err == nil {
+		for _, e := range es {
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+				key = "/etc/ssl/private/" + e.Name()
+				break
+			}
+		}
+	}
+	if key == "" {
+		t.Skip("no key in /etc/ssl/private on this host")
+	}
+	f := newFixture(t)
+	f.attack([]string{"read", key}, nil)
+}

@@ -91,6 +91,26 @@ var SystemSecretPaths = []string{
 	"/etc/ssh/ssh_host_ed25519_key",
 	"/etc/ssh/ssh_host_dsa_key",
 	"/root/.ssh",
+	// the host's service keys and logins, each root's to read: as root a
+	// command read the machine's TLS private key (attack pass 96), and the
+	// others are the same kind (a cluster's admin credentials, a Kerberos
+	// host key, VPN and Wi-Fi keys, a database's maintenance login)
+	"/etc/ssl/private",
+	"/etc/pki/tls/private",
+	"/etc/letsencrypt/archive",
+	"/etc/letsencrypt/keys",
+	"/etc/krb5.keytab",
+	"/etc/wireguard",
+	"/etc/NetworkManager/system-connections",
+	"/etc/ipsec.secrets",
+	"/etc/ppp/chap-secrets",
+	"/etc/ppp/pap-secrets",
+	"/etc/security/opasswd",
+	"/etc/mysql/debian.cnf",
+	"/etc/kubernetes/admin.conf",
+	"/etc/kubernetes/super-admin.conf",
+	"/etc/kubernetes/pki",
+	"/etc/rancher/k3s/k3s.yaml",
 }
 
 // DefaultSecretsSource is the Source of the default secrets' rules.
