@@ -44,6 +44,7 @@ func TestOtherToolsCredentialStoresHidden(t *testing.T) {
 		run + "/containers/auth.json",
 		f.home + "/.config/helm/registry/config.json",
 		f.home + "/.config/glab-cli/config.yml",
+		f.home + "/.config/composer/auth.json",
 		f.home + "/.config/sops/age/keys.txt",
 		f.home + "/.config/rclone/rclone.conf",
 		f.home + "/.mozilla/firefox/x.default/cookies.sqlite",

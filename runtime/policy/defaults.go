@@ -46,10 +46,12 @@ var SecretPaths = []string{
 	".config/anthropic",
 	".config/openai",
 	// further stores of keys and tokens a command read by default
-	// (attack pass 96): sops' age private keys, rclone's remotes (cloud
-	// keys and tokens), and the browsers' profiles, whose cookies are the
-	// user's logged-in sessions and whose saved passwords open offline
-	// when no primary password is set
+	// (attack pass 96): Composer's registry logins, sops' age private
+	// keys, rclone's remotes (cloud keys and tokens), and the browsers'
+	// profiles, whose cookies are the user's logged-in sessions and whose
+	// saved passwords open offline when no primary password is set
+	".config/composer/auth.json",
+	".composer/auth.json",
 	".config/sops/age",
 	".config/rclone/rclone.conf",
 	".mozilla",
