@@ -79,10 +79,13 @@ type Session struct {
 	pol   *policy.Policy
 	log   *slog.Logger
 	since time.Time
-	null  *os.File
-	proxy *proxy
-	sess  enforce.Session
-	mode  enforce.Mode
+	// missing are the denyRead paths that did not exist when the sandbox
+	// was made (missingHidden).
+	missing []string
+	null    *os.File
+	proxy   *proxy
+	sess    enforce.Session
+	mode    enforce.Mode
 
 	announce *os.File
 	skipped  []enforce.Skip
@@ -127,6 +130,9 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if s.pol, warn = withToolCache(s.pol, s.log, req.As, envLookup(s.req.Env)); warn != "" {
 		s.warnings = append(s.warnings, warn)
 	}
+	// Before the sandbox is planned: a path made in between is hidden
+	// and still refuses the session's commands (fail closed).
+	s.missing = missingHidden(s.pol)
 	var err error
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
@@ -144,6 +150,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if req.Updates != nil {
 		go s.applyUpdates()
 	}
+	go s.watchLate()
 	go func() {
 		<-s.sess.Done()
 		s.Close()
@@ -367,6 +374,10 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	env := c.Env
 	if env == nil {
 		env = s.req.Env
+	}
+	if err := lateSecret(s.missing); err != nil {
+		s.finished(r)
+		return nil, err
 	}
 	proc, err := s.sess.Exec(&enforce.Command{Argv: c.Argv, Env: env, Dir: c.Dir, Stdio: stdio, FD3: c.FD3, Report: r.violation})
 	if err != nil {

@@ -1,0 +1,68 @@
+//go:build linux
+
+package privtests
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestSecretMadeDuringSession: a default secret that does not exist when
+// a session's sandbox is made, and that the user makes while the session
+// runs (a `gh auth login`, `aws configure`, ~/.netrc), has nothing to be
+// hidden by: the sandbox hides a path by mounting over it. Attack pass 96
+// read such a ~/.netrc from the session's next command; now the session
+// refuses its commands from then on (and ends within a second).
+func TestSecretMadeDuringSession(t *testing.T) {
+	coldRunsOnly(t) // a session either way: MOAT_VIA=session would repeat it
+	f := newFixture(t)
+	// The session's shell finds the attack helper inside the sandbox,
+	// where the go tool's build directory in /tmp is hidden.
+	attack, err := copyExecutable(self, f.root+"/attack")
+	must(t, err)
+	netrc := f.home + "/.netrc"
+	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", f.settings)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	in, err := cmd.StdinPipe()
+	must(t, err)
+	outp, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer cmd.Wait()
+	defer in.Close()
+	sc := bufio.NewScanner(outp)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	run := func(id, command string) (output string) {
+		req, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command, "auto_background_ms": -1})
+		if _, err := in.Write(append(req, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() {
+			var ev struct {
+				ID, Event, Output, Error string
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID == id && ev.Event == "finished" {
+				return ev.Output + ev.Error
+			}
+		}
+		t.Fatalf("the session ended before command %s finished: %v", id, sc.Err())
+		return ""
+	}
+	quoted := "'" + attack + "' read '" + netrc + "'"
+	if out := run("1", quoted); !strings.Contains(out, "blocked:") {
+		t.Fatalf("the first command must find no ~/.netrc:\n%s", out)
+	}
+	must(t, os.WriteFile(netrc, []byte(secretText+"\n"), 0o600))
+	if out := run("2", quoted); strings.Contains(out, "ESCAPED") {
+		t.Errorf("ESCAPE: the session's next command read the ~/.netrc made after it started:\n%s", out)
+	} else if !strings.Contains(out, "made after this session's sandbox started") {
+		t.Errorf("the command was not refused for the new secret:\n%s", out)
+	}
+	if base := f.direct("read", netrc); !base.escaped() {
+		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}
