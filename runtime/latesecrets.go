@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -31,6 +32,28 @@ func missingHidden(pol *policy.Policy) []string {
 		}
 		if _, err := os.Lstat(r.Path); errors.Is(err, fs.ErrNotExist) {
 			out = append(out, r.Path)
+		}
+	}
+	return out
+}
+
+// outsideRoots is paths less those in one of the writable roots: the
+// command itself may make such a path (a denyRead .env a script copies
+// from .env.example), and what it wrote it may read; ending the session
+// for it would end every session whose build makes one. Not covered so:
+// such a path that the user makes on the host while the session runs.
+func outsideRoots(paths, roots []string) []string {
+	var out []string
+	for _, p := range paths {
+		in := false
+		for _, r := range roots {
+			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+				in = true
+				break
+			}
+		}
+		if !in {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -150,6 +150,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if req.Updates != nil {
 		go s.applyUpdates()
 	}
+	s.missing = outsideRoots(s.missing, s.sess.Footprint().WritableRoots)
 	go s.watchLate()
 	go func() {
 		<-s.sess.Done()
