@@ -49,6 +49,7 @@ func TestOtherToolsCredentialStoresHidden(t *testing.T) {
 		f.home + "/.config/rclone/rclone.conf",
 		f.home + "/.mozilla/firefox/x.default/cookies.sqlite",
 		f.home + "/.config/google-chrome/Default/Cookies",
+		f.home + "/.Xauthority",
 	}
 	for _, p := range files {
 		must(t, os.MkdirAll(filepath.Dir(p), 0o700))

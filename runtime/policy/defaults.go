@@ -57,6 +57,13 @@ var SecretPaths = []string{
 	".mozilla",
 	".config/google-chrome",
 	".config/chromium",
+	".thunderbird", // its mail accounts' passwords, as Firefox's
+	// the NSS database Chromium and other programs keep client
+	// certificates' private keys in; KDE's wallets (as GNOME's keyrings);
+	// the X server's cookie ($XAUTHORITY is removed from the environment)
+	".pki/nssdb",
+	".local/share/kwalletd",
+	".Xauthority",
 }
 
 // RuntimeSecretPaths are credential stores relative to the user's runtime
