@@ -3,10 +3,13 @@
 package privtests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
 func init() {
@@ -76,21 +79,22 @@ func TestOtherToolsCredentialStoresHidden(t *testing.T) {
 // the test needs root and a key there (Debian's ssl-cert package makes
 // one).
 func TestHostServiceKeysHidden(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("only root reads /etc/ssl/private")
-	}
-	var key string
-	if es, err := os.ReadDir("/etc/ssl/private"); err == nil {
-		for _, e := range es {
-			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-				key = "/etc/ssl/private/" + e.Name()
-				break
-			}
+	testutil.RequireRoot(t)
+	// A key of the test's own in the host's directory of TLS keys (made
+	// with the directory where the host has none: a fresh machine without
+	// the ssl-cert package), so that the attack always has a target.
+	dir := "/etc/ssl/private"
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o710); err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { os.Remove(dir) })
 	}
-	if key == "" {
-		t.Skip("no key in /etc/ssl/private on this host")
+	key := fmt.Sprintf("%s/moat-test-%d.key", dir, os.Getpid())
+	if err := os.WriteFile(key, []byte("-----BEGIN PRIVATE KEY-----\nmoat-test\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Remove(key) })
 	f := newFixture(t)
 	f.attack([]string{"read", key}, nil)
 }
