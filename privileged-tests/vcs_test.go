@@ -151,15 +151,45 @@ func TestFossilStateTakenOut(t *testing.T) {
 		hook   = " --command 'touch MARK' --type before-commit --sequence 1"
 		commit = "export USER=t && cd c && echo b >> a && fossil commit -m two --no-warnings >/dev/null"
 	)
-	runVCSRoutes(t, "fossil", []string{"r.fossil", "c", "p.fossil"}, []vcsRoute{
+	runVCSRoutes(t, "fossil", []string{"r.fossil", "r.fossil-journal", "c", "p.fossil"}, []vcsRoute{
 		{name: "redirect", setup: init,
 			cmd: env + "cp r.fossil c/.p.fossil && cd c && fossil hook add -R .p.fossil" + hook + " && fossil close --force && fossil open -f --keep .p.fossil >/dev/null && echo WROTE-FSLCKOUT", user: commit},
 		{name: "repository", setup: init,
 			cmd: env + "fossil hook add -R r.fossil" + hook + " && echo WROTE-REPOSITORY", user: commit},
 		{name: "new-checkout", setup: "mkdir c && echo a > c/a",
 			cmd: env + "fossil init p.fossil >/dev/null && fossil hook add -R p.fossil" + hook + " && cd c && fossil open -f --keep ../p.fossil >/dev/null && fossil add a >/dev/null", user: commit},
+		// A hot journal beside the read-only repository (attack pass 94):
+		// the user's next fossil rolls it in, and with it the hook of the
+		// copy it was made from. The checkout is outside the writable
+		// trees (the audit takes out a .fslckout changed so close to the
+		// run's start, which would hide the route).
+		{name: "journal", setup: "rm -rf ../co && export USER=t && fossil init r.fossil >/dev/null && w=$PWD && mkdir ../co && cd ../co && fossil open \"$w/r.fossil\" >/dev/null && echo a > a && fossil add a >/dev/null && fossil commit -m one --no-warnings >/dev/null",
+			cmd:  env + "cp r.fossil $FOSSIL_HOME/b.fossil && fossil hook add -R $FOSSIL_HOME/b.fossil" + hook + " && " + python3() + " -c '" + hotJournal + "' $FOSSIL_HOME/b.fossil r.fossil-journal",
+			user: "export USER=t && cd ../co && echo b >> a && fossil commit -m two --no-warnings >/dev/null 2>&1"},
 	})
 }
+
+// hotJournal is a Python program: hotJournal SRC JOURNAL writes an SQLite
+// rollback journal holding every page of the database SRC, marked hot
+// (unsynced: its record count is read from its size), so that the next
+// program to open a database of the same page size beside JOURNAL copies
+// SRC into it. SQLite's format: an 8-byte magic, the record count, the
+// checksum seed, the database's page count, the sector and page sizes,
+// padded to the sector; then per page its number, its bytes and a checksum
+// (the seed plus every 200th byte from the end). No single quote: it goes
+// in one on sh's command line.
+const hotJournal = `import struct, sys
+b = open(sys.argv[1], "rb").read()
+ps = struct.unpack(">H", b[16:18])[0]
+ps = 65536 if ps == 1 else ps
+n, seed = len(b) // ps, 0x1234
+j = (bytes.fromhex("d9d505f920a163d7") + struct.pack(">IIIII", 0xffffffff, seed, n, 512, ps)).ljust(512, b"\0")
+for i in range(n):
+    pg, c, k = b[i*ps:(i+1)*ps], seed, ps - 200
+    while k > 0:
+        c, k = (c + pg[k]) & 0xffffffff, k - 200
+    j += struct.pack(">I", i + 1) + pg + struct.pack(">I", c)
+open(sys.argv[2], "wb").write(j)`
 
 // A Subversion working copy's .svn/wc.db names its repository; a commit to
 // a file:// repository runs that repository's hooks in the user's svn. A

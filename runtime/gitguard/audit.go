@@ -813,7 +813,7 @@ var toolNames = func() map[string]bool {
 func toolName(name string) bool { return toolNames[strings.ToLower(name)] }
 
 // toolFiles takes out the tool files (toolNames) of dir that the run made
-// or changed.
+// or changed, and judges its SQLite journals (sideFile).
 func (a *auditor) toolFiles(dir string) {
 	es, err := readDir(dir)
 	if err != nil {
@@ -821,6 +821,9 @@ func (a *auditor) toolFiles(dir string) {
 	}
 	for _, e := range es {
 		if !toolName(e.Name()) {
+			if sqliteSideFile(e.Name()) {
+				a.sideFile(filepath.Join(dir, e.Name()))
+			}
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

@@ -22,7 +22,7 @@ const (
 	flagDotGit   uint8 = 1 << iota // the directory holds a .git entry
 	flagHEAD                       // ... a HEAD that is not a directory
 	flagClaude                     // ... a .claude entry
-	flagTool                       // ... a name a tool reads code from (toolNames)
+	flagTool                       // ... a name a tool reads code from (toolNames), or an SQLite journal (sqliteSideFile)
 	flagBlocking                   // ... a file git reads by name (worktreeGitFiles) that is a named pipe or device
 	flagHg                         // ... a .hg entry (a Mercurial repository)
 	flagDarcs                      // ... a _darcs entry (a darcs repository)
@@ -71,7 +71,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 			d.flags |= flagDarcs
 		case name == ".svn":
 			d.flags |= flagSvn
-		case toolName(name):
+		case toolName(name) || sqliteSideFile(name):
+			// A tool file, or an SQLite journal (judged by sideFile).
 			d.flags |= flagTool
 		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):
 			d.flags |= flagBlocking
