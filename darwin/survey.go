@@ -158,6 +158,9 @@ func (s *survey) run() ([]Protection, error) {
 		for _, n := range policy.HomeReservedPaths {
 			s.protect(filepath.Join(s.home, n), "mandatory: ~/"+n+" is never writable")
 		}
+		for _, n := range policy.HomeProtectedPaths {
+			s.protect(filepath.Join(s.home, n), "mandatory: ~/"+n+" is never writable (a version control tool's user configuration)")
+		}
 		s.danglingHomeLinks()
 	}
 	// The user's git configuration files outside the home's reserved
@@ -167,6 +170,9 @@ func (s *survey) run() ([]Protection, error) {
 	// Linux's mounts since attack pass 47).
 	if x := s.o.XDGConfigHome; filepath.IsAbs(x) {
 		s.protect(s.resolve(filepath.Join(x, "git")), "git: the user's $XDG_CONFIG_HOME/git")
+		for _, n := range policy.XDGProtectedPaths {
+			s.protect(s.resolve(filepath.Join(x, n)), "mandatory: $XDG_CONFIG_HOME/"+n+" is never writable (a version control tool's user configuration)")
+		}
 	}
 	for _, f := range []string{s.o.GitConfigGlobal, s.o.GitConfigSystem} {
 		if filepath.IsAbs(f) {

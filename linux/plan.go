@@ -1004,6 +1004,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 			p := filepath.Join(home, n)
 			protect(p, "mandatory: ~/"+n+" is never writable", reserveIfParent(p))
 		}
+		for _, n := range policy.HomeProtectedPaths {
+			protect(filepath.Join(home, n), "mandatory: ~/"+n+" is never writable (a version control tool's user configuration)", false)
+		}
 	}
 	// What the user's own git configuration names (below) is protected
 	// where it leads as well: a path through a symlink of the user's
@@ -1026,6 +1029,9 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 	// are never writable either (attack pass 47).
 	if filepath.IsAbs(xdg) {
 		protectGlobal(filepath.Join(xdg, "git"), "git: the user's $XDG_CONFIG_HOME/git")
+		for _, n := range policy.XDGProtectedPaths {
+			protect(filepath.Join(xdg, n), "mandatory: $XDG_CONFIG_HOME/"+n+" is never writable (a version control tool's user configuration)", false)
+		}
 	}
 	for _, f := range []string{in.gitConfigGlobal, in.gitConfigSystem} {
 		if filepath.IsAbs(f) {

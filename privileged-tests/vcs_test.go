@@ -150,6 +150,11 @@ func TestFossilStateTakenOut(t *testing.T) {
 		init   = "export USER=t && fossil init r.fossil >/dev/null && mkdir c && cd c && fossil open ../r.fossil >/dev/null && echo a > a && fossil add a >/dev/null && fossil commit -m one --no-warnings >/dev/null"
 		hook   = " --command 'touch MARK' --type before-commit --sequence 1"
 		commit = "export USER=t && cd c && echo b >> a && fossil commit -m two --no-warnings >/dev/null"
+		// A checkout outside the writable trees, of r.fossil in the work
+		// tree: the audit takes out a .fslckout in the writable trees
+		// changed so close to the run's start, which would hide a route
+		// that leaves it as it was.
+		outside = "rm -rf ../co && export USER=t && fossil init r.fossil >/dev/null && w=$PWD && mkdir ../co && cd ../co && fossil open \"$w/r.fossil\" >/dev/null && echo a > a && fossil add a >/dev/null && fossil commit -m one --no-warnings >/dev/null"
 	)
 	runVCSRoutes(t, "fossil", []string{"r.fossil", "r.fossil-journal", "c", "p.fossil"}, []vcsRoute{
 		{name: "redirect", setup: init,
@@ -160,12 +165,16 @@ func TestFossilStateTakenOut(t *testing.T) {
 			cmd: env + "fossil init p.fossil >/dev/null && fossil hook add -R p.fossil" + hook + " && cd c && fossil open -f --keep ../p.fossil >/dev/null && fossil add a >/dev/null", user: commit},
 		// A hot journal beside the read-only repository (attack pass 94):
 		// the user's next fossil rolls it in, and with it the hook of the
-		// copy it was made from. The checkout is outside the writable
-		// trees (the audit takes out a .fslckout changed so close to the
-		// run's start, which would hide the route).
-		{name: "journal", setup: "rm -rf ../co && export USER=t && fossil init r.fossil >/dev/null && w=$PWD && mkdir ../co && cd ../co && fossil open \"$w/r.fossil\" >/dev/null && echo a > a && fossil add a >/dev/null && fossil commit -m one --no-warnings >/dev/null",
+		// copy it was made from.
+		{name: "journal", setup: outside,
 			cmd:  env + "cp r.fossil $FOSSIL_HOME/b.fossil && fossil hook add -R $FOSSIL_HOME/b.fossil" + hook + " && " + python3() + " -c '" + hotJournal + "' $FOSSIL_HOME/b.fossil r.fossil-journal",
 			user: "export USER=t && cd ../co && echo b >> a && fossil commit -m two --no-warnings >/dev/null 2>&1"},
+		// The user's configuration ~/.config/fossil.db (where there is no
+		// ~/.fossil) made in a writable home (attack pass 94): a global
+		// diff-command ran at the user's next fossil diff.
+		{name: "home-config-new", setup: "mkdir -p \"$HOME/.config\" && " + outside + " && rm -f \"$HOME/.config/fossil.db\"",
+			cmd:  "export USER=t && printf '#!/bin/sh\\ntouch MARK\\n' > \"$HOME/h\" && chmod +x \"$HOME/h\" && fossil settings diff-command \"$HOME/h\" --global",
+			user: "export USER=t && cd ../co && echo b >> a && fossil diff"},
 	})
 }
 
@@ -210,9 +219,12 @@ func TestSvnStateTakenOut(t *testing.T) {
 		}
 	}
 	const (
-		hook   = "printf '#!/bin/sh\\ntouch MARK\\n' > HOOK && chmod +x HOOK"
-		commit = "cd wc && echo b >> a && svn commit -q -m two"
+		hook     = "printf '#!/bin/sh\\ntouch MARK\\n' > HOOK && chmod +x HOOK"
+		commit   = "cd wc && echo b >> a && svn commit -q -m two"
+		checkout = "svnadmin create repo && svn -q checkout \"file://$PWD/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one"
+		diff     = "cd wc && echo b >> a && svn diff"
 	)
+	helper := strings.ReplaceAll(hook, "HOOK", "\"$HOME/h\"")
 	runVCSRoutes(t, "svn", []string{"repo", "wc", "p", "a"}, []vcsRoute{
 		{name: "relocate", setup: "svnadmin create repo && svn -q checkout \"file://$PWD/repo\" wc && cd wc && echo a > a && svn -q add a && svn -q commit -m one",
 			cmd: "cd wc && u=$(svn info --show-item repos-uuid) && svnadmin create .svn/x && svnadmin setuuid .svn/x \"$u\" && " +
@@ -226,5 +238,12 @@ func TestSvnStateTakenOut(t *testing.T) {
 		{name: "new-checkout",
 			cmd: "svnadmin create p && " + strings.ReplaceAll(hook, "HOOK", "p/hooks/start-commit") +
 				" && svn -q checkout \"file://$PWD/p\" wc && echo a > wc/a && svn -q add wc/a", user: commit},
+		// ~/.subversion/config in a writable home (attack pass 94): its
+		// diff-cmd ran at the user's next svn diff, the file edited (svn
+		// wrote it at the checkout) or made.
+		{name: "home-config", setup: "rm -rf \"$HOME/.subversion\" && " + checkout,
+			cmd: "(" + helper + " && printf '[helpers]\\ndiff-cmd = %s\\n' \"$HOME/h\" >> \"$HOME/.subversion/config\" && echo WROTE-SVNCONFIG)", user: diff},
+		{name: "home-config-new", setup: "rm -rf \"$HOME/.subversion\" && " + checkout + " && rm \"$HOME/.subversion/config\"",
+			cmd: helper + " && printf '[helpers]\\ndiff-cmd = %s\\n' \"$HOME/h\" > \"$HOME/.subversion/config\"", user: diff},
 	})
 }

@@ -222,6 +222,10 @@ func (a *auditor) globalInRoot(root string) {
 		if p := filepath.Join(x, "hg", "hgrc"); in(p) {
 			a.hgFile(p, false, 0, map[string]bool{})
 		}
+		// and fossil its fossil.db there (attack pass 94).
+		if p := filepath.Join(x, fossilConfigDB); in(p) {
+			a.fossilConfig(p)
+		}
 	}
 	nh, nt := len(a.lateHooks), len(a.global.templates)
 	for _, inc := range a.global.includes {
@@ -754,6 +758,7 @@ func (a *auditor) visit(dir string, d dirInfo) error {
 		for _, n := range darcsHomeConfigs {
 			a.darcsFile(filepath.Join(dir, n))
 		}
+		a.homeVCSConfigs(dir)
 	}
 	if d.flags&flagHg != 0 {
 		a.hgRepo(dir)

@@ -261,6 +261,22 @@ var HomeReservedNames = []string{
 // (with attributes and ignore rules) lives in ~/.config/git.
 var HomeReservedPaths = []string{".config/git"}
 
+// HomeProtectedPaths are deeper paths below the home that are read-only
+// where they exist when the home is writable, and never reserved (a
+// placeholder per run would be the plan's cost, issue #12; the audit takes
+// out one the run made): version control tools' user configuration, whose
+// settings run programs at the user's next ordinary command. Subversion's
+// config ([helpers] diff-cmd ran at the user's next svn diff), Fossil's
+// fossil.db (used where there is no ~/.fossil; a global diff-command ran at
+// the user's next fossil diff: attack pass 94) and Mercurial's hgrc (hooks,
+// extensions: attack pass 89). macOS denies them where they do not exist
+// too (its rules need no mount point).
+var HomeProtectedPaths = []string{".subversion/config", ".config/fossil.db", ".config/hg/hgrc"}
+
+// XDGProtectedPaths are the same files below an absolute $XDG_CONFIG_HOME,
+// where fossil and hg look instead of ~/.config.
+var XDGProtectedPaths = []string{"fossil.db", "hg/hgrc"}
+
 // HomeOwn reports whether p (clean, absolute) is one of the home's own
 // protected names: a name in the home itself, or one of HomeReservedPaths
 // or below it (a command cannot make either: both are read-only or
