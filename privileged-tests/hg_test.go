@@ -44,12 +44,14 @@ func TestHgStateTakenOut(t *testing.T) {
 		old    bool     // what setup made is older than the run
 		cmds   []string // what the command does, one run each (a pause between)
 		status string   // where the user then runs hg status
+		homeRO bool     // the home is not writable
 	}
 	for _, tier := range []string{"root", "rootless"} {
 		t.Run(tier, func(t *testing.T) {
 			testutil.RequireUserns(t)
 			f := makeFixture(t)
 			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+			settingsHomeRO := f.writeSettings(map[string]any{"allowWrite": []string{f.work}})
 			var cred *syscall.Credential
 			if tier == "rootless" {
 				giveToNobody(t, f)
@@ -83,6 +85,13 @@ func TestHgStateTakenOut(t *testing.T) {
 					cmds: []string{"mkdir -p \"$HOME/.config/hg\" && printf '" + hook + marker("home-config-hg") + "\\n' > \"$HOME/.config/hg/hgrc\""}, status: "h"},
 				{name: "home-hgrc", setup: "hg init h",
 					cmds: []string{"printf '" + hook + marker("home-hgrc") + "\\n' > \"$HOME/.hgrc\""}, status: "h"},
+				// The user's ~/.hgrc, in a home the command cannot write,
+				// includes a file of the writable project, by a relative
+				// path or through $HOME, which hg expands (attack pass 94).
+				{name: "user-include", setup: "hg init u && printf '%%include ../work/uinc.rc\\n' > \"$HOME/.hgrc\"", homeRO: true,
+					cmds: []string{"printf '" + hook + marker("user-include") + "\\n' > uinc.rc"}, status: "u"},
+				{name: "user-include-env", setup: "hg init u && printf '%%include $HOME/../work/uinc.rc\\n' > \"$HOME/.hgrc\"", homeRO: true,
+					cmds: []string{"printf '" + hook + marker("user-include-env") + "\\n' > uinc.rc"}, status: "u"},
 			}
 			sh := func(dir string, argv ...string) result {
 				t.Helper()
@@ -90,7 +99,7 @@ func TestHgStateTakenOut(t *testing.T) {
 			}
 			reset := func(r route) {
 				t.Helper()
-				for _, p := range []string{"r", "n", "src", "dst", "l", "s0", "stage", "x", "h", "e", "i", "inc.rc"} {
+				for _, p := range []string{"r", "n", "src", "dst", "l", "s0", "stage", "x", "h", "e", "i", "inc.rc", "u", "uinc.rc"} {
 					must(t, os.RemoveAll(filepath.Join(f.work, p)))
 				}
 				os.Remove(filepath.Join(f.home, ".hgrc"))
@@ -116,7 +125,11 @@ func TestHgStateTakenOut(t *testing.T) {
 						// second: what the earlier run made is old to it.
 						time.Sleep(2100 * time.Millisecond)
 					}
-					got := sh(f.work, moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", c+" && echo DONE")
+					st := settings
+					if r.homeRO {
+						st = settingsHomeRO
+					}
+					got := sh(f.work, moatBin, "run", "--settings", st, "--", "/bin/sh", "-c", c+" && echo DONE")
 					if !strings.Contains(got.out, "DONE") {
 						t.Fatalf("%s: the command did not run under moat (exit %d):\n%s", r.name, got.code, got.out)
 					}

@@ -227,6 +227,7 @@ func (a *auditor) globalInRoot(root string) {
 			a.fossilConfig(p)
 		}
 	}
+	a.hgUserIncludes(in)
 	nh, nt := len(a.lateHooks), len(a.global.templates)
 	for _, inc := range a.global.includes {
 		if !in(inc) {

@@ -83,7 +83,7 @@ func (a *auditor) hgFile(p string, pointer bool, depth int, seen map[string]bool
 	if pointer || rerr != nil {
 		return
 	}
-	for _, inc := range hgIncludes(b, filepath.Dir(p), a.o.Home) {
+	for _, inc := range hgIncludes(b, filepath.Dir(p), a.o.Home, a.hgVars()) {
 		a.hgFile(inc, false, depth+1, seen)
 	}
 }
@@ -130,10 +130,13 @@ func hgrcHarmless(b []byte) bool {
 }
 
 // hgIncludes are the files a Mercurial configuration file includes
-// (%include PATH, PATH relative to its directory, ~ expanded); a path with
-// an environment variable, which the user's hg expands from an environment
-// the audit does not know, is not followed.
-func hgIncludes(b []byte, dir, home string) []string {
+// (%include PATH, PATH relative to its directory, ~ expanded). hg expands
+// environment variables in PATH ($NAME, ${NAME}) before ~: a %include
+// $HOME/x in the user's ~/.hgrc read a file the run made in a writable
+// tree (attack pass 94). The audit knows the user's $HOME and
+// $XDG_CONFIG_HOME (vars); a path with another variable, which the user's
+// hg expands from an environment the audit does not know, is not followed.
+func hgIncludes(b []byte, dir, home string, vars map[string]string) []string {
 	var out []string
 	for _, l := range hgLines(b) {
 		rest, ok := strings.CutPrefix(l, "%include")
@@ -141,7 +144,10 @@ func hgIncludes(b []byte, dir, home string) []string {
 			continue
 		}
 		v := strings.TrimSpace(rest)
-		if v == "" || strings.Contains(v, "$") {
+		if v == "" {
+			continue
+		}
+		if v, ok = expandHgVars(v, vars); !ok {
 			continue
 		}
 		if v == "~" || strings.HasPrefix(v, "~/") {
@@ -156,4 +162,98 @@ func hgIncludes(b []byte, dir, home string) []string {
 		out = append(out, filepath.Clean(v))
 	}
 	return out
+}
+
+// expandHgVars expands $NAME and ${NAME} in v as Python's
+// os.path.expandvars does (NAME of ASCII letters, digits and _), from
+// vars; ok is false where a variable is not in vars (or is empty: the
+// user's may not be).
+func expandHgVars(v string, vars map[string]string) (string, bool) {
+	if !strings.Contains(v, "$") {
+		return v, true
+	}
+	word := func(c byte) bool {
+		return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		if v[i] != '$' {
+			b.WriteByte(v[i])
+			i++
+			continue
+		}
+		var name string
+		end := i + 1
+		if end < len(v) && v[end] == '{' {
+			j := strings.IndexByte(v[end:], '}')
+			if j < 0 {
+				return "", false // hg keeps it as it is: a name the audit cannot judge
+			}
+			name, end = v[end+1:end+j], end+j+1
+		} else {
+			for end < len(v) && word(v[end]) {
+				end++
+			}
+			name = v[i+1 : end]
+		}
+		if name == "" {
+			return "", false
+		}
+		val := vars[name]
+		if val == "" {
+			return "", false
+		}
+		b.WriteString(val)
+		i = end
+	}
+	return b.String(), true
+}
+
+// hgVars are the environment variables the audit knows the user's value
+// of, for hgIncludes.
+func (a *auditor) hgVars() map[string]string {
+	return map[string]string{"HOME": a.o.Home, "XDG_CONFIG_HOME": a.o.XDGConfigHome}
+}
+
+// hgUserIncludes judges the files in the tree being audited (in) that the
+// user's own Mercurial configuration includes, wherever that lies: a home
+// that is not writable may hold a ~/.hgrc whose %include names a file of
+// a writable project, and the run that wrote it (or made it: hg skips an
+// include that does not exist) ran its hook at the user's next hg status,
+// in any repository (attack pass 94, TestHgStateTakenOut's user-include
+// rows). What the configuration includes outside the tree is read for its
+// own includes, not judged: the run could not write it.
+func (a *auditor) hgUserIncludes(in func(string) bool) {
+	if a.o.Home == "" {
+		return
+	}
+	files := []string{}
+	for _, n := range hgHomeConfigs {
+		files = append(files, filepath.Join(a.o.Home, n))
+	}
+	if x := a.o.XDGConfigHome; filepath.IsAbs(x) {
+		files = append(files, filepath.Join(x, "hg", "hgrc"))
+	}
+	seen := map[string]bool{}
+	var chain func(p string, depth int)
+	chain = func(p string, depth int) {
+		if depth > 10 || seen[p] {
+			return
+		}
+		if in(p) {
+			a.hgFile(p, false, depth, map[string]bool{})
+			return
+		}
+		seen[p] = true
+		b, _, err := readSmall(p, maxConfigSize)
+		if err != nil {
+			return
+		}
+		for _, inc := range hgIncludes(b, filepath.Dir(p), a.o.Home, a.hgVars()) {
+			chain(inc, depth+1)
+		}
+	}
+	for _, f := range files {
+		chain(f, 0)
+	}
 }

@@ -36,8 +36,9 @@ func TestHgrcHarmless(t *testing.T) {
 }
 
 func TestHgIncludes(t *testing.T) {
-	got := hgIncludes([]byte("%include ../shared.rc\n%include ~/x.rc\r%include /abs\n%include $HOME/y\n%includex z\n #%include no\n"), "/r/.hg", "/home/u")
-	want := []string{"/r/shared.rc", "/home/u/x.rc", "/abs"}
+	got := hgIncludes([]byte("%include ../shared.rc\n%include ~/x.rc\r%include /abs\n%include $HOME/y\n%include ${XDG_CONFIG_HOME}/hg/z.rc\n%include $OTHER/w\n%include ${HOME\n%include $/v\n%includex z\n #%include no\n"), "/r/.hg", "/home/u",
+		map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "/x"})
+	want := []string{"/r/shared.rc", "/home/u/x.rc", "/abs", "/home/u/y", "/x/hg/z.rc"}
 	if !slices.Equal(got, want) {
 		t.Errorf("hgIncludes = %v, want %v", got, want)
 	}
