@@ -266,12 +266,14 @@ var HomeReservedPaths = []string{".config/git"}
 // placeholder per run would be the plan's cost, issue #12; the audit takes
 // out one the run made): version control tools' user configuration, whose
 // settings run programs at the user's next ordinary command. Subversion's
-// config ([helpers] diff-cmd ran at the user's next svn diff), Fossil's
+// config ([helpers] diff-cmd ran at the user's next svn diff; its servers
+// names the proxy and the certificate authorities the user's svn sends
+// its passwords through and trusts), Fossil's
 // fossil.db (used where there is no ~/.fossil; a global diff-command ran at
 // the user's next fossil diff: attack pass 94) and Mercurial's hgrc (hooks,
 // extensions: attack pass 89). macOS denies them where they do not exist
 // too (its rules need no mount point).
-var HomeProtectedPaths = []string{".subversion/config", ".config/fossil.db", ".config/hg/hgrc"}
+var HomeProtectedPaths = []string{".subversion/config", ".subversion/servers", ".config/fossil.db", ".config/hg/hgrc"}
 
 // XDGProtectedPaths are the same files below an absolute $XDG_CONFIG_HOME,
 // where fossil and hg look instead of ~/.config.
