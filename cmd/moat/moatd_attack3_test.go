@@ -154,7 +154,7 @@ func TestDaemonAttackClearedGroupsRegained(t *testing.T) {
 }
 
 // gitguardRecord is a record of the git audit's walk (runtime/gitguard's
-// cache, format "moat-gitguard 5") as a client can write it in its own
+// cache, format "moat-gitguard 6") as a client can write it in its own
 // state directory: root, and per directory its path under root, identity
 // (dev, ino, ctime in ns), flags, .git identity and subdirectory names.
 type gitguardDir struct {
@@ -170,7 +170,7 @@ func gitguardRecord(root string, dirs []gitguardDir) []byte {
 	var buf [binary.MaxVarintLen64]byte
 	u := func(v uint64) { w.Write(buf[:binary.PutUvarint(buf[:], v)]) }
 	str := func(v string) { u(uint64(len(v))); w.WriteString(v) }
-	w.WriteString("moat-gitguard 5\n")
+	w.WriteString("moat-gitguard 6\n")
 	str(root)
 	u(uint64(len(dirs)))
 	for _, d := range dirs {

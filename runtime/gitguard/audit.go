@@ -827,7 +827,7 @@ func (a *auditor) toolFiles(dir string) {
 	}
 	for _, e := range es {
 		if !toolName(e.Name()) {
-			if sqliteSideFile(e.Name()) {
+			if sqliteSideFile(e.Name()) && !e.IsDir() {
 				a.sideFile(filepath.Join(dir, e.Name()))
 			}
 			continue

@@ -72,7 +72,8 @@ func readDirInfo(dir string, id fileID) (dirInfo, error) {
 		case name == ".svn":
 			d.flags |= flagSvn
 		case toolName(name) || sqliteSideFile(name):
-			// A tool file, or an SQLite journal (judged by sideFile).
+			// A tool file, or an SQLite journal (judged by sideFile;
+			// since moat-gitguard 6, so a record of 5 is read afresh).
 			d.flags |= flagTool
 		case blocksOpen(e.Type()) && slices.ContainsFunc(worktreeGitFiles, func(n string) bool { return strings.EqualFold(n, name) }):
 			d.flags |= flagBlocking
@@ -129,7 +130,7 @@ func (c *walkCache) redirect(file string) string {
 	return c.redirects[file]
 }
 
-const cacheMagic = "moat-gitguard 5\n"
+const cacheMagic = "moat-gitguard 6\n"
 
 func cacheFile(dir, root string) string {
 	h := sha256.Sum256([]byte(root))
