@@ -187,6 +187,11 @@ func (s *survey) run() ([]Protection, error) {
 	for _, inc := range s.global.includes {
 		s.protect(s.resolve(inc), "git: included by the user's git configuration")
 	}
+	// What the user's Mercurial configuration includes (%include): the
+	// user's hg status during the run reads it (attack pass 94).
+	for _, inc := range gitguard.HgUserIncludes(s.home, s.o.XDGConfigHome) {
+		s.protect(s.resolve(inc), "hg: included by the user's Mercurial configuration")
+	}
 	for _, t := range s.global.templateDirs {
 		if p := gitguard.ConfigPath(t, "", s.home); p != "" {
 			s.protect(s.resolve(p), "git: the user's init.templateDir")

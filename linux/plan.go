@@ -1007,6 +1007,20 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		for _, n := range policy.HomeProtectedPaths {
 			protect(filepath.Join(home, n), "mandatory: ~/"+n+" is never writable (a version control tool's user configuration)", false)
 		}
+		// What the user's Mercurial configuration includes, in a writable
+		// tree, is read-only where it exists: the user's hg status during
+		// the run reads it (the audit judges it after: attack pass 94).
+		for _, p := range gitguard.HgUserIncludes(home, xdg) {
+			c := p
+			if !gitguard.AutofsOnWay(p, true) {
+				if r, _, err := in.dirs.canonical(p); err == nil {
+					c = r
+				}
+			}
+			if inAnyRoot(c, v.allowWrite) && !holdsRoot(c, v.allowWrite) {
+				protect(c, "hg: a file the user's Mercurial configuration includes (%include)", false)
+			}
+		}
 	}
 	// What the user's own git configuration names (below) is protected
 	// where it leads as well: a path through a symlink of the user's

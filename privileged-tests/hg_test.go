@@ -90,6 +90,10 @@ func TestHgStateTakenOut(t *testing.T) {
 				// path or through $HOME, which hg expands (attack pass 94).
 				{name: "user-include", setup: "hg init u && printf '%%include ../work/uinc.rc\\n' > \"$HOME/.hgrc\"", homeRO: true,
 					cmds: []string{"printf '" + hook + marker("user-include") + "\\n' > uinc.rc"}, status: "u"},
+				// One that exists is read-only during the run: the user's
+				// hg status meanwhile would run what the command wrote.
+				{name: "user-include-existing", setup: "hg init u && printf '%%include ../work/uinc.rc\\n' > \"$HOME/.hgrc\" && printf '[ui]\\n' > uinc.rc", homeRO: true,
+					cmds: []string{"(printf '" + hook + marker("user-include-existing") + "\\n' >> uinc.rc && echo WROTE-INCLUDE || true)"}, status: "u"},
 				{name: "user-include-env", setup: "hg init u && printf '%%include $HOME/../work/uinc.rc\\n' > \"$HOME/.hgrc\"", homeRO: true,
 					cmds: []string{"printf '" + hook + marker("user-include-env") + "\\n' > uinc.rc"}, status: "u"},
 			}

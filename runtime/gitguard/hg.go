@@ -224,32 +224,60 @@ func (a *auditor) hgVars() map[string]string {
 // rows). What the configuration includes outside the tree is read for its
 // own includes, not judged: the run could not write it.
 func (a *auditor) hgUserIncludes(in func(string) bool) {
-	if a.o.Home == "" {
+	hgUserChain(a.o.Home, a.o.XDGConfigHome, func(p string, depth int) bool {
+		if in(p) {
+			a.hgFile(p, false, depth, map[string]bool{})
+			return false
+		}
+		return true
+	})
+}
+
+// HgUserIncludes returns the files the user's Mercurial configuration
+// (~/.hgrc, ~/.config/hg/hgrc, $XDG_CONFIG_HOME/hg/hgrc) includes, ten
+// deep, existing or not, with the values of home and xdg for $HOME and
+// $XDG_CONFIG_HOME: the plan keeps those in the writable trees read-only
+// where they exist (the audit judges them after the run), so the user's
+// hg status during the run reads none the command wrote (attack pass 94).
+func HgUserIncludes(home, xdg string) []string {
+	var out []string
+	hgUserChain(home, xdg, func(p string, _ int) bool {
+		out = append(out, p)
+		return true
+	})
+	return out
+}
+
+// hgUserChain calls visit for each file the user's Mercurial
+// configuration includes, and reads those for which visit returns true
+// for their own includes.
+func hgUserChain(home, xdg string, visit func(p string, depth int) bool) {
+	if home == "" {
 		return
 	}
 	files := []string{}
 	for _, n := range hgHomeConfigs {
-		files = append(files, filepath.Join(a.o.Home, n))
+		files = append(files, filepath.Join(home, n))
 	}
-	if x := a.o.XDGConfigHome; filepath.IsAbs(x) {
-		files = append(files, filepath.Join(x, "hg", "hgrc"))
+	if filepath.IsAbs(xdg) {
+		files = append(files, filepath.Join(xdg, "hg", "hgrc"))
 	}
+	vars := map[string]string{"HOME": home, "XDG_CONFIG_HOME": xdg}
 	seen := map[string]bool{}
 	var chain func(p string, depth int)
 	chain = func(p string, depth int) {
 		if depth > 10 || seen[p] {
 			return
 		}
-		if in(p) {
-			a.hgFile(p, false, depth, map[string]bool{})
+		seen[p] = true
+		if depth > 0 && !visit(p, depth) {
 			return
 		}
-		seen[p] = true
 		b, _, err := readSmall(p, maxConfigSize)
 		if err != nil {
 			return
 		}
-		for _, inc := range hgIncludes(b, filepath.Dir(p), a.o.Home, a.hgVars()) {
+		for _, inc := range hgIncludes(b, filepath.Dir(p), home, vars) {
 			chain(inc, depth+1)
 		}
 	}
