@@ -188,7 +188,8 @@ func TestExpandingHeredocIntoShellAsks(t *testing.T) {
 		{d, b, "su <<EOF\nls $1\nEOF", askV},
 		{d, b, "bash <<EOF\nls $((1))\nEOF", askV},
 		// still read: a quoted delimiter, a body without expansions
-		{d, b, "su <<'EOF'\nls ${X/q/r}\nEOF", allow},
+		{d, b, "su <<'EOF'\nls ${X%q}\nEOF", allow},
+		{d, b, "bash <<'EOF'\nls ${X/q/r}\nEOF", allow},
 		{d, b, "su <<EOF\nls *.go\nEOF", allow},
 		{d, b, "su <<EOF\nrm -f x\nEOF", deny},
 		{d, b, "cat <<EOF\n$X\nEOF", allow},

@@ -40,7 +40,7 @@ func (x *extraction) crontab(argv []string, depth int, stdin string, haveStdin b
 	}
 	for _, f := range operands {
 		if !stdinScript(f) {
-			x.script(f, depth, stdin, haveStdin)
+			x.script(f, depth, stdin, haveStdin, false)
 			return
 		}
 	}

@@ -224,7 +224,7 @@ func (x *extraction) atJob(argv []string, depth int, stdin string, haveStdin boo
 		return // no job is run: at lists, removes or prints jobs
 	}
 	if file != "" && !stdinScript(file) {
-		x.script(file, depth, stdin, haveStdin)
+		x.script(file, depth, stdin, haveStdin, false)
 		return
 	}
 	switch {

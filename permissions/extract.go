@@ -655,8 +655,29 @@ func globName(name string) bool {
 	return i >= 0 && strings.IndexByte(name[i+1:], ']') > 0
 }
 
-// nestedSource parses a command string found inside another command.
+// nestedSource parses a command string found inside another command,
+// which a shell other than bash may run: /bin/sh (dash on Debian and
+// Ubuntu, ash on Alpine and busybox) runs what sh -c, su's and ssh's login
+// shells, watch, git's ! aliases, crontab, xargs sh and most programs'
+// command variables are given. Such a shell reads some of bash's syntax
+// otherwise: dash reads ls &>/dev/null rm -f victim.txt as ls & and
+// >/dev/null rm -f victim.txt, so in bypassPermissions mode with
+// Bash(rm:*) denied, sh -c 'ls &>/dev/null rm -f victim.txt' was allowed
+// (read as ls with three arguments) and removed the file, as echo
+// '...' | su was under Bash(echo:*) and Bash(su:*) (attack pass 97). The
+// text is read the POSIX way too (posixReading); bashSource is for the
+// strings bash itself runs.
 func (x *extraction) nestedSource(src string, depth int) {
+	x.nestedIn(src, depth, false)
+}
+
+// bashSource parses a command string that bash itself runs (eval, trap,
+// alias, bash -c, source): read as bash reads it only.
+func (x *extraction) bashSource(src string, depth int) {
+	x.nestedIn(src, depth, true)
+}
+
+func (x *extraction) nestedIn(src string, depth int, bash bool) {
 	if x.findNames > 0 && strings.Contains(src, "{}") {
 		// find -exec sh -c 'echo {}': each name find finds (the working
 		// tree's, untrusted) becomes part of the script; a file named
@@ -670,6 +691,32 @@ func (x *extraction) nestedSource(src string, depth int) {
 		return
 	}
 	x.extractSource(src, depth)
+	if !bash {
+		x.posixReading(src, depth)
+	}
+}
+
+// posixReading reads a nested command string as a POSIX shell does: a
+// string that does not parse so (&>, &>>, |&, <<<, <(...), arrays,
+// function NAME, ${X/a/b}) is read differently, or not at all, by dash
+// and ash, so the line asks; one that does is walked again as that
+// shell's commands (((rm -f / victim.txt)) is arithmetic to bash and two
+// subshells running rm to dash).
+func (x *extraction) posixReading(src string, depth int) {
+	if depth > maxNesting || precheck(src) != "" {
+		return // extractSource has failed already
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		x.fail("a command string that sh (dash, ash) may run does not read the same there as in bash: " + err.Error())
+		return
+	}
+	saved := x.ev
+	x.ev = shellword.Evaluator{Subst: validators.HeredocSubst(src)}
+	defer func() { x.ev = saved }()
+	for _, st := range f.Stmts {
+		x.walk(st, depth)
+	}
 }
 
 // command records the candidates of one command and looks through it.
@@ -753,12 +800,12 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		return
 	}
 	if isSource(name) {
-		x.script(sourceScript(argv), depth, stdin, haveStdin)
+		x.script(sourceScript(argv), depth, stdin, haveStdin, true)
 		return
 	}
 	switch name {
 	case "eval":
-		x.nestedSource(strings.Join(argv[1:], " "), depth+1)
+		x.bashSource(strings.Join(argv[1:], " "), depth+1)
 		return
 	case "trap":
 		// trap [-lpP] [[--] ACTION SIGNAL...]; "-" as the action resets.
@@ -769,14 +816,14 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			return // -l, -p, -P print
 		}
 		if len(args) > 0 && args[0] != "-" {
-			x.nestedSource(args[0], depth+1)
+			x.bashSource(args[0], depth+1)
 		}
 		return
 	case "alias":
 		for _, a := range argv[1:] {
 			if n, v, ok := strings.Cut(a, "="); ok {
 				x.producerRedefined(producerBit(n))
-				x.nestedSource(v, depth+1)
+				x.bashSource(v, depth+1)
 			}
 		}
 		return
@@ -1179,10 +1226,11 @@ func shellArgs(argv []string) (cmdIdx, scriptIdx int, stdinFlag bool) {
 // file's contents are not on the command line (as for any program), but
 // the shell's standard input as a script is (a here-string, echo ... |),
 // and a process substitution or another descriptor is not to be seen.
-func (x *extraction) script(op string, depth int, stdin string, haveStdin bool) {
+// bash: bash runs it (source, bash SCRIPT), not maybe sh (nestedSource).
+func (x *extraction) script(op string, depth int, stdin string, haveStdin, bash bool) {
 	switch {
 	case stdinScript(op) && haveStdin && stdin != "":
-		x.nestedSource(stdin, depth+1)
+		x.nestedIn(stdin, depth+1, bash)
 	case stdinScript(op) && !haveStdin:
 		x.fail("a shell reads its script from standard input, which the line does not show")
 	case unseenScript(op):
@@ -1190,24 +1238,35 @@ func (x *extraction) script(op string, depth int, stdin string, haveStdin bool) 
 	}
 }
 
+// isBash reports a shell name that is bash (so reads the text as bash
+// does).
+func isBash(name string) bool {
+	switch path.Base(name) {
+	case "bash", "rbash":
+		return true
+	}
+	return false
+}
+
 func (x *extraction) shell(argv []string, depth int, stdin string, haveStdin bool) {
 	// --rcfile/--init-file FILE: a start-up script (an interactive shell
 	// reads it): a process substitution or a descriptor there is a script
 	// the line does not show.
+	bash := isBash(argv[0])
 	for i := 1; i+1 < len(argv) && strings.HasPrefix(argv[i], "-"); i++ {
 		if argv[i] == "--rcfile" || argv[i] == "--init-file" {
-			x.script(argv[i+1], depth, stdin, haveStdin)
+			x.script(argv[i+1], depth, stdin, haveStdin, bash)
 			i++
 		}
 	}
 	cmd, script, _ := shellArgs(argv)
 	switch {
 	case cmd >= 0:
-		x.nestedSource(argv[cmd], depth+1)
+		x.nestedIn(argv[cmd], depth+1, bash)
 	case script >= 0:
-		x.script(argv[script], depth, stdin, haveStdin)
+		x.script(argv[script], depth, stdin, haveStdin, bash)
 	case haveStdin && stdin != "":
-		x.nestedSource(stdin, depth+1)
+		x.nestedIn(stdin, depth+1, bash)
 	case haveStdin:
 		// its script is a file on disk (sh < script.sh), as sh script.sh
 	default:
