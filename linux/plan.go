@@ -99,6 +99,12 @@ type planInput struct {
 	// path whether the sandbox can look it up (false: its permissions
 	// refuse it).
 	clientReach func(paths []string) []bool
+	// kernelHides, for the user's own sandbox (rootless), reports for each
+	// path whether the kernel keeps it from the sandbox already: another
+	// user's file it may not read, or directory it may neither list nor
+	// search (kernelHidden). Such a denyRead path needs no mask. nil:
+	// every path is masked.
+	kernelHides func(paths []string) []bool
 	// reach, for root's own sandbox, reports for each path whether the
 	// command could look it up (root's user namespace maps root alone, so
 	// capabilities do not open another user's directories to it); nil:
@@ -176,6 +182,17 @@ func makeFSPlan(in planInput) (*fsPlan, error) {
 	}
 	fp.lockdown = kernelLockdown(in.uid, in.gid)
 	return fp, nil
+}
+
+// keepWhere returns the rules of rs whose ok is true (in place).
+func keepWhere(rs []rule, ok []bool) []rule {
+	kept := rs[:0]
+	for i, r := range rs {
+		if ok[i] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 // reachOf asks reach about the paths of rs.
@@ -670,17 +687,23 @@ func expandRules(in planInput) (*fsPlan, error) {
 		// A client's sandbox (moatd, planned as root): a path the client
 		// cannot reach (/root/.ssh) is hidden by the kernel already, and
 		// its sandbox, made as the client, could not mount over it.
-		ok := reachOf(in.clientReach, v.denyRead)
-		kept := v.denyRead[:0]
-		for i, r := range v.denyRead {
-			if ok[i] {
-				kept = append(kept, r)
-			}
-		}
-		v.denyRead = kept
+		v.denyRead = keepWhere(v.denyRead, reachOf(in.clientReach, v.denyRead))
 	}
 	if v.allowWrite, err = in.dirs.expandAll(pol.FS.AllowWrite, budget, in.cache); err != nil {
 		return nil, err
+	}
+	if in.kernelHides != nil && len(v.denyRead) > 0 {
+		// The user's own sandbox maps the user alone: a secret of
+		// another user's that the user may neither read nor write
+		// (/etc/shadow, /etc/ssl/private) stays closed to it without a
+		// mask, whose bind, sentinel and watch each run paid for. In a
+		// writable tree the mask also pins the path (no rename, no
+		// unlink): there it stays.
+		hidden := reachOf(in.kernelHides, v.denyRead)
+		for i, r := range v.denyRead {
+			hidden[i] = !hidden[i] || inAnyRoot(r.path, v.allowWrite)
+		}
+		v.denyRead = keepWhere(v.denyRead, hidden)
 	}
 	var notes []string
 	if in.look != nil {

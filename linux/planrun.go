@@ -15,7 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -107,6 +110,9 @@ func (ln *launcher) makePlan() error {
 		// Root's sandbox maps root alone: what it cannot reach needs no
 		// protection, and no mask (stage 2 could not mount over it).
 		in.reach, in.clientReach = rootReach, rootReach
+	}
+	if ln.l.As == nil && uid != 0 && !ln.nons {
+		in.kernelHides = kernelHidden(uid)
 	}
 	if ln.nons {
 		in.mountPoint = nil // nothing is mounted: no placeholders
@@ -510,6 +516,42 @@ func lstatReach(paths []string) []bool {
 		res[i] = !errors.Is(err, fs.ErrPermission)
 	}
 	return res
+}
+
+// kernelHidden returns a planInput.kernelHides for a sandbox of this
+// process's credentials whose user namespace maps uid alone: a path it
+// cannot look up, or one of another user's that it may neither read nor
+// write (a file) or neither list nor search (a directory), as the kernel judges this
+// process (its groups and ACLs included). The sandbox cannot gain more:
+// its capabilities are its own user namespace's, which maps no other
+// user's files, and it cannot change another user's modes. A path of
+// uid's own is never counted (its owner may chmod it where it can
+// write), nor a symbolic link.
+func kernelHidden(uid int) func(paths []string) []bool {
+	return func(paths []string) []bool {
+		res := make([]bool, len(paths))
+		for i, p := range paths {
+			var st unix.Stat_t
+			err := sys.Retry(func() error { return unix.Lstat(p, &st) })
+			switch {
+			case errors.Is(err, unix.EACCES):
+				res[i] = true
+			case err != nil, int(st.Uid) == uid:
+			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				res[i] = !accessible(p, unix.R_OK) && !accessible(p, unix.X_OK)
+			case st.Mode&unix.S_IFMT != unix.S_IFLNK:
+				res[i] = !accessible(p, unix.R_OK) && !accessible(p, unix.W_OK)
+			}
+		}
+		return res
+	}
+}
+
+// accessible reports whether this process (its effective ids) may access
+// p as mode asks.
+func accessible(p string, mode uint32) bool {
+	err := sys.Retry(func() error { return unix.Faccessat2(unix.AT_FDCWD, p, mode, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW) })
+	return !errors.Is(err, unix.EACCES)
 }
 
 // rootReach is lstatReach as root's sandbox would look: on a thread

@@ -98,3 +98,20 @@ func TestHostServiceKeysHidden(t *testing.T) {
 	f := newFixture(t)
 	f.attack([]string{"read", key}, nil)
 }
+
+// A default secret of another user's that this user may not read
+// (/etc/shadow) gets no mask in the user's own sandbox: the kernel keeps
+// it closed there as outside, and the sandbox cannot gain more (its
+// capabilities are its user namespace's, which maps no other user).
+func TestOtherUsersSecretClosedWithoutMask(t *testing.T) {
+	testutil.RequireUnprivileged(t)
+	const shadow = "/etc/shadow"
+	if _, err := os.ReadFile(shadow); !os.IsPermission(err) {
+		t.Skipf("%s is readable to this user or missing (%v): nothing the kernel holds", shadow, err)
+	}
+	f := newFixture(t)
+	got := f.sandboxed("read", shadow)
+	if got.escaped() || !strings.Contains(strings.ToLower(got.out), "permission denied") {
+		t.Errorf("%s under moat (exit %d), want the kernel's refusal:\n%s", shadow, got.code, got.out)
+	}
+}
