@@ -21,3 +21,28 @@ func TestRunEnvironmentCredentialValues(t *testing.T) {
 		t.Errorf("a URL with a user name alone was removed:\n%s", r.stdout)
 	}
 }
+
+// Credentials in a DSN without a scheme, a key=value pair (a JDBC URL's
+// password=, a connection string's Password=, a URL's ?token=), a JSON Web
+// Token or an Authorization header do not reach the command either, and
+// git's GIT_CONFIG_KEY_<n> does (attack pass 98: all of them reached it,
+// and removing GIT_CONFIG_KEY_0 made every git command fail).
+func TestRunEnvironmentCredentialForms(t *testing.T) {
+	tr := newTree(t)
+	env := tr.env(
+		"MYSQL_DSN=app:s3cret@tcp(db:3306)/app",
+		"JDBC_URL=jdbc:postgresql://db/app?user=app&password=s3cret",
+		"ConnectionStrings__Default=Server=db;User Id=sa;Password=s3cret;",
+		"WEBHOOK_URL=https://hooks.example/x?token=s3cret",
+		"CI_JOB_JWT=eyJhbGciOiJzM2NyZXQifQ.eyJzM2NyZXQiOjF9.s3cret",
+		"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=bob-a98",
+		"GIT_CONFIG_KEY_1=http.extraHeader", "GIT_CONFIG_VALUE_1=Authorization: Bearer s3cret",
+	)
+	r := tr.moat(t, "", env, "run", "--settings", tr.settings, "--", "sh", "-c", "env; git config user.name")
+	if strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("a credential reached the command:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "GIT_CONFIG_KEY_0=user.name") {
+		t.Errorf("GIT_CONFIG_KEY_0 was removed:\n%s\n%s", r.stdout, r.stderr)
+	}
+}

@@ -1,13 +1,14 @@
 package policy
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 )
 
 // credentialWords mark a variable as a credential when its upper-cased name
 // contains one of them.
-var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PASSPHRASE", "PRIVATE"}
+var credentialWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PASSPHRASE", "PRIVATE", "JWT"}
 
 // CredentialVars are further variables that carry credentials without one
 // of those words in their name.
@@ -18,6 +19,7 @@ var CredentialVars = []string{
 	"DOCKER_AUTH_CONFIG", "NPM_CONFIG__AUTH", "PGPASS", "PGPASSFILE", "MYSQL_PWD",
 	"VAULT_ADDR", "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET",
 	"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY",
+	"CONSUL_HTTP_AUTH",
 }
 
 // notCredentials are names that contain a credential word but are not one.
@@ -30,8 +32,14 @@ var notCredentials = map[string]bool{
 // credential (or a route to one, such as an agent socket).
 func IsCredentialVar(name string) bool {
 	u := strings.ToUpper(name)
-	if notCredentials[u] {
+	if notCredentials[u] || isGitConfigKey(u) {
 		return false
+	}
+	// A name ending in _AUTH holds a login (CONSUL_HTTP_AUTH=user:pass,
+	// NPM_CONFIG__AUTH); AUTH alone is no credential word, as
+	// GIT_AUTHOR_NAME shows.
+	if strings.HasSuffix(u, "_AUTH") {
+		return true
 	}
 	for _, c := range CredentialVars {
 		if u == c {
@@ -50,9 +58,25 @@ func IsCredentialVar(name string) bool {
 // credential whatever its name: a URL with a password in it
 // (scheme://user:password@host, as PIP_INDEX_URL, UV_INDEX_URL,
 // POSTGRES_URL or a git remote's URL hold a registry's or a database's
-// token). A user name alone (ssh://git@host) is not one. Attack pass 96:
-// PIP_INDEX_URL=https://__token__:pypi-...@host/simple reached the command.
+// token), a login without a scheme (Go's MySQL DSN,
+// user:password@tcp(host)/db), a password or token given as a key=value
+// pair (a URL's ?token=, JDBC's password=, an ADO.NET or Azure connection
+// string's Password=, AccountKey=, SharedAccessKey=), an HTTP
+// Authorization header, a JSON Web Token, or a token of a well-known form
+// (ghp_..., glpat-..., AKIA..., a PEM private key) wherever it stands, a
+// URL's user name among them. A user name alone (ssh://git@host) is not
+// one. Attack pass 96: PIP_INDEX_URL=https://__token__:pypi-...@host/simple
+// reached the command; attack pass 98: MYSQL_DSN, JDBC_URL,
+// ConnectionStrings__Default, a webhook's ?token= and CI_JOB_JWT did.
 func IsCredentialValue(v string) bool {
+	return urlPassword(v) || schemelessLogin(v) || credentialPair(v) ||
+		credentialForm.MatchString(v)
+}
+
+// urlPassword reports a scheme://user:password@host anywhere in v. The
+// user information ends at the first /, ? or # (RFC 3986): ; and , may
+// stand in a password (postgres://u:pa;ss@h was missed when they ended it).
+func urlPassword(v string) bool {
 	for {
 		i := strings.Index(v, "://")
 		if i < 0 {
@@ -60,7 +84,7 @@ func IsCredentialValue(v string) bool {
 		}
 		v = v[i+3:]
 		auth := v
-		if j := strings.IndexAny(auth, "/?# \t\n,;\"'"); j >= 0 {
+		if j := strings.IndexAny(auth, "/?# \t\n\"'"); j >= 0 {
 			auth = auth[:j]
 		}
 		if at := strings.LastIndexByte(auth, '@'); at > 0 {
@@ -69,6 +93,98 @@ func IsCredentialValue(v string) bool {
 			}
 		}
 	}
+}
+
+// schemelessLogin reports a value that starts user:password@host with no
+// scheme, as Go's MySQL driver takes its DSN (user:password@tcp(h:3306)/db)
+// and redis-cli, rsync or a *_DSN often do. The user and the password
+// have no / (a PATH-like list, a URL's path is not one) and the password
+// no : (a colon list such as LANGUAGE=de:sr@latin is not one) unless the
+// host is the MySQL DSN's protocol(address); mailto:, sip: and the other
+// URIs without // are addresses, not logins.
+func schemelessLogin(v string) bool {
+	at := strings.IndexByte(v, '@')
+	if at <= 0 || strings.ContainsAny(v[:at], "/ \t\n") {
+		return false
+	}
+	user, pass, ok := strings.Cut(v[:at], ":")
+	if !ok || user == "" || pass == "" {
+		return false
+	}
+	switch strings.ToLower(user) {
+	case "mailto", "sip", "sips", "xmpp", "tel", "im", "news", "urn":
+		return false
+	}
+	host := v[at+1:]
+	if host == "" {
+		return false
+	}
+	if p := strings.IndexByte(host, '('); p > 0 && !strings.ContainsAny(host[:p], ".:/") {
+		return true // MySQL: protocol(address)
+	}
+	return !strings.Contains(pass, ":")
+}
+
+// credentialKeys are the keys (lower-cased, without spaces, - and _) that
+// name a secret in a URL's query, a JDBC URL's properties or a connection
+// string: ?token=, password=, PWD=, AccountKey=, SharedAccessKey=, sig= (an
+// Azure shared access signature), X-Amz-Signature=.
+var credentialKeys = map[string]bool{
+	"password": true, "passwd": true, "pwd": true, "token": true, "accesstoken": true,
+	"authtoken": true, "refreshtoken": true, "idtoken": true, "apikey": true,
+	"secret": true, "clientsecret": true, "accountkey": true, "sharedaccesskey": true,
+	"sig": true, "xamzsignature": true, "xamzsecuritytoken": true, "privatekey": true,
+	"passphrase": true,
+}
+
+// credentialPair reports a key=value pair in v, separated by ?, & or ;,
+// whose key names a secret and whose value is not empty. A key's spaces
+// are dropped (ADO.NET's "User Id=sa;Password=x").
+func credentialPair(v string) bool {
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool {
+		return r == '?' || r == '&' || r == ';' || r == '\n'
+	}) {
+		key, val, ok := strings.Cut(part, "=")
+		if !ok || val == "" {
+			continue
+		}
+		key = strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(key))
+		if credentialKeys[key] {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialForm matches secrets by their own form: an HTTP Authorization
+// header (a git http.extraHeader in GIT_CONFIG_VALUE_0), a JSON Web Token,
+// GitHub's, GitLab's, Slack's, AWS's, PyPI's, npm's and Anthropic's tokens
+// (a URL's user name too: https://ghp_...@github.com) and a PEM private key.
+var credentialForm = regexp.MustCompile(`(?i:authorization:\s*\S)|` +
+	`(?i:^(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}$)|` +
+	`(^|[^A-Za-z0-9_-])(` +
+	`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|` +
+	`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|` +
+	`xox[abposr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16}|pypi-AgE[A-Za-z0-9_-]{20,}|` +
+	`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,})|` +
+	`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+
+// isGitConfigKey reports git's GIT_CONFIG_KEY_<n>: its value is the name
+// of a setting (user.name), not a credential; removing it while
+// GIT_CONFIG_COUNT and GIT_CONFIG_VALUE_<n> stay made every git command
+// fail ("missing config key GIT_CONFIG_KEY_0", attack pass 98). The value
+// it sets is judged by value like any other.
+func isGitConfigKey(u string) bool {
+	n, ok := strings.CutPrefix(u, "GIT_CONFIG_KEY_")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isBundlerCredential reports whether name is Bundler's credential for a

@@ -33,3 +33,55 @@ func TestFilterEnvCredentialValues(t *testing.T) {
 		t.Errorf("kept %d variables, want %d: %q", n, len(env)-4, out)
 	}
 }
+
+// Credentials in forms the URL check missed (attack pass 98: each reached
+// the command through moat run), and ordinary values that must stay.
+func TestFilterEnvCredentialForms(t *testing.T) {
+	secret := []string{
+		"MYSQL_DSN=app:Sup3rS3cret@tcp(db:3306)/app",
+		"REDIS_ADDR=default:Sup3rS3cret@redis:6379",
+		"ConnectionStrings__Default=Server=db;Database=app;User Id=sa;Password=Sup3rS3cret;",
+		"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=a;AccountKey=U3VwM3I=;",
+		"SERVICEBUS=Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=U3Vw",
+		"JDBC_URL=jdbc:postgresql://db:5432/app?user=app&password=Sup3rS3cret",
+		"MSSQL_JDBC=jdbc:sqlserver://db:1433;databaseName=app;user=sa;password=Sup3rS3cret",
+		"WEBHOOK_URL=https://hooks.example.com/x?token=Sup3rS3cret",
+		"BLOB_URL=https://a.blob.core.windows.net/c/f?sv=2022-11-02&sig=U3VwM3I%3D",
+		"PG_URL_SEMI=postgres://u:pa;ss@h/db",
+		"CI_JOB_JWT=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl",
+		"CONSUL_HTTP_AUTH=admin:Sup3rS3cret",
+		"GIT_CONFIG_VALUE_1=AUTHORIZATION: basic eC1hY2Nlc3M=",
+		"REMOTE=https://ghp_0123456789abcdefghijABCDEFGHIJ012345@github.com/o/r.git",
+		"DEPLOY=-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n-----END OPENSSH PRIVATE KEY-----",
+		"AWS_ID=AKIAIOSFODNN7EXAMPLE",
+	}
+	plain := []string{
+		"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=bob",
+		"GIT_CONFIG_KEY_1=http.extraHeader",
+		"GIT_AUTHOR_NAME=bob", "GIT_AUTHOR_EMAIL=bob@example.com",
+		"LANGUAGE=de_DE:de:sr@latin", "LC_ALL=de_DE@euro",
+		"PATH=/usr/bin:/home/me@corp/bin", "MAILTO=mailto:user@example.com",
+		"GIT_REMOTE=git@github.com:o/r.git", "HOMEPAGE=https://example.com/a:b@c",
+		"LS_COLORS=rs=0:di=01;34:ln=01;36:*.tar=01;31", "SEARCH=https://example.com/?q=token&page=2",
+		"PS1=\\u@\\h:\\w\\$ ", "SSH_CONNECTION=10.0.0.1 5555 10.0.0.2 22",
+		"DOCS=https://example.com/?password=", "NODE_OPTIONS=--max-old-space-size=4096",
+	}
+	out, removed := FilterEnv(append(append([]string{}, secret...), plain...), nil, nil)
+	gone := map[string]bool{}
+	for _, n := range removed {
+		gone[n] = true
+	}
+	for _, kv := range secret {
+		if n, _, _ := strings.Cut(kv, "="); !gone[n] {
+			t.Errorf("%s reached the command", kv)
+		}
+	}
+	for _, kv := range plain {
+		if n, _, _ := strings.Cut(kv, "="); gone[n] {
+			t.Errorf("%s was removed", kv)
+		}
+	}
+	if len(out) != len(plain) {
+		t.Errorf("kept %d variables, want %d", len(out), len(plain))
+	}
+}
