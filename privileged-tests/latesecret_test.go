@@ -66,3 +66,60 @@ func TestSecretMadeDuringSession(t *testing.T) {
 		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)
 	}
 }
+
+// TestSecretReplacedDuringSession: a default secret that exists when a
+// session's sandbox is made is hidden by a mount on that file. When the
+// user replaces it on the host (a tool writing a new file and renaming it
+// into place), the kernel detaches every mount on the old file, in every
+// namespace: attack pass 98 read the new ~/.netrc from the session's next
+// command, as root and rootless. Now the session refuses its commands from
+// then on (and ends within a second).
+func TestSecretReplacedDuringSession(t *testing.T) {
+	coldRunsOnly(t) // a session either way: MOAT_VIA=session would repeat it
+	f := newFixture(t)
+	attack, err := copyExecutable(self, f.root+"/attack")
+	must(t, err)
+	netrc := f.home + "/.netrc"
+	must(t, os.WriteFile(netrc, []byte("machine old login u password old\n"), 0o600))
+	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", f.settings)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	in, err := cmd.StdinPipe()
+	must(t, err)
+	outp, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer cmd.Wait()
+	defer in.Close()
+	sc := bufio.NewScanner(outp)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	run := func(id, command string) (output string) {
+		req, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command, "auto_background_ms": -1})
+		if _, err := in.Write(append(req, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() {
+			var ev struct {
+				ID, Event, Output, Error string
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID == id && ev.Event == "finished" {
+				return ev.Output + ev.Error
+			}
+		}
+		t.Fatalf("the session ended before command %s finished: %v", id, sc.Err())
+		return ""
+	}
+	quoted := "'" + attack + "' read '" + netrc + "'"
+	if out := run("1", quoted); !strings.Contains(out, "blocked:") {
+		t.Fatalf("the first command must find ~/.netrc hidden:\n%s", out)
+	}
+	must(t, os.WriteFile(netrc+".new", []byte(secretText+"\n"), 0o600))
+	must(t, os.Rename(netrc+".new", netrc))
+	if out := run("2", quoted); strings.Contains(out, "ESCAPED") {
+		t.Errorf("ESCAPE: the session's next command read the ~/.netrc replaced after it started:\n%s", out)
+	} else if !strings.Contains(out, "was replaced after this session's sandbox started") && !strings.Contains(out, "session is closed") {
+		t.Errorf("the command was not refused for the replaced secret:\n%s", out)
+	}
+	if base := f.direct("read", netrc); !base.escaped() {
+		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}

@@ -59,26 +59,82 @@ func outsideRoots(paths, roots []string) []string {
 	return out
 }
 
-// lateSecret is an error naming the first of paths that exists now, or
-// nil: such a path was made after the session's sandbox, which cannot hide
-// it, so the session runs no command any more (fail closed; a new session
-// hides it).
-func lateSecret(paths []string) error {
+// hiddenFile is a denyRead path that existed when a session's sandbox was
+// made, and which file it was then.
+type hiddenFile struct {
+	path string
+	was  os.FileInfo
+}
+
+// presentHidden lists the policy's denyRead paths (those without a glob)
+// that exist when a session's sandbox is made, with the file each is. The
+// mount that hides one is on that file: when the user replaces it on the
+// host (a tool writing its token file to a new name and renaming it into
+// place, an editor's save, rm and a new one), the kernel detaches every
+// mount on the old file in every namespace, and the new file shows in the
+// session's read-only view as it is (attack pass 98: a ~/.netrc renamed
+// into place on the host was read by the command). A path below another
+// listed one is left out: its ancestor's mask hides whatever it becomes.
+func presentHidden(pol *policy.Policy) []hiddenFile {
+	if goruntime.GOOS != "linux" {
+		return nil
+	}
+	var out []hiddenFile
+	for _, r := range pol.FS.DenyRead {
+		if policy.HasGlob(r.Path) || underHidden(r.Path, pol.FS.DenyRead) {
+			continue
+		}
+		if fi, err := os.Lstat(r.Path); err == nil {
+			out = append(out, hiddenFile{r.Path, fi})
+		}
+	}
+	return out
+}
+
+// underHidden reports whether p lies below another denyRead path without a
+// glob that exists.
+func underHidden(p string, rules []policy.PathRule) bool {
+	for _, r := range rules {
+		if r.Path != p && !policy.HasGlob(r.Path) && strings.HasPrefix(p, strings.TrimSuffix(r.Path, "/")+"/") {
+			if _, err := os.Lstat(r.Path); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lateSecret is an error naming the first of paths that exists now, or the
+// first of present that is another file now, or nil: such a path was made
+// or replaced after the session's sandbox, which cannot hide it, so the
+// session runs no command any more (fail closed; a new session hides it).
+// One of present that is gone is no error: nothing shows in its place
+// until a file is made there, which is another file.
+func lateSecret(paths []string, present []hiddenFile) error {
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s, which the policy hides, was made after this session's sandbox started, and a running sandbox cannot hide it: the session runs no more commands; start a new session", p)
+		}
+	}
+	for _, h := range present {
+		fi, err := os.Lstat(h.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil || !os.SameFile(fi, h.was) {
+			return fmt.Errorf("%s, which the policy hides, was replaced after this session's sandbox started, and a running sandbox cannot hide the new file: the session runs no more commands; start a new session", h.path)
 		}
 	}
 	return nil
 }
 
 // watchLate ends the session when one of the paths missingHidden found is
-// made: a command already running (a background one) could read it, and
+// made, or one presentHidden found is replaced: a command already running (a background one) could read it, and
 // the next would be refused anyway. It looks once a second (an lstat of a
 // missing name each, a few microseconds): the path stays readable to what
 // runs for up to that long.
 func (s *Session) watchLate() {
-	if len(s.missing) == 0 {
+	if len(s.missing) == 0 && len(s.present) == 0 {
 		return
 	}
 	t := time.NewTicker(time.Second)
@@ -88,7 +144,7 @@ func (s *Session) watchLate() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := lateSecret(s.missing); err != nil {
+			if err := lateSecret(s.missing, s.present); err != nil {
 				s.log.Warn("session ended", "why", err)
 				s.mu.Lock()
 				s.warnings = append(s.warnings, "the session was ended: "+err.Error())

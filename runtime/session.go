@@ -82,6 +82,9 @@ type Session struct {
 	// missing are the denyRead paths that did not exist when the sandbox
 	// was made (missingHidden).
 	missing []string
+	// present are the denyRead paths that existed then, and which file
+	// each was (presentHidden).
+	present []hiddenFile
 	null    *os.File
 	proxy   *proxy
 	sess    enforce.Session
@@ -133,6 +136,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	// Before the sandbox is planned: a path made in between is hidden
 	// and still refuses the session's commands (fail closed).
 	s.missing = missingHidden(s.pol)
+	s.present = presentHidden(s.pol)
 	var err error
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
@@ -376,7 +380,7 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	if env == nil {
 		env = s.req.Env
 	}
-	if err := lateSecret(s.missing); err != nil {
+	if err := lateSecret(s.missing, s.present); err != nil {
 		s.finished(r)
 		return nil, err
 	}
