@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSecretMadeDuringSession: a default secret that does not exist when
@@ -118,6 +119,35 @@ func TestSecretReplacedDuringSession(t *testing.T) {
 		t.Errorf("ESCAPE: the session's next command read the ~/.netrc replaced after it started:\n%s", out)
 	} else if !strings.Contains(out, "was replaced after this session's sandbox started") && !strings.Contains(out, "session is closed") {
 		t.Errorf("the command was not refused for the replaced secret:\n%s", out)
+	}
+	if base := f.direct("read", netrc); !base.escaped() {
+		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}
+
+// TestSecretReplacedDuringRun: the same replacement while a single moat run
+// runs (a long build, an agent's long command) showed the new ~/.netrc to
+// it (attack pass 98; as root the host's /etc/shadow after a useradd). Now
+// the run is ended within a second of it.
+func TestSecretReplacedDuringRun(t *testing.T) {
+	coldRunsOnly(t) // a cold run: what a session does is the test above
+	f := newFixture(t)
+	attack, err := copyExecutable(self, f.root+"/attack")
+	must(t, err)
+	netrc := f.home + "/.netrc"
+	must(t, os.WriteFile(netrc, []byte("machine old login u password old\n"), 0o600))
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if err := os.WriteFile(netrc+".new", []byte(secretText+"\n"), 0o600); err == nil {
+			os.Rename(netrc+".new", netrc)
+		}
+	}()
+	read := "'" + attack + "' read '" + netrc + "'"
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", read+"; sleep 4; "+read)
+	if strings.Contains(r.out, "ESCAPED") {
+		t.Errorf("ESCAPE: the run read the ~/.netrc replaced while it ran:\n%s", r.out)
+	} else if !strings.Contains(r.out, "was replaced on the host while it ran") {
+		t.Errorf("the run was not ended for the replaced secret:\n%s", r.out)
 	}
 	if base := f.direct("read", netrc); !base.escaped() {
 		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)

@@ -104,16 +104,29 @@ func underHidden(p string, rules []policy.PathRule) bool {
 	return false
 }
 
-// lateSecret is an error naming the first of paths that exists now, or the
-// first of present that is another file now, or nil: such a path was made
-// or replaced after the session's sandbox, which cannot hide it, so the
-// session runs no command any more (fail closed; a new session hides it).
-// One of present that is gone is no error: nothing shows in its place
-// until a file is made there, which is another file.
+// lateSecret is an error naming the first path lateHidden finds, or nil:
+// such a path was made or replaced after the session's sandbox, which
+// cannot hide it, so the session runs no command any more (fail closed; a
+// new session hides it).
 func lateSecret(paths []string, present []hiddenFile) error {
+	p, replaced := lateHidden(paths, present)
+	switch {
+	case p == "":
+		return nil
+	case replaced:
+		return fmt.Errorf("%s, which the policy hides, was replaced after this session's sandbox started, and a running sandbox cannot hide the new file: the session runs no more commands; start a new session", p)
+	}
+	return fmt.Errorf("%s, which the policy hides, was made after this session's sandbox started, and a running sandbox cannot hide it: the session runs no more commands; start a new session", p)
+}
+
+// lateHidden returns the first of paths that exists now, or the first of
+// present that is another file now (replaced), or "". One of present that
+// is gone is not returned: nothing shows in its place until a file is made
+// there, which is another file.
+func lateHidden(paths []string, present []hiddenFile) (path string, replaced bool) {
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s, which the policy hides, was made after this session's sandbox started, and a running sandbox cannot hide it: the session runs no more commands; start a new session", p)
+			return p, false
 		}
 	}
 	for _, h := range present {
@@ -122,10 +135,23 @@ func lateSecret(paths []string, present []hiddenFile) error {
 			continue
 		}
 		if err != nil || !os.SameFile(fi, h.was) {
-			return fmt.Errorf("%s, which the policy hides, was replaced after this session's sandbox started, and a running sandbox cannot hide the new file: the session runs no more commands; start a new session", h.path)
+			return h.path, true
 		}
 	}
-	return nil
+	return "", false
+}
+
+// lateRunError is lateHidden's finding for a single run (Run), which ends
+// the command.
+func lateRunError(paths []string, present []hiddenFile) error {
+	p, replaced := lateHidden(paths, present)
+	switch {
+	case p == "":
+		return nil
+	case replaced:
+		return fmt.Errorf("the command was ended: %s, which the policy hides, was replaced on the host while it ran, and a running sandbox cannot hide the new file", p)
+	}
+	return fmt.Errorf("the command was ended: %s, which the policy hides, was made on the host while it ran, and a running sandbox cannot hide it", p)
 }
 
 // watchLate ends the session when one of the paths missingHidden found is

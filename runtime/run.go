@@ -114,10 +114,14 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	defer r.close()
 	r.trace("runtime ready")
+	// Before the sandbox is planned, as a session does (latesecrets.go):
+	// a path made or replaced in between ends the run (fail closed).
+	r.missing, r.present = missingHidden(r.pol), presentHidden(r.pol)
 	proc, err := r.start(ctx)
 	if err != nil {
 		return nil, err
 	}
+	r.missing = outsideRoots(r.missing, proc.Footprint().WritableRoots)
 	defer func() {
 		if err := proc.Close(); err != nil {
 			r.log.Debug("close", "err", err)
@@ -157,6 +161,13 @@ type run struct {
 	skipped  []enforce.Skip
 
 	cacheWarning string // the tool cache could not be made
+
+	// missing and present are the denyRead paths the sandbox could not
+	// hide and those it hides by a mount on the file found at the start
+	// (latesecrets.go): a long command would read one the user makes or
+	// replaces on the host meanwhile.
+	missing []string
+	present []hiddenFile
 
 	mu         sync.Mutex
 	violations violationSet
@@ -366,17 +377,35 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 	}
 	wc := make(chan waited, 1)
 	go func() { e, err := proc.Wait(); wc <- waited{e, err} }()
+	var late <-chan time.Time
+	if len(r.missing) > 0 || len(r.present) > 0 {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		late = t.C
+	}
 	timedOut := false
 	var w waited
-	select {
-	case w = <-wc:
-	case <-timer:
-		timedOut = true
-		_ = proc.Kill() // the whole process tree
-		w = <-wc
-	case <-ctx.Done():
-		_ = proc.Kill()
-		w = <-wc
+	for waiting := true; waiting; {
+		waiting = false
+		select {
+		case w = <-wc:
+		case <-late:
+			err := lateRunError(r.missing, r.present)
+			if err == nil {
+				waiting = true
+				continue
+			}
+			_ = proc.Kill() // the whole process tree: it could read the path
+			<-wc
+			return nil, false, err
+		case <-timer:
+			timedOut = true
+			_ = proc.Kill() // the whole process tree
+			w = <-wc
+		case <-ctx.Done():
+			_ = proc.Kill()
+			w = <-wc
+		}
 	}
 	if w.err != nil {
 		return nil, false, w.err
