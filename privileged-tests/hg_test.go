@@ -96,6 +96,12 @@ func TestHgStateTakenOut(t *testing.T) {
 					cmds: []string{"(printf '" + hook + marker("user-include-existing") + "\\n' >> uinc.rc && echo WROTE-INCLUDE || true)"}, status: "u"},
 				{name: "user-include-env", setup: "hg init u && printf '%%include $HOME/../work/uinc.rc\\n' > \"$HOME/.hgrc\"", homeRO: true,
 					cmds: []string{"printf '" + hook + marker("user-include-env") + "\\n' > uinc.rc"}, status: "u"},
+				// ~name is that user's home from the password database
+				// (Python's expanduser), daemon's /usr/sbin here: the
+				// audit read it as a relative path and judged nothing
+				// (attack pass 98).
+				{name: "user-include-tilde-user", setup: "hg init u && printf '%%include ~daemon/../..%s/uinc.rc\\n' \"$PWD\" > \"$HOME/.hgrc\"", homeRO: true,
+					cmds: []string{"printf '" + hook + marker("user-include-tilde-user") + "\\n' > uinc.rc"}, status: "u"},
 			}
 			sh := func(dir string, argv ...string) result {
 				t.Helper()

@@ -1,6 +1,7 @@
 package gitguard
 
 import (
+	"os/user"
 	"path/filepath"
 	"strings"
 )
@@ -155,6 +156,15 @@ func hgIncludes(b []byte, dir, home string, vars map[string]string) []string {
 				continue
 			}
 			v = home + v[1:]
+		} else if name, rest, _ := strings.Cut(v[1:], "/"); v[0] == '~' {
+			// ~name is that user's home in the password database, as
+			// Python's expanduser takes it (attack pass 98: ~daemon/../..
+			// reached the writable project, and the audit joined it to
+			// the hgrc's directory instead). A name it does not know
+			// stays as it is, relative, as hg keeps it.
+			if u, err := user.Lookup(name); err == nil && u.HomeDir != "" {
+				v = strings.TrimRight(u.HomeDir, "/") + "/" + rest
+			}
 		}
 		if !filepath.IsAbs(v) {
 			v = filepath.Join(dir, v)
