@@ -18,9 +18,10 @@ import (
 // checked before use (prepareStateDir).
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "moat")
+		return filepath.Join(resolved(d), "moat")
 	}
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		h = resolved(h)
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {
 			if d := filepath.Join(h, ".local", "state", "moat"); heldSafely(d) {
 				return d
@@ -28,6 +29,20 @@ func DefaultStateDir() string {
 		}
 	}
 	return fallbackStateDir()
+}
+
+// resolved is p with its symlinks resolved where it exists, p otherwise.
+// The state directory is opened without following a symlink anywhere on
+// its way (a planted one would lead moat's files elsewhere), so a home
+// that is a symlink (/home/u to /data/u) made every run fail ("too many
+// levels of symbolic links", attack pass 98); the user's own home and
+// $XDG_STATE_HOME are the user's to point, and checkAncestors judges the
+// resolved path as well.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // fallbackStateDir is the state directory of a user without a usable
