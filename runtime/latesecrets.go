@@ -6,35 +6,53 @@ import (
 	"io/fs"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
-// missingHidden lists the policy's denyRead paths (those without a glob)
-// that do not exist when a session's sandbox is made. A sandbox on Linux
-// hides a path by mounting over it, and there is nothing to mount over a
-// path that does not exist: one the user makes later (a `gh auth login`,
-// `aws configure` or `docker login` while an agent's session runs) shows
-// in the session's read-only view of the host as it is, and a later
-// command of the session read it (attack pass 96). The session checks
-// them before each command (lateSecret). macOS hides by path, whatever
-// exists.
-func missingHidden(pol *policy.Policy) []string {
+// recordHidden returns the policy's denyRead paths (those without a
+// glob) that do not exist when a sandbox is made (missing), and those that
+// do, with the file each is (present), one lstat a path. A sandbox on
+// Linux hides a path by mounting over it, and there is nothing to mount
+// over a path that does not exist: one the user makes later (a `gh auth
+// login`, `aws configure` or `docker login` while an agent's session runs)
+// shows in the sandbox's read-only view of the host as it is, and a later
+// command of the session read it (attack pass 96). The mount that hides
+// one that exists is on that file: when the user replaces it on the host
+// (a tool writing its token file to a new name and renaming it into
+// place, an editor's save, rm and a new one), the kernel detaches every
+// mount on the old file in every namespace, and the new file shows as it
+// is (attack pass 98: a ~/.netrc renamed into place on the host was read
+// by the command). A present path below another present one is left out:
+// its ancestor's mask hides whatever it becomes. Sessions and runs check
+// them (lateHidden). macOS hides by path, whatever exists.
+func recordHidden(pol *policy.Policy) (missing []string, present []hiddenFile) {
 	if goruntime.GOOS != "linux" {
-		return nil
+		return nil, nil
 	}
-	var out []string
 	for _, r := range pol.FS.DenyRead {
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
 		}
-		if _, err := os.Lstat(r.Path); errors.Is(err, fs.ErrNotExist) {
-			out = append(out, r.Path)
+		switch fi, err := os.Lstat(r.Path); {
+		case errors.Is(err, fs.ErrNotExist):
+			missing = append(missing, r.Path)
+		case err == nil:
+			present = append(present, hiddenFile{r.Path, fi})
 		}
 	}
-	return out
+	kept := present[:0]
+	for _, h := range present {
+		if !slices.ContainsFunc(present, func(o hiddenFile) bool {
+			return o.path != h.path && strings.HasPrefix(h.path, strings.TrimSuffix(o.path, "/")+"/")
+		}) {
+			kept = append(kept, h)
+		}
+	}
+	return missing, kept
 }
 
 // outsideRoots is paths less those in one of the writable roots: the
@@ -64,44 +82,6 @@ func outsideRoots(paths, roots []string) []string {
 type hiddenFile struct {
 	path string
 	was  os.FileInfo
-}
-
-// presentHidden lists the policy's denyRead paths (those without a glob)
-// that exist when a session's sandbox is made, with the file each is. The
-// mount that hides one is on that file: when the user replaces it on the
-// host (a tool writing its token file to a new name and renaming it into
-// place, an editor's save, rm and a new one), the kernel detaches every
-// mount on the old file in every namespace, and the new file shows in the
-// session's read-only view as it is (attack pass 98: a ~/.netrc renamed
-// into place on the host was read by the command). A path below another
-// listed one is left out: its ancestor's mask hides whatever it becomes.
-func presentHidden(pol *policy.Policy) []hiddenFile {
-	if goruntime.GOOS != "linux" {
-		return nil
-	}
-	var out []hiddenFile
-	for _, r := range pol.FS.DenyRead {
-		if policy.HasGlob(r.Path) || underHidden(r.Path, pol.FS.DenyRead) {
-			continue
-		}
-		if fi, err := os.Lstat(r.Path); err == nil {
-			out = append(out, hiddenFile{r.Path, fi})
-		}
-	}
-	return out
-}
-
-// underHidden reports whether p lies below another denyRead path without a
-// glob that exists.
-func underHidden(p string, rules []policy.PathRule) bool {
-	for _, r := range rules {
-		if r.Path != p && !policy.HasGlob(r.Path) && strings.HasPrefix(p, strings.TrimSuffix(r.Path, "/")+"/") {
-			if _, err := os.Lstat(r.Path); err == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // lateSecret is an error naming the first path lateHidden finds, or nil:

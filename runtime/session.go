@@ -80,10 +80,10 @@ type Session struct {
 	log   *slog.Logger
 	since time.Time
 	// missing are the denyRead paths that did not exist when the sandbox
-	// was made (missingHidden).
+	// was made (recordHidden).
 	missing []string
 	// present are the denyRead paths that existed then, and which file
-	// each was (presentHidden).
+	// each was (recordHidden).
 	present []hiddenFile
 	null    *os.File
 	proxy   *proxy
@@ -135,8 +135,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	}
 	// Before the sandbox is planned: a path made in between is hidden
 	// and still refuses the session's commands (fail closed).
-	s.missing = missingHidden(s.pol)
-	s.present = presentHidden(s.pol)
+	s.missing, s.present = recordHidden(s.pol)
 	var err error
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
