@@ -12,7 +12,7 @@ STATIC_LDFLAGS := -linkmode external -extldflags "-static" -s -w
 # of each kind on a loop image (privileged-tests/btrfs_test.go); mercurial,
 # fossil, subversion and darcs: the attacks on each run the user's next command
 # of that tool (privileged-tests/hg_test.go, vcs_test.go).
-DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial fossil subversion darcs python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs
+DEB_PACKAGES := gcc libc6-dev pkg-config libseccomp-dev git mercurial fossil subversion darcs python3 util-linux iproute2 curl openssh-client strace btrfs-progs e2fsprogs zsh
 # What the benchmarks add (bench/): the peer they are measured against and
 # the timers. make bench installs them; so does make bench-deps alone (for
 # bench/coldstart.sh and the other scripts run by hand).

@@ -65,6 +65,9 @@ func fromSimple(sc *validators.SimpleCommand, argv []string) part {
 	}
 	for i, w := range sc.Args {
 		p.argv[i] = w.Value
+		if zshFlagged(w.Raw) {
+			p.plain = false // the syntax tree's walk judges $~X (hiddenInNode)
+		}
 		if w.Static {
 			continue
 		}
@@ -89,6 +92,9 @@ func fromSimple(sc *validators.SimpleCommand, argv []string) part {
 	}
 	for _, r := range sc.Redirects {
 		rd := redir{op: r.Op, fd: r.Fd, target: r.Target.Value, heredoc: r.Body.Value}
+		if zshFlagged(r.Target.Raw) {
+			p.plain = false
+		}
 		switch {
 		case r.Op == "<<" || r.Op == "<<-" || r.Op == "<<<":
 			if !r.Body.Static || !r.Target.Static {
@@ -108,6 +114,13 @@ func (p *part) notStatic(why string) {
 	if p.static {
 		p.static, p.why = false, why
 	}
+}
+
+// zshFlagged reports a word whose source may hold $~, $= or $^, which
+// zsh expands (zshLiteralDollar) where bash reads text; the walk of the
+// syntax tree tells quoted text from a word zsh expands.
+func zshFlagged(raw string) bool {
+	return strings.Contains(raw, "$~") || strings.Contains(raw, "$=") || strings.Contains(raw, "$^")
 }
 
 func (p *part) notPlain(raw string) {

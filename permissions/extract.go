@@ -783,6 +783,17 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 		// name of the line's own asks for this already.
 		x.fail("the command name " + quoteWord(name) + " is a glob pattern: what it expands to runs")
 	}
+	if len(name) > 1 && name[0] == '=' {
+		// zsh (the agent's shell where it is the user's) runs =cmd as
+		// the program cmd found in PATH: =rm -f victim.txt ran rm in a
+		// zsh session in bypassPermissions mode with Bash(rm:*) denied
+		// (attack pass 99). bash runs a program named "=rm"; both
+		// readings are judged.
+		x.look(append([]string{name[1:]}, argv[1:]...), depth, stdin, haveStdin, budget)
+	}
+	if why := zshOptions(argv); why != "" {
+		x.fail(why)
+	}
 	if strings.Contains(name, "/") {
 		name = path.Base(name)
 		if name == "" || name == "." || name == "/" {
@@ -1896,4 +1907,36 @@ func gitStripGlobals(argv []string) []string {
 		return nil
 	}
 	return append([]string{"git"}, argv[i:]...)
+}
+
+// bashSetOptions are the names bash's set -o knows; any other is zsh's
+// (or an error in bash).
+var bashSetOptions = map[string]bool{
+	"allexport": true, "braceexpand": true, "emacs": true, "errexit": true, "errtrace": true,
+	"functrace": true, "hashall": true, "histexpand": true, "history": true, "ignoreeof": true,
+	"interactive-comments": true, "keyword": true, "monitor": true, "noclobber": true, "noexec": true,
+	"noglob": true, "nolog": true, "notify": true, "nounset": true, "onecmd": true, "physical": true,
+	"pipefail": true, "posix": true, "privileged": true, "verbose": true, "vi": true, "xtrace": true,
+}
+
+// zshOptions returns why a command changes zsh's options, or "": the
+// agent's shell may be zsh, where setopt globsubst (or set -o
+// globsubst) makes a later $X's value a pattern, and *(e:'cmd':) in it
+// runs cmd, which no reading of the line as bash shows (attack pass 99).
+// bash has no setopt, unsetopt or emulate, and no such set -o name.
+func zshOptions(argv []string) string {
+	switch path.Base(argv[0]) {
+	case "setopt", "unsetopt", "emulate":
+		if len(argv) > 1 {
+			return path.Base(argv[0]) + " changes how zsh reads the rest of the line"
+		}
+	case "set":
+		for i := 1; i+1 < len(argv); i++ {
+			a := argv[i]
+			if len(a) >= 2 && (a[0] == '-' || a[0] == '+') && a[len(a)-1] == 'o' && !bashSetOptions[argv[i+1]] { // -o, -euo
+				return "set " + a + " " + quoteWord(argv[i+1]) + " is not one of bash's options: zsh may read the rest of the line otherwise"
+			}
+		}
+	}
+	return ""
 }

@@ -84,6 +84,23 @@ func subscriptRuns(e syntax.ArithmExpr) bool {
 func hiddenInNode(n syntax.Node) string {
 	const arith = "arithmetic on a variable's value runs what the value holds (a[$(cmd)])"
 	switch n := n.(type) {
+	case *syntax.ExtGlob:
+		// The agent's shell may be zsh (the seeds' Bash tool, and moat's
+		// sessions, use the user's shell when it is zsh), and zsh reads
+		// *(e:'cmd':) and *(+func) as a glob qualifier that runs cmd for
+		// each file: in bypassPermissions mode with Bash(rm:*) denied,
+		// ls *(e:'rm -f victim.txt':) was read as ls and a pattern, and
+		// removed the file in a zsh session (attack pass 99). bash, with
+		// extglob off as the session has it, cannot run such a line.
+		return "zsh reads the pattern " + quoteWord(n.Op.String()+n.Pattern.Value+")") + " as a glob qualifier, which may run a command"
+	case *syntax.Word:
+		if why := zshLiteralDollar(n.Parts); why != "" {
+			return why
+		}
+	case *syntax.DblQuoted:
+		if why := zshLiteralDollar(n.Parts); why != "" {
+			return why
+		}
 	case *syntax.ParamExp:
 		switch {
 		case n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && n.Exp.Word.Lit() == "P":
@@ -448,4 +465,38 @@ func sedRuns(args []string) bool {
 		}
 	}
 	return sc.exec && !pa.has("--sandbox")
+}
+
+// zshLiteralDollar returns why the literal text of a word (its parts'
+// runs of Lit, which the parser may split at a '$': "$", "~X") is
+// expanded by zsh although bash leaves it alone, or "": $~X turns X's
+// value into a pattern (which *(e:'cmd':) makes run cmd), $=X splits it
+// and $^X distributes it. X='*(e:rm -f victim.txt:)'; ls $~X removed the
+// file in a zsh session in bypassPermissions mode with Bash(rm:*) denied
+// (attack pass 99).
+func zshLiteralDollar(parts []syntax.WordPart) string {
+	var run strings.Builder
+	check := func() string {
+		v := run.String()
+		run.Reset()
+		for i := 0; i+1 < len(v); i++ {
+			switch {
+			case v[i] == '\\':
+				i++
+			case v[i] == '$' && strings.IndexByte("~=^", v[i+1]) >= 0:
+				return "zsh expands " + quoteWord(v[i:]) + " (the $" + v[i+1:i+2] + " form) where bash reads it as text"
+			}
+		}
+		return ""
+	}
+	for _, p := range parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			run.WriteString(l.Value)
+			continue
+		}
+		if why := check(); why != "" {
+			return why
+		}
+	}
+	return check()
 }
