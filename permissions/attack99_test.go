@@ -14,7 +14,8 @@ import (
 // *(e:rm -f VICTIM:)), while bash's grammar reads no rm command in them:
 // *(e:'cmd':) and *(+func) are glob qualifiers that run cmd for each
 // file zsh matches, =rm is the path of rm, $~X makes X's value a pattern,
-// and setopt globsubst (set -o globsubst) makes every $X one.
+// and setopt globsubst (set -o globsubst) makes every $X one; print -v
+// evaluates its variable name's subscript.
 var zshRunCases = []string{
 	"ls *(e:'rm -f VICTIM':)",
 	"ls ??????(e:'rm -f VICTIM':)", // victim
@@ -29,6 +30,8 @@ var zshRunCases = []string{
 	"X=$(cat PAT); set -euo GLOB_SUBST; ls $X",
 	"X=$(cat PAT); emulate -L zsh -o globsubst; ls $X",
 	"eval 'ls *(e:\"rm -f VICTIM\":)'",
+	"print -v 'a[$(rm -f VICTIM)]' hi",
+	"print -rnv 'a[$(rm -f VICTIM)]' -- hi",
 }
 
 // TestZshReadingSeenByDenyRules: the agent's shell is the user's when it
@@ -90,5 +93,6 @@ func TestZshReadingSeenByDenyRules(t *testing.T) {
 		{d, b, "ls *.txt a$", allow},
 		{el, "", "ls *.txt", allow},
 		{el, "", "echo a=b", allow},
+		{d, b, "print -v x hi; print -r -- 'a[$(rm -f x)]'", allow},
 	})
 }

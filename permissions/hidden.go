@@ -256,6 +256,10 @@ func varNameArgs(name string, args []string) (names []string, assigns bool) {
 	case "printf":
 		flagNames("v", "v")
 		return names, true
+	case "print":
+		// zsh's print -v NAME; -C, -f, -u, -x and -X take a value too
+		flagNames("CfuvxX", "v")
+		return names, true
 	case "wait":
 		flagNames("p", "p")
 		return names, true

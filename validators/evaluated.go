@@ -23,6 +23,10 @@ var nameBuiltins = map[string]bool{
 	"getopts": true, "declare": true, "typeset": true, "local": true, "export": true,
 	"readonly": true, "nameref": true, "printf": true, "test": true, "[": true,
 	"let": true, "select": true, "for": true, "compgen": true, "complete": true,
+	// zsh's print -v NAME assigns as printf -v does, and evaluates NAME's
+	// subscript: in a zsh session, print -v 'a[$(rm -f victim.txt)]' hi
+	// ran rm (attack pass 99).
+	"print": true,
 }
 
 var nameBuiltinKeys = newKeyFilter(nameBuiltins)
@@ -141,6 +145,29 @@ func evaluatedIn(args []Word) string {
 			}
 			if s, bad := riskySubscript(target); bad {
 				return fmt.Sprintf("printf -v evaluates the array subscript of %q as arithmetic, which can run commands", s)
+			}
+		}
+		return ""
+	case "print":
+		// zsh's print -v NAME, also in a bundle (-nv NAME, -rvNAME); the
+		// other words are printed.
+		for i, a := range rest {
+			v := a.Value
+			if v == "--" || v == "-" || !strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "+") {
+				break
+			}
+			k := strings.IndexByte(v, 'v')
+			if k < 0 {
+				continue
+			}
+			targets := []string{v[k+1:]}
+			if i+1 < len(rest) {
+				targets = append(targets, rest[i+1].Value)
+			}
+			for _, target := range targets {
+				if s, bad := riskySubscript(target); bad {
+					return fmt.Sprintf("print -v evaluates the array subscript of %q as arithmetic, which can run commands", s)
+				}
 			}
 		}
 		return ""
