@@ -102,6 +102,14 @@ func hiddenInNode(n syntax.Node) string {
 			return why
 		}
 	case *syntax.ParamExp:
+		if n.Exp != nil && litParen(n.Exp.Word) || n.Repl != nil && (litParen(n.Repl.Orig) || litParen(n.Repl.With)) {
+			// zsh globs the word of ${X:-*(e:'cmd':)} and runs its
+			// qualifier's code, where bash reads text: in
+			// bypassPermissions mode with Bash(rm:*) denied, ls
+			// ${X:-*(e:"rm -f victim.txt":)} removed the file in a zsh
+			// session (attack pass 99).
+			return "zsh may read the '(' in the word of " + quoteWord("${"+n.Param.Value+"...}") + " as a glob qualifier, which may run a command"
+		}
 		switch {
 		case n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && n.Exp.Word.Lit() == "P":
 			return "a prompt expansion ${x@P} runs what the variable holds"
@@ -503,4 +511,18 @@ func zshLiteralDollar(parts []syntax.WordPart) string {
 		}
 	}
 	return check()
+}
+
+// litParen reports a word with a literal '(' in its own text (not in a
+// nested expansion or quotes, which the walk sees on their own).
+func litParen(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "(") {
+			return true
+		}
+	}
+	return false
 }
