@@ -319,6 +319,7 @@ func (s *step) decide(ctx context.Context) policy.Decision {
 	case needX || analysed:
 		s.x.extractSource(cmd, 0)
 	}
+	s.x.checkAliases(cmd)
 	s.res.Warnings = warnings(s.x.cands, cmd)
 	s.analyzeParts()
 

@@ -59,6 +59,11 @@ type extraction struct {
 	// producerTrusted.
 	producers, redefined producerSet
 	candsBuf             [4][]string // cands' first backing array
+	// aliasWhy: an alias the line defines (what it makes later lines
+	// run); newline: some text walked has more than one line, so a
+	// later line may use it (see checkAliases)
+	aliasWhy string
+	newline  bool
 }
 
 func (x *extraction) fail(why string) {
@@ -115,6 +120,9 @@ func (x *extraction) extractSource(src string, depth int) {
 	if depth > maxNesting {
 		x.fail("command strings nested too deeply")
 		return
+	}
+	if strings.IndexByte(src, '\n') >= 0 {
+		x.newline = true
 	}
 	if why := precheck(src); why != "" {
 		x.fail(why)
@@ -835,6 +843,19 @@ func (x *extraction) look(argv []string, depth int, stdin string, haveStdin bool
 			if n, v, ok := strings.Cut(a, "="); ok {
 				x.producerRedefined(producerBit(n))
 				x.bashSource(v, depth+1)
+				// The session's bash expands aliases, and reads a line
+				// one line at a time: after alias Q=eval, a later line's
+				// Q 'rm -f victim.txt' runs eval, which the rules see as
+				// a command named Q (in bypassPermissions mode with
+				// Bash(rm:*) denied, it removed the file: attack pass
+				// 99). What the alias makes of the words after it is
+				// not read. bash reads a whole line before it runs any
+				// of it, so an alias applies to later lines only: a
+				// line of one line (alias ll='ls -l'; ll) is judged as
+				// before (checkAliases).
+				if x.aliasWhy == "" {
+					x.aliasWhy = "alias " + quoteWord(n) + " makes later lines run " + quoteWord(v) + " with their words, which the rules do not see"
+				}
 			}
 		}
 		return
@@ -1939,4 +1960,12 @@ func zshOptions(argv []string) string {
 		}
 	}
 	return ""
+}
+
+// checkAliases makes the extraction incomplete when the line defines an
+// alias and some text it runs has a later line, which may use it.
+func (x *extraction) checkAliases(cmd string) {
+	if x.aliasWhy != "" && (x.newline || strings.IndexByte(cmd, '\n') >= 0) {
+		x.fail(x.aliasWhy)
+	}
 }
