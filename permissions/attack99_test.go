@@ -16,7 +16,7 @@ import (
 // file zsh matches, =rm is the path of rm, $~X makes X's value a pattern,
 // and setopt globsubst (set -o globsubst) makes every $X one; print -v
 // evaluates its variable name's subscript; zsh globs the word of
-// ${X:-word}.
+// ${X:-word}; hash NAME=PATH makes NAME run PATH.
 var zshRunCases = []string{
 	"ls *(e:'rm -f VICTIM':)",
 	"ls ??????(e:'rm -f VICTIM':)", // victim
@@ -33,6 +33,8 @@ var zshRunCases = []string{
 	"eval 'ls *(e:\"rm -f VICTIM\":)'",
 	`ls ${X:-*(e:"rm -f VICTIM":)}`,
 	`ls ${X:-v*(e:"rm -f VICTIM":)} ${Y:-a}`,
+	"hash ls=/bin/rm; ls -f VICTIM",
+	"builtin hash -- ls=/bin/rm; ls -f VICTIM",
 	"print -v 'a[$(rm -f VICTIM)]' hi",
 	"print -rnv 'a[$(rm -f VICTIM)]' -- hi",
 }
@@ -98,6 +100,8 @@ func TestZshReadingSeenByDenyRules(t *testing.T) {
 		{el, "", "ls *.txt", allow},
 		{el, "", "echo a=b", allow},
 		{d, b, "print -v x hi; print -r -- 'a[$(rm -f x)]'", allow},
+		{d, b, "hash -r; hash ls; hash -d src=/work/src; ls", allow},
+		{d, b, "hash ls=/bin/rm; ls -f victim.txt", askV},
 	})
 }
 

@@ -362,6 +362,21 @@ func (x *extraction) hiddenInArgv(argv []string, depth int) string {
 				return "hash -p makes a command name run another program"
 			}
 		}
+		// zsh's hash NAME=PATH does what bash's hash -p PATH NAME does:
+		// hash ls=/bin/rm; ls -f victim.txt ran rm in a zsh session in
+		// bypassPermissions mode with Bash(rm:*) denied (attack pass
+		// 99). hash -d NAME=DIR names a directory (~NAME): not a
+		// command.
+		named := false
+		for _, w := range argv[1:] {
+			if strings.HasPrefix(w, "-") && w != "-" && w != "--" {
+				named = named || strings.ContainsRune(w, 'd')
+				continue
+			}
+			if strings.Contains(w, "=") && !named {
+				return "hash NAME=PATH (zsh) makes a command name run another program"
+			}
+		}
 	case "enable":
 		for _, w := range argv[1:] {
 			if w == "--" || !strings.HasPrefix(w, "-") {
