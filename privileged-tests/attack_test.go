@@ -1064,7 +1064,10 @@ var attacks = map[string]func([]string) (string, error){
 	// the process's first (the broker opened the notifying thread's id as
 	// a process and refused every such call).
 	"unix-thread": func(a []string) (string, error) {
-		runtime.LockOSThread() // the first thread stays here: the dial runs on another
+		// The main goroutine holds the first thread (lockFirstThread), so
+		// the dial runs on another. Locking here instead held whichever
+		// thread the goroutine was on, and the dial could land on the
+		// first one (a flaky failure in CI21).
 		type res struct {
 			s   string
 			err error
@@ -1362,4 +1365,13 @@ func mapShared(path string, write bool) ([]byte, error) {
 	}
 	defer unix.Close(fd)
 	return unix.Mmap(fd, 0, 4096, prot, unix.MAP_SHARED)
+}
+
+// lockFirstThread keeps an attack child's main goroutine on the process's
+// first thread (an init that locks does: Go's runtime docs), which
+// "unix-thread" needs so that its dial runs on another.
+func init() {
+	if os.Getenv("MOAT_ATTACK") == "1" {
+		runtime.LockOSThread()
+	}
 }
