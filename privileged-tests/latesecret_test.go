@@ -26,33 +26,7 @@ func TestSecretMadeDuringSession(t *testing.T) {
 	attack, err := copyExecutable(self, f.root+"/attack")
 	must(t, err)
 	netrc := f.home + "/.netrc"
-	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", f.settings)
-	cmd.Dir, cmd.Env = f.work, f.env()
-	in, err := cmd.StdinPipe()
-	must(t, err)
-	outp, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
-	defer cmd.Wait()
-	defer in.Close()
-	sc := bufio.NewScanner(outp)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	run := func(id, command string) (output string) {
-		req, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command, "auto_background_ms": -1})
-		if _, err := in.Write(append(req, '\n')); err != nil {
-			t.Fatal(err)
-		}
-		for sc.Scan() {
-			var ev struct {
-				ID, Event, Output, Error string
-			}
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID == id && ev.Event == "finished" {
-				return ev.Output + ev.Error
-			}
-		}
-		t.Fatalf("the session ended before command %s finished: %v", id, sc.Err())
-		return ""
-	}
+	run := jsonlSession(t, f)
 	quoted := "'" + attack + "' read '" + netrc + "'"
 	if out := run("1", quoted); !strings.Contains(out, "blocked:") {
 		t.Fatalf("the first command must find no ~/.netrc:\n%s", out)
@@ -82,33 +56,7 @@ func TestSecretReplacedDuringSession(t *testing.T) {
 	must(t, err)
 	netrc := f.home + "/.netrc"
 	must(t, os.WriteFile(netrc, []byte("machine old login u password old\n"), 0o600))
-	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", f.settings)
-	cmd.Dir, cmd.Env = f.work, f.env()
-	in, err := cmd.StdinPipe()
-	must(t, err)
-	outp, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
-	defer cmd.Wait()
-	defer in.Close()
-	sc := bufio.NewScanner(outp)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	run := func(id, command string) (output string) {
-		req, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command, "auto_background_ms": -1})
-		if _, err := in.Write(append(req, '\n')); err != nil {
-			t.Fatal(err)
-		}
-		for sc.Scan() {
-			var ev struct {
-				ID, Event, Output, Error string
-			}
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID == id && ev.Event == "finished" {
-				return ev.Output + ev.Error
-			}
-		}
-		t.Fatalf("the session ended before command %s finished: %v", id, sc.Err())
-		return ""
-	}
+	run := jsonlSession(t, f)
 	quoted := "'" + attack + "' read '" + netrc + "'"
 	if out := run("1", quoted); !strings.Contains(out, "blocked:") {
 		t.Fatalf("the first command must find ~/.netrc hidden:\n%s", out)
@@ -151,5 +99,40 @@ func TestSecretReplacedDuringRun(t *testing.T) {
 	}
 	if base := f.direct("read", netrc); !base.escaped() {
 		t.Errorf("without moat ~/.netrc must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}
+
+// jsonlSession starts a moat session --jsonl (the host decided: --gate
+// off) with the fixture's settings and returns a function that runs one
+// command in it and returns its output and error text; the session ends
+// with the test.
+func jsonlSession(t *testing.T, f *fixture) func(id, command string) string {
+	t.Helper()
+	cmd := exec.Command(moatBin, "session", "--jsonl", "--gate", "off", "--settings", f.settings)
+	cmd.Dir, cmd.Env = f.work, f.env()
+	in, err := cmd.StdinPipe()
+	must(t, err)
+	outp, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Wait() })
+	t.Cleanup(func() { in.Close() })
+	sc := bufio.NewScanner(outp)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return func(id, command string) string {
+		req, _ := json.Marshal(map[string]any{"id": id, "op": "run", "command": command, "auto_background_ms": -1})
+		if _, err := in.Write(append(req, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() {
+			var ev struct {
+				ID, Event, Output, Error string
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID == id && ev.Event == "finished" {
+				return ev.Output + ev.Error
+			}
+		}
+		t.Fatalf("the session ended before command %s finished: %v", id, sc.Err())
+		return ""
 	}
 }
