@@ -1948,24 +1948,13 @@ func (a *auditor) linkedHookChanged(p string) bool {
 }
 
 func (a *auditor) settingsFile(p string) {
-	a.reachPath(p)
 	if a.ownPlaceholder(p) {
+		a.reachPath(p)
 		return
 	}
-	id, err := lstatID(p)
-	if err != nil {
+	id, changed, ok := a.changedInRun(p)
+	if !ok {
 		return
-	}
-	changed := a.changedAt(p, id)
-	// Through a symlink, the file it leads to too (written, or renamed
-	// there, during the run).
-	tid := id
-	if fi, err := stat(p); err == nil {
-		tid = idOf(fi)
-		changed = changed || a.changed(tid)
-	}
-	if changed && a.protectedFile(p) {
-		changed = id.ctime > a.start || tid.ctime > a.start
 	}
 	if swapped := a.linkedAway(p); !changed && !swapped {
 		return
