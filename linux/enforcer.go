@@ -24,6 +24,9 @@ type Enforcer struct {
 	// progs is the eBPF set its root launches share (NewShared), or nil:
 	// each loads a set of its own.
 	progs *sharedPrograms
+	// spares holds the stage 2 started ahead of the next launch it fits
+	// (spare.go), nil for New's.
+	spares *spares
 }
 
 // New returns an enforcer that keeps nothing between launches (a root
@@ -33,12 +36,19 @@ func New() *Enforcer { return &Enforcer{} }
 // NewShared returns an enforcer for a long-lived supervisor (moatd): as
 // root, it loads the eBPF programs at its first launch and attaches that
 // one set to every launch's cgroup after that, until Close.
-func NewShared() *Enforcer { return &Enforcer{progs: &sharedPrograms{}} }
+//
+// Its launches that fit (the user's own sandbox without cgroups: moat
+// serve's) also take a stage 2 it started ahead of them, after the one
+// before (spare.go).
+func NewShared() *Enforcer { return &Enforcer{progs: &sharedPrograms{}, spares: &spares{}} }
 
 // Close releases what the enforcer keeps (NewShared's eBPF programs), once
 // the launches still using it have ended; a launch that needs the programs
 // after Close fails. It does nothing for New's. Idempotent.
 func (e *Enforcer) Close() error {
+	if e.spares != nil {
+		e.spares.close()
+	}
 	if e.progs == nil {
 		return nil
 	}
@@ -77,7 +87,7 @@ func (e *Enforcer) launch(ctx context.Context, l *enforce.Launch, with func(*lau
 		p.FS.WeakerNested = true
 		pol = &p
 	}
-	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, dirs: newResolver()}
+	ln := &launcher{ctx: ctx, l: l, pol: pol, nons: l.Mode == enforce.NoNamespaces, trace: l.Trace, progs: e.progs, spares: e.spares, dirs: newResolver()}
 	with(ln)
 	if !ln.nons {
 		ln.ready = make(chan struct{}) // stage 2 says when its mounts are done

@@ -105,6 +105,12 @@ type launcher struct {
 
 	exe string // this moat binary (ssh's ProxyCommand inside)
 
+	// spares are the enforcer's (a long-lived supervisor's), nil if none;
+	// spare is the one this launch took.
+	spares *spares
+	spare  *spare
+	fits   bool // a spare fits this launch: Close has the next one made
+
 	// Resource limits: the effective values, the cgroups that hold them
 	// (root), and the counters at the start.
 	eff      policy.Limits
@@ -161,28 +167,6 @@ func (ln *launcher) prepare() error {
 		ln.l.Log.Debug("sweep", "err", err)
 	}
 	var err error
-	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
-		return fmt.Errorf("pipe: %w", err)
-	}
-	// This end is non-blocking, in Go's poller: the reader parks instead
-	// of holding a thread in recvmsg for the whole run (a thread the
-	// runtime's monitor must take a P back from, which keeps the monitor
-	// waking every 20 µs a little longer), and Close ends a read. Stage
-	// 2's end blocks.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
-	}
-	if err := unix.SetNonblock(fds[1], false); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return fmt.Errorf("socketpair: %w", sys.Named("fcntl", err))
-	}
-	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
-	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
-	if ln.syncConn, err = ln.sync.SyscallConn(); err != nil {
-		return fmt.Errorf("socketpair: %w", err)
-	}
 	if ln.session {
 		sfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -208,6 +192,16 @@ func (ln *launcher) prepare() error {
 	if err := ln.prepareLimits(); err != nil {
 		return err
 	}
+	if ln.fits = ln.spareFits(); ln.fits {
+		ln.spare = ln.spares.take(cloneFlags(ln.pol))
+	}
+	if ln.spare == nil {
+		if err := ln.makeChannels(); err != nil {
+			return err
+		}
+	} else {
+		ln.planW, ln.sync, ln.syncConn = ln.spare.planW, ln.spare.sync, ln.spare.syncConn
+	}
 	grp := ln.runGroup()
 	if grp == nil {
 		return nil
@@ -229,6 +223,42 @@ func (ln *launcher) prepare() error {
 	}
 	ln.lock = os.NewFile(uintptr(lockFD), "moat-cgroup-lock")
 	return nil
+}
+
+// makeChannels makes the plan's pipe and the socket to stage 2.
+func (ln *launcher) makeChannels() error {
+	var err error
+	if ln.planR, ln.planW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("pipe: %w", err)
+	}
+	// This end is non-blocking, in Go's poller: the reader parks instead
+	// of holding a thread in recvmsg for the whole run (a thread the
+	// runtime's monitor must take a P back from, which keeps the monitor
+	// waking every 20 µs a little longer), and Close ends a read. Stage
+	// 2's end blocks.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", sys.Named("socketpair", err))
+	}
+	if err := unix.SetNonblock(fds[1], false); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return fmt.Errorf("socketpair: %w", sys.Named("fcntl", err))
+	}
+	ln.sync = os.NewFile(uintptr(fds[0]), "moat-sync")
+	ln.childSync = os.NewFile(uintptr(fds[1]), "moat-sync-child")
+	if ln.syncConn, err = ln.sync.SyscallConn(); err != nil {
+		return fmt.Errorf("socketpair: %w", err)
+	}
+	return nil
+}
+
+// spareFits: a launch a spare stage 2 can serve (spare.go), in a
+// long-lived supervisor: the user's own sandbox, in namespaces, no session,
+// nothing to join (no eBPF cgroup, no delegated one, no v1 limit cgroup).
+func (ln *launcher) spareFits() bool {
+	return ln.spares != nil && !ln.nons && !ln.session && ln.l.As == nil &&
+		ln.kf == nil && ln.dg == nil && ln.lim.none()
 }
 
 // runGroup is the run's cgroup v2: the eBPF filter's as root, one in the
@@ -315,7 +345,26 @@ func (ln *launcher) start() error {
 		ln.abort = make(chan struct{})
 		go ln.attachFilter()
 	}
-	startErr := ln.startStage2()
+	var startErr error
+	if ln.spare != nil {
+		if err := ln.spare.sendStdio(ln.l.Stdio); err == nil {
+			ln.cmd = ln.spare.cmd
+			ln.joined = true
+			ln.step("spare stage 2 taken")
+			ln.l.Log.Debug("spare stage 2 taken", "pid", ln.cmd.Process.Pid)
+		} else {
+			// It is gone (killed, out of memory): a stage 2 of the run's own.
+			ln.l.Log.Debug("spare stage 2", "err", err)
+			sp := ln.spare
+			ln.spare, ln.planW, ln.sync, ln.syncConn = nil, nil, nil, nil
+			go sp.discard()
+			if startErr = ln.makeChannels(); startErr == nil {
+				startErr = ln.startStage2()
+			}
+		}
+	} else {
+		startErr = ln.startStage2()
+	}
 	ln.stdioCopy.started() // stage 2 holds the pipes' ends now
 	ln.childSync.Close()
 	ln.planR.Close()
@@ -354,20 +403,12 @@ func (ln *launcher) startStage2() error {
 	// enter_namespaces in nsinit.c), so that Go starts it with a vfork-style
 	// clone; a clone with CLONE_NEWUSER would copy this process's whole
 	// address space.
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{nsinit.Argv0},
-		Env:         []string{nsinit.EnvVar + "=1"},
-		Stdin:       ln.l.Stdio[0],
-		Stdout:      ln.l.Stdio[1],
-		Stderr:      ln.l.Stdio[2],
-		ExtraFiles:  extra,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: ln.cgroupFD >= 0, CgroupFD: ln.cgroupFD},
-	}
+	var flags uintptr
 	if !ln.nons {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%x", nsinit.EnvNSFlags, cloneFlags(ln.pol)))
+		flags = cloneFlags(ln.pol)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd, err := spawnStage2(ln.l.Stdio, extra, ln.cgroupFD, flags, false)
+	if err != nil {
 		return err
 	}
 	ln.cmd = cmd
@@ -377,6 +418,32 @@ func (ln *launcher) startStage2() error {
 		return nil
 	}
 	return ln.mapUserns()
+}
+
+// spawnStage2 starts moat's binary as stage 2 with stdio and the extra
+// descriptors from fd 3, into the cgroup cgroupFD (-1: this one's), to make
+// the namespaces of flags (0: none); a spare waits for its stdio.
+func spawnStage2(stdio [3]*os.File, extra []*os.File, cgroupFD int, flags uintptr, spare bool) (*exec.Cmd, error) {
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{nsinit.Argv0},
+		Env:         []string{nsinit.EnvVar + "=1"},
+		Stdin:       stdio[0],
+		Stdout:      stdio[1],
+		Stderr:      stdio[2],
+		ExtraFiles:  extra,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, UseCgroupFD: cgroupFD >= 0, CgroupFD: cgroupFD},
+	}
+	if flags != 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%x", nsinit.EnvNSFlags, flags))
+	}
+	if spare {
+		cmd.Env = append(cmd.Env, nsinit.EnvSpare+"=1")
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // mapUserns answers stage 2's MsgUserns: the uid and gid maps of its new
@@ -833,6 +900,10 @@ func (ln *launcher) Close() error {
 	<-jrDone
 	if jrErr != nil {
 		errs = append(errs, jrErr)
+	}
+	if ln.fits {
+		// The next launch's stage 2 starts now, between runs.
+		ln.spares.refill(cloneFlags(ln.pol))
 	}
 	return errors.Join(errs...)
 }

@@ -1092,3 +1092,139 @@ while True:
 		t.Errorf("the impostor got the request: %s", got)
 	}
 }
+
+// serverChildren are the processes moat serve (pid) started that still run
+// (its tasks' children).
+func serverChildren(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// procAlive: pid runs (neither gone nor a zombie).
+func procAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestServerRunSpareStage2: the user's moat serve starts the next run's
+// stage 2 (namespaces made, init forked) between runs (linux/spare.go). A
+// run that takes one is the run's alone and as confined as any: namespaces
+// that are not the server's, a /tmp of its own (empty: no run before left
+// anything there), the run's stdin, stdout, stderr and exit status, and a
+// secret the settings hide stays hidden (the same read succeeds without
+// moat). A spare that died before its run is replaced by a stage 2 of the
+// run's own, and the server's end takes its spare with it.
+func TestServerRunSpareStage2(t *testing.T) {
+	testutil.RequireUnprivileged(t) // as root a run starts in its eBPF cgroup: no spare fits
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	sock, log, srv := startServeCmd(t, tr, base)
+	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock, "MOAT_TRACE=1")
+	secret := filepath.Join(tr.home, "spare-secret.txt")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(filepath.Dir(tr.dir), "spare.json")
+	writeJSON(t, settings, map[string]any{
+		"network":    map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{secret}, "allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	script := "grep -q s3cret " + secret + " 2>/dev/null && echo LEAK; ls -A /tmp; touch /tmp/spare-mark; " +
+		"for n in mnt pid net user ipc uts; do readlink /proc/self/ns/$n; done; cat; echo err >&2; exit 3"
+	if out, _ := exec.Command("/bin/sh", "-c", script).Output(); !strings.Contains(string(out), "LEAK") {
+		t.Fatalf("without moat the read failed: the test proves nothing\n%s", out)
+	}
+	server := map[string]bool{}
+	for _, n := range []string{"mnt", "pid", "net", "user", "ipc", "uts"} {
+		l, err := os.Readlink("/proc/" + strconv.Itoa(srv.Process.Pid) + "/ns/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server[l] = true
+	}
+	// run runs a command through the server: its exit, stdout, the stderr
+	// it wrote (without moat's trace) and whether it took a spare.
+	run := func(stdin, script string) (r runOut, took bool) {
+		r = tr.moat(t, stdin, via, "run", "--settings", settings, "-c", script)
+		var keep []string
+		for _, l := range strings.SplitAfter(r.stderr, "\n") {
+			switch {
+			case strings.Contains(l, "spare stage 2 taken"):
+				took = true
+			case !strings.HasPrefix(l, "moat trace:"):
+				keep = append(keep, l)
+			}
+		}
+		r.stderr = strings.Join(keep, "")
+		return r, took
+	}
+	for i := 0; i < 4; i++ {
+		if i > 0 && !waitFor(func() bool { return len(serverChildren(t, srv.Process.Pid)) > 0 }) {
+			t.Fatalf("run %d: moat serve started no spare after the run before:\n%s", i, log.String())
+		}
+		in := fmt.Sprintf("in-%d", i)
+		r, took := run(in+"\n", script)
+		if r.code != 3 || !strings.HasPrefix(r.stderr, "err\n") || !strings.Contains(r.stderr, "deny file-read "+secret) {
+			t.Fatalf("run %d: exit %d, stderr %q (want 3, err, and the hidden read reported)", i, r.code, r.stderr)
+		}
+		if i > 0 && !took {
+			t.Errorf("run %d took no spare stage 2 (it waited)", i)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if strings.Contains(r.stdout, "LEAK") || strings.Contains(r.stdout, "s3cret") || len(lines) != 7 || lines[6] != in {
+			t.Fatalf("run %d: stdout %q: want six namespaces, then its stdin %q, no secret and nothing in /tmp", i, r.stdout, in)
+		}
+		for _, l := range lines[:6] {
+			if server[l] {
+				t.Errorf("run %d has the server's namespace %s", i, l)
+			}
+		}
+	}
+	// A spare that died before its run: the run gets a stage 2 of its own.
+	var kids []int
+	if !waitFor(func() bool { kids = serverChildren(t, srv.Process.Pid); return len(kids) == 1 }) {
+		t.Fatalf("moat serve has %d children waiting, want one spare", len(kids))
+	}
+	inits := serverChildren(t, kids[0]) // its init
+	syscall.Kill(kids[0], syscall.SIGKILL)
+	if !waitFor(func() bool { return !procAlive(kids[0]) && (len(inits) == 0 || !procAlive(inits[0])) }) {
+		t.Fatal("the spare outlived SIGKILL")
+	}
+	if r, took := run("", "echo fine"); r.code != 0 || r.stdout != "fine\n" || took {
+		t.Fatalf("after the spare died: exit %d stdout %q stderr %q, a spare taken: %v", r.code, r.stdout, r.stderr, took)
+	}
+	// The server's end ends its spare.
+	if !waitFor(func() bool { kids = serverChildren(t, srv.Process.Pid); return len(kids) == 1 }) {
+		t.Fatalf("moat serve has %d children waiting, want one spare", len(kids))
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	srv.Wait()
+	if !waitFor(func() bool { return !procAlive(kids[0]) }) {
+		t.Errorf("spare %d outlived moat serve", kids[0])
+	}
+}

@@ -2306,6 +2306,37 @@ static void enter_namespaces(unsigned long flags)
 	}
 }
 
+/* take_stdio: a spare's init takes the run's descriptors 0, 1 and 2
+ * (REQ_STDIO in plan.h), the first message on its socket. */
+static void take_stdio(void)
+{
+	struct moat_req q;
+	memset(&q, 0, sizeof q);
+	struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
+	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+	ssize_t n;
+	do
+		n = recvmsg(MOAT_FD_SYNC, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		_exit(125); /* discarded before a run took it */
+	if (n < 0)
+		die("wait for the run's descriptors");
+	int fds[3];
+	int nfds = take_fds(&mh, fds, 3);
+	if (n != (ssize_t)sizeof q || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || q.type != REQ_STDIO || nfds != 3) {
+		errno = EPROTO;
+		die("the run's descriptors");
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			die("take the run's descriptor %d", i);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] > 2)
+			close(fds[i]);
+}
+
 /* glibc passes argc, argv and envp to constructors. Stage 2 runs only when
  * the supervisor started this binary as "moat-init" with _MOAT_NSINIT=1, so
  * a stray variable in a user's environment cannot divert moat itself. */
@@ -2355,6 +2386,13 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 		unsigned long flags = strtoul(nsf, NULL, 16);
 		unsetenv("_MOAT_NSFLAGS");
 		enter_namespaces(flags);
+		const char *sp = getenv("_MOAT_SPARE");
+		if (sp) {
+			int spare = strcmp(sp, "1") == 0;
+			unsetenv("_MOAT_SPARE");
+			if (spare)
+				take_stdio();
+		}
 	}
 	load_plan();
 	run_init();

@@ -91,6 +91,7 @@ const (
 	ReqRun     = 1
 	ReqSignal  = 2
 	ReqConnect = 3
+	ReqStdio   = 4  // to a spare's init on FdSync, first: its descriptors 0, 1, 2
 	ReqSize    = 16 // sizeof(struct moat_req)
 
 	// MaxConnectors bounds the connects init makes for the command at
@@ -530,6 +531,11 @@ func SignalRequest(id uint32, sig int) []byte { return reqHeader(ReqSignal, id, 
 // errno), it has a child of init connect the socket inside the sandbox.
 func ConnectRequest() []byte { return reqHeader(ReqConnect, 0, 0, 0) }
 
+// StdioRequest encodes a ReqStdio request: sent first to a spare stage 2's
+// init on FdSync with the run's descriptors 0, 1 and 2 (SCM_RIGHTS), before
+// the plan (linux/spare.go).
+func StdioRequest() []byte { return reqHeader(ReqStdio, 0, 0, 0) }
+
 func reqHeader(typ, id, sig, flags uint32) []byte {
 	b := make([]byte, 0, 256)
 	for _, v := range []uint32{typ, id, sig, flags} {
@@ -547,6 +553,10 @@ func appendRec(b []byte, typ uint32, r *rec) []byte {
 // EnvNSFlags names the clone flags of the namespaces stage 2 makes itself
 // (hexadecimal; absent: none).
 const EnvNSFlags = "_MOAT_NSFLAGS"
+
+// EnvSpare, set to "1" beside EnvNSFlags, starts a spare stage 2: once it
+// has made its namespaces, its init waits for a ReqStdio before the plan.
+const EnvSpare = "_MOAT_SPARE"
 
 // IDs encodes the supervisor's answer to MsgUserns (struct moat_ids): the
 // ids stage 2 takes in its user namespace; uid -1 keeps its own.

@@ -119,7 +119,13 @@ enum {
 	REQ_RUN = 1,    /* start a command */
 	REQ_SIGNAL = 2, /* sig: deliver it (SIGKILL ends the command and all it started) */
 	REQ_CONNECT = 3, /* on MOAT_FD_SYNC, to init: connect a socket for the command (below) */
+	REQ_STDIO = 4,   /* on MOAT_FD_SYNC, to a spare's init, first: its descriptors 0, 1, 2 (below) */
 };
+/* A spare stage 2 (linux/spare.go; _MOAT_SPARE=1) is started before its run,
+ * with /dev/null for stdio: it makes its namespaces and forks init as any
+ * stage 2 does, then init waits for a struct moat_req of type REQ_STDIO with
+ * the run's descriptors 0, 1 and 2 (SCM_RIGHTS) before it reads the plan.
+ * EOF instead: the spare was discarded, and it exits. */
 #define REQ_FD3 1u /* flags: a fourth descriptor becomes the command's fd 3 */
 struct moat_req {
 	unsigned int type;

@@ -20,7 +20,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"M_TMPFS": mTmpfs, "M_PROC": mProc, "M_DEVPTS": mDevpts, "M_MKDIR": mMkdir,
 		"M_MKFILE": mMkfile, "M_SYMLINK": mSymlink, "M_SETATTR": mSetattr, "M_BIND": mBind,
 		"MOAT_FD_SESSION": FdSession, "MODE_SESSION": ModeSession, "REQ_RUN": ReqRun, "REQ_SIGNAL": ReqSignal,
-		"REQ_FD3": ReqFD3, "REQ_CONNECT": ReqConnect, "MOAT_MAX_CONNECTORS": MaxConnectors, "MOAT_CONNECT_TIMEOUT": ConnectTimeout, "sizeof(struct moat_req)": ReqSize,
+		"REQ_FD3": ReqFD3, "REQ_CONNECT": ReqConnect, "REQ_STDIO": ReqStdio, "MOAT_MAX_CONNECTORS": MaxConnectors, "MOAT_CONNECT_TIMEOUT": ConnectTimeout, "sizeof(struct moat_req)": ReqSize,
 		"MSG_CMD_STARTED": MsgCmdStarted, "MSG_CMD_EXIT": MsgCmdExit, "MSG_CMD_NOTIFY": MsgCmdNotify,
 		"MSG_CMD_EXECFAIL": MsgCmdExecFail, "MSG_CMD_ERROR": MsgCmdError, "MSG_WATCH": MsgWatch, "MSG_INOTIFY": MsgInotify, "MSG_USERNS": MsgUserns, "MOAT_MAX_GROUPS": MaxGroups,
 		"MC_RECURSIVE": CloneRecursive, "MC_OPTIONAL": CloneOptional, "LLP_OPTIONAL": LLOptional,

@@ -1,0 +1,237 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/sys"
+	"github.com/moat-sandbox/moat/linux/nsinit"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+)
+
+// A spare is a stage 2 a long-lived supervisor (moat serve) starts before
+// the run that takes it: the exec of moat's binary, the user namespace and
+// its maps, the mount, pid, ipc, uts and network namespaces and the fork of
+// init, about 4 ms of a run's critical path here, are done between runs.
+// Its init waits for the run's descriptors 0, 1, 2 (nsinit.ReqStdio), then
+// for the plan as any stage 2 does; nothing in it depends on the run until
+// then. A spare serves one run only, and only the user's own sandbox
+// without cgroups (no eBPF, no delegated or v1 limit cgroup): what it would
+// have to join it could not join with init already forked.
+//
+// It is only as old as spareMaxAge, and a change to the supervisor's mount
+// table since it was made (mount, unmount, a propagated mount: the kernel's
+// event on /proc/self/mountinfo) discards it: its mount namespace is a copy
+// of the table as it was, and the plan, made from the host's table when a
+// run comes, must describe the namespace stage 2 mounts in.
+type spare struct {
+	cmd      *exec.Cmd
+	planW    *os.File
+	sync     *os.File
+	syncConn syscall.RawConn
+	flags    uintptr
+	// mounts is /proc/self/mountinfo, opened before the spare was started
+	// (a raw descriptor: in Go's poller, epoll would consume the change).
+	mounts int
+	made   time.Time
+}
+
+// spareMaxAge bounds how long a spare waits for a run.
+const spareMaxAge = 30 * time.Second
+
+// spares is an enforcer's spare (at most one) and its making.
+type spares struct {
+	mu     sync.Mutex
+	sp     *spare
+	making bool
+	closed bool
+	timer  *time.Timer
+	// made counts the spares made and taken (tests).
+	made, taken int
+}
+
+// mountsChanged reports whether the mount table changed since f was opened
+// (or last polled): poll on /proc/self/mountinfo reports POLLPRI then.
+func mountsChanged(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+	for {
+		n, err := unix.Poll(p, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err != nil || n > 0 && p[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
+	}
+}
+
+// take hands the spare for flags to a launch, or nil: none, another's
+// flags, too old, or the mount table changed.
+func (s *spares) take(flags uintptr) *spare {
+	s.mu.Lock()
+	sp := s.sp
+	if sp == nil || sp.flags != flags {
+		s.mu.Unlock()
+		return nil
+	}
+	s.sp = nil
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	stale := time.Since(sp.made) > spareMaxAge || mountsChanged(sp.mounts)
+	unix.Close(sp.mounts)
+	sp.mounts = -1
+	if stale {
+		go sp.discard()
+		return nil
+	}
+	s.mu.Lock()
+	s.taken++
+	s.mu.Unlock()
+	return sp
+}
+
+// refill makes a spare for flags in the background, unless one is being
+// made or a fresh one for these flags waits; one for other flags is
+// replaced.
+func (s *spares) refill(flags uintptr) {
+	s.mu.Lock()
+	if s.closed || s.making || s.sp != nil && s.sp.flags == flags {
+		s.mu.Unlock()
+		return
+	}
+	old := s.sp
+	s.sp = nil
+	s.making = true
+	s.mu.Unlock()
+	if old != nil {
+		old.discard()
+	}
+	go func() {
+		sp, err := startSpare(flags)
+		s.mu.Lock()
+		s.making = false
+		if err != nil || s.closed || s.sp != nil {
+			s.mu.Unlock()
+			if sp != nil {
+				sp.discard()
+			}
+			return
+		}
+		s.sp = sp
+		s.made++
+		s.timer = time.AfterFunc(spareMaxAge, func() {
+			s.mu.Lock()
+			if s.sp != sp {
+				s.mu.Unlock()
+				return
+			}
+			s.sp, s.timer = nil, nil
+			s.mu.Unlock()
+			sp.discard()
+		})
+		s.mu.Unlock()
+	}()
+}
+
+// close discards the spare; none is made after it.
+func (s *spares) close() {
+	s.mu.Lock()
+	s.closed = true
+	sp := s.sp
+	s.sp = nil
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	if sp != nil {
+		sp.discard()
+	}
+}
+
+// counts are the spares made and taken so far.
+func (s *spares) counts() (made, taken int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.made, s.taken
+}
+
+// discard ends a spare no run took: its init reads EOF where it waits for
+// the descriptors and exits, and is reaped.
+func (sp *spare) discard() {
+	sp.planW.Close()
+	sp.sync.Close()
+	if sp.mounts >= 0 {
+		unix.Close(sp.mounts)
+		sp.mounts = -1
+	}
+	_ = sp.cmd.Process.Kill()
+	_ = sp.cmd.Wait()
+}
+
+// startSpare starts a spare stage 2 with the clone flags flags: the user's
+// own sandbox (its uid and gid mapped to themselves, setgroups denied), no
+// cgroup to join.
+func startSpare(flags uintptr) (*spare, error) {
+	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "/proc/self/mountinfo", Err: err}
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		unix.Close(mounts)
+		return nil, err
+	}
+	defer null.Close()
+	ln := &launcher{l: &enforce.Launch{}, cgroupFD: -1}
+	if err := ln.makeChannels(); err != nil {
+		unix.Close(mounts)
+		return nil, err
+	}
+	cmd, err := spawnStage2([3]*os.File{null, null, null}, []*os.File{ln.planR, ln.childSync}, -1, flags, true)
+	ln.planR.Close()
+	ln.childSync.Close()
+	if err != nil {
+		ln.planW.Close()
+		ln.sync.Close()
+		unix.Close(mounts)
+		return nil, err
+	}
+	sp := &spare{cmd: cmd, planW: ln.planW, sync: ln.sync, syncConn: ln.syncConn, flags: flags, mounts: mounts, made: time.Now()}
+	ln.cmd = cmd
+	if err := ln.mapUserns(); err != nil {
+		sp.discard()
+		return nil, err
+	}
+	return sp, nil
+}
+
+// sendStdio hands the run's descriptors to the spare's init (ReqStdio): it
+// fails when the spare is gone.
+func (sp *spare) sendStdio(stdio [3]*os.File) error {
+	rights := unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+	var serr error
+	err := sp.syncConn.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), nsinit.StdioRequest(), rights, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		return !errors.Is(serr, unix.EAGAIN)
+	})
+	runtime.KeepAlive(stdio)
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("hand the run's descriptors to a spare stage 2: %w", sys.Named("sendmsg", err))
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// fakeSpare is a spare whose process is a sleep: take's checks, without a
+// stage 2.
+func fakeSpare(t *testing.T, flags uintptr, made time.Time) *spare {
+	t.Helper()
+	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", testutil.SleepMarker(300))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	sp := &spare{cmd: cmd, planW: w, flags: flags, mounts: mounts, made: made}
+	ln := &launcher{}
+	if err := ln.makeChannels(); err != nil {
+		t.Fatal(err)
+	}
+	ln.planR.Close()
+	ln.planW.Close()
+	ln.childSync.Close()
+	sp.sync, sp.syncConn = ln.sync, ln.syncConn
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return sp
+}
+
+// TestSpareTake: a spare serves only a launch of its clone flags, one
+// launch, and not once it is older than spareMaxAge; a stale one is ended.
+func TestSpareTake(t *testing.T) {
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNET)
+	s := &spares{}
+	sp := fakeSpare(t, flags, time.Now())
+	s.sp = sp
+	if s.take(unix.CLONE_NEWUSER) != nil {
+		t.Fatal("a spare with other clone flags was taken")
+	}
+	if got := s.take(flags); got != sp {
+		t.Fatalf("take = %v, want the spare", got)
+	}
+	if s.take(flags) != nil {
+		t.Fatal("one spare was taken twice")
+	}
+	old := fakeSpare(t, flags, time.Now().Add(-spareMaxAge-time.Second))
+	s.sp = old
+	if s.take(flags) != nil {
+		t.Fatal("a spare older than spareMaxAge was taken")
+	}
+	if !exited(old.cmd, 10*time.Second) {
+		t.Fatal("the stale spare still runs")
+	}
+}
+
+// TestSpareTakeAfterMountChange: a change to the mount table after the
+// spare was made (its mount namespace is a copy of the table before it)
+// discards it.
+func TestSpareTakeAfterMountChange(t *testing.T) {
+	testutil.RequireRoot(t)
+	flags := uintptr(unix.CLONE_NEWUSER)
+	s := &spares{}
+	sp := fakeSpare(t, flags, time.Now())
+	s.sp = sp
+	dir := filepath.Join(t.TempDir(), "m")
+	os.Mkdir(dir, 0o755)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	if s.take(flags) != nil {
+		t.Fatal("a spare made before a mount was taken after it")
+	}
+	if !exited(sp.cmd, 10*time.Second) {
+		t.Fatal("the stale spare still runs")
+	}
+	// Without a change since it was made, a spare is taken.
+	sp2 := fakeSpare(t, flags, time.Now())
+	s.sp = sp2
+	if s.take(flags) != sp2 {
+		t.Fatal("a fresh spare was not taken")
+	}
+}
+
+// exited waits up to d for cmd's process to be gone (reaped by discard).
+func exited(cmd *exec.Cmd, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cmd.Process.Signal(syscall.Signal(0)) != nil {
+			return true
+		}
+	}
+	return false
+}
