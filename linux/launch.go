@@ -193,7 +193,10 @@ func (ln *launcher) prepare() error {
 		return err
 	}
 	if ln.fits = ln.spareFits(); ln.fits {
-		ln.spare = ln.spares.take(cloneFlags(ln.pol))
+		var why string
+		if ln.spare, why = ln.spares.take(cloneFlags(ln.pol)); why != "" {
+			ln.step("spare stage 2 not taken: " + why)
+		}
 	}
 	if ln.spare == nil {
 		if err := ln.makeChannels(); err != nil {
@@ -254,11 +257,20 @@ func (ln *launcher) makeChannels() error {
 }
 
 // spareFits: a launch a spare stage 2 can serve (spare.go), in a
-// long-lived supervisor: the user's own sandbox, in namespaces, no session,
-// nothing to join (no eBPF cgroup, no delegated one, no v1 limit cgroup).
+// long-lived supervisor: the user's own sandbox, in namespaces, no session.
 func (ln *launcher) spareFits() bool {
-	return ln.spares != nil && !ln.nons && !ln.session && ln.l.As == nil &&
-		ln.kf == nil && ln.dg == nil && ln.lim.none()
+	return ln.spares != nil && !ln.nons && !ln.session && ln.l.As == nil
+}
+
+// joinSpare moves a process of a spare stage 2 into the run's cgroups: the
+// eBPF or delegated one, and the v1 limit cgroups.
+func (ln *launcher) joinSpare(pid int) error {
+	if g := ln.runGroup(); g != nil {
+		if err := g.Add(pid); err != nil {
+			return fmt.Errorf("move the sandbox into its cgroup: %w", err)
+		}
+	}
+	return ln.lim.add(pid)
 }
 
 // runGroup is the run's cgroup v2: the eBPF filter's as root, one in the
@@ -347,13 +359,18 @@ func (ln *launcher) start() error {
 	}
 	var startErr error
 	if ln.spare != nil {
-		if err := ln.spare.sendStdio(ln.l.Stdio); err == nil {
+		err := ln.spare.join(ln.joinSpare)
+		if err == nil {
+			err = ln.spare.sendStdio(ln.l.Stdio, ln.goR, ln.lock)
+		}
+		if err == nil {
 			ln.cmd = ln.spare.cmd
 			ln.joined = true
 			ln.step("spare stage 2 taken")
 			ln.l.Log.Debug("spare stage 2 taken", "pid", ln.cmd.Process.Pid)
 		} else {
-			// It is gone (killed, out of memory): a stage 2 of the run's own.
+			// It is gone (killed, out of memory), or could not join the
+			// run's cgroups: a stage 2 of the run's own.
 			ln.l.Log.Debug("spare stage 2", "err", err)
 			sp := ln.spare
 			ln.spare, ln.planW, ln.sync, ln.syncConn = nil, nil, nil, nil

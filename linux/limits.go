@@ -309,11 +309,6 @@ func (lm *limiter) holds(controller string) bool {
 	return ok
 }
 
-// none: no cgroup holds a limit.
-func (lm *limiter) none() bool {
-	return lm == nil || !lm.v2 && len(lm.dirs) == 0
-}
-
 // add moves pid into the v1 cgroups (on v2 stage 2 starts inside).
 func (lm *limiter) add(pid int) error {
 	if lm == nil || lm.v2 {

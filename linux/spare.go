@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,9 +27,10 @@ import (
 // init, about 4 ms of a run's critical path here, are done between runs.
 // Its init waits for the run's descriptors 0, 1, 2 (nsinit.ReqStdio), then
 // for the plan as any stage 2 does; nothing in it depends on the run until
-// then. A spare serves one run only, and only the user's own sandbox
-// without cgroups (no eBPF, no delegated or v1 limit cgroup): what it would
-// have to join it could not join with init already forked.
+// then. A spare serves one run only, and only the user's own sandbox in
+// namespaces, not a session; a run with cgroups (as root the eBPF one and
+// the limits', a delegated one) moves both of its processes into them
+// before init is given anything to start.
 //
 // It is only as old as spareMaxAge, and a change to the supervisor's mount
 // table since it was made (mount, unmount, a propagated mount: the kernel's
@@ -36,6 +39,7 @@ import (
 // run comes, must describe the namespace stage 2 mounts in.
 type spare struct {
 	cmd      *exec.Cmd
+	init     int // init's pid (the relay's child; cmd's own without a pid namespace)
 	planW    *os.File
 	sync     *os.File
 	syncConn syscall.RawConn
@@ -73,14 +77,18 @@ func mountsChanged(fd int) bool {
 	}
 }
 
-// take hands the spare for flags to a launch, or nil: none, another's
-// flags, too old, or the mount table changed.
-func (s *spares) take(flags uintptr) *spare {
+// take hands the spare for flags to a launch, or nil and why not: none
+// (""), another's flags, too old, or the mount table changed.
+func (s *spares) take(flags uintptr) (*spare, string) {
 	s.mu.Lock()
 	sp := s.sp
-	if sp == nil || sp.flags != flags {
+	if sp == nil {
 		s.mu.Unlock()
-		return nil
+		return nil, ""
+	}
+	if sp.flags != flags {
+		s.mu.Unlock()
+		return nil, "other namespaces"
 	}
 	s.sp = nil
 	if s.timer != nil {
@@ -88,17 +96,23 @@ func (s *spares) take(flags uintptr) *spare {
 		s.timer = nil
 	}
 	s.mu.Unlock()
-	stale := time.Since(sp.made) > spareMaxAge || mountsChanged(sp.mounts)
+	why := ""
+	switch {
+	case time.Since(sp.made) > spareMaxAge:
+		why = "too old"
+	case mountsChanged(sp.mounts):
+		why = "the mount table changed"
+	}
 	unix.Close(sp.mounts)
 	sp.mounts = -1
-	if stale {
+	if why != "" {
 		go sp.discard()
-		return nil
+		return nil, why
 	}
 	s.mu.Lock()
 	s.taken++
 	s.mu.Unlock()
-	return sp
+	return sp, ""
 }
 
 // refill makes a spare for flags in the background, unless one is being
@@ -214,19 +228,78 @@ func startSpare(flags uintptr) (*spare, error) {
 		sp.discard()
 		return nil, err
 	}
+	// Init says when it waits: forked, so that a run that must move the
+	// sandbox into its cgroups moves both processes, before init has any
+	// child of its own.
+	m, err := nsinit.ReadMessageConn(ln.syncConn)
+	if err == nil {
+		m.CloseFDs()
+		if m.Type != nsinit.MsgSpare {
+			err = fmt.Errorf("message %d (%s)", m.Type, m.Text)
+		}
+	}
+	if err == nil {
+		sp.init, err = spareInit(cmd.Process.Pid, flags)
+	}
+	if err != nil {
+		sp.discard()
+		return nil, fmt.Errorf("a spare stage 2: %w", err)
+	}
 	return sp, nil
+}
+
+// spareInit is the pid of the init a spare's stage 2 (pid) forked: its
+// only child, or itself without a pid namespace.
+func spareInit(pid int, flags uintptr) (int, error) {
+	if flags&unix.CLONE_NEWPID == 0 {
+		return pid, nil
+	}
+	p := strconv.Itoa(pid)
+	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		return 0, fmt.Errorf("stage 2 has %d children, not its init", len(f))
+	}
+	return strconv.Atoi(f[0])
+}
+
+// join moves the spare's two processes into the run's cgroups (as a
+// stage 2 of the run's own starts in them): done before init has a child.
+func (sp *spare) join(add func(pid int) error) error {
+	for _, pid := range []int{sp.cmd.Process.Pid, sp.init} {
+		if err := add(pid); err != nil {
+			return err
+		}
+		if sp.init == sp.cmd.Process.Pid {
+			break
+		}
+	}
+	return nil
 }
 
 // sendStdio hands the run's descriptors to the spare's init (ReqStdio): it
 // fails when the spare is gone.
-func (sp *spare) sendStdio(stdio [3]*os.File) error {
-	rights := unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+func (sp *spare) sendStdio(stdio [3]*os.File, goR, lock *os.File) error {
+	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
+	var flags uint32
+	if goR != nil {
+		fds, flags = append(fds, int(goR.Fd())), flags|nsinit.ReqStdioGo
+	}
+	if lock != nil {
+		fds, flags = append(fds, int(lock.Fd())), flags|nsinit.ReqStdioLock
+	}
+	rights := unix.UnixRights(fds...)
 	var serr error
 	err := sp.syncConn.Write(func(fd uintptr) bool {
-		serr = unix.Sendmsg(int(fd), nsinit.StdioRequest(), rights, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		serr = unix.Sendmsg(int(fd), nsinit.StdioRequest(flags), rights, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 		return !errors.Is(serr, unix.EAGAIN)
 	})
 	runtime.KeepAlive(stdio)
+	runtime.KeepAlive(goR)
+	runtime.KeepAlive(lock)
 	if err == nil {
 		err = serr
 	}

@@ -52,19 +52,19 @@ func TestSpareTake(t *testing.T) {
 	s := &spares{}
 	sp := fakeSpare(t, flags, time.Now())
 	s.sp = sp
-	if s.take(unix.CLONE_NEWUSER) != nil {
-		t.Fatal("a spare with other clone flags was taken")
+	if got, why := s.take(unix.CLONE_NEWUSER); got != nil || why != "other namespaces" {
+		t.Fatalf("a spare with other clone flags: take = %v, %q", got, why)
 	}
-	if got := s.take(flags); got != sp {
+	if got, _ := s.take(flags); got != sp {
 		t.Fatalf("take = %v, want the spare", got)
 	}
-	if s.take(flags) != nil {
-		t.Fatal("one spare was taken twice")
+	if got, why := s.take(flags); got != nil || why != "" {
+		t.Fatalf("one spare taken twice: take = %v, %q", got, why)
 	}
 	old := fakeSpare(t, flags, time.Now().Add(-spareMaxAge-time.Second))
 	s.sp = old
-	if s.take(flags) != nil {
-		t.Fatal("a spare older than spareMaxAge was taken")
+	if got, why := s.take(flags); got != nil || why != "too old" {
+		t.Fatalf("a spare older than spareMaxAge: take = %v, %q", got, why)
 	}
 	if !exited(old.cmd, 10*time.Second) {
 		t.Fatal("the stale spare still runs")
@@ -86,8 +86,8 @@ func TestSpareTakeAfterMountChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
-	if s.take(flags) != nil {
-		t.Fatal("a spare made before a mount was taken after it")
+	if got, why := s.take(flags); got != nil || why != "the mount table changed" {
+		t.Fatalf("a spare made before a mount, taken after it: take = %v, %q", got, why)
 	}
 	if !exited(sp.cmd, 10*time.Second) {
 		t.Fatal("the stale spare still runs")
@@ -95,8 +95,8 @@ func TestSpareTakeAfterMountChange(t *testing.T) {
 	// Without a change since it was made, a spare is taken.
 	sp2 := fakeSpare(t, flags, time.Now())
 	s.sp = sp2
-	if s.take(flags) != sp2 {
-		t.Fatal("a fresh spare was not taken")
+	if got, why := s.take(flags); got != sp2 {
+		t.Fatalf("a fresh spare was not taken: %q", why)
 	}
 }
 

@@ -2306,14 +2306,16 @@ static void enter_namespaces(unsigned long flags)
 	}
 }
 
-/* take_stdio: a spare's init takes the run's descriptors 0, 1 and 2
- * (REQ_STDIO in plan.h), the first message on its socket. */
+/* take_stdio: a spare's init says it waits, then takes the run's
+ * descriptors 0, 1 and 2, and MOAT_FD_GO's and the cgroup lock's where the
+ * run has them (REQ_STDIO in plan.h), the first message on its socket. */
 static void take_stdio(void)
 {
+	send_msg(MSG_SPARE, 0, 0, NULL, NULL, 0);
 	struct moat_req q;
 	memset(&q, 0, sizeof q);
 	struct iovec iov = {.iov_base = &q, .iov_len = sizeof q};
-	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	char cbuf[CMSG_SPACE(sizeof(int) * 5)];
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
 	ssize_t n;
 	do
@@ -2323,18 +2325,32 @@ static void take_stdio(void)
 		_exit(125); /* discarded before a run took it */
 	if (n < 0)
 		die("wait for the run's descriptors");
-	int fds[3];
-	int nfds = take_fds(&mh, fds, 3);
-	if (n != (ssize_t)sizeof q || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || q.type != REQ_STDIO || nfds != 3) {
+	int fds[5];
+	int nfds = take_fds(&mh, fds, 5);
+	int want = 3 + !!(q.flags & REQ_STDIO_GO) + !!(q.flags & REQ_STDIO_LOCK);
+	if (n != (ssize_t)sizeof q || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || q.type != REQ_STDIO ||
+	    (q.flags & ~(REQ_STDIO_GO | REQ_STDIO_LOCK)) || nfds != want) {
 		errno = EPROTO;
 		die("the run's descriptors");
 	}
-	for (int i = 0; i < 3; i++)
-		if (dup2(fds[i], i) < 0)
-			die("take the run's descriptor %d", i);
-	for (int i = 0; i < 3; i++)
-		if (fds[i] > 2)
+	int to[5] = {0, 1, 2, -1, -1};
+	int k = 3;
+	if (q.flags & REQ_STDIO_GO)
+		to[k++] = MOAT_FD_GO;
+	if (q.flags & REQ_STDIO_LOCK)
+		to[k++] = MOAT_FD_LOCK;
+	for (int i = 0; i < nfds; i++)
+		if (dup2(fds[i], to[i]) < 0)
+			die("take the run's descriptor %d", to[i]);
+	/* The received copies (the lowest free descriptors, 5 and 6 among
+	 * them) that are not now one of the targets. */
+	for (int i = 0; i < nfds; i++) {
+		int target = 0;
+		for (int j = 0; j < nfds; j++)
+			target |= fds[i] == to[j];
+		if (!target)
 			close(fds[i]);
+	}
 }
 
 /* glibc passes argc, argv and envp to constructors. Stage 2 runs only when

@@ -23,6 +23,7 @@ const (
 	FdPlan    = 3
 	FdSync    = 4
 	FdGo      = 5
+	FdLock    = 6 // the run's cgroup lock, kept by init
 	FdSession = 7
 
 	// EnvVar, set to "1", with Argv0 as argv[0] and no other argument,
@@ -91,8 +92,12 @@ const (
 	ReqRun     = 1
 	ReqSignal  = 2
 	ReqConnect = 3
-	ReqStdio   = 4  // to a spare's init on FdSync, first: its descriptors 0, 1, 2
-	ReqSize    = 16 // sizeof(struct moat_req)
+	ReqStdio   = 4 // to a spare's init on FdSync, first: its descriptors 0, 1, 2
+	// ReqStdio's flags: FdGo's descriptor follows, then the cgroup lock's
+	// (FdLock).
+	ReqStdioGo   = 2
+	ReqStdioLock = 4
+	ReqSize      = 16 // sizeof(struct moat_req)
 
 	// MaxConnectors bounds the connects init makes for the command at
 	// once (ReqConnect; beyond, the answer is EAGAIN), ConnectTimeout how
@@ -128,6 +133,7 @@ const (
 	MsgWatch       = 14
 	MsgInotify     = 15
 	MsgUserns      = 16
+	MsgSpare       = 17 // a spare's init waits for its descriptors (ReqStdio)
 
 	// MaxGroups bounds the groups of IDs (struct moat_ids).
 	MaxGroups = 64
@@ -532,9 +538,10 @@ func SignalRequest(id uint32, sig int) []byte { return reqHeader(ReqSignal, id, 
 func ConnectRequest() []byte { return reqHeader(ReqConnect, 0, 0, 0) }
 
 // StdioRequest encodes a ReqStdio request: sent first to a spare stage 2's
-// init on FdSync with the run's descriptors 0, 1 and 2 (SCM_RIGHTS), before
-// the plan (linux/spare.go).
-func StdioRequest() []byte { return reqHeader(ReqStdio, 0, 0, 0) }
+// init on FdSync with the run's descriptors 0, 1 and 2 (SCM_RIGHTS), then
+// FdGo's and FdLock's as flags (ReqStdioGo, ReqStdioLock) say, before the
+// plan (linux/spare.go).
+func StdioRequest(flags uint32) []byte { return reqHeader(ReqStdio, 0, 0, flags) }
 
 func reqHeader(typ, id, sig, flags uint32) []byte {
 	b := make([]byte, 0, 256)

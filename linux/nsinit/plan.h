@@ -101,6 +101,7 @@ enum {
 	MSG_WATCH = 14,       /* a: the R_WATCH record, b: its inotify watch descriptor */
 	MSG_INOTIFY = 15,     /* fd: the inotify instance of the R_WATCH records (before MSG_MOUNTED) */
 	MSG_USERNS = 16,      /* the user namespace exists: the supervisor writes its maps and answers (struct moat_ids) */
+	MSG_SPARE = 17,       /* a spare's init waits for its descriptors (REQ_STDIO) */
 };
 
 /* The supervisor's answer to MSG_USERNS, on MOAT_FD_SYNC: the ids stage 2
@@ -123,9 +124,14 @@ enum {
 };
 /* A spare stage 2 (linux/spare.go; _MOAT_SPARE=1) is started before its run,
  * with /dev/null for stdio: it makes its namespaces and forks init as any
- * stage 2 does, then init waits for a struct moat_req of type REQ_STDIO with
- * the run's descriptors 0, 1 and 2 (SCM_RIGHTS) before it reads the plan.
- * EOF instead: the spare was discarded, and it exits. */
+ * stage 2 does, then init says MSG_SPARE and waits for a struct moat_req of
+ * type REQ_STDIO with the run's descriptors 0, 1 and 2 (SCM_RIGHTS), then
+ * MOAT_FD_GO's if flags has REQ_STDIO_GO and the cgroup's lock (fd 6) if
+ * REQ_STDIO_LOCK, before it reads the plan. EOF instead: the spare was
+ * discarded, and it exits. */
+#define REQ_STDIO_GO 2u
+#define REQ_STDIO_LOCK 4u
+#define MOAT_FD_LOCK 6 /* the run's cgroup lock, kept by init (linux/launch.go) */
 #define REQ_FD3 1u /* flags: a fourth descriptor becomes the command's fd 3 */
 struct moat_req {
 	unsigned int type;
