@@ -59,6 +59,9 @@ type view struct {
 	// exposed are host paths shown read-only inside hidden regions (the
 	// working directory under the private /tmp, say).
 	exposed []rule
+	// unmasked are the denyRead paths that did not exist when the plan
+	// was made: nothing is mounted there (gatherNodes).
+	unmasked map[string]bool
 }
 
 // privateTmpReason marks a path that is writable because it is in the
@@ -106,6 +109,29 @@ func (v *view) writable(p string) (bool, string) {
 	if ok, why := v.readable(p); !ok {
 		return false, "hidden by " + why
 	}
+	return v.writableSeen(p)
+}
+
+// writableMade is writable as a write the command makes is answered: a
+// path hidden only by denyRead paths that did not exist when the sandbox
+// started (nothing is mounted there) is written as the other rules say, so
+// a file the command makes at such a path in a writable tree is its own,
+// written and not refused (the violation report said it was).
+func (v *view) writableMade(p string) (bool, string) {
+	ok, why := v.writable(p)
+	if ok || !strings.HasPrefix(why, "hidden by ") || len(v.unmasked) == 0 {
+		return ok, why
+	}
+	for _, d := range v.denyRead {
+		if within(p, d.path) && !v.unmasked[d.path] {
+			return ok, why
+		}
+	}
+	return v.writableSeen(p)
+}
+
+// writableSeen is writable for a path the command can see.
+func (v *view) writableSeen(p string) (bool, string) {
 	if r, ok := closest(p, v.protect); ok {
 		return false, r.source
 	}

@@ -534,7 +534,7 @@ func (o *observer) observeWrite(n *notif, name string) {
 		if p == "" || within(p, "/proc") || within(p, "/dev") || !o.idValid(n.id) {
 			return
 		}
-		if ok, why := o.view.writable(p); !ok {
+		if ok, why := o.view.writableMade(p); !ok {
 			o.report(policy.Violation{Kind: policy.FileViolation, Op: "write", Target: p, Rule: why, Pid: int(n.pid)})
 		}
 		return
@@ -572,7 +572,7 @@ func (o *observer) observeWrite(n *notif, name string) {
 		if p == "" || within(p, "/proc") || within(p, "/dev") {
 			continue
 		}
-		if ok, why := o.view.writable(p); !ok {
+		if ok, why := o.view.writableMade(p); !ok {
 			if createCalls[name] && !o.protectedName(p) && o.existsIn(int(n.pid), p) {
 				// mkdir -p walks every ancestor: the kernel answers
 				// EEXIST whatever the policy, so the refusal says

@@ -1213,6 +1213,11 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 	for _, r := range v.denyRead {
 		if in.dirs.kind(r.path) != 0 {
 			pinAncestors(r.path)
+		} else {
+			if v.unmasked == nil {
+				v.unmasked = map[string]bool{}
+			}
+			v.unmasked[r.path] = true
 		}
 	}
 	for _, p := range in.exposeRO {

@@ -297,6 +297,40 @@ func TestRunViolationsAnnotated(t *testing.T) {
 	}
 }
 
+// TestRunViolationsMissingHiddenPath: a denyRead path that did not exist
+// when the sandbox started has nothing mounted on it, so a file the command
+// makes there in a writable tree is written (its own, not the user's
+// secret), and the report says no write was refused (it said "deny
+// file-write ... hidden by"); one that existed is hidden, and a write to it
+// is refused and reported, as is one below a hidden directory.
+func TestRunViolationsMissingHiddenPath(t *testing.T) {
+	tr := newTree(t)
+	dir := realpath(t, tr.dir)
+	os.Mkdir(filepath.Join(dir, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("s3cret\n"), 0o644)
+	s := filepath.Join(tr.dir, "..", "hidden.json")
+	writeJSON(t, s, map[string]any{
+		"network": map[string]any{"allowedDomains": []string{}, "deniedDomains": []string{}},
+		"filesystem": map[string]any{"denyRead": []string{dir + "/new.txt", dir + "/newdir", dir + "/old.txt", dir + "/secrets", dir + "/secrets/new.txt"},
+			"allowWrite": []string{"."}, "denyWrite": []string{}},
+	})
+	r := tr.moat(t, "", nil, "run", "--settings", s, "-c",
+		"echo mine > new.txt && cat new.txt; mkdir newdir && echo x > newdir/f && echo made; echo x > old.txt 2>/dev/null || echo refused; echo x > secrets/new.txt 2>/dev/null || echo refused2")
+	if r.stdout != "mine\nmade\nrefused\nrefused2\n" {
+		t.Fatalf("stdout %q, stderr %s", r.stdout, r.stderr)
+	}
+	for _, p := range []string{"new.txt", "newdir", "newdir/f"} {
+		if strings.Contains(r.stderr, "deny file-write "+dir+"/"+p+" ") {
+			t.Errorf("a write that was not refused is reported refused (%s):\n%s", p, r.stderr)
+		}
+	}
+	for _, p := range []string{"old.txt", "secrets/new.txt"} {
+		if !strings.Contains(r.stderr, "deny file-write "+dir+"/"+p+" (hidden by") {
+			t.Errorf("the refused write to %s is not reported:\n%s", p, r.stderr)
+		}
+	}
+}
+
 func realpath(t *testing.T, p string) string {
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
