@@ -247,3 +247,24 @@ func TestControlCharactersInKeys(t *testing.T) {
 		}
 	}
 }
+
+// A control character in a variable moat finds directories by is one error
+// naming the variable (a newline in $HOME was forty, one a default secret,
+// none naming it); a relative value is not used, as before.
+func TestControlCharactersInEnvironmentPaths(t *testing.T) {
+	e := newEnv(t)
+	f := e.write(filepath.Join(e.cwd, "s.json"), `{"network":{"allowedDomains":[],"deniedDomains":[]},"filesystem":{"denyRead":[],"allowWrite":[],"denyWrite":[]}}`)
+	for _, name := range []string{"HOME", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, e.home+"\nx")
+			_, _, err := Load(Options{File: f, Cwd: e.cwd, ManagedFile: e.managed})
+			if err == nil || !strings.HasPrefix(err.Error(), "$"+name+": ") || !strings.Contains(err.Error(), "control character") || strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("want one line naming $%s, got %v", name, err)
+			}
+			t.Setenv(name, "relative")
+			if _, _, err := Load(Options{File: f, Cwd: e.cwd, ManagedFile: e.managed}); err != nil {
+				t.Fatalf("a relative $%s: %v", name, err)
+			}
+		})
+	}
+}

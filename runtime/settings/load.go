@@ -469,7 +469,34 @@ func dirs(opts Options) (cwd, home string, err error) {
 	if home == "" {
 		home, _ = os.UserHomeDir() // no home: ~ paths are refused where used
 	}
+	if err := checkEnvPaths(opts); err != nil {
+		return "", "", err
+	}
 	return filepath.Clean(cwd), filepath.Clean(home), nil
+}
+
+// checkEnvPaths refuses a variable Load finds directories by that cannot
+// name one moat may use: each default secret, and the tool cache, under a
+// $HOME with a newline in it was an error of its own, forty lines that
+// never named the variable.
+func checkEnvPaths(opts Options) error {
+	names := []string{"XDG_CACHE_HOME"}
+	if opts.Home == "" {
+		names = append(names, "HOME")
+		if opts.RuntimeDir == "" {
+			names = append(names, "XDG_RUNTIME_DIR")
+		}
+	}
+	for _, n := range names {
+		v := os.Getenv(n)
+		if !filepath.IsAbs(v) {
+			continue // not used as a directory (a relative $HOME: the account's home holds the secrets)
+		}
+		if err := policy.CheckPath(filepath.Clean(v)); err != nil {
+			return fmt.Errorf("$%s: %w: moat finds the user's secrets and its own directories from it; set it to the directory's path", n, err)
+		}
+	}
+	return nil
 }
 
 // shape tells the format of a file given with --settings.
