@@ -48,6 +48,7 @@ type spare struct {
 	// (a raw descriptor: in Go's poller, epoll would consume the change).
 	mounts int
 	made   time.Time
+	state  string // serverState when it was started
 }
 
 // spareMaxAge bounds how long a spare waits for a run.
@@ -102,6 +103,8 @@ func (s *spares) take(flags uintptr) (*spare, string) {
 		why = "too old"
 	case mountsChanged(sp.mounts):
 		why = "the mount table changed"
+	case serverState() != sp.state:
+		why = "this process changed (its limits, cgroup or scheduling)"
 	}
 	unix.Close(sp.mounts)
 	sp.mounts = -1
@@ -194,6 +197,51 @@ func (sp *spare) discard() {
 	_ = sp.cmd.Wait()
 }
 
+// serverState is what a stage 2 inherits from this process that its user
+// may change from outside it while it runs (prlimit, renice, chrt, ionice,
+// taskset, choom, a move to another cgroup), as moat serve compares a
+// caller's with its own (shell/api sameProcess): a spare started before
+// such a change would carry the old value into the run, where a stage 2
+// started for the run would have the new one. "" if it cannot be read,
+// which no spare matches.
+func serverState() string {
+	var b strings.Builder
+	for _, f := range []string{"/proc/self/cgroup", "/proc/self/oom_score_adj", "/proc/self/personality"} {
+		t, err := os.ReadFile(f)
+		if err != nil {
+			return ""
+		}
+		b.Write(t)
+	}
+	st, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return ""
+	}
+	// nice, rt_priority and policy: the 19th, 40th and 41st fields.
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	if len(f) < 39 {
+		return ""
+	}
+	fmt.Fprintf(&b, "%s %s %s\n", f[16], f[37], f[38])
+	prio, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, 0, 0)
+	if e != 0 {
+		return ""
+	}
+	var cpus unix.CPUSet
+	if unix.SchedGetaffinity(0, &cpus) != nil {
+		return ""
+	}
+	fmt.Fprintf(&b, "%d %v\n", prio, cpus)
+	for i := 0; i < 16; i++ { // RLIM_NLIMITS
+		var l unix.Rlimit
+		if unix.Prlimit(0, i, nil, &l) != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "%d %d ", l.Cur, l.Max)
+	}
+	return b.String()
+}
+
 // startSpare starts a spare stage 2 with the clone flags flags: the user's
 // own sandbox (its uid and gid mapped to themselves, setgroups denied), no
 // cgroup to join.
@@ -201,6 +249,11 @@ func startSpare(flags uintptr) (*spare, error) {
 	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: "/proc/self/mountinfo", Err: err}
+	}
+	state := serverState()
+	if state == "" {
+		unix.Close(mounts)
+		return nil, errors.New("this process's state is unknown")
 	}
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -222,7 +275,7 @@ func startSpare(flags uintptr) (*spare, error) {
 		unix.Close(mounts)
 		return nil, err
 	}
-	sp := &spare{cmd: cmd, planW: ln.planW, sync: ln.sync, syncConn: ln.syncConn, flags: flags, mounts: mounts, made: time.Now()}
+	sp := &spare{cmd: cmd, planW: ln.planW, sync: ln.sync, syncConn: ln.syncConn, flags: flags, mounts: mounts, made: time.Now(), state: state}
 	ln.cmd = cmd
 	if err := ln.mapUserns(); err != nil {
 		sp.discard()

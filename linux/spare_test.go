@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func fakeSpare(t *testing.T, flags uintptr, made time.Time) *spare {
 		t.Fatal(err)
 	}
 	r.Close()
-	sp := &spare{cmd: cmd, planW: w, flags: flags, mounts: mounts, made: made}
+	sp := &spare{cmd: cmd, planW: w, flags: flags, mounts: mounts, made: made, state: serverState()}
 	ln := &launcher{}
 	if err := ln.makeChannels(); err != nil {
 		t.Fatal(err)
@@ -108,4 +109,35 @@ func exited(cmd *exec.Cmd, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// TestSpareTakeAfterProcessChange: a spare made before this process's
+// limits or scheduling changed (what a stage 2 inherits) is not taken.
+func TestSpareTakeAfterProcessChange(t *testing.T) {
+	flags := uintptr(unix.CLONE_NEWUSER)
+	var old unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_CORE, nil, &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Max == 0 {
+		t.Skip("RLIMIT_CORE's hard limit is 0: no other soft limit to set")
+	}
+	s := &spares{}
+	sp := fakeSpare(t, flags, time.Now())
+	s.sp = sp
+	// The soft limit only (a user may raise it back to the hard one).
+	other := unix.Rlimit{Cur: 0, Max: old.Max}
+	if old.Cur == 0 {
+		other.Cur = 1
+	}
+	if err := unix.Prlimit(0, unix.RLIMIT_CORE, &other, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prlimit(0, unix.RLIMIT_CORE, &old, nil)
+	if got, why := s.take(flags); got != nil || !strings.Contains(why, "this process changed") {
+		t.Fatalf("a spare made before a limit changed: take = %v, %q", got, why)
+	}
+	if !exited(sp.cmd, 10*time.Second) {
+		t.Fatal("the stale spare still runs")
+	}
 }
