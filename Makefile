@@ -20,13 +20,14 @@ BENCH_PACKAGES := hyperfine bubblewrap socat time
 # What the cgroup v2 machine of make test-vm needs (privileged-tests/vm).
 VM_PACKAGES := qemu-system-x86 cpio busybox-static
 
-.PHONY: help deps bench-deps build install test vet test-go test-sessions test-vm darwin ci bench clean mcp-clients install-daemon
+.PHONY: help deps bench-deps build install test vet test-go test-sessions test-serve test-vm darwin ci bench clean mcp-clients install-daemon
 
 help:
 	@echo "make build   install what the build needs, build bin/moat (static)"
 	@echo "make install copy bin/moat to $(PREFIX)/bin (as root, or sudo make install; PREFIX=~/.local for your own)"
 	@echo "make test    install what the tests need, run vet and the whole test suite as this user, build for macOS"
 	@echo "             (its parts, each on its own: make vet, make test-go, make test-sessions, make darwin, make test-vm)"
+	@echo "make test-serve  the attack suite handed to moat serve (MOAT_SERVER; spare stage 2s), not part of make test"
 	@echo "make bench   benchmarks side by side with bubblewrap and the npm sandbox runtime (installs hyperfine, bwrap: make bench-deps)"
 	@echo "make mcp-clients  moat mcp against real MCP clients: the MCP inspector CLI (stdio) and the conformance suite (--http)"
 	@echo "make install-daemon  moatd for a laptop's users (as root): bin/moat to /usr/local/bin, group moat, the systemd units (docs/DAEMON.md)"
@@ -106,6 +107,14 @@ test-go:
 test-sessions:
 	@echo "=== make $@: starts $$(date -u +%T)"
 	MOAT_VIA=session MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 10m ./privileged-tests
+
+# test-serve: the attack suite again, each attack handed to a moat serve of
+# its fixture (MOAT_SERVER), whose runs take a spare stage 2 (needs bin/moat).
+# Not part of make test (CI's time): run after a change to moat serve's or
+# the spare's path (docs/PERFORMANCE.md says when it last ran).
+test-serve:
+	@echo "=== make $@: starts $$(date -u +%T)"
+	MOAT_VIA=serve MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 20m ./privileged-tests
 
 # darwin and no-cgo builds must keep compiling (checked by make test and CI).
 darwin:

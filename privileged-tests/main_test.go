@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +100,25 @@ type fixture struct {
 	secret, target            string
 	settings                  string
 	state                     string
-	extraEnv                  []string // added to env(), as the user's session would set them
+	extraEnv                  []string    // added to env(), as the user's session would set them
+	serve                     *serveState // MOAT_VIA=serve: the fixture's moat serve (its copies share it)
+}
+
+// serveState is a fixture's moat serve, started at its first run.
+type serveState struct {
+	mu   sync.Mutex
+	sock string
+	cmd  *exec.Cmd
+}
+
+func (s *serveState) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Wait()
+		s.cmd = nil
+	}
 }
 
 const (
@@ -123,7 +142,8 @@ func makeFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { os.RemoveAll(root) })
 	os.Chmod(root, 0o755)
 	f := &fixture{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"),
-		outside: filepath.Join(root, "outside"), state: filepath.Join(root, "state")}
+		outside: filepath.Join(root, "outside"), state: filepath.Join(root, "state"), serve: &serveState{}}
+	t.Cleanup(f.serve.stop)
 	f.secret = filepath.Join(f.outside, "secret.txt")
 	f.target = filepath.Join(f.outside, "target.txt")
 	for _, d := range []string{f.home + "/.ssh", f.work, f.outside + "/secretdir", f.state} {
@@ -197,7 +217,49 @@ func (f *fixture) sandboxedWith(settings string, args ...string) result {
 	if viaSession() {
 		return f.inSession(settings, append([]string{self}, args...))
 	}
+	if viaServe() {
+		r := f.execEnv(append(f.env(), "MOAT_SERVER="+f.server()), moatBin, append([]string{"run", "--settings", settings, "--", self}, args...)...)
+		if strings.Contains(r.out, "MOAT_SERVER not used") {
+			f.t.Logf("MOAT_VIA=serve: the run stayed in its own process: %s", r.out)
+		}
+		return r
+	}
 	return f.exec(moatBin, append([]string{"run", "--settings", settings, "--", self}, args...)...)
+}
+
+// viaServe: MOAT_VIA=serve hands every sandboxed attack to a moat serve of
+// the fixture's (MOAT_SERVER), whose runs after the first take a stage 2
+// started ahead of them (linux/spare.go): the attacks against that path.
+func viaServe() bool { return os.Getenv("MOAT_VIA") == "serve" }
+
+// server starts the fixture's moat serve, once, with its environment (a
+// server serves only callers whose variables moat reads are its own).
+func (f *fixture) server() string {
+	f.t.Helper()
+	s := f.serve
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return s.sock
+	}
+	s.sock = filepath.Join(f.root, "via-serve.sock")
+	dir := filepath.Join(f.root, "serve-cwd")
+	must(f.t, os.MkdirAll(dir, 0o755))
+	cmd := exec.Command(moatBin, "serve", "--socket", s.sock)
+	cmd.Dir, cmd.Env = dir, f.env()
+	var log bytes.Buffer
+	cmd.Stderr = &log
+	must(f.t, cmd.Start())
+	s.cmd = cmd
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", s.sock); err == nil {
+			c.Close()
+			return s.sock
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("moat serve did not answer: %s", log.String())
+		}
+	}
 }
 
 // viaSession: MOAT_VIA=session runs every sandboxed attack as a command of
@@ -214,8 +276,8 @@ func viaSession() bool { return os.Getenv("MOAT_VIA") == "session" }
 // must drop the call.
 func coldRunsOnly(t *testing.T) {
 	t.Helper()
-	if viaSession() {
-		t.Skip("starts no session: make test-go runs it as it is")
+	if viaSession() || viaServe() {
+		t.Skip("starts no session and hands nothing to moat serve: make test-go runs it as it is")
 	}
 	coldTests.Store(t.Name(), true)
 }
