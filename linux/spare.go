@@ -69,13 +69,8 @@ type spares struct {
 // (or last polled): poll on /proc/self/mountinfo reports POLLPRI then.
 func mountsChanged(fd int) bool {
 	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
-	for {
-		n, err := unix.Poll(p, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err != nil || n > 0 && p[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
-	}
+	n, err := sys.RetryValue(func() (int, error) { return unix.Poll(p, 0) })
+	return err != nil || n > 0 && p[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0
 }
 
 // take hands the spare for flags to a launch, or nil and why not: none
