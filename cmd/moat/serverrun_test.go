@@ -1244,3 +1244,95 @@ func TestServerRunSpareStage2(t *testing.T) {
 		t.Errorf("spare %d outlived moat serve", kids[0])
 	}
 }
+
+// TestServerRunSpareServerChanged: a spare stage 2 inherited the server's
+// process as it was when the spare started (resource limits,
+// oom_score_adj, cgroup...). The caller is compared with the server as it
+// is when the run comes (api.sameProcess), and a stage 2 started then
+// would carry that: so a spare started before the server changed must not
+// serve the run. Here the user lowers the server's RLIMIT_CORE to 0:0 (no
+// core dump may ever be raised) and raises its oom_score_adj after a run
+// left a spare, then runs a command through it with the same values: the
+// command must have them, as it has without moat, and not the older ones
+// of the spare (found by an attack pass: it had core "0 unlimited" and
+// oom_score_adj 0; as root, a server moved into another cgroup had its
+// run's command left in the cgroup before).
+func TestServerRunSpareServerChanged(t *testing.T) {
+	testutil.RequireUnprivileged(t)
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	sock, log, srv := startServeCmd(t, tr, base)
+	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock, "MOAT_TRACE=1")
+	pid := srv.Process.Pid
+	script := `grep "core file" /proc/self/limits; cat /proc/self/oom_score_adj`
+	// First, a run that leaves a spare behind it.
+	if r := tr.moat(t, "", via, "run", "-c", "true"); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	if !waitFor(func() bool { return len(serverChildren(t, pid)) > 0 }) {
+		t.Fatalf("moat serve started no spare:\n%s", log.String())
+	}
+	b, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adj += 100 // raising it needs no privilege
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(strconv.Itoa(adj)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pre := []string{"choom", "-n", strconv.Itoa(adj), "--", "prlimit", "--core=0:0"}
+	want := regexp.MustCompile(`(?m)^Max core file size +0 +0 +bytes *\n` + strconv.Itoa(adj) + `\n$`)
+	// Without moat, the command has the caller's values.
+	if out, err := exec.Command(pre[0], append(pre[1:], "/bin/sh", "-c", script)...).Output(); err != nil || !want.MatchString(string(out)) {
+		t.Fatalf("without moat: %q %v: the test proves nothing", out, err)
+	}
+	r := tr.moatVia(t, via, pre, "run", "-c", script)
+	if r.code != 0 || strings.Contains(r.stderr, "MOAT_SERVER not used") {
+		t.Fatalf("the server did not run it: exit %d\n%s", r.code, r.stderr)
+	}
+	if !want.MatchString(r.stdout) {
+		t.Errorf("the command did not get the server's (and the caller's) limits and oom_score_adj: %q (a spare from before they changed: %v)",
+			r.stdout, strings.Contains(r.stderr, "spare stage 2 taken"))
+	}
+}
+
+// TestServerRunServerThreadsNice: nice, like the scheduling policy, CPU
+// affinity and I/O priority, is a thread's, and renice -p PID changes only
+// the main thread of a process. The server compared the caller with its
+// main thread (5 here, as the caller), but stage 2 starts from whichever
+// thread Go runs it on (0): the caller's command ran at a higher priority
+// than the caller, where moat run in the caller's own process would have
+// kept its nice value (found by an attack pass). Now the server takes a
+// run only when all its threads agree; else the caller runs moat itself.
+func TestServerRunServerThreadsNice(t *testing.T) {
+	testutil.RequireUnprivileged(t)
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	sock, _, srv := startServeCmd(t, tr, base)
+	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock)
+	if n, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err != nil || 20-n != 0 {
+		t.Skipf("this test's nice value is not 0 (%d, %v)", 20-n, err)
+	}
+	// Only the server's main thread: what renice -n 5 -p PID does.
+	if err := unix.Setpriority(unix.PRIO_PROCESS, srv.Process.Pid, 5); err != nil {
+		t.Fatal(err)
+	}
+	pre := []string{"nice", "-n", "5"}
+	script := "nice"
+	if out, err := exec.Command(pre[0], append(pre[1:], "/bin/sh", "-c", script)...).Output(); err != nil || string(out) != "5\n" {
+		t.Fatalf("without moat: %q %v: the test proves nothing", out, err)
+	}
+	for i := 0; i < 3; i++ { // a cold stage 2, then spares
+		r := tr.moatVia(t, via, pre, "run", "-c", script)
+		if r.code != 0 || r.stdout != "5\n" {
+			t.Fatalf("run %d: exit %d, nice %q, want 5 (the caller's)\n%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -97,6 +98,62 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 	}
 	if peer.personalityErr != nil || self.personalityErr != nil || peer.personality != self.personality {
 		return fmt.Errorf("the caller's personality (setarch) is not the server's")
+	}
+	return threadsAgree(self)
+}
+
+// threadsAgree checks that every thread of this process has the main
+// thread's nice value, scheduling policy and priority, I/O priority and CPU
+// affinity (self: as readProc read them, the main thread's). These are a
+// thread's own, and renice -p PID, chrt -p or ionice -p change only the
+// main thread of a process; the sandbox starts from whichever thread Go
+// runs that on, so a caller compared with the main thread alone had its
+// command run at another priority than its own (found by an attack pass:
+// nice 0 for a caller at 5).
+func threadsAgree(self *procState) error {
+	pid := os.Getpid()
+	var mine unix.CPUSet
+	if err := unix.SchedGetaffinity(pid, &mine); err != nil {
+		return fmt.Errorf("the server's CPU affinity: %v", err)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("the server's threads: %v", err)
+	}
+	differ := fmt.Errorf("the server's threads differ in nice value, scheduling, I/O priority or CPU affinity (renice, chrt, ionice or taskset -p change one thread): what its commands get is not what it shows")
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil || tid == pid {
+			continue
+		}
+		stat, err := readText("/proc/self/task/" + task.Name() + "/stat")
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread ended
+		} else if err != nil {
+			return fmt.Errorf("the server's threads: %v", err)
+		}
+		f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+		if len(f) < 39 {
+			return fmt.Errorf("/proc/self/task/%d/stat: %d fields", tid, len(f)+2)
+		}
+		if f[16] != self.nice || f[37] != self.rtprio || f[38] != self.policy {
+			return differ
+		}
+		prio, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, uintptr(tid), 0)
+		if e == unix.ESRCH {
+			continue
+		} else if e != 0 {
+			return fmt.Errorf("ioprio_get: %v", e)
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); errors.Is(err, unix.ESRCH) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("the server's CPU affinity: %v", err)
+		}
+		if int(prio) != self.ioprio || set != mine {
+			return differ
+		}
 	}
 	return nil
 }
