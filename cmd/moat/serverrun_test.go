@@ -1336,3 +1336,56 @@ func TestServerRunServerThreadsNice(t *testing.T) {
 		}
 	}
 }
+
+// TestServerRunServerThreadsCgroup: a cgroup v1 hierarchy holds threads
+// (its tasks file moves one), and a sandbox starts in the cgroups of the
+// server's thread that starts it. The server's threads but its main one
+// moved into another blkio cgroup: the caller, in the main thread's, had
+// its command run in the other (found by an attack pass); now the server
+// refuses the run and the caller runs moat itself.
+func TestServerRunServerThreadsCgroup(t *testing.T) {
+	testutil.RequireRoot(t)
+	const hier = "/sys/fs/cgroup/blkio"
+	mine, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^\d+:blkio:(.*)$`).FindSubmatch(mine)
+	if line == nil {
+		t.Skip("no cgroup v1 blkio hierarchy")
+	}
+	other := filepath.Join(hier, string(line[1]), fmt.Sprintf("moat-test-threads-%d", os.Getpid()))
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Skipf("cgroup v1 blkio hierarchy not writable: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(other) })
+	tr := newTree(t)
+	base := tr.env("MOAT_DAEMON=off")
+	sock, _, srv := startServeCmd(t, tr, base)
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+		os.Remove(other)
+	})
+	via := append(append([]string(nil), base...), "MOAT_SERVER="+sock)
+	pid := srv.Process.Pid
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, task := range tasks {
+		if task.Name() != strconv.Itoa(pid) {
+			if err := os.WriteFile(filepath.Join(other, "tasks"), []byte(task.Name()), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	script := "grep :blkio: /proc/self/cgroup"
+	want := string(line[0]) + "\n"
+	if out, err := exec.Command("/bin/sh", "-c", script).Output(); err != nil || string(out) != want {
+		t.Fatalf("without moat: %q %v, want %q", out, err, want)
+	}
+	for i := 0; i < 3; i++ {
+		r := tr.moat(t, "", via, "run", "-c", script)
+		if r.code != 0 || r.stdout != want {
+			t.Fatalf("run %d: exit %d, %q, want %q (the caller's)\n%s", i, r.code, r.stdout, want, r.stderr)
+		}
+	}
+}

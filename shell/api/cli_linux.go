@@ -103,10 +103,10 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 }
 
 // threadsAgree checks that every thread of this process has the main
-// thread's nice value, scheduling policy and priority, I/O priority and CPU
-// affinity (self: as readProc read them, the main thread's). These are a
-// thread's own, and renice -p PID, chrt -p or ionice -p change only the
-// main thread of a process; the sandbox starts from whichever thread Go
+// thread's nice value, scheduling policy and priority, I/O priority, CPU
+// affinity and cgroups (self: as readProc read them, the main thread's).
+// These are a thread's own, and renice -p PID, chrt -p, ionice -p or a
+// write to a cgroup v1 tasks file change only one thread of a process; the sandbox starts from whichever thread Go
 // runs that on, so a caller compared with the main thread alone had its
 // command run at another priority than its own (found by an attack pass:
 // nice 0 for a caller at 5).
@@ -138,6 +138,17 @@ func threadsAgree(self *procState) error {
 		}
 		if f[16] != self.nice || f[37] != self.rtprio || f[38] != self.policy {
 			return differ
+		}
+		// A cgroup v1 hierarchy (its tasks file) or a threaded v2 one
+		// holds threads, not processes.
+		cg, err := readText("/proc/self/task/" + task.Name() + "/cgroup")
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("the server's threads: %v", err)
+		}
+		if cg != self.cgroup {
+			return fmt.Errorf("the server's threads are in different cgroups (a cgroup v1 tasks file moves one thread): the cgroup its commands start in is not the one it shows")
 		}
 		prio, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, uintptr(tid), 0)
 		if e == unix.ESRCH {
