@@ -64,6 +64,51 @@ var SecretPaths = []string{
 	".pki/nssdb",
 	".local/share/kwalletd",
 	".Xauthority",
+	// shells' and REPLs' histories: a token typed on a command line
+	// (export GITHUB_TOKEN=..., curl -H "Authorization: ...", mysql -p...,
+	// psql's \password, redis-cli's AUTH) stays in them; a command read
+	// each with the default policy (attack pass 101). Nothing a command
+	// runs needs the user's history, and a shell or REPL inside the
+	// sandbox finds an empty, read-only one (its appends fail, the host's
+	// file is not written). fish keeps its history in a directory of its
+	// own, hidden whole (it rewrites the file by rename).
+	".bash_history",
+	".zsh_history",
+	".zhistory", // prezto's and other zsh frameworks' name
+	".histfile", // zsh's name in zsh-newuser-install's and Arch's configuration
+	".local/share/fish",
+	".python_history",
+	".node_repl_history",
+	".psql_history",
+	".mysql_history",
+	".sqlite_history",
+	".rediscli_history",
+	".irb_history",
+	".lesshst", // less's search history: a password searched for in a log
+	// build tools' files that hold only credentials (attack pass 101):
+	// Maven's master password, which decrypts the server passwords of
+	// settings.xml, and sbt's and Ivy's repository logins. The settings
+	// files beside them (~/.m2/settings.xml, ~/.gradle/gradle.properties,
+	// ~/.bundle/config, pip.conf, NuGet.Config) are not hidden: offline
+	// builds read their mirrors, local repositories, proxies and JVM
+	// options (an empty NuGet.Config is invalid XML, and dotnet restore
+	// fails), so a password among them stays readable (docs/SECURITY.md)
+	".m2/settings-security.xml",
+	".sbt/.credentials",
+	".sbt/credentials",
+	".ivy2/.credentials",
+	// desktop applications' stores (Electron's cookies, local storage and
+	// databases): Slack's session cookie and token, Discord's token,
+	// Signal's database and the key that opens it (config.json), Element's
+	// Matrix session, and the editors' global storage, where Cursor keeps
+	// its access token and extensions keep theirs (state.vscdb); a command
+	// read each (attack pass 101). No command an agent runs needs them.
+	".config/Slack",
+	".config/discord",
+	".config/Signal",
+	".config/Element",
+	".config/Code/User/globalStorage",
+	".config/Cursor/User/globalStorage",
 }
 
 // RuntimeSecretPaths are credential stores relative to the user's runtime

@@ -1,0 +1,122 @@
+//go:build linux
+
+package privtests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// historyMarker is the line the shell-history attack's shell adds to its
+// history.
+const historyMarker = "echo moat-history-marker"
+
+func init() {
+	// shell-history FILE: run an interactive bash whose history is FILE,
+	// add a line to it and exit (bash then saves it), and read FILE;
+	// escaped when the user's own history (the planted secret) was read.
+	attacks["shell-history"] = func(a []string) (string, error) {
+		cmd := exec.Command("/bin/bash", "--norc", "--noprofile", "-i", "-c", "shopt -s histappend; history -s "+historyMarker+"; exit 0")
+		cmd.Env = append(os.Environ(), "HISTFILE="+a[0], "HISTSIZE=100", "HISTFILESIZE=100")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("bash: %v: %s", err, out.String())
+		}
+		b, err := readContent(a[0])
+		if err != nil {
+			return "", err
+		}
+		if !bytes.Contains(b, []byte(secretText)) {
+			return "", fmt.Errorf("%s holds no secret: %q", a[0], firstLine(b))
+		}
+		return "read " + a[0] + ": " + firstLine(b), nil
+	}
+}
+
+// TestHistoriesAndAppStoresHidden: shell and REPL histories (where a
+// token typed on a command line stays), the build tools' files that hold
+// only credentials, and desktop applications' session stores are default
+// secrets. Attack pass 101 read each with the default policy, as root and
+// rootless.
+func TestHistoriesAndAppStoresHidden(t *testing.T) {
+	f := newFixture(t)
+	files := []string{
+		f.home + "/.bash_history",
+		f.home + "/.zsh_history",
+		f.home + "/.zhistory",
+		f.home + "/.histfile",
+		f.home + "/.local/share/fish/fish_history",
+		f.home + "/.python_history",
+		f.home + "/.node_repl_history",
+		f.home + "/.psql_history",
+		f.home + "/.mysql_history",
+		f.home + "/.sqlite_history",
+		f.home + "/.rediscli_history",
+		f.home + "/.irb_history",
+		f.home + "/.lesshst",
+		f.home + "/.m2/settings-security.xml",
+		f.home + "/.sbt/.credentials",
+		f.home + "/.sbt/credentials",
+		f.home + "/.ivy2/.credentials",
+		f.home + "/.config/Slack/Cookies",
+		f.home + "/.config/discord/Local Storage/leveldb/000003.log",
+		f.home + "/.config/Signal/config.json",
+		f.home + "/.config/Element/Cookies",
+		f.home + "/.config/Code/User/globalStorage/state.vscdb",
+		f.home + "/.config/Cursor/User/globalStorage/state.vscdb",
+	}
+	for _, p := range files {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o600))
+	}
+	args := append([]string{"read-each"}, files...)
+	if got := f.sandboxed(args...); got.escaped() {
+		t.Errorf("ESCAPE under moat: %s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	base := f.direct(args...)
+	for _, p := range files {
+		if !strings.Contains(base.out, p+": "+secretText) {
+			t.Errorf("without moat %s must be read (or this test cannot detect an escape):\n%s", p, base.out)
+		}
+	}
+}
+
+// TestHiddenHistoryInSandboxShell: a shell inside the sandbox, with the
+// home writable, whose history is the user's hidden ~/.bash_history, sees
+// it empty, runs and exits normally, and its history never reaches the
+// host's file (bash's save fails on the read-only mask). Without moat the
+// same shell reads the history and appends to it.
+func TestHiddenHistoryInSandboxShell(t *testing.T) {
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	f := newFixture(t)
+	hist := f.home + "/.bash_history"
+	want := secretText + "\n"
+	must(t, os.WriteFile(hist, []byte(want), 0o600))
+	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+	got := f.sandboxedWith(settings, "shell-history", hist)
+	if got.escaped() {
+		t.Errorf("ESCAPE under moat: %s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") || strings.Contains(got.out, "blocked: bash:") {
+		t.Errorf("the sandboxed shell did not run and exit normally (exit %d):\n%s", got.code, got.out)
+	}
+	if b, _ := os.ReadFile(hist); string(b) != want {
+		t.Errorf("the sandboxed shell wrote the host's %s: %q", hist, b)
+	}
+	base := f.direct("shell-history", hist)
+	if !base.escaped() {
+		t.Errorf("without moat the shell must read the history (or this test cannot detect an escape):\n%s", base.out)
+	}
+	if b, _ := os.ReadFile(hist); !strings.Contains(string(b), historyMarker) {
+		t.Errorf("without moat the shell must append to %s (or this test cannot detect a write): %q", hist, b)
+	}
+}
