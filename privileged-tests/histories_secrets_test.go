@@ -41,9 +41,9 @@ func init() {
 
 // TestHistoriesAndAppStoresHidden: shell and REPL histories (where a
 // token typed on a command line stays), the build tools' files that hold
-// only credentials, and desktop applications' session stores are default
-// secrets. Attack pass 101 read each with the default policy, as root and
-// rootless.
+// only credentials, desktop applications' session stores and further
+// tools' token files (Copilot's, Hugging Face's, ...) are default secrets.
+// Attack pass 101 read each with the default policy, as root and rootless.
 func TestHistoriesAndAppStoresHidden(t *testing.T) {
 	f := newFixture(t)
 	files := []string{
@@ -60,6 +60,8 @@ func TestHistoriesAndAppStoresHidden(t *testing.T) {
 		f.home + "/.rediscli_history",
 		f.home + "/.irb_history",
 		f.home + "/.lesshst",
+		f.home + "/.local/share/atuin/history.db",
+		f.home + "/.local/share/atuin/key",
 		f.home + "/.m2/settings-security.xml",
 		f.home + "/.sbt/.credentials",
 		f.home + "/.sbt/credentials",
@@ -70,6 +72,14 @@ func TestHistoriesAndAppStoresHidden(t *testing.T) {
 		f.home + "/.config/Element/Cookies",
 		f.home + "/.config/Code/User/globalStorage/state.vscdb",
 		f.home + "/.config/Cursor/User/globalStorage/state.vscdb",
+		f.home + "/.config/github-copilot/apps.json",
+		f.home + "/.cache/huggingface/token",
+		f.home + "/.huggingface/token",
+		f.home + "/.kaggle/kaggle.json",
+		f.home + "/.config/doctl/config.yaml",
+		f.home + "/.fly/config.yml",
+		f.home + "/.databrickscfg",
+		f.home + "/.s3cfg",
 	}
 	for _, p := range files {
 		must(t, os.MkdirAll(filepath.Dir(p), 0o700))

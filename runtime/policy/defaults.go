@@ -85,6 +85,8 @@ var SecretPaths = []string{
 	".rediscli_history",
 	".irb_history",
 	".lesshst", // less's search history: a password searched for in a log
+	// atuin's history database, and the key its sync encrypts it with
+	".local/share/atuin",
 	// build tools' files that hold only credentials (attack pass 101):
 	// Maven's master password, which decrypts the server passwords of
 	// settings.xml, and sbt's and Ivy's repository logins. The settings
@@ -109,6 +111,19 @@ var SecretPaths = []string{
 	".config/Element",
 	".config/Code/User/globalStorage",
 	".config/Cursor/User/globalStorage",
+	// further tools' token files a command read (attack pass 101): GitHub
+	// Copilot's OAuth token (what editors' plugins and language servers
+	// sign in with), Hugging Face's token (the current place and the old
+	// one), Kaggle's API key, DigitalOcean's, Fly.io's and Databricks'
+	// tokens, s3cmd's keys. Each is the tool's file of credentials alone.
+	".config/github-copilot",
+	".cache/huggingface/token",
+	".huggingface/token",
+	".kaggle/kaggle.json",
+	".config/doctl/config.yaml",
+	".fly/config.yml",
+	".databrickscfg",
+	".s3cfg",
 }
 
 // RuntimeSecretPaths are credential stores relative to the user's runtime
