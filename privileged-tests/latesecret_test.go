@@ -136,3 +136,35 @@ func jsonlSession(t *testing.T, f *fixture) func(id, command string) string {
 		return ""
 	}
 }
+
+// TestSecretReplacedAtRunEnd: a command that reads a hidden file replaced
+// on the host and ends before the run's next look (once a second) is told
+// too. Attack pass 101: a loop reading ~/.bash_history every 10 ms copied
+// the history a host shell saved (by rename) at its exit, and the run
+// ended with the command's exit 0, unsaid. Now the run's last look makes
+// it moat's error (exit 125), naming the file; the read itself is left
+// (docs/SECURITY.md).
+func TestSecretReplacedAtRunEnd(t *testing.T) {
+	coldRunsOnly(t) // a cold run: a session looks before each command
+	f := newFixture(t)
+	hist := f.home + "/.bash_history"
+	must(t, os.WriteFile(hist, []byte("echo old\n"), 0o600))
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if err := os.WriteFile(hist+".new", []byte(secretText+"\n"), 0o600); err == nil {
+			os.Rename(hist+".new", hist)
+		}
+	}()
+	// Read until the file has contents, then end at once (within 30 s).
+	loop := `for i in $(seq 3000); do c=$(cat '` + hist + `' 2>/dev/null); if [ -n "$c" ]; then echo "read: $c"; exit 0; fi; sleep 0.01; done; exit 3`
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", loop)
+	if r.code == 0 || !strings.Contains(r.out, "was replaced on the host while the command ran") {
+		t.Errorf("the run that read the replaced history ended unsaid (exit %d):\n%s", r.code, r.out)
+	}
+	if !strings.Contains(r.out, "read: "+secretText) {
+		t.Logf("the command did not read the new file first (the run's look came first):\n%s", r.out)
+	}
+	if base := f.direct("read", hist); !base.escaped() {
+		t.Errorf("without moat the history must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}

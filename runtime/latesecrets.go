@@ -134,6 +134,19 @@ func lateRunError(paths []string, present []hiddenFile) error {
 	return fmt.Errorf("the command was ended: %s, which the policy hides, was made on the host while it ran, and a running sandbox cannot hide it", p)
 }
 
+// lateAfterRunError is lateHidden's finding once a run's command has
+// ended by itself: it ran while the path could be read.
+func lateAfterRunError(paths []string, present []hiddenFile) error {
+	p, replaced := lateHidden(paths, present)
+	switch {
+	case p == "":
+		return nil
+	case replaced:
+		return fmt.Errorf("%s, which the policy hides, was replaced on the host while the command ran, and a running sandbox cannot hide the new file: the command may have read it, and what it wrote may hold it", p)
+	}
+	return fmt.Errorf("%s, which the policy hides, was made on the host while the command ran, and a running sandbox cannot hide it: the command may have read it, and what it wrote may hold it", p)
+}
+
 // watchLate ends the session when one of the paths missingHidden found is
 // made, or one presentHidden found is replaced: a command already running (a background one) could read it, and
 // the next would be refused anyway. It looks once a second (an lstat of a

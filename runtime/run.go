@@ -422,6 +422,17 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 	if w.err != nil {
 		return nil, false, w.err
 	}
+	if late != nil {
+		// A command that ends within the second after a hidden path is
+		// made or replaced on the host has read it before the next look
+		// (a loop reading ~/.bash_history copied it into the project when
+		// a shell on the host exited, and the run ended with exit 0,
+		// unsaid: attack pass 101). One last look makes that run an error
+		// too, naming the path; what the command read or wrote is done.
+		if err := lateAfterRunError(r.missing, r.present); err != nil {
+			return nil, false, err
+		}
+	}
 	return w.exit, timedOut, nil
 }
 
