@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -163,6 +164,52 @@ func TestSecretReplacedAtRunEnd(t *testing.T) {
 	}
 	if !strings.Contains(r.out, "read: "+secretText) {
 		t.Logf("the command did not read the new file first (the run's look came first):\n%s", r.out)
+	}
+	if base := f.direct("read", hist); !base.escaped() {
+		t.Errorf("without moat the history must be read (or this test cannot detect an escape):\n%s", base.out)
+	}
+}
+
+// TestSecretReplacedTwiceDuringRun: a hidden file replaced on the host by
+// one that gets the old one's inode number is told apart. bash saves its
+// history by a new file renamed over the old one at its start and again
+// at its exit (a `bash -i -c` does both within milliseconds), and ext4
+// hands the number the first rename freed to the second new file: the
+// run's look found the recorded number and took it for the hidden file,
+// and a command read ~/.bash_history for the rest of the run, which ended
+// with exit 0 (attack pass 101, 2 of 4 tries by hand). The birth time
+// tells them apart.
+func TestSecretReplacedTwiceDuringRun(t *testing.T) {
+	coldRunsOnly(t) // a cold run: a session's look is the same function
+	f := newFixture(t)
+	hist := f.home + "/.bash_history"
+	must(t, os.WriteFile(hist, []byte("echo old\n"), 0o600))
+	st, err := os.Stat(hist)
+	must(t, err)
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	reused := make(chan bool, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		// Replace it until a new file gets the old number (the sandbox's
+		// mask holds the old file until the kernel drops it).
+		for i := 0; i < 500; i++ {
+			if os.WriteFile(hist+".tmp", []byte(secretText+"\n"), 0o600) != nil || os.Rename(hist+".tmp", hist) != nil {
+				break
+			}
+			if st, err := os.Stat(hist); err == nil && st.Sys().(*syscall.Stat_t).Ino == ino {
+				reused <- true
+				return
+			}
+		}
+		reused <- false
+	}()
+	loop := `for i in $(seq 300); do c=$(cat '` + hist + `' 2>/dev/null); [ -n "$c" ] && echo "read: $c"; sleep 0.01; done; exit 0`
+	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", loop)
+	if !<-reused {
+		t.Skip("no new file got the old one's inode number on this filesystem: nothing to tell apart")
+	}
+	if r.code == 0 || !strings.Contains(r.out, "was replaced on the host") {
+		t.Errorf("the run was not ended for the history replaced by a file with its inode number (exit %d):\n%s", r.code, firstLine([]byte(r.out)))
 	}
 	if base := f.direct("read", hist); !base.escaped() {
 		t.Errorf("without moat the history must be read (or this test cannot detect an escape):\n%s", base.out)

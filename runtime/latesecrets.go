@@ -41,7 +41,8 @@ func recordHidden(pol *policy.Policy) (missing []string, present []hiddenFile) {
 		case errors.Is(err, fs.ErrNotExist):
 			missing = append(missing, r.Path)
 		case err == nil:
-			present = append(present, hiddenFile{r.Path, fi})
+			born, _ := birthNS(r.Path)
+			present = append(present, hiddenFile{r.Path, fi, born})
 		}
 	}
 	kept := present[:0]
@@ -82,6 +83,26 @@ func outsideRoots(paths, roots []string) []string {
 type hiddenFile struct {
 	path string
 	was  os.FileInfo
+	born int64 // its birth (birthNS), 0 where the filesystem keeps none
+}
+
+// replacedBy reports whether fi, which path is now, is another file than
+// the one recorded. The inode number alone does not tell: bash saves its
+// history by writing a new file and renaming it over the old one, at its
+// start and again at its exit, and on ext4 the second new file got the
+// number the first one freed, the very file recorded; the run's look took
+// it for the hidden file, and a command read the history for the rest of
+// the run, unsaid (attack pass 101). The birth time tells them apart
+// where the filesystem keeps it; an append in place moves neither.
+func (h hiddenFile) replacedBy(fi os.FileInfo) bool {
+	if !os.SameFile(fi, h.was) {
+		return true
+	}
+	if h.born == 0 {
+		return false
+	}
+	born, ok := birthNS(h.path)
+	return ok && born != h.born
 }
 
 // lateSecret is an error naming the first path lateHidden finds, or nil:
@@ -114,7 +135,7 @@ func lateHidden(paths []string, present []hiddenFile) (path string, replaced boo
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil || !os.SameFile(fi, h.was) {
+		if err != nil || h.replacedBy(fi) {
 			return h.path, true
 		}
 	}
