@@ -39,27 +39,20 @@ func init() {
 	}
 }
 
-// TestHistoriesAndAppStoresHidden: shell and REPL histories (where a
-// token typed on a command line stays), the build tools' files that hold
-// only credentials, desktop applications' session stores and further
-// tools' token files (Copilot's, Hugging Face's, ...) are default secrets.
-// Attack pass 101 read each with the default policy, as root and rootless.
+// TestHistoriesAndAppStoresHidden: the histories written in place or kept
+// in a directory of their own (where a token typed on a command line
+// stays), the build tools' files that hold only credentials, desktop
+// applications' session stores and further tools' token files (Copilot's,
+// Hugging Face's, ...) are default secrets. Attack pass 101 read each with
+// the default policy, as root and rootless. (Histories saved by rename are
+// not: TestRenameSavedHistoriesNotDefault.)
 func TestHistoriesAndAppStoresHidden(t *testing.T) {
 	f := newFixture(t)
 	files := []string{
-		f.home + "/.bash_history",
-		f.home + "/.zsh_history",
-		f.home + "/.zhistory",
-		f.home + "/.histfile",
 		f.home + "/.local/share/fish/fish_history",
-		f.home + "/.python_history",
 		f.home + "/.node_repl_history",
-		f.home + "/.psql_history",
-		f.home + "/.mysql_history",
-		f.home + "/.sqlite_history",
 		f.home + "/.rediscli_history",
 		f.home + "/.irb_history",
-		f.home + "/.lesshst",
 		f.home + "/.local/share/atuin/history.db",
 		f.home + "/.local/share/atuin/key",
 		f.home + "/.m2/settings-security.xml",
@@ -100,10 +93,11 @@ func TestHistoriesAndAppStoresHidden(t *testing.T) {
 }
 
 // TestHiddenHistoryInSandboxShell: a shell inside the sandbox, with the
-// home writable, whose history is the user's hidden ~/.bash_history, sees
-// it empty, runs and exits normally, and its history never reaches the
-// host's file (bash's save fails on the read-only mask). Without moat the
-// same shell reads the history and appends to it.
+// home writable, whose history is the user's ~/.bash_history, hidden by
+// the user's denyRead (it is not a default secret), sees it empty, runs
+// and exits normally, and its history never reaches the host's file
+// (bash's save fails on the read-only mask). Without moat the same shell
+// reads the history and appends to it.
 func TestHiddenHistoryInSandboxShell(t *testing.T) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("no /bin/bash")
@@ -112,7 +106,7 @@ func TestHiddenHistoryInSandboxShell(t *testing.T) {
 	hist := f.home + "/.bash_history"
 	want := secretText + "\n"
 	must(t, os.WriteFile(hist, []byte(want), 0o600))
-	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}, "denyRead": []string{f.secret, f.outside + "/secretdir", hist}})
 	got := f.sandboxedWith(settings, "shell-history", hist)
 	if got.escaped() {
 		t.Errorf("ESCAPE under moat: %s", got.out)
@@ -128,5 +122,28 @@ func TestHiddenHistoryInSandboxShell(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(hist); !strings.Contains(string(b), historyMarker) {
 		t.Errorf("without moat the shell must append to %s (or this test cannot detect a write): %q", hist, b)
+	}
+}
+
+// TestRenameSavedHistoriesNotDefault: the histories their tools save by a
+// new file renamed over the old one (bash, zsh, readline's REPLs, less)
+// are not default secrets: the kernel drops a file's mask when it is
+// renamed over, moat then ends what runs (fail closed), and every terminal
+// closed or less quit on the host would end the user's sandboxes. They are
+// readable by default, as documented (docs/SECURITY.md), and hidden when
+// the user lists them (TestHiddenHistoryInSandboxShell).
+func TestRenameSavedHistoriesNotDefault(t *testing.T) {
+	f := newFixture(t)
+	var files []string
+	for _, n := range []string{".bash_history", ".zsh_history", ".python_history", ".psql_history", ".lesshst"} {
+		p := f.home + "/" + n
+		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o600))
+		files = append(files, p)
+	}
+	got := f.sandboxed(append([]string{"read-each"}, files...)...)
+	for _, p := range files {
+		if !strings.Contains(got.out, p+": "+secretText) {
+			t.Errorf("%s is hidden by default: a host's save of it would end every running sandbox:\n%s", p, got.out)
+		}
 	}
 }

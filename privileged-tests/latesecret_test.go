@@ -140,7 +140,8 @@ func jsonlSession(t *testing.T, f *fixture) func(id, command string) string {
 
 // TestSecretReplacedAtRunEnd: a command that reads a hidden file replaced
 // on the host and ends before the run's next look (once a second) is told
-// too. Attack pass 101: a loop reading ~/.bash_history every 10 ms copied
+// too (a history the user hides, here). Attack pass 101: a loop reading
+// ~/.bash_history every 10 ms copied
 // the history a host shell saved (by rename) at its exit, and the run
 // ended with the command's exit 0, unsaid. Now the run's last look makes
 // it moat's error (exit 125), naming the file; the read itself is left
@@ -150,6 +151,7 @@ func TestSecretReplacedAtRunEnd(t *testing.T) {
 	f := newFixture(t)
 	hist := f.home + "/.bash_history"
 	must(t, os.WriteFile(hist, []byte("echo old\n"), 0o600))
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, f.outside + "/secretdir", hist}})
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
 		if err := os.WriteFile(hist+".new", []byte(secretText+"\n"), 0o600); err == nil {
@@ -158,7 +160,7 @@ func TestSecretReplacedAtRunEnd(t *testing.T) {
 	}()
 	// Read until the file has contents, then end at once (within 30 s).
 	loop := `for i in $(seq 3000); do c=$(cat '` + hist + `' 2>/dev/null); if [ -n "$c" ]; then echo "read: $c"; exit 0; fi; sleep 0.01; done; exit 3`
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", loop)
+	r := f.exec(moatBin, "run", "--settings", settings, "--", "sh", "-c", loop)
 	if r.code == 0 || !strings.Contains(r.out, "was replaced on the host while the command ran") {
 		t.Errorf("the run that read the replaced history ended unsaid (exit %d):\n%s", r.code, r.out)
 	}
@@ -184,6 +186,7 @@ func TestSecretReplacedTwiceDuringRun(t *testing.T) {
 	f := newFixture(t)
 	hist := f.home + "/.bash_history"
 	must(t, os.WriteFile(hist, []byte("echo old\n"), 0o600))
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, f.outside + "/secretdir", hist}})
 	st, err := os.Stat(hist)
 	must(t, err)
 	ino := st.Sys().(*syscall.Stat_t).Ino
@@ -204,7 +207,7 @@ func TestSecretReplacedTwiceDuringRun(t *testing.T) {
 		reused <- false
 	}()
 	loop := `for i in $(seq 300); do c=$(cat '` + hist + `' 2>/dev/null); [ -n "$c" ] && echo "read: $c"; sleep 0.01; done; exit 0`
-	r := f.exec(moatBin, "run", "--settings", f.settings, "--", "sh", "-c", loop)
+	r := f.exec(moatBin, "run", "--settings", settings, "--", "sh", "-c", loop)
 	if !<-reused {
 		t.Skip("no new file got the old one's inode number on this filesystem: nothing to tell apart")
 	}

@@ -64,27 +64,24 @@ var SecretPaths = []string{
 	".pki/nssdb",
 	".local/share/kwalletd",
 	".Xauthority",
-	// shells' and REPLs' histories: a token typed on a command line
-	// (export GITHUB_TOKEN=..., curl -H "Authorization: ...", mysql -p...,
-	// psql's \password, redis-cli's AUTH) stays in them; a command read
-	// each with the default policy (attack pass 101). Nothing a command
-	// runs needs the user's history, and a shell or REPL inside the
-	// sandbox finds an empty, read-only one (its appends fail, the host's
-	// file is not written). fish keeps its history in a directory of its
-	// own, hidden whole (it rewrites the file by rename).
-	".bash_history",
-	".zsh_history",
-	".zhistory", // prezto's and other zsh frameworks' name
-	".histfile", // zsh's name in zsh-newuser-install's and Arch's configuration
+	// histories that are written in place (a token typed on a command
+	// line stays in them: node's REPL, redis-cli's AUTH, irb), and fish's,
+	// a directory of its own hidden whole (fish saves by rename inside it,
+	// which a directory's mask survives); a command read each (attack pass
+	// 101). A shell or REPL inside the sandbox finds an empty, read-only
+	// one. Not hidden by default: the histories saved by a new file renamed
+	// over the old one, bash's (at every exit once the file is full, or
+	// always without histappend), zsh's (when it trims), readline's
+	// (python, psql, sqlite3, mysql: at every exit) and less's (at every
+	// quit): the kernel drops the mask of a file renamed over, so moat ends
+	// a running command or session when that happens (latesecrets.go), and
+	// closing a terminal or quitting less on the host would end every
+	// sandbox the user runs. A user who prefers them hidden adds them to
+	// denyRead and accepts that (docs/SECURITY.md).
 	".local/share/fish",
-	".python_history",
 	".node_repl_history",
-	".psql_history",
-	".mysql_history",
-	".sqlite_history",
 	".rediscli_history",
 	".irb_history",
-	".lesshst", // less's search history: a password searched for in a log
 	// atuin's history database, and the key its sync encrypts it with
 	".local/share/atuin",
 	// build tools' files that hold only credentials (attack pass 101):
