@@ -98,8 +98,6 @@ func (s *spares) take(flags uintptr) (*spare, string) {
 		why = "too old"
 	case mountsChanged(sp.mounts):
 		why = "the mount table changed"
-	case serverState() != sp.state:
-		why = "this process changed (its limits, cgroup or scheduling)"
 	}
 	unix.Close(sp.mounts)
 	sp.mounts = -1
@@ -236,6 +234,11 @@ func serverState() string {
 	}
 	return b.String()
 }
+
+// changed reports whether this process changed since the spare started,
+// in what a stage 2 inherits (serverState): the launch that took it then
+// starts a stage 2 of its own (start, beside the plan).
+func (sp *spare) changed() bool { return serverState() != sp.state }
 
 // startSpare starts a spare stage 2 with the clone flags flags: the user's
 // own sandbox (its uid and gid mapped to themselves, setgroups denied), no
