@@ -54,22 +54,7 @@ func TestOtherToolsCredentialStoresHidden(t *testing.T) {
 		f.home + "/.config/google-chrome/Default/Cookies",
 		f.home + "/.Xauthority",
 	}
-	for _, p := range files {
-		must(t, os.MkdirAll(filepath.Dir(p), 0o700))
-		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o600))
-	}
-	args := append([]string{"read-each"}, files...)
-	if got := f.sandboxed(args...); got.escaped() {
-		t.Errorf("ESCAPE under moat: %s", got.out)
-	} else if !strings.Contains(got.out, "blocked:") {
-		t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
-	}
-	base := f.direct(args...)
-	for _, p := range files {
-		if !strings.Contains(base.out, p+": "+secretText) {
-			t.Errorf("without moat %s must be read (or this test cannot detect an escape):\n%s", p, base.out)
-		}
-	}
+	f.hiddenByDefault(t, files)
 }
 
 // TestHostServiceKeysHidden: as root, the host's TLS private keys
@@ -113,5 +98,29 @@ func TestOtherUsersSecretClosedWithoutMask(t *testing.T) {
 	got := f.sandboxed("read", shadow)
 	if got.escaped() || !strings.Contains(strings.ToLower(got.out), "permission denied") {
 		t.Errorf("%s under moat (exit %d), want the kernel's refusal:\n%s", shadow, got.code, got.out)
+	}
+}
+
+// hiddenByDefault writes a secret into each of files (made with their
+// directories) and reads them all under moat with the fixture's settings,
+// which hide none of them themselves: none may be read. Without moat each
+// is read, or the test could not tell an escape.
+func (f *fixture) hiddenByDefault(t *testing.T, files []string) {
+	t.Helper()
+	for _, p := range files {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		must(t, os.WriteFile(p, []byte(secretText+"\n"), 0o600))
+	}
+	args := append([]string{"read-each"}, files...)
+	if got := f.sandboxed(args...); got.escaped() {
+		t.Errorf("ESCAPE under moat: %s", got.out)
+	} else if !strings.Contains(got.out, "blocked:") {
+		t.Errorf("the attack did not run under moat (exit %d):\n%s", got.code, got.out)
+	}
+	base := f.direct(args...)
+	for _, p := range files {
+		if !strings.Contains(base.out, p+": "+secretText) {
+			t.Errorf("without moat %s must be read (or this test cannot detect an escape):\n%s", p, base.out)
+		}
 	}
 }

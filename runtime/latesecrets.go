@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -41,7 +42,7 @@ func recordHidden(pol *policy.Policy) (missing []string, present []hiddenFile) {
 		case errors.Is(err, fs.ErrNotExist):
 			missing = append(missing, r.Path)
 		case err == nil:
-			born, _ := birthNS(r.Path)
+			born, _ := gitguard.BirthNS(r.Path)
 			present = append(present, hiddenFile{r.Path, fi, born})
 		}
 	}
@@ -83,7 +84,7 @@ func outsideRoots(paths, roots []string) []string {
 type hiddenFile struct {
 	path string
 	was  os.FileInfo
-	born int64 // its birth (birthNS), 0 where the filesystem keeps none
+	born int64 // its birth (gitguard.BirthNS), 0 where the filesystem keeps none
 }
 
 // replacedBy reports whether fi, which path is now, is another file than
@@ -101,7 +102,7 @@ func (h hiddenFile) replacedBy(fi os.FileInfo) bool {
 	if h.born == 0 {
 		return false
 	}
-	born, ok := birthNS(h.path)
+	born, ok := gitguard.BirthNS(h.path)
 	return ok && born != h.born
 }
 

@@ -111,6 +111,13 @@ func lstat(p string) (fs.FileInfo, error) {
 	return os.Lstat(p)
 }
 
+// BirthNS is when the inode at p (not followed) was made, where the
+// filesystem keeps it, looked up as it is (no autofs check: for a path its
+// caller has just looked up itself). runtime's record of hidden files
+// compares it: a file made in place of another can get the old one's inode
+// number (ext4 hands a freed number out again at once), not its birth.
+func BirthNS(p string) (int64, bool) { return birthNS(p) }
+
 // birthTime is when the inode at p (not followed) was made, where the
 // filesystem says, not below an autofs mount nothing covers.
 func birthTime(p string) (int64, bool) {
