@@ -1110,17 +1110,6 @@ func serverChildren(t *testing.T, pid int) []int {
 	return out
 }
 
-// procAlive: pid runs (neither gone nor a zombie).
-func procAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // waitFor polls cond for up to ten seconds.
 func waitFor(cond func() bool) bool {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -1244,7 +1233,7 @@ func TestServerRunSpareStage2(t *testing.T) {
 	}
 	inits := serverChildren(t, kids[0]) // its init
 	syscall.Kill(kids[0], syscall.SIGKILL)
-	if !waitFor(func() bool { return !procAlive(kids[0]) && (len(inits) == 0 || !procAlive(inits[0])) }) {
+	if !waitFor(func() bool { return !alive(kids[0]) && (len(inits) == 0 || !alive(inits[0])) }) {
 		t.Fatal("the spare outlived SIGKILL")
 	}
 	if r, took, _ := run("", "echo fine"); r.code != 0 || r.stdout != "fine\n" || took {
@@ -1256,7 +1245,7 @@ func TestServerRunSpareStage2(t *testing.T) {
 	}
 	srv.Process.Signal(syscall.SIGTERM)
 	srv.Wait()
-	if !waitFor(func() bool { return !procAlive(kids[0]) }) {
+	if !waitFor(func() bool { return !alive(kids[0]) }) {
 		t.Errorf("spare %d outlived moat serve", kids[0])
 	}
 }
