@@ -46,3 +46,26 @@ func TestRunEnvironmentCredentialForms(t *testing.T) {
 		t.Errorf("GIT_CONFIG_KEY_0 was removed:\n%s\n%s", r.stdout, r.stderr)
 	}
 }
+
+// A password holding ':' in a login without a scheme, names that say
+// "password" by a short form (DB_PASS, SSHPASS), Kafka's JAAS
+// configuration and a Slack webhook do not reach the command, and a
+// LANGUAGE list with a modifier does (attack pass 103: the credentials
+// reached the command, LANGUAGE=de:sr@latin:en was removed as a login).
+func TestRunEnvironmentCredentialShapes(t *testing.T) {
+	tr := newTree(t)
+	env := tr.env(
+		"LOGIN=user:pa:s3cret@db.example.com",
+		"DB_PASS=s3cret", "RABBITMQ_DEFAULT_PASS=s3cret", "SSHPASS=s3cret", "DOCKER_CREDS=u:s3cret",
+		`KAFKA_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret";`,
+		"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T0000/B0000/s3cretXXXXXXXXXXXXXX",
+		"LANGUAGE=de:sr@latin:en",
+	)
+	r := tr.moat(t, "", env, "run", "--settings", tr.settings, "--", "env")
+	if strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("a credential reached the command:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "LANGUAGE=de:sr@latin:en") {
+		t.Errorf("LANGUAGE was removed:\n%s\n%s", r.stdout, r.stderr)
+	}
+}

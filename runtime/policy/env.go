@@ -41,6 +41,20 @@ func IsCredentialVar(name string) bool {
 	if strings.HasSuffix(u, "_AUTH") {
 		return true
 	}
+	// Short forms of "password" and "credentials" no credential word
+	// covers (attack pass 103: DB_PASS, RABBITMQ_DEFAULT_PASS, DB_PWD,
+	// LDAP_BIND_PW, DOCKER_CREDS and sshpass's SSHPASS reached the
+	// command). Only as the name's last part: PWD and OLDPWD, the working
+	// directories, have no "_", and PASS inside a word (PASSTHROUGH,
+	// BYPASS_CACHE) is no password.
+	for _, s := range []string{"_PASS", "_PWD", "_PW", "_CREDS"} {
+		if strings.HasSuffix(u, s) {
+			return true
+		}
+	}
+	if u == "SSHPASS" {
+		return true
+	}
 	for _, c := range CredentialVars {
 		if u == c {
 			return true
@@ -98,10 +112,12 @@ func urlPassword(v string) bool {
 // schemelessLogin reports a value that starts user:password@host with no
 // scheme, as Go's MySQL driver takes its DSN (user:password@tcp(h:3306)/db)
 // and redis-cli, rsync or a *_DSN often do. The user and the password
-// have no / (a PATH-like list, a URL's path is not one) and the password
-// no : (a colon list such as LANGUAGE=de:sr@latin is not one) unless the
-// host is the MySQL DSN's protocol(address); mailto:, sip: and the other
-// URIs without // are addresses, not logins.
+// have no / (a PATH-like list, a URL's path is not one); a password may
+// hold : (user:pa:ss@host, attack pass 103: it reached the command when a
+// : in the password meant "a colon list"). The colon list that does carry
+// an @ is gettext's LANGUAGE of locale names (de:sr@latin, which was
+// removed as a login): a value made only of locale names is not one.
+// mailto:, sip: and the other URIs without // are addresses, not logins.
 func schemelessLogin(v string) bool {
 	at := strings.IndexByte(v, '@')
 	if at <= 0 || strings.ContainsAny(v[:at], "/ \t\n") {
@@ -122,7 +138,24 @@ func schemelessLogin(v string) bool {
 	if p := strings.IndexByte(host, '('); p > 0 && !strings.ContainsAny(host[:p], ".:/") {
 		return true // MySQL: protocol(address)
 	}
-	return !strings.Contains(pass, ":")
+	return !localeList(v)
+}
+
+// localeName matches one locale name of a LANGUAGE list: language,
+// territory, codeset and one of glibc's modifiers (sr@latin, de_DE@euro,
+// en@quot), or C and POSIX. The modifiers are listed so that a login's
+// host (bob:pw@db) is not taken for one.
+var localeName = regexp.MustCompile(`^([a-z]{2,3}(_[A-Z]{2})?(\.[A-Za-z0-9-]+)?` +
+	`(@(latin|cyrillic|euro|valencia|quot|boldquot|devanagari|saaho|iqtelif|abegede|hebrew|latn|cyrl|traditional))?|C|POSIX)(\.[A-Za-z0-9-]+)?$`)
+
+// localeList reports whether v is a colon list of locale names only.
+func localeList(v string) bool {
+	for _, f := range strings.Split(v, ":") {
+		if !localeName.MatchString(f) {
+			return false
+		}
+	}
+	return true
 }
 
 // credentialKeys are the keys (lower-cased, without spaces, - and _) that
@@ -139,21 +172,36 @@ var credentialKeys = map[string]bool{
 
 // credentialPair reports a key=value pair in v, separated by ?, & or ;,
 // whose key names a secret and whose value is not empty. A key's spaces
-// are dropped (ADO.NET's "User Id=sa;Password=x").
+// are dropped (ADO.NET's "User Id=sa;Password=x"). A pair standing after
+// a space counts too, its value in quotes or not: Kafka's JAAS
+// configuration (sasl.jaas.config, KAFKA_SASL_JAAS_CONFIG="...LoginModule
+// required username=\"u\" password=\"p\";") reached the command, attack
+// pass 103.
 func credentialPair(v string) bool {
 	for _, part := range strings.FieldsFunc(v, func(r rune) bool {
 		return r == '?' || r == '&' || r == ';' || r == '\n'
 	}) {
-		key, val, ok := strings.Cut(part, "=")
-		if !ok || val == "" {
-			continue
-		}
-		key = strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(key))
-		if credentialKeys[key] {
+		if pairNamesSecret(part) {
 			return true
+		}
+		for _, word := range strings.Fields(part) {
+			if pairNamesSecret(word) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// pairNamesSecret reports a key=value whose key names a secret and whose
+// value, without its quotes, is not empty.
+func pairNamesSecret(part string) bool {
+	key, val, ok := strings.Cut(part, "=")
+	if !ok || strings.Trim(val, `"' `) == "" {
+		return false
+	}
+	key = strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(key))
+	return credentialKeys[key]
 }
 
 // credentialForm matches secrets by their own form: an HTTP Authorization
@@ -166,7 +214,12 @@ var credentialForm = regexp.MustCompile(`(?i:authorization:\s*\S)|` +
 	`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|` +
 	`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|` +
 	`xox[abposr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16}|pypi-AgE[A-Za-z0-9_-]{20,}|` +
-	`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,})|` +
+	`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,}|` +
+	// A Slack or Discord webhook's URL is its own credential: whoever
+	// holds it posts to the channel (SLACK_WEBHOOK_URL reached the
+	// command, attack pass 103).
+	`hooks\.slack\.com/(services|workflows|triggers)/[A-Za-z0-9/_-]{10,}|` +
+	`discord(app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})|` +
 	`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
 
 // isGitConfigKey reports git's GIT_CONFIG_KEY_<n>: its value is the name

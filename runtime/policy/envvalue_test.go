@@ -85,3 +85,47 @@ func TestFilterEnvCredentialForms(t *testing.T) {
 		t.Errorf("kept %d variables, want %d", len(out), len(plain))
 	}
 }
+
+// Attack pass 103: each of these reached a sandboxed env with the default
+// policy; the ordinary values after them (LANGUAGE=de:sr@latin was removed
+// as a login) must stay.
+func TestFilterEnvCredentialShapes(t *testing.T) {
+	secret := []string{
+		"LOGIN=user:pa:ss@db.example.com",
+		"REDIS_LOGIN=default:a:b:c@redis:6379",
+		"DB_PASS=hunter2", "RABBITMQ_DEFAULT_PASS=hunter2", "DB_PWD=hunter2",
+		"LDAP_BIND_PW=hunter2", "DOCKER_CREDS=u:hunter2", "SSHPASS=hunter2",
+		`KAFKA_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="hunter2";`,
+		`SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username=alice password=hunter2;`,
+		"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+		"ALERTS=https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz0123",
+	}
+	plain := []string{
+		"LANGUAGE=de:sr@latin:en", "LANGUAGE_2=sr@latin", "LANG_LIST=en_US.UTF-8:en@quot:C",
+		"PWD=/home/u", "OLDPWD=/home/u/src", "BYPASS_CACHE=1", "PASSTHROUGH=1",
+		"GIT_REMOTE=git@github.com:o/r.git", "PS1=\\u@\\h:\\w\\$ ",
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128",
+		"KAFKA_OPTS=-Djava.security.auth.login.config=/etc/kafka/jaas.conf",
+		`JAAS_EMPTY=x required username="" password="";`,
+		"SLACK_CHANNEL=https://app.slack.com/client/T000/C000",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_KEY_0=user.name",
+	}
+	out, removed := FilterEnv(append(append([]string{}, secret...), plain...), nil, nil)
+	gone := map[string]bool{}
+	for _, n := range removed {
+		gone[n] = true
+	}
+	for _, kv := range secret {
+		if n, _, _ := strings.Cut(kv, "="); !gone[n] {
+			t.Errorf("%s reached the command", kv)
+		}
+	}
+	for _, kv := range plain {
+		if n, _, _ := strings.Cut(kv, "="); gone[n] {
+			t.Errorf("%s was removed", kv)
+		}
+	}
+	if len(out) != len(plain) {
+		t.Errorf("kept %d variables, want %d", len(out), len(plain))
+	}
+}
