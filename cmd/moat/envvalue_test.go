@@ -59,6 +59,9 @@ func TestRunEnvironmentCredentialShapes(t *testing.T) {
 		"DB_PASS=s3cret", "RABBITMQ_DEFAULT_PASS=s3cret", "SSHPASS=s3cret", "DOCKER_CREDS=u:s3cret",
 		`KAFKA_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret";`,
 		"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T0000/B0000/s3cretXXXXXXXXXXXXXX",
+		"GITHUB_PAT=s3cret0123456789abcdef0123456789abcdef",
+		`VSS_NUGET_EXTERNAL_FEED_ENDPOINTS={"endpointCredentials":[{"endpoint":"https://f.example/index.json","password":"s3cret"}]}`,
+		"NPM_RC=//registry.npmjs.org/:_authToken=s3cret",
 		"LANGUAGE=de:sr@latin:en",
 	)
 	r := tr.moat(t, "", env, "run", "--settings", tr.settings, "--", "env")

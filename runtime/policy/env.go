@@ -43,16 +43,19 @@ func IsCredentialVar(name string) bool {
 	}
 	// Short forms of "password" and "credentials" no credential word
 	// covers (attack pass 103: DB_PASS, RABBITMQ_DEFAULT_PASS, DB_PWD,
-	// LDAP_BIND_PW, DOCKER_CREDS and sshpass's SSHPASS reached the
+	// LDAP_BIND_PW, DOCKER_CREDS, GOOGLE_CREDS_JSON and sshpass's SSHPASS reached the
 	// command). Only as the name's last part: PWD and OLDPWD, the working
 	// directories, have no "_", and PASS inside a word (PASSTHROUGH,
 	// BYPASS_CACHE) is no password.
-	for _, s := range []string{"_PASS", "_PWD", "_PW", "_CREDS"} {
+	// A personal access token under _PAT (GITHUB_PAT, which R's usethis
+	// and remotes read; AZURE_DEVOPS_EXT_PAT, the az devops CLI's) reached
+	// the command too when its value had no known form.
+	for _, s := range []string{"_PASS", "_PWD", "_PW", "_PAT"} {
 		if strings.HasSuffix(u, s) {
 			return true
 		}
 	}
-	if u == "SSHPASS" {
+	if u == "SSHPASS" || strings.Contains(u, "CREDS") {
 		return true
 	}
 	for _, c := range CredentialVars {
@@ -84,7 +87,7 @@ func IsCredentialVar(name string) bool {
 // ConnectionStrings__Default, a webhook's ?token= and CI_JOB_JWT did.
 func IsCredentialValue(v string) bool {
 	return urlPassword(v) || schemelessLogin(v) || credentialPair(v) ||
-		credentialForm.MatchString(v)
+		jsonCredential(v) || credentialForm.MatchString(v)
 }
 
 // urlPassword reports a scheme://user:password@host anywhere in v. The
@@ -200,8 +203,33 @@ func pairNamesSecret(part string) bool {
 	if !ok || strings.Trim(val, `"' `) == "" {
 		return false
 	}
+	// npm's per-registry keys (//registry.npmjs.org/:_authToken=...)
+	// name the secret after the last ':'.
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		key = key[i+1:]
+	}
 	key = strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(key))
 	return credentialKeys[key]
+}
+
+// jsonSecret matches a JSON member whose key names a secret and whose
+// string value is not empty: VSS_NUGET_EXTERNAL_FEED_ENDPOINTS's
+// "password", an OAuth client's "client_secret" and "refresh_token", a
+// Docker config's "auth" (attack pass 103: each reached the command).
+var jsonSecret = regexp.MustCompile(`"([A-Za-z_ -]+)"\s*:\s*"[^"]`)
+
+// jsonCredential reports a JSON member of jsonSecret's form in v.
+func jsonCredential(v string) bool {
+	if !strings.Contains(v, "\":") && !strings.Contains(v, "\" :") {
+		return false
+	}
+	for _, m := range jsonSecret.FindAllStringSubmatch(v, -1) {
+		key := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(m[1]))
+		if credentialKeys[key] || key == "auth" {
+			return true
+		}
+	}
+	return false
 }
 
 // credentialForm matches secrets by their own form: an HTTP Authorization
@@ -215,6 +243,8 @@ var credentialForm = regexp.MustCompile(`(?i:authorization:\s*\S)|` +
 	`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|` +
 	`xox[abposr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16}|pypi-AgE[A-Za-z0-9_-]{20,}|` +
 	`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,}|` +
+	// OpenAI's project keys, Google's API keys, Stripe's live keys.
+	`sk-proj-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{20,}|` +
 	// A Slack or Discord webhook's URL is its own credential: whoever
 	// holds it posts to the channel (SLACK_WEBHOOK_URL reached the
 	// command, attack pass 103).

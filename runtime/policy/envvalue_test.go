@@ -99,6 +99,15 @@ func TestFilterEnvCredentialShapes(t *testing.T) {
 		`SPRING_KAFKA_PROPERTIES_SASL_JAAS_CONFIG=org.apache.kafka.common.security.scram.ScramLoginModule required username=alice password=hunter2;`,
 		"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
 		"ALERTS=https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz0123",
+		"AZURE_DEVOPS_EXT_PAT=abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst",
+		"GITHUB_PAT=0123456789abcdef0123456789abcdef01234567",
+		`VSS_NUGET_EXTERNAL_FEED_ENDPOINTS={"endpointCredentials":[{"endpoint":"https://pkgs.dev.azure.com/o/_packaging/f/nuget/v3/index.json","username":"u","password":"hunter2"}]}`,
+		`GOOGLE_CREDS_JSON={"type":"authorized_user","client_id":"x","client_secret":"hunter2"}`,
+		`REGISTRY_JSON={"auths":{"r.example":{"auth":"dTpodW50ZXIy"}}}`,
+		"NPM_RC=//registry.npmjs.org/:_authToken=hunter2",
+		"LLM_OPTS=--key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+		"MAPS=AIzaSyA-abcdefghijklmnopqrstuvwxyz012345",
+		"BILLING=sk_live_abcdefghijklmnopqrstuvwx",
 	}
 	plain := []string{
 		"LANGUAGE=de:sr@latin:en", "LANGUAGE_2=sr@latin", "LANG_LIST=en_US.UTF-8:en@quot:C",
@@ -109,6 +118,8 @@ func TestFilterEnvCredentialShapes(t *testing.T) {
 		`JAAS_EMPTY=x required username="" password="";`,
 		"SLACK_CHANNEL=https://app.slack.com/client/T000/C000",
 		"PATH=/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_KEY_0=user.name",
+		`NPM_PKG_JSON={"name":"x","version":"1.0.0","author":"a"}`, `EMPTY_JSON={"token":""}`,
+		"KAFKA_BROKERS=SASL_SSL://broker:9092", "PATH_PATTERN=x",
 	}
 	out, removed := FilterEnv(append(append([]string{}, secret...), plain...), nil, nil)
 	gone := map[string]bool{}
