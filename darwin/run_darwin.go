@@ -189,6 +189,7 @@ func (p *Process) makeProfile(route proxyRoute, tty string) error {
 	env := p.spec.Env
 	prot, err := Survey(pol, SurveyOptions{
 		XDGConfigHome: lookupEnv(env, "XDG_CONFIG_HOME"),
+		HGRCPath:      lookupEnv(env, "HGRCPATH"),
 		// The user's git reads these from the same environment.
 		GitConfigGlobal: lookupEnv(env, "GIT_CONFIG_GLOBAL"),
 		GitConfigSystem: lookupEnv(env, "GIT_CONFIG_SYSTEM"),

@@ -43,6 +43,8 @@ type SurveyOptions struct {
 	MaxDirs int
 	// XDGConfigHome is $XDG_CONFIG_HOME, where git's user config may live.
 	XDGConfigHome string
+	// HGRCPath is $HGRCPATH, the files the user's hg reads.
+	HGRCPath string
 	// GitConfigGlobal, GitConfigSystem and GitTemplateDir are
 	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
 	// command's environment (the user's): where the user's git reads its
@@ -189,7 +191,7 @@ func (s *survey) run() ([]Protection, error) {
 	}
 	// What the user's Mercurial configuration includes (%include): the
 	// user's hg status during the run reads it (attack pass 94).
-	for _, inc := range gitguard.HgUserIncludes(s.home, s.o.XDGConfigHome) {
+	for _, inc := range gitguard.HgUserIncludes(s.home, s.o.XDGConfigHome, s.o.HGRCPath) {
 		s.protect(s.resolve(inc), "hg: included by the user's Mercurial configuration")
 	}
 	for _, t := range s.global.templateDirs {

@@ -86,6 +86,9 @@ type planInput struct {
 	// xdgConfigHome is $XDG_CONFIG_HOME of the command's environment (the
 	// client's under moatd), where the user's git config may live.
 	xdgConfigHome string
+	// hgrcPath is $HGRCPATH of the command's environment: the user's hg
+	// reads the files it names.
+	hgrcPath string
 	// gitConfigGlobal, gitConfigSystem and gitTemplateDir are
 	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
 	// command's environment, the user's: files the user's git reads as its
@@ -1033,7 +1036,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		// What the user's Mercurial configuration includes, in a writable
 		// tree, is read-only where it exists: the user's hg status during
 		// the run reads it (the audit judges it after: attack pass 94).
-		for _, p := range gitguard.HgUserIncludes(home, xdg) {
+		for _, p := range gitguard.HgUserIncludes(home, xdg, in.hgrcPath) {
 			c := p
 			if !gitguard.AutofsOnWay(p, true) {
 				if r, _, err := in.dirs.canonical(p); err == nil {
@@ -1041,7 +1044,7 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 				}
 			}
 			if inAnyRoot(c, v.allowWrite) && !holdsRoot(c, v.allowWrite) {
-				protect(c, "hg: a file the user's Mercurial configuration includes (%include)", false)
+				protect(c, "hg: a file the user's Mercurial configuration includes (%include) or $HGRCPATH names", false)
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func (ln *launcher) makePlan() error {
 	uid, gid := ln.ids()
 	in := planInput{pol: &pol2, uid: uid, gid: gid, exposeRO: expose,
 		cache: cacheIO{dir: filepath.Join(st, "cache")}, mountPoint: ln.mountPoint, noMounts: ln.nons, dirs: ln.dirs,
-		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), asClient: ln.l.As != nil,
+		xdgConfigHome: envValue(ln.l.Env, "XDG_CONFIG_HOME"), hgrcPath: envValue(ln.l.Env, "HGRCPATH"), asClient: ln.l.As != nil,
 		gitConfigGlobal: envValue(ln.l.Env, "GIT_CONFIG_GLOBAL"), gitConfigSystem: envValue(ln.l.Env, "GIT_CONFIG_SYSTEM"),
 		gitTemplateDir: envValue(ln.l.Env, "GIT_TEMPLATE_DIR")}
 	if id := ln.l.As; id != nil {

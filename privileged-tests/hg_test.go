@@ -192,3 +192,73 @@ func TestHgWorkKeptInSandbox(t *testing.T) {
 		t.Errorf("the clone's hgrc: %q, %v", b, err)
 	}
 }
+
+// $HGRCPATH of the user's shell (a per-project one, set by direnv) names
+// files of the writable project: hg reads each as an hgrc, and a
+// directory's *.rc files too. A run that added a hook to one, made one
+// that did not exist, or made an .rc in such a directory ran the hook at
+// the user's next hg status, outside moat (attack pass 103). The same
+// edit without moat must run it.
+func TestHgrcPathTakenOut(t *testing.T) {
+	testutil.RequireRoot(t)
+	if viaSession() {
+		t.Skip("runs moat run itself: make test-go runs it")
+	}
+	if _, err := exec.LookPath("hg"); err != nil {
+		t.Skip("hg (Mercurial) is not installed (make deps installs it): the Mercurial routes cannot be shown")
+	}
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work}})
+			var cred *syscall.Credential
+			if tier == "rootless" {
+				giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			marker := filepath.Join(f.root, "pwned-hgrcpath-"+tier)
+			hook := "printf '[hooks]\\npre-status = touch " + marker + "\\n'"
+			hgrcpath := "HGRCPATH=" + f.work + "/team.hgrc:" + f.work + "/new.rc:" + f.work + "/hgrc.d"
+			sh := func(argv ...string) result {
+				t.Helper()
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir, cmd.Env = f.work, append(f.env(), hgrcpath)
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				out, _ := cmd.CombinedOutput()
+				return result{out: string(out)}
+			}
+			for _, r := range []struct{ name, cmd string }{
+				{"existing-file", hook + " >> team.hgrc"},
+				{"new-file", hook + " > new.rc"},
+				{"directory", hook + " > hgrc.d/x.rc"},
+			} {
+				for _, p := range []string{"repo", "team.hgrc", "new.rc", "hgrc.d"} {
+					must(t, os.RemoveAll(filepath.Join(f.work, p)))
+				}
+				os.Remove(marker)
+				if got := sh("/bin/sh", "-c", "hg init repo && printf '[ui]\\nusername = u\\n' > team.hgrc && mkdir hgrc.d && echo OK"); !strings.Contains(got.out, "OK") {
+					t.Fatalf("%s: setup: %s", r.name, got.out)
+				}
+				time.Sleep(1100 * time.Millisecond) // the setup is older than the run
+				got := sh(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", "("+r.cmd+" || true) && echo DONE")
+				if !strings.Contains(got.out, "DONE") {
+					t.Fatalf("%s: the command did not run under moat:\n%s", r.name, got.out)
+				}
+				sh("/bin/sh", "-c", "cd repo && hg status")
+				if _, err := os.Lstat(marker); err == nil {
+					t.Errorf("%s: ESCAPE: the user's hg status ran the hook the sandboxed command left in a file $HGRCPATH names:\n%s", r.name, got.out)
+				}
+				os.Remove(marker)
+				sh("/bin/sh", "-c", r.cmd)
+				sh("/bin/sh", "-c", "cd repo && hg status")
+				if _, err := os.Lstat(marker); err != nil {
+					t.Errorf("%s: the same edit without moat must run the hook (or this test cannot see an escape)", r.name)
+				}
+			}
+		})
+	}
+}

@@ -67,6 +67,7 @@ func auditGit(fp enforce.Footprint, start, unsettled time.Time, home, stateDir s
 		Hidden:        fp.Hidden,
 		Placeholder:   fp.Placeholder,
 		XDGConfigHome: userEnv("XDG_CONFIG_HOME"),
+		HGRCPath:      userEnv("HGRCPATH"),
 		// The user's git reads these from the same environment.
 		GitConfigGlobal: userEnv("GIT_CONFIG_GLOBAL"),
 		GitConfigSystem: userEnv("GIT_CONFIG_SYSTEM"),

@@ -56,6 +56,9 @@ type Options struct {
 	// XDGConfigHome is $XDG_CONFIG_HOME of the command's environment (the
 	// user's git config may be there); this process's own is never read.
 	XDGConfigHome string
+	// HGRCPath is $HGRCPATH of the command's environment: the user's hg
+	// reads the files it names (attack pass 103).
+	HGRCPath string
 	// GitConfigGlobal, GitConfigSystem and GitTemplateDir are
 	// $GIT_CONFIG_GLOBAL, $GIT_CONFIG_SYSTEM and $GIT_TEMPLATE_DIR of the
 	// command's environment, the user's: git reads the first two as the

@@ -144,34 +144,74 @@ func hgIncludes(b []byte, dir, home string, vars map[string]string) []string {
 		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
 			continue
 		}
-		v := strings.TrimSpace(rest)
-		if v == "" {
+		v, ok := hgExpandPath(strings.TrimSpace(rest), dir, home, vars)
+		if !ok {
 			continue
 		}
-		if v, ok = expandHgVars(v, vars); !ok {
-			continue
-		}
-		if v == "~" || strings.HasPrefix(v, "~/") {
-			if home == "" {
-				continue
-			}
-			v = home + v[1:]
-		} else if name, rest, _ := strings.Cut(v[1:], "/"); v[0] == '~' {
-			// ~name is that user's home in the password database, as
-			// Python's expanduser takes it (attack pass 98: ~daemon/../..
-			// reached the writable project, and the audit joined it to
-			// the hgrc's directory instead). A name it does not know
-			// stays as it is, relative, as hg keeps it.
-			if u, err := user.Lookup(name); err == nil && u.HomeDir != "" {
-				v = strings.TrimRight(u.HomeDir, "/") + "/" + rest
-			}
-		}
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(dir, v)
-		}
-		out = append(out, filepath.Clean(v))
+		out = append(out, v)
 	}
 	return out
+}
+
+// hgExpandPath expands a path of a Mercurial configuration as hg's
+// expandpath does ($VARS from vars, ~ and ~name) and joins a relative one
+// to dir; ok is false where it cannot be known.
+func hgExpandPath(v, dir, home string, vars map[string]string) (string, bool) {
+	if v == "" {
+		return "", false
+	}
+	v, ok := expandHgVars(v, vars)
+	if !ok || v == "" {
+		return "", false
+	}
+	if v == "~" || strings.HasPrefix(v, "~/") {
+		if home == "" {
+			return "", false
+		}
+		v = home + v[1:]
+	} else if name, rest, _ := strings.Cut(v[1:], "/"); v[0] == '~' {
+		// ~name is that user's home in the password database, as
+		// Python's expanduser takes it (attack pass 98: ~daemon/../..
+		// reached the writable project, and the audit joined it to
+		// the hgrc's directory instead). A name it does not know
+		// stays as it is, relative, as hg keeps it.
+		if u, err := user.Lookup(name); err == nil && u.HomeDir != "" {
+			v = strings.TrimRight(u.HomeDir, "/") + "/" + rest
+		}
+	}
+	if !filepath.IsAbs(v) {
+		if dir == "" {
+			return "", false
+		}
+		v = filepath.Join(dir, v)
+	}
+	return filepath.Clean(v), true
+}
+
+// hgrcPathEntries returns what $HGRCPATH (hgrcpath) names, as hg reads
+// it: each entry of the colon list is a configuration file, or a
+// directory whose *.rc files are (listed now: files made since are
+// among them). A relative entry is not known (hg takes it from the
+// directory the user's hg runs in).
+func hgrcPathEntries(hgrcpath, home string, vars map[string]string) (files, dirs []string) {
+	for _, e := range strings.Split(hgrcpath, ":") {
+		p, ok := hgExpandPath(e, "", home, vars)
+		if !ok {
+			continue
+		}
+		if fi, err := stat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+			ents, _ := readDir(p)
+			for _, en := range ents {
+				if strings.HasSuffix(en.Name(), ".rc") {
+					files = append(files, filepath.Join(p, en.Name()))
+				}
+			}
+			continue
+		}
+		files = append(files, p)
+	}
+	return files, dirs
 }
 
 // expandHgVars expands $NAME and ${NAME} in v as Python's
@@ -234,7 +274,7 @@ func (a *auditor) hgVars() map[string]string {
 // rows). What the configuration includes outside the tree is read for its
 // own includes, not judged: the run could not write it.
 func (a *auditor) hgUserIncludes(in func(string) bool) {
-	hgUserChain(a.o.Home, a.o.XDGConfigHome, func(p string, depth int) bool {
+	hgUserChain(a.o.Home, a.o.XDGConfigHome, a.o.HGRCPath, func(p string, depth int) bool {
 		if in(p) {
 			a.hgFile(p, false, depth, map[string]bool{})
 			return false
@@ -249,19 +289,26 @@ func (a *auditor) hgUserIncludes(in func(string) bool) {
 // $XDG_CONFIG_HOME: the plan keeps those in the writable trees read-only
 // where they exist (the audit judges them after the run), so the user's
 // hg status during the run reads none the command wrote (attack pass 94).
-func HgUserIncludes(home, xdg string) []string {
+// The files and directories $HGRCPATH (hgrcpath) names are among them,
+// and what those include (attack pass 103).
+func HgUserIncludes(home, xdg, hgrcpath string) []string {
 	var out []string
-	hgUserChain(home, xdg, func(p string, _ int) bool {
+	hgUserChain(home, xdg, hgrcpath, func(p string, _ int) bool {
 		out = append(out, p)
 		return true
 	})
-	return out
+	_, dirs := hgrcPathEntries(hgrcpath, home, map[string]string{"HOME": home, "XDG_CONFIG_HOME": xdg})
+	return append(out, dirs...)
 }
 
 // hgUserChain calls visit for each file the user's Mercurial
 // configuration includes, and reads those for which visit returns true
-// for their own includes.
-func hgUserChain(home, xdg string, visit func(p string, depth int) bool) {
+// for their own includes. The files $HGRCPATH names are visited
+// themselves: a user whose shell points it at a file of a writable
+// project (a per-project HGRCPATH, set by direnv) gave that file an
+// hgrc's power, and a run that added a hook to it ran the hook at the
+// user's next hg status (attack pass 103).
+func hgUserChain(home, xdg, hgrcpath string, visit func(p string, depth int) bool) {
 	if home == "" {
 		return
 	}
@@ -274,13 +321,13 @@ func hgUserChain(home, xdg string, visit func(p string, depth int) bool) {
 	}
 	vars := map[string]string{"HOME": home, "XDG_CONFIG_HOME": xdg}
 	seen := map[string]bool{}
-	var chain func(p string, depth int)
-	chain = func(p string, depth int) {
+	var chain func(p string, depth int, root bool)
+	chain = func(p string, depth int, root bool) {
 		if depth > 10 || seen[p] {
 			return
 		}
 		seen[p] = true
-		if depth > 0 && !visit(p, depth) {
+		if (depth > 0 || root) && !visit(p, depth) {
 			return
 		}
 		b, _, err := readSmall(p, maxConfigSize)
@@ -288,10 +335,14 @@ func hgUserChain(home, xdg string, visit func(p string, depth int) bool) {
 			return
 		}
 		for _, inc := range hgIncludes(b, filepath.Dir(p), home, vars) {
-			chain(inc, depth+1)
+			chain(inc, depth+1, false)
 		}
 	}
 	for _, f := range files {
-		chain(f, 0)
+		chain(f, 0, false)
+	}
+	pathFiles, _ := hgrcPathEntries(hgrcpath, home, vars)
+	for _, f := range pathFiles {
+		chain(f, 0, true)
 	}
 }
