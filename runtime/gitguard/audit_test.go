@@ -29,6 +29,7 @@ type scene struct {
 	hidden                       func(string) bool // Options.Hidden
 	roots                        []string          // the audit's roots (nil: w alone)
 	xdg                          string            // XDG_CONFIG_HOME of the user and the command ("": unset)
+	hgrcpath                     string            // HGRCPATH of the user and the command ("": unset)
 	gitGlobal, gitTemplates      string            // GIT_CONFIG_GLOBAL, GIT_TEMPLATE_DIR likewise
 	maxDirs                      int               // Options.MaxDirs (0: the default)
 }
@@ -151,7 +152,7 @@ func (s *scene) auditFrom(since, start time.Time) *Report {
 		roots = []string{s.w}
 	}
 	rep, err := Audit(Options{
-		Roots: roots, Since: since, Start: start, Home: s.home, Hidden: s.hidden, XDGConfigHome: s.xdg, MaxDirs: s.maxDirs,
+		Roots: roots, Since: since, Start: start, Home: s.home, Hidden: s.hidden, XDGConfigHome: s.xdg, HGRCPath: s.hgrcpath, MaxDirs: s.maxDirs,
 		GitConfigGlobal: s.gitGlobal, GitTemplateDir: s.gitTemplates,
 		QuarantineDir: filepath.Join(s.root, "quarantine"),
 		CacheDir:      filepath.Join(s.root, "cache"),

@@ -46,6 +46,11 @@ func (a *auditor) hgRepo(dir string) {
 	}
 }
 
+// hgSystemDirs are where hg reads the system's configuration (hgrc and
+// hgrc.d/*.rc in each): /etc/mercurial, and etc/mercurial of the prefix
+// its Python runs from (/usr, /usr/local).
+var hgSystemDirs = []string{"/etc/mercurial", "/usr/etc/mercurial", "/usr/local/etc/mercurial"}
+
 // hgHomeConfigs are the user's Mercurial configuration files below the
 // home. ~/.hgrc is a tool name too (taken out whenever the run changed
 // it): it is here for the files it includes, which hg reads at every run
@@ -318,6 +323,19 @@ func hgUserChain(home, xdg, hgrcpath string, visit func(p string, depth int) boo
 	}
 	if filepath.IsAbs(xdg) {
 		files = append(files, filepath.Join(xdg, "hg", "hgrc"))
+	}
+	// The system's configuration is root's and read-only, but what it
+	// includes may lie in a writable tree (%include ~/x, a shared path):
+	// a run that made the file /etc/mercurial/hgrc.d/site.rc included ran
+	// its hook at the user's next hg status (attack pass 103).
+	for _, d := range hgSystemDirs {
+		files = append(files, filepath.Join(d, "hgrc"))
+		ents, _ := readDir(filepath.Join(d, "hgrc.d"))
+		for _, en := range ents {
+			if strings.HasSuffix(en.Name(), ".rc") {
+				files = append(files, filepath.Join(d, "hgrc.d", en.Name()))
+			}
+		}
 	}
 	vars := map[string]string{"HOME": home, "XDG_CONFIG_HOME": xdg}
 	seen := map[string]bool{}

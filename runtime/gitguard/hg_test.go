@@ -119,3 +119,62 @@ func TestAuditXDGHgrc(t *testing.T) {
 		t.Error("ESCAPE: the user's hg status ran the hook of $XDG_CONFIG_HOME/hg/hgrc, made during the run")
 	}
 }
+
+// $HGRCPATH names files of a writable tree (a per-project one), and the
+// system's configuration (/etc/mercurial/hgrc.d/*.rc) includes one: a
+// run that wrote or made either ran its hook at the user's next hg
+// status (attack pass 103). hg here reads the stand-in system directory
+// through HGRCPATH, as it reads /etc/mercurial when HGRCPATH is unset.
+func TestAuditHgrcPathAndSystemInclude(t *testing.T) {
+	if _, err := exec.LookPath("hg"); err != nil {
+		t.Skip("hg (Mercurial) is not installed")
+	}
+	for _, route := range []string{"hgrcpath-file", "hgrcpath-dir", "system-include"} {
+		t.Run(route, func(t *testing.T) {
+			s := newScene(t)
+			hgRepo := filepath.Join(s.w, "hgr")
+			sys := filepath.Join(s.home, "sys") // not writable: outside the roots
+			s.write(filepath.Join(sys, "hgrc.d", "site.rc"), "%include "+filepath.Join(s.w, "site.rc")+"\n")
+			var target, hgrcpath string
+			switch route {
+			case "hgrcpath-file":
+				target, hgrcpath = filepath.Join(s.w, "team.hgrc"), filepath.Join(s.w, "team.hgrc")
+				s.hgrcpath = hgrcpath
+			case "hgrcpath-dir":
+				must(t, os.MkdirAll(filepath.Join(s.w, "hgrc.d"), 0o755))
+				target, hgrcpath = filepath.Join(s.w, "hgrc.d", "x.rc"), filepath.Join(s.w, "hgrc.d")
+				s.hgrcpath = hgrcpath
+			case "system-include":
+				target, hgrcpath = filepath.Join(s.w, "site.rc"), filepath.Join(sys, "hgrc.d")
+				old := hgSystemDirs
+				hgSystemDirs = []string{sys}
+				t.Cleanup(func() { hgSystemDirs = old })
+			}
+			env := []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "HGRCPATH=" + hgrcpath}
+			hg := func() bool {
+				t.Helper()
+				os.Remove(s.mark)
+				cmd := exec.Command("hg", "status")
+				cmd.Dir, cmd.Env = hgRepo, env
+				_, _ = cmd.CombinedOutput()
+				_, err := os.Stat(s.mark)
+				os.Remove(s.mark)
+				return err == nil
+			}
+			cmd := exec.Command("hg", "init", hgRepo)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("hg init: %v\n%s", err, out)
+			}
+			s.begin()
+			s.write(target, "[hooks]\npre-status = "+s.prog+"\n")
+			if !hg() {
+				t.Fatal("the hook did not run before the audit: this test cannot see an escape")
+			}
+			s.audit()
+			if hg() {
+				t.Errorf("ESCAPE: the user's hg status ran the hook of %s, made during the run", target)
+			}
+		})
+	}
+}
