@@ -38,8 +38,12 @@ import (
 // of the table as it was, and the plan, made from the host's table when a
 // run comes, must describe the namespace stage 2 mounts in.
 type spare struct {
-	cmd      *exec.Cmd
-	init     int // init's pid (the relay's child; cmd's own without a pid namespace)
+	cmd  *exec.Cmd
+	init int // init's pid (the relay's child; cmd's own without a pid namespace)
+	// initFD is a pidfd of init, opened while init was known to be the
+	// relay's child: it says when init has ended, after which its pid may
+	// be any other process's (join must then move nothing).
+	initFD   *os.File
 	planW    *os.File
 	sync     *os.File
 	syncConn syscall.RawConn
@@ -101,6 +105,9 @@ func (s *spares) take(flags uintptr) (*spare, string) {
 	}
 	unix.Close(sp.mounts)
 	sp.mounts = -1
+	if why == "" && sp.ended() {
+		why = "it ended (killed, or out of memory)"
+	}
 	if why != "" {
 		go sp.discard()
 		return nil, why
@@ -185,6 +192,9 @@ func (sp *spare) discard() {
 	if sp.mounts >= 0 {
 		unix.Close(sp.mounts)
 		sp.mounts = -1
+	}
+	if sp.initFD != nil {
+		sp.initFD.Close()
 	}
 	_ = sp.cmd.Process.Kill()
 	_ = sp.cmd.Wait()
@@ -290,7 +300,7 @@ func startSpare(flags uintptr) (*spare, error) {
 		}
 	}
 	if err == nil {
-		sp.init, err = spareInit(cmd.Process.Pid, flags)
+		sp.init, sp.initFD, err = spareInit(cmd.Process.Pid, flags)
 	}
 	if err != nil {
 		sp.discard()
@@ -300,26 +310,64 @@ func startSpare(flags uintptr) (*spare, error) {
 }
 
 // spareInit is the pid of the init a spare's stage 2 (pid) forked: its
-// only child, or itself without a pid namespace.
-func spareInit(pid int, flags uintptr) (int, error) {
-	if flags&unix.CLONE_NEWPID == 0 {
-		return pid, nil
-	}
+// only child, or itself without a pid namespace; and a pidfd of it, opened
+// while it is that child (read again after the open), so that the pidfd
+// is init's and not that of a process given its pid after it ended.
+func spareInit(pid int, flags uintptr) (int, *os.File, error) {
 	p := strconv.Itoa(pid)
-	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	child := func() (int, error) {
+		if flags&unix.CLONE_NEWPID == 0 {
+			return pid, nil // this process's own child: its pid is held until it is reaped
+		}
+		b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+		if err != nil {
+			return 0, err
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 1 {
+			return 0, fmt.Errorf("stage 2 has %d children, not its init", len(f))
+		}
+		return strconv.Atoi(f[0])
+	}
+	init, err := child()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 1 {
-		return 0, fmt.Errorf("stage 2 has %d children, not its init", len(f))
+	fd, err := sys.RetryValue(func() (int, error) { return unix.PidfdOpen(init, 0) })
+	if err != nil {
+		return 0, nil, sys.Named("pidfd_open", err)
 	}
-	return strconv.Atoi(f[0])
+	f := os.NewFile(uintptr(fd), "moat-spare-init")
+	if again, err := child(); err != nil || again != init {
+		f.Close()
+		return 0, nil, fmt.Errorf("the init of stage 2 (pid %d) ended as it started", init)
+	}
+	return init, f, nil
+}
+
+// ended reports whether the spare's init has ended (its pidfd is readable
+// then): its pid is free, and may be another process's.
+func (sp *spare) ended() bool {
+	if sp.initFD == nil {
+		return true
+	}
+	p := []unix.PollFd{{Fd: int32(sp.initFD.Fd()), Events: unix.POLLIN}}
+	n, err := sys.RetryValue(func() (int, error) { return unix.Poll(p, 0) })
+	return err != nil || n > 0
 }
 
 // join moves the spare's two processes into the run's cgroups (as a
 // stage 2 of the run's own starts in them): done before init has a child.
+// A cgroup takes pids, not pidfds: init is moved only while its pidfd says
+// it runs, so that a spare whose init ended (killed, out of memory) does not
+// move the process that holds its pid now into the run's cgroups, where it
+// would stay, filtered and limited, past the run, until the next moat's
+// stale-cgroup sweep killed it (attack pass 102). The relay is this
+// process's child: its pid is held until it is reaped (discard).
 func (sp *spare) join(add func(pid int) error) error {
+	if sp.ended() {
+		return errors.New("the spare stage 2's init has ended")
+	}
 	for _, pid := range []int{sp.cmd.Process.Pid, sp.init} {
 		if err := add(pid); err != nil {
 			return err
@@ -327,6 +375,10 @@ func (sp *spare) join(add func(pid int) error) error {
 		if sp.init == sp.cmd.Process.Pid {
 			break
 		}
+	}
+	if sp.ended() {
+		// It ended while it was moved: what the pid named is unknown.
+		return errors.New("the spare stage 2's init ended as it joined the run's cgroups")
 	}
 	return nil
 }

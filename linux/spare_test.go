@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +35,11 @@ func fakeSpare(t *testing.T, flags uintptr, made time.Time) *spare {
 		t.Fatal(err)
 	}
 	r.Close()
-	sp := &spare{cmd: cmd, planW: w, flags: flags, mounts: mounts, made: made, state: serverState()}
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &spare{cmd: cmd, init: cmd.Process.Pid, initFD: os.NewFile(uintptr(fd), "pidfd"), planW: w, flags: flags, mounts: mounts, made: made, state: serverState()}
 	ln := &launcher{}
 	if err := ln.makeChannels(); err != nil {
 		t.Fatal(err)
@@ -138,5 +145,54 @@ func TestSpareTakeAfterProcessChange(t *testing.T) {
 	unix.Prlimit(0, unix.RLIMIT_CORE, &old, nil)
 	if sp.changed() {
 		t.Fatal("a spare is told changed with the limits as they were")
+	}
+}
+
+// TestSpareJoinAfterInitEnded: a spare whose init ended while it waited
+// (killed, out of memory) is not joined to a run's cgroups nor taken. Its
+// pid is free then, and another process may hold it: join wrote that pid
+// to the run's cgroup.procs and moved an unrelated process into the run's
+// eBPF and limit cgroups, where it stayed after the run and the next
+// moat's stale-cgroup sweep killed it (attack pass 102).
+func TestSpareJoinAfterInitEnded(t *testing.T) {
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET)
+	sp, err := startSpare(flags)
+	if err != nil {
+		t.Skipf("no spare stage 2 here: %v", err)
+	}
+	taken := false
+	defer func() {
+		if !taken {
+			sp.discard()
+		}
+	}()
+	if sp.init == sp.cmd.Process.Pid {
+		t.Fatal("a spare with a pid namespace: init is the relay")
+	}
+	if err := unix.Kill(sp.init, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The relay reaps init and exits: init's pid is free from then on.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(sp.cmd.Process.Pid) + "/stat")
+		if err == nil && strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the spare's relay did not exit after its init was killed: %s", b)
+		}
+	}
+	var moved []int
+	err = sp.join(func(pid int) error { moved = append(moved, pid); return nil })
+	if err == nil || slices.Contains(moved, sp.init) {
+		t.Fatalf("join of a spare whose init ended: err %v, moved %v (init was %d): the pid may be another process's now", err, moved, sp.init)
+	}
+	s := &spares{sp: sp}
+	taken = true // take ends a spare it does not hand out
+	if got, why := s.take(flags); got != nil || why == "" {
+		if got != nil {
+			got.discard()
+		}
+		t.Fatalf("a spare whose init ended was taken: %v, %q", got, why)
 	}
 }
