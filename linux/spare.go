@@ -207,16 +207,23 @@ func (sp *spare) discard() {
 // such a change would carry the old value into the run, where a stage 2
 // started for the run would have the new one. "" if it cannot be read,
 // which no spare matches.
+//
+// It is the calling thread's: nice value, scheduling, I/O priority, CPU
+// affinity, personality and v1 cgroups are a thread's own, and a child
+// inherits those of the thread that cloned it (startSpare holds its thread
+// for both). The main thread's (/proc/self) let a spare started from a
+// thread reniced alone be taken once the threads agreed again, its command
+// at that thread's priority (attack pass 102).
 func serverState() string {
 	var b strings.Builder
-	for _, f := range []string{"/proc/self/cgroup", "/proc/self/oom_score_adj", "/proc/self/personality"} {
+	for _, f := range []string{"/proc/thread-self/cgroup", "/proc/thread-self/oom_score_adj", "/proc/thread-self/personality"} {
 		t, err := os.ReadFile(f)
 		if err != nil {
 			return ""
 		}
 		b.Write(t)
 	}
-	st, err := os.ReadFile("/proc/self/stat")
+	st, err := os.ReadFile("/proc/thread-self/stat")
 	if err != nil {
 		return ""
 	}
@@ -254,6 +261,10 @@ func (sp *spare) changed() bool { return serverState() != sp.state }
 // own sandbox (its uid and gid mapped to themselves, setgroups denied), no
 // cgroup to join.
 func startSpare(flags uintptr) (*spare, error) {
+	// One thread for the state and the clone: the spare is what this
+	// thread is (serverState).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	mounts, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: "/proc/self/mountinfo", Err: err}

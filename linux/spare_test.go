@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,5 +195,54 @@ func TestSpareJoinAfterInitEnded(t *testing.T) {
 			got.discard()
 		}
 		t.Fatalf("a spare whose init ended was taken: %v, %q", got, why)
+	}
+}
+
+// TestSpareMadeOnAnotherThread: a spare inherits the nice value,
+// scheduling, I/O priority, CPU affinity and v1 cgroups of the thread that
+// started it, not the main thread's. One started from a thread reniced
+// alone (renice -p TID; moat serve refuses callers only while its threads
+// differ) carried that thread's priority into a later run once the threads
+// agreed again: a caller at nice 0 had its command at nice -10 (attack
+// pass 102). Here a thread at nice +5 starts the spare: it is told changed
+// to a thread at this process's nice value.
+func TestSpareMadeOnAnotherThread(t *testing.T) {
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID)
+	mine, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type made struct {
+		sp  *spare
+		err error
+	}
+	ch := make(chan made, 1)
+	go func() {
+		// The thread ends with this goroutine (locked, never unlocked),
+		// so its nice value goes with it.
+		runtime.LockOSThread()
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, 20-mine+5); err != nil {
+			ch <- made{err: err}
+			return
+		}
+		sp, err := startSpare(flags)
+		ch <- made{sp, err}
+	}()
+	m := <-ch
+	if m.err != nil {
+		t.Skipf("no spare stage 2 here: %v", m.err)
+	}
+	sp := m.sp
+	defer sp.discard()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(sp.init) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if f[16] == strconv.Itoa(20-mine) {
+		t.Fatalf("the spare's init has this thread's nice value (%s): the premise failed", f[16])
+	}
+	if !sp.changed() {
+		t.Fatalf("a spare at nice %s, started by a thread reniced alone, is not told changed to a thread at nice %d: a run would take it", f[16], 20-mine)
 	}
 }
