@@ -887,6 +887,11 @@ func (ln *launcher) Close() error {
 			f.Close()
 		}
 	}
+	if ln.spare != nil && ln.cmd == nil {
+		// Taken, never started (prepare failed after take): its relay is
+		// this process's child, to be reaped, and its pidfd closed.
+		ln.spare.discard()
+	}
 	if ln.net != nil {
 		ln.net.close()
 		ln.step("network closed")

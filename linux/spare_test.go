@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 )
 
 // fakeSpare is a spare whose process is a sleep: take's checks, without a
@@ -244,5 +245,23 @@ func TestSpareMadeOnAnotherThread(t *testing.T) {
 	}
 	if !sp.changed() {
 		t.Fatalf("a spare at nice %s, started by a thread reniced alone, is not told changed to a thread at nice %d: a run would take it", f[16], 20-mine)
+	}
+}
+
+// TestSpareTakenNotStartedEnded: a launch that took a spare and failed
+// before it started (prepare's later steps) ends it on Close: its relay is
+// this process's child and was never reaped (a zombie of moat serve's, and
+// its pidfd open, for each such failure).
+func TestSpareTakenNotStartedEnded(t *testing.T) {
+	sp, err := startSpare(uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWPID))
+	if err != nil {
+		t.Skipf("no spare stage 2 here: %v", err)
+	}
+	ln := &launcher{l: &enforce.Launch{}, spare: sp, cgroupFD: -1}
+	ln.planW, ln.sync, ln.syncConn = sp.planW, sp.sync, sp.syncConn
+	ln.Close()
+	if sp.cmd.ProcessState == nil {
+		sp.discard()
+		t.Fatal("a spare taken by a launch that never started was not ended by its Close: its relay is left unreaped")
 	}
 }
