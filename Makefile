@@ -95,6 +95,7 @@ ALONE_PKGS = ./cmd/moat ./privileged-tests
 ALONE_N = 2
 test-go:
 	@echo "=== make $@: starts $$(date -u +%T)"
+	@bash privileged-tests/accounts.sh
 	@rc=0; set -x; \
 	MOAT_BIN=$(CURDIR)/$(BIN)/moat $(GO) test -count=1 -timeout 15m -skip '^($(ALONE))$$' ./... || rc=1; \
 	n=$$($(GO) test -list '^($(ALONE))$$' $(ALONE_PKGS) | grep -c '^Test'); \

@@ -26,19 +26,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// testGroup makes a group of its own whose members are users (removed
-// when the test ends) and returns its gid.
+// testGroup is a group of its own whose members are exactly users, and
+// its gid. It is kept (privileged-tests/accounts.sh makes it before the
+// suites start, as make test-go runs it): a groupadd or groupdel while
+// the suites run rewrites /etc/gshadow, which root's sandboxes hide, and
+// ends the sandboxes of the tests running then (exit 125).
 func testGroup(t *testing.T, name string, users ...string) int {
 	t.Helper()
-	exec.Command("groupdel", name).Run() // left by a killed run
-	if out, err := exec.Command("groupadd", "-U", strings.Join(users, ","), name).CombinedOutput(); err != nil {
-		t.Fatalf("groupadd %s: %v\n%s", name, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("groupdel", name).CombinedOutput(); err != nil {
-			t.Errorf("groupdel %s: %v\n%s", name, err, out)
+	members := strings.Join(users, ",")
+	if g, err := user.LookupGroup(name); err != nil {
+		if out, err := exec.Command("groupadd", "-U", members, name).CombinedOutput(); err != nil {
+			t.Fatalf("groupadd %s: %v\n%s", name, err, out)
 		}
-	})
+	} else if out, _ := exec.Command("getent", "group", g.Name).Output(); !strings.HasSuffix(strings.TrimSpace(string(out)), ":"+members) {
+		if out, err := exec.Command("gpasswd", "-M", members, name).CombinedOutput(); err != nil {
+			t.Fatalf("gpasswd -M %s %s: %v\n%s", members, name, err, out)
+		}
+	}
 	g, err := user.LookupGroup(name)
 	if err != nil {
 		t.Fatal(err)
