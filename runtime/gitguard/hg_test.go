@@ -92,23 +92,7 @@ func TestAuditXDGHgrc(t *testing.T) {
 	}
 	s := newScene(t)
 	s.xdg = filepath.Join(s.w, "xdg")
-	hgRepo := filepath.Join(s.w, "hgr")
-	env := []string{"HOME=" + s.home, "XDG_CONFIG_HOME=" + s.xdg, "PATH=" + os.Getenv("PATH")}
-	hg := func() bool {
-		t.Helper()
-		os.Remove(s.mark)
-		cmd := exec.Command("hg", "status")
-		cmd.Dir, cmd.Env = hgRepo, env
-		_, _ = cmd.CombinedOutput()
-		_, err := os.Stat(s.mark)
-		os.Remove(s.mark)
-		return err == nil
-	}
-	cmd := exec.Command("hg", "init", hgRepo)
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hg init: %v\n%s", err, out)
-	}
+	hg := hgStatusRuns(t, s, []string{"HOME=" + s.home, "XDG_CONFIG_HOME=" + s.xdg, "PATH=" + os.Getenv("PATH")})
 	s.begin()
 	s.write(filepath.Join(s.xdg, "hg", "hgrc"), "[hooks]\npre-status = "+s.prog+"\n")
 	if !hg() {
@@ -132,7 +116,6 @@ func TestAuditHgrcPathAndSystemInclude(t *testing.T) {
 	for _, route := range []string{"hgrcpath-file", "hgrcpath-dir", "system-include"} {
 		t.Run(route, func(t *testing.T) {
 			s := newScene(t)
-			hgRepo := filepath.Join(s.w, "hgr")
 			sys := filepath.Join(s.home, "sys") // not writable: outside the roots
 			s.write(filepath.Join(sys, "hgrc.d", "site.rc"), "%include "+filepath.Join(s.w, "site.rc")+"\n")
 			var target, hgrcpath string
@@ -150,22 +133,7 @@ func TestAuditHgrcPathAndSystemInclude(t *testing.T) {
 				hgSystemDirs = []string{sys}
 				t.Cleanup(func() { hgSystemDirs = old })
 			}
-			env := []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "HGRCPATH=" + hgrcpath}
-			hg := func() bool {
-				t.Helper()
-				os.Remove(s.mark)
-				cmd := exec.Command("hg", "status")
-				cmd.Dir, cmd.Env = hgRepo, env
-				_, _ = cmd.CombinedOutput()
-				_, err := os.Stat(s.mark)
-				os.Remove(s.mark)
-				return err == nil
-			}
-			cmd := exec.Command("hg", "init", hgRepo)
-			cmd.Env = env
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("hg init: %v\n%s", err, out)
-			}
+			hg := hgStatusRuns(t, s, []string{"HOME=" + s.home, "PATH=" + os.Getenv("PATH"), "HGRCPATH=" + hgrcpath})
 			s.begin()
 			s.write(target, "[hooks]\npre-status = "+s.prog+"\n")
 			if !hg() {
@@ -176,5 +144,28 @@ func TestAuditHgrcPathAndSystemInclude(t *testing.T) {
 				t.Errorf("ESCAPE: the user's hg status ran the hook of %s, made during the run", target)
 			}
 		})
+	}
+}
+
+// hgStatusRuns makes the repository s.w/hgr with env (hg init) and returns
+// a check that runs the user's hg status there with env and reports
+// whether a hook ran (s.mark made).
+func hgStatusRuns(t *testing.T, s *scene, env []string) func() bool {
+	t.Helper()
+	hgRepo := filepath.Join(s.w, "hgr")
+	cmd := exec.Command("hg", "init", hgRepo)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hg init: %v\n%s", err, out)
+	}
+	return func() bool {
+		t.Helper()
+		os.Remove(s.mark)
+		cmd := exec.Command("hg", "status")
+		cmd.Dir, cmd.Env = hgRepo, env
+		_, _ = cmd.CombinedOutput()
+		_, err := os.Stat(s.mark)
+		os.Remove(s.mark)
+		return err == nil
 	}
 }

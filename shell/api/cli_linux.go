@@ -102,6 +102,9 @@ func sameProcess(peer *procState, req *client.CLIRunRequest) error {
 	return threadsAgree(self)
 }
 
+// errThreadsDiffer is threadsAgree's refusal.
+var errThreadsDiffer = errors.New("the server's threads differ in nice value, scheduling, I/O priority or CPU affinity (renice, chrt, ionice or taskset -p change one thread): what its commands get is not what it shows")
+
 // threadsAgree checks that every thread of this process has the main
 // thread's nice value, scheduling policy and priority, I/O priority, CPU
 // affinity and cgroups (self: as readProc read them, the main thread's).
@@ -120,7 +123,6 @@ func threadsAgree(self *procState) error {
 	if err != nil {
 		return fmt.Errorf("the server's threads: %v", err)
 	}
-	differ := fmt.Errorf("the server's threads differ in nice value, scheduling, I/O priority or CPU affinity (renice, chrt, ionice or taskset -p change one thread): what its commands get is not what it shows")
 	for _, task := range tasks {
 		tid, err := strconv.Atoi(task.Name())
 		if err != nil || tid == pid {
@@ -137,7 +139,7 @@ func threadsAgree(self *procState) error {
 			return fmt.Errorf("/proc/self/task/%d/stat: %d fields", tid, len(f)+2)
 		}
 		if f[16] != self.nice || f[37] != self.rtprio || f[38] != self.policy {
-			return differ
+			return errThreadsDiffer
 		}
 		// A cgroup v1 hierarchy (its tasks file) or a threaded v2 one
 		// holds threads, not processes.
@@ -163,7 +165,7 @@ func threadsAgree(self *procState) error {
 			return fmt.Errorf("the server's CPU affinity: %v", err)
 		}
 		if int(prio) != self.ioprio || set != mine {
-			return differ
+			return errThreadsDiffer
 		}
 	}
 	return nil
