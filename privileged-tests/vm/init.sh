@@ -15,6 +15,13 @@ mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 ip link set lo up
+# A kernel that spins (a soft lockup) panics at once, with its backtrace on
+# the console, rather than holding the machine until run.sh's timeout (CI
+# once lost 1,300 s to one, with no backtrace left in its report).
+# (Console level 5: the backtrace is printed at the default level, which
+# quiet hides; so is an OOM kill's, a few lines each.)
+echo 1 > /proc/sys/kernel/softlockup_panic
+echo 5 > /proc/sys/kernel/printk
 export PATH=/usr/local/bin:/usr/bin LANG=C.UTF-8 CI=true MOAT_REQUIRE_PRIVILEGED=1 MOAT_BIN=/usr/local/bin/moat MOAT_TEST_DIR=/var/tmp HOME=/root
 echo "vm: kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers), lsm: $(cat /sys/kernel/security/lsm 2>/dev/null)"
 run=$(cat /opt/moat/run)
