@@ -43,7 +43,9 @@ func init() {
 // stays), the build tools' files that hold only credentials, desktop
 // applications' session stores and further tools' token files (Copilot's,
 // Hugging Face's, ...) are default secrets. Attack pass 101 read each with
-// the default policy, as root and rootless. (Histories saved by rename are
+// the default policy, as root and rootless; fish's universal variables,
+// the other builds of VS Code and Teams' stores were left readable, and a
+// command read them. (Histories saved by rename are
 // not: TestRenameSavedHistoriesNotDefault.)
 func TestHistoriesAndAppStoresHidden(t *testing.T) {
 	f := newFixture(t)
@@ -64,6 +66,14 @@ func TestHistoriesAndAppStoresHidden(t *testing.T) {
 		f.home + "/.config/Element/Cookies",
 		f.home + "/.config/Code/User/globalStorage/state.vscdb",
 		f.home + "/.config/Cursor/User/globalStorage/state.vscdb",
+		f.home + "/.config/fish/fish_variables",
+		f.home + "/.config/fish/config.fish",
+		f.home + "/.config/Code - Insiders/User/globalStorage/state.vscdb",
+		f.home + "/.config/Code - OSS/User/globalStorage/state.vscdb",
+		f.home + "/.config/VSCodium/User/globalStorage/state.vscdb",
+		f.home + "/.config/Windsurf/User/globalStorage/state.vscdb",
+		f.home + "/.config/Microsoft/Microsoft Teams/Cookies",
+		f.home + "/.config/teams-for-linux/Cookies",
 		f.home + "/.config/github-copilot/apps.json",
 		f.home + "/.cache/huggingface/token",
 		f.home + "/.huggingface/token",

@@ -79,6 +79,11 @@ var SecretPaths = []string{
 	// sandbox the user runs. A user who prefers them hidden adds them to
 	// denyRead and accepts that (docs/SECURITY.md).
 	".local/share/fish",
+	// fish's universal variables (~/.config/fish/fish_variables, where
+	// `set -Ux OPENAI_API_KEY ...` keeps a key for every later shell) and
+	// its config.fish: the directory whole, as fish saves the variables by
+	// rename inside it
+	".config/fish",
 	".node_repl_history",
 	".rediscli_history",
 	".irb_history",
@@ -108,6 +113,14 @@ var SecretPaths = []string{
 	".config/Element",
 	".config/Code/User/globalStorage",
 	".config/Cursor/User/globalStorage",
+	// the same editor's other builds, whose stores are the same files
+	// under their own names, and Microsoft Teams' clients
+	".config/Code - Insiders/User/globalStorage",
+	".config/Code - OSS/User/globalStorage",
+	".config/VSCodium/User/globalStorage",
+	".config/Windsurf/User/globalStorage",
+	".config/Microsoft/Microsoft Teams",
+	".config/teams-for-linux",
 	// further tools' token files a command read (attack pass 101): GitHub
 	// Copilot's OAuth token (what editors' plugins and language servers
 	// sign in with), Hugging Face's token (the current place and the old
