@@ -89,6 +89,17 @@ type daemon struct {
 	done   chan struct{}
 }
 
+// goroutines ends the daemon with SIGQUIT and returns its stderr, which
+// then holds its goroutines: where a request hangs.
+func (d *daemon) goroutines() string {
+	d.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+	}
+	return "--- moatd's stderr (its goroutines, SIGQUIT):\n" + d.stderr.String()
+}
+
 // withFiles are descriptors startDaemon gives the daemon from fd 3 on: a
 // socket-activated daemon's listening socket, which it then serves.
 type withFiles []*os.File

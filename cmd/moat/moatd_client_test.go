@@ -95,6 +95,7 @@ func TestDaemonSessionJSONL(t *testing.T) {
 	}
 	os.Chown(outside, u1.uid, u1.gid)
 	s := startSessionAs(t, u1, u1.dir, clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock), "--gate", "off", "--write", ".")
+	s.onHang = d.goroutines
 
 	ev := s.run("id", "id -u")
 	if out, _ := ev["output"].(string); strings.TrimSpace(out) != strconv.Itoa(u1.uid) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,17 @@ type jsonlSession struct {
 	in   io.WriteCloser
 	out  *bufio.Scanner
 	errb *bytes.Buffer
+	// onHang, if set, says more when no event comes (hangAfter): the
+	// daemon's goroutines, for a session through moatd.
+	onHang func() string
 }
+
+// hangAfter: no event for this long is a hang. The test then fails with
+// the session's goroutines (SIGQUIT) and onHang's report, rather than
+// holding the package until go test's timeout with nothing to go on (CI23:
+// TestDaemonSessionJSONL waited for good on a killed command's finished
+// event, once in some thirty runs).
+const hangAfter = 3 * time.Minute
 
 func startSession(t *testing.T, tr tree, args ...string) *jsonlSession {
 	t.Helper()
@@ -53,7 +64,24 @@ func startSession(t *testing.T, tr tree, args ...string) *jsonlSession {
 // next reads the next event.
 func (s *jsonlSession) next() map[string]any {
 	s.t.Helper()
-	if !s.out.Scan() {
+	hung := make(chan string, 1)
+	timer := time.AfterFunc(hangAfter, func() {
+		var more string
+		if s.onHang != nil {
+			more = s.onHang()
+		}
+		s.cmd.Process.Signal(syscall.SIGQUIT) // a Go program's goroutines, to its stderr
+		time.Sleep(2 * time.Second)
+		s.cmd.Process.Kill()
+		hung <- more
+	})
+	ok := s.out.Scan()
+	if !timer.Stop() {
+		more := <-hung
+		s.cmd.Wait() // its stderr whole
+		s.t.Fatalf("no event for %v: a hang\n--- the session's stderr:\n%s\n%s", hangAfter, s.errb.String(), more)
+	}
+	if !ok {
 		s.t.Fatalf("the event stream ended: %v\n%s", s.out.Err(), s.errb.String())
 	}
 	var ev map[string]any
