@@ -243,6 +243,12 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 			jr.SetAs(w.Do)
 		}
 	}
+	// Its directory is held first, and until the sandbox is gone: no run,
+	// of this journal or another, removes a placeholder there meanwhile
+	// (journal.Hold).
+	if err := ln.jr.Hold(ln.ctx, filepath.Dir(path)); err != nil {
+		return err
+	}
 	if ln.exists(path) {
 		adopted, err := ln.jr.Adopt(path)
 		if err != nil || adopted {

@@ -67,6 +67,9 @@ type Journal struct {
 	// all count, so that a placeholder one user's run mounts over is never
 	// removed by another user's run (see adopt).
 	top string
+	// holds are the directories this run mounts over a name in, each
+	// open with a shared flock until Close (Hold).
+	holds map[string]*os.File
 }
 
 // topOf is the directory of every journal for the journal in dir: its
@@ -203,10 +206,13 @@ func (j *Journal) lock(ctx context.Context) error {
 
 // pollFlock takes f's exclusive flock, trying again after sleeps of 0.2 ms
 // doubling to 20 ms, until ctx is done.
-func pollFlock(ctx context.Context, f *os.File) error {
+func pollFlock(ctx context.Context, f *os.File) error { return pollFlockHow(ctx, f, unix.LOCK_EX) }
+
+// pollFlockHow is pollFlock for a flock of kind how (LOCK_EX, LOCK_SH).
+func pollFlockHow(ctx context.Context, f *os.File, how int) error {
 	wait := 200 * time.Microsecond
 	for {
-		err := sys.Retry(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+		err := sys.Retry(func() error { return unix.Flock(int(f.Fd()), how|unix.LOCK_NB) })
 		if err != unix.EWOULDBLOCK {
 			return err
 		}
@@ -220,6 +226,68 @@ func pollFlock(ctx context.Context, f *os.File) error {
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
+
+// Hold keeps every run's removal of a placeholder out of dir, where this
+// run mounts over a name, until Close: a shared flock on the directory,
+// which a removal must first take exclusively (remove: errHeld when it
+// cannot). The records keep a live run's placeholders only from the runs
+// of its own journal. A run of another journal (another state directory:
+// $XDG_STATE_HOME set for one of two runs, or moatd's run and the user's
+// own) took this run's placeholders for the user's files, as this run
+// took its, and the first to end removed a placeholder the other had
+// mounted over: the kernel detaches the mounts over a name unlinked in
+// another mount namespace, and the command then made the protected name
+// (a .vscode/tasks.json in the project, left on the host). A directory
+// that does not exist or is reached through a symlink holds nothing a
+// removal would take (remove opens the way as Hold does).
+func (j *Journal) Hold(ctx context.Context, dir string) error {
+	if _, ok := j.holds[dir]; ok {
+		return nil
+	}
+	var fd int
+	var err error
+	if aerr := j.do(func() error { fd, err = openDir(dir, unix.O_RDONLY); return nil }); aerr != nil {
+		return fmt.Errorf("journal: %w", aerr)
+	}
+	if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("moat mounts over a name in %s, which it must hold open while the sandbox runs (no other run may remove a placeholder there meanwhile), but cannot open it: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	if err := pollFlockHow(ctx, f, unix.LOCK_SH); err != nil {
+		f.Close()
+		return fmt.Errorf("journal: hold %s: %w", dir, err)
+	}
+	if j.holds == nil {
+		j.holds = map[string]*os.File{}
+	}
+	j.holds[dir] = f
+	return nil
+}
+
+// release lets go of the directories Hold took.
+func (j *Journal) release() {
+	for _, f := range j.holds {
+		f.Close()
+	}
+	j.holds = nil
+}
+
+// openDir opens the directory dir with flags without following a symlink
+// on the way (where openat2 is missing, rootless: any way).
+func openDir(dir string, flags int) (int, error) {
+	flags |= unix.O_DIRECTORY | unix.O_CLOEXEC
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err == unix.ENOSYS && os.Geteuid() != 0 {
+		fd, err = unix.Open(dir, flags, 0)
+	}
+	return fd, err
+}
+
+// errHeld: a placeholder stays, because a live run holds its directory.
+var errHeld = errors.New("journal: a live run holds the placeholder's directory")
 
 // Unlock releases the global lock (idempotent, safe from any goroutine).
 func (j *Journal) Unlock() {
@@ -447,6 +515,9 @@ func (j *Journal) liveOwner(path string) (record, Placeholder, bool) {
 // closes with the lock still held.
 func (j *Journal) Close() error {
 	defer j.Unlock()
+	// The sandbox is gone: its directories no longer need holding, and
+	// this run's own hold would keep its removals below out too.
+	j.release()
 	if j.rec == nil {
 		return nil
 	}
@@ -456,6 +527,7 @@ func (j *Journal) Close() error {
 		}
 	}
 	var errs []error
+	kept := false
 	inUse := j.inUseByOthers()
 	// Deepest first: a placeholder can sit inside another one's parent.
 	for i := len(j.ps) - 1; i >= 0; i-- {
@@ -463,13 +535,20 @@ func (j *Journal) Close() error {
 		if inUse[key(p)] {
 			continue
 		}
-		if err := j.do(p.remove); err != nil {
+		if err := j.do(p.remove); errors.Is(err, errHeld) {
+			kept = true
+		} else if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	name := j.rec.Name()
 	j.rec.Close()
 	j.rec = nil
+	if kept && len(errs) == 0 {
+		// Another run (of any journal) holds a directory of one: the
+		// record stays, a dead run's, for a later run's sweep.
+		return nil
+	}
 	if len(errs) > 0 {
 		// A placeholder that could not be removed stays recorded: the
 		// next run's sweep tries again (the record was removed all the
@@ -550,9 +629,20 @@ func (p Placeholder) remove() error {
 	defer unix.Close(dfd)
 	// A parent the command left without search or write permission for its
 	// owner (chmod 000 .) kept every placeholder in it, silently, and
-	// forever (found by an attack pass): as that owner, moat gives it u+wx
+	// forever (found by an attack pass): as that owner, moat gives it u+rwx
 	// for the removal and puts its mode back.
 	defer openUp(dfd)()
+	// No live run may hold the directory (Hold): one that does may have
+	// this name mounted over in its sandbox, whatever journal it records
+	// in. The exclusive flock is held until the name is gone.
+	lfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errHeld // not known to be free: left for a later sweep
+	}
+	defer unix.Close(lfd)
+	if err := sys.Retry(func() error { return unix.Flock(lfd, unix.LOCK_EX|unix.LOCK_NB) }); err != nil {
+		return errHeld
+	}
 	// A directory is checked below (its inode, then rmdir, which refuses
 	// one that is not empty); a file's content must still be moat's.
 	if p.Kind != Dir && !p.pristine() {
@@ -576,18 +666,18 @@ func (p Placeholder) remove() error {
 	return nil
 }
 
-// openUp gives the directory dfd (O_PATH) u+wx when this process owns it
+// openUp gives the directory dfd (O_PATH) u+rwx when this process owns it
 // and is not root (root needs none), and returns what puts its mode back.
 func openUp(dfd int) func() {
 	var st unix.Stat_t
-	if os.Geteuid() == 0 || unix.Fstat(dfd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o300 == 0o300 {
+	if os.Geteuid() == 0 || unix.Fstat(dfd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o700 == 0o700 {
 		return func() {}
 	}
 	// An O_PATH descriptor takes no fchmod; its /proc/self/fd link leads to
 	// the same directory, whatever its path is now.
 	link := "/proc/self/fd/" + strconv.Itoa(dfd)
 	mode := st.Mode & 0o7777
-	if unix.Fchmodat(unix.AT_FDCWD, link, mode|0o300, 0) != nil {
+	if unix.Fchmodat(unix.AT_FDCWD, link, mode|0o700, 0) != nil {
 		return func() {}
 	}
 	return func() { unix.Fchmodat(unix.AT_FDCWD, link, mode, 0) }
@@ -729,13 +819,16 @@ func (j *Journal) Sweep() error {
 			continue // live, or another journal's (its own runs sweep it, under its lock)
 		}
 		recorded := map[string]bool{}
+		kept := false
 		for i := len(r.ps) - 1; i >= 0; i-- {
 			p := r.ps[i]
 			recorded[p.Path] = true
 			if inUse[key(p)] {
 				continue
 			}
-			if err := p.remove(); err != nil {
+			if err := p.remove(); errors.Is(err, errHeld) {
+				kept = true
+			} else if err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -745,7 +838,12 @@ func (j *Journal) Sweep() error {
 			if recorded[in.path] {
 				continue
 			}
-			removeUnrecorded(in)
+			if removeUnrecorded(in) == errHeld {
+				kept = true
+			}
+		}
+		if kept {
+			continue // a live run holds a directory of one: a later sweep's
 		}
 		if err := os.Remove(r.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
@@ -754,20 +852,20 @@ func (j *Journal) Sweep() error {
 	return errors.Join(errs...)
 }
 
-func removeUnrecorded(in intent) {
+func removeUnrecorded(in intent) error {
 	var st unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, in.path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_TYPE|unix.STATX_SIZE, &st); err != nil {
-		return
+		return nil
 	}
 	born := st.Btime.Sec
 	if st.Mask&unix.STATX_BTIME == 0 {
 		born = st.Ctime.Sec
 	}
 	if born < in.at-1 {
-		return // older than the intent: not made by that run
+		return nil // older than the intent: not made by that run
 	}
 	p := Placeholder{Path: in.path, Kind: in.kind, Content: in.content, dev: uint64(unix.Mkdev(st.Dev_major, st.Dev_minor)), ino: st.Ino}
-	_ = p.remove()
+	return p.remove()
 }
 
 // Recover is what a sandbox's init runs (through the supervisor's binary)

@@ -492,3 +492,63 @@ func TestTornRecordLineIgnored(t *testing.T) {
 		t.Fatalf("intents %+v, want only %s's", is, filepath.Join(tree, ".vscode"))
 	}
 }
+
+// TestHoldKeepsAnotherJournalsPlaceholder: a run of another journal (a
+// state directory of its own) that holds the directory keeps this run's
+// placeholder from removal, whatever the records say: it may have the
+// name mounted over, and the kernel detaches a mount over a name unlinked
+// in another mount namespace (the command then made .vscode/tasks.json:
+// privileged-tests' TestPlaceholderOfAnotherJournal). The record stays for
+// a later sweep, which removes it once no run holds the directory; a
+// holder that recorded nothing lets go at its Close too.
+func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
+	dir, tree := setup(t)
+	other := filepath.Join(filepath.Dir(dir), "other-journal")
+	p := filepath.Join(tree, ".vscode")
+	j1, err := Begin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	j1.Unlock()
+	j2, err := Begin(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if adopted, err := j2.Adopt(p); err != nil || adopted {
+		t.Fatalf("another journal's run adopted %s (%v, %v): the test is not of two journals", p, adopted, err)
+	}
+	j2.Unlock()
+	if err := j1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(p) {
+		t.Fatal("the placeholder went while another journal's run held its directory")
+	}
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(p) {
+		t.Fatal("a sweep removed the placeholder while another journal's run held its directory")
+	}
+	if err := j2.Close(); err != nil { // it recorded nothing
+		t.Fatal(err)
+	}
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("the placeholder stayed after every run ended and the journal swept")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 { // journal.lock
+		t.Fatalf("the journal kept records: %v", es)
+	}
+}
