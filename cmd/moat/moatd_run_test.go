@@ -342,3 +342,69 @@ func TestDaemonUnreachableDenyRead(t *testing.T) {
 		t.Fatalf("through moatd with an unreachable denyRead path: %v, stdout %q, stderr %q", err, out.String(), errb.String())
 	}
 }
+
+// TestDaemonPlaceholderBesideOwnRun: a user's run through moatd and the
+// same user's own rootless run, at once in one project, record their
+// placeholders in journals of their own (moatd's per-uid one, the user's
+// state directory). The moatd run made the placeholder .vscode, the
+// rootless run mounted over it as the user's file, and when the moatd run
+// ended it removed it: the kernel detached the rootless run's mount, and
+// its command made .vscode/tasks.json in the project. Runs now hold the
+// directories they mount over a name in (linux/journal Hold). The user
+// makes the file without moat.
+func TestDaemonPlaceholderBesideOwnRun(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	vscode := filepath.Join(u1.dir, ".vscode")
+	b := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, "--write", ".", "--", "sh", "-c", "while [ ! -e end-b ]; do sleep 0.05; done")
+	var bOut, aOut bytes.Buffer
+	b.Stdout, b.Stderr = &bOut, &bOut
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(filepath.Join(u1.dir, "end-b"), nil, 0o644)
+		b.Wait()
+	}()
+	waitFor := func(p, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(p); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never came (%s)\nmoatd's run: %s\nthe rootless run: %s", what, p, bOut.String(), aOut.String())
+			}
+		}
+	}
+	waitFor(vscode, "the moatd run's placeholder")
+	a := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=off"}, "--write", ".", "--", "sh", "-c",
+		"touch a-ready; while [ ! -e plant-now ]; do sleep 0.05; done; mkdir -p .vscode && echo '{}' > .vscode/tasks.json && echo PLANTED")
+	a.Stdout, a.Stderr = &aOut, &aOut
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(filepath.Join(u1.dir, "a-ready"), "the rootless run's command")
+	if err := os.WriteFile(filepath.Join(u1.dir, "end-b"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil || !strings.Contains(bOut.String(), "running through moatd") {
+		t.Fatalf("the first run did not run through moatd to its end: %v\n%s", err, bOut.String())
+	}
+	if err := os.WriteFile(filepath.Join(u1.dir, "plant-now"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	if strings.Contains(aOut.String(), "PLANTED") {
+		t.Errorf("ESCAPE: the rootless run's command made .vscode/tasks.json once moatd's run removed the placeholder it was mounted over:\n%s", aOut.String())
+	} else if !strings.Contains(aOut.String(), "mkdir") {
+		t.Errorf("the rootless run's command did not try:\n%s", aOut.String())
+	}
+	if _, err := os.Stat(filepath.Join(vscode, "tasks.json")); err == nil {
+		t.Errorf("%s/tasks.json is on the host", vscode)
+	}
+	// Without moat the user makes it (the kept placeholder taken away).
+	os.Remove(vscode)
+	if _, stderr, err := u1.as("sh", "-c", "mkdir -p "+vscode+" && echo '{}' > "+vscode+"/tasks.json"); err != nil {
+		t.Errorf("%s cannot make %s/tasks.json without moat either: the test proves nothing (%s)", u1.name, vscode, stderr)
+	}
+}
