@@ -256,8 +256,18 @@ func (j *Journal) Hold(ctx context.Context, dir string) error {
 		return fmt.Errorf("moat mounts over a name in %s, which it must hold open while the sandbox runs (no other run may remove a placeholder there meanwhile), but cannot open it: %w", dir, err)
 	}
 	f := os.NewFile(uintptr(fd), dir)
-	if err := pollFlockHow(ctx, f, unix.LOCK_SH); err != nil {
+	// A removal holds the directory exclusively for a few system calls;
+	// anything longer is another process's flock (a command of another
+	// sandbox may take one on a directory it can open), and the run fails
+	// rather than go on without its hold.
+	hctx, cancel := context.WithTimeout(ctx, adoptWait)
+	err = pollFlockHow(hctx, f, unix.LOCK_SH)
+	cancel()
+	if err != nil {
 		f.Close()
+		if ctx.Err() == nil {
+			return fmt.Errorf("moat mounts over a name in %s and must hold it (a shared flock) while the sandbox runs, but another process has held it locked exclusively for %v: end that process, or run again", dir, adoptWait)
+		}
 		return fmt.Errorf("journal: hold %s: %w", dir, err)
 	}
 	if j.holds == nil {

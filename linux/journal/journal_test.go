@@ -552,3 +552,32 @@ func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
 		t.Fatalf("the journal kept records: %v", es)
 	}
 }
+
+// TestHoldGivesUpOnAnExclusiveFlock: a process that holds a directory
+// locked exclusively (a command of another sandbox can flock a directory
+// it opens) makes Hold fail after adoptWait, saying why, instead of
+// waiting as long as that process likes.
+func TestHoldGivesUpOnAnExclusiveFlock(t *testing.T) {
+	dir, tree := setup(t)
+	f, err := os.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Begin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	start := time.Now()
+	err = j.Hold(t.Context(), tree)
+	if err == nil || !strings.Contains(err.Error(), "locked exclusively") {
+		t.Fatalf("Hold under another process's exclusive flock: %v", err)
+	}
+	if d := time.Since(start); d < adoptWait || d > adoptWait+5*time.Second {
+		t.Errorf("Hold gave up after %v, want about %v", d, adoptWait)
+	}
+}
