@@ -538,6 +538,7 @@ func (j *Journal) Close() error {
 	}
 	var errs []error
 	kept := false
+	held := map[string]bool{} // directories found held: one try each
 	inUse := j.inUseByOthers()
 	// Deepest first: a placeholder can sit inside another one's parent.
 	for i := len(j.ps) - 1; i >= 0; i-- {
@@ -545,8 +546,13 @@ func (j *Journal) Close() error {
 		if inUse[key(p)] {
 			continue
 		}
+		if held[filepath.Dir(p.Path)] {
+			kept = true
+			continue
+		}
 		if err := j.do(p.remove); errors.Is(err, errHeld) {
 			kept = true
+			held[filepath.Dir(p.Path)] = true
 		} else if err != nil {
 			errs = append(errs, err)
 		}
@@ -824,6 +830,7 @@ func (j *Journal) Sweep() error {
 		}
 	}
 	var errs []error
+	held := map[string]bool{} // directories found held: one try each
 	for _, r := range recs {
 		if r.live || r.dir != j.dir {
 			continue // live, or another journal's (its own runs sweep it, under its lock)
@@ -836,8 +843,13 @@ func (j *Journal) Sweep() error {
 			if inUse[key(p)] {
 				continue
 			}
+			if held[filepath.Dir(p.Path)] {
+				kept = true
+				continue
+			}
 			if err := p.remove(); errors.Is(err, errHeld) {
 				kept = true
+				held[filepath.Dir(p.Path)] = true
 			} else if err != nil {
 				errs = append(errs, err)
 			}
