@@ -6,6 +6,15 @@
 # moves CPU between them (docs/PERFORMANCE.md, the spare stage 2).
 #
 #   sudo N=150 bash bench/perf-served.sh [/path/to/moat]
+#
+# SYMBOLS=1: instead, perf record -g on the server alone (and what it
+# starts: stage 2, the commands), after 10 warm runs, then the CPU a run
+# by process and the top functions. Give it a binary with its symbols
+# (make build strips them):
+#
+#   CGO_ENABLED=1 go build -trimpath -tags 'netgo osusergo' \
+#     -ldflags '-linkmode external -extldflags "-static"' -o /var/tmp/moat-sym ./cmd/moat
+#   sudo SYMBOLS=1 N=200 bash bench/perf-served.sh /var/tmp/moat-sym
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
@@ -30,6 +39,29 @@ AS=(setpriv --reuid="$U" --regid="$U" --init-groups)
 (cd "$D/w" && exec "${AS[@]}" "${UENV[@]}" "$D/moat" serve --socket "$D/run/api.sock" 2>"$D/serve.log") &
 SP=$!
 for _ in $(seq 100); do [ -S "$D/run/api.sock" ] && break; sleep 0.05; done
+if [ "${SYMBOLS:-}" = 1 ]; then
+	cd "$D/w"
+	run() { "${AS[@]}" "${UENV[@]}" MOAT_SERVER="$D/run/api.sock" "$D/moat" run --settings s.json -- /bin/true; }
+	for _ in $(seq 10); do run; done # the first runs fill caches
+	server=$(pgrep -u "$U" -f "$D/moat serve" | head -1)
+	perf record -q -F 4000 -g -p "$server" -o "$D/perf.data" -- sleep 3600 &
+	PP=$!
+	sleep 1
+	for _ in $(seq "$N"); do run; done
+	kill -INT "$PP"
+	wait "$PP" || true
+	# 4000 samples a second: a sample is 0.25 ms of CPU.
+	perf report -i "$D/perf.data" --no-children --sort comm -n --stdio -g none 2>/dev/null |
+		awk -v n="$N" '/^ +[0-9.]+%/ {printf "%8.2f ms of CPU a run  %s\n", $2 * 0.25 / n, $3}'
+	echo "--- the top functions (self)"
+	perf report -i "$D/perf.data" --no-children --sort comm,sym -n --stdio -g none 2>/dev/null | grep -E '^ +[0-9.]+%' | head -30 || true
+	echo "--- inclusive: the Go runtime's monitor thread and scheduler, the plan"
+	total=$(perf report -i "$D/perf.data" --no-children --sort comm -n --stdio -g none 2>/dev/null | awk '/^ +[0-9.]+%/ {t += $2} END {print t}')
+	perf report -i "$D/perf.data" --children --sort sym --stdio -g none 2>/dev/null |
+		grep -E ' (runtime\.(sysmon|schedule|gcBgMarkWorker)|github\.com/moat-sandbox/moat/linux\.makeFSPlan)$' |
+		awk -v n="$N" -v t="$total" '{sub("%", "", $1); printf "%8.2f ms of CPU a run  %s\n", $1 / 100 * t * 0.25 / n, $NF}' || true
+	exit 0
+fi
 cat > "$D/loop.sh" <<LOOP
 cd "$D/w"
 for i in \$(seq $N); do MOAT_SERVER=$D/run/api.sock $D/moat run --settings s.json -- /bin/true; done
