@@ -255,7 +255,10 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 			return err
 		}
 		if ln.exists(path) {
-			return nil // the user's own: mounted over as it is
+			// The user's own, mounted over as it is, or a placeholder
+			// of another journal's run, claimed (journal.Claim).
+			_, err := ln.jr.Claim(path)
+			return err
 		}
 		// Another run's placeholder, removed while this run waited to
 		// adopt it: made again below.

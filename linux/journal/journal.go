@@ -387,6 +387,16 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 			}
 		}
 	}
+	if err == unix.EEXIST && kind == Node {
+		// A socket inode of mode 0 made since the plan looked: another
+		// run's placeholder, of another journal (a state directory of its
+		// own). It is mounted over as it is, as one there before would
+		// have been, and claimed (Claim). (Two runs of two journals
+		// starting at once failed here, "file exists".)
+		if claimed, err := j.Claim(path); claimed || err != nil {
+			return err
+		}
+	}
 	if err == unix.EACCES || err == unix.EPERM || err == unix.EROFS {
 		return fmt.Errorf("moat must reserve %s (a protected name: it creates an empty placeholder there for the run), but %s is not writable by this user: %w; make that folder writable by you, or leave it out of allowWrite", path, filepath.Dir(path), err)
 	}
@@ -405,6 +415,36 @@ func (j *Journal) Create(path string, kind Kind, content string) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
+}
+
+// Claim records path as this run's placeholder too when it is an unbound
+// socket inode of mode 0, which only moat makes (a placeholder of another
+// journal: a state directory of its own, whose runs this one cannot see),
+// so that this run removes it at its close if no run holds its directory
+// then. The caller holds path's directory (Hold) from before it looked:
+// no run removes it meanwhile. Without a claim such a placeholder stayed
+// until a run of its own journal swept, never if that journal was not
+// used again.
+func (j *Journal) Claim(path string) (bool, error) {
+	var st unix.Stat_t
+	var lerr error
+	if err := j.do(func() error { lerr = unix.Lstat(path, &st); return nil }); err != nil {
+		return false, fmt.Errorf("journal: %w", err)
+	}
+	if lerr != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Mode&0o7777 != 0 {
+		return false, nil
+	}
+	for _, p := range j.ps {
+		if p.Path == path && p.dev == st.Dev && p.ino == st.Ino {
+			return true, nil
+		}
+	}
+	p := Placeholder{Path: path, Kind: Node, dev: st.Dev, ino: st.Ino}
+	if err := j.append(p.line()); err != nil {
+		return false, fmt.Errorf("journal: %w", err)
+	}
+	j.ps = append(j.ps, p)
+	return true, nil
 }
 
 // intentLine records that a placeholder of kind is about to be made at path.

@@ -548,6 +548,46 @@ func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
 	if exists(p) {
 		t.Fatal("the placeholder stayed after every run ended and the journal swept")
 	}
+
+	// A run that claims the other journal's placeholder (the one its
+	// sandbox mounted over) removes it at its close, once no run holds
+	// the directory: that journal may never run again.
+	j1, _ = Begin(dir)
+	if err := j1.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	j1.Unlock()
+	j2, _ = Begin(other)
+	if err := j2.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := j2.Claim(p); !claimed || err != nil {
+		t.Fatalf("Claim of another journal's placeholder: %v %v", claimed, err)
+	}
+	if claimed, _ := j2.Claim(filepath.Join(tree, "nothing")); claimed {
+		t.Fatal("Claim of nothing")
+	}
+	j2.Unlock()
+	if err := j1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(p) {
+		t.Fatal("the placeholder went while the claiming run held its directory")
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("the claiming run's close left the placeholder (no run holds the directory any more)")
+	}
+	// The first journal's record of it, kept, goes at that journal's
+	// next sweep (its placeholder gone already).
+	if err := SweepDir(dir); err != nil {
+		t.Fatal(err)
+	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 { // journal.lock
 		t.Fatalf("the journal kept records: %v", es)
 	}
