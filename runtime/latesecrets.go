@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
@@ -30,10 +32,23 @@ import (
 // by the command). A present path below another present one is left out:
 // its ancestor's mask hides whatever it becomes. Sessions and runs check
 // them (lateHidden). macOS hides by path, whatever exists.
-func recordHidden(pol *policy.Policy) (missing []string, present []hiddenFile) {
+//
+// For moatd's client (as) every look is the client's own (asUser): root's
+// lstat, through a directory of the client's home that the client had
+// made a symbolic link, told the client whether a file of a secret's name
+// (config.json, credentials, ...) existed in a directory only root may
+// search ("was replaced" or "was made" when the link was turned to the
+// client's own file: attack pass 105).
+func recordHidden(pol *policy.Policy, as *enforce.Identity) (missing []string, present []hiddenFile, err error) {
 	if goruntime.GOOS != "linux" {
-		return nil, nil
+		return nil, nil, nil
 	}
+	err = asUser(as, func() { missing, present = recordHiddenHere(pol) })
+	return missing, present, err
+}
+
+// recordHiddenHere is recordHidden with this thread's credentials.
+func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFile) {
 	for _, r := range pol.FS.DenyRead {
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
@@ -55,6 +70,20 @@ func recordHidden(pol *policy.Policy) (missing []string, present []hiddenFile) {
 		}
 	}
 	return missing, kept
+}
+
+// asUser runs fn with the file-system credentials of as (moatd's client),
+// on a thread of its own, or with this process's where as is nil (a
+// user's own moat, or root's).
+func asUser(as *enforce.Identity, fn func()) error {
+	if as == nil {
+		fn()
+		return nil
+	}
+	if err := ascred.Do(as.Uid, as.Gid, as.Groups, func() error { fn(); return nil }); err != nil {
+		return fmt.Errorf("cannot look at the hidden paths as uid %d: %w", as.Uid, err)
+	}
+	return nil
 }
 
 // outsideRoots is paths less those in one of the writable roots: the
@@ -110,9 +139,11 @@ func (h hiddenFile) replacedBy(fi os.FileInfo) bool {
 // such a path was made or replaced after the session's sandbox, which
 // cannot hide it, so the session runs no command any more (fail closed; a
 // new session hides it).
-func lateSecret(paths []string, present []hiddenFile) error {
-	p, replaced := lateHidden(paths, present)
+func lateSecret(paths []string, present []hiddenFile, as *enforce.Identity) error {
+	p, replaced, err := lateHidden(paths, present, as)
 	switch {
+	case err != nil:
+		return fmt.Errorf("%w: the session runs no more commands", err)
 	case p == "":
 		return nil
 	case replaced:
@@ -124,8 +155,15 @@ func lateSecret(paths []string, present []hiddenFile) error {
 // lateHidden returns the first of paths that exists now, or the first of
 // present that is another file now (replaced), or "". One of present that
 // is gone is not returned: nothing shows in its place until a file is made
-// there, which is another file.
-func lateHidden(paths []string, present []hiddenFile) (path string, replaced bool) {
+// there, which is another file. It looks with as's credentials (asUser),
+// and fails (err) where it cannot take them.
+func lateHidden(paths []string, present []hiddenFile, as *enforce.Identity) (path string, replaced bool, err error) {
+	err = asUser(as, func() { path, replaced = lateHiddenHere(paths, present) })
+	return path, replaced, err
+}
+
+// lateHiddenHere is lateHidden with this thread's credentials.
+func lateHiddenHere(paths []string, present []hiddenFile) (path string, replaced bool) {
 	for _, p := range paths {
 		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return p, false
@@ -145,9 +183,11 @@ func lateHidden(paths []string, present []hiddenFile) (path string, replaced boo
 
 // lateRunError is lateHidden's finding for a single run (Run), which ends
 // the command.
-func lateRunError(paths []string, present []hiddenFile) error {
-	p, replaced := lateHidden(paths, present)
+func lateRunError(paths []string, present []hiddenFile, as *enforce.Identity) error {
+	p, replaced, err := lateHidden(paths, present, as)
 	switch {
+	case err != nil:
+		return fmt.Errorf("the command was ended: %w", err)
 	case p == "":
 		return nil
 	case replaced:
@@ -158,9 +198,11 @@ func lateRunError(paths []string, present []hiddenFile) error {
 
 // lateAfterRunError is lateHidden's finding once a run's command has
 // ended by itself: it ran while the path could be read.
-func lateAfterRunError(paths []string, present []hiddenFile) error {
-	p, replaced := lateHidden(paths, present)
+func lateAfterRunError(paths []string, present []hiddenFile, as *enforce.Identity) error {
+	p, replaced, err := lateHidden(paths, present, as)
 	switch {
+	case err != nil:
+		return err
 	case p == "":
 		return nil
 	case replaced:
@@ -185,7 +227,7 @@ func (s *Session) watchLate() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := lateSecret(s.missing, s.present); err != nil {
+			if err := lateSecret(s.missing, s.present, s.req.As); err != nil {
 				s.log.Warn("session ended", "why", err)
 				s.mu.Lock()
 				s.warnings = append(s.warnings, "the session was ended: "+err.Error())

@@ -120,7 +120,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	r.recorded = make(chan struct{})
 	go func() {
 		defer close(r.recorded)
-		r.missing, r.present = recordHidden(r.pol)
+		r.missing, r.present, r.recordErr = recordHidden(r.pol, r.req.As)
 	}()
 	proc, err := r.start(ctx)
 	<-r.recorded
@@ -172,9 +172,10 @@ type run struct {
 	// hide and those it hides by a mount on the file found at the start
 	// (latesecrets.go): a long command would read one the user makes or
 	// replaces on the host meanwhile.
-	missing  []string
-	present  []hiddenFile
-	recorded chan struct{} // closed once missing and present are known
+	missing   []string
+	present   []hiddenFile
+	recorded  chan struct{} // closed once missing and present are known
+	recordErr error         // they could not be looked at (ends the run)
 
 	mu         sync.Mutex
 	violations violationSet
@@ -389,6 +390,12 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 	}
 	wc := make(chan waited, 1)
 	go func() { e, err := proc.Wait(); wc <- waited{e, err} }()
+	if r.recordErr != nil {
+		// Without the record a path made later is never found: fail closed.
+		_ = proc.Kill()
+		<-wc
+		return nil, false, r.recordErr
+	}
 	var late <-chan time.Time
 	if len(r.missing) > 0 || len(r.present) > 0 {
 		t := time.NewTicker(time.Second)
@@ -402,7 +409,7 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 		select {
 		case w = <-wc:
 		case <-late:
-			err := lateRunError(r.missing, r.present)
+			err := lateRunError(r.missing, r.present, r.req.As)
 			if err == nil {
 				waiting = true
 				continue
@@ -429,7 +436,7 @@ func (r *run) supervise(ctx context.Context, proc enforce.Process) (*enforce.Exi
 		// a shell on the host exited, and the run ended with exit 0,
 		// unsaid: attack pass 101). One last look makes that run an error
 		// too, naming the path; what the command read or wrote is done.
-		if err := lateAfterRunError(r.missing, r.present); err != nil {
+		if err := lateAfterRunError(r.missing, r.present, r.req.As); err != nil {
 			return nil, false, err
 		}
 	}

@@ -135,8 +135,10 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	}
 	// Before the sandbox is planned: a path made in between is hidden
 	// and still refuses the session's commands (fail closed).
-	s.missing, s.present = recordHidden(s.pol)
 	var err error
+	if s.missing, s.present, err = recordHidden(s.pol, req.As); err != nil {
+		return nil, err
+	}
 	if s.null, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
 		return nil, err
 	}
@@ -379,7 +381,7 @@ func (s *Session) Start(ctx context.Context, c Command) (*Running, error) {
 	if env == nil {
 		env = s.req.Env
 	}
-	if err := lateSecret(s.missing, s.present); err != nil {
+	if err := lateSecret(s.missing, s.present, s.req.As); err != nil {
 		s.finished(r)
 		return nil, err
 	}

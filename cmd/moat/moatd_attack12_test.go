@@ -1,0 +1,107 @@
+//go:build linux
+
+package main
+
+// Security review (attack pass 105) of moatd. Each test FAILS while the
+// flaw it names is present, and shows the client cannot do the same
+// without moat (so it cannot pass vacuously).
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/testutil"
+)
+
+// TestDaemonAttackLateSecretLooksAsRoot: a run records which of its
+// denyRead paths exist when it starts, and is ended when one is made or
+// replaced on the host while it runs (latesecrets.go). The daemon looked
+// as root: with ~/.docker a link of the client's to a directory only root
+// may search, root's lstat of ~/.docker/config.json went through it, and
+// once the client turned the link to a config.json of its own, the run
+// ended saying the file "was replaced" (it existed in the private
+// directory) or "was made" (it did not): an oracle of what exists where
+// the client cannot look. Looked at as the client, both answers are the
+// same, and the client's own file swapped the same way still ends the run
+// (the look is not blind).
+func TestDaemonAttackLateSecretLooksAsRoot(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	pw, err := user.Lookup(u1.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(pw.HomeDir, ".docker") // its config.json is a default secret
+	if _, err := os.Lstat(link); err == nil {
+		testutil.Unavailable(t, "%s exists: the test links it", link)
+	}
+	t.Cleanup(func() { os.Remove(link); os.Remove(link + ".new") })
+	// Root's: one holding config.json, one empty; the client can look
+	// into neither.
+	full, empty := filepath.Join(dir, "root-full-a105"), filepath.Join(dir, "root-empty-a105")
+	for _, p := range []string{full, empty} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(full, "config.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := u1.as("stat", filepath.Join(full, "config.json")); err == nil {
+		t.Fatal("the client can stat the root-only file without moat: the test proves nothing")
+	}
+	// The client's own: one to start with, one to turn the link to.
+	mine, mine2 := filepath.Join(u1.dir, "mine"), filepath.Join(u1.dir, "mine2")
+	for _, p := range []string{mine, mine2} {
+		if _, errb, err := u1.as("sh", "-c", `mkdir "$1" && echo '{}' > "$1/config.json"`, "sh", p); err != nil {
+			t.Fatalf("%v %s", err, errb)
+		}
+	}
+	// probe starts a run with the link at start, turns it to mine2 while
+	// the command runs, and returns what moat said.
+	probe := func(start string) string {
+		t.Helper()
+		if _, errb, err := u1.as("ln", "-sfn", start, link); err != nil {
+			t.Fatalf("ln: %v %s", err, errb)
+		}
+		cmd := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, "--", "sleep", "3")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if _, e, err := u1.as("sh", "-c", `ln -sfn "$1" "$2.new" && mv -T "$2.new" "$2"`, "sh", mine2, link); err != nil {
+			t.Fatalf("swap: %v %s", err, e)
+		}
+		if err := cmd.Wait(); err != nil {
+			if _, ok := err.(*exec.ExitError); !ok {
+				t.Fatal(err)
+			}
+		}
+		os.Remove(link)
+		return errb.String()
+	}
+	if out := probe(mine); !strings.Contains(out, "was replaced") {
+		t.Fatalf("the client's own config.json replaced while the run ran did not end it (the probe is blind): %s", out)
+	}
+	fromFull, fromEmpty := probe(full), probe(empty)
+	said := func(s string) string {
+		switch {
+		case strings.Contains(s, "was replaced"):
+			return "replaced"
+		case strings.Contains(s, "was made"):
+			return "made"
+		}
+		return "nothing"
+	}
+	if said(fromFull) != said(fromEmpty) {
+		t.Fatalf("ESCAPE: the daemon told whether config.json exists in a directory only root may search: with it, %q; without, %q\n%s\n%s", said(fromFull), said(fromEmpty), fromFull, fromEmpty)
+	}
+	t.Logf("both root-only directories: %s", said(fromFull))
+}
