@@ -8,11 +8,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,4 +108,66 @@ func TestDaemonAttackLateSecretLooksAsRoot(t *testing.T) {
 		t.Fatalf("ESCAPE: the daemon told whether config.json exists in a directory only root may search: with it, %q; without, %q\n%s\n%s", said(fromFull), said(fromEmpty), fromFull, fromEmpty)
 	}
 	t.Logf("both root-only directories: %s", said(fromFull))
+}
+
+// TestDaemonAttackPeerInOtherNetns: moatd refused peers in another user
+// or mount namespace, or under no_new_privs or seccomp, but not one in a
+// network namespace of its own (unshare -n, ip netns exec, a service's
+// private network, sharing the host's user and mount namespaces). Its
+// sandbox's proxy connects from the daemon's namespace: a command with no
+// network at all reached, through moat run, a service on the host's
+// loopback that the user's policy allows. The daemon now refuses such a
+// peer (403; moat run then runs rootless, in the peer's own network).
+func TestDaemonAttackPeerInOtherNetns(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	const marker = "host-loopback-only-a105"
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, marker) })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+	users := filepath.Join(dir, "users.d")
+	if err := os.MkdirAll(users, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := fmt.Sprintf(`{"filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []}, "network": {"allowedDomains": ["localhost:%d"], "deniedDomains": []}}`, port)
+	if err := os.WriteFile(filepath.Join(users, "default.json"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://localhost:%d/", port)
+	run := func(netns bool, argv ...string) (string, int) {
+		t.Helper()
+		cmd := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, argv...)
+		if argv[0] != "--" {
+			cmd = exec.Command(argv[0], argv[1:]...) // without moat
+			cmd.Dir, cmd.Env = u1.dir, clientEnv(u1.dir)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+		}
+		if netns {
+			// A network of its own; the host's user and mount namespaces.
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+		}
+		out, _ := cmd.CombinedOutput()
+		code := 0
+		if cmd.ProcessState != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, _ := run(false, "--", "curl", "-sS", "-m", "5", url); !strings.Contains(out, marker) {
+		t.Fatalf("through moatd from the host's network the allowed loopback service does not answer (the probe is blind): %s", out)
+	}
+	if out, _ := run(true, "curl", "-sS", "-m", "5", url); strings.Contains(out, marker) {
+		t.Fatalf("in a network namespace of its own the user reaches the host's loopback without moat: the test proves nothing: %s", out)
+	}
+	out, code := run(true, "--", "curl", "-sS", "-m", "5", url)
+	if strings.Contains(out, marker) {
+		t.Fatalf("ESCAPE: a command confined to a network namespace of its own reached the host's loopback service through moatd: %s", out)
+	}
+	if code != 125 || !strings.Contains(out, "network namespace") {
+		t.Fatalf("moatd did not refuse the peer in another network namespace (exit %d, want 125 naming it): %s", code, out)
+	}
 }

@@ -240,6 +240,19 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 			return p, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
 		}
 	}
+	// A peer in another network namespace than the daemon's is a command
+	// confined to a network of its own (unshare -n, ip netns exec, a
+	// service's private network): its sandbox's proxy connects from the
+	// daemon's namespace, and a command with no network at all reached
+	// the host's loopback services the user's policy allows through it
+	// (attack pass 105, TestDaemonAttackPeerInOtherNetns).
+	if own, err := daemonNetns(); err != nil {
+		return p, err
+	} else if theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/net"); err != nil {
+		return p, fmt.Errorf("cannot read the peer's net namespace: %v", err)
+	} else if theirs != own {
+		return p, errors.New("the peer runs in another network namespace than the daemon's (a command confined to a network of its own?): its sandbox would get the daemon's network")
+	}
 	// A peer under no_new_privs or a seccomp filter is a command of some
 	// sandbox (Landlock sets no_new_privs): the daemon's commands would
 	// run without that sandbox's confinement. (The daemon itself may run
@@ -258,6 +271,16 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	}
 	return p, nil
 }
+
+// daemonNetns is the daemon's own network namespace, from which its
+// sandboxes' proxies connect, read once.
+var daemonNetns = sync.OnceValues(func() (string, error) {
+	ns, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return "", fmt.Errorf("cannot read the daemon's net namespace: %v", err)
+	}
+	return ns, nil
+})
 
 // hostNamespaces are the user and mount namespaces the daemon's clients
 // must be in, read once: PID 1's; where PID 1 cannot be read (a VM's or
