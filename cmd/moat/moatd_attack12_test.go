@@ -171,3 +171,56 @@ func TestDaemonAttackPeerInOtherNetns(t *testing.T) {
 		t.Fatalf("moatd did not refuse the peer in another network namespace (exit %d, want 125 naming it): %s", code, out)
 	}
 }
+
+// TestDaemonAttackPeerInChroot: moatd did not compare a peer's root
+// directory (moat serve does): a process jailed by chroot (a build
+// chroot, an SFTP jail) that reaches the daemon's socket got a sandbox
+// made in the host's tree, and read a file of its user's outside its
+// jail, which it cannot name without moat. The daemon now refuses such a
+// peer (403).
+func TestDaemonAttackPeerInChroot(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	const marker = "outside-the-jail-a105"
+	secret := filepath.Join(u1.dir, "outside.txt")
+	if _, errb, err := u1.as("sh", "-c", `echo "$1" > "$2"`, "sh", marker, secret); err != nil {
+		t.Fatalf("%v %s", err, errb)
+	}
+	// The jail: moat (static) and a hard link to the daemon's socket.
+	jail := filepath.Join(dir, "jail")
+	for _, p := range []string{"bin", "run", "work"} {
+		if err := os.MkdirAll(filepath.Join(jail, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chown(filepath.Join(jail, "work"), u1.uid, u1.gid)
+	b, err := os.ReadFile(moatBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jail, "bin", "moat"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(d.sock, filepath.Join(jail, "run", "moatd.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(jail, secret)); err == nil {
+		t.Fatal("the file is inside the jail: the test proves nothing")
+	}
+	// Through moatd from the host's root the command reads it (the probe
+	// is not blind).
+	out, err := moatRunAs(t, d, u1, u1.dir, "", []string{"MOAT_DAEMON=required"}, "--", "cat", secret).CombinedOutput()
+	if !strings.Contains(string(out), marker) {
+		t.Fatalf("through moatd from the host's root the user's file is not read (the probe is blind): %v %s", err, out)
+	}
+	cmd := exec.Command("/bin/moat", "run", "--", "cat", secret)
+	cmd.Dir = "/work"
+	cmd.Env = []string{"PATH=/bin", "HOME=/work", "MOAT_DAEMON_SOCKET=/run/moatd.sock", "MOAT_DAEMON=required"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: jail, Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+	out, _ = cmd.CombinedOutput()
+	if strings.Contains(string(out), marker) {
+		t.Fatalf("ESCAPE: a chrooted client read a file outside its jail through moatd: %s", out)
+	}
+	if !strings.Contains(string(out), "root directory") {
+		t.Fatalf("moatd did not refuse the chrooted peer naming its root directory: %s", out)
+	}
+}

@@ -240,6 +240,22 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 			return p, fmt.Errorf("the peer runs in another %s namespace than the host's (a sandboxed command, a container?)", ns)
 		}
 	}
+	// A peer in another root directory than the host's is a command
+	// jailed by chroot (a build chroot, an SFTP jail) that reaches the
+	// socket: its sandbox would be made in the host's tree, and a
+	// chrooted client read a file of the user's outside its jail (attack
+	// pass 105, TestDaemonAttackPeerInChroot).
+	if root, err := hostRoot(); err != nil {
+		return p, err
+	} else {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/"+strconv.Itoa(int(cred.Pid))+"/root", &st); err != nil {
+			return p, fmt.Errorf("cannot read the peer's root directory: %v", err)
+		}
+		if st.Dev != root[0] || st.Ino != root[1] {
+			return p, errors.New("the peer runs in another root directory than the host's (a chroot): its sandbox would be made in the host's tree")
+		}
+	}
 	// A peer in another network namespace than the daemon's is a command
 	// confined to a network of its own (unshare -n, ip netns exec, a
 	// service's private network): its sandbox's proxy connects from the
@@ -271,6 +287,20 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	}
 	return p, nil
 }
+
+// hostRoot is the device and inode of the host's root directory, the one
+// the daemon's clients must have, read once from the process
+// hostNamespaces reads (PID 1, else the daemon's parent, else itself).
+var hostRoot = sync.OnceValues(func() ([2]uint64, error) {
+	var st unix.Stat_t
+	var err error
+	for _, pid := range []string{"1", strconv.Itoa(os.Getppid()), "self"} {
+		if err = unix.Stat("/proc/"+pid+"/root", &st); err == nil {
+			return [2]uint64{st.Dev, st.Ino}, nil
+		}
+	}
+	return [2]uint64{}, fmt.Errorf("cannot read the daemon's root directory: %v", err)
+})
 
 // daemonNetns is the daemon's own network namespace, from which its
 // sandboxes' proxies connect, read once.
