@@ -69,7 +69,7 @@ func (e *Enforcer) Start(ctx context.Context, l *enforce.Launch) (enforce.Proces
 		return nil, err
 	}
 	// (With a terminal, the descriptors it replaces are /dev/null here.)
-	stdio, _, sc, err := pipeStdio(l.Stdio, nil) // stdio.go
+	stdio, _, sc, err := pipeStdio(l.Stdio, nil, l.As) // stdio.go
 	if err != nil {
 		return nil, err
 	}

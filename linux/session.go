@@ -139,7 +139,7 @@ func (ln *launcher) exec(c *enforce.Command) (enforce.Process, error) {
 			return nil, errors.New("a session command needs its three descriptors")
 		}
 	}
-	stdio, fd3, sc, err := pipeStdio(c.Stdio, c.FD3) // stdio.go
+	stdio, fd3, sc, err := pipeStdio(c.Stdio, c.FD3, nil) // stdio.go: the server's own descriptors (a moatd session takes none of its client's)
 	if err != nil {
 		return nil, err
 	}

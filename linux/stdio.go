@@ -12,7 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/internal/sys"
+	"github.com/moat-sandbox/moat/runtime/enforce"
 )
 
 // The caller's descriptors 0-2 reach the command as they are, but a
@@ -48,8 +50,25 @@ var outputStall = 5 * time.Second
 // pipeStdio returns the descriptors to hand to the sandbox for the
 // caller's stdio (and fd3, if not nil): a pipe for each descriptor
 // handOver does not keep, whose copying starts at once.
-func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File, c *stdioCopy, err error) {
+//
+// as is moatd's client, whose descriptors these are: the copying reads and
+// writes them on a thread with the client's credentials and no capability
+// (ascred). As root, the kernel judged what it read and wrote by root's:
+// a /proc/PID/stat of root's process handed in as stdin gave the command
+// the addresses the kernel hides from the user (its stack, code and
+// arguments: ASLR), and a file handed in as stdout was written past the
+// user's quota into root's reserved blocks of a full filesystem
+// (CAP_SYS_RESOURCE; attack pass 105, TestDaemonAttackStdioCopiedAsRoot).
+func pipeStdio(stdio [3]*os.File, fd3 *os.File, as *enforce.Identity) (out [3]*os.File, out3 *os.File, c *stdioCopy, err error) {
 	c = &stdioCopy{}
+	copying := func(fn func()) { fn() }
+	if as != nil {
+		groups := identityGroups(as)
+		copying = func(fn func()) {
+			// (Without the credentials nothing is copied: fail closed.)
+			_ = ascred.Do(as.Uid, as.Gid, groups, func() error { fn(); return nil })
+		}
+	}
 	out = stdio
 	out3 = fd3
 	done := map[[2]uint64]*os.File{} // one pipe for stdout and stderr that are one file
@@ -133,7 +152,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 				c.child = append(c.child, r)
 				go func() {
 					defer c.wg.Done()
-					copyIn(w, src, c.cancelR) // until the input's end, the command's (EPIPE), or the run's
+					copying(func() { copyIn(w, src, c.cancelR) }) // until the input's end, the command's (EPIPE), or the run's
 					w.Close()
 					src.Close()
 				}()
@@ -143,7 +162,7 @@ func pipeStdio(stdio [3]*os.File, fd3 *os.File) (out [3]*os.File, out3 *os.File,
 				done[key] = w
 				go func() {
 					defer c.wg.Done()
-					c.copyOut(src, r) // ends when every process of the run has let go of the pipe
+					copying(func() { c.copyOut(src, r) }) // ends when every process of the run has let go of the pipe
 					r.Close()
 					src.Close()
 				}()

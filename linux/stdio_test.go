@@ -119,7 +119,7 @@ func TestHandOverSocketKinds(t *testing.T) {
 			t.Errorf("%s: handOver %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if _, _, _, err := pipeStdio([3]*os.File{listening, nil, nil}, nil); err == nil || !strings.Contains(err.Error(), "listening socket") {
+	if _, _, _, err := pipeStdio([3]*os.File{listening, nil, nil}, nil, nil); err == nil || !strings.Contains(err.Error(), "listening socket") {
 		t.Errorf("a listening socket as stdin: %v, want a refusal", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestOutputCopyingStallEnds(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	out, _, c, err := pipeStdio([3]*os.File{nil, w, nil}, nil)
+	out, _, c, err := pipeStdio([3]*os.File{nil, w, nil}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

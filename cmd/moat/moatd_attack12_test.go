@@ -224,3 +224,95 @@ func TestDaemonAttackPeerInChroot(t *testing.T) {
 		t.Fatalf("moatd did not refuse the chrooted peer naming its root directory: %s", out)
 	}
 }
+
+// TestDaemonAttackStdioCopiedAsRoot: moat run hands its descriptors 0-2
+// to moatd, which copies a file's through a pipe (linux/stdio.go), and it
+// copied them as root. The kernel judges some reads and writes by who
+// makes them, not by who opened the file: /proc/PID/stat of another
+// user's process, open to all, gave the command through stdin the
+// addresses the kernel hides from the user (its code, stack, heap and
+// arguments: its ASLR layout), and a file given as stdout on a full
+// filesystem was written past the user's share into root's reserved
+// blocks (as past a quota: CAP_SYS_RESOURCE). The copying now runs with
+// the client's credentials and no capability.
+func TestDaemonAttackStdioCopiedAsRoot(t *testing.T) {
+	d, u1, _, dir := daemonFixture(t)
+	client := func(script string, args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command("sh", append([]string{"-c", script, "sh", moatBin(t)}, args...)...)
+		cmd.Dir = u1.dir
+		cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	t.Run("proc-stat", func(t *testing.T) {
+		// A process of root's (not the daemon: its own stat is open to it).
+		victim := exec.Command("sleep", "60")
+		if err := victim.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+		stat := fmt.Sprintf("/proc/%d/stat", victim.Process.Pid)
+		startStack := func(s string) string { // field 28
+			if i := strings.LastIndexByte(s, ')'); i >= 0 {
+				if f := strings.Fields(s[i+1:]); len(f) > 25 {
+					return f[25]
+				}
+			}
+			return "?"
+		}
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if startStack(string(b)) == "0" {
+			t.Fatalf("root sees no stack address in %s: the test proves nothing: %s", stat, b)
+		}
+		mine, errb, err := u1.as("cat", stat)
+		if err != nil || startStack(mine) != "0" {
+			t.Fatalf("the user sees the stack address of root's process without moat (%v %s): the test proves nothing: %s", err, errb, mine)
+		}
+		out, err := client(`exec "$1" run -- cat < ` + stat)
+		if err != nil {
+			t.Fatalf("moat run: %v %s", err, out)
+		}
+		if got := startStack(out); got != "0" {
+			t.Fatalf("ESCAPE: through moatd the command read the stack address of root's process (%s), hidden from the user: %s", got, out)
+		}
+	})
+	t.Run("reserved-blocks", func(t *testing.T) {
+		for _, tool := range []string{"mkfs.ext4", "losetup"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				testutil.Unavailable(t, "%s: %v", tool, err)
+			}
+		}
+		// A small ext4 with 40% of its blocks reserved for root.
+		img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "fsmnt")
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("sh", "-c", `truncate -s 64M "$1" && mkfs.ext4 -q -F -m 40 "$1" && mount -o loop "$1" "$2"`, "sh", img, mnt).CombinedOutput(); err != nil {
+			testutil.Unavailable(t, "a loop-mounted ext4: %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		own := filepath.Join(mnt, "u")
+		if err := os.Mkdir(own, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(own, u1.uid, u1.gid)
+		// The user fills its share; a write of its own then fails.
+		u1.as("sh", "-c", `dd if=/dev/zero of="$1/fill" bs=1M; sync`, "sh", own)
+		if _, _, err := u1.as("sh", "-c", `head -c 4M /dev/zero > "$1/more" && sync`, "sh", own); err == nil {
+			t.Fatal("the user writes 4 MB more on the full filesystem without moat: the test proves nothing")
+		}
+		client(`"$1" run -- head -c 16M /dev/zero > "$2/viamoatd"; sync`, own)
+		fi, err := os.Stat(filepath.Join(own, "viamoatd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > 4<<20 {
+			t.Fatalf("ESCAPE: through moatd the user wrote %d bytes on a filesystem full for it (root's reserved blocks)", fi.Size())
+		}
+	})
+}
