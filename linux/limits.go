@@ -464,32 +464,58 @@ func preadKey(fd int, buf []byte, key string) int64 {
 // processes and memory where no cgroup holds them, none of the process
 // count without a user namespace (RLIMIT_NPROC would count every process
 // of this user on the host). It returns what could not be held.
-func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforce.Skip {
+//
+// as is moatd's client: no limit the sandbox gets is above the client's
+// own (its soft and hard limits when it connected), whether planned here
+// or inherited from the daemon, whose own limits are root's.
+func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool, as *enforce.Identity) []enforce.Skip {
 	var skipped []enforce.Skip
+	planned := map[int][2]uint64{}
+	if as != nil && as.Rlimits != nil {
+		defer func() {
+			for r, c := range as.Rlimits {
+				l, ok := planned[r]
+				if !ok {
+					var own unix.Rlimit
+					if unix.Getrlimit(r, &own) != nil {
+						continue
+					}
+					l = [2]uint64{own.Cur, own.Max}
+				}
+				if c[0] < l[0] || c[1] < l[1] {
+					p.Rlimit(r, min(l[0], c[0]), min(l[1], c[1]))
+				}
+			}
+		}()
+	}
+	set := func(r int, soft, hard uint64) {
+		planned[r] = [2]uint64{soft, hard}
+		p.Rlimit(r, soft, hard)
+	}
 	for _, r := range halvedRlimits {
 		var rl unix.Rlimit
 		if unix.Getrlimit(r, &rl) == nil {
 			if half, ok := halfRlimit(rl); ok {
-				p.Rlimit(r, half, half)
+				set(r, half, half)
 			}
 		}
 	}
 	if eff.FileSize > 0 {
-		p.Rlimit(unix.RLIMIT_FSIZE, uint64(eff.FileSize), uint64(eff.FileSize))
+		set(unix.RLIMIT_FSIZE, uint64(eff.FileSize), uint64(eff.FileSize))
 	}
 	if eff.CPUTime > 0 {
 		secs := uint64((eff.CPUTime + time.Second - 1) / time.Second)
-		p.Rlimit(unix.RLIMIT_CPU, secs, secs+1)
+		set(unix.RLIMIT_CPU, secs, secs+1)
 	}
 	if eff.Memory > 0 && !lm.holds("memory") {
-		p.Rlimit(unix.RLIMIT_DATA, uint64(eff.Memory), uint64(eff.Memory))
+		set(unix.RLIMIT_DATA, uint64(eff.Memory), uint64(eff.Memory))
 		// The main stack is not data either: with its soft limit raised
 		// to an unlimited hard one it grew to 512 MiB under 64 (found by
 		// an attack pass). It gets no more than the limit.
 		var st unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_STACK, &st) == nil {
 			lim := uint64(eff.Memory)
-			p.Rlimit(unix.RLIMIT_STACK, min(st.Cur, lim), min(st.Max, lim))
+			set(unix.RLIMIT_STACK, min(st.Cur, lim), min(st.Max, lim))
 		}
 		if nons {
 			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitMemory, Reason: "the memory limit beyond each process's own (no mount namespace: the host's /tmp and /dev/shm are not counted; System V IPC is refused in this tier)"})
@@ -502,7 +528,7 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 			reason := "the process limit (no writable cgroup, and the kernel exempts root from RLIMIT_NPROC): a command that uses up the machine's processes can stop moat before its git audit (the next moat run audits what it left)"
 			if os.Geteuid() != 0 {
 				n := nonsProcessLimit(eff.Pids)
-				p.Rlimit(unix.RLIMIT_NPROC, n.limit, n.limit)
+				set(unix.RLIMIT_NPROC, n.limit, n.limit)
 				reason = fmt.Sprintf("the process limit exactly (no user namespace, no writable cgroup): RLIMIT_NPROC counts every process of this user on the host; the command may start %d more than this user had at its start, keeping %d for moat and the host", n.limit-n.count, nonsReserve)
 			}
 			skipped = append(skipped, enforce.Skip{Protection: enforce.ProtectionLimitPids, Reason: reason})
@@ -511,10 +537,10 @@ func rlimits(p *nsinit.Plan, eff policy.Limits, lm *limiter, nons bool) []enforc
 			if half, ok := userProcessHalf(); ok {
 				n = min(n, half)
 			}
-			p.Rlimit(unix.RLIMIT_NPROC, n, n)
+			set(unix.RLIMIT_NPROC, n, n)
 		}
 	} else if half, ok := userProcessHalf(); ok && !nons {
-		p.Rlimit(unix.RLIMIT_NPROC, half, half)
+		set(unix.RLIMIT_NPROC, half, half)
 	}
 	return skipped
 }

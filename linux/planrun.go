@@ -344,7 +344,7 @@ func (ln *launcher) buildPlan(prog []byte, env []string) *nsinit.Plan {
 	}
 	p.NewKeyring()
 	p.Cwd(pol.Cwd)
-	ln.skipped = append(ln.skipped, rlimits(p, ln.eff, ln.lim, ln.nons)...)
+	ln.skipped = append(ln.skipped, rlimits(p, ln.eff, ln.lim, ln.nons, ln.l.As)...)
 	if t := ln.l.Terminal; t != nil && !ln.session {
 		p.PTY(t.Mask, t.Rows, t.Cols)
 	}

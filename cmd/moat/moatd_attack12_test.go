@@ -316,3 +316,35 @@ func TestDaemonAttackStdioCopiedAsRoot(t *testing.T) {
 		}
 	})
 }
+
+// TestDaemonAttackClientRlimitsEscaped: a sandbox of moatd's got the
+// daemon's resource limits (root's) and the policy's, never the client's:
+// a client under a hard RLIMIT_CPU of one second (an administrator's
+// limits.conf; the user cannot raise a hard limit) ran a command that
+// spun for as long as it liked, and one under a hard limit of 64 open
+// files got 20,000. Rootless moat run keeps them (its sandbox inherits
+// them); through moatd, no limit is above the client's own now.
+func TestDaemonAttackClientRlimitsEscaped(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	limited := `ulimit -S -t 1 && ulimit -H -t 1 && ulimit -S -n 64 && ulimit -H -n 64 && `
+	// Without moat the user cannot raise them again.
+	if out, errb, err := u1.as("sh", "-c", limited+`ulimit -H -t`); err != nil || strings.TrimSpace(out) != "1" {
+		t.Fatalf("the limits cannot be set (%v %s): %s", err, errb, out)
+	}
+	if _, _, err := u1.as("sh", "-c", limited+`ulimit -H -t unlimited`); err == nil {
+		t.Fatal("the user raises its hard RLIMIT_CPU without moat: the test proves nothing")
+	}
+	cmd := exec.Command("sh", "-c", limited+`exec "$1" run -- sh -c 'echo "$(ulimit -H -t) $(ulimit -H -n)"'`, "sh", moatBin(t))
+	cmd.Dir = u1.dir
+	cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("moat run: %v %s %s", err, out, errb.String())
+	}
+	if got := strings.TrimSpace(string(out)); got != "1 64" {
+		t.Fatalf("ESCAPE: through moatd the command's hard CPU time and open-file limits are %q, above the client's own \"1 64\"", got)
+	}
+}

@@ -168,6 +168,10 @@ type Identity struct {
 	Home string
 	// Name is the user name (logs, messages).
 	Name string
+	// Rlimits are the client process's resource limits, soft and hard,
+	// indexed by resource (RLIMIT_CPU ...), or nil: the sandbox gets none
+	// above them (moatd, whose own are root's).
+	Rlimits [][2]uint64
 }
 
 // Terminal describes the caller's terminal: which of the descriptors 0-2

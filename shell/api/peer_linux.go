@@ -279,6 +279,15 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	} else if nnp, sc := statusValue(st, "NoNewPrivs"), statusValue(st, "Seccomp"); nnp != "0" || sc != "0" {
 		return p, fmt.Errorf("the peer runs under no_new_privs (%s) or seccomp (%s): a command of another sandbox gets no command run by the daemon", nnp, sc)
 	}
+	// Its resource limits bound its sandbox's: the daemon's own are
+	// root's, and a client under a hard RLIMIT_CPU of one second (an
+	// administrator's limits.conf) ran a command for as long as it liked
+	// (attack pass 105, TestDaemonAttackClientRlimitsEscaped).
+	// (From /proc/PID/limits, open to all: prlimit(2) on another process
+	// needs CAP_SYS_RESOURCE, which a daemon may be started without.)
+	if p.Rlimits, err = procRlimits(int(cred.Pid)); err != nil {
+		return p, fmt.Errorf("cannot read the peer's resource limits: %v", err)
+	}
 	if pidfd >= 0 {
 		// The pid still names the peer (it has not exited and been reused).
 		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
@@ -286,6 +295,41 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 		}
 	}
 	return p, nil
+}
+
+// procRlimits reads the soft and hard limits of process pid from
+// /proc/PID/limits, by resource: its lines are the resources in order,
+// each a name of 25 columns, then the soft and hard limit ("unlimited" or
+// a number) and a unit.
+func procRlimits(pid int) ([][2]uint64, error) {
+	text, err := readText("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != rlimNlimits+1 {
+		return nil, fmt.Errorf("/proc/%d/limits: %d lines, want %d", pid, len(lines), rlimNlimits+1)
+	}
+	out := make([][2]uint64, rlimNlimits)
+	for r, line := range lines[1:] {
+		if len(line) < 26 {
+			return nil, fmt.Errorf("/proc/%d/limits: line %q", pid, line)
+		}
+		f := strings.Fields(line[25:])
+		if len(f) < 2 {
+			return nil, fmt.Errorf("/proc/%d/limits: line %q", pid, line)
+		}
+		for i, v := range f[:2] {
+			if v == "unlimited" {
+				out[r][i] = unix.RLIM_INFINITY
+				continue
+			}
+			if out[r][i], err = strconv.ParseUint(v, 10, 64); err != nil {
+				return nil, fmt.Errorf("/proc/%d/limits: line %q: %v", pid, line, err)
+			}
+		}
+	}
+	return out, nil
 }
 
 // hostRoot is the device and inode of the host's root directory, the one

@@ -4,6 +4,7 @@ package api
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -105,6 +106,23 @@ func TestPeerGroups(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			t.Errorf("a peer with %d groups: peerGroups says %d: %v", len(want), len(got), got)
+		}
+	}
+}
+
+// TestProcRlimits: the limits read from /proc/PID/limits are getrlimit's.
+func TestProcRlimits(t *testing.T) {
+	got, err := procRlimits(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range got {
+		var rl unix.Rlimit
+		if err := unix.Getrlimit(r, &rl); err != nil {
+			t.Fatal(err)
+		}
+		if got[r] != [2]uint64{rl.Cur, rl.Max} {
+			t.Errorf("resource %d: read %v, getrlimit %v", r, got[r], rl)
 		}
 	}
 }
