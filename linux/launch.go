@@ -545,6 +545,12 @@ func (ln *launcher) mapUserns() error {
 	}
 	ln.joined = true
 	ln.step("cgroups joined")
+	if id := ln.l.As; id != nil {
+		// Before stage 2 forks anything: what it starts inherits them.
+		if err := clientPriority(ln.cmd.Process.Pid, id); err != nil {
+			return err
+		}
+	}
 	if _, err := ln.sync.Write(ids); err != nil {
 		return fmt.Errorf("answer stage 2: %w", err)
 	}
@@ -560,6 +566,39 @@ func (ln *launcher) joinCgroups(pid int) error {
 		}
 	}
 	return ln.lim.add(pid)
+}
+
+// clientPriority gives stage 2 (pid, single-threaded, waiting for its
+// ids) moatd's client's nice value and oom_score_adj where they are above
+// its own (the daemon's): a user cannot lower its nice value, nor its
+// oom_score_adj below what a privileged process set (systemd's
+// OOMScoreAdjust=), and a client at nice 15 ran its commands at the
+// daemon's 0 (attack pass 105, TestDaemonAttackClientNiceEscaped).
+func clientPriority(pid int, id *enforce.Identity) error {
+	if id.Nice != nil {
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid)
+		if err != nil {
+			return fmt.Errorf("the sandbox's nice value: %w", err)
+		}
+		if *id.Nice > 20-prio {
+			if err := unix.Setpriority(unix.PRIO_PROCESS, pid, *id.Nice); err != nil {
+				return fmt.Errorf("the sandbox's nice value: %w", err)
+			}
+		}
+	}
+	if id.OOMScoreAdj != nil {
+		file := "/proc/" + strconv.Itoa(pid) + "/oom_score_adj"
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("the sandbox's oom_score_adj: %w", err)
+		}
+		if own, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || *id.OOMScoreAdj > own {
+			if err := os.WriteFile(file, []byte(strconv.Itoa(*id.OOMScoreAdj)), 0); err != nil {
+				return fmt.Errorf("the sandbox's oom_score_adj: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkAs refuses what a sandbox for another user (Launch.As) cannot do

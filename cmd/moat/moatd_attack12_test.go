@@ -348,3 +348,33 @@ func TestDaemonAttackClientRlimitsEscaped(t *testing.T) {
 		t.Fatalf("ESCAPE: through moatd the command's hard CPU time and open-file limits are %q, above the client's own \"1 64\"", got)
 	}
 }
+
+// TestDaemonAttackClientNiceEscaped: a user cannot lower its nice value
+// (an administrator's batch user, a service's Nice=), nor its
+// oom_score_adj below what a privileged process set, but a client at nice
+// 15 and oom_score_adj 900 ran its commands through moatd at the daemon's
+// 0 and 0. No longer below the client's own.
+func TestDaemonAttackClientNiceEscaped(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	lowered := `echo 900 > /proc/self/oom_score_adj && renice -n 15 -p $$ >/dev/null && `
+	// Without moat the user cannot lower them again.
+	if out, errb, err := u1.as("sh", "-c", lowered+`echo "$(nice) $(cat /proc/self/oom_score_adj)"`); err != nil || strings.TrimSpace(out) != "15 900" {
+		t.Fatalf("cannot set them (%v %s): %s", err, errb, out)
+	}
+	if _, _, err := u1.as("sh", "-c", lowered+`renice -n 0 -p $$`); err == nil {
+		t.Fatal("the user lowers its nice value without moat: the test proves nothing")
+	}
+	cmd := exec.Command("sh", "-c", lowered+`exec "$1" run -- sh -c 'echo "$(nice) $(cat /proc/self/oom_score_adj)"'`, "sh", moatBin(t))
+	cmd.Dir = u1.dir
+	cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("moat run: %v %s %s", err, out, errb.String())
+	}
+	if got := strings.TrimSpace(string(out)); got != "15 900" {
+		t.Fatalf("ESCAPE: through moatd the command's nice value and oom_score_adj are %q, below the client's own \"15 900\"", got)
+	}
+}

@@ -172,6 +172,9 @@ type Identity struct {
 	// indexed by resource (RLIMIT_CPU ...), or nil: the sandbox gets none
 	// above them (moatd, whose own are root's).
 	Rlimits [][2]uint64
+	// Nice and OOMScoreAdj are the client process's nice value and
+	// oom_score_adj, or nil: the sandbox's are never below them.
+	Nice, OOMScoreAdj *int
 }
 
 // Terminal describes the caller's terminal: which of the descriptors 0-2

@@ -58,6 +58,8 @@ type Peer struct {
 	// Rlimits are the peer process's resource limits when it was checked
 	// (soft, hard; by resource), nil where they could not be read.
 	Rlimits [][2]uint64
+	// Nice and OOMScoreAdj are the peer process's, nil where unknown.
+	Nice, OOMScoreAdj *int
 }
 
 // identityOf is the user of a daemon peer: uid, gid and groups from the
@@ -76,7 +78,7 @@ func identityOf(p *Peer) (*enforce.Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uid %d is not in the user database: %v", p.Uid, err)
 	}
-	id := &enforce.Identity{Uid: p.Uid, Gid: p.Gid, Groups: slices.Clone(p.Groups), Home: filepath.Clean(u.HomeDir), Name: u.Username, Rlimits: slices.Clone(p.Rlimits)}
+	id := &enforce.Identity{Uid: p.Uid, Gid: p.Gid, Groups: slices.Clone(p.Groups), Home: filepath.Clean(u.HomeDir), Name: u.Username, Rlimits: slices.Clone(p.Rlimits), Nice: p.Nice, OOMScoreAdj: p.OOMScoreAdj}
 	if !filepath.IsAbs(id.Home) {
 		return nil, fmt.Errorf("user %s has no absolute home directory (%q)", u.Username, u.HomeDir)
 	}

@@ -288,6 +288,13 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 	if p.Rlimits, err = procRlimits(int(cred.Pid)); err != nil {
 		return p, fmt.Errorf("cannot read the peer's resource limits: %v", err)
 	}
+	// So do its nice value and oom_score_adj, which a user cannot lower
+	// (the latter below what a privileged process set): a client at nice
+	// 15 ran its commands at the daemon's 0 (attack pass 105,
+	// TestDaemonAttackClientNiceEscaped).
+	if p.Nice, p.OOMScoreAdj, err = procPriority(int(cred.Pid)); err != nil {
+		return p, fmt.Errorf("cannot read the peer's priority: %v", err)
+	}
 	if pidfd >= 0 {
 		// The pid still names the peer (it has not exited and been reused).
 		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
@@ -295,6 +302,33 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 		}
 	}
 	return p, nil
+}
+
+// procPriority reads the nice value (the 19th field of /proc/PID/stat)
+// and the oom_score_adj of process pid.
+func procPriority(pid int) (nice, oom *int, err error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	stat, err := readText(dir + "/stat")
+	if err != nil {
+		return nil, nil, err
+	}
+	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(f) < 17 {
+		return nil, nil, fmt.Errorf("%s/stat: %d fields", dir, len(f)+2)
+	}
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/stat: nice %q", dir, f[16])
+	}
+	text, err := readText(dir + "/oom_score_adj")
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/oom_score_adj: %q", dir, text)
+	}
+	return &n, &o, nil
 }
 
 // procRlimits reads the soft and hard limits of process pid from
