@@ -447,7 +447,13 @@ func (ln *launcher) startStage2() error {
 	if !ln.nons {
 		flags = cloneFlags(ln.pol)
 	}
-	cmd, err := spawnStage2(ln.l.Stdio, extra, ln.cgroupFD, flags, false)
+	var env []string
+	if id := ln.l.As; id != nil && id.Umask != nil {
+		// moatd's client's umask, not the daemon's: stage 2 takes it
+		// first thing (its files and the command's are the client's).
+		env = append(env, fmt.Sprintf("%s=%o", nsinit.EnvUmask, *id.Umask&0o777))
+	}
+	cmd, err := spawnStage2(ln.l.Stdio, extra, ln.cgroupFD, flags, false, env...)
 	if err != nil {
 		return err
 	}
@@ -463,7 +469,7 @@ func (ln *launcher) startStage2() error {
 // spawnStage2 starts moat's binary as stage 2 with stdio and the extra
 // descriptors from fd 3, into the cgroup cgroupFD (-1: this one's), to make
 // the namespaces of flags (0: none); a spare waits for its stdio.
-func spawnStage2(stdio [3]*os.File, extra []*os.File, cgroupFD int, flags uintptr, spare bool) (*exec.Cmd, error) {
+func spawnStage2(stdio [3]*os.File, extra []*os.File, cgroupFD int, flags uintptr, spare bool, env ...string) (*exec.Cmd, error) {
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{nsinit.Argv0},
@@ -480,6 +486,7 @@ func spawnStage2(stdio [3]*os.File, extra []*os.File, cgroupFD int, flags uintpt
 	if spare {
 		cmd.Env = append(cmd.Env, nsinit.EnvSpare+"=1")
 	}
+	cmd.Env = append(cmd.Env, env...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -378,3 +378,31 @@ func TestDaemonAttackClientNiceEscaped(t *testing.T) {
 		t.Fatalf("ESCAPE: through moatd the command's nice value and oom_score_adj are %q, below the client's own \"15 900\"", got)
 	}
 }
+
+// TestDaemonAttackClientUmask: a moatd sandbox had the daemon's umask
+// (022 where it was started from a shell), not the client's: a client
+// under umask 077 made, through moat run, files any user could read,
+// where without moat (and with rootless moat) they are its alone.
+func TestDaemonAttackClientUmask(t *testing.T) {
+	d, u1, _, _ := daemonFixture(t)
+	if _, errb, err := u1.as("sh", "-c", `cd "$1" && umask 077 && echo x > plain`, "sh", u1.dir); err != nil {
+		t.Fatalf("%v %s", err, errb)
+	}
+	if fi, err := os.Stat(filepath.Join(u1.dir, "plain")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("without moat the file is not 0600 (%v): the test proves nothing", err)
+	}
+	cmd := exec.Command("sh", "-c", `umask 077 && exec "$1" run --write . -- sh -c 'echo x > viamoatd'`, "sh", moatBin(t))
+	cmd.Dir = u1.dir
+	cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("moat run: %v %s", err, out)
+	}
+	fi, err := os.Stat(filepath.Join(u1.dir, "viamoatd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("ESCAPE: under the client's umask 077 the command made a file of mode %o through moatd", fi.Mode().Perm())
+	}
+}

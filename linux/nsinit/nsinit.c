@@ -2397,6 +2397,13 @@ __attribute__((constructor)) static void moat_nsinit(int argc, char **argv, char
 	}
 	for (int i = 0; i < MAX_SLOTS; i++)
 		slots[i] = -1;
+	/* moatd's client's umask (EnvUmask): stage 2's, init's and the
+	 * command's files are made with it, not with the daemon's. */
+	const char *um = getenv("_MOAT_UMASK");
+	if (um && *um) {
+		umask((mode_t)(strtoul(um, NULL, 8) & 0777));
+		unsetenv("_MOAT_UMASK");
+	}
 	const char *nsf = getenv("_MOAT_NSFLAGS");
 	if (nsf && *nsf) {
 		unsigned long flags = strtoul(nsf, NULL, 16);

@@ -561,6 +561,10 @@ func appendRec(b []byte, typ uint32, r *rec) []byte {
 // (hexadecimal; absent: none).
 const EnvNSFlags = "_MOAT_NSFLAGS"
 
+// EnvUmask, if set, is the umask (octal) stage 2 takes first thing: a
+// sandbox for moatd's client has the client's, not the daemon's.
+const EnvUmask = "_MOAT_UMASK"
+
 // EnvSpare, set to "1" beside EnvNSFlags, starts a spare stage 2: once it
 // has made its namespaces, its init waits for a ReqStdio before the plan.
 const EnvSpare = "_MOAT_SPARE"

@@ -175,6 +175,9 @@ type Identity struct {
 	// Nice and OOMScoreAdj are the client process's nice value and
 	// oom_score_adj, or nil: the sandbox's are never below them.
 	Nice, OOMScoreAdj *int
+	// Umask is the client process's file mode creation mask, or nil: the
+	// sandbox's is the client's, not the daemon's.
+	Umask *int
 }
 
 // Terminal describes the caller's terminal: which of the descriptors 0-2

@@ -60,6 +60,8 @@ type Peer struct {
 	Rlimits [][2]uint64
 	// Nice and OOMScoreAdj are the peer process's, nil where unknown.
 	Nice, OOMScoreAdj *int
+	// Umask is the peer process's, nil where unknown.
+	Umask *int
 }
 
 // identityOf is the user of a daemon peer: uid, gid and groups from the
@@ -78,7 +80,7 @@ func identityOf(p *Peer) (*enforce.Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("uid %d is not in the user database: %v", p.Uid, err)
 	}
-	id := &enforce.Identity{Uid: p.Uid, Gid: p.Gid, Groups: slices.Clone(p.Groups), Home: filepath.Clean(u.HomeDir), Name: u.Username, Rlimits: slices.Clone(p.Rlimits), Nice: p.Nice, OOMScoreAdj: p.OOMScoreAdj}
+	id := &enforce.Identity{Uid: p.Uid, Gid: p.Gid, Groups: slices.Clone(p.Groups), Home: filepath.Clean(u.HomeDir), Name: u.Username, Rlimits: slices.Clone(p.Rlimits), Nice: p.Nice, OOMScoreAdj: p.OOMScoreAdj, Umask: p.Umask}
 	if !filepath.IsAbs(id.Home) {
 		return nil, fmt.Errorf("user %s has no absolute home directory (%q)", u.Username, u.HomeDir)
 	}

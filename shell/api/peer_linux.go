@@ -278,6 +278,16 @@ func checkDaemonPeer(c net.Conn) (*Peer, error) {
 		return p, fmt.Errorf("cannot read the peer's process: %v", err)
 	} else if nnp, sc := statusValue(st, "NoNewPrivs"), statusValue(st, "Seccomp"); nnp != "0" || sc != "0" {
 		return p, fmt.Errorf("the peer runs under no_new_privs (%s) or seccomp (%s): a command of another sandbox gets no command run by the daemon", nnp, sc)
+	} else {
+		// Its umask is its sandbox's: with the daemon's (022 where it was
+		// started from a shell), a client under umask 077 made files any
+		// user could read (attack pass 105, TestDaemonAttackClientUmask).
+		u, err := strconv.ParseUint(statusValue(st, "Umask"), 8, 32)
+		if err != nil {
+			return p, fmt.Errorf("cannot read the peer's umask: %v", err)
+		}
+		m := int(u & 0o777)
+		p.Umask = &m
 	}
 	// Its resource limits bound its sandbox's: the daemon's own are
 	// root's, and a client under a hard RLIMIT_CPU of one second (an
