@@ -243,22 +243,28 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 			jr.SetAs(w.Do)
 		}
 	}
-	// Its directory is held first, and until the sandbox is gone: no run,
-	// of this journal or another, removes a placeholder there meanwhile
+	// Its directory is held first, while this run plans: no run, of this
+	// journal or another, removes a placeholder there meanwhile
 	// (journal.Hold).
 	if err := ln.jr.Hold(ln.ctx, filepath.Dir(path)); err != nil {
 		return err
 	}
+	// What it mounts over is pinned (journal.Pin) once it is known.
 	if ln.exists(path) {
 		adopted, err := ln.jr.Adopt(path)
-		if err != nil || adopted {
+		if err != nil {
 			return err
+		}
+		if adopted {
+			return ln.jr.Pin(path)
 		}
 		if ln.exists(path) {
 			// The user's own, mounted over as it is, or a placeholder
 			// of another journal's run, claimed (journal.Claim).
-			_, err := ln.jr.Claim(path)
-			return err
+			if _, err := ln.jr.Claim(path); err != nil {
+				return err
+			}
+			return ln.jr.Pin(path)
 		}
 		// Another run's placeholder, removed while this run waited to
 		// adopt it: made again below.
@@ -274,7 +280,7 @@ func (ln *launcher) mountPoint(path string, ph *placeholder) error {
 	if k, ok := ln.jr.KindOf(ph.path); ok {
 		ph.kind = k
 	}
-	return nil
+	return ln.jr.Pin(ph.path)
 }
 
 // clientWorker is the thread with moatd's client's credentials for this

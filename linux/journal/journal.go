@@ -68,8 +68,8 @@ type Journal struct {
 	// removed by another user's run (see adopt).
 	top string
 	// holds are the directories this run mounts over a name in, each
-	// open with a shared flock until Close (Hold).
-	holds map[string]*os.File
+	// open until Close (Hold, Pin); nil for one that holds nothing.
+	holds map[string]*hold
 }
 
 // topOf is the directory of every journal for the journal in dir: its
@@ -227,60 +227,134 @@ func pollFlockHow(ctx context.Context, f *os.File, how int) error {
 	}
 }
 
-// Hold keeps every run's removal of a placeholder out of dir, where this
-// run mounts over a name, until Close: a shared flock on the directory,
-// which a removal must first take exclusively (remove: errHeld when it
-// cannot). The records keep a live run's placeholders only from the runs
-// of its own journal. A run of another journal (another state directory:
-// $XDG_STATE_HOME set for one of two runs, or moatd's run and the user's
-// own) took this run's placeholders for the user's files, as this run
-// took its, and the first to end removed a placeholder the other had
-// mounted over: the kernel detaches the mounts over a name unlinked in
-// another mount namespace, and the command then made the protected name
-// (a .vscode/tasks.json in the project, left on the host). A directory
-// that does not exist or is reached through a symlink holds nothing a
-// removal would take (remove opens the way as Hold does).
+// Hold opens dir, where this run mounts over a name, for the run's life,
+// and takes its shared flock until the journal's global lock is released
+// (Unlock): while this run looks at names there and pins the ones it
+// mounts over (Pin), no run removes a placeholder in dir (remove takes the
+// directory's flock exclusively). The records keep a live run's
+// placeholders only from the runs of its own journal. A run of another
+// journal (another state directory: $XDG_STATE_HOME set for one of two
+// runs, or moatd's run and the user's own) took this run's placeholders
+// for the user's files, as this run took its, and the first to end
+// removed a placeholder the other had mounted over: the kernel detaches
+// the mounts over a name unlinked in another mount namespace, and the
+// command then made the protected name (a .vscode/tasks.json in the
+// project, left on the host). A directory that does not exist or is
+// reached through a symlink holds nothing a removal would take (remove
+// opens the way as Hold does).
 func (j *Journal) Hold(ctx context.Context, dir string) error {
-	if _, ok := j.holds[dir]; ok {
-		return nil
+	j.mu.Lock()
+	h, ok := j.holds[dir]
+	j.mu.Unlock()
+	if ok {
+		if h == nil || h.shared {
+			return nil
+		}
+	} else {
+		var fd int
+		var err error
+		if aerr := j.do(func() error { fd, err = openDir(dir, unix.O_RDONLY); return nil }); aerr != nil {
+			return fmt.Errorf("journal: %w", aerr)
+		}
+		if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR {
+			j.mu.Lock()
+			j.setHold(dir, nil)
+			j.mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("moat mounts over a name in %s, which it must hold open while the sandbox runs (no other run may remove a placeholder there meanwhile), but cannot open it: %w", dir, err)
+		}
+		h = &hold{f: os.NewFile(uintptr(fd), dir)}
 	}
-	var fd int
-	var err error
-	if aerr := j.do(func() error { fd, err = openDir(dir, unix.O_RDONLY); return nil }); aerr != nil {
-		return fmt.Errorf("journal: %w", aerr)
-	}
-	if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("moat mounts over a name in %s, which it must hold open while the sandbox runs (no other run may remove a placeholder there meanwhile), but cannot open it: %w", dir, err)
-	}
-	f := os.NewFile(uintptr(fd), dir)
-	// A removal holds the directory exclusively for a few system calls;
-	// anything longer is another process's flock (a command of another
-	// sandbox may take one on a directory it can open), and the run fails
-	// rather than go on without its hold.
+	// A removal holds the directory exclusively for a few system calls,
+	// and another journal's run shares it while it plans; anything longer
+	// is another process's flock (a command of another sandbox may take
+	// one on a directory it can open), and the run fails rather than go on
+	// without its hold.
 	hctx, cancel := context.WithTimeout(ctx, adoptWait)
-	err = pollFlockHow(hctx, f, unix.LOCK_SH)
+	err := pollFlockHow(hctx, h.f, unix.LOCK_SH)
 	cancel()
 	if err != nil {
-		f.Close()
+		if !ok {
+			h.f.Close()
+		}
 		if ctx.Err() == nil {
-			return fmt.Errorf("moat mounts over a name in %s and must hold it (a shared flock) while the sandbox runs, but another process has held it locked exclusively for %v: end that process, or run again", dir, adoptWait)
+			return fmt.Errorf("moat mounts over a name in %s and must hold it (a shared flock) while it plans, but another process has held it locked exclusively for %v: end that process, or run again", dir, adoptWait)
 		}
 		return fmt.Errorf("journal: hold %s: %w", dir, err)
 	}
-	if j.holds == nil {
-		j.holds = map[string]*os.File{}
-	}
-	j.holds[dir] = f
+	j.mu.Lock()
+	h.shared = true
+	j.setHold(dir, h)
+	j.mu.Unlock()
 	return nil
 }
 
-// release lets go of the directories Hold took.
+// hold is a directory Hold opened: its descriptor (the pins' locks are
+// its), and whether it holds the directory's shared flock now.
+type hold struct {
+	f      *os.File
+	shared bool
+}
+
+func (j *Journal) setHold(dir string, h *hold) {
+	if j.holds == nil {
+		j.holds = map[string]*hold{}
+	}
+	j.holds[dir] = h
+}
+
+// pinMask keeps a lock's offset (an inode number) a positive off_t.
+const pinMask = 1<<62 - 1
+
+// Pin marks path, which this run mounts over, as in use until Close: a
+// read lock (an open file description's, F_OFD_SETLK) on its directory's
+// descriptor, at the byte its inode number names. remove leaves a
+// placeholder whose byte another descriptor locks, whatever journal that
+// run records in; a run that only holds the directory for other names
+// does not keep it. The caller holds path's directory (Hold) and looked
+// at path since.
+func (j *Journal) Pin(path string) error {
+	j.mu.Lock()
+	h := j.holds[filepath.Dir(path)]
+	j.mu.Unlock()
+	if h == nil {
+		return nil // nothing a removal would take (Hold)
+	}
+	var st unix.Stat_t
+	var lerr error
+	if err := j.do(func() error { lerr = unix.Lstat(path, &st); return nil }); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if lerr != nil {
+		return nil // gone: nothing to mount over (the plan fails there)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: int64(st.Ino & pinMask), Len: 1}
+	if err := sys.Retry(func() error { return unix.FcntlFlock(h.f.Fd(), unix.F_OFD_SETLK, &lk) }); err != nil {
+		return fmt.Errorf("moat mounts over %s and must mark it in use (a read lock on its directory), but cannot: %w", path, err)
+	}
+	return nil
+}
+
+// pinned reports whether another open file description than fd's holds a
+// read lock at path's inode byte of its directory (Pin).
+func pinned(fd int, ino uint64) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: int64(ino & pinMask), Len: 1}
+	if err := sys.Retry(func() error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk) }); err != nil {
+		return true // not known to be free
+	}
+	return lk.Type != unix.F_UNLCK
+}
+
+// release lets go of the directories Hold took, and of the pins.
 func (j *Journal) release() {
-	for _, f := range j.holds {
-		f.Close()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, h := range j.holds {
+		if h != nil {
+			h.f.Close()
+		}
 	}
 	j.holds = nil
 }
@@ -296,8 +370,12 @@ func openDir(dir string, flags int) (int, error) {
 	return fd, err
 }
 
-// errHeld: a placeholder stays, because a live run holds its directory.
-var errHeld = errors.New("journal: a live run holds the placeholder's directory")
+// errHeld: a placeholder stays, because a live run may mount over it.
+var errHeld = errors.New("journal: a live run holds the placeholder or its directory")
+
+// errDirHeld: errHeld for the whole directory (its flock), the same for
+// every placeholder in it this time.
+var errDirHeld = fmt.Errorf("%w (the directory)", errHeld)
 
 // Unlock releases the global lock (idempotent, safe from any goroutine).
 func (j *Journal) Unlock() {
@@ -306,6 +384,15 @@ func (j *Journal) Unlock() {
 	if j.global != nil {
 		j.global.Close()
 		j.global = nil
+	}
+	// The directories' shared flocks go with it: what this run mounts
+	// over is pinned by now, and the runs of this journal, which remove
+	// only under the global lock, must not find the directories held.
+	for _, h := range j.holds {
+		if h != nil && h.shared {
+			unix.Flock(int(h.f.Fd()), unix.LOCK_UN)
+			h.shared = false
+		}
 	}
 }
 
@@ -578,7 +665,7 @@ func (j *Journal) Close() error {
 	}
 	var errs []error
 	kept := false
-	held := map[string]bool{} // directories found held: one try each
+	held := map[string]bool{} // directories found held (their flock): one try each
 	inUse := j.inUseByOthers()
 	// Deepest first: a placeholder can sit inside another one's parent.
 	for i := len(j.ps) - 1; i >= 0; i-- {
@@ -592,7 +679,7 @@ func (j *Journal) Close() error {
 		}
 		if err := j.do(p.remove); errors.Is(err, errHeld) {
 			kept = true
-			held[filepath.Dir(p.Path)] = true
+			held[filepath.Dir(p.Path)] = errors.Is(err, errDirHeld)
 		} else if err != nil {
 			errs = append(errs, err)
 		}
@@ -688,16 +775,17 @@ func (p Placeholder) remove() error {
 	// forever (found by an attack pass): as that owner, moat gives it u+rwx
 	// for the removal and puts its mode back.
 	defer openUp(dfd)()
-	// No live run may hold the directory (Hold): one that does may have
-	// this name mounted over in its sandbox, whatever journal it records
-	// in. The exclusive flock is held until the name is gone.
+	// No run may be looking at the directory's names (Hold's shared
+	// flock), and none may have pinned this one (Pin): such a run may have
+	// it mounted over in its sandbox, whatever journal it records in. The
+	// exclusive flock is held until the name is gone.
 	lfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return errHeld // not known to be free: left for a later sweep
+		return errDirHeld // not known to be free: left for a later sweep
 	}
 	defer unix.Close(lfd)
 	if err := sys.Retry(func() error { return unix.Flock(lfd, unix.LOCK_EX|unix.LOCK_NB) }); err != nil {
-		return errHeld
+		return errDirHeld
 	}
 	// A directory is checked below (its inode, then rmdir, which refuses
 	// one that is not empty); a file's content must still be moat's.
@@ -708,6 +796,9 @@ func (p Placeholder) remove() error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Dev != p.dev || st.Ino != p.ino {
 		return nil
+	}
+	if pinned(lfd, st.Ino) {
+		return errHeld // a live run mounts over it (Pin), of this journal or another
 	}
 	if p.Kind == Dir && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
@@ -870,7 +961,7 @@ func (j *Journal) Sweep() error {
 		}
 	}
 	var errs []error
-	held := map[string]bool{} // directories found held: one try each
+	held := map[string]bool{} // directories found held (their flock): one try each
 	for _, r := range recs {
 		if r.live || r.dir != j.dir {
 			continue // live, or another journal's (its own runs sweep it, under its lock)
@@ -889,7 +980,7 @@ func (j *Journal) Sweep() error {
 			}
 			if err := p.remove(); errors.Is(err, errHeld) {
 				kept = true
-				held[filepath.Dir(p.Path)] = true
+				held[filepath.Dir(p.Path)] = errors.Is(err, errDirHeld)
 			} else if err != nil {
 				errs = append(errs, err)
 			}

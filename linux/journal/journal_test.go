@@ -494,50 +494,56 @@ func TestTornRecordLineIgnored(t *testing.T) {
 }
 
 // TestHoldKeepsAnotherJournalsPlaceholder: a run of another journal (a
-// state directory of its own) that holds the directory keeps this run's
-// placeholder from removal, whatever the records say: it may have the
-// name mounted over, and the kernel detaches a mount over a name unlinked
-// in another mount namespace (the command then made .vscode/tasks.json:
-// privileged-tests' TestPlaceholderOfAnotherJournal). The record stays for
-// a later sweep, which removes it once no run holds the directory; a
-// holder that recorded nothing lets go at its Close too.
+// state directory of its own) that mounts over this run's placeholder
+// (Hold, then Pin) keeps it from removal, whatever the records say: the
+// kernel detaches a mount over a name unlinked in another mount namespace
+// (the command then made .vscode/tasks.json: privileged-tests'
+// TestPlaceholderOfAnotherJournal). The record stays for a later sweep,
+// which removes it once no run pins it; a run that claims it (Claim)
+// removes it at its own close.
 func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
 	dir, tree := setup(t)
 	other := filepath.Join(filepath.Dir(dir), "other-journal")
 	p := filepath.Join(tree, ".vscode")
+	mount := func(j *Journal, create bool) {
+		t.Helper()
+		if err := j.Hold(t.Context(), tree); err != nil {
+			t.Fatal(err)
+		}
+		if create {
+			if err := j.Create(p, Node, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := j.Pin(p); err != nil {
+			t.Fatal(err)
+		}
+		j.Unlock()
+	}
 	j1, err := Begin(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j1.Hold(t.Context(), tree); err != nil {
-		t.Fatal(err)
-	}
-	if err := j1.Create(p, Node, ""); err != nil {
-		t.Fatal(err)
-	}
-	j1.Unlock()
+	mount(j1, true)
 	j2, err := Begin(other)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j2.Hold(t.Context(), tree); err != nil {
 		t.Fatal(err)
 	}
 	if adopted, err := j2.Adopt(p); err != nil || adopted {
 		t.Fatalf("another journal's run adopted %s (%v, %v): the test is not of two journals", p, adopted, err)
 	}
-	j2.Unlock()
+	mount(j2, false)
 	if err := j1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(p) {
-		t.Fatal("the placeholder went while another journal's run held its directory")
+		t.Fatal("the placeholder went while another journal's run had it pinned")
 	}
 	if err := SweepDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(p) {
-		t.Fatal("a sweep removed the placeholder while another journal's run held its directory")
+		t.Fatal("a sweep removed the placeholder while another journal's run had it pinned")
 	}
 	if err := j2.Close(); err != nil { // it recorded nothing
 		t.Fatal(err)
@@ -550,38 +556,29 @@ func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
 	}
 
 	// A run that claims the other journal's placeholder (the one its
-	// sandbox mounted over) removes it at its close, once no run holds
-	// the directory: that journal may never run again.
+	// sandbox mounts over) removes it at its close, once no run pins it:
+	// that journal may never run again.
 	j1, _ = Begin(dir)
-	if err := j1.Hold(t.Context(), tree); err != nil {
-		t.Fatal(err)
-	}
-	if err := j1.Create(p, Node, ""); err != nil {
-		t.Fatal(err)
-	}
-	j1.Unlock()
+	mount(j1, true)
 	j2, _ = Begin(other)
-	if err := j2.Hold(t.Context(), tree); err != nil {
-		t.Fatal(err)
-	}
 	if claimed, err := j2.Claim(p); !claimed || err != nil {
 		t.Fatalf("Claim of another journal's placeholder: %v %v", claimed, err)
 	}
 	if claimed, _ := j2.Claim(filepath.Join(tree, "nothing")); claimed {
 		t.Fatal("Claim of nothing")
 	}
-	j2.Unlock()
+	mount(j2, false)
 	if err := j1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(p) {
-		t.Fatal("the placeholder went while the claiming run held its directory")
+		t.Fatal("the placeholder went while the claiming run had it pinned")
 	}
 	if err := j2.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if exists(p) {
-		t.Fatal("the claiming run's close left the placeholder (no run holds the directory any more)")
+		t.Fatal("the claiming run's close left the placeholder (no run pins it any more)")
 	}
 	// The first journal's record of it, kept, goes at that journal's
 	// next sweep (its placeholder gone already).
@@ -590,6 +587,52 @@ func TestHoldKeepsAnotherJournalsPlaceholder(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 { // journal.lock
 		t.Fatalf("the journal kept records: %v", es)
+	}
+}
+
+// TestPinIsPerName: a live run that holds the directory for another name
+// keeps only that one; a placeholder no run pins goes at its owner's close
+// (20 runs at once in one project left HEAD behind while the directory was
+// what was held: cmd/moat's TestRunConcurrent).
+func TestPinIsPerName(t *testing.T) {
+	dir, tree := setup(t)
+	p, q := filepath.Join(tree, "HEAD"), filepath.Join(tree, ".bashrc")
+	j1, _ := Begin(dir)
+	if err := j1.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Create(p, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Pin(p); err != nil {
+		t.Fatal(err)
+	}
+	j1.Unlock()
+	j2, _ := Begin(filepath.Join(filepath.Dir(dir), "other-journal"))
+	if err := j2.Hold(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Create(q, Node, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.Pin(q); err != nil {
+		t.Fatal(err)
+	}
+	j2.Unlock()
+	if err := j1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(p) {
+		t.Fatal("a placeholder no live run pins stayed because another run holds its directory for another name")
+	}
+	if !exists(q) {
+		t.Fatal("the other run's placeholder went")
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(q) {
+		t.Fatal("the other run's placeholder stayed after its close")
 	}
 }
 
