@@ -334,19 +334,27 @@ func TestDaemonAttackClientRlimitsEscaped(t *testing.T) {
 	if _, _, err := u1.as("sh", "-c", limited+`ulimit -H -t unlimited`); err == nil {
 		t.Fatal("the user raises its hard RLIMIT_CPU without moat: the test proves nothing")
 	}
-	cmd := exec.Command("sh", "-c", limited+`exec "$1" run -- sh -c 'echo "$(ulimit -H -t) $(ulimit -H -n)"'`, "sh", moatBin(t))
-	cmd.Dir = u1.dir
-	cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
+	if got := runThroughMoatd(t, d, u1, limited, `echo "$(ulimit -H -t) $(ulimit -H -n)"`); got != "1 64" {
+		t.Fatalf("ESCAPE: through moatd the command's hard CPU time and open-file limits are %q, above the client's own \"1 64\"", got)
+	}
+}
+
+// runThroughMoatd runs, as u, the shell prefix (which sets the client
+// process's state) and then moat run through d of a command script, and
+// returns the command's output, trimmed.
+func runThroughMoatd(t *testing.T, d *daemon, u *daemonUser, prefix, script string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", prefix+`exec "$1" run -- sh -c "$2"`, "sh", moatBin(t), script)
+	cmd.Dir = u.dir
+	cmd.Env = clientEnv(u.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{uint32(u.gid)}}}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("moat run: %v %s %s", err, out, errb.String())
 	}
-	if got := strings.TrimSpace(string(out)); got != "1 64" {
-		t.Fatalf("ESCAPE: through moatd the command's hard CPU time and open-file limits are %q, above the client's own \"1 64\"", got)
-	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestDaemonAttackClientNiceEscaped: a user cannot lower its nice value
@@ -364,17 +372,7 @@ func TestDaemonAttackClientNiceEscaped(t *testing.T) {
 	if _, _, err := u1.as("sh", "-c", lowered+`renice -n 0 -p $$`); err == nil {
 		t.Fatal("the user lowers its nice value without moat: the test proves nothing")
 	}
-	cmd := exec.Command("sh", "-c", lowered+`exec "$1" run -- sh -c 'echo "$(nice) $(cat /proc/self/oom_score_adj)"'`, "sh", moatBin(t))
-	cmd.Dir = u1.dir
-	cmd.Env = clientEnv(u1.dir, "MOAT_DAEMON_SOCKET="+d.sock, "MOAT_DAEMON=required")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u1.uid), Gid: uint32(u1.gid), Groups: []uint32{uint32(u1.gid)}}}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("moat run: %v %s %s", err, out, errb.String())
-	}
-	if got := strings.TrimSpace(string(out)); got != "15 900" {
+	if got := runThroughMoatd(t, d, u1, lowered, `echo "$(nice) $(cat /proc/self/oom_score_adj)"`); got != "15 900" {
 		t.Fatalf("ESCAPE: through moatd the command's nice value and oom_score_adj are %q, below the client's own \"15 900\"", got)
 	}
 }
