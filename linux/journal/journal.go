@@ -68,7 +68,7 @@ type Journal struct {
 	// removed by another user's run (see adopt).
 	top string
 	// holds are the directories this run mounts over a name in, each
-	// open until Close (Hold, Pin); nil for one that holds nothing.
+	// open until Close (Hold, Pin).
 	holds map[string]*hold
 }
 
@@ -247,7 +247,7 @@ func (j *Journal) Hold(ctx context.Context, dir string) error {
 	h, ok := j.holds[dir]
 	j.mu.Unlock()
 	if ok {
-		if h == nil || h.shared {
+		if h.shared {
 			return nil
 		}
 	} else {
@@ -257,10 +257,7 @@ func (j *Journal) Hold(ctx context.Context, dir string) error {
 			return fmt.Errorf("journal: %w", aerr)
 		}
 		if err == unix.ELOOP || err == unix.ENOENT || err == unix.ENOTDIR {
-			j.mu.Lock()
-			j.setHold(dir, nil)
-			j.mu.Unlock()
-			return nil
+			return nil // (not remembered: a placeholder made later may be the directory)
 		}
 		if err != nil {
 			return fmt.Errorf("moat mounts over a name in %s, which it must hold open while the sandbox runs (no other run may remove a placeholder there meanwhile), but cannot open it: %w", dir, err)
@@ -320,7 +317,7 @@ func (j *Journal) Pin(path string) error {
 	h := j.holds[filepath.Dir(path)]
 	j.mu.Unlock()
 	if h == nil {
-		return nil // nothing a removal would take (Hold)
+		return nil // a directory Hold could not open as it is: nothing a removal would take
 	}
 	var st unix.Stat_t
 	var lerr error
@@ -352,9 +349,7 @@ func (j *Journal) release() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, h := range j.holds {
-		if h != nil {
-			h.f.Close()
-		}
+		h.f.Close()
 	}
 	j.holds = nil
 }
@@ -389,7 +384,7 @@ func (j *Journal) Unlock() {
 	// over is pinned by now, and the runs of this journal, which remove
 	// only under the global lock, must not find the directories held.
 	for _, h := range j.holds {
-		if h != nil && h.shared {
+		if h.shared {
 			unix.Flock(int(h.f.Fd()), unix.LOCK_UN)
 			h.shared = false
 		}
