@@ -794,3 +794,66 @@ func TestGitHomeDanglingSymlinkIntoTheTree(t *testing.T) {
 		t.Errorf("moat's placeholder for the dangling ~/.gitconfig was left behind")
 	}
 }
+
+// TestSettingsOfAnotherStateDir: the register of live sandboxes was read
+// only by the runs of its own state directory. A run of the user's
+// default one (no $XDG_STATE_HOME), started while a sandbox of another
+// (an agent host's, with $XDG_STATE_HOME set) had just written
+// sub/.claude/settings.json, loaded it and ran with the widened policy
+// (attack pass 106). Every run now announces itself in the home state
+// directory's register too, which every run reads; the other way round as
+// well. Without moat writing it the file widens the run
+// (TestSettingsCannotWidenLaterRun).
+func TestSettingsOfAnotherStateDir(t *testing.T) {
+	s := newGitScene(t)
+	sub := filepath.Join(s.repo, "sub")
+	widen := `mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowLocalBinding":true}}}' > sub/.claude/settings.json`
+	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
+	for _, kv := range s.env() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			homeEnv = append(homeEnv, kv)
+		}
+	}
+	other := filepath.Join(filepath.Dir(s.state), "state-other")
+	for _, c := range []struct {
+		name                string
+		writerEnv, laterEnv []string
+	}{
+		{"writer of XDG_STATE_HOME, later run of the home one", s.env(), homeEnv},
+		{"writer of the home one, later run of XDG_STATE_HOME", homeEnv, s.env()},
+		{"two XDG_STATE_HOMEs", s.env(), append(homeEnv[:len(homeEnv):len(homeEnv)], "XDG_STATE_HOME="+other)},
+	} {
+		os.RemoveAll(filepath.Join(sub, ".claude"))
+		os.Remove(filepath.Join(s.w, "written"))
+		writer := exec.Command(moatBin, "run", "--settings", s.settings, "-c", widen+"; touch "+filepath.Join(s.w, "written")+"; sleep 5")
+		writer.Dir, writer.Env = s.repo, c.writerEnv
+		var wOut strings.Builder
+		writer.Stdout, writer.Stderr = &wOut, &wOut
+		must(t, writer.Start())
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(s.w, "written")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				writer.Process.Kill()
+				writer.Wait()
+				t.Fatalf("%s: the writer did not write:\n%s", c.name, wOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd := exec.Command(moatBin, "run", "--", self, "listen", "127.0.0.1:0")
+		cmd.Dir, cmd.Env = sub, append(c.laterEnv, "MOAT_ATTACK=1")
+		out, err := cmd.CombinedOutput()
+		writer.Wait() // its audit takes the file out: the next case starts clean
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if strings.Contains(string(out), "ESCAPED") {
+			t.Errorf("ESCAPE (%s): a settings file a live sandbox of another state directory wrote widened the run:\n%s", c.name, out)
+		} else if code != 125 || !strings.Contains(string(out), "sandboxed command that can write it") {
+			t.Errorf("%s: want a refusal naming the file (exit 125), got %d:\n%s", c.name, code, out)
+		}
+	}
+}
