@@ -857,3 +857,72 @@ func TestSettingsOfAnotherStateDir(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherStateDirHidden: a run hid its own state directory alone. The
+// command of a run with $XDG_STATE_HOME set read the output a session of
+// the user's home state directory had saved there
+// (~/.local/state/moat/output), a file its own policy hid, and a run of the
+// home one read a session's of the other (attack pass 106). Every state
+// directory of the user's is now hidden from every sandbox (the home one
+// lists the others). Without moat the user reads both.
+func TestOtherStateDirHidden(t *testing.T) {
+	s := newGitScene(t)
+	secret := filepath.Join(s.repo, "secret.txt")
+	var b strings.Builder
+	for i := 0; i < 30000; i++ {
+		fmt.Fprintf(&b, "TOPSECRET line %d\n", i)
+	}
+	must(t, os.WriteFile(secret, []byte(b.String()), 0o600))
+	deny := filepath.Join(filepath.Dir(s.settings), "deny.json")
+	must(t, os.WriteFile(deny, []byte(`{"sandbox":{"filesystem":{"denyRead":["/`+secret+`"]}}}`), 0o644))
+	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
+	for _, kv := range s.env() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			homeEnv = append(homeEnv, kv)
+		}
+	}
+	for _, c := range []struct {
+		name            string
+		sessEnv, runEnv []string
+		saved           string
+	}{
+		{"session of the home state directory, run of XDG_STATE_HOME", homeEnv, s.env(), filepath.Join(s.home, ".local", "state", "moat", "output")},
+		{"session of XDG_STATE_HOME, run of the home state directory", s.env(), homeEnv, filepath.Join(s.state, "moat", "output")},
+	} {
+		// A session saves the long output of a command that reads the file.
+		sess := exec.Command(moatBin, "session", "--jsonl")
+		sess.Dir, sess.Env = s.repo, c.sessEnv
+		in, err := sess.StdinPipe()
+		must(t, err)
+		var sout strings.Builder
+		sess.Stdout, sess.Stderr = &sout, &sout
+		must(t, sess.Start())
+		fmt.Fprintln(in, `{"id":"a","op":"run","command":"cat secret.txt"}`)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if m, _ := filepath.Glob(filepath.Join(c.saved, "*", "*")); len(m) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				in.Close()
+				sess.Wait()
+				t.Fatalf("%s: the session saved no output:\n%s", c.name, sout.String())
+			}
+		}
+		read := `echo RAN; cat ` + c.saved + `/*/* | head -1`
+		// Without moat the same user reads it.
+		if r := s.run(read, false); !strings.Contains(r.out, "TOPSECRET") {
+			t.Fatalf("without moat the saved output must be readable (or this test proves nothing):\n%s", r.out)
+		}
+		// A run of the other state directory, whose policy hides the file.
+		cmd := exec.Command(moatBin, "run", "--settings", deny, "--", "sh", "-c", read)
+		cmd.Dir, cmd.Env = s.repo, c.runEnv
+		out, _ := cmd.CombinedOutput()
+		in.Close()
+		sess.Wait()
+		if strings.Contains(string(out), "TOPSECRET") {
+			t.Errorf("ESCAPE (%s): the run read another state directory's saved session output, a file its policy hides:\n%s", c.name, out)
+		} else if !strings.Contains(string(out), "RAN") {
+			t.Errorf("%s: the run did not run:\n%s", c.name, out)
+		}
+	}
+}
