@@ -22,7 +22,6 @@ import (
 	"github.com/moat-sandbox/moat/linux/journal"
 	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/enforce"
-	"github.com/moat-sandbox/moat/runtime/live"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -59,26 +58,6 @@ func (ln *launcher) makePlan() error {
 		own = filepath.Join(id.Home, ".local", "state", "moat")
 		pol2.Protect = append(pol2.Protect, own)
 		pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: own, Source: "moat: its own state"})
-	} else if pol.Home != "" {
-		// A run of another state directory ($XDG_STATE_HOME set) hides and
-		// protects the user's home one as well: its command read the
-		// output the user's other sessions saved there, whatever its own
-		// policy hid (attack pass 106). Only one that exists: there is
-		// nothing to read in a missing one.
-		home := filepath.Join(pol.Home, ".local", "state", "moat")
-		if fi, err := os.Lstat(home); err == nil && fi.IsDir() && filepath.Clean(home) != filepath.Clean(st) {
-			pol2.Protect = append(pol2.Protect, home)
-			pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: home, Source: "moat: the user's state"})
-		}
-		// And the other state directories the user's runs keep, which
-		// they list in the home one (the other way round: a run of the
-		// home one read a session's output saved in another).
-		for _, d := range live.StateDirs(home) {
-			if fi, err := os.Lstat(d); err == nil && fi.IsDir() && filepath.Clean(d) != filepath.Clean(st) {
-				pol2.Protect = append(pol2.Protect, d)
-				pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: d, Source: "moat: the user's state"})
-			}
-		}
 	}
 	if ln.nons {
 		dir, err := os.MkdirTemp("", "moat-run-")

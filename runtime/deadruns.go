@@ -216,8 +216,6 @@ func announce(stateDir string, as *enforce.Identity, w live.Writer) (*os.File, e
 		return nil, err
 	}
 	if h := homeRegister(stateDir, as); h != "" && prepareStateDir(filepath.Dir(h)) == nil {
-		// Listed there too: every sandbox hides it (linux: makePlan).
-		live.RecordStateDir(filepath.Dir(h), filepath.Clean(stateDir))
 		if c, err := live.Announce(h, id, w); err == nil {
 			homeCopies.Store(f, c)
 		}

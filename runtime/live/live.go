@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -277,53 +276,3 @@ func isLive(file string) bool {
 }
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
-
-// stateDirsFile lists, in the user's home state directory, the other state
-// directories the user's runs keep ($XDG_STATE_HOME set), one hex-encoded
-// path a line: every sandbox hides them all (another's saved session
-// output, quarantine and journals are no sandbox's to read), and a run of
-// the home one knows them only from here.
-const stateDirsFile = "statedirs"
-
-// RecordStateDir adds dir to the list in home (the home state directory),
-// dropping the entries that are no directory any more.
-func RecordStateDir(home, dir string) error {
-	f, err := os.OpenFile(filepath.Join(home, stateDirsFile+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("live: %w", err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("live: %w", err)
-	}
-	old := StateDirs(home)
-	if slices.Contains(old, dir) {
-		return nil
-	}
-	var b strings.Builder
-	for _, d := range append(old, dir) {
-		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-			b.WriteString(hex.EncodeToString([]byte(d)) + "\n")
-		}
-	}
-	tmp := filepath.Join(home, stateDirsFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
-		return fmt.Errorf("live: %w", err)
-	}
-	return os.Rename(tmp, filepath.Join(home, stateDirsFile))
-}
-
-// StateDirs reads the list RecordStateDir keeps in home.
-func StateDirs(home string) []string {
-	data, err := os.ReadFile(filepath.Join(home, stateDirsFile))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if p, err := hex.DecodeString(l); err == nil && cleanAbs(string(p)) && !slices.Contains(out, string(p)) {
-			out = append(out, string(p))
-		}
-	}
-	return out
-}
