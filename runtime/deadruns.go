@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/runtime/enforce"
 	"github.com/moat-sandbox/moat/runtime/live"
 	"github.com/moat-sandbox/moat/runtime/policy"
@@ -217,20 +216,6 @@ func announce(stateDir string, as *enforce.Identity, w live.Writer) (*os.File, e
 	}
 	if h := homeRegister(stateDir, as); h != "" && prepareStateDir(filepath.Dir(h)) == nil {
 		if c, err := live.Announce(h, id, w); err == nil {
-			homeCopies.Store(f, c)
-		}
-	} else if as != nil && as.Uid != os.Geteuid() && as.Home != "" {
-		// moatd's run of a client: a copy in the client's own register
-		// (its home state directory, where the audit keeps its quarantine),
-		// made as the client. The client's own runs read only theirs, and
-		// a rootless run loaded a .claude/settings.json a live sandbox of
-		// moatd had just written (attack pass 106).
-		h := filepath.Join(as.Home, ".local", "state", "moat", "journal")
-		var c *os.File
-		if ascred.Do(as.Uid, as.Gid, as.Groups, func() (err error) {
-			c, err = live.AnnounceOwned(h, id, w, as.Uid)
-			return err
-		}) == nil {
 			homeCopies.Store(f, c)
 		}
 	}

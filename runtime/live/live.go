@@ -65,17 +65,10 @@ func (w Writer) Writes(p string) bool {
 // reading a settings file a live sandbox could have written since it
 // started refuses to trust it (LiveWriters).
 func Announce(dir, id string, w Writer) (*os.File, error) {
-	return AnnounceOwned(dir, id, w, os.Geteuid())
-}
-
-// AnnounceOwned is Announce in a register that uid owns: moatd's copy of a
-// client's run in the client's own register (made with the client's
-// file-system credentials), which the client's other runs read.
-func AnnounceOwned(dir, id string, w Writer, uid int) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	if err := checkOwnedBy(dir, uid); err != nil {
+	if err := checkOwned(dir); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, id+".live"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
@@ -244,10 +237,7 @@ func readAnnouncement(file string) (Writer, bool) {
 }
 
 // checkOwned refuses a directory someone else could write to.
-func checkOwned(dir string) error { return checkOwnedBy(dir, os.Geteuid()) }
-
-// checkOwnedBy is checkOwned for a directory uid must own.
-func checkOwnedBy(dir string, uid int) error {
+func checkOwned(dir string) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return fmt.Errorf("live: %w", err)
@@ -255,8 +245,8 @@ func checkOwnedBy(dir string, uid int) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("live: %s is not a directory", dir)
 	}
-	if int(st.Uid) != uid || st.Mode&0o022 != 0 {
-		return fmt.Errorf("live: %s must be owned by uid %d and not writable by others", dir, uid)
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return fmt.Errorf("live: %s must be owned by uid %d and not writable by others", dir, os.Geteuid())
 	}
 	return nil
 }
