@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -44,8 +43,7 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		// Another user's announcements are not this user's dead runs.
 		return nil, []string{"dead runs not audited: " + err.Error()}
 	}
-	audited := map[string]bool{} // a run announced in two registers is audited once
-	for _, w := range registeredWriters(stateDir) {
+	for _, w := range live.Writers(filepath.Join(stateDir, "journal")) {
 		if !w.Dead {
 			continue
 		}
@@ -53,11 +51,6 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		if !ok {
 			continue
 		}
-		if audited[w.ID] {
-			done(true)
-			continue
-		}
-		audited[w.ID] = true
 		var as *enforce.Identity
 		home, _ := os.UserHomeDir()
 		if w.As > 0 && w.As != os.Geteuid() {
@@ -146,8 +139,8 @@ func unsettledSince(stateDir string, roots []string, own *os.File) time.Time {
 		ownID = strings.TrimSuffix(filepath.Base(own.Name()), ".live")
 	}
 	var earliest time.Time
-	for _, w := range registeredWriters(stateDir) {
-		if w.Dead || w.ID == ownID {
+	for _, w := range live.LiveWriters(filepath.Join(stateDir, "journal")) {
+		if w.ID == ownID {
 			continue
 		}
 		overlap := false
@@ -163,72 +156,4 @@ func unsettledSince(stateDir string, roots []string, own *os.File) time.Time {
 		}
 	}
 	return earliest
-}
-
-// homeRegister is the register (a journal directory) of the user's home
-// state directory (homeStateDir) when stateDir is another one ("" if not):
-// a run announces itself there too, and every run reads it, so that runs
-// of one user that keep different state directories ($XDG_STATE_HOME set
-// for one, as an agent host may) see each other. With each register read
-// by the runs of its own state directory alone, a run of the default one
-// loaded a .claude/settings.json that a live sandbox of another had just
-// written, and ran with the widened policy (attack pass 106). moatd's runs
-// (another user's, as) keep root's.
-func homeRegister(stateDir string, as *enforce.Identity) string {
-	if as != nil && as.Uid != os.Geteuid() {
-		return ""
-	}
-	if stateDir == "" {
-		stateDir = DefaultStateDir()
-	}
-	home := homeStateDir()
-	if filepath.Clean(home) == filepath.Clean(stateDir) {
-		return ""
-	}
-	return filepath.Join(home, "journal")
-}
-
-// registeredWriters lists the announcements in stateDir's register and in
-// the user's home register (homeRegister), which must be this user's alone
-// to count (checkStateDir).
-func registeredWriters(stateDir string) []live.Writer {
-	if stateDir == "" {
-		stateDir = DefaultStateDir()
-	}
-	ws := live.Writers(filepath.Join(stateDir, "journal"))
-	if h := homeRegister(stateDir, nil); h != "" && checkStateDir(filepath.Dir(h)) == nil {
-		ws = append(ws, live.Writers(h)...)
-	}
-	return ws
-}
-
-// homeCopies maps an announcement to its copy in the home register.
-var homeCopies sync.Map // *os.File -> *os.File
-
-// announce is live.Announce in stateDir's register and, for this user's own
-// run of another state directory, in the home register (homeRegister):
-// withdraw ends both.
-func announce(stateDir string, as *enforce.Identity, w live.Writer) (*os.File, error) {
-	id := randomID()
-	f, err := live.Announce(filepath.Join(stateDir, "journal"), id, w)
-	if err != nil {
-		return nil, err
-	}
-	if h := homeRegister(stateDir, as); h != "" && prepareStateDir(filepath.Dir(h)) == nil {
-		if c, err := live.Announce(h, id, w); err == nil {
-			homeCopies.Store(f, c)
-		}
-	}
-	return f, nil
-}
-
-// withdraw is live.Withdraw of an announcement and of its home copy.
-func withdraw(f *os.File) {
-	if f == nil {
-		return
-	}
-	if c, ok := homeCopies.LoadAndDelete(f); ok {
-		live.Withdraw(c.(*os.File))
-	}
-	live.Withdraw(f)
 }

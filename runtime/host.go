@@ -20,13 +20,6 @@ func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(resolved(d), "moat")
 	}
-	return homeStateDir()
-}
-
-// homeStateDir is DefaultStateDir without $XDG_STATE_HOME: the one state
-// directory of this user's that every run knows, whatever state directory
-// it keeps (see homeRegister).
-func homeStateDir() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		h = resolved(h)
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {

@@ -239,8 +239,9 @@ func SettingsCheck(stateDir string) func(file string) error {
 	if stateDir == "" {
 		stateDir = DefaultStateDir()
 	}
+	dir := filepath.Join(stateDir, "journal")
 	return func(file string) error {
-		ws := registeredWriters(stateDir) // the dead ones too, until their audit
+		ws := live.Writers(dir) // the dead ones too, until their audit
 		if len(ws) == 0 {
 			return nil
 		}

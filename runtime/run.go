@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -265,7 +266,7 @@ func (r *run) close() {
 		r.proxy.close()
 		r.trace("proxy closed")
 	}
-	withdraw(r.announce)
+	live.Withdraw(r.announce)
 	r.announce = nil
 	for _, f := range r.opened {
 		f.Close()
@@ -311,7 +312,7 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 		start:   func(mode enforce.Mode) (enforce.Process, error) { return enf.Start(ctx, r.launch(mode)) },
 		discard: discardProcess,
 		stepDown: func() {
-			withdraw(r.announce)
+			live.Withdraw(r.announce)
 			r.announce = nil
 		},
 	})
@@ -333,12 +334,12 @@ func (r *run) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := announce(r.req.StateDir, r.req.As, live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
+	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
 	if err != nil {
 		r.log.Debug("announce", "err", err)
 		return
 	}
-	withdraw(r.announce)
+	live.Withdraw(r.announce)
 	r.announce = f
 }
 

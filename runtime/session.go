@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +149,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if err := s.start(ctx); err != nil {
 		s.proxy.close()
 		s.null.Close()
-		withdraw(s.announce)
+		live.Withdraw(s.announce)
 		return nil, err
 	}
 	if req.Updates != nil {
@@ -178,7 +179,7 @@ func (s *Session) start(ctx context.Context) error {
 		},
 		discard: func(sess enforce.Session) { _ = sess.Close() },
 		stepDown: func() {
-			withdraw(s.announce)
+			live.Withdraw(s.announce)
 			s.announce = nil
 		},
 		alwaysReady: true,
@@ -200,12 +201,12 @@ func (s *Session) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := announce(s.req.StateDir, s.req.As, live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
+	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
 	if err != nil {
 		s.log.Debug("announce", "err", err)
 		return
 	}
-	withdraw(s.announce)
+	live.Withdraw(s.announce)
 	s.announce = f
 }
 
@@ -503,7 +504,7 @@ func (s *Session) closeHeld() error {
 	fp := s.sess.Footprint()
 	warn := auditGit(fp, s.since, unsettledSince(s.req.StateDir, fp.WritableRoots, s.announce), s.pol.Home, s.req.StateDir, s.req.As, userEnv(s.req.Env, s.req.As), s.violation)
 	s.proxy.close()
-	withdraw(s.announce)
+	live.Withdraw(s.announce)
 	s.null.Close()
 	s.mu.Lock()
 	s.warnings = append(s.warnings, warn...)
