@@ -659,8 +659,7 @@ func (j *Journal) Close() error {
 		}
 	}
 	var errs []error
-	kept := false
-	held := map[string]bool{} // directories found held (their flock): one try each
+	rm := removal{do: j.do}
 	inUse := j.inUseByOthers()
 	// Deepest first: a placeholder can sit inside another one's parent.
 	for i := len(j.ps) - 1; i >= 0; i-- {
@@ -668,21 +667,14 @@ func (j *Journal) Close() error {
 		if inUse[key(p)] {
 			continue
 		}
-		if held[filepath.Dir(p.Path)] {
-			kept = true
-			continue
-		}
-		if err := j.do(p.remove); errors.Is(err, errHeld) {
-			kept = true
-			held[filepath.Dir(p.Path)] = errors.Is(err, errDirHeld)
-		} else if err != nil {
+		if err := rm.remove(p); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	name := j.rec.Name()
 	j.rec.Close()
 	j.rec = nil
-	if kept && len(errs) == 0 {
+	if rm.kept && len(errs) == 0 {
 		// Another run (of any journal) holds a directory of one: the
 		// record stays, a dead run's, for a later run's sweep.
 		return nil
@@ -956,27 +948,20 @@ func (j *Journal) Sweep() error {
 		}
 	}
 	var errs []error
-	held := map[string]bool{} // directories found held (their flock): one try each
+	rm := removal{do: func(fn func() error) error { return fn() }}
 	for _, r := range recs {
 		if r.live || r.dir != j.dir {
 			continue // live, or another journal's (its own runs sweep it, under its lock)
 		}
 		recorded := map[string]bool{}
-		kept := false
+		rm.kept = false
 		for i := len(r.ps) - 1; i >= 0; i-- {
 			p := r.ps[i]
 			recorded[p.Path] = true
 			if inUse[key(p)] {
 				continue
 			}
-			if held[filepath.Dir(p.Path)] {
-				kept = true
-				continue
-			}
-			if err := p.remove(); errors.Is(err, errHeld) {
-				kept = true
-				held[filepath.Dir(p.Path)] = errors.Is(err, errDirHeld)
-			} else if err != nil {
+			if err := rm.remove(p); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -986,11 +971,11 @@ func (j *Journal) Sweep() error {
 			if recorded[in.path] {
 				continue
 			}
-			if removeUnrecorded(in) == errHeld {
-				kept = true
+			if p, ok := unrecorded(in); ok {
+				rm.remove(p) // (its other errors are not the user's to see)
 			}
 		}
-		if kept {
+		if rm.kept {
 			continue // a live run holds a directory of one: a later sweep's
 		}
 		if err := os.Remove(r.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -1000,20 +985,51 @@ func (j *Journal) Sweep() error {
 	return errors.Join(errs...)
 }
 
-func removeUnrecorded(in intent) error {
+// unrecorded is what an intent's run may have made and not recorded: the
+// file at its path if it was born after the intent.
+func unrecorded(in intent) (Placeholder, bool) {
 	var st unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, in.path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_TYPE|unix.STATX_SIZE, &st); err != nil {
-		return nil
+		return Placeholder{}, false
 	}
 	born := st.Btime.Sec
 	if st.Mask&unix.STATX_BTIME == 0 {
 		born = st.Ctime.Sec
 	}
 	if born < in.at-1 {
-		return nil // older than the intent: not made by that run
+		return Placeholder{}, false // older than the intent: not made by that run
 	}
-	p := Placeholder{Path: in.path, Kind: in.kind, Content: in.content, dev: uint64(unix.Mkdev(st.Dev_major, st.Dev_minor)), ino: st.Ino}
-	return p.remove()
+	return Placeholder{Path: in.path, Kind: in.kind, Content: in.content, dev: uint64(unix.Mkdev(st.Dev_major, st.Dev_minor)), ino: st.Ino}, true
+}
+
+// removal removes placeholders (Close, Sweep), trying each directory it
+// finds held (its flock: errDirHeld) once, and says whether any was kept
+// for a later sweep because a live run holds it or its directory.
+type removal struct {
+	do   func(func() error) error
+	held map[string]bool
+	kept bool
+}
+
+// remove removes p through do; a kept placeholder is no error.
+func (rm *removal) remove(p Placeholder) error {
+	dir := filepath.Dir(p.Path)
+	if rm.held[dir] {
+		rm.kept = true
+		return nil
+	}
+	err := rm.do(p.remove)
+	if !errors.Is(err, errHeld) {
+		return err
+	}
+	rm.kept = true
+	if errors.Is(err, errDirHeld) {
+		if rm.held == nil {
+			rm.held = map[string]bool{}
+		}
+		rm.held[dir] = true
+	}
+	return nil
 }
 
 // Recover is what a sandbox's init runs (through the supervisor's binary)
