@@ -645,7 +645,12 @@ func (j *Journal) liveOwner(path string) (record, Placeholder, bool) {
 // its record. It takes the global lock itself if needed and always leaves
 // it released: a launch that failed before its sandbox reported its mounts
 // closes with the lock still held.
-func (j *Journal) Close() error {
+func (j *Journal) Close() error { return j.close(0) }
+
+// close is Close, trying again for up to wait (with the global lock let
+// go in between) while a placeholder is kept because its directory or
+// name is held.
+func (j *Journal) close(wait time.Duration) error {
 	defer j.Unlock()
 	// The sandbox is gone: its directories no longer need holding, and
 	// this run's own hold would keep its removals below out too.
@@ -659,16 +664,29 @@ func (j *Journal) Close() error {
 		}
 	}
 	var errs []error
-	rm := removal{do: j.do}
-	inUse := j.inUseByOthers()
-	// Deepest first: a placeholder can sit inside another one's parent.
-	for i := len(j.ps) - 1; i >= 0; i-- {
-		p := j.ps[i]
-		if inUse[key(p)] {
-			continue
+	var rm removal
+	deadline, pause := time.Now().Add(wait), 5*time.Millisecond
+	for {
+		errs, rm = nil, removal{do: j.do}
+		inUse := j.inUseByOthers()
+		// Deepest first: a placeholder can sit inside another one's parent.
+		for i := len(j.ps) - 1; i >= 0; i-- {
+			p := j.ps[i]
+			if inUse[key(p)] {
+				continue
+			}
+			if err := rm.remove(p); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if err := rm.remove(p); err != nil {
-			errs = append(errs, err)
+		if !rm.kept || len(errs) > 0 || time.Now().Add(pause).After(deadline) {
+			break
+		}
+		j.Unlock()
+		time.Sleep(pause)
+		pause = min(2*pause, 200*time.Millisecond)
+		if err := j.Lock(); err != nil {
+			return err
 		}
 	}
 	name := j.rec.Name()
@@ -1046,8 +1064,17 @@ func Recover(dir, id string) error {
 	}
 	j.rec = rec
 	j.ps, _ = parseRecord(rec.Name())
-	return j.Close()
+	return j.close(recoverWait)
 }
+
+// recoverWait bounds how long Recover tries again to remove a placeholder
+// it finds held. The dead supervisor's own holds and pins may outlive the
+// hang-up of its line to init, which starts the clean-up: the kernel
+// releases a dying process's descriptors one by one, and the clean-up
+// found the run's directory still held and left every placeholder there
+// for a later run's sweep (CI, under load). A live run's hold is waited
+// out as long, and then left for a later sweep too.
+const recoverWait = 5 * time.Second
 
 // SweepDir removes what dead runs left in the journal directory dir. It is
 // cheap when there is nothing to do (one directory read) and takes the

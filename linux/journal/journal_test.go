@@ -261,6 +261,52 @@ func TestRecover(t *testing.T) {
 	}
 }
 
+// TestRecoverOutlastsTheDeadSupervisorsHolds: init starts the clean-up
+// when its line to the supervisor hangs up, and the kernel may not have
+// released the dying supervisor's other descriptors yet (its directory's
+// flock, its pins). Recover tries again meanwhile: it left every
+// placeholder in the directory (CI, under load: the next run's sweep
+// would have removed them, but a user who does not run again keeps them).
+func TestRecoverOutlastsTheDeadSupervisorsHolds(t *testing.T) {
+	for _, how := range []string{"flock", "pin"} {
+		t.Run(how, func(t *testing.T) {
+			dir, tree := setup(t)
+			p := filepath.Join(tree, "HEAD")
+			j, _ := Begin(dir)
+			if err := j.Create(p, Node, ""); err != nil {
+				t.Fatal(err)
+			}
+			j.Unlock()
+			// The dead supervisor's descriptor, not yet released.
+			f, err := os.Open(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st unix.Stat_t
+			unix.Lstat(p, &st)
+			if how == "flock" {
+				err = unix.Flock(int(f.Fd()), unix.LOCK_SH)
+			} else {
+				lk := unix.Flock_t{Type: unix.F_RDLCK, Start: int64(st.Ino & pinMask), Len: 1}
+				err = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { time.Sleep(300 * time.Millisecond); f.Close() }()
+			if err := Recover(dir, j.ID()); err != nil {
+				t.Fatal(err)
+			}
+			if exists(p) {
+				t.Fatal("Recover left the placeholder: the supervisor's descriptor was released 300 ms after it started")
+			}
+			if _, err := os.Stat(filepath.Join(dir, j.ID()+".run")); err == nil {
+				t.Fatal("Recover left the record")
+			}
+		})
+	}
+}
+
 // SweepAll sweeps moatd's journals of one uid each, besides its own: what
 // a killed daemon's runs left is removed when it starts again, for users
 // who do not run again.
