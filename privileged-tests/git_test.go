@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/testutil"
+	"github.com/moat-sandbox/moat/runtime/live"
 )
 
 // gitScene is the layout of the review's git reproductions (issue #15):
@@ -792,5 +793,171 @@ func TestGitHomeDanglingSymlinkIntoTheTree(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(s.w, "dotfiles", "gitconfig")); err == nil {
 		t.Errorf("moat's placeholder for the dangling ~/.gitconfig was left behind")
+	}
+}
+
+// TestSettingsOfAnotherStateDir: the register of live sandboxes was read
+// only by the runs of its own state directory. A run of the user's
+// default one (no $XDG_STATE_HOME), started while a sandbox of another
+// (an agent host's, with $XDG_STATE_HOME set) had just written
+// sub/.claude/settings.json, loaded it and ran with the widened policy
+// (attack pass 106). Every run now announces itself in the home state
+// directory's register too, which every run reads; the other way round as
+// well. Without moat writing it the file widens the run
+// (TestSettingsCannotWidenLaterRun).
+func TestSettingsOfAnotherStateDir(t *testing.T) {
+	s := newGitScene(t)
+	sub := filepath.Join(s.repo, "sub")
+	widen := `mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowLocalBinding":true}}}' > sub/.claude/settings.json`
+	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
+	for _, kv := range s.env() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			homeEnv = append(homeEnv, kv)
+		}
+	}
+	other := filepath.Join(filepath.Dir(s.state), "state-other")
+	for _, c := range []struct {
+		name                string
+		writerEnv, laterEnv []string
+	}{
+		{"writer of XDG_STATE_HOME, later run of the home one", s.env(), homeEnv},
+		{"writer of the home one, later run of XDG_STATE_HOME", homeEnv, s.env()},
+		{"two XDG_STATE_HOMEs", s.env(), append(homeEnv[:len(homeEnv):len(homeEnv)], "XDG_STATE_HOME="+other)},
+	} {
+		os.RemoveAll(filepath.Join(sub, ".claude"))
+		os.Remove(filepath.Join(s.w, "written"))
+		writer := exec.Command(moatBin, "run", "--settings", s.settings, "-c", widen+"; touch "+filepath.Join(s.w, "written")+"; sleep 5")
+		writer.Dir, writer.Env = s.repo, c.writerEnv
+		var wOut strings.Builder
+		writer.Stdout, writer.Stderr = &wOut, &wOut
+		must(t, writer.Start())
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(s.w, "written")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				writer.Process.Kill()
+				writer.Wait()
+				t.Fatalf("%s: the writer did not write:\n%s", c.name, wOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd := exec.Command(moatBin, "run", "--", self, "listen", "127.0.0.1:0")
+		cmd.Dir, cmd.Env = sub, append(c.laterEnv, "MOAT_ATTACK=1")
+		out, err := cmd.CombinedOutput()
+		writer.Wait() // its audit takes the file out: the next case starts clean
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if strings.Contains(string(out), "ESCAPED") {
+			t.Errorf("ESCAPE (%s): a settings file a live sandbox of another state directory wrote widened the run:\n%s", c.name, out)
+		} else if code != 125 || !strings.Contains(string(out), "sandboxed command that can write it") {
+			t.Errorf("%s: want a refusal naming the file (exit 125), got %d:\n%s", c.name, code, out)
+		}
+	}
+}
+
+// TestOtherStateDirHidden: a run hid its own state directory alone. The
+// command of a run with $XDG_STATE_HOME set read the output a session of
+// the user's home state directory had saved there
+// (~/.local/state/moat/output), a file its own policy hid, and a run of the
+// home one read a session's of the other (attack pass 106). Every state
+// directory of the user's is now hidden from every sandbox (the home one
+// lists the others). Without moat the user reads both.
+func TestOtherStateDirHidden(t *testing.T) {
+	s := newGitScene(t)
+	secret := filepath.Join(s.repo, "secret.txt")
+	var b strings.Builder
+	for i := 0; i < 30000; i++ {
+		fmt.Fprintf(&b, "TOPSECRET line %d\n", i)
+	}
+	must(t, os.WriteFile(secret, []byte(b.String()), 0o600))
+	deny := filepath.Join(filepath.Dir(s.settings), "deny.json")
+	must(t, os.WriteFile(deny, []byte(`{"sandbox":{"filesystem":{"denyRead":["/`+secret+`"]}}}`), 0o644))
+	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
+	for _, kv := range s.env() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			homeEnv = append(homeEnv, kv)
+		}
+	}
+	for _, c := range []struct {
+		name            string
+		sessEnv, runEnv []string
+		saved           string
+	}{
+		{"session of the home state directory, run of XDG_STATE_HOME", homeEnv, s.env(), filepath.Join(s.home, ".local", "state", "moat", "output")},
+		{"session of XDG_STATE_HOME, run of the home state directory", s.env(), homeEnv, filepath.Join(s.state, "moat", "output")},
+	} {
+		// A session saves the long output of a command that reads the file.
+		sess := exec.Command(moatBin, "session", "--jsonl")
+		sess.Dir, sess.Env = s.repo, c.sessEnv
+		in, err := sess.StdinPipe()
+		must(t, err)
+		var sout strings.Builder
+		sess.Stdout, sess.Stderr = &sout, &sout
+		must(t, sess.Start())
+		fmt.Fprintln(in, `{"id":"a","op":"run","command":"cat secret.txt"}`)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if m, _ := filepath.Glob(filepath.Join(c.saved, "*", "*")); len(m) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				in.Close()
+				sess.Wait()
+				t.Fatalf("%s: the session saved no output:\n%s", c.name, sout.String())
+			}
+		}
+		read := `echo RAN; cat ` + c.saved + `/*/* | head -1`
+		// Without moat the same user reads it.
+		if r := s.run(read, false); !strings.Contains(r.out, "TOPSECRET") {
+			t.Fatalf("without moat the saved output must be readable (or this test proves nothing):\n%s", r.out)
+		}
+		// A run of the other state directory, whose policy hides the file.
+		cmd := exec.Command(moatBin, "run", "--settings", deny, "--", "sh", "-c", read)
+		cmd.Dir, cmd.Env = s.repo, c.runEnv
+		out, _ := cmd.CombinedOutput()
+		in.Close()
+		sess.Wait()
+		if strings.Contains(string(out), "TOPSECRET") {
+			t.Errorf("ESCAPE (%s): the run read another state directory's saved session output, a file its policy hides:\n%s", c.name, out)
+		} else if !strings.Contains(string(out), "RAN") {
+			t.Errorf("%s: the run did not run:\n%s", c.name, out)
+		}
+	}
+}
+
+// TestHomeStateDirMadeBeforeThePlan: a run of another state directory
+// ($XDG_STATE_HOME set) makes the user's home state directory, where it
+// announces its sandbox for the user's other runs and lists its own state
+// directory. The first fix of attack pass 106 made it during the run,
+// after the plan: in a writable home the command then saw moat's register
+// and could write it (CI27, TestPlaceholdersInsideAndAfter). It is made
+// before the plan now, and hidden and read-only to the command like every
+// state directory of the user's. Without moat the user writes both files.
+func TestHomeStateDirMadeBeforeThePlan(t *testing.T) {
+	s := newGitScene(t)
+	s.home = s.repo // a writable home, where the home state directory is made
+	hs := filepath.Join(s.home, ".local", "state", "moat")
+	if _, err := os.Lstat(hs); err == nil {
+		t.Fatalf("%s exists before the first run: the test proves nothing", hs)
+	}
+	script := `ls -A ` + hs + `/journal 2>&1 | grep -c live; echo forged > ` + hs + `/journal/forged.live && echo WROTE-REGISTER; printf 2f0a > ` + hs + `/statedirs && echo WROTE-LIST; true`
+	r := s.run(script, true)
+	if strings.Contains(r.out, "WROTE") {
+		t.Errorf("ESCAPE: the command wrote the home state directory moat made for the run:\n%s", r.out)
+	}
+	if fi, err := os.Stat(filepath.Join(hs, "journal")); err != nil || !fi.IsDir() {
+		t.Fatalf("the run did not make the home register: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(hs, "journal", "forged.live")); err == nil {
+		t.Errorf("ESCAPE: a forged announcement is in the home register")
+	}
+	if got := live.StateDirs(hs); len(got) != 1 || got[0] != filepath.Join(s.state, "moat") {
+		t.Errorf("the home state directory lists %q, want the run's own state directory alone", got)
+	}
+	if r := s.run(script, false); !strings.Contains(r.out, "WROTE-REGISTER") || !strings.Contains(r.out, "WROTE-LIST") {
+		t.Fatalf("without moat the user writes both (or this test proves nothing):\n%s", r.out)
 	}
 }

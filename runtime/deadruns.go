@@ -43,7 +43,8 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		// Another user's announcements are not this user's dead runs.
 		return nil, []string{"dead runs not audited: " + err.Error()}
 	}
-	for _, w := range live.Writers(filepath.Join(stateDir, "journal")) {
+	audited := map[string]bool{} // a run announced in two registers is audited once
+	for _, w := range registeredWriters(stateDir) {
 		if !w.Dead {
 			continue
 		}
@@ -51,6 +52,11 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		if !ok {
 			continue
 		}
+		if audited[w.ID] {
+			done(true)
+			continue
+		}
+		audited[w.ID] = true
 		var as *enforce.Identity
 		home, _ := os.UserHomeDir()
 		if w.As > 0 && w.As != os.Geteuid() {
@@ -139,8 +145,8 @@ func unsettledSince(stateDir string, roots []string, own *os.File) time.Time {
 		ownID = strings.TrimSuffix(filepath.Base(own.Name()), ".live")
 	}
 	var earliest time.Time
-	for _, w := range live.LiveWriters(filepath.Join(stateDir, "journal")) {
-		if w.ID == ownID {
+	for _, w := range registeredWriters(stateDir) {
+		if w.Dead || w.ID == ownID {
 			continue
 		}
 		overlap := false

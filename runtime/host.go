@@ -20,6 +20,14 @@ func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(resolved(d), "moat")
 	}
+	return homeStateDir()
+}
+
+// homeStateDir is DefaultStateDir without $XDG_STATE_HOME: the state
+// directory every run of this user can name, whatever its own is, where
+// they all list their state directories and announce their sandboxes
+// (userstate.go).
+func homeStateDir() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		h = resolved(h)
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {

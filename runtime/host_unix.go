@@ -239,9 +239,8 @@ func SettingsCheck(stateDir string) func(file string) error {
 	if stateDir == "" {
 		stateDir = DefaultStateDir()
 	}
-	dir := filepath.Join(stateDir, "journal")
 	return func(file string) error {
-		ws := live.Writers(dir) // the dead ones too, until their audit
+		ws := registeredWriters(stateDir) // the dead ones too, until their audit
 		if len(ws) == 0 {
 			return nil
 		}

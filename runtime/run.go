@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,6 +162,7 @@ type run struct {
 	proxy    *proxy
 	term     *term.Relay
 	announce *os.File
+	us       userState // the user's other state directories
 	mode     enforce.Mode
 	skipped  []enforce.Skip
 
@@ -206,6 +206,11 @@ func newRun(req Request) (*run, error) {
 	if err := prepareStateDir(r.req.StateDir); err != nil {
 		return nil, err
 	}
+	us, err := prepareUserState(r.req.StateDir, req.As)
+	if err != nil {
+		return nil, err
+	}
+	r.us, r.pol = us, us.hiding(r.pol)
 	getenv := os.Getenv
 	if req.As != nil {
 		if req.Env == nil {
@@ -266,7 +271,7 @@ func (r *run) close() {
 		r.proxy.close()
 		r.trace("proxy closed")
 	}
-	live.Withdraw(r.announce)
+	withdraw(r.announce)
 	r.announce = nil
 	for _, f := range r.opened {
 		f.Close()
@@ -312,7 +317,7 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 		start:   func(mode enforce.Mode) (enforce.Process, error) { return enf.Start(ctx, r.launch(mode)) },
 		discard: discardProcess,
 		stepDown: func() {
-			live.Withdraw(r.announce)
+			withdraw(r.announce)
 			r.announce = nil
 		},
 	})
@@ -334,12 +339,12 @@ func (r *run) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(r.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
+	f, err := announce(r.req.StateDir, r.us, live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
 	if err != nil {
 		r.log.Debug("announce", "err", err)
 		return
 	}
-	live.Withdraw(r.announce)
+	withdraw(r.announce)
 	r.announce = f
 }
 

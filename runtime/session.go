@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +90,7 @@ type Session struct {
 	mode    enforce.Mode
 
 	announce *os.File
+	us       userState // the user's other state directories
 	skipped  []enforce.Skip
 
 	mu       sync.Mutex
@@ -129,13 +129,17 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if err := prepareStateDir(s.req.StateDir); err != nil {
 		return nil, err
 	}
+	us, err := prepareUserState(s.req.StateDir, req.As)
+	if err != nil {
+		return nil, err
+	}
+	s.us, s.pol = us, us.hiding(s.pol)
 	var warn string
 	if s.pol, warn = withToolCache(s.pol, s.log, req.As, envLookup(s.req.Env)); warn != "" {
 		s.warnings = append(s.warnings, warn)
 	}
 	// Before the sandbox is planned: a path made in between is hidden
 	// and still refuses the session's commands (fail closed).
-	var err error
 	if s.missing, s.present, err = recordHidden(s.pol, req.As); err != nil {
 		return nil, err
 	}
@@ -149,7 +153,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if err := s.start(ctx); err != nil {
 		s.proxy.close()
 		s.null.Close()
-		live.Withdraw(s.announce)
+		withdraw(s.announce)
 		return nil, err
 	}
 	if req.Updates != nil {
@@ -179,7 +183,7 @@ func (s *Session) start(ctx context.Context) error {
 		},
 		discard: func(sess enforce.Session) { _ = sess.Close() },
 		stepDown: func() {
-			live.Withdraw(s.announce)
+			withdraw(s.announce)
 			s.announce = nil
 		},
 		alwaysReady: true,
@@ -201,12 +205,12 @@ func (s *Session) planned(fp enforce.Footprint) {
 	if len(fp.WritableRoots) == 0 {
 		return
 	}
-	f, err := live.Announce(filepath.Join(s.req.StateDir, "journal"), randomID(), live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
+	f, err := announce(s.req.StateDir, s.us, live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
 	if err != nil {
 		s.log.Debug("announce", "err", err)
 		return
 	}
-	live.Withdraw(s.announce)
+	withdraw(s.announce)
 	s.announce = f
 }
 
@@ -504,7 +508,7 @@ func (s *Session) closeHeld() error {
 	fp := s.sess.Footprint()
 	warn := auditGit(fp, s.since, unsettledSince(s.req.StateDir, fp.WritableRoots, s.announce), s.pol.Home, s.req.StateDir, s.req.As, userEnv(s.req.Env, s.req.As), s.violation)
 	s.proxy.close()
-	live.Withdraw(s.announce)
+	withdraw(s.announce)
 	s.null.Close()
 	s.mu.Lock()
 	s.warnings = append(s.warnings, warn...)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,10 +66,17 @@ func (w Writer) Writes(p string) bool {
 // reading a settings file a live sandbox could have written since it
 // started refuses to trust it (LiveWriters).
 func Announce(dir, id string, w Writer) (*os.File, error) {
+	return AnnounceOwned(dir, id, w, os.Geteuid())
+}
+
+// AnnounceOwned is Announce in a register that uid owns: moatd's copy of a
+// client's run in the client's own register (made with the client's
+// file-system credentials), which the client's other runs read.
+func AnnounceOwned(dir, id string, w Writer, uid int) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	if err := checkOwned(dir); err != nil {
+	if err := checkOwnedBy(dir, uid); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, id+".live"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
@@ -236,8 +244,9 @@ func readAnnouncement(file string) (Writer, bool) {
 	return w, true
 }
 
-// checkOwned refuses a directory someone else could write to.
-func checkOwned(dir string) error {
+// checkOwnedBy refuses a directory that uid does not own or that someone
+// else could write to.
+func checkOwnedBy(dir string, uid int) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return fmt.Errorf("live: %w", err)
@@ -245,8 +254,8 @@ func checkOwned(dir string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("live: %s is not a directory", dir)
 	}
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return fmt.Errorf("live: %s must be owned by uid %d and not writable by others", dir, os.Geteuid())
+	if int(st.Uid) != uid || st.Mode&0o022 != 0 {
+		return fmt.Errorf("live: %s must be owned by uid %d and not writable by others", dir, uid)
 	}
 	return nil
 }
@@ -266,3 +275,62 @@ func isLive(file string) bool {
 }
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
+// stateDirsFile lists, in the user's home state directory, the other state
+// directories the user's runs keep ($XDG_STATE_HOME set for some), one
+// hex-encoded path a line. Every sandbox hides them all, the home one
+// included: another run's saved session output, quarantine and journals
+// are no sandbox's to read, whatever its own policy hides. A run of the
+// home state directory knows the others only from here.
+const stateDirsFile = "statedirs"
+
+// RecordStateDir adds dir to the list in home (the home state directory,
+// which the caller has made and checked), dropping the entries that are
+// no directory any more.
+func RecordStateDir(home, dir string) error {
+	if !cleanAbs(dir) {
+		return fmt.Errorf("live: state directory %q is not a clean absolute path", dir)
+	}
+	old := StateDirs(home)
+	if slices.Contains(old, dir) {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(home, stateDirsFile+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	var b strings.Builder
+	for _, d := range append(StateDirs(home), dir) {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && !strings.Contains(b.String(), hex.EncodeToString([]byte(d))+"\n") {
+			b.WriteString(hex.EncodeToString([]byte(d)) + "\n")
+		}
+	}
+	tmp := filepath.Join(home, stateDirsFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(home, stateDirsFile)); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	return nil
+}
+
+// StateDirs reads the list RecordStateDir keeps in home: clean absolute
+// paths, each once.
+func StateDirs(home string) []string {
+	data, err := os.ReadFile(filepath.Join(home, stateDirsFile))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if p, err := hex.DecodeString(l); err == nil && len(p) > 0 && cleanAbs(string(p)) && !slices.Contains(out, string(p)) {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}

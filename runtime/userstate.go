@@ -1,0 +1,194 @@
+//go:build unix
+
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/live"
+	"github.com/moat-sandbox/moat/runtime/policy"
+)
+
+// The runs of one user may keep different state directories
+// ($XDG_STATE_HOME set for an agent host's runs and not for the user's
+// own; moatd's, root's, for the user's runs through it). Each directory's
+// register of live sandboxes was read by the runs of that directory alone,
+// and each sandbox hid its own state directory alone. So a run of one
+// loaded a .claude/settings.json that a live sandbox of another had just
+// written and ran with the widened policy, and a command read the session
+// output a run of the other had saved (attack pass 106).
+//
+// Every user has one state directory that all of its runs can name, the
+// home one (homeStateDir: DefaultStateDir without $XDG_STATE_HOME). A run
+// of another state directory, before its sandbox is planned, makes the
+// home one, lists its own state directory there (live.RecordStateDir), and
+// then announces its sandbox in both registers; every run reads both.
+// Every sandbox hides and protects the home state directory and every one
+// listed there. The home one is made before the plan: made during the run
+// (pass 106's first fix), a writable home showed it to the command, which
+// could have written moat's register.
+
+// userState is what a run knows of its user's other state directories.
+type userState struct {
+	// home is the home state directory when this run announces in it
+	// too (another state directory's run, or moatd's run of a client):
+	// "" when it is the run's own or there is none to use.
+	home string
+	// as is the client moatd runs for (the copy in its home register is
+	// made as the client), nil otherwise.
+	as *enforce.Identity
+	// hide are the user's other state directories that exist: the home
+	// one and those it lists.
+	hide []string
+}
+
+// prepareUserState makes the home state directory and lists stateDir in
+// it, before the sandbox is planned (see above), and says what the
+// sandbox must hide. moatd's run of a client works in the client's home
+// state directory with the client's credentials.
+func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) {
+	var us userState
+	stateDir = filepath.Clean(stateDir)
+	if as != nil && as.Uid != os.Geteuid() {
+		if as.Home == "" {
+			return us, nil
+		}
+		home := filepath.Join(as.Home, ".local", "state", "moat")
+		err := ascred.Do(as.Uid, as.Gid, as.Groups, func() error {
+			if err := os.MkdirAll(filepath.Join(home, "journal"), 0o700); err != nil {
+				return err
+			}
+			us.hide = otherStateDirs(home, stateDir)
+			return nil
+		})
+		if err == nil {
+			us.home, us.as = home, as
+		}
+		// (A client whose home cannot hold it gets no copy: its own runs
+		// then keep their state elsewhere, and moatd's register is root's.)
+		return us, nil
+	}
+	home := filepath.Clean(homeStateDir())
+	if home == stateDir {
+		us.hide = otherStateDirs(home, stateDir)
+		return us, nil
+	}
+	if err := prepareStateDir(home); err != nil {
+		return us, fmt.Errorf("moat lists every run's state directory and live sandbox in the user's home state directory %s, which every run of this user reads, and cannot use it: %w", home, err)
+	}
+	if err := prepareStateDir(filepath.Join(home, "journal")); err != nil {
+		return us, fmt.Errorf("moat announces live sandboxes in %s, which every run of this user reads, and cannot use it: %w", filepath.Join(home, "journal"), err)
+	}
+	if err := live.RecordStateDir(home, stateDir); err != nil {
+		return us, fmt.Errorf("moat lists this run's state directory %s in %s, which every run of this user reads, and cannot: %w", stateDir, home, err)
+	}
+	us.home = home
+	us.hide = otherStateDirs(home, stateDir)
+	return us, nil
+}
+
+// otherStateDirs are the home state directory and those it lists, other
+// than own, that are directories now (there is nothing to read in a
+// missing one; one made later is made by a run that lists it first).
+func otherStateDirs(home, own string) []string {
+	var out []string
+	for _, d := range append([]string{home}, live.StateDirs(home)...) {
+		if d == own || slices.Contains(out, d) {
+			continue
+		}
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// hiding is pol with the user's other state directories (us.hide) hidden
+// from the command and never writable, as the run's own state directory
+// is.
+func (us userState) hiding(pol *policy.Policy) *policy.Policy {
+	if len(us.hide) == 0 {
+		return pol
+	}
+	q := *pol
+	q.Protect = append(slices.Clone(pol.Protect), us.hide...)
+	q.FS.DenyRead = slices.Clone(pol.FS.DenyRead)
+	for _, d := range us.hide {
+		q.FS.DenyRead = append(q.FS.DenyRead, policy.PathRule{Path: d, Source: "moat: the user's other state"})
+	}
+	return &q
+}
+
+// homeRegister is the register of the user's home state directory when a
+// run of stateDir must read it as well ("" when it is stateDir's own or
+// not this user's alone).
+func homeRegister(stateDir string) string {
+	home := filepath.Clean(homeStateDir())
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	if home == filepath.Clean(stateDir) || checkStateDir(home) != nil {
+		return ""
+	}
+	return filepath.Join(home, "journal")
+}
+
+// registeredWriters lists the announcements in stateDir's register and in
+// the home register (homeRegister). A run announced in both is listed
+// twice, once from each.
+func registeredWriters(stateDir string) []live.Writer {
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	ws := live.Writers(filepath.Join(stateDir, "journal"))
+	if h := homeRegister(stateDir); h != "" {
+		ws = append(ws, live.Writers(h)...)
+	}
+	return ws
+}
+
+// copies maps an announcement to its copy in the home register.
+var copies sync.Map // *os.File -> *os.File
+
+// announce is live.Announce of w in stateDir's register and, when us says
+// so, in the home register: withdraw ends both. The copy is best effort,
+// as the announcement itself is (a register that cannot be written).
+func announce(stateDir string, us userState, w live.Writer) (*os.File, error) {
+	id := randomID()
+	f, err := live.Announce(filepath.Join(stateDir, "journal"), id, w)
+	if err != nil || us.home == "" {
+		return f, err
+	}
+	dir := filepath.Join(us.home, "journal")
+	var c *os.File
+	if us.as != nil {
+		err = ascred.Do(us.as.Uid, us.as.Gid, us.as.Groups, func() (err error) {
+			c, err = live.AnnounceOwned(dir, id, w, us.as.Uid)
+			return err
+		})
+	} else {
+		c, err = live.Announce(dir, id, w)
+	}
+	if err != nil {
+		return f, fmt.Errorf("the copy in the home register: %w", err)
+	}
+	copies.Store(f, c)
+	return f, nil
+}
+
+// withdraw is live.Withdraw of an announcement and of its copy.
+func withdraw(f *os.File) {
+	if f == nil {
+		return
+	}
+	if c, ok := copies.LoadAndDelete(f); ok {
+		live.Withdraw(c.(*os.File))
+	}
+	live.Withdraw(f)
+}
