@@ -68,6 +68,18 @@ func newGitScene(t *testing.T) *gitScene {
 	return s
 }
 
+// homeEnv is env without $XDG_STATE_HOME: a run of the home state
+// directory.
+func (s *gitScene) homeEnv() []string {
+	var out []string
+	for _, kv := range s.env() {
+		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 func (s *gitScene) env() []string {
 	return []string{"HOME=" + s.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "XDG_STATE_HOME=" + s.state,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
@@ -810,12 +822,7 @@ func TestSettingsOfAnotherStateDir(t *testing.T) {
 	s := newGitScene(t)
 	sub := filepath.Join(s.repo, "sub")
 	widen := `mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowLocalBinding":true}}}' > sub/.claude/settings.json`
-	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
-	for _, kv := range s.env() {
-		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
-			homeEnv = append(homeEnv, kv)
-		}
-	}
+	homeEnv := s.homeEnv()
 	other := filepath.Join(filepath.Dir(s.state), "state-other")
 	for _, c := range []struct {
 		name                string
@@ -877,12 +884,7 @@ func TestOtherStateDirHidden(t *testing.T) {
 	must(t, os.WriteFile(secret, []byte(b.String()), 0o600))
 	deny := filepath.Join(filepath.Dir(s.settings), "deny.json")
 	must(t, os.WriteFile(deny, []byte(`{"sandbox":{"filesystem":{"denyRead":["/`+secret+`"]}}}`), 0o644))
-	var homeEnv []string // the scene's, without $XDG_STATE_HOME: the home state directory
-	for _, kv := range s.env() {
-		if !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
-			homeEnv = append(homeEnv, kv)
-		}
-	}
+	homeEnv := s.homeEnv()
 	for _, c := range []struct {
 		name            string
 		sessEnv, runEnv []string
