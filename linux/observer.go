@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
+	"github.com/moat-sandbox/moat/internal/lazyre"
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/seccomp"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -431,7 +431,7 @@ var fdCalls = map[string]bool{"fchmod": true, "fchown": true, "fsetxattr": true,
 // the sandbox's /dev), its working directory's or its root's, of the
 // process or of one of its threads (/proc/PID/task/TID/...), and the path
 // below the link.
-var procFd = regexp.MustCompile(`^/proc/(self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(fd/[0-9]+|cwd|root)(/.*)?$`)
+var procFd = lazyre.New(`^/proc/(self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(fd/[0-9]+|cwd|root)(/.*)?$`)
 
 // procFdTarget is the file that p, a descriptor's link in the sandbox's
 // /proc, reopens, by its path as the sandbox sees it; "" when p is no such
@@ -880,7 +880,10 @@ func readString(pid int, addr uint64) (string, bool) {
 	return "", false
 }
 
-var syscallNames = func() map[int]string {
+// syscallNames names the calls a refusal may report, made when the first
+// one is (libseccomp resolves each name: work no run without a refusal
+// needs before its main).
+var syscallNames = sync.OnceValue(func() map[int]string {
 	m := map[int]string{}
 	add := func(name string) {
 		if nr, ok := seccomp.Number(name); ok {
@@ -906,10 +909,10 @@ var syscallNames = func() map[int]string {
 	}
 	m[467] = "open_tree_attr"
 	return m
-}()
+})
 
 func syscallName(nr int) string {
-	if s, ok := syscallNames[nr]; ok {
+	if s, ok := syscallNames()[nr]; ok {
 		return s
 	}
 	return "syscall " + strconv.Itoa(nr)

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // credentialWords mark a variable as a credential when its upper-cased name
@@ -87,7 +88,7 @@ func IsCredentialVar(name string) bool {
 // ConnectionStrings__Default, a webhook's ?token= and CI_JOB_JWT did.
 func IsCredentialValue(v string) bool {
 	return urlPassword(v) || schemelessLogin(v) || credentialPair(v) ||
-		jsonCredential(v) || credentialForm.MatchString(v)
+		jsonCredential(v) || credentialForm().MatchString(v)
 }
 
 // urlPassword reports a scheme://user:password@host anywhere in v. The
@@ -148,13 +149,15 @@ func schemelessLogin(v string) bool {
 // territory, codeset and one of glibc's modifiers (sr@latin, de_DE@euro,
 // en@quot), or C and POSIX. The modifiers are listed so that a login's
 // host (bob:pw@db) is not taken for one.
-var localeName = regexp.MustCompile(`^([a-z]{2,3}(_[A-Z]{2})?(\.[A-Za-z0-9-]+)?` +
-	`(@(latin|cyrillic|euro|valencia|quot|boldquot|devanagari|saaho|iqtelif|abegede|hebrew|latn|cyrl|traditional))?|C|POSIX)(\.[A-Za-z0-9-]+)?$`)
+var localeName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([a-z]{2,3}(_[A-Z]{2})?(\.[A-Za-z0-9-]+)?` +
+		`(@(latin|cyrillic|euro|valencia|quot|boldquot|devanagari|saaho|iqtelif|abegede|hebrew|latn|cyrl|traditional))?|C|POSIX)(\.[A-Za-z0-9-]+)?$`)
+})
 
 // localeList reports whether v is a colon list of locale names only.
 func localeList(v string) bool {
 	for _, f := range strings.Split(v, ":") {
-		if !localeName.MatchString(f) {
+		if !localeName().MatchString(f) {
 			return false
 		}
 	}
@@ -216,14 +219,16 @@ func pairNamesSecret(part string) bool {
 // string value is not empty: VSS_NUGET_EXTERNAL_FEED_ENDPOINTS's
 // "password", an OAuth client's "client_secret" and "refresh_token", a
 // Docker config's "auth" (attack pass 103: each reached the command).
-var jsonSecret = regexp.MustCompile(`"([A-Za-z_ -]+)"\s*:\s*"[^"]`)
+var jsonSecret = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"([A-Za-z_ -]+)"\s*:\s*"[^"]`)
+})
 
 // jsonCredential reports a JSON member of jsonSecret's form in v.
 func jsonCredential(v string) bool {
 	if !strings.Contains(v, "\":") && !strings.Contains(v, "\" :") {
 		return false
 	}
-	for _, m := range jsonSecret.FindAllStringSubmatch(v, -1) {
+	for _, m := range jsonSecret().FindAllStringSubmatch(v, -1) {
 		key := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(m[1]))
 		if credentialKeys[key] || key == "auth" {
 			return true
@@ -236,21 +241,23 @@ func jsonCredential(v string) bool {
 // header (a git http.extraHeader in GIT_CONFIG_VALUE_0), a JSON Web Token,
 // GitHub's, GitLab's, Slack's, AWS's, PyPI's, npm's and Anthropic's tokens
 // (a URL's user name too: https://ghp_...@github.com) and a PEM private key.
-var credentialForm = regexp.MustCompile(`(?i:authorization:\s*\S)|` +
-	`(?i:^(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}$)|` +
-	`(^|[^A-Za-z0-9_-])(` +
-	`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|` +
-	`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|` +
-	`xox[abposr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16}|pypi-AgE[A-Za-z0-9_-]{20,}|` +
-	`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,}|` +
-	// OpenAI's project keys, Google's API keys, Stripe's live keys.
-	`sk-proj-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{20,}|` +
-	// A Slack or Discord webhook's URL is its own credential: whoever
-	// holds it posts to the channel (SLACK_WEBHOOK_URL reached the
-	// command, attack pass 103).
-	`hooks\.slack\.com/(services|workflows|triggers)/[A-Za-z0-9/_-]{10,}|` +
-	`discord(app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})|` +
-	`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+var credentialForm = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i:authorization:\s*\S)|` +
+		`(?i:^(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}$)|` +
+		`(^|[^A-Za-z0-9_-])(` +
+		`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|` +
+		`gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}|` +
+		`xox[abposr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16}|pypi-AgE[A-Za-z0-9_-]{20,}|` +
+		`npm_[A-Za-z0-9]{36}|sk-ant-[A-Za-z0-9_-]{20,}|` +
+		// OpenAI's project keys, Google's API keys, Stripe's live keys.
+		`sk-proj-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{20,}|` +
+		// A Slack or Discord webhook's URL is its own credential: whoever
+		// holds it posts to the channel (SLACK_WEBHOOK_URL reached the
+		// command, attack pass 103).
+		`hooks\.slack\.com/(services|workflows|triggers)/[A-Za-z0-9/_-]{10,}|` +
+		`discord(app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})|` +
+		`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+})
 
 // isGitConfigKey reports git's GIT_CONFIG_KEY_<n>: its value is the name
 // of a setting (user.name), not a credential; removing it while
