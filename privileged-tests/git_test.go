@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -962,64 +961,5 @@ func TestHomeStateDirMadeBeforeThePlan(t *testing.T) {
 	}
 	if r := s.run(script, false); !strings.Contains(r.out, "WROTE-REGISTER") || !strings.Contains(r.out, "WROTE-LIST") {
 		t.Fatalf("without moat the user writes both (or this test proves nothing):\n%s", r.out)
-	}
-}
-
-// TestStateDirPlantedBeforeFirstUse: a sandboxed command that can write
-// where a state directory is to be made ($XDG_STATE_HOME inside the
-// project) made it first, with a journal record naming a file of the
-// user's that the command can read and not write. The next run of that
-// state directory swept the record as a dead run's placeholder and removed
-// the file (its content matched the record). A state directory is now
-// emptied of what moat acts on the first time a run lists it, and a run
-// refuses one that a live sandbox can write. Without moat the user removes
-// the file.
-func TestStateDirPlantedBeforeFirstUse(t *testing.T) {
-	s := newGitScene(t)
-	victim := filepath.Join(s.outside, "victim.txt")
-	must(t, os.WriteFile(victim, []byte("precious\n"), 0o644))
-	var st syscall.Stat_t
-	must(t, syscall.Stat(victim, &st))
-	rec := fmt.Sprintf("P %d %d %x f %x", st.Dev, st.Ino, "precious\n", victim)
-	stateHome := filepath.Join(s.repo, "st")
-	plant := `mkdir -p st/moat/journal && chmod 700 st/moat st/moat/journal && printf '%s\n' '` + rec + `' > st/moat/journal/deadbeefdeadbeef.run && echo PLANTED`
-	if r := s.run(plant, true); !strings.Contains(r.out, "PLANTED") {
-		t.Fatalf("the command could not write the project (the test proves nothing):\n%s", r.out)
-	}
-	env := append(s.env(), "XDG_STATE_HOME="+stateHome) // (the later one counts)
-	cmd := exec.Command(moatBin, "run", "--", "true")
-	cmd.Dir, cmd.Env = s.repo, env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the run of the planted state directory: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(victim); err != nil {
-		t.Fatalf("ESCAPE: a record a sandboxed command planted in a state directory before its first use made moat remove %s: %v", victim, err)
-	}
-
-	// A live sandbox that can write where a state directory is made.
-	started := filepath.Join(s.w, "started")
-	live := exec.Command(moatBin, "run", "--settings", s.settings, "-c", "touch "+started+"; sleep 20")
-	live.Dir, live.Env = s.repo, s.env()
-	must(t, live.Start())
-	defer func() { live.Process.Kill(); live.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live sandbox did not start")
-		}
-	}
-	cmd = exec.Command(moatBin, "run", "--", "true")
-	cmd.Dir, cmd.Env = s.repo, append(s.env(), "XDG_STATE_HOME="+filepath.Join(s.repo, "st2"))
-	out, err = cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "writable by a live sandbox") {
-		t.Errorf("a run of a state directory a live sandbox can write: want a refusal naming it, got %v:\n%s", err, out)
-	}
-
-	// Without moat the same user removes the file.
-	if r := s.run("rm "+victim+" && echo REMOVED", false); !strings.Contains(r.out, "REMOVED") {
-		t.Fatalf("without moat the user removes the file (or this test proves nothing):\n%s", r.out)
 	}
 }

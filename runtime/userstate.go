@@ -7,10 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -88,22 +85,7 @@ func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) 
 	if err := prepareStateDir(filepath.Join(home, "journal")); err != nil {
 		return us, fmt.Errorf("moat announces live sandboxes in %s, which every run of this user reads, and cannot use it: %w", filepath.Join(home, "journal"), err)
 	}
-	// A sandbox that can write the state directory (one planned before
-	// it existed, which does not protect it) could leave there what moat
-	// acts on (records of placeholders to remove) or trusts (the compiled
-	// seccomp filters): no run uses it meanwhile.
-	for _, w := range registeredWriters(stateDir) {
-		for _, d := range []string{stateDir, home} {
-			if w.Writes(d) {
-				state := "a live sandbox"
-				if w.Dead {
-					state = "a sandbox killed before its audit"
-				}
-				return us, fmt.Errorf("the state directory %s is writable by %s (moat run %s, started %s), which could have planted what moat acts on there: moat does not use it until that run is gone and audited; keep $XDG_STATE_HOME out of the trees sandboxes write", d, state, w.ID, w.Since.Format("15:04:05"))
-			}
-		}
-	}
-	if err := live.RecordStateDir(home, stateDir, func() error { return distrust(stateDir) }); err != nil {
+	if err := live.RecordStateDir(home, stateDir); err != nil {
 		return us, fmt.Errorf("moat lists this run's state directory %s in %s, which every run of this user reads, and cannot: %w", stateDir, home, err)
 	}
 	us.home = home
@@ -209,54 +191,4 @@ func withdraw(f *os.File) {
 		live.Withdraw(c.(*os.File))
 	}
 	live.Withdraw(f)
-}
-
-// distrust empties what moat acts on or trusts in a state directory the
-// first time a run lists it (RecordStateDir): moat may not have made it,
-// and until it is listed no sandbox protected it. A sandboxed command that
-// could write where it was to be made ($XDG_STATE_HOME inside a project)
-// could have made it first, with a journal record naming a file of the
-// user's (the next run's sweep removes a recorded placeholder whose
-// content matches the record: any file the command could read) or a
-// compiled seccomp filter under the key the next run computes. What goes:
-// the caches (made again on use) and the records of runs that are not
-// live (their placeholders, if any, stay: inert, and a state directory of
-// an older moat is listed once). The announcements stay: a dead one's
-// audit only takes things out.
-func distrust(dir string) error {
-	for _, sub := range []string{"cache", "sentinel"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return fmt.Errorf("empty the unlisted state directory's %s: %w", sub, err)
-		}
-	}
-	jdir := filepath.Join(dir, "journal")
-	fi, err := os.Lstat(jdir)
-	if err != nil {
-		return nil
-	}
-	if !fi.IsDir() {
-		return os.Remove(jdir)
-	}
-	es, err := os.ReadDir(jdir)
-	if err != nil {
-		return fmt.Errorf("read the unlisted state directory's journal: %w", err)
-	}
-	for _, e := range es {
-		if !strings.HasSuffix(e.Name(), ".run") {
-			continue
-		}
-		file := filepath.Join(jdir, e.Name())
-		f, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err == nil {
-			held := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
-			f.Close()
-			if held {
-				continue // a live run's own record
-			}
-		}
-		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove a record of the unlisted state directory: %w", err)
-		}
-	}
-	return nil
 }

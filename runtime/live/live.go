@@ -286,14 +286,13 @@ const stateDirsFile = "statedirs"
 
 // RecordStateDir adds dir to the list in home (the home state directory,
 // which the caller has made and checked), dropping the entries that are
-// no directory any more. When dir is not listed yet, first runs before it
-// is, under the list's lock (once, whichever run lists it): an error from
-// it leaves dir unlisted.
-func RecordStateDir(home, dir string, first func() error) error {
+// no directory any more.
+func RecordStateDir(home, dir string) error {
 	if !cleanAbs(dir) {
 		return fmt.Errorf("live: state directory %q is not a clean absolute path", dir)
 	}
-	if slices.Contains(StateDirs(home), dir) {
+	old := StateDirs(home)
+	if slices.Contains(old, dir) {
 		return nil
 	}
 	f, err := os.OpenFile(filepath.Join(home, stateDirsFile+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
@@ -304,17 +303,8 @@ func RecordStateDir(home, dir string, first func() error) error {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("live: %w", err)
 	}
-	old := StateDirs(home)
-	if slices.Contains(old, dir) {
-		return nil // listed meanwhile
-	}
-	if first != nil {
-		if err := first(); err != nil {
-			return err
-		}
-	}
 	var b strings.Builder
-	for _, d := range append(old, dir) {
+	for _, d := range append(StateDirs(home), dir) {
 		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && !strings.Contains(b.String(), hex.EncodeToString([]byte(d))+"\n") {
 			b.WriteString(hex.EncodeToString([]byte(d)) + "\n")
 		}

@@ -17,7 +17,7 @@ func TestRecordStateDir(t *testing.T) {
 	os.Mkdir(a, 0o700)
 	os.Mkdir(b, 0o700)
 	for _, d := range []string{a, b, a} {
-		if err := RecordStateDir(home, d, nil); err != nil {
+		if err := RecordStateDir(home, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -27,13 +27,13 @@ func TestRecordStateDir(t *testing.T) {
 	os.Remove(a)
 	c := filepath.Join(t.TempDir(), "moat")
 	os.Mkdir(c, 0o700)
-	if err := RecordStateDir(home, c, nil); err != nil {
+	if err := RecordStateDir(home, c); err != nil {
 		t.Fatal(err)
 	}
 	if got := StateDirs(home); !slices.Equal(got, []string{b, c}) {
 		t.Fatalf("listed %q after %s went, want %q", got, a, []string{b, c})
 	}
-	if err := RecordStateDir(home, "relative/moat", nil); err == nil {
+	if err := RecordStateDir(home, "relative/moat"); err == nil {
 		t.Fatal("a relative state directory was listed")
 	}
 	os.WriteFile(filepath.Join(home, stateDirsFile), []byte("zz\n2e2e\n2f746d70\n\n"), 0o600) // not hex, "..", "/tmp"
