@@ -14,8 +14,9 @@ import (
 // when there is no usable home (none, one this user cannot write, or one
 // that another user controls or can write: root with a user's HOME, as
 // sudo may keep it; a home of mode 0777, where moat's state could be
-// swapped: checkAncestors), fallbackStateDir. Whichever it is, it is
-// checked before use (prepareStateDir).
+// swapped: checkAncestors) and no ~/.local/state/moat in a home of this
+// user's, fallbackStateDir. Whichever it is, it is checked before use
+// (prepareStateDir).
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(resolved(d), "moat")
@@ -30,6 +31,18 @@ func DefaultStateDir() string {
 func homeStateDir() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
 		h = resolved(h)
+		// One that is there, in a home of this user's, stays the state
+		// directory whatever became of the home: a sandbox that could
+		// write the home made it fail the checks below (chmod 0555 ~,
+		// chmod 0777 ~/.local/state), and the user's next run kept its
+		// state in the fallback, where it neither saw that live sandbox's
+		// announcement (it loaded the settings file the sandbox had just
+		// written and ran widened) nor hid ~/.local/state/moat (attack
+		// pass 107, TestHomeStateDirModeChanged). prepareStateDir refuses
+		// it now, naming what is wrong.
+		if d := filepath.Join(h, ".local", "state", "moat"); ownedByMe(h) && !missing(d) {
+			return d
+		}
 		if fi, err := os.Stat(h); err == nil && fi.IsDir() && writableDir(h) {
 			if d := filepath.Join(h, ".local", "state", "moat"); heldSafely(d) {
 				return d

@@ -3,7 +3,9 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -267,4 +269,17 @@ func SettingsCheck(stateDir string) func(file string) error {
 		}
 		return nil
 	}
+}
+
+// ownedByMe reports a file of this user's (by its owner).
+func ownedByMe(p string) bool {
+	var st unix.Stat_t
+	return unix.Stat(p, &st) == nil && int(st.Uid) == os.Geteuid()
+}
+
+// missing reports a path that is not there (one that cannot be looked at
+// is not missing).
+func missing(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
