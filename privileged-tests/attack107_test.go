@@ -112,3 +112,119 @@ func TestHomeStateDirModeChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestStateDirMadeByASandbox: a state directory that did not exist yet
+// when a sandbox was planned is neither hidden nor protected from it. A
+// sandbox of the user's home state directory with a writable home made
+// the state directory of the agent host's runs ($XDG_STATE_HOME in the
+// home) and put in its cache, under the name moat gives the compiled
+// seccomp program of a run's policy, one that allowed every call: the
+// next run of that state directory loaded it, and its command made a unix
+// socket the policy refuses (attack pass 107). A state directory the home
+// one does not list as that same directory has its cache removed before
+// its run, and one a registered sandbox can write is refused. Without
+// moat the user makes the socket.
+func TestStateDirMadeByASandbox(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testutil.Unavailable(t, "no /usr/bin/python3: %v", err)
+	}
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			proj := filepath.Join(f.home, "proj")
+			must(t, os.MkdirAll(proj, 0o755))
+			scratch := filepath.Join(f.root, "scratch")
+			must(t, os.MkdirAll(scratch, 0o700))
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.home}})
+			var cred *syscall.Credential
+			if tier == "rootless" {
+				giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			run := func(xdg string, args ...string) result {
+				cmd := exec.Command(moatBin, args...)
+				cmd.Dir = proj
+				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+				if xdg != "" {
+					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
+				}
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				out, err := cmd.CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				return result{code: code, out: string(out)}
+			}
+			socket := []string{"run", "--", "/usr/bin/python3", "-c", "import socket; socket.socket(socket.AF_UNIX); print('ESCAPED')"}
+			base := exec.Command(socket[2], socket[3:]...)
+			base.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+			if cred != nil {
+				base.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			}
+			if out, err := base.CombinedOutput(); !strings.Contains(string(out), "ESCAPED") {
+				t.Fatalf("without moat the socket is made (or this test proves nothing): %v %s", err, out)
+			}
+			// The name of the compiled filter of the later run's policy
+			// (the attacker computes it from moat's binary and the policy).
+			run(scratch, "run", "--", "true")
+			m, _ := filepath.Glob(filepath.Join(scratch, "moat", "cache", "seccomp-*.bpf"))
+			if len(m) != 1 {
+				t.Fatalf("no compiled filter cached in %s: %q", scratch, m)
+			}
+			agent := filepath.Join(f.home, ".local", "state", "agent")
+			cache := filepath.Join(agent, "moat", "cache")
+			plant := filepath.Join(cache, filepath.Base(m[0]))
+			// BPF_RET|BPF_K SECCOMP_RET_ALLOW: every call allowed.
+			script := `mkdir -p ` + cache + ` && printf '\006\000\000\000\000\000\377\177' > ` + plant + ` && chmod 600 ` + plant + ` && echo PLANTED`
+			for _, c := range []string{"first use", "made again after it was listed"} {
+				if c != "first use" {
+					must(t, os.RemoveAll(agent))
+				}
+				if r := run("", "run", "--settings", settings, "--", "sh", "-c", script); !strings.Contains(r.out, "PLANTED") {
+					t.Fatalf("%s: the sandbox did not make the state directory: %s", c, r.out)
+				}
+				if r := run(agent, socket...); strings.Contains(r.out, "ESCAPED") {
+					t.Errorf("ESCAPE (%s): a run of a state directory a sandbox made loaded the seccomp program the sandbox left in its cache:\n%s", c, r.out)
+				} else if !strings.Contains(r.out, "unix sockets are blocked") {
+					t.Errorf("%s: want the socket refused, got %d:\n%s", c, r.code, r.out)
+				}
+			}
+			// Made by a sandbox that is still running: refused.
+			must(t, os.RemoveAll(agent))
+			marker := filepath.Join(proj, "planted")
+			writer := exec.Command(moatBin, "run", "--settings", settings, "--", "sh", "-c", script+"; touch "+marker+"; sleep 5")
+			writer.Dir, writer.Env = proj, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+			if cred != nil {
+				writer.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			}
+			var wout bytes.Buffer
+			writer.Stdout, writer.Stderr = &wout, &wout
+			must(t, writer.Start())
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Lstat(marker); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					writer.Process.Kill()
+					writer.Wait()
+					t.Fatalf("the live sandbox did not write:\n%s", wout.String())
+				}
+			}
+			r := run(agent, socket...)
+			writer.Wait()
+			if strings.Contains(r.out, "ESCAPED") {
+				t.Errorf("ESCAPE (live sandbox): a run loaded the seccomp program a live sandbox left in its state directory:\n%s", r.out)
+			} else if r.code != 125 || !strings.Contains(r.out, "a sandbox that can write it is registered") {
+				t.Errorf("live sandbox: want a refusal naming it (exit 125), got %d:\n%s", r.code, r.out)
+			}
+		})
+	}
+}

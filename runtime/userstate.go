@@ -85,12 +85,41 @@ func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) 
 	if err := prepareStateDir(filepath.Join(home, "journal")); err != nil {
 		return us, fmt.Errorf("moat announces live sandboxes in %s, which every run of this user reads, and cannot use it: %w", filepath.Join(home, "journal"), err)
 	}
+	if !live.Listed(home, stateDir) {
+		if err := adoptStateDir(stateDir); err != nil {
+			return us, err
+		}
+	}
 	if err := live.RecordStateDir(home, stateDir); err != nil {
 		return us, fmt.Errorf("moat lists this run's state directory %s in %s, which every run of this user reads, and cannot: %w", stateDir, home, err)
 	}
 	us.home = home
 	us.hide = otherStateDirs(home, stateDir)
 	return us, nil
+}
+
+// adoptStateDir readies a state directory the home one does not list
+// (or lists as another directory, since removed), before a run lists it.
+// No sandbox planned while it was missing hid or protected it: one that
+// could write where it is (a writable home, with
+// $XDG_STATE_HOME=~/.local/state/agent for an agent host's runs) made it
+// and put in its cache a compiled seccomp program that allowed every call,
+// which the next run of that state directory loaded into its sandbox
+// (attack pass 107, TestStateDirMadeByASandbox); the plan's and the git
+// audit's caches are trusted as well. So a registered sandbox (live, or
+// killed before its audit) that can write it refuses the run, and its
+// cache, only ever a copy of what moat can compute again, goes.
+func adoptStateDir(stateDir string) error {
+	cache := filepath.Join(stateDir, "cache")
+	for _, w := range registeredWriters(stateDir) {
+		if w.Writes(stateDir) || w.Writes(cache) {
+			return fmt.Errorf("state directory %s is new to this user's runs, and a sandbox that can write it is registered (moat run %s, started %s): moat loads compiled filters and caches from there and does not use a state directory a sandboxed command could have written; run again once that run has ended", stateDir, w.ID, w.Since.Format("15:04:05"))
+		}
+	}
+	if err := os.RemoveAll(cache); err != nil {
+		return fmt.Errorf("state directory %s is new to this user's runs, and its cache, which a sandboxed command could have written, cannot be removed: %w", stateDir, err)
+	}
+	return nil
 }
 
 // otherStateDirs are the home state directory and those it lists, other

@@ -11,6 +11,7 @@ package live
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -278,21 +279,28 @@ func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == 
 
 // stateDirsFile lists, in the user's home state directory, the other state
 // directories the user's runs keep ($XDG_STATE_HOME set for some), one
-// hex-encoded path a line. Every sandbox hides them all, the home one
-// included: another run's saved session output, quarantine and journals
-// are no sandbox's to read, whatever its own policy hides. A run of the
-// home state directory knows the others only from here.
+// hex-encoded path a line, then a space and the random token RecordStateDir
+// left in the directory (stateIDFile): the directory listed, not only its
+// name (a device and inode would not do: a directory removed and made
+// again often gets the inode it had). Every sandbox hides them all, the home
+// one included: another run's saved session output, quarantine and
+// journals are no sandbox's to read, whatever its own policy hides. A run
+// of the home state directory knows the others only from here.
 const stateDirsFile = "statedirs"
 
+// stateIDFile, in a listed state directory, holds the token its entry in
+// the home state directory's list names.
+const stateIDFile = "stateid"
+
 // RecordStateDir adds dir to the list in home (the home state directory,
-// which the caller has made and checked), dropping the entries that are
-// no directory any more.
+// which the caller has made and checked) as the directory that is there
+// now (a new token in it), dropping the entries that are no directory any
+// more. The others keep their tokens.
 func RecordStateDir(home, dir string) error {
 	if !cleanAbs(dir) {
 		return fmt.Errorf("live: state directory %q is not a clean absolute path", dir)
 	}
-	old := StateDirs(home)
-	if slices.Contains(old, dir) {
+	if Listed(home, dir) {
 		return nil
 	}
 	f, err := os.OpenFile(filepath.Join(home, stateDirsFile+".lock"), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
@@ -303,13 +311,35 @@ func RecordStateDir(home, dir string) error {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("live: %w", err)
 	}
+	if Listed(home, dir) {
+		return nil // by another run meanwhile
+	}
+	var r [16]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	id := hex.EncodeToString(r[:])
+	tmp := filepath.Join(dir, stateIDFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(id), 0o600); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateIDFile)); err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
 	var b strings.Builder
-	for _, d := range append(StateDirs(home), dir) {
-		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && !strings.Contains(b.String(), hex.EncodeToString([]byte(d))+"\n") {
-			b.WriteString(hex.EncodeToString([]byte(d)) + "\n")
+	for _, e := range append(readStateDirs(home), stateDirEntry{path: dir, id: id}) {
+		if e.path == dir && e.id != id {
+			continue // listed as another directory: this one replaces it
+		}
+		if fi, err := os.Lstat(e.path); err == nil && fi.IsDir() {
+			b.WriteString(hex.EncodeToString([]byte(e.path)))
+			if e.id != "" {
+				b.WriteString(" " + e.id)
+			}
+			b.WriteString("\n")
 		}
 	}
-	tmp := filepath.Join(home, stateDirsFile+".tmp")
+	tmp = filepath.Join(home, stateDirsFile+".tmp")
 	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("live: %w", err)
 	}
@@ -319,18 +349,64 @@ func RecordStateDir(home, dir string) error {
 	return nil
 }
 
+// Listed reports whether dir is in the list in home as the directory that
+// is there now (its token): one removed and made again since, by a
+// sandbox that did not hide it because it was missing when the sandbox
+// was planned, is not.
+func Listed(home, dir string) bool {
+	id, ok := dirID(dir)
+	for _, e := range readStateDirs(home) {
+		if e.path == dir {
+			return ok && e.id == id
+		}
+	}
+	return false
+}
+
 // StateDirs reads the list RecordStateDir keeps in home: clean absolute
 // paths, each once.
 func StateDirs(home string) []string {
+	var out []string
+	for _, e := range readStateDirs(home) {
+		out = append(out, e.path)
+	}
+	return out
+}
+
+type stateDirEntry struct{ path, id string }
+
+func readStateDirs(home string) []stateDirEntry {
 	data, err := os.ReadFile(filepath.Join(home, stateDirsFile))
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []stateDirEntry
 	for _, l := range strings.Split(string(data), "\n") {
-		if p, err := hex.DecodeString(l); err == nil && len(p) > 0 && cleanAbs(string(p)) && !slices.Contains(out, string(p)) {
-			out = append(out, string(p))
+		h, id, _ := strings.Cut(l, " ")
+		p, err := hex.DecodeString(h)
+		if err != nil || len(p) == 0 || !cleanAbs(string(p)) || slices.ContainsFunc(out, func(e stateDirEntry) bool { return e.path == string(p) }) {
+			continue
 		}
+		out = append(out, stateDirEntry{path: string(p), id: id})
 	}
 	return out
+}
+
+// dirID is the token RecordStateDir left in the directory p: a regular
+// file, read without following a symlink or waiting on a FIFO.
+func dirID(p string) (string, bool) {
+	f, err := os.OpenFile(filepath.Join(p, stateIDFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	b := make([]byte, 64)
+	n, _ := f.Read(b)
+	if n != 32 {
+		return "", false
+	}
+	return string(b[:n]), true
 }

@@ -3,6 +3,7 @@
 package live
 
 import (
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ func TestRecordStateDir(t *testing.T) {
 	if got := StateDirs(home); !slices.Equal(got, []string{a, b}) {
 		t.Fatalf("listed %q, want %q", got, []string{a, b})
 	}
-	os.Remove(a)
+	os.RemoveAll(a)
 	c := filepath.Join(t.TempDir(), "moat")
 	os.Mkdir(c, 0o700)
 	if err := RecordStateDir(home, c); err != nil {
@@ -39,5 +40,46 @@ func TestRecordStateDir(t *testing.T) {
 	os.WriteFile(filepath.Join(home, stateDirsFile), []byte("zz\n2e2e\n2f746d70\n\n"), 0o600) // not hex, "..", "/tmp"
 	if got := StateDirs(home); !slices.Equal(got, []string{"/tmp"}) {
 		t.Fatalf("a damaged list gave %q", got)
+	}
+}
+
+// A directory is listed as the one that was there when it was recorded:
+// one removed and made again since (by a sandbox that did not hide it,
+// since it was missing when that sandbox was planned), most often with the
+// inode it had, is not, until it is recorded again; the other entries keep
+// what they were listed as. An entry without a token (of an earlier list)
+// is listed as no directory.
+func TestListedIsTheSameDirectory(t *testing.T) {
+	home := t.TempDir()
+	a, b := filepath.Join(t.TempDir(), "moat"), filepath.Join(t.TempDir(), "moat")
+	os.Mkdir(a, 0o700)
+	os.Mkdir(b, 0o700)
+	for _, d := range []string{a, b} {
+		if err := RecordStateDir(home, d); err != nil {
+			t.Fatal(err)
+		}
+		if !Listed(home, d) {
+			t.Fatalf("%s not listed once recorded", d)
+		}
+	}
+	os.RemoveAll(a)
+	os.Mkdir(a, 0o700)
+	if Listed(home, a) {
+		t.Fatalf("%s, made again, is listed as the directory recorded before", a)
+	}
+	os.RemoveAll(b)
+	os.Mkdir(b, 0o700)
+	if err := RecordStateDir(home, a); err != nil {
+		t.Fatal(err)
+	}
+	if !Listed(home, a) || Listed(home, b) {
+		t.Fatalf("after %s was recorded again: listed %v, %s listed %v (want true, false)", a, Listed(home, a), b, Listed(home, b))
+	}
+	if got := StateDirs(home); !slices.Equal(got, []string{b, a}) {
+		t.Fatalf("listed %q, want %q", got, []string{b, a})
+	}
+	os.WriteFile(filepath.Join(home, stateDirsFile), []byte(hex.EncodeToString([]byte(a))+"\n"), 0o600)
+	if Listed(home, a) || !slices.Equal(StateDirs(home), []string{a}) {
+		t.Fatalf("an entry without a token: Listed %v, StateDirs %q", Listed(home, a), StateDirs(home))
 	}
 }
