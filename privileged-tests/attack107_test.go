@@ -122,7 +122,7 @@ func TestHomeStateDirModeChanged(t *testing.T) {
 // next run of that state directory loaded it, and its command made a unix
 // socket the policy refuses (attack pass 107). A state directory the home
 // one does not list as that same directory has its cache removed before
-// its run, and one a registered sandbox can write is refused. Without
+// its run, and one a live sandbox can write is refused. Without
 // moat the user makes the socket.
 func TestStateDirMadeByASandbox(t *testing.T) {
 	testutil.RequireRoot(t)
@@ -222,8 +222,71 @@ func TestStateDirMadeByASandbox(t *testing.T) {
 			writer.Wait()
 			if strings.Contains(r.out, "ESCAPED") {
 				t.Errorf("ESCAPE (live sandbox): a run loaded the seccomp program a live sandbox left in its state directory:\n%s", r.out)
-			} else if r.code != 125 || !strings.Contains(r.out, "a sandbox that can write it is registered") {
+			} else if r.code != 125 || !strings.Contains(r.out, "a live sandbox can write it") {
 				t.Errorf("live sandbox: want a refusal naming it (exit 125), got %d:\n%s", r.code, r.out)
+			}
+		})
+	}
+}
+
+// TestStateDirSymlinkFromASandbox: a sandbox that made another state
+// directory of the user's (see TestStateDirMadeByASandbox) left in it
+// "sentinel", a symlink to a directory of the user's. The next run of that
+// state directory swept the old sentinels through it: it removed the
+// user's files older than a day there (attack pass 107; a session saved
+// its commands' output through "output" so, where other sandboxes read
+// it). Such a state directory is refused, naming the symlink. Without
+// moat the user removes its own files.
+func TestStateDirSymlinkFromASandbox(t *testing.T) {
+	testutil.RequireRoot(t)
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			proj, docs := filepath.Join(f.home, "proj"), filepath.Join(f.home, "docs")
+			must(t, os.MkdirAll(proj, 0o755))
+			must(t, os.MkdirAll(docs, 0o755))
+			old := filepath.Join(docs, "thesis.txt")
+			must(t, os.WriteFile(old, []byte("precious\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(f.home, ".netrc"), []byte("machine m login l password p\n"), 0o600)) // a hidden file: a sentinel
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.home}})
+			var cred *syscall.Credential
+			if tier == "rootless" {
+				giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			lastWeek := time.Now().Add(-7 * 24 * time.Hour)
+			must(t, os.Chtimes(old, lastWeek, lastWeek))
+			agent := filepath.Join(f.home, ".local", "state", "agent")
+			run := func(xdg string, args ...string) result {
+				cmd := exec.Command(moatBin, args...)
+				cmd.Dir = proj
+				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+				if xdg != "" {
+					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
+				}
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				out, err := cmd.CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				return result{code: code, out: string(out)}
+			}
+			script := `mkdir -p ` + agent + `/moat && ln -s ` + docs + ` ` + agent + `/moat/sentinel && echo PLANTED`
+			if r := run("", "run", "--settings", settings, "--", "sh", "-c", script); !strings.Contains(r.out, "PLANTED") {
+				t.Fatalf("the sandbox did not make the state directory: %s", r.out)
+			}
+			r := run(agent, "run", "--", "true")
+			if _, err := os.Stat(old); err != nil {
+				t.Errorf("ESCAPE: a run of a state directory a sandbox made removed %s through the sandbox's symlink: %v\n%s", old, err, r.out)
+			} else if r.code != 125 || !strings.Contains(r.out, "holds sentinel") {
+				t.Errorf("want the state directory refused, naming the symlink (exit 125), got %d:\n%s", r.code, r.out)
 			}
 		})
 	}

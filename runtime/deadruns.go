@@ -43,6 +43,14 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 		// Another user's announcements are not this user's dead runs.
 		return nil, []string{"dead runs not audited: " + err.Error()}
 	}
+	// A state directory the home one does not list as itself could be a
+	// sandbox's, forged announcements and a symlinked quarantine included:
+	// not audited from until it is readied as a run's is (adoptStateDir).
+	if home := filepath.Clean(homeStateDir()); home != filepath.Clean(stateDir) && !live.Listed(home, filepath.Clean(stateDir)) {
+		if err := adoptStateDir(filepath.Clean(stateDir)); err != nil {
+			return nil, []string{"dead runs not audited: " + err.Error()}
+		}
+	}
 	audited := map[string]bool{} // a run announced in two registers is audited once
 	for _, w := range registeredWriters(stateDir) {
 		if !w.Dead {

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,14 +107,31 @@ func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) 
 // and put in its cache a compiled seccomp program that allowed every call,
 // which the next run of that state directory loaded into its sandbox
 // (attack pass 107, TestStateDirMadeByASandbox); the plan's and the git
-// audit's caches are trusted as well. So a registered sandbox (live, or
-// killed before its audit) that can write it refuses the run, and its
-// cache, only ever a copy of what moat can compute again, goes.
+// audit's caches are trusted as well. So a live sandbox that can write it
+// refuses the run, what moat would follow out of it (a symlink) refuses
+// it too, and its cache, only ever a copy of what moat can compute
+// again, goes. AuditDeadRuns readies it first.
 func adoptStateDir(stateDir string) error {
 	cache := filepath.Join(stateDir, "cache")
 	for _, w := range registeredWriters(stateDir) {
-		if w.Writes(stateDir) || w.Writes(cache) {
-			return fmt.Errorf("state directory %s is new to this user's runs, and a sandbox that can write it is registered (moat run %s, started %s): moat loads compiled filters and caches from there and does not use a state directory a sandboxed command could have written; run again once that run has ended", stateDir, w.ID, w.Since.Format("15:04:05"))
+		// (A killed one wrote what it wrote, as one that ended did.)
+		if !w.Dead && (w.Writes(stateDir) || w.Writes(cache)) {
+			return fmt.Errorf("state directory %s is new to this user's runs, and a live sandbox can write it (moat run %s, started %s): moat loads compiled filters and caches from there and does not use a state directory a sandboxed command could be writing; run again once that run has ended", stateDir, w.ID, w.Since.Format("15:04:05"))
+		}
+	}
+	// What moat keeps there it makes itself, as directories and files (and
+	// moat serve's socket). A symlink a sandbox left there led moat out of
+	// its state: the sweep of old sentinels removed the user's files a few
+	// days old in the directory "sentinel" named, and a session saved its
+	// commands' output, files its policy let it read, into a tree other
+	// sandboxes read (attack pass 107, TestStateDirMadeByASandbox).
+	es, err := os.ReadDir(stateDir)
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", stateDir, err)
+	}
+	for _, e := range es {
+		if t := e.Type(); !t.IsDir() && !t.IsRegular() && t&fs.ModeSocket == 0 {
+			return fmt.Errorf("state directory %s is new to this user's runs and holds %s, which is no directory or file of moat's (%s): a sandboxed command could have left it to lead moat out of its state; remove it", stateDir, e.Name(), t)
 		}
 	}
 	if err := os.RemoveAll(cache); err != nil {
