@@ -291,3 +291,72 @@ func TestStateDirSymlinkFromASandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestStateDirForgedRecord: a sandbox that made another state directory
+// of the user's (see TestStateDirMadeByASandbox) left in its journal the
+// record of a "killed run" whose placeholder was a file of the user's
+// outside the sandbox's writable trees, which it could read and not
+// write, with that file's device, inode and content: the next run of that
+// state directory swept the record and removed the file (attack pass
+// 107). The records of a state directory the home one does not list are
+// dropped before its run. Without moat the user removes its own file.
+func TestStateDirForgedRecord(t *testing.T) {
+	testutil.RequireRoot(t)
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			proj := filepath.Join(f.home, "proj")
+			must(t, os.MkdirAll(proj, 0o755))
+			notes, spare := filepath.Join(f.outside, "notes.txt"), filepath.Join(f.outside, "spare.txt")
+			for _, p := range []string{notes, spare} {
+				must(t, os.WriteFile(p, []byte("important notes\n"), 0o644))
+			}
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{f.home}})
+			var cred *syscall.Credential
+			if tier == "rootless" {
+				giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			agent := filepath.Join(f.home, ".local", "state", "agent")
+			run := func(xdg string, args ...string) result {
+				cmd := exec.Command(args[0], args[1:]...)
+				cmd.Dir = proj
+				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+				if xdg != "" {
+					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
+				}
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				out, err := cmd.CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				return result{code: code, out: string(out)}
+			}
+			if r := run("", "sh", "-c", "rm "+spare+" && echo GONE"); !strings.Contains(r.out, "GONE") {
+				t.Fatalf("without moat the user removes its own file (or this test proves nothing): %s", r.out)
+			}
+			journal := filepath.Join(agent, "moat", "journal")
+			forge := `set -e; T=` + notes + `; mkdir -p ` + journal + `
+echo x >> $T 2>/dev/null && echo WROTE-TARGET || true
+printf 'P %s %s %s f %s\n' $(stat -c %d $T) $(stat -c %i $T) $(od -An -tx1 -v $T | tr -d ' \n') $(printf %s $T | od -An -tx1 -v | tr -d ' \n') > ` + journal + `/00000000deadbeef.run
+echo FORGED`
+			r := run("", moatBin, "run", "--settings", settings, "--", "sh", "-c", forge)
+			if !strings.Contains(r.out, "FORGED") || strings.Contains(r.out, "WROTE-TARGET") {
+				t.Fatalf("the sandbox did not forge the record, or wrote %s itself: %s", notes, r.out)
+			}
+			r = run(agent, moatBin, "run", "--", "true")
+			if _, err := os.Stat(notes); err != nil {
+				t.Errorf("ESCAPE: a run of a state directory a sandbox made removed %s, named by the sandbox's forged record: %v\n%s", notes, err, r.out)
+			} else if r.code != 0 {
+				t.Errorf("the run did not run (exit %d):\n%s", r.code, r.out)
+			}
+		})
+	}
+}

@@ -8,7 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -124,7 +128,7 @@ func adoptStateDir(stateDir string) error {
 	// its state: the sweep of old sentinels removed the user's files a few
 	// days old in the directory "sentinel" named, and a session saved its
 	// commands' output, files its policy let it read, into a tree other
-	// sandboxes read (attack pass 107, TestStateDirMadeByASandbox).
+	// sandboxes read (attack pass 107, TestStateDirSymlinkFromASandbox).
 	es, err := os.ReadDir(stateDir)
 	if err != nil {
 		return fmt.Errorf("state directory %s: %w", stateDir, err)
@@ -134,10 +138,44 @@ func adoptStateDir(stateDir string) error {
 			return fmt.Errorf("state directory %s is new to this user's runs and holds %s, which is no directory or file of moat's (%s): a sandboxed command could have left it to lead moat out of its state; remove it", stateDir, e.Name(), t)
 		}
 	}
+	// A killed run's record names the placeholders the next run removes
+	// (a file with the content it gives, an empty directory, a socket): a
+	// record a sandbox wrote named a file of the user's it could read and
+	// not write, with its content, and the next run removed it (attack
+	// pass 107, TestStateDirForgedRecord). A record nobody holds goes
+	// (what a run killed before this one listed the directory made
+	// stays); one held is a live run's.
+	journal := filepath.Join(stateDir, "journal")
+	js, _ := os.ReadDir(journal)
+	for _, e := range js {
+		if t := e.Type(); !t.IsDir() && !t.IsRegular() {
+			return fmt.Errorf("state directory %s is new to this user's runs and its journal holds %s, which is no directory or file of moat's (%s): a sandboxed command could have left it to lead moat out of its state; remove it", stateDir, e.Name(), t)
+		}
+		if f := filepath.Join(journal, e.Name()); strings.HasSuffix(e.Name(), ".run") && e.Type().IsRegular() && !heldFile(f) {
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("state directory %s is new to this user's runs, and a record in its journal, which a sandboxed command could have written, cannot be removed: %w", stateDir, err)
+			}
+		}
+	}
 	if err := os.RemoveAll(cache); err != nil {
 		return fmt.Errorf("state directory %s is new to this user's runs, and its cache, which a sandboxed command could have written, cannot be removed: %w", stateDir, err)
 	}
 	return nil
+}
+
+// heldFile reports whether a run holds the file's flock (a live run's
+// record); one that cannot be opened is taken for held.
+func heldFile(file string) bool {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }
 
 // otherStateDirs are the home state directory and those it lists, other

@@ -525,6 +525,12 @@ func TestRunCleansAfterDeadRun(t *testing.T) {
 	if err := os.Mkdir(ghost, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A state directory a run used (listed in the home one): a record in
+	// one that is not is dropped, as a sandbox could have forged it
+	// (attack pass 107, TestStateDirForgedRecord).
+	if r := tr.moat(t, "", nil, "run", "--settings", tr.settings, "--", "true"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
 	var st syscall.Stat_t
 	syscall.Lstat(ghost, &st)
 	jdir := filepath.Join(tr.state, "moat", "journal")
