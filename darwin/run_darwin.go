@@ -62,7 +62,9 @@ func Start(ctx context.Context, s Spec) (_ *Process, err error) {
 		return nil, err
 	}
 	if s.Planned != nil {
-		s.Planned(p.Footprint())
+		if err := s.Planned(p.Footprint()); err != nil {
+			return nil, err
+		}
 	}
 	env, err := p.environment(route.env)
 	if err != nil {

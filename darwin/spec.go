@@ -42,8 +42,8 @@ type Spec struct {
 	Report func(policy.Violation)
 	// Planned, if set, is called with what the command will be able to
 	// write (Process.Footprint) once the profile exists, before the
-	// command starts.
-	Planned func(enforce.Footprint)
+	// command starts; an error fails the start.
+	Planned func(enforce.Footprint) error
 	// StateDir is moat's state directory: never one of the writable roots
 	// a Footprint names. Optional.
 	StateDir string

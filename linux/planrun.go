@@ -153,7 +153,9 @@ func (ln *launcher) makePlan() error {
 	}
 	ln.fp = fp
 	if ln.l.Planned != nil {
-		ln.l.Planned(ln.Footprint())
+		if err := ln.l.Planned(ln.Footprint()); err != nil {
+			return err
+		}
 	}
 	ln.step("filesystem planned")
 	prog, err := seccompProgram(filepath.Join(st, "cache"), seccompOptions(pol, ln.nons, ln.session, ln.memoryByRlimit(), ln.landlockTCP(), ln.memoryBound()))

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/moat-sandbox/moat/internal/testutil"
 )
 
@@ -356,6 +358,138 @@ echo FORGED`
 				t.Errorf("ESCAPE: a run of a state directory a sandbox made removed %s, named by the sandbox's forged record: %v\n%s", notes, err, r.out)
 			} else if r.code != 0 {
 				t.Errorf("the run did not run (exit %d):\n%s", r.code, r.out)
+			}
+		})
+	}
+}
+
+// TestHomeRegisterFull: a run of another state directory announces its
+// sandbox in the home state directory's register too, where the user's
+// runs of the home one see it. That copy was best effort: a sandbox that
+// filled the home's filesystem (its state elsewhere, $XDG_STATE_HOME on
+// another filesystem) kept it full until the next such run had started,
+// whose copy then could not be written; that run's command wrote
+// sub/.claude/settings.json, and the user's run of the home state
+// directory, which saw no live sandbox, loaded it and ran widened (attack
+// pass 107). A copy that cannot be written now refuses the run. Without
+// moat the file widens the run.
+func TestHomeRegisterFull(t *testing.T) {
+	testutil.RequireRoot(t)
+	const nobody = 65534
+	for _, tier := range []string{"root", "rootless"} {
+		t.Run(tier, func(t *testing.T) {
+			testutil.RequireUserns(t)
+			f := makeFixture(t)
+			var cred *syscall.Credential
+			attacker := self
+			if tier == "rootless" {
+				attacker = giveToNobody(t, f)
+				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+			}
+			fsys := filepath.Join(f.root, "fs")
+			must(t, os.Mkdir(fsys, 0o755))
+			if err := unix.Mount("tmpfs", fsys, "tmpfs", 0, "size=4m,mode=0755"); err != nil {
+				t.Fatalf("mount a small tmpfs: %v", err)
+			}
+			t.Cleanup(func() { unix.Unmount(fsys, unix.MNT_DETACH) })
+			home := filepath.Join(fsys, "home")
+			proj := filepath.Join(home, "proj")
+			sub := filepath.Join(proj, "sub")
+			xdg := filepath.Join(f.root, "xdg") // the agent host's state: another filesystem
+			for _, d := range []string{sub, xdg} {
+				must(t, os.MkdirAll(d, 0o755))
+			}
+			if cred != nil {
+				for _, d := range []string{home, proj, sub, xdg} {
+					must(t, os.Chown(d, nobody, nobody))
+				}
+			}
+			settings := f.writeSettings(map[string]any{"allowWrite": []string{home}})
+			env := func(xdgSet bool) []string {
+				e := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C", "MOAT_ATTACK=1"}
+				if xdgSet {
+					e = append(e, "XDG_STATE_HOME="+xdg)
+				}
+				return e
+			}
+			command := func(dir string, xdgSet bool, args ...string) *exec.Cmd {
+				cmd := exec.Command(args[0], args[1:]...)
+				cmd.Dir, cmd.Env = dir, env(xdgSet)
+				if cred != nil {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+				}
+				return cmd
+			}
+			later := func() result {
+				out, err := command(sub, false, moatBin, "run", "--", attacker, "listen", "127.0.0.1:0").CombinedOutput()
+				code := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					code = ee.ExitCode()
+				}
+				return result{code: code, out: string(out)}
+			}
+			widen := `mkdir -p sub/.claude && printf '{"sandbox":{"network":{"allowLocalBinding":true}}}' > sub/.claude/settings.json`
+			// Without moat, the file widens the later run.
+			if out, err := command(proj, false, "sh", "-c", widen).CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			if r := later(); !r.escaped() {
+				t.Fatalf("a project settings file must widen the run that finds it (or this test proves nothing):\n%s", r.out)
+			}
+			must(t, os.RemoveAll(filepath.Join(sub, ".claude")))
+			// The first sandbox fills the home's filesystem and keeps it
+			// full until the second one's command has started.
+			fill := `dd if=/dev/zero of=$HOME/filler bs=64k 2>/dev/null
+i=0; while [ ! -e started ]; do dd if=/dev/zero of=$HOME/filler.$i bs=4k 2>/dev/null; i=$((i+1)); [ $i -gt 50 ] && i=0; sleep 0.05; done
+rm -f $HOME/filler*; touch freed`
+			filler := command(proj, true, moatBin, "run", "--settings", settings, "--", "sh", "-c", fill)
+			var fout bytes.Buffer
+			filler.Stdout, filler.Stderr = &fout, &fout
+			must(t, filler.Start())
+			defer func() {
+				os.WriteFile(filepath.Join(proj, "started"), nil, 0o644)
+				filler.Wait()
+			}()
+			var st unix.Statfs_t
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if unix.Statfs(fsys, &st) == nil && st.Bavail == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the home's filesystem did not fill:\n%s", fout.String())
+				}
+			}
+			// The second sandbox, of the agent host's state directory.
+			second := command(proj, true, moatBin, "run", "--settings", settings, "--", "sh", "-c",
+				`touch started; while [ ! -e freed ]; do sleep 0.1; done; sleep 2; `+widen+` && touch written; sleep 8`)
+			var sout bytes.Buffer
+			second.Stdout, second.Stderr = &sout, &sout
+			must(t, second.Start())
+			done := make(chan error, 1)
+			go func() { done <- second.Wait() }()
+			written := false
+		wait:
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if _, err := os.Lstat(filepath.Join(proj, "written")); err == nil {
+					written = true
+					break
+				}
+				select {
+				case <-done:
+					done <- nil
+					break wait
+				default:
+				}
+			}
+			r := later()
+			os.WriteFile(filepath.Join(proj, "started"), nil, 0o644) // the filler lets go if the second never ran
+			<-done
+			if r.escaped() {
+				t.Errorf("ESCAPE: the run of the home state directory loaded a settings file a live sandbox of another state directory wrote, unannounced in the home register:\n%s\nsecond sandbox:\n%s", r.out, sout.String())
+			} else if written {
+				t.Errorf("the second sandbox ran with its announcement missing from the home register:\n%s", sout.String())
+			} else if !strings.Contains(sout.String(), "cannot be written") {
+				t.Errorf("want the second run refused, naming the home register:\n%s", sout.String())
 			}
 		})
 	}

@@ -330,22 +330,26 @@ func (r *run) start(ctx context.Context) (enforce.Process, error) {
 }
 
 // planned announces what the command can write before it can run.
-func (r *run) planned(fp enforce.Footprint) {
+func (r *run) planned(fp enforce.Footprint) error {
 	// Called before the command's sandbox is made: what recordHidden saw
 	// is then from before the masks. (A file replaced between a mask and
 	// a later look would be recorded as the new file, whose mask the
 	// kernel had taken away: never found.)
 	<-r.recorded
 	if len(fp.WritableRoots) == 0 {
-		return
+		return nil
 	}
 	f, err := announce(r.req.StateDir, r.us, live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
+	if errors.Is(err, errHomeRegister) {
+		return err
+	}
 	if err != nil {
 		r.log.Debug("announce", "err", err)
-		return
+		return nil
 	}
 	withdraw(r.announce)
 	r.announce = f
+	return nil
 }
 
 // attachTerminal starts relaying the command's pty (the caller's terminal

@@ -120,7 +120,7 @@ func TestSeatbeltSpec(t *testing.T) {
 		Policy: pol, Argv: []string{"true"}, Env: []string{"A=1"}, Stdio: [3]*os.File{f, f, f},
 		Terminal: &enforce.Terminal{Mask: 1, Rows: 24, Cols: 80}, OnTerminal: func(*os.File) {},
 		StateDir: "/state", Mode: enforce.HostProc, Proxy: &proxy{}, Report: func(policy.Violation) {},
-		Planned: func(enforce.Footprint) {}, Log: slog.New(slog.DiscardHandler), Trace: func(string) {},
+		Planned: func(enforce.Footprint) error { return nil }, Log: slog.New(slog.DiscardHandler), Trace: func(string) {},
 	}
 	s := seatbeltSpec(l)
 	lv, sv := reflect.ValueOf(l).Elem(), reflect.ValueOf(s)

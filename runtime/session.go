@@ -201,17 +201,21 @@ func (s *Session) start(ctx context.Context) error {
 	return nil
 }
 
-func (s *Session) planned(fp enforce.Footprint) {
+func (s *Session) planned(fp enforce.Footprint) error {
 	if len(fp.WritableRoots) == 0 {
-		return
+		return nil
 	}
 	f, err := announce(s.req.StateDir, s.us, live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
+	if errors.Is(err, errHomeRegister) {
+		return err
+	}
 	if err != nil {
 		s.log.Debug("announce", "err", err)
-		return
+		return nil
 	}
 	withdraw(s.announce)
 	s.announce = f
+	return nil
 }
 
 func (s *Session) violation(v policy.Violation) {

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -241,9 +242,17 @@ func registeredWriters(stateDir string) []live.Writer {
 // copies maps an announcement to its copy in the home register.
 var copies sync.Map // *os.File -> *os.File
 
+// errHomeRegister: the copy in the home register could not be made.
+var errHomeRegister = errors.New("the home register")
+
 // announce is live.Announce of w in stateDir's register and, when us says
-// so, in the home register: withdraw ends both. The copy is best effort,
-// as the announcement itself is (a register that cannot be written).
+// so, in the home register: withdraw ends both. The announcement itself is
+// best effort (a register that cannot be written); the copy is not
+// (errHomeRegister: the run is refused). A sandbox filled the home's
+// filesystem before a run of another state directory started: that run's
+// copy could not be written and it ran unseen by the user's runs of the
+// home state directory, one of which loaded the settings file its command
+// wrote and ran widened (attack pass 107, TestHomeRegisterFull).
 func announce(stateDir string, us userState, w live.Writer) (*os.File, error) {
 	id := randomID()
 	f, err := live.Announce(filepath.Join(stateDir, "journal"), id, w)
@@ -261,7 +270,8 @@ func announce(stateDir string, us userState, w live.Writer) (*os.File, error) {
 		c, err = live.Announce(dir, id, w)
 	}
 	if err != nil {
-		return f, fmt.Errorf("the copy in the home register: %w", err)
+		live.Withdraw(f)
+		return nil, fmt.Errorf("this sandbox's announcement in %s, which the user's other runs read, cannot be written (%w: %v): moat does not run a sandbox they would not see", dir, errHomeRegister, err)
 	}
 	copies.Store(f, c)
 	return f, nil

@@ -140,8 +140,9 @@ type Launch struct {
 	// Report receives every refusal as it happens.
 	Report func(policy.Violation)
 	// Planned, if set, is called once the enforcer knows what the command
-	// will be able to write, before the command can run.
-	Planned func(Footprint)
+	// will be able to write, before the command can run; an error fails
+	// the launch.
+	Planned func(Footprint) error
 	// Log receives debug logs (never nil).
 	Log *slog.Logger
 	// Trace, if set, is told each phase of the launch as it happens (where
