@@ -340,12 +340,8 @@ func (r *run) planned(fp enforce.Footprint) error {
 		return nil
 	}
 	f, err := announce(r.req.StateDir, r.us, live.Writer{Since: enforce.Since(r.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(r.req.As), AsGroups: announcedGroups(r.req.As)})
-	if errors.Is(err, errHomeRegister) {
-		return err
-	}
 	if err != nil {
-		r.log.Debug("announce", "err", err)
-		return nil
+		return err
 	}
 	withdraw(r.announce)
 	r.announce = f

@@ -206,12 +206,8 @@ func (s *Session) planned(fp enforce.Footprint) error {
 		return nil
 	}
 	f, err := announce(s.req.StateDir, s.us, live.Writer{Since: enforce.Since(s.since), Roots: fp.WritableRoots, ReadOnly: fp.ReadOnlyPaths, As: announcedUID(s.req.As), AsGroups: announcedGroups(s.req.As)})
-	if errors.Is(err, errHomeRegister) {
-		return err
-	}
 	if err != nil {
-		s.log.Debug("announce", "err", err)
-		return nil
+		return err
 	}
 	withdraw(s.announce)
 	s.announce = f

@@ -242,22 +242,28 @@ func registeredWriters(stateDir string) []live.Writer {
 // copies maps an announcement to its copy in the home register.
 var copies sync.Map // *os.File -> *os.File
 
-// errHomeRegister: the copy in the home register could not be made.
-var errHomeRegister = errors.New("the home register")
+// errRegister: the announcement, or its copy in the home register, could
+// not be made.
+var errRegister = errors.New("the register of live sandboxes")
 
 // announce is live.Announce of w in stateDir's register and, when us says
-// so, in the home register: withdraw ends both. The announcement itself is
-// best effort (a register that cannot be written); the copy is not
-// (errHomeRegister: the run is refused). A sandbox filled the home's
+// so, in the home register: withdraw ends both. Neither is best effort
+// (errRegister: the run is refused). A sandbox filled the home's
 // filesystem before a run of another state directory started: that run's
 // copy could not be written and it ran unseen by the user's runs of the
 // home state directory, one of which loaded the settings file its command
-// wrote and ran widened (attack pass 107, TestHomeRegisterFull).
+// wrote and ran widened (attack pass 107, TestHomeRegisterFull). The
+// announcement in the run's own register was best effort too, open to
+// the same attack by the runs of its state directory.
 func announce(stateDir string, us userState, w live.Writer) (*os.File, error) {
 	id := randomID()
-	f, err := live.Announce(filepath.Join(stateDir, "journal"), id, w)
-	if err != nil || us.home == "" {
-		return f, err
+	own := filepath.Join(stateDir, "journal")
+	f, err := live.Announce(own, id, w)
+	if err != nil {
+		return nil, fmt.Errorf("this sandbox's announcement in %s, which the other runs of this state directory read, cannot be written (%w: %v): moat does not run a sandbox they would not see", own, errRegister, err)
+	}
+	if us.home == "" {
+		return f, nil
 	}
 	dir := filepath.Join(us.home, "journal")
 	var c *os.File
@@ -271,7 +277,7 @@ func announce(stateDir string, us userState, w live.Writer) (*os.File, error) {
 	}
 	if err != nil {
 		live.Withdraw(f)
-		return nil, fmt.Errorf("this sandbox's announcement in %s, which the user's other runs read, cannot be written (%w: %v): moat does not run a sandbox they would not see", dir, errHomeRegister, err)
+		return nil, fmt.Errorf("this sandbox's announcement in %s, which the user's other runs read, cannot be written (%w: %v): moat does not run a sandbox they would not see", dir, errRegister, err)
 	}
 	copies.Store(f, c)
 	return f, nil

@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,11 +192,15 @@ func Claim(w Writer) (done func(audited bool), ok bool) {
 }
 
 func readAnnouncement(file string) (Writer, bool) {
-	f, err := os.Open(file)
+	// (Not a FIFO's wait, nor through a symlink.)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return Writer{}, false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Writer{}, false
+	}
 	var w Writer
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -263,7 +268,7 @@ func checkOwnedBy(dir string, uid int) error {
 
 // isLive reports whether a file's owner still holds its lock.
 func isLive(file string) bool {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
@@ -376,8 +381,8 @@ func StateDirs(home string) []string {
 type stateDirEntry struct{ path, id string }
 
 func readStateDirs(home string) []stateDirEntry {
-	data, err := os.ReadFile(filepath.Join(home, stateDirsFile))
-	if err != nil {
+	data, ok := readSmall(filepath.Join(home, stateDirsFile), maxStateDirs)
+	if !ok {
 		return nil
 	}
 	var out []stateDirEntry
@@ -409,4 +414,26 @@ func dirID(p string) (string, bool) {
 		return "", false
 	}
 	return string(b[:n]), true
+}
+
+// maxStateDirs bounds the list of state directories read (a few thousand
+// entries).
+const maxStateDirs = 1 << 20
+
+// readSmall reads the regular file p, of at most max bytes, without
+// following a symlink or waiting on a FIFO: a FIFO put in its place hung
+// every run of the user at its start, SIGTERM or not, and moatd's requests
+// for that user with them (attack pass 107).
+func readSmall(p string, max int64) ([]byte, bool) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	return b, err == nil
 }

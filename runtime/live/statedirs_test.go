@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The list of state directories keeps each existing directory once and
@@ -81,5 +84,51 @@ func TestListedIsTheSameDirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(home, stateDirsFile), []byte(hex.EncodeToString([]byte(a))+"\n"), 0o600)
 	if Listed(home, a) || !slices.Equal(StateDirs(home), []string{a}) {
 		t.Fatalf("an entry without a token: Listed %v, StateDirs %q", Listed(home, a), StateDirs(home))
+	}
+}
+
+// A FIFO or an oversized file in the list's place is no list: reading it
+// neither waits nor reads without bound.
+func TestStateDirsNotRegular(t *testing.T) {
+	home := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(home, stateDirsFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { done <- StateDirs(home) }()
+	select {
+	case got := <-done:
+		if len(got) != 0 {
+			t.Fatalf("a FIFO listed %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO in the list's place waited")
+	}
+	os.Remove(filepath.Join(home, stateDirsFile))
+	big := make([]byte, maxStateDirs+1)
+	if err := os.WriteFile(filepath.Join(home, stateDirsFile), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := StateDirs(home); len(got) != 0 {
+		t.Fatalf("an oversized list gave %q", got)
+	}
+}
+
+// A FIFO in a register is no announcement, and reading the register does
+// not wait on it.
+func TestWritersSkipFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(dir, "x.live"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []Writer, 1)
+	go func() { done <- Writers(dir) }()
+	select {
+	case ws := <-done:
+		if len(ws) != 0 {
+			t.Fatalf("a FIFO read as %v", ws)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a register with a FIFO in it waited")
 	}
 }
