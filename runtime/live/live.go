@@ -81,13 +81,24 @@ func AnnounceOwned(dir, id string, w Writer, uid int) (*os.File, error) {
 	if err := checkOwnedBy(dir, uid); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, id+".live"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
+	// Made under another name, locked and written, then renamed into
+	// place (the lock is the open file's, and goes with it): readers see
+	// only complete announcements their run holds. Made at its name, the
+	// file was there unlocked for a moment, and another moat's probe of
+	// it (isLive's lock, let go at once) made this run's lock fail, or
+	// its audit of killed runs took it for one and removed it: the run
+	// went unannounced (CI, 20 runs at once, once the failure refused the
+	// run rather than pass unsaid).
+	final := filepath.Join(dir, id+".live")
+	tmp := filepath.Join(dir, "."+id+".new")
+	fd, err := unix.Open(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
+		return nil, fmt.Errorf("live: %w", &os.PathError{Op: "open", Path: tmp, Err: err})
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("live: lock %s: %w", f.Name(), err)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("live: lock %s: %w", tmp, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "S %d\n", w.Since.UnixNano())
@@ -108,9 +119,15 @@ func AnnounceOwned(dir, id string, w Writer, uid int) (*os.File, error) {
 		fmt.Fprintf(&b, "R %s\n", hex.EncodeToString([]byte(r)))
 	}
 	b.WriteString("E\n")
+	f := os.NewFile(uintptr(fd), final) // (named for Withdraw once renamed)
 	if _, err := f.WriteString(b.String()); err != nil {
 		f.Close()
-		os.Remove(f.Name())
+		os.Remove(tmp)
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	return f, nil

@@ -132,3 +132,44 @@ func TestWritersSkipFIFO(t *testing.T) {
 		t.Fatal("reading a register with a FIFO in it waited")
 	}
 }
+
+// An announcement is never seen before its run holds it: another moat's
+// probe of the register (Writers, which locks each file for a moment)
+// made the announcing run's own lock fail, and the run went unannounced
+// (CI, 20 runs at once). Announcing while another process reads the
+// register always succeeds, and no reader sees an announcement as dead.
+func TestAnnounceWhileProbed(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	dead := make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, w := range Writers(dir) {
+				if w.Dead {
+					select {
+					case dead <- w.ID:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	defer close(stop)
+	for i := 0; i < 300; i++ {
+		f, err := Announce(dir, hex.EncodeToString([]byte{byte(i), byte(i >> 8)}), Writer{Since: time.Now(), Roots: []string{"/x"}})
+		if err != nil {
+			t.Fatalf("announce %d while the register is read: %v", i, err)
+		}
+		Withdraw(f)
+	}
+	select {
+	case id := <-dead:
+		t.Fatalf("a reader saw the live announcement %s as a dead run's", id)
+	default:
+	}
+}
