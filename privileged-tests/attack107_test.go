@@ -147,23 +147,7 @@ func TestStateDirMadeByASandbox(t *testing.T) {
 				cred = &syscall.Credential{Uid: nobody, Gid: nobody}
 			}
 			run := func(xdg string, args ...string) result {
-				cmd := exec.Command(moatBin, args...)
-				cmd.Dir = proj
-				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
-				if xdg != "" {
-					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
-				}
-				if cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				}
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				return result{code: code, out: string(out)}
+				return userRun(t, proj, f.home, xdg, cred, append([]string{moatBin}, args...)...)
 			}
 			socket := []string{"run", "--", "/usr/bin/python3", "-c", "import socket; socket.socket(socket.AF_UNIX); print('ESCAPED')"}
 			base := exec.Command(socket[2], socket[3:]...)
@@ -262,23 +246,7 @@ func TestStateDirSymlinkFromASandbox(t *testing.T) {
 			must(t, os.Chtimes(old, lastWeek, lastWeek))
 			agent := filepath.Join(f.home, ".local", "state", "agent")
 			run := func(xdg string, args ...string) result {
-				cmd := exec.Command(moatBin, args...)
-				cmd.Dir = proj
-				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
-				if xdg != "" {
-					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
-				}
-				if cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				}
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				return result{code: code, out: string(out)}
+				return userRun(t, proj, f.home, xdg, cred, append([]string{moatBin}, args...)...)
 			}
 			script := `mkdir -p ` + agent + `/moat && ln -s ` + docs + ` ` + agent + `/moat/sentinel && echo PLANTED`
 			if r := run("", "run", "--settings", settings, "--", "sh", "-c", script); !strings.Contains(r.out, "PLANTED") {
@@ -323,23 +291,7 @@ func TestStateDirForgedRecord(t *testing.T) {
 			}
 			agent := filepath.Join(f.home, ".local", "state", "agent")
 			run := func(xdg string, args ...string) result {
-				cmd := exec.Command(args[0], args[1:]...)
-				cmd.Dir = proj
-				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
-				if xdg != "" {
-					cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
-				}
-				if cred != nil {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-				}
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				return result{code: code, out: string(out)}
+				return userRun(t, proj, f.home, xdg, cred, args...)
 			}
 			if r := run("", "sh", "-c", "rm "+spare+" && echo GONE"); !strings.Contains(r.out, "GONE") {
 				t.Fatalf("without moat the user removes its own file (or this test proves nothing): %s", r.out)
@@ -493,4 +445,28 @@ rm -f $HOME/filler*; touch freed`
 			}
 		})
 	}
+}
+
+// userRun runs argv in dir as cred (nil: this process's user) with a plain
+// environment whose home is home and, unless xdg is empty,
+// $XDG_STATE_HOME is xdg, and says how it ended.
+func userRun(t *testing.T, dir, home, xdg string, cred *syscall.Credential, argv ...string) result {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LANG=C"}
+	if xdg != "" {
+		cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+xdg)
+	}
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code: code, out: string(out)}
 }
