@@ -46,8 +46,8 @@ func AuditDeadRuns(stateDir string) ([]policy.Violation, []string) {
 	// A state directory the home one does not list as itself could be a
 	// sandbox's, forged announcements and a symlinked quarantine included:
 	// not audited from until it is readied as a run's is (adoptStateDir).
-	if home := filepath.Clean(homeStateDir()); home != filepath.Clean(stateDir) && !live.Listed(home, filepath.Clean(stateDir)) {
-		if err := adoptStateDir(filepath.Clean(stateDir)); err != nil {
+	if home := filepath.Clean(homeStateDir()); home != filepath.Clean(stateDir) {
+		if err := readyStateDir(home, filepath.Clean(stateDir)); err != nil {
 			return nil, []string{"dead runs not audited: " + err.Error()}
 		}
 	}

@@ -11,9 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
 	"github.com/moat-sandbox/moat/runtime/enforce"
@@ -91,10 +88,8 @@ func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) 
 	if err := prepareStateDir(filepath.Join(home, "journal")); err != nil {
 		return us, fmt.Errorf("moat announces live sandboxes in %s, which every run of this user reads, and cannot use it: %w", filepath.Join(home, "journal"), err)
 	}
-	if !live.Listed(home, stateDir) {
-		if err := adoptStateDir(stateDir); err != nil {
-			return us, err
-		}
+	if err := readyStateDir(home, stateDir); err != nil {
+		return us, err
 	}
 	if err := live.RecordStateDir(home, stateDir); err != nil {
 		return us, fmt.Errorf("moat lists this run's state directory %s in %s, which every run of this user reads, and cannot: %w", stateDir, home, err)
@@ -102,6 +97,15 @@ func prepareUserState(stateDir string, as *enforce.Identity) (userState, error) 
 	us.home = home
 	us.hide = otherStateDirs(home, stateDir)
 	return us, nil
+}
+
+// readyStateDir adopts stateDir (adoptStateDir) unless the home state
+// directory home lists it as that very directory.
+func readyStateDir(home, stateDir string) error {
+	if live.Listed(home, stateDir) {
+		return nil
+	}
+	return adoptStateDir(stateDir)
 }
 
 // adoptStateDir readies a state directory the home one does not list
@@ -152,7 +156,7 @@ func adoptStateDir(stateDir string) error {
 		if t := e.Type(); !t.IsDir() && !t.IsRegular() {
 			return fmt.Errorf("state directory %s is new to this user's runs and its journal holds %s, which is no directory or file of moat's (%s): a sandboxed command could have left it to lead moat out of its state; remove it", stateDir, e.Name(), t)
 		}
-		if f := filepath.Join(journal, e.Name()); strings.HasSuffix(e.Name(), ".run") && e.Type().IsRegular() && !heldFile(f) {
+		if f := filepath.Join(journal, e.Name()); strings.HasSuffix(e.Name(), ".run") && e.Type().IsRegular() && !live.Held(f) {
 			if err := os.Remove(f); err != nil {
 				return fmt.Errorf("state directory %s is new to this user's runs, and a record in its journal, which a sandboxed command could have written, cannot be removed: %w", stateDir, err)
 			}
@@ -162,21 +166,6 @@ func adoptStateDir(stateDir string) error {
 		return fmt.Errorf("state directory %s is new to this user's runs, and its cache, which a sandboxed command could have written, cannot be removed: %w", stateDir, err)
 	}
 	return nil
-}
-
-// heldFile reports whether a run holds the file's flock (a live run's
-// record); one that cannot be opened is taken for held.
-func heldFile(file string) bool {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true
-	}
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
 }
 
 // otherStateDirs are the home state directory and those it lists, other

@@ -283,18 +283,34 @@ func checkOwnedBy(dir string, uid int) error {
 	return nil
 }
 
-// isLive reports whether a file's owner still holds its lock.
+// isLive reports whether a file's owner still holds its lock (one that
+// cannot be opened is not live: it is gone).
 func isLive(file string) bool {
+	held, opened := probe(file)
+	return opened && held
+}
+
+// Held reports whether a run holds the file's lock (a live run's record or
+// announcement); one that cannot be opened is taken for held.
+func Held(file string) bool {
+	held, opened := probe(file)
+	return held || !opened
+}
+
+// probe tries the file's lock and lets it go: held when another open file
+// holds it. The file is opened without following a symlink or waiting on
+// a FIFO.
+func probe(file string) (held, opened bool) {
 	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true
+		return true, true
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
+	return false, true
 }
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
