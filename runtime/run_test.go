@@ -23,7 +23,10 @@ func TestMain(m *testing.M) {
 	if code, ok := Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	done := testutil.OwnHome()
+	code := m.Run()
+	done()
+	os.Exit(code)
 }
 
 // testPolicy is a policy with a writable directory outside /tmp (which is

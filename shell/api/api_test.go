@@ -33,7 +33,10 @@ func TestMain(m *testing.M) {
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	done := testutil.OwnHome()
+	code := m.Run()
+	done()
+	os.Exit(code)
 }
 
 // fixture is a server on a socket in a new directory outside /tmp (the

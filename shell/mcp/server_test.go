@@ -31,7 +31,10 @@ func TestMain(m *testing.M) {
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	done := testutil.OwnHome()
+	code := m.Run()
+	done()
+	os.Exit(code)
 }
 
 // fixture is a sandbox writable in work only, with a deny rule for rm, and

@@ -21,7 +21,10 @@ func TestMain(m *testing.M) {
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	done := testutil.OwnHome()
+	code := m.Run()
+	done()
+	os.Exit(code)
 }
 
 // newShell opens a session sandbox writable in dir only, and a shell
