@@ -1299,10 +1299,18 @@ type mounter struct {
 	clones     []string
 	cloneFlags map[string][2]uint64
 	steps      []step
-	roAtEnd    []string
+	roAtEnd    []roEnd
 	// watches are the hidden paths whose opens are reported (R_WATCH).
 	watches []watch
 	nodes   []*node // every path the plan considers
+}
+
+// roEnd is a mount made read-only last; mask: a hidden directory's, which
+// may be gone by then (a directory removed on the host takes the mounts on
+// it away in every namespace).
+type roEnd struct {
+	path string
+	mask bool
 }
 
 type watch struct {
@@ -1357,7 +1365,7 @@ func (m *mounter) synthetic(n *node) {
 	case "dev":
 		m.steps = append(m.steps, devSteps(m.in.uid, m.in.gid, m.in.tmpfsSize)...)
 		m.states[n.path] = stDev
-		m.roAtEnd = append(m.roAtEnd, "/dev")
+		m.roAtEnd = append(m.roAtEnd, roEnd{path: "/dev"})
 	case "proc":
 		if m.in.pol.FS.WeakerNested {
 			m.clones = append(m.clones, "/proc")
@@ -1386,15 +1394,16 @@ func (m *mounter) hide(n *node, parent state) {
 	if n.kind == 'd' {
 		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
 		names := m.mirrored(path)
-		mode := uint32(0o555)
+		mode, attr := uint32(0o555), uint64(nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
 		if len(names) > 0 || m.holdsNodes(path) {
 			// Stage 2 makes the names, or the mount points of what is
 			// shown again inside (an allowRead below a denyRead: mkdir -p
 			// in the mask), as the owner; read-only at the end.
-			mode = 0o755
+			mode, attr = 0o755, attr&^nsinit.AttrRdonly
+			m.roAtEnd = append(m.roAtEnd, roEnd{path: path, mask: true})
 		}
 		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
-			p.Tmpfs(path, mode, uid, gid, nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+			p.TmpfsMask(path, mode, uid, gid, attr)
 			for _, e := range names {
 				if e.dir {
 					p.Mkdir(filepath.Join(path, e.name), 0o555)
@@ -1403,7 +1412,6 @@ func (m *mounter) hide(n *node, parent state) {
 				}
 			}
 		})
-		m.roAtEnd = append(m.roAtEnd, path)
 		if m.in.sentinel != nil {
 			m.watches = append(m.watches, watch{path: path, dir: true})
 		}
@@ -1412,7 +1420,7 @@ func (m *mounter) hide(n *node, parent state) {
 			key := src
 			m.clones = append(m.clones, key)
 			m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Mask(slots[key], path) })
 			m.watches = append(m.watches, watch{path: path})
 		} else {
 			m.hideNull(path)
@@ -1484,7 +1492,7 @@ func (m *mounter) hideNull(path string) {
 	key := "/dev/null#" + path
 	m.clones = append(m.clones, key)
 	m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[key], path) })
+	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Mask(slots[key], path) })
 }
 
 // writable plans a writable path (a bind where its parent is not writable
@@ -1581,7 +1589,11 @@ func (m *mounter) build(p *nsinit.Plan) {
 		s(p, slots)
 	}
 	for i := len(m.roAtEnd) - 1; i >= 0; i-- {
-		p.Setattr(m.roAtEnd[i], false, nsinit.AttrRdonly, 0)
+		if r := m.roAtEnd[i]; r.mask {
+			p.SetattrIfPresent(r.path, false, nsinit.AttrRdonly, 0)
+		} else {
+			p.Setattr(r.path, false, nsinit.AttrRdonly, 0)
+		}
 	}
 	for _, km := range m.fp.kernelMounts {
 		p.SetattrIfPresent(km, true, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec, 0)

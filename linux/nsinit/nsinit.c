@@ -366,6 +366,43 @@ static int slot_take(uint32_t s)
 	return fd;
 }
 
+/* vanished are the targets of masks (MV_OPTIONAL) that no longer existed
+ * when stage 2 came to them: a hidden path removed on the host between the
+ * plan and the mount (another of the user's state directories, which its
+ * run removes as it ends: two of the user's runs at once failed their
+ * set-up on it). Nothing is left there to hide, as with a hidden path that
+ * did not exist when the plan was made; the runtime ends a run or session
+ * where one is made again (latesecrets.go). Every later step at or below a
+ * vanished target is skipped: a mkdir in the mask, made on the host's
+ * filesystem instead, would make the path again, and the read-only remount
+ * at the end would take the mount of its parent. */
+#define MAX_VANISHED 256
+static const char *vanished[MAX_VANISHED];
+static int nvanished;
+
+/* gone reports whether path is at or below a vanished target. */
+static int gone(const char *path)
+{
+	for (int i = 0; i < nvanished; i++) {
+		size_t n = strlen(vanished[i]);
+		if (strncmp(path, vanished[i], n) == 0 && (path[n] == 0 || path[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* vanish records that target, a mask's, is gone (errno ENOENT, from the
+ * look up of the target) when flags allow it, and reports whether it did. */
+static int vanish(uint32_t flags, const char *target)
+{
+	if (!(flags & MV_OPTIONAL) || errno != ENOENT || strcmp(target, "/") == 0)
+		return 0;
+	if (nvanished == MAX_VANISHED)
+		die("too many hidden paths vanished during the set-up (the last: %s)", target);
+	vanished[nvanished++] = target;
+	return 1;
+}
+
 static void do_mount_op(struct rd *r)
 {
 	uint32_t op = rd_u32(r);
@@ -423,23 +460,23 @@ static void do_mount_op(struct rd *r)
 		break;
 	}
 	case M_ATTACH: {
-		uint32_t s = rd_u32(r);
+		uint32_t s = rd_u32(r), fl = rd_u32(r);
 		char *target = rd_str(r);
 		if (r->bad)
 			break;
 		int fd = slot_take(s);
 		if (fd < 0)
 			break; /* an optional source that did not exist */
-		if (move_mount_to(fd, target) < 0)
+		if (!gone(target) && move_mount_to(fd, target) < 0 && !vanish(fl, target))
 			die("mount over %s", target);
 		close(fd);
 		break;
 	}
 	case M_TMPFS: {
-		uint32_t mode = rd_u32(r), uid = rd_u32(r), gid = rd_u32(r);
+		uint32_t mode = rd_u32(r), uid = rd_u32(r), gid = rd_u32(r), fl = rd_u32(r);
 		uint64_t attr = rd_u64(r), size = rd_u64(r), inodes = rd_u64(r);
 		char *target = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(target))
 			break;
 		char m[16], u[16], g[16], sz[24], in[24];
 		snprintf(m, sizeof m, "%o", mode);
@@ -453,7 +490,7 @@ static void do_mount_op(struct rd *r)
 		int fd = new_fs("tmpfs", kv, attr);
 		if (fd < 0)
 			die("create a tmpfs for %s", target);
-		if (move_mount_to(fd, target) < 0)
+		if (move_mount_to(fd, target) < 0 && !vanish(fl, target))
 			die("mount a tmpfs over %s", target);
 		close(fd);
 		break;
@@ -461,7 +498,7 @@ static void do_mount_op(struct rd *r)
 	case M_PROC: {
 		uint64_t attr = rd_u64(r);
 		char *target = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(target))
 			break;
 		int fd = new_fs("proc", NULL, attr);
 		if (fd < 0)
@@ -473,7 +510,7 @@ static void do_mount_op(struct rd *r)
 	}
 	case M_DEVPTS: {
 		char *target = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(target))
 			break;
 		/* max: the machine's pseudo-terminals (kernel.pty.max, 4096,
 		 * less the 1024 kept for the host's own devpts) are one count
@@ -492,14 +529,14 @@ static void do_mount_op(struct rd *r)
 	case M_MKDIR: {
 		uint32_t mode = rd_u32(r);
 		char *path = rd_str(r);
-		if (!r->bad && mkdir_p(path, mode) < 0)
+		if (!r->bad && !gone(path) && mkdir_p(path, mode) < 0)
 			die("mkdir %s", path);
 		break;
 	}
 	case M_MKFILE: {
 		uint32_t mode = rd_u32(r);
 		char *path = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(path))
 			break;
 		char *slash = strrchr(path, '/');
 		if (slash && slash != path) {
@@ -518,7 +555,7 @@ static void do_mount_op(struct rd *r)
 	case M_SYMLINK: {
 		char *target = rd_str(r);
 		char *path = rd_str(r);
-		if (!r->bad && symlink(target, path) < 0)
+		if (!r->bad && !gone(path) && symlink(target, path) < 0)
 			die("symlink %s -> %s", path, target);
 		break;
 	}
@@ -526,7 +563,7 @@ static void do_mount_op(struct rd *r)
 		uint32_t fl = rd_u32(r);
 		uint64_t set = rd_u64(r), clr = rd_u64(r);
 		char *path = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(path))
 			break;
 		int rec = (int)(fl & 1), if_present = (int)(fl & 2);
 		int fd = open_path(path);
@@ -543,7 +580,7 @@ static void do_mount_op(struct rd *r)
 		uint32_t fl = rd_u32(r);
 		uint64_t set = rd_u64(r), clr = rd_u64(r);
 		char *src = rd_str(r), *target = rd_str(r);
-		if (r->bad)
+		if (r->bad || gone(target))
 			break;
 		int s = open_path(src);
 		if (s < 0) {
@@ -946,7 +983,7 @@ static void setup(void)
 			 * that cannot be watched is only not reported. */
 			uint32_t dir = rd_u32(&r);
 			char *path = rd_str(&r);
-			if (r.bad)
+			if (r.bad || gone(path))
 				break;
 			if (watch_fd < 0)
 				watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);

@@ -80,6 +80,7 @@ const (
 	CloneRecursive = 1 // MC_RECURSIVE
 	CloneOptional  = 2 // MC_OPTIONAL
 	LLOptional     = 1 // LLP_OPTIONAL
+	mvOptional     = 1 // MV_OPTIONAL
 	SeccompListen  = 1 // SC_LISTENER
 	ExecSearch     = 1 // EX_SEARCH
 	ModeNoNS       = 1 // MODE_NONS
@@ -277,12 +278,26 @@ func (p *Plan) AttachRoot(slot uint32, staging string) {
 
 // Attach mounts the tree in slot over target (in the new root).
 func (p *Plan) Attach(slot uint32, target string) {
-	p.add(rMount, "mount over "+target, (&rec{}).u32(mAttach).u32(slot).str(target))
+	p.add(rMount, "mount over "+target, (&rec{}).u32(mAttach).u32(slot).u32(0).str(target))
+}
+
+// Mask mounts the tree in slot over target, a hidden file: a target that
+// vanished since the plan was made is skipped (MV_OPTIONAL), and every
+// later mount step at or below it.
+func (p *Plan) Mask(slot uint32, target string) {
+	p.add(rMount, "mask "+target, (&rec{}).u32(mAttach).u32(slot).u32(mvOptional).str(target))
 }
 
 // Tmpfs mounts a new tmpfs over target.
 func (p *Plan) Tmpfs(target string, mode, uid, gid uint32, attr uint64) {
 	p.TmpfsSized(target, mode, uid, gid, attr, 0, 0)
+}
+
+// TmpfsMask mounts a new tmpfs over target, a hidden directory: a target
+// that vanished since the plan was made is skipped (MV_OPTIONAL), and
+// every later mount step at or below it.
+func (p *Plan) TmpfsMask(target string, mode, uid, gid uint32, attr uint64) {
+	p.add(rMount, "mask "+target, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u32(mvOptional).u64(attr).u64(0).u64(0).str(target))
 }
 
 // TmpfsSized mounts a new tmpfs over target that holds at most size bytes
@@ -293,7 +308,7 @@ func (p *Plan) TmpfsSized(target string, mode, uid, gid uint32, attr, size, inod
 	if size > 0 {
 		what += " (size " + strconv.FormatUint(size, 10) + ", " + strconv.FormatUint(inodes, 10) + " inodes)"
 	}
-	p.add(rMount, what, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u64(attr).u64(size).u64(inodes).str(target))
+	p.add(rMount, what, (&rec{}).u32(mTmpfs).u32(mode).u32(uid).u32(gid).u32(0).u64(attr).u64(size).u64(inodes).str(target))
 }
 
 // Proc mounts a new procfs over target.

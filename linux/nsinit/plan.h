@@ -50,8 +50,9 @@ enum {
 	M_PRIVATE = 1,     /* - : make / rprivate */
 	M_CLONE = 2,       /* u32 slot, u32 flags (MC_*), u64 set, u64 clr, str path */
 	M_ATTACH_ROOT = 3, /* u32 slot, str staging dir */
-	M_ATTACH = 4,      /* u32 slot, str target */
-	M_TMPFS = 5,       /* u32 mode, u32 uid, u32 gid, u64 attr, u64 size, u64 nr_inodes (0: default), str target */
+	M_ATTACH = 4,      /* u32 slot, u32 flags (MV_OPTIONAL), str target */
+	M_TMPFS = 5,       /* u32 mode, u32 uid, u32 gid, u32 flags (MV_OPTIONAL), u64 attr, u64 size,
+			    * u64 nr_inodes (0: default), str target */
 	M_PROC = 6,        /* u64 attr, str target */
 	M_DEVPTS = 7,      /* str target */
 	M_MKDIR = 8,       /* u32 mode, str path (parents created too) */
@@ -65,6 +66,10 @@ enum {
 /* M_CLONE flags. */
 #define MC_RECURSIVE 1u
 #define MC_OPTIONAL 2u /* a missing source leaves the slot empty */
+
+/* M_ATTACH and M_TMPFS flags. */
+#define MV_OPTIONAL 1u /* a mask over a hidden path: a target that vanished since the plan
+			 * was made is skipped, with every later mount step at or below it */
 
 /* R_LL_PATH flags. */
 #define LLP_OPTIONAL 1u /* skip a path that does not exist */

@@ -1,0 +1,73 @@
+package privtests
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/runtime/live"
+)
+
+// TestStateDirVanishesDuringSetup: every sandbox hides the user's other
+// state directories, which the runs of an agent host that keeps one a task
+// make and remove. One removed between a run's plan and its mounts failed
+// that run's set-up ("mount a tmpfs over DIR: no such file or directory":
+// CI33, where test packages running at once under one home did just
+// that). A mask over a hidden path that vanished is skipped now, and
+// nothing is made in its place. Each run here lists six state directories
+// that are removed at random moments of its first 25 ms.
+func TestStateDirVanishesDuringSetup(t *testing.T) {
+	s := newGitScene(t)
+	env := s.homeEnv()
+	first := exec.Command(moatBin, "run", "--", "true")
+	first.Dir, first.Env = s.repo, env
+	if out, err := first.CombinedOutput(); err != nil {
+		t.Fatalf("the first run failed: %v\n%s", err, out)
+	}
+	home := filepath.Join(s.home, ".local", "state", "moat")
+	const runs, perRun = 30, 6
+	var failed []string
+	for i := 0; i < runs; i++ {
+		var dirs []string
+		for k := 0; k < perRun; k++ {
+			d := filepath.Join(s.root, fmt.Sprintf("task-%d-%d", i, k))
+			must(t, os.MkdirAll(filepath.Join(d, "journal"), 0o700))
+			must(t, live.RecordStateDir(home, d))
+			dirs = append(dirs, d)
+		}
+		if got := live.StateDirs(home); len(got) < perRun {
+			t.Fatalf("the home state directory lists %q: the test proves nothing", got)
+		}
+		cmd := exec.Command(moatBin, "run", "--", "true")
+		cmd.Dir, cmd.Env = s.repo, env
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, d := range dirs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Until(start.Add(rand.N(25 * time.Millisecond))))
+				os.RemoveAll(d)
+			}()
+		}
+		out, err := cmd.CombinedOutput()
+		wg.Wait()
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("run %d: %v: %s", i, err, strings.TrimSpace(string(out))))
+		}
+		for _, d := range dirs {
+			if _, err := os.Lstat(d); err == nil {
+				t.Errorf("run %d: %s was made again after it was removed", i, d)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d runs failed while state directories they hid were removed:\n%s", len(failed), runs, strings.Join(failed, "\n"))
+	}
+}
