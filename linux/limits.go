@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,6 +311,32 @@ func (lm *limiter) holds(controller string) bool {
 }
 
 // add moves pid into the v1 cgroups (on v2 stage 2 starts inside).
+// taskFiles opens the `tasks` file of each v1 limit cgroup for writing
+// (none on cgroup v2, or without limits): stage 2 writes "0" to each to
+// move itself (nsinit.c, join_cgroups), which does not wait for an RCU
+// grace period as a migration by pid does.
+func (lm *limiter) taskFiles() ([]*os.File, error) {
+	if lm == nil || lm.v2 {
+		return nil, nil
+	}
+	cs := slices.Sorted(maps.Keys(lm.dirs))
+	if len(cs) > nsinit.MaxJoins {
+		return nil, fmt.Errorf("the run has %d limit cgroups, more than stage 2 takes", len(cs))
+	}
+	var out []*os.File
+	for _, c := range cs {
+		f, err := os.OpenFile(filepath.Join(lm.dirs[c], "tasks"), os.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, fmt.Errorf("move the sandbox into the %s cgroup: %w", c, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 func (lm *limiter) add(pid int) error {
 	if lm == nil || lm.v2 {
 		return nil

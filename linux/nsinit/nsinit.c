@@ -2295,6 +2295,36 @@ static void halve_shared_rlimits(void)
 	}
 }
 
+/* join_cgroups moves this process into the run's cgroup v1 hierarchies
+ * (the limits), before it forks anything: a "0" written to each `tasks`
+ * file the supervisor opened and sent with its answer (mh). The supervisor
+ * wrote this process's pid to each `cgroup.procs` before: a migration by
+ * pid (or of a whole thread group) takes the kernel's
+ * cgroup_threadgroup_rwsem for writing, which waits for an RCU grace
+ * period, and as root on a host with the v1 controllers mounted (this
+ * machine kind) that write took 8-15 ms of every run. A single-threaded
+ * process moving itself through `tasks` does not take it (0.02-0.1 ms).
+ * The permission check is the opener's (root's), as it was. */
+static void join_cgroups(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[MOAT_MAX_JOINS];
+		if (nfd > MOAT_MAX_JOINS) {
+			errno = EPROTO;
+			die("the supervisor's answer on the user namespace");
+		}
+		memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
+		for (size_t i = 0; i < nfd; i++) {
+			if (write(fds[i], "0", 1) != 1)
+				die("join the run's limit cgroup");
+			close(fds[i]);
+		}
+	}
+}
+
 static void enter_namespaces(unsigned long flags)
 {
 	if (flags & CLONE_NEWUSER) {
@@ -2303,17 +2333,22 @@ static void enter_namespaces(unsigned long flags)
 			die("create the user namespace");
 		send_msg(MSG_USERNS, 0, 0, NULL, NULL, 0);
 		struct moat_ids ids;
+		char cbuf[CMSG_SPACE(sizeof(int) * MOAT_MAX_JOINS)];
+		struct iovec iov = {.iov_base = &ids, .iov_len = sizeof ids};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
 		ssize_t n;
 		do
-			n = recv(MOAT_FD_SYNC, &ids, sizeof ids, 0);
+			n = recvmsg(MOAT_FD_SYNC, &mh, MSG_CMSG_CLOEXEC);
 		while (n < 0 && errno == EINTR);
 		if (n < (ssize_t)offsetof(struct moat_ids, groups) || ids.ngroups > MOAT_MAX_GROUPS ||
-		    (size_t)n < offsetof(struct moat_ids, groups) + ids.ngroups * sizeof(uint32_t)) {
+		    (size_t)n < offsetof(struct moat_ids, groups) + ids.ngroups * sizeof(uint32_t) ||
+		    (mh.msg_flags & MSG_CTRUNC)) {
 			if (n == 0)
 				_exit(125); /* the supervisor gave up */
 			errno = EPROTO;
 			die("the supervisor's answer on the user namespace");
 		}
+		join_cgroups(&mh);
 		if (ids.uid >= 0) {
 			/* A sandbox for another user (moatd): its groups, then its
 			 * ids, inside the namespace (the maps name only these). */

@@ -138,6 +138,8 @@ const (
 
 	// MaxGroups bounds the groups of IDs (struct moat_ids).
 	MaxGroups = 64
+	// MaxJoins bounds the cgroup v1 `tasks` files sent with IDs.
+	MaxJoins = 4
 
 	MsgTextSize = 480
 	MsgSize     = 12 + MsgTextSize

@@ -110,8 +110,12 @@ enum {
 };
 
 /* The supervisor's answer to MSG_USERNS, on MOAT_FD_SYNC: the ids stage 2
- * takes in its user namespace (uid -1: keep its own). */
+ * takes in its user namespace (uid -1: keep its own), with up to
+ * MOAT_MAX_JOINS descriptors (SCM_RIGHTS) of the `tasks` files of the run's
+ * cgroup v1 hierarchies, which the supervisor opened: stage 2 writes "0" to
+ * each, moving itself. */
 #define MOAT_MAX_GROUPS 64
+#define MOAT_MAX_JOINS 4
 struct moat_ids {
 	int32_t uid, gid;
 	uint32_t ngroups;

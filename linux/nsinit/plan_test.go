@@ -22,7 +22,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"MOAT_FD_SESSION": FdSession, "MODE_SESSION": ModeSession, "REQ_RUN": ReqRun, "REQ_SIGNAL": ReqSignal,
 		"REQ_FD3": ReqFD3, "REQ_CONNECT": ReqConnect, "REQ_STDIO": ReqStdio, "MOAT_MAX_CONNECTORS": MaxConnectors, "MOAT_CONNECT_TIMEOUT": ConnectTimeout, "sizeof(struct moat_req)": ReqSize,
 		"MSG_CMD_STARTED": MsgCmdStarted, "MSG_CMD_EXIT": MsgCmdExit, "MSG_CMD_NOTIFY": MsgCmdNotify,
-		"MSG_CMD_EXECFAIL": MsgCmdExecFail, "MSG_CMD_ERROR": MsgCmdError, "MSG_WATCH": MsgWatch, "MSG_INOTIFY": MsgInotify, "MSG_USERNS": MsgUserns, "MSG_SPARE": MsgSpare, "REQ_STDIO_GO": ReqStdioGo, "REQ_STDIO_LOCK": ReqStdioLock, "MOAT_FD_LOCK": FdLock, "MOAT_MAX_GROUPS": MaxGroups,
+		"MSG_CMD_EXECFAIL": MsgCmdExecFail, "MSG_CMD_ERROR": MsgCmdError, "MSG_WATCH": MsgWatch, "MSG_INOTIFY": MsgInotify, "MSG_USERNS": MsgUserns, "MSG_SPARE": MsgSpare, "REQ_STDIO_GO": ReqStdioGo, "REQ_STDIO_LOCK": ReqStdioLock, "MOAT_FD_LOCK": FdLock, "MOAT_MAX_GROUPS": MaxGroups, "MOAT_MAX_JOINS": MaxJoins,
 		"MC_RECURSIVE": CloneRecursive, "MC_OPTIONAL": CloneOptional, "LLP_OPTIONAL": LLOptional, "MV_OPTIONAL": mvOptional,
 		"SC_LISTENER": SeccompListen, "EX_SEARCH": ExecSearch,
 		"MSG_ERROR": MsgError, "MSG_EXECFAIL": MsgExecFail, "MSG_PTY": MsgPTY, "MSG_NOTIFY": MsgNotify,
