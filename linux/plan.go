@@ -1305,6 +1305,10 @@ type mounter struct {
 	nodes   []*node // every path the plan considers
 }
 
+// ownStateSource is the source of the denyRead rules of moat's own state
+// directories (makePlan).
+const ownStateSource = "moat: its own state"
+
 // roEnd is a mount made read-only last; mask: a hidden directory's, which
 // may be gone by then (a directory removed on the host takes the mounts on
 // it away in every namespace).
@@ -1395,15 +1399,28 @@ func (m *mounter) hide(n *node, parent state) {
 		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
 		names := m.mirrored(path)
 		mode, attr := uint32(0o555), uint64(nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
+		// A hidden directory removed on the host between the plan and the
+		// mounts is left as it is, gone (TmpfsMask): the runtime ends the
+		// run where one is made there again (latesecrets.go). Not moat's
+		// own state, which the runtime does not watch and which this
+		// run's moat makes again: its removal fails the set-up.
+		optional := true
+		if r, ok := closest(path, m.fp.view.denyRead); ok && r.path == path && r.source == ownStateSource {
+			optional = false
+		}
 		if len(names) > 0 || m.holdsNodes(path) {
 			// Stage 2 makes the names, or the mount points of what is
 			// shown again inside (an allowRead below a denyRead: mkdir -p
 			// in the mask), as the owner; read-only at the end.
 			mode, attr = 0o755, attr&^nsinit.AttrRdonly
-			m.roAtEnd = append(m.roAtEnd, roEnd{path: path, mask: true})
+			m.roAtEnd = append(m.roAtEnd, roEnd{path: path, mask: optional})
 		}
 		m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) {
-			p.TmpfsMask(path, mode, uid, gid, attr)
+			if optional {
+				p.TmpfsMask(path, mode, uid, gid, attr)
+			} else {
+				p.Tmpfs(path, mode, uid, gid, attr)
+			}
 			for _, e := range names {
 				if e.dir {
 					p.Mkdir(filepath.Join(path, e.name), 0o555)

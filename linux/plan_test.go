@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moat-sandbox/moat/linux/nsinit"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -260,5 +261,35 @@ func TestExpandLiteralBrackets(t *testing.T) {
 	rs, err := newResolver().expand(policy.PathRule{Path: p, Glob: true}, &globBudget{entries: DefaultGlobBudget, depth: 3}, cacheIO{})
 	if err != nil || len(rs) != 1 || rs[0].path != p {
 		t.Fatalf("%v %v", rs, err)
+	}
+}
+
+// A hidden directory's mask is skipped in stage 2 when the directory was
+// removed on the host after the plan (MV_OPTIONAL: "mask" records), except
+// a mask over moat's own state, which the runtime does not watch
+// (TestStateDirVanishesDuringSetup runs the first end to end).
+func TestPlanMasksMayVanish(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "moat-plan-") // outside the private /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	root := canon(t, dir)
+	work := filepath.Join(root, "work")
+	mkTree(t, root, "work/", "secrets/", "state/", "home/")
+	secrets, state := filepath.Join(root, "secrets"), filepath.Join(root, "state")
+	pol := &policy.Policy{Cwd: work, Home: filepath.Join(root, "home")}
+	pol.FS.DenyRead = []policy.PathRule{{Path: secrets, Source: "test"}, {Path: state, Source: ownStateSource}}
+	fp, err := makeFSPlan(planInput{pol: pol, exposeRO: []string{work}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := nsinit.New()
+	fp.build(p)
+	if !slices.Contains(p.Desc, "mask "+secrets) || slices.Contains(p.Desc, "tmpfs on "+secrets) {
+		t.Errorf("the mask over a hidden directory is not optional: %q", p.Desc)
+	}
+	if !slices.Contains(p.Desc, "tmpfs on "+state) || slices.Contains(p.Desc, "mask "+state) {
+		t.Errorf("the mask over moat's own state is optional: %q", p.Desc)
 	}
 }

@@ -51,13 +51,13 @@ func (ln *launcher) makePlan() error {
 	// sessions' commands left (a command of one sandbox read another's,
 	// whatever their policies: found by an attack pass), the quarantine,
 	// the journals and the audit's records.
-	pol2.FS.DenyRead = append(append([]policy.PathRule(nil), pol.FS.DenyRead...), policy.PathRule{Path: st, Source: "moat: its own state"})
+	pol2.FS.DenyRead = append(append([]policy.PathRule(nil), pol.FS.DenyRead...), policy.PathRule{Path: st, Source: ownStateSource})
 	own := ""
 	if id := ln.l.As; id != nil && id.Home != "" {
 		// moatd: the git audit quarantines into the user's own state.
 		own = filepath.Join(id.Home, ".local", "state", "moat")
 		pol2.Protect = append(pol2.Protect, own)
-		pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: own, Source: "moat: its own state"})
+		pol2.FS.DenyRead = append(pol2.FS.DenyRead, policy.PathRule{Path: own, Source: ownStateSource})
 	}
 	if ln.nons {
 		dir, err := os.MkdirTemp("", "moat-run-")
