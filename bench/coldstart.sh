@@ -7,8 +7,9 @@
 #
 #   sudo bash bench/coldstart.sh            # RUNS=40 USER_NAME=moat-ci by default
 #   sudo BASELINE=/path/to/older/moat bash bench/coldstart.sh
-#                                           # adds that binary's cold start (root and
-#                                           # rootless) to the same hyperfine runs
+#                                           # adds that binary's cold start (root,
+#                                           # rootless, and through a moatd of its own)
+#                                           # to the same hyperfine runs
 #
 # Needs root (it starts moatd and switches to the user with setpriv), hyperfine
 # and bwrap (make bench-deps installs them). The user is created if missing. The
@@ -25,13 +26,14 @@ for t in hyperfine bwrap setpriv; do command -v "$t" >/dev/null || { echo "needs
 id "$U" >/dev/null 2>&1 || useradd -m "$U"
 B=$(mktemp -d /var/tmp/moat-coldstart-XXXXXX)
 SPIDS=()
-trap 'kill "$DPID" "${SPIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$B"' EXIT
+DPIDS=()
+trap 'kill "${DPIDS[@]}" "${SPIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$B"' EXIT
 chmod 755 "$B"
 # Both binaries are written the same way (one write, dist/install-binary.sh):
 # how a binary's file was written changes its start by 5-10 ms here (its
 # page-cache folios, docs/PERFORMANCE.md), which would decide an A/B alone.
 sh dist/install-binary.sh "$MOAT" "$B/moat"
-ROOTBASE=() USERBASE=()
+ROOTBASE=() USERBASE=() DAEMONBASE=()
 if [ -n "${BASELINE:-}" ]; then
   sh dist/install-binary.sh "$BASELINE" "$B/moat-baseline"
   ROOTBASE=(-n "baseline moat (root)" "$B/moat-baseline run --settings $B/s.json -- /bin/true")
@@ -45,9 +47,16 @@ chmod 644 "$B/s.json"
 mkdir -p "$B/root" "$B/user" "$B/run"
 chown "$U" "$B/user"
 "$B/moat" daemon --socket "$B/run/moatd.sock" --group "" --gate off --state-dir "$B/state" --users-dir "$B/users.d" 2>"$B/moatd.log" &
-DPID=$!
-for _ in $(seq 100); do [ -S "$B/run/moatd.sock" ] && break; sleep 0.05; done
+DPIDS+=($!)
+if [ -n "${BASELINE:-}" ]; then
+  "$B/moat-baseline" daemon --socket "$B/run/moatd-baseline.sock" --group "" --gate off --state-dir "$B/state-baseline" \
+    --users-dir "$B/users.d" 2>"$B/moatd-baseline.log" &
+  DPIDS+=($!)
+  DAEMONBASE=(-n "baseline moat through its moatd" "env MOAT_DAEMON=required MOAT_DAEMON_SOCKET=$B/run/moatd-baseline.sock $B/moat-baseline run --write . -- /bin/true")
+fi
+for _ in $(seq 100); do [ -S "$B/run/moatd.sock" ] && { [ -z "${BASELINE:-}" ] || [ -S "$B/run/moatd-baseline.sock" ]; } && break; sleep 0.05; done
 chmod 666 "$B/run/moatd.sock"
+[ -z "${BASELINE:-}" ] || chmod 666 "$B/run/moatd-baseline.sock"
 BWRAP='bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind DIR DIR --unshare-all /bin/true'
 # moat run handed to a moat serve of the same user (MOAT_SERVER), started
 # in the same environment as the runs (the server takes only runs whose
@@ -87,4 +96,4 @@ echo "== as $U"
   -n "moat rootless" "env MOAT_DAEMON=off $B/moat run --settings $B/s.json -- /bin/true" "${USERBASE[@]}" \
   -n "moat rootless handed to moat serve (MOAT_SERVER)" "env MOAT_DAEMON=off MOAT_SERVER=$B/urun/user-api.sock $B/moat run --settings $B/s.json -- /bin/true" \
   -n "moat through moatd (eBPF layer, cgroup limits)" "env MOAT_DAEMON=required $B/moat run --write . -- /bin/true" \
-  -n "bwrap" "${BWRAP//DIR/$B/user}")
+  "${DAEMONBASE[@]}" -n "bwrap" "${BWRAP//DIR/$B/user}")
