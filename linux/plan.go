@@ -1125,8 +1125,11 @@ func findProtections(in planInput, fp *fsPlan) (map[string]bool, error) {
 		prot = kept
 	}
 	// Keep the protections that matter: those the rules would let the
-	// command write.
-	pre := &view{allowRead: v.allowRead, denyRead: v.denyRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp, exposed: v.exposed}
+	// command write. A denyRead does not count: one over a name that holds
+	// nothing (missing, or another run's placeholder) masks nothing, and
+	// the command made the name (planMounts keeps the mask where there is
+	// something to hide).
+	pre := &view{allowRead: v.allowRead, allowWrite: v.allowWrite, denyWrite: v.denyWrite, privateTmp: v.privateTmp, exposed: v.exposed}
 	for _, r := range dedupe(prot) {
 		// Writable in the private /tmp means invisible on the host side.
 		if ok, why := pre.writable(r.path); ok && why != privateTmpReason {
@@ -1274,6 +1277,17 @@ func planMounts(in planInput, fp *fsPlan, list []*node) error {
 		var err error
 		switch fp.view.access(n.path) {
 		case accMask:
+			if n.prot && parent == stRW && (n.kind == 0 || in.mayBePlaceholder(n.path)) {
+				// A reserved name that the denyRead hides but that holds
+				// nothing (missing, or another run's placeholder) keeps
+				// its protection: a placeholder, pinned, bound read-only.
+				// A denyRead of a missing .vscode or .mcp.json (a
+				// repository's own settings may add one) left it
+				// unmasked and writable, and the command made
+				// .vscode/tasks.json in the project (attack pass 108).
+				err = m.readOnly(n, parent)
+				break
+			}
 			m.hide(n, parent)
 		case accRW:
 			m.writable(n, parent)
