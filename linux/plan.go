@@ -1409,19 +1409,28 @@ func (m *mounter) hide(n *node, parent state) {
 	}
 	m.mountpoint(n, parent)
 	path := n.path
+	// A hidden path removed on the host between the plan and the mounts is
+	// left as it is, gone (TmpfsMask, Mask): the runtime ends the run where
+	// one is made there again (latesecrets.go). Not moat's own state, which
+	// the runtime does not watch and which this run's moat makes again, nor
+	// a reserved name in a writable tree (.vscode, .mcp.json, .git/hooks...),
+	// which the mask also keeps the command from making: their removal
+	// fails the set-up.
+	optional := !(n.prot && parent == stRW)
+	if r, ok := closest(path, m.fp.view.denyRead); ok && r.path == path && r.source == ownStateSource {
+		optional = false
+	}
+	attach := func(p *nsinit.Plan, slot uint32) {
+		if optional {
+			p.Mask(slot, path)
+		} else {
+			p.Attach(slot, path)
+		}
+	}
 	if n.kind == 'd' {
 		uid, gid := uint32(m.in.uid), uint32(m.in.gid)
 		names := m.mirrored(path)
 		mode, attr := uint32(0o555), uint64(nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev|nsinit.AttrNoexec)
-		// A hidden directory removed on the host between the plan and the
-		// mounts is left as it is, gone (TmpfsMask): the runtime ends the
-		// run where one is made there again (latesecrets.go). Not moat's
-		// own state, which the runtime does not watch and which this
-		// run's moat makes again: its removal fails the set-up.
-		optional := true
-		if r, ok := closest(path, m.fp.view.denyRead); ok && r.path == path && r.source == ownStateSource {
-			optional = false
-		}
 		if len(names) > 0 || m.holdsNodes(path) {
 			// Stage 2 makes the names, or the mount points of what is
 			// shown again inside (an allowRead below a denyRead: mkdir -p
@@ -1451,13 +1460,13 @@ func (m *mounter) hide(n *node, parent state) {
 			key := src
 			m.clones = append(m.clones, key)
 			m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Mask(slots[key], path) })
+			m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { attach(p, slots[key]) })
 			m.watches = append(m.watches, watch{path: path})
 		} else {
-			m.hideNull(path)
+			m.hideNull(path, attach)
 		}
 	} else {
-		m.hideNull(path)
+		m.hideNull(path, attach)
 	}
 	m.states[n.path] = stMask
 }
@@ -1519,11 +1528,11 @@ func (m *mounter) mirrored(dir string) []mirroredName {
 }
 
 // hideNull hides a file behind /dev/null on a nodev mount.
-func (m *mounter) hideNull(path string) {
+func (m *mounter) hideNull(path string, attach func(p *nsinit.Plan, slot uint32)) {
 	key := "/dev/null#" + path
 	m.clones = append(m.clones, key)
 	m.cloneFlags[key] = [2]uint64{nsinit.AttrRdonly | nsinit.AttrNodev | nsinit.AttrNosuid | nsinit.AttrNoexec, 0}
-	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Mask(slots[key], path) })
+	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { attach(p, slots[key]) })
 }
 
 // writable plans a writable path (a bind where its parent is not writable

@@ -264,10 +264,11 @@ func TestExpandLiteralBrackets(t *testing.T) {
 	}
 }
 
-// A hidden directory's mask is skipped in stage 2 when the directory was
-// removed on the host after the plan (MV_OPTIONAL: "mask" records), except
-// a mask over moat's own state, which the runtime does not watch
-// (TestStateDirVanishesDuringSetup runs the first end to end).
+// A hidden path's mask is skipped in stage 2 when the path was removed on
+// the host after the plan (MV_OPTIONAL: "mask" records), except a mask
+// over moat's own state, which the runtime does not watch, and one over a
+// reserved name in a writable tree, which also keeps the command from
+// making it (TestStateDirVanishesDuringSetup runs the first end to end).
 func TestPlanMasksMayVanish(t *testing.T) {
 	dir, err := os.MkdirTemp("/var/tmp", "moat-plan-") // outside the private /tmp
 	if err != nil {
@@ -276,10 +277,13 @@ func TestPlanMasksMayVanish(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	root := canon(t, dir)
 	work := filepath.Join(root, "work")
-	mkTree(t, root, "work/", "secrets/", "state/", "home/")
+	mkTree(t, root, "work/.vscode/tasks.json", "work/.mcp.json", "work/.env", "secrets/", "state/", "home/")
 	secrets, state := filepath.Join(root, "secrets"), filepath.Join(root, "state")
+	vscode, mcp, env := filepath.Join(work, ".vscode"), filepath.Join(work, ".mcp.json"), filepath.Join(work, ".env")
 	pol := &policy.Policy{Cwd: work, Home: filepath.Join(root, "home")}
-	pol.FS.DenyRead = []policy.PathRule{{Path: secrets, Source: "test"}, {Path: state, Source: ownStateSource}}
+	pol.FS.AllowWrite = []policy.PathRule{{Path: work}}
+	pol.FS.DenyRead = []policy.PathRule{{Path: secrets, Source: "test"}, {Path: state, Source: ownStateSource},
+		{Path: vscode, Source: "test"}, {Path: mcp, Source: "test"}, {Path: env, Source: "test"}}
 	fp, err := makeFSPlan(planInput{pol: pol, exposeRO: []string{work}})
 	if err != nil {
 		t.Fatal(err)
@@ -291,5 +295,16 @@ func TestPlanMasksMayVanish(t *testing.T) {
 	}
 	if !slices.Contains(p.Desc, "tmpfs on "+state) || slices.Contains(p.Desc, "mask "+state) {
 		t.Errorf("the mask over moat's own state is optional: %q", p.Desc)
+	}
+	// A reserved name in a writable tree: its mask also keeps the command
+	// from making it.
+	if !slices.Contains(p.Desc, "tmpfs on "+vscode) || slices.Contains(p.Desc, "mask "+vscode) {
+		t.Errorf("the mask over a reserved directory in a writable tree is optional: %q", p.Desc)
+	}
+	if !slices.Contains(p.Desc, "mount over "+mcp) || slices.Contains(p.Desc, "mask "+mcp) {
+		t.Errorf("the mask over a reserved file in a writable tree is optional: %q", p.Desc)
+	}
+	if !slices.Contains(p.Desc, "mask "+env) {
+		t.Errorf("the mask over a hidden file is not optional: %q", p.Desc)
 	}
 }
