@@ -60,9 +60,9 @@ type launcher struct {
 	fp  *fsPlan
 	jr  *journal.Journal
 	ctx context.Context // the launch's: a wait for the journal's lock gives up with it
-	// asWorker is the thread with the client's credentials that makes and
-	// removes the placeholders (moatd).
-	asWorker *ascred.Worker
+	// asWorker runs the plan's looks and makes and removes the placeholders
+	// with the client's credentials (moatd), on the calling thread.
+	asWorker *ascred.Borrower
 	plan     *nsinit.Plan
 	net      *network
 	tmpDir   string // the no-namespace tier's TMPDIR

@@ -99,3 +99,45 @@ func TestMainThreadKeepsItsCredentials(t *testing.T) {
 		t.Fatalf("the process's credentials changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// A Borrower runs each function on the caller's thread with the user's
+// credentials (moatd's plan of a client's sandbox, and its placeholders),
+// and the thread is the caller's own again after: the next look as root
+// succeeds where the user's fails, and a file made inside is the user's.
+func TestBorrower(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("/var/tmp", "ascred-") // a parent the user may search
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	locked := filepath.Join(dir, "locked")
+	if err := os.MkdirAll(filepath.Join(locked, "in"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBorrower(65534, 65534, []int{65534})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		var st unix.Stat_t
+		if err := b.Do(func() error { return unix.Lstat(filepath.Join(locked, "in"), &st) }); err == nil {
+			t.Fatalf("call %d: the user looked into a directory only root may search", i)
+		}
+		if err := unix.Lstat(filepath.Join(locked, "in"), &st); err != nil {
+			t.Fatalf("call %d: the thread is not root's again: %v", i, err)
+		}
+		made := filepath.Join(dir, "made")
+		if err := b.Do(func() error { return os.WriteFile(made, nil, 0o600) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Lstat(made, &st); err != nil || st.Uid != 65534 {
+			t.Errorf("call %d: a file made inside is uid %d's (%v), want the user's", i, st.Uid, err)
+		}
+		os.Remove(made)
+	}
+	if _, err := NewBorrower(-1, 0, nil); err == nil {
+		t.Errorf("a Borrower of uid -1")
+	}
+}

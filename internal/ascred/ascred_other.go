@@ -31,3 +31,15 @@ func (w *Worker) Do(fn func() error) error { return errUnsupported }
 
 // Close does nothing.
 func (w *Worker) Close() {}
+
+// Borrower runs functions with a user's credentials (Linux only).
+type Borrower struct{}
+
+// NewBorrower returns an error off Linux.
+func NewBorrower(uid, gid int, groups []int) (*Borrower, error) { return nil, errUnsupported }
+
+// Do returns an error off Linux.
+func (b *Borrower) Do(fn func() error) error { return errUnsupported }
+
+// Close does nothing.
+func (b *Borrower) Close() {}
