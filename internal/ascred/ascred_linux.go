@@ -373,6 +373,14 @@ func NewBorrower(uid, gid int, groups []int) (*Borrower, error) {
 // what the thread had).
 func (b *Borrower) Do(fn func() error) error {
 	runtime.LockOSThread()
+	if OnMainThread() {
+		// The main thread's credentials are the process's in
+		// /proc/PID/status, which moat serve and moatd compare their
+		// peers with (TestMainThreadKeepsItsCredentials): not lent, even
+		// for a moment. A thread of its own, this once.
+		runtime.UnlockOSThread()
+		return Do(b.uid, b.gid, b.groups, fn)
+	}
 	var err error
 	ran, restored := Borrow(b.uid, b.gid, b.groups, func() { err = fn() })
 	if !restored {
