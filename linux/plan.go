@@ -1285,7 +1285,21 @@ func planMounts(in planInput, fp *fsPlan, list []*node) error {
 				// repository's own settings may add one) left it
 				// unmasked and writable, and the command made
 				// .vscode/tasks.json in the project (attack pass 108).
-				err = m.readOnly(n, parent)
+				// One that exists (an empty directory or file, maybe
+				// the user's) is masked too, over the pinned bind:
+				// bound alone it showed what the host wrote there
+				// during the run, in place or as a new file inside, and
+				// the runtime's look for made or replaced hidden paths
+				// saw neither (attack pass 109).
+				existed := n.kind != 0
+				if err = m.readOnly(n, parent); err == nil && existed {
+					var k byte
+					in.lookAs(func() { k = readableKind(n.path) })
+					if k != 0 {
+						n.kind = k
+						m.hide(n, parent)
+					}
+				}
 				break
 			}
 			m.hide(n, parent)
@@ -1907,4 +1921,19 @@ func gitWhy(n string) string {
 		return w
 	}
 	return "git: " + n + " is never writable"
+}
+
+// readableKind is 'd' for a directory, 'f' for a regular file, and 0 for
+// anything else (gone, or a placeholder node, which cannot be opened).
+func readableKind(p string) byte {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return 0
+	case fi.IsDir():
+		return 'd'
+	case fi.Mode().IsRegular():
+		return 'f'
+	}
+	return 0
 }

@@ -1,0 +1,65 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	// mark-then FILE ATTACK ARGS...: make FILE (the sandbox is up), then
+	// the attack.
+	attacks["mark-then"] = func(a []string) (string, error) {
+		if err := os.WriteFile(a[0], nil, 0o644); err != nil {
+			return "", err
+		}
+		return attacks[a[1]](a[2:])
+	}
+}
+
+// TestDenyReadEmptyReservedNameStaysHidden: a reserved name (.claude,
+// .mcp.json) that a denyRead names and that exists empty (what another
+// run's placeholder may be) was bound read-only from the host, not masked
+// (attack pass 108's fix): what the user wrote there while the command ran
+// (a token into the empty .mcp.json, in place; a credentials file into the
+// empty .claude) showed through the bind, and the command read it; the
+// runtime's look for made or replaced hidden paths saw neither (attack
+// pass 109). Without moat the same user reads both.
+func TestDenyReadEmptyReservedNameStaysHidden(t *testing.T) {
+	f := newFixture(t)
+	claude, mcp := filepath.Join(f.work, ".claude"), filepath.Join(f.work, ".mcp.json")
+	must(t, os.Mkdir(claude, 0o755))
+	must(t, os.WriteFile(mcp, nil, 0o644))
+	cred := filepath.Join(claude, ".credentials.json")
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, claude, mcp}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				os.WriteFile(cred, []byte("CLAUDE-TOKEN\n"), 0o600)
+				os.WriteFile(mcp, []byte(`{"mcpServers":{"x":{"env":{"TOKEN":"MCP-TOKEN"}}}}`+"\n"), 0o644) // in place
+				return
+			}
+		}
+	}()
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "1", "read-each", cred, mcp)
+	<-done
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: what the host wrote into the hidden, empty reserved names was read:\n%s", got.out)
+	}
+	if !strings.Contains(got.out, "blocked:") {
+		t.Fatalf("the attack did not run under moat:\n%s", got.out)
+	}
+	if base := f.direct("read-each", cred, mcp); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}
