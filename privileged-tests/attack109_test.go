@@ -63,3 +63,47 @@ func TestDenyReadEmptyReservedNameStaysHidden(t *testing.T) {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
 	}
 }
+
+// TestSecretMadeInProtectedDirectory: a hidden path missing when the run
+// starts inside a writable root is not looked at, since the command may
+// make it itself (a .env from .env.example) and reads its own file. But
+// one in a directory the command could not write (the home's .claude,
+// read-only in a writable home, as Claude Code's settings make the home
+// where it starts there) it cannot make: the Claude Code login the user
+// ran on the host while the command ran wrote the default secret
+// ~/.claude/.credentials.json there, and the command read it (attack pass
+// 109). Such a path is looked at now, and the run is ended when it is
+// made. Without moat the user reads it.
+func TestSecretMadeInProtectedDirectory(t *testing.T) {
+	f := newFixture(t)
+	claude := filepath.Join(f.home, ".claude")
+	must(t, os.Mkdir(claude, 0o755))
+	must(t, os.WriteFile(filepath.Join(claude, "settings.json"), []byte("{}\n"), 0o644))
+	cred := filepath.Join(claude, ".credentials.json")
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				os.WriteFile(cred, []byte(`{"claudeAiOauth":{"accessToken":"OAUTH-TOKEN"}}`+"\n"), 0o600)
+				return
+			}
+		}
+	}()
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", cred)
+	<-done
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: a default secret made on the host in a read-only directory of the writable home was read:\n%s", got.out)
+	}
+	if !viaSession() && !strings.Contains(got.out, cred) {
+		t.Fatalf("the run must be ended naming %s:\n%s", cred, got.out)
+	}
+	if base := f.direct("read", cred); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}

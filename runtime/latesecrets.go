@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/ascred"
@@ -86,20 +88,28 @@ func asUser(as *enforce.Identity, fn func()) error {
 	return nil
 }
 
-// outsideRoots is paths less those in one of the writable roots: the
+// outsideRoots is paths less those in one of fp's writable roots: the
 // command itself may make such a path (a denyRead .env a script copies
 // from .env.example), and what it wrote it may read; ending the session
 // for it would end every session whose build makes one. Not covered so:
 // such a path that the user makes on the host while the session runs.
-func outsideRoots(paths, roots []string) []string {
+// One whose directory was read-only to the command, and not hidden (a
+// protected name: ~/.claude in a writable home), it could not make, and is
+// kept: the user's Claude Code login on the host wrote the default secret
+// ~/.claude/.credentials.json there during a run, and the command read it
+// (attack pass 109).
+func outsideRoots(paths []string, fp enforce.Footprint) []string {
 	var out []string
 	for _, p := range paths {
 		in := false
-		for _, r := range roots {
+		for _, r := range fp.WritableRoots {
 			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
 				in = true
 				break
 			}
+		}
+		if d := filepath.Dir(p); in && fp.ReadOnly != nil && fp.ReadOnly(d) && (fp.Hidden == nil || !fp.Hidden(d)) {
+			in = false
 		}
 		if !in {
 			out = append(out, p)
@@ -165,7 +175,10 @@ func lateHidden(paths []string, present []hiddenFile, as *enforce.Identity) (pat
 // lateHiddenHere is lateHidden with this thread's credentials.
 func lateHiddenHere(paths []string, present []hiddenFile) (path string, replaced bool) {
 	for _, p := range paths {
-		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		// ENOTDIR: a file where a directory on its way would be (a
+		// placeholder at .vscode, below which .vscode/x.json is looked
+		// at): nothing can be there.
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return p, false
 		}
 	}

@@ -126,7 +126,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.missing = outsideRoots(r.missing, proc.Footprint().WritableRoots)
+	r.missing = outsideRoots(r.missing, proc.Footprint())
 	defer func() {
 		if err := proc.Close(); err != nil {
 			r.log.Debug("close", "err", err)

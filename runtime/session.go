@@ -159,7 +159,7 @@ func NewSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if req.Updates != nil {
 		go s.applyUpdates()
 	}
-	s.missing = outsideRoots(s.missing, s.sess.Footprint().WritableRoots)
+	s.missing = outsideRoots(s.missing, s.sess.Footprint())
 	go s.watchLate()
 	go func() {
 		<-s.sess.Done()
