@@ -107,3 +107,45 @@ func TestSecretMadeInProtectedDirectory(t *testing.T) {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
 	}
 }
+
+// TestSecretMadeBehindSymlinkInTree: a denyRead path missing when the run
+// starts, named through a symlink in a writable tree that leads outside it
+// (work/link/token, link -> a directory the command may only read), was
+// taken for a path in the writable tree, which the command may make
+// itself, and not looked at: the file the user made there on the host
+// while the command ran was read (attack pass 109). Named as it leads, it
+// was looked at and the run ended. It is looked at where it leads now.
+// Without moat the user reads it.
+func TestSecretMadeBehindSymlinkInTree(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(f.outside, "linked")
+	must(t, os.Mkdir(dir, 0o755))
+	must(t, os.Symlink(dir, filepath.Join(f.work, "link")))
+	token := filepath.Join(dir, "token")
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(f.work, "link", "token")}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				os.WriteFile(token, []byte("TOKEN-MADE-LATER\n"), 0o600)
+				return
+			}
+		}
+	}()
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
+	<-done
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: a hidden file made on the host behind a symlink in the writable tree was read:\n%s", got.out)
+	}
+	if !viaSession() && !strings.Contains(got.out, token) {
+		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
+	}
+	if base := f.direct("read", token); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}

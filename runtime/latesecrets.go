@@ -57,7 +57,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		}
 		switch fi, err := os.Lstat(r.Path); {
 		case errors.Is(err, fs.ErrNotExist):
-			missing = append(missing, r.Path)
+			missing = append(missing, whereMissing(r.Path))
 		case err == nil:
 			born, _ := gitguard.BirthNS(r.Path)
 			present = append(present, hiddenFile{r.Path, fi, born})
@@ -72,6 +72,30 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		}
 	}
 	return missing, kept
+}
+
+// whereMissing is the missing path p below its closest existing
+// ancestor's canonical form, as the plan hides it: named through a symlink
+// in a writable tree that leads out of it (work/link/token, link -> a
+// directory the command may only read), it was taken for a path in the
+// tree, which the command may make itself, and not looked at; the file
+// the user made there on the host while the command ran was read (attack
+// pass 109). And what is looked at is where it led at the start, not
+// where the command may turn that symlink later. Its lookups are those
+// the lstat of p made.
+func whereMissing(p string) string {
+	rest := ""
+	for d := p; ; {
+		parent := filepath.Dir(d)
+		if parent == d {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+		if r, err := filepath.EvalSymlinks(parent); err == nil {
+			return filepath.Join(r, rest)
+		}
+		d = parent
+	}
 }
 
 // asUser runs fn with the file-system credentials of as (moatd's client),
