@@ -19,6 +19,14 @@ func init() {
 		}
 		return attacks[a[1]](a[2:])
 	}
+	// unlink-then PATH ATTACK ARGS...: remove PATH (a symlink of the
+	// writable tree), then the attack.
+	attacks["unlink-then"] = func(a []string) (string, error) {
+		if err := os.Remove(a[0]); err != nil {
+			return "", err
+		}
+		return attacks[a[1]](a[2:])
+	}
 }
 
 // TestDenyReadEmptyReservedNameStaysHidden: a reserved name (.claude,
@@ -141,6 +149,53 @@ func TestSecretMadeBehindSymlinkInTree(t *testing.T) {
 	}
 	if strings.Contains(got.out, "ESCAPED") {
 		t.Fatalf("ESCAPE under moat: a hidden file made on the host behind a symlink in the writable tree was read:\n%s", got.out)
+	}
+	if !viaSession() && !strings.Contains(got.out, token) {
+		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
+	}
+	if base := f.direct("read", token); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}
+
+// TestSecretReplacedBehindRemovedSymlink: a hidden file named through a
+// symlink in a writable tree (work/link/token, link -> a directory the
+// command may only read) was looked at by that name: the command removed
+// the symlink, the look found nothing there and took the file for gone,
+// and the file the user saved over the hidden one on the host (a new file
+// renamed into place, which takes the mask away) was read (attack pass
+// 109). It is looked at where it was at the start. Without moat the user
+// reads it.
+func TestSecretReplacedBehindRemovedSymlink(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(f.outside, "linked")
+	must(t, os.Mkdir(dir, 0o755))
+	link := filepath.Join(f.work, "link")
+	must(t, os.Symlink(dir, link))
+	token := filepath.Join(dir, "token")
+	must(t, os.WriteFile(token, []byte("old\n"), 0o600))
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(link, "token")}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				time.Sleep(200 * time.Millisecond) // the symlink removed
+				if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+					os.Rename(token+".new", token)
+				}
+				return
+			}
+		}
+	}()
+	got := f.sandboxedWith(settings, "unlink-then", link, "mark-then", marker, "sleep-then", "2.5", "read", token)
+	<-done
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: a hidden file replaced on the host behind a symlink the command removed was read:\n%s", got.out)
 	}
 	if !viaSession() && !strings.Contains(got.out, token) {
 		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)

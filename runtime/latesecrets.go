@@ -55,12 +55,13 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
 		}
-		switch fi, err := os.Lstat(r.Path); {
+		p := hiddenWhere(r.Path)
+		switch fi, err := os.Lstat(p); {
 		case errors.Is(err, fs.ErrNotExist):
-			missing = append(missing, whereMissing(r.Path))
+			missing = append(missing, p)
 		case err == nil:
-			born, _ := gitguard.BirthNS(r.Path)
-			present = append(present, hiddenFile{r.Path, fi, born})
+			born, _ := gitguard.BirthNS(p)
+			present = append(present, hiddenFile{p, fi, born})
 		}
 	}
 	kept := present[:0]
@@ -74,16 +75,17 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 	return missing, kept
 }
 
-// whereMissing is the missing path p below its closest existing
-// ancestor's canonical form, as the plan hides it: named through a symlink
-// in a writable tree that leads out of it (work/link/token, link -> a
-// directory the command may only read), it was taken for a path in the
-// tree, which the command may make itself, and not looked at; the file
-// the user made there on the host while the command ran was read (attack
-// pass 109). And what is looked at is where it led at the start, not
-// where the command may turn that symlink later. Its lookups are those
-// the lstat of p made.
-func whereMissing(p string) string {
+// hiddenWhere is the hidden path p below its closest existing ancestor's
+// canonical form, as the plan hides it. Named through a symlink in a
+// writable tree that leads out of it (work/link/token, link -> a
+// directory the command may only read), a missing one was taken for a
+// path in the tree, which the command may make itself, and not looked at,
+// and the file the user made there on the host while the command ran was
+// read; a present one was looked at by that name, and the command
+// removed the symlink: the look took the file for gone, and the file the
+// user saved over it was read (attack pass 109). Its lookups are those
+// the lstat of p makes.
+func hiddenWhere(p string) string {
 	rest := ""
 	for d := p; ; {
 		parent := filepath.Dir(d)
