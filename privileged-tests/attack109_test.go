@@ -204,3 +204,48 @@ func TestSecretReplacedBehindRemovedSymlink(t *testing.T) {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
 	}
 }
+
+// TestSecretReplacedBelowReadAgain: a hidden file below a hidden directory
+// was left out of the run's look for replaced hidden files, since the
+// directory's mask hides whatever it becomes; but below an allowRead that
+// shows a part of that directory again (denyRead D and D/sub/token,
+// allowRead D/sub) nothing but its own mask hides it, and the file the
+// user saved over it on the host (a new file renamed into place, which
+// takes the mask away) was read (attack pass 109). Without moat the user
+// reads it.
+func TestSecretReplacedBelowReadAgain(t *testing.T) {
+	f := newFixture(t)
+	d := filepath.Join(f.outside, "conf")
+	sub := filepath.Join(d, "sub")
+	must(t, os.MkdirAll(sub, 0o755))
+	token := filepath.Join(sub, "token")
+	must(t, os.WriteFile(token, []byte("old\n"), 0o600))
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, d, token}, "allowRead": []string{sub}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+					os.Rename(token+".new", token)
+				}
+				return
+			}
+		}
+	}()
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
+	<-done
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: a hidden file below an allowRead in a hidden directory, replaced on the host, was read:\n%s", got.out)
+	}
+	if !viaSession() && !strings.Contains(got.out, token) {
+		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
+	}
+	if base := f.direct("read", token); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}

@@ -32,7 +32,8 @@ import (
 // mount on the old file in every namespace, and the new file shows as it
 // is (attack pass 98: a ~/.netrc renamed into place on the host was read
 // by the command). A present path below another present one is left out:
-// its ancestor's mask hides whatever it becomes. Sessions and runs check
+// its ancestor's mask hides whatever it becomes, unless an allowRead shows
+// a part of the ancestor again (shownAgain). Sessions and runs check
 // them (lateHidden). macOS hides by path, whatever exists.
 //
 // For moatd's client (as) every look is the client's own (asUser): root's
@@ -67,12 +68,44 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 	kept := present[:0]
 	for _, h := range present {
 		if !slices.ContainsFunc(present, func(o hiddenFile) bool {
-			return o.path != h.path && strings.HasPrefix(h.path, strings.TrimSuffix(o.path, "/")+"/")
+			return o.path != h.path && below(h.path, o.path) && !shownAgain(o.path, pol.FS.AllowRead)
 		}) {
 			kept = append(kept, h)
 		}
 	}
 	return missing, kept
+}
+
+// below reports p strictly inside dir.
+func below(p, dir string) bool { return strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") }
+
+// shownAgain reports whether an allowRead rule may show a part of the
+// hidden directory dir again (a path inside it, or a glob that may match
+// one): below it a hidden path has no mask but its own, and one the user
+// saved over it there was read, left out of the look as one under dir's
+// mask (denyRead D and D/sub/token, allowRead D/sub: attack pass 109).
+func shownAgain(dir string, allow []policy.PathRule) bool {
+	for _, a := range allow {
+		p := a.Path
+		if policy.HasGlob(p) {
+			// Its literal directories: what it may match lies below them.
+			var lit []string
+			for _, c := range strings.Split(p, "/") {
+				if policy.HasGlob(c) {
+					break
+				}
+				lit = append(lit, c)
+			}
+			if l := strings.Join(lit, "/"); l == "" || l == dir || below(l, dir) || below(dir, l) {
+				return true
+			}
+			continue
+		}
+		if below(hiddenWhere(p), dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // hiddenWhere is the hidden path p below its closest existing ancestor's
