@@ -249,3 +249,20 @@ func TestSecretReplacedBelowReadAgain(t *testing.T) {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
 	}
 }
+
+// TestHiddenBelowPlaceholderNotMade: a denyRead path below a reserved name
+// that is missing (.vscode/x.json: the run's placeholder at .vscode) is
+// looked at since attack pass 109 (its directory is read-only to the
+// command); the placeholder is no directory, and the look's lstat said
+// ENOTDIR, which it took for a file made there: the run was ended.
+func TestHiddenBelowPlaceholderNotMade(t *testing.T) {
+	f := newFixture(t)
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(f.work, ".vscode", "x.json")}})
+	got := f.sandboxedWith(settings, "sleep-then", "1.5", "read", filepath.Join(f.work, ".vscode", "x.json"))
+	if strings.Contains(got.out, "ESCAPED") || strings.Contains(got.out, "which the policy hides") {
+		t.Fatalf("the run was ended, or read a file that cannot exist:\n%s", got.out)
+	}
+	if !strings.Contains(got.out, "blocked:") {
+		t.Fatalf("the command did not run to its end:\n%s", got.out)
+	}
+}
