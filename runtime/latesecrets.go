@@ -56,13 +56,26 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
 		}
-		p := hiddenWhere(r.Path)
-		switch fi, err := os.Lstat(p); {
-		case errors.Is(err, fs.ErrNotExist):
-			missing = append(missing, p)
-		case err == nil:
-			born, _ := gitguard.BirthNS(p)
-			present = append(present, hiddenFile{p, fi, born})
+		// Both the name the policy gives and where its directory leads
+		// now (hiddenWhere), where they differ: a symlink on the way that
+		// is turned elsewhere shows another file at the name, which the
+		// sandbox's mask (on the file it led to) does not hide
+		// (TestDaemonAttackLateSecretLooksAsRoot: the client's own
+		// ~/.docker turned to another config.json); one the command
+		// removes leaves the name gone, while the file it led to is what
+		// the user may replace (attack pass 109).
+		names := []string{r.Path}
+		if w := hiddenWhere(r.Path); w != r.Path {
+			names = append(names, w)
+		}
+		for _, p := range names {
+			switch fi, err := os.Lstat(p); {
+			case errors.Is(err, fs.ErrNotExist):
+				missing = append(missing, p)
+			case err == nil:
+				born, _ := gitguard.BirthNS(p)
+				present = append(present, hiddenFile{p, fi, born})
+			}
 		}
 	}
 	kept := present[:0]
