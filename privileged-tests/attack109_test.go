@@ -45,19 +45,12 @@ func TestDenyReadEmptyReservedNameStaysHidden(t *testing.T) {
 	cred := filepath.Join(claude, ".credentials.json")
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, claude, mcp}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(marker); err == nil {
-				os.WriteFile(cred, []byte("CLAUDE-TOKEN\n"), 0o600)
-				os.WriteFile(mcp, []byte(`{"mcpServers":{"x":{"env":{"TOKEN":"MCP-TOKEN"}}}}`+"\n"), 0o644) // in place
-				return
-			}
-		}
-	}()
+	wait := onceStarted(marker, func() {
+		os.WriteFile(cred, []byte("CLAUDE-TOKEN\n"), 0o600)
+		os.WriteFile(mcp, []byte(`{"mcpServers":{"x":{"env":{"TOKEN":"MCP-TOKEN"}}}}`+"\n"), 0o644) // in place
+	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "1", "read-each", cred, mcp)
-	<-done
+	wait()
 	if _, err := os.Lstat(marker); err != nil {
 		t.Fatalf("the command did not start:\n%s", got.out)
 	}
@@ -90,30 +83,12 @@ func TestSecretMadeInProtectedDirectory(t *testing.T) {
 	cred := filepath.Join(claude, ".credentials.json")
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"allowWrite": []string{f.work, f.home}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(marker); err == nil {
-				os.WriteFile(cred, []byte(`{"claudeAiOauth":{"accessToken":"OAUTH-TOKEN"}}`+"\n"), 0o600)
-				return
-			}
-		}
-	}()
+	wait := onceStarted(marker, func() {
+		os.WriteFile(cred, []byte(`{"claudeAiOauth":{"accessToken":"OAUTH-TOKEN"}}`+"\n"), 0o600)
+	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", cred)
-	<-done
-	if _, err := os.Lstat(marker); err != nil {
-		t.Fatalf("the command did not start:\n%s", got.out)
-	}
-	if strings.Contains(got.out, "ESCAPED") {
-		t.Fatalf("ESCAPE under moat: a default secret made on the host in a read-only directory of the writable home was read:\n%s", got.out)
-	}
-	if !viaSession() && !strings.Contains(got.out, cred) {
-		t.Fatalf("the run must be ended naming %s:\n%s", cred, got.out)
-	}
-	if base := f.direct("read", cred); !base.escaped() {
-		t.Fatalf("the attack must work without moat:\n%s", base.out)
-	}
+	wait()
+	f.checkLateSecret(t, got, marker, cred, "a default secret made on the host in a read-only directory of the writable home was read")
 }
 
 // TestSecretMadeBehindSymlinkInTree: a denyRead path missing when the run
@@ -132,30 +107,12 @@ func TestSecretMadeBehindSymlinkInTree(t *testing.T) {
 	token := filepath.Join(dir, "token")
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(f.work, "link", "token")}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(marker); err == nil {
-				os.WriteFile(token, []byte("TOKEN-MADE-LATER\n"), 0o600)
-				return
-			}
-		}
-	}()
+	wait := onceStarted(marker, func() {
+		os.WriteFile(token, []byte("TOKEN-MADE-LATER\n"), 0o600)
+	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
-	<-done
-	if _, err := os.Lstat(marker); err != nil {
-		t.Fatalf("the command did not start:\n%s", got.out)
-	}
-	if strings.Contains(got.out, "ESCAPED") {
-		t.Fatalf("ESCAPE under moat: a hidden file made on the host behind a symlink in the writable tree was read:\n%s", got.out)
-	}
-	if !viaSession() && !strings.Contains(got.out, token) {
-		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
-	}
-	if base := f.direct("read", token); !base.escaped() {
-		t.Fatalf("the attack must work without moat:\n%s", base.out)
-	}
+	wait()
+	f.checkLateSecret(t, got, marker, token, "a hidden file made on the host behind a symlink in the writable tree was read")
 }
 
 // TestSecretReplacedBehindRemovedSymlink: a hidden file named through a
@@ -176,33 +133,15 @@ func TestSecretReplacedBehindRemovedSymlink(t *testing.T) {
 	must(t, os.WriteFile(token, []byte("old\n"), 0o600))
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(link, "token")}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(marker); err == nil {
-				time.Sleep(200 * time.Millisecond) // the symlink removed
-				if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-					os.Rename(token+".new", token)
-				}
-				return
-			}
+	wait := onceStarted(marker, func() {
+		time.Sleep(200 * time.Millisecond) // the symlink removed
+		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+			os.Rename(token+".new", token)
 		}
-	}()
+	})
 	got := f.sandboxedWith(settings, "unlink-then", link, "mark-then", marker, "sleep-then", "2.5", "read", token)
-	<-done
-	if _, err := os.Lstat(marker); err != nil {
-		t.Fatalf("the command did not start:\n%s", got.out)
-	}
-	if strings.Contains(got.out, "ESCAPED") {
-		t.Fatalf("ESCAPE under moat: a hidden file replaced on the host behind a symlink the command removed was read:\n%s", got.out)
-	}
-	if !viaSession() && !strings.Contains(got.out, token) {
-		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
-	}
-	if base := f.direct("read", token); !base.escaped() {
-		t.Fatalf("the attack must work without moat:\n%s", base.out)
-	}
+	wait()
+	f.checkLateSecret(t, got, marker, token, "a hidden file replaced on the host behind a symlink the command removed was read")
 }
 
 // TestSecretReplacedBelowReadAgain: a hidden file below a hidden directory
@@ -222,32 +161,14 @@ func TestSecretReplacedBelowReadAgain(t *testing.T) {
 	must(t, os.WriteFile(token, []byte("old\n"), 0o600))
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, d, token}, "allowRead": []string{sub}})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Lstat(marker); err == nil {
-				if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-					os.Rename(token+".new", token)
-				}
-				return
-			}
+	wait := onceStarted(marker, func() {
+		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+			os.Rename(token+".new", token)
 		}
-	}()
+	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
-	<-done
-	if _, err := os.Lstat(marker); err != nil {
-		t.Fatalf("the command did not start:\n%s", got.out)
-	}
-	if strings.Contains(got.out, "ESCAPED") {
-		t.Fatalf("ESCAPE under moat: a hidden file below an allowRead in a hidden directory, replaced on the host, was read:\n%s", got.out)
-	}
-	if !viaSession() && !strings.Contains(got.out, token) {
-		t.Fatalf("the run must be ended naming %s:\n%s", token, got.out)
-	}
-	if base := f.direct("read", token); !base.escaped() {
-		t.Fatalf("the attack must work without moat:\n%s", base.out)
-	}
+	wait()
+	f.checkLateSecret(t, got, marker, token, "a hidden file below an allowRead in a hidden directory, replaced on the host, was read")
 }
 
 // TestHiddenBelowPlaceholderNotMade: a denyRead path below a reserved name
@@ -264,5 +185,40 @@ func TestHiddenBelowPlaceholderNotMade(t *testing.T) {
 	}
 	if !strings.Contains(got.out, "blocked:") {
 		t.Fatalf("the command did not run to its end:\n%s", got.out)
+	}
+}
+
+// onceStarted runs write, as the host, once the command has made marker
+// (for 20 s at most), in the background; wait waits for it.
+func onceStarted(marker string, write func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Lstat(marker); err == nil {
+				write()
+				return
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// checkLateSecret: the command started (marker), did not read path (what
+// the escape was, if it did), and its run was ended naming path (a
+// session's command is refused instead); without moat the read succeeds.
+func (f *fixture) checkLateSecret(t *testing.T, got result, marker, path, what string) {
+	t.Helper()
+	if _, err := os.Lstat(marker); err != nil {
+		t.Fatalf("the command did not start:\n%s", got.out)
+	}
+	if strings.Contains(got.out, "ESCAPED") {
+		t.Fatalf("ESCAPE under moat: %s:\n%s", what, got.out)
+	}
+	if !viaSession() && !strings.Contains(got.out, path) {
+		t.Fatalf("the run must be ended naming %s:\n%s", path, got.out)
+	}
+	if base := f.direct("read", path); !base.escaped() {
+		t.Fatalf("the attack must work without moat:\n%s", base.out)
 	}
 }
