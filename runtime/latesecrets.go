@@ -68,6 +68,14 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		if w := hiddenWhere(r.Path); w != r.Path {
 			names = append(names, w)
 		}
+		// And the file a symlink at the name itself leads to, which the
+		// mask is on: the link's own lstat stays the same when the user
+		// saves that file (a dotfiles manager's ~/.netrc -> dotfiles/netrc,
+		// a new file renamed into place), and the command read the new
+		// one through the link (attack pass 110).
+		if t, err := filepath.EvalSymlinks(r.Path); err == nil && !slices.Contains(names, t) {
+			names = append(names, t)
+		}
 		for _, p := range names {
 			switch fi, err := os.Lstat(p); {
 			case errors.Is(err, fs.ErrNotExist):

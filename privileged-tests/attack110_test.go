@@ -1,0 +1,37 @@
+//go:build linux
+
+package privtests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestSecretReplacedBehindFinalSymlink: a denyRead path that is itself a
+// symbolic link (a dotfiles manager's ~/.netrc -> dotfiles/netrc) is
+// hidden by a mask on the file it leads to; the run's look for replaced
+// hidden files took the link's own lstat, which stays the same when the
+// user saves the file it leads to (a new file renamed into place, which
+// takes the mask away), and the command read the new file through the
+// link (attack pass 110). The run is ended naming the file it leads to;
+// without moat the user reads it.
+func TestSecretReplacedBehindFinalSymlink(t *testing.T) {
+	f := newFixture(t)
+	dots := filepath.Join(f.outside, "dotfiles")
+	must(t, os.Mkdir(dots, 0o755))
+	target := filepath.Join(dots, "netrc")
+	must(t, os.WriteFile(target, []byte("old\n"), 0o600))
+	link := filepath.Join(f.outside, ".netrc")
+	must(t, os.Symlink(target, link))
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, link}})
+	wait := onceStarted(marker, func() {
+		if os.WriteFile(target+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+			os.Rename(target+".new", target)
+		}
+	})
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", link)
+	wait()
+	f.checkLateSecret(t, got, marker, target, "a hidden symlink's target, replaced on the host, was read through the link")
+}
