@@ -35,3 +35,29 @@ func TestSecretReplacedBehindFinalSymlink(t *testing.T) {
 	wait()
 	f.checkLateSecret(t, got, marker, target, "a hidden symlink's target, replaced on the host, was read through the link")
 }
+
+// TestSecretMadeBehindDanglingSymlink: a denyRead path that is a symbolic
+// link to a file that does not exist yet (a dotfiles manager's ~/.netrc ->
+// dotfiles/netrc before the first login) is hidden at its name, and the
+// file it leads to was looked at by no one: the user made it on the host
+// while the command ran (a login), and the command read it by its own
+// name, which readlink tells (attack pass 110). The run is ended naming
+// it; without moat the user reads it.
+func TestSecretMadeBehindDanglingSymlink(t *testing.T) {
+	f := newFixture(t)
+	dots := filepath.Join(f.outside, "dotfiles")
+	must(t, os.Mkdir(dots, 0o755))
+	target := filepath.Join(dots, "netrc")
+	link := filepath.Join(f.outside, ".netrc")
+	must(t, os.Symlink(target, link))
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, link}})
+	wait := onceStarted(marker, func() {
+		if os.WriteFile(target+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+			os.Rename(target+".new", target)
+		}
+	})
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", target)
+	wait()
+	f.checkLateSecret(t, got, marker, target, "a file made on the host where a hidden dangling symlink leads was read")
+}

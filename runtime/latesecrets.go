@@ -72,9 +72,25 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		// mask is on: the link's own lstat stays the same when the user
 		// saves that file (a dotfiles manager's ~/.netrc -> dotfiles/netrc,
 		// a new file renamed into place), and the command read the new
-		// one through the link (attack pass 110).
-		if t, err := filepath.EvalSymlinks(r.Path); err == nil && !slices.Contains(names, t) {
-			names = append(names, t)
+		// one through the link; and where it leads to nothing yet, the
+		// file the user made there was read by its own name (attack
+		// pass 110). Each link of a chain, read where its directory leads.
+		for p, n := hiddenWhere(r.Path), 0; n < 40; n++ {
+			fi, err := os.Lstat(p)
+			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				break
+			}
+			t, err := os.Readlink(p)
+			if err != nil {
+				break
+			}
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(p), t)
+			}
+			p = hiddenWhere(t)
+			if !slices.Contains(names, p) {
+				names = append(names, p)
+			}
 		}
 		for _, p := range names {
 			switch fi, err := os.Lstat(p); {
