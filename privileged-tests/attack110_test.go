@@ -61,3 +61,31 @@ func TestSecretMadeBehindDanglingSymlink(t *testing.T) {
 	wait()
 	f.checkLateSecret(t, got, marker, target, "a file made on the host where a hidden dangling symlink leads was read")
 }
+
+// TestSecretReplacedBelowReadAgainByLink: denyRead D and D/sub/token,
+// allowRead a symbolic link that leads to D/sub: the allowRead shows D/sub
+// again, so nothing but the token's own mask hides it, and the look for
+// replaced hidden files left it out as one under D's mask (it compared
+// where the link's directory leads, not where the link leads): the file
+// the user saved over it on the host was read (attack pass 110). Without
+// moat the user reads it.
+func TestSecretReplacedBelowReadAgainByLink(t *testing.T) {
+	f := newFixture(t)
+	d := filepath.Join(f.outside, "conf")
+	sub := filepath.Join(d, "sub")
+	must(t, os.MkdirAll(sub, 0o755))
+	token := filepath.Join(sub, "token")
+	must(t, os.WriteFile(token, []byte("old\n"), 0o600))
+	shortcut := filepath.Join(f.outside, "shortcut")
+	must(t, os.Symlink(sub, shortcut))
+	marker := filepath.Join(f.work, "started")
+	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, d, token}, "allowRead": []string{shortcut}})
+	wait := onceStarted(marker, func() {
+		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+			os.Rename(token+".new", token)
+		}
+	})
+	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
+	wait()
+	f.checkLateSecret(t, got, marker, token, "a hidden file below an allowRead symlink's target in a hidden directory, replaced on the host, was read")
+}

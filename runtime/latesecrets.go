@@ -133,16 +133,35 @@ func shownAgain(dir string, allow []policy.PathRule) bool {
 				}
 				lit = append(lit, c)
 			}
-			if l := strings.Join(lit, "/"); l == "" || l == dir || below(l, dir) || below(dir, l) {
+			l := strings.Join(lit, "/")
+			if l == "" {
 				return true
+			}
+			for _, w := range allowWhere(l) {
+				if w == dir || below(w, dir) || below(dir, w) {
+					return true
+				}
 			}
 			continue
 		}
-		if below(hiddenWhere(p), dir) {
+		if slices.ContainsFunc(allowWhere(p), func(w string) bool { return below(w, dir) }) {
 			return true
 		}
 	}
 	return false
+}
+
+// allowWhere is an allowRead path p as named, where its directory leads
+// (hiddenWhere) and, where it exists, where it leads itself: a symlink
+// outside the hidden directory that leads into it (allowRead ~/shortcut ->
+// D/sub) shows that part again as well, and the token below it, left out
+// of the look, was read once the user saved over it (attack pass 110).
+func allowWhere(p string) []string {
+	ws := []string{p, hiddenWhere(p)}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		ws = append(ws, r)
+	}
+	return ws
 }
 
 // hiddenWhere is the hidden path p below its closest existing ancestor's
