@@ -52,6 +52,7 @@ func recordHidden(pol *policy.Policy, as *enforce.Identity) (missing []string, p
 
 // recordHiddenHere is recordHidden with this thread's credentials.
 func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFile) {
+	rd := resolvedDirs{}
 	for _, r := range pol.FS.DenyRead {
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
@@ -65,7 +66,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		// removes leaves the name gone, while the file it led to is what
 		// the user may replace (attack pass 109).
 		names := []string{r.Path}
-		if w := hiddenWhere(r.Path); w != r.Path {
+		if w := rd.hiddenWhere(r.Path); w != r.Path {
 			names = append(names, w)
 		}
 		// And the file a symlink at the name itself leads to, which the
@@ -75,7 +76,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		// one through the link; and where it leads to nothing yet, the
 		// file the user made there was read by its own name (attack
 		// pass 110). Each link of a chain, read where its directory leads.
-		for p, n := hiddenWhere(r.Path), 0; n < 40; n++ {
+		for p, n := rd.hiddenWhere(r.Path), 0; n < 40; n++ {
 			fi, err := os.Lstat(p)
 			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 				break
@@ -87,7 +88,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 			if !filepath.IsAbs(t) {
 				t = filepath.Join(filepath.Dir(p), t)
 			}
-			p = hiddenWhere(t)
+			p = rd.hiddenWhere(t)
 			if !slices.Contains(names, p) {
 				names = append(names, p)
 			}
@@ -105,7 +106,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 	kept := present[:0]
 	for _, h := range present {
 		if !slices.ContainsFunc(present, func(o hiddenFile) bool {
-			return o.path != h.path && below(h.path, o.path) && !shownAgain(o.path, pol.FS.AllowRead)
+			return o.path != h.path && below(h.path, o.path) && !rd.shownAgain(o.path, pol.FS.AllowRead)
 		}) {
 			kept = append(kept, h)
 		}
@@ -121,7 +122,7 @@ func below(p, dir string) bool { return strings.HasPrefix(p, strings.TrimSuffix(
 // one): below it a hidden path has no mask but its own, and one the user
 // saved over it there was read, left out of the look as one under dir's
 // mask (denyRead D and D/sub/token, allowRead D/sub: attack pass 109).
-func shownAgain(dir string, allow []policy.PathRule) bool {
+func (rd resolvedDirs) shownAgain(dir string, allow []policy.PathRule) bool {
 	for _, a := range allow {
 		p := a.Path
 		if policy.HasGlob(p) {
@@ -137,14 +138,14 @@ func shownAgain(dir string, allow []policy.PathRule) bool {
 			if l == "" {
 				return true
 			}
-			for _, w := range allowWhere(l) {
+			for _, w := range rd.allowWhere(l) {
 				if w == dir || below(w, dir) || below(dir, w) {
 					return true
 				}
 			}
 			continue
 		}
-		if slices.ContainsFunc(allowWhere(p), func(w string) bool { return below(w, dir) }) {
+		if slices.ContainsFunc(rd.allowWhere(p), func(w string) bool { return below(w, dir) }) {
 			return true
 		}
 	}
@@ -156,9 +157,9 @@ func shownAgain(dir string, allow []policy.PathRule) bool {
 // outside the hidden directory that leads into it (allowRead ~/shortcut ->
 // D/sub) shows that part again as well, and the token below it, left out
 // of the look, was read once the user saved over it (attack pass 110).
-func allowWhere(p string) []string {
-	ws := []string{p, hiddenWhere(p)}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+func (rd resolvedDirs) allowWhere(p string) []string {
+	ws := []string{p, rd.hiddenWhere(p)}
+	if r, ok := rd.eval(p); ok {
 		ws = append(ws, r)
 	}
 	return ws
@@ -174,7 +175,7 @@ func allowWhere(p string) []string {
 // removed the symlink: the look took the file for gone, and the file the
 // user saved over it was read (attack pass 109). Its lookups are those
 // the lstat of p makes.
-func hiddenWhere(p string) string {
+func (rd resolvedDirs) hiddenWhere(p string) string {
 	rest := ""
 	for d := p; ; {
 		parent := filepath.Dir(d)
@@ -182,11 +183,31 @@ func hiddenWhere(p string) string {
 			return p
 		}
 		rest = filepath.Join(filepath.Base(d), rest)
-		if r, err := filepath.EvalSymlinks(parent); err == nil {
+		if r, ok := rd.eval(parent); ok {
 			return filepath.Join(r, rest)
 		}
 		d = parent
 	}
+}
+
+// resolvedDirs remembers, for one look at the policy's hidden paths, where
+// each directory led (filepath.EvalSymlinks): the default secrets share a
+// few directories (the home, ~/.config), and each resolution is an lstat
+// a component (hundreds a run without it).
+type resolvedDirs map[string]resolvedDir
+
+type resolvedDir struct {
+	path string
+	ok   bool
+}
+
+func (rd resolvedDirs) eval(p string) (string, bool) {
+	if r, seen := rd[p]; seen {
+		return r.path, r.ok
+	}
+	r, err := filepath.EvalSymlinks(p)
+	rd[p] = resolvedDir{r, err == nil}
+	return r, err == nil
 }
 
 // asUser runs fn with the file-system credentials of as (moatd's client),
