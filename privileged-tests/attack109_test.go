@@ -135,9 +135,7 @@ func TestSecretReplacedBehindRemovedSymlink(t *testing.T) {
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, filepath.Join(link, "token")}})
 	wait := onceStarted(marker, func() {
 		time.Sleep(200 * time.Millisecond) // the symlink removed
-		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-			os.Rename(token+".new", token)
-		}
+		saveOver(token)
 	})
 	got := f.sandboxedWith(settings, "unlink-then", link, "mark-then", marker, "sleep-then", "2.5", "read", token)
 	wait()
@@ -162,9 +160,7 @@ func TestSecretReplacedBelowReadAgain(t *testing.T) {
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, d, token}, "allowRead": []string{sub}})
 	wait := onceStarted(marker, func() {
-		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-			os.Rename(token+".new", token)
-		}
+		saveOver(token)
 	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
 	wait()
@@ -220,5 +216,13 @@ func (f *fixture) checkLateSecret(t *testing.T, got result, marker, path, what s
 	}
 	if base := f.direct("read", path); !base.escaped() {
 		t.Fatalf("the attack must work without moat:\n%s", base.out)
+	}
+}
+
+// saveOver saves a new secret over path as editors and login tools do: a
+// new file renamed into place, which takes a mask on the old one away.
+func saveOver(path string) {
+	if os.WriteFile(path+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
+		os.Rename(path+".new", path)
 	}
 }

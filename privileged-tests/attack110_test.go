@@ -27,9 +27,7 @@ func TestSecretReplacedBehindFinalSymlink(t *testing.T) {
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, link}})
 	wait := onceStarted(marker, func() {
-		if os.WriteFile(target+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-			os.Rename(target+".new", target)
-		}
+		saveOver(target)
 	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", link)
 	wait()
@@ -53,9 +51,7 @@ func TestSecretMadeBehindDanglingSymlink(t *testing.T) {
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, link}})
 	wait := onceStarted(marker, func() {
-		if os.WriteFile(target+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-			os.Rename(target+".new", target)
-		}
+		saveOver(target)
 	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", target)
 	wait()
@@ -81,9 +77,7 @@ func TestSecretReplacedBelowReadAgainByLink(t *testing.T) {
 	marker := filepath.Join(f.work, "started")
 	settings := f.writeSettings(map[string]any{"denyRead": []string{f.secret, d, token}, "allowRead": []string{shortcut}})
 	wait := onceStarted(marker, func() {
-		if os.WriteFile(token+".new", []byte("TOKEN-SAVED-LATER\n"), 0o600) == nil {
-			os.Rename(token+".new", token)
-		}
+		saveOver(token)
 	})
 	got := f.sandboxedWith(settings, "mark-then", marker, "sleep-then", "2.5", "read", token)
 	wait()
