@@ -47,6 +47,7 @@ var mainStarted time.Time
 
 func main() {
 	mainStarted = time.Now()
+	processExits = true
 	// A sandbox's init re-executes moat to clean up after a killed moat.
 	if code, ok := runtime.Reexec(os.Args); ok {
 		os.Exit(code)

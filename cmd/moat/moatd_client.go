@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,9 +172,8 @@ func daemonRun(ctx context.Context, cl *client.Client, f runFlags, argv []string
 		}
 		req.Write = append(req.Write, absPath(cwd, w))
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
+	sigs, stop := catchSignals()
+	defer stop()
 	stdin := os.Stdin
 	if f.noStdin {
 		null, err := os.Open(os.DevNull)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -217,9 +216,8 @@ func sandboxRun(inv *invocation, pol *policy.Policy, argv []string, debug, noStd
 		req.Signals = inv.signals
 		req.Enforcer = inv.enforcer
 	} else {
-		sigs := make(chan os.Signal, 16)
-		signal.Notify(sigs, forwardedSignals...)
-		defer signal.Stop(sigs)
+		sigs, stop := catchSignals()
+		defer stop()
 		req.Signals = sigs
 	}
 	if noStdin {
