@@ -16,3 +16,5 @@ func platformShared() enforce.Enforcer { return seatbelt{} }
 func platformReexec(args []string) (bool, error) { return darwin.Reexec(args) }
 
 func platformSweep(string) error { return nil }
+
+func platformPrewarm() {}

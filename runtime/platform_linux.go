@@ -12,3 +12,5 @@ func platformShared() enforce.Enforcer { return linux.NewShared() }
 func platformReexec(args []string) (bool, error) { return linux.Reexec(args) }
 
 func platformSweep(stateDir string) error { return linux.Sweep(stateDir) }
+
+func platformPrewarm() { linux.Prewarm() }

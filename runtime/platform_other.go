@@ -12,3 +12,5 @@ func platformShared() enforce.Enforcer { return nil }
 func platformReexec([]string) (bool, error) { return false, nil }
 
 func platformSweep(string) error { return nil }
+
+func platformPrewarm() {}

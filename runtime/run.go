@@ -99,6 +99,14 @@ type Result struct {
 // build without one).
 var ErrUnsupported = enforce.ErrUnsupported
 
+// Prewarm does, on a goroutine of its own, the one-time probes of a
+// process's first Run (Go's check that pidfds work, which forks a child;
+// Landlock's ABI), so that they overlap what the caller does before it
+// calls Run instead of delaying the sandbox's start. A program that starts
+// for one command (moat run) calls it first thing; a long-lived one need
+// not.
+func Prewarm() { go platformPrewarm() }
+
 // Run runs the command in a new sandbox and waits for it. A command that
 // never ran is an error (*enforce.SetupError, *enforce.ExecError, an
 // *enforce.UnsupportedFeatureError); otherwise the Result says how it

@@ -103,6 +103,9 @@ func shellPath() string {
 func runRun(cmd *cobra.Command, f runFlags, args []string) error {
 	inv := invocationOf(cmd.Context())
 	if inv == nil {
+		if processExits {
+			runtime.Prewarm()
+		}
 		if why, quiet := runtime.ServerFallback(); why != "" && !quiet {
 			fmt.Fprintf(cmd.ErrOrStderr(), "moat: note: MOAT_SERVER not used (%s): sandboxing from this process\n", why)
 		}
