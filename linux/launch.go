@@ -761,7 +761,9 @@ func (ln *launcher) attachFilter() {
 		// The sandbox's own network namespace: the only destinations are
 		// the proxy's listeners inside it, fixed addresses, so the
 		// programs load (the verifier: a few ms) while the plan is made.
-		ln.attached <- ln.kf.attach(proxyListenerAddrs(), false, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+		err := ln.kf.attach(proxyListenerAddrs(), false, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+		ln.step("eBPF loaded")
+		ln.attached <- err
 		return
 	}
 	<-ln.planned
@@ -775,7 +777,9 @@ func (ln *launcher) attachFilter() {
 		ln.attached <- ln.planErr
 		return
 	}
-	ln.attached <- ln.kf.attach(ln.net.kernelAllow(), shared, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+	err := ln.kf.attach(ln.net.kernelAllow(), shared, ln.pol.Net.AllowLocalBinding, ln.l.Report)
+	ln.step("eBPF loaded")
+	ln.attached <- err
 }
 
 // terminate ends a launch that failed part way: stage 2 killed and
