@@ -53,6 +53,22 @@ func recordHidden(pol *policy.Policy, as *enforce.Identity) (missing []string, p
 // recordHiddenHere is recordHidden with this thread's credentials.
 func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFile) {
 	rd := resolvedDirs{}
+	// Each path's lstat once a look: the name and where its directory
+	// leads are mostly one path, which the walk of a symlink at the name
+	// had just looked at (about a hundred default secrets a run).
+	type look struct {
+		fi  fs.FileInfo
+		err error
+	}
+	looked := map[string]look{}
+	lstat := func(p string) (fs.FileInfo, error) {
+		l, ok := looked[p]
+		if !ok {
+			l.fi, l.err = os.Lstat(p)
+			looked[p] = l
+		}
+		return l.fi, l.err
+	}
 	for _, r := range pol.FS.DenyRead {
 		if policy.HasGlob(r.Path) {
 			continue // expanded when the sandbox starts (docs/SECURITY.md)
@@ -77,7 +93,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 		// file the user made there was read by its own name (attack
 		// pass 110). Each link of a chain, read where its directory leads.
 		for p, n := rd.hiddenWhere(r.Path), 0; n < 40; n++ {
-			fi, err := os.Lstat(p)
+			fi, err := lstat(p)
 			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 				break
 			}
@@ -94,7 +110,7 @@ func recordHiddenHere(pol *policy.Policy) (missing []string, present []hiddenFil
 			}
 		}
 		for _, p := range names {
-			switch fi, err := os.Lstat(p); {
+			switch fi, err := lstat(p); {
 			case errors.Is(err, fs.ErrNotExist):
 				missing = append(missing, p)
 			case err == nil:
