@@ -21,6 +21,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/sys"
 	"github.com/moat-sandbox/moat/linux/seccomp"
 	"github.com/moat-sandbox/moat/runtime/enforce"
+	"github.com/moat-sandbox/moat/runtime/gitguard"
 	"github.com/moat-sandbox/moat/runtime/policy"
 )
 
@@ -780,6 +781,9 @@ func (o *observer) readlink(p string) (string, bool) {
 		// sandbox's root cost a tenth of a loop of file creations there).
 		return "", false
 	}
+	if askedOnHost(p, false) {
+		return "", false
+	}
 	n, err = sys.RetryValue(func() (int, error) { return unix.Readlink(p, buf) })
 	if err != nil || n <= 0 || n >= len(buf) {
 		return "", false
@@ -816,13 +820,26 @@ func (o *observer) followLastAs(p string) string {
 			t = filepath.Join(filepath.Dir(p), t)
 		}
 		p = filepath.Clean(t)
-		if !within(p, "/tmp") {
+		if !within(p, "/tmp") && !askedOnHost(filepath.Dir(p), true) {
 			if dir, err := o.dirs.evalDirNow(filepath.Dir(p)); err == nil { // (followLastAs runs in o.look)
 				p = filepath.Join(dir, filepath.Base(p))
 			}
 		}
 	}
 	return p
+}
+
+// askedOnHost reports whether looking p up here, outside the sandbox,
+// would ask the host's automounter for a name below an autofs mount that
+// nothing covers (follow: p itself opened as a directory). The sandbox
+// shows such a mount as an empty directory, but the observer resolves the
+// paths the command names as the host sees them, as the supervisor: a
+// refused write to /net/DATA/x had it ask the automounter for DATA (a DNS
+// query, RPC to that host), past the run's network (attack pass 111,
+// TestAutomountNotTriggeredByObserver). Such a path is reported as the
+// command wrote it. One poll of the mount table where none is mounted.
+func askedOnHost(p string, follow bool) bool {
+	return gitguard.AutofsOnWay(p, follow)
 }
 
 // resolve makes a syscall's path absolute as the sandbox sees it.
@@ -844,7 +861,7 @@ func (o *observer) resolve(pid, dirfd int, p string) string {
 	// Resolve symlinks in the parent as the host sees it (the sandbox's
 	// tree mirrors the host's paths), as the sandbox's user (o.look); keep
 	// the last component as written.
-	if !within(p, "/tmp") {
+	if !within(p, "/tmp") && !askedOnHost(filepath.Dir(p), true) {
 		if d, err := o.dirs.evalDirAs(filepath.Dir(p), o.look, o.as != nil); err == nil {
 			p = filepath.Join(d, filepath.Base(p))
 		}
