@@ -802,12 +802,18 @@ func (o *observer) followLast(pid int, p string) string {
 			return p // no symlink for this thread either (see look)
 		}
 	}
-	o.look(func() { p = o.followLastAs(p) })
+	root, err := sandboxRoot(pid)
+	if err != nil {
+		return p // what the sandbox sees cannot be checked: as written
+	}
+	defer unix.Close(root)
+	o.look(func() { p = o.followLastAs(root, p) })
 	return p
 }
 
-// followLastAs is followLast, with the caller's credentials (o.look).
-func (o *observer) followLastAs(p string) string {
+// followLastAs is followLast, with the caller's credentials (o.look); root
+// is the sandbox's root (sandboxRoot).
+func (o *observer) followLastAs(root int, p string) string {
 	for range 40 {
 		if within(p, "/proc") {
 			return p // /dev/stdout -> /proc/self/fd/1: magic links, read from here, would be this process's
@@ -816,17 +822,75 @@ func (o *observer) followLastAs(p string) string {
 		if !ok {
 			return p // not a symlink (EINVAL), or gone
 		}
+		if !linkSeen(root, p, t) {
+			return p // a link the sandbox does not see (hidden): not read for it
+		}
 		if !filepath.IsAbs(t) {
 			t = filepath.Join(filepath.Dir(p), t)
 		}
 		p = filepath.Clean(t)
 		if !within(p, "/tmp") && !askedOnHost(filepath.Dir(p), true) {
-			if dir, err := o.dirs.evalDirNow(filepath.Dir(p)); err == nil { // (followLastAs runs in o.look)
+			if dir, err := o.dirs.evalDirNow(filepath.Dir(p)); err == nil && (dir == filepath.Dir(p) || sameDirSeen(root, filepath.Dir(p), dir)) { // (followLastAs runs in o.look)
 				p = filepath.Join(dir, filepath.Base(p))
 			}
 		}
 	}
 	return p
+}
+
+// The observer resolves symlinks by the host's paths (the sandbox's tree
+// mirrors them; one call), outside the sandbox. A symlink the sandbox
+// does not see, in a denyRead directory that it sees empty, was read all
+// the same, and its target, which a command may not readlink, came back
+// in the run's violation report, to the agent that chose the command (a
+// write to secretdir/link, to secretdir/dlink/x, or through a symlink of
+// its own that leads there: attack pass 111,
+// TestObserverHiddenSymlinkNotRead).
+// So a resolution that followed a symlink is used only where the sandbox
+// sees the same: linkSeen and sameDirSeen, through the sandbox's root.
+
+// sandboxRoot opens pid's root directory (O_PATH): the sandbox's tree.
+func sandboxRoot(pid int) (int, error) {
+	return sys.RetryValue(func() (int, error) {
+		return unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+}
+
+// linkSeen reports whether p is, in the sandbox's tree root, a symlink to
+// t, as it is here.
+func linkSeen(root int, p, t string) bool {
+	d, base, err := parentIn(root, p)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(d)
+	buf := make([]byte, len(t)+1)
+	n, err := sys.RetryValue(func() (int, error) { return unix.Readlinkat(d, base, buf) })
+	return err == nil && string(buf[:n]) == t
+}
+
+// sameDirSeen reports whether the directory written (a path the command
+// named) leads, in the sandbox's tree root, to the directory resolved here.
+func sameDirSeen(root int, written, resolved string) bool {
+	rel := strings.TrimPrefix(written, "/")
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := sys.RetryValue(func() (int, error) {
+		return unix.Openat2(root, rel, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var in, here unix.Stat_t
+	if unix.Fstat(fd, &in) != nil || sys.Retry(func() error { return unix.Stat(resolved, &here) }) != nil {
+		return false
+	}
+	return in.Dev == here.Dev && in.Ino == here.Ino
 }
 
 // askedOnHost reports whether looking p up here, outside the sandbox,
@@ -862,11 +926,21 @@ func (o *observer) resolve(pid, dirfd int, p string) string {
 	// tree mirrors the host's paths), as the sandbox's user (o.look); keep
 	// the last component as written.
 	if !within(p, "/tmp") && !askedOnHost(filepath.Dir(p), true) {
-		if d, err := o.dirs.evalDirAs(filepath.Dir(p), o.look, o.as != nil); err == nil {
+		if d, err := o.dirs.evalDirAs(filepath.Dir(p), o.look, o.as != nil); err == nil && (d == filepath.Dir(p) || o.dirSeen(pid, filepath.Dir(p), d)) {
 			p = filepath.Join(d, filepath.Base(p))
 		}
 	}
 	return p
+}
+
+// dirSeen is sameDirSeen in pid's sandbox.
+func (o *observer) dirSeen(pid int, written, resolved string) bool {
+	root, err := sandboxRoot(pid)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	return sameDirSeen(root, written, resolved)
 }
 
 // readString reads a NUL-terminated string from another process.
