@@ -691,6 +691,23 @@ func identityGroups(id *enforce.Identity) []int {
 	return out
 }
 
+// observerAs is whom the violation observer looks as (o.look): moatd's
+// client; root without capabilities for root's own sandbox, whose command
+// is root without any (its user namespace maps root alone), where the
+// observer, root with every capability, looked past other users' modes:
+// a refused write named the target of a symlink in another user's 0700
+// directory, or said whether a file there existed, in the report of a
+// command that may not look there (attack pass 111,
+// TestObserverLooksAsRootsCommand); nil for a user's own sandbox, whose
+// observer is that user.
+func (ln *launcher) observerAs() *enforce.Identity {
+	if ln.l.As != nil || os.Geteuid() != 0 {
+		return ln.l.As
+	}
+	gs, _ := os.Getgroups()
+	return &enforce.Identity{Uid: 0, Gid: os.Getgid(), Groups: gs, Name: "root"}
+}
+
 // ids are the uid and gid the sandbox's processes run as.
 func (ln *launcher) ids() (uid, gid int) {
 	if id := ln.l.As; id != nil {

@@ -79,7 +79,7 @@ func (ln *launcher) handle(m nsinit.Message) {
 			m.CloseFDs()
 			return
 		}
-		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: ln.l.Report, unixAllow: unixAllow(ln.pol, ln.fp.view), connectInside: ln.connectInside, tcpPorts: ln.landlockTCPPorts(), dirs: ln.dirs, as: ln.l.As, noMetadata: ln.nons && os.Geteuid() == 0, nonsUser: ln.nons && os.Geteuid() != 0}
+		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: ln.l.Report, unixAllow: unixAllow(ln.pol, ln.fp.view), connectInside: ln.connectInside, tcpPorts: ln.landlockTCPPorts(), dirs: ln.dirs, as: ln.observerAs(), noMetadata: ln.nons && os.Geteuid() == 0, nonsUser: ln.nons && os.Geteuid() != 0}
 		if ln.pol.Violations {
 			o.writes = &ln.writes
 			ln.observed.Store(true)

@@ -205,7 +205,7 @@ func (ln *launcher) sessionMessage(m nsinit.Message) {
 			m.CloseFDs()
 			return
 		}
-		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: h.report, unixAllow: unixAllow(ln.pol, ln.fp.view), connectInside: ln.connectInside, tcpPorts: ln.landlockTCPPorts(), dirs: ln.dirs, as: ln.l.As, noMetadata: ln.nons && os.Geteuid() == 0, nonsUser: ln.nons && os.Geteuid() != 0}
+		o := &observer{fd: m.FDs[0], view: ln.fp.view, report: h.report, unixAllow: unixAllow(ln.pol, ln.fp.view), connectInside: ln.connectInside, tcpPorts: ln.landlockTCPPorts(), dirs: ln.dirs, as: ln.observerAs(), noMetadata: ln.nons && os.Geteuid() == 0, nonsUser: ln.nons && os.Geteuid() != 0}
 		if ln.pol.Violations {
 			o.writes = &h.writes
 			o.also = &ln.writes
