@@ -36,12 +36,7 @@ func TestAutomountNotTriggeredByAudit(t *testing.T) {
 		"git init -q s3 && git -C s3 remote add origin " + net + "/k-remote/r.git",
 		"echo planted",
 	}, " && ")
-	run := func(script string) result {
-		if viaSession() {
-			return f.inSession(f.settings, []string{"/bin/sh", "-c", script})
-		}
-		return f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
-	}
+	run := f.sandboxedSh
 	am.Reset()
 	got := run(plant)
 	if !strings.Contains(got.out, "planted") {

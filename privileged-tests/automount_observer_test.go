@@ -35,12 +35,7 @@ func TestAutomountNotTriggeredByObserver(t *testing.T) {
 		}, "; ") + " 2>&1"
 	}
 	am.Reset()
-	var got result
-	if viaSession() {
-		got = f.inSession(f.settings, []string{"/bin/sh", "-c", script("exfil-moat")})
-	} else {
-		got = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script("exfil-moat"))
-	}
+	got := f.sandboxedSh(script("exfil-moat"))
 	if !strings.Contains(got.out, "done") {
 		t.Fatalf("the script did not run (exit %d):\n%s", got.code, got.out)
 	}

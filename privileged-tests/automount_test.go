@@ -42,12 +42,7 @@ func TestAutomountNotTriggered(t *testing.T) {
 	script := func(key string) string {
 		return "ls " + filepath.Join(auto, key) + " 2>&1; cat " + filepath.Join(shown, "file")
 	}
-	var got result
-	if viaSession() {
-		got = f.inSession(f.settings, []string{"/bin/sh", "-c", script("exfil-moat.example.test")})
-	} else {
-		got = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script("exfil-moat.example.test"))
-	}
+	got := f.sandboxedSh(script("exfil-moat.example.test"))
 	if wasAsked("exfil-moat.example.test") {
 		t.Errorf("ESCAPE under moat: the host's automounter was asked for a name the command chose:\n%s", got.out)
 	}

@@ -211,6 +211,22 @@ func (f *fixture) sandboxed(args ...string) result {
 	return f.sandboxedWith(f.settings, args...)
 }
 
+// sandboxedSh runs a shell script under moat with the fixture's settings,
+// the way sandboxedWith runs the test binary: in a session, handed to moat
+// serve, or in moat run's own process.
+func (f *fixture) sandboxedSh(script string) result {
+	f.t.Helper()
+	checkNotCold(f.t)
+	if viaSession() {
+		return f.inSession(f.settings, []string{"/bin/sh", "-c", script})
+	}
+	env := f.env()
+	if viaServe() {
+		env = append(env, "MOAT_SERVER="+f.server())
+	}
+	return f.execEnv(env, moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
+}
+
 func (f *fixture) sandboxedWith(settings string, args ...string) result {
 	f.t.Helper()
 	checkNotCold(f.t)

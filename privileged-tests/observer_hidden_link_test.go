@@ -33,12 +33,7 @@ func TestObserverHiddenSymlinkNotRead(t *testing.T) {
 		"readlink " + hid + "/link",
 		"echo done",
 	}, "; ") + " 2>&1"
-	var got result
-	if viaSession() {
-		got = f.inSession(f.settings, []string{"/bin/sh", "-c", script})
-	} else {
-		got = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
-	}
+	got := f.sandboxedSh(script)
 	if !strings.Contains(got.out, "done") {
 		t.Fatalf("the script did not run (exit %d):\n%s", got.code, got.out)
 	}

@@ -41,12 +41,7 @@ func TestObserverLooksAsRootsCommand(t *testing.T) {
 		"dd if=/dev/null of=" + priv + "/missing.txt conv=nocreat,notrunc status=none",
 		"echo done",
 	}, "; ") + " 2>&1"
-	var got result
-	if viaSession() {
-		got = f.inSession(f.settings, []string{"/bin/sh", "-c", script})
-	} else {
-		got = f.exec(moatBin, "run", "--settings", f.settings, "--", "/bin/sh", "-c", script)
-	}
+	got := f.sandboxedSh(script)
 	if !strings.Contains(got.out, "done") {
 		t.Fatalf("the script did not run (exit %d):\n%s", got.code, got.out)
 	}
