@@ -1261,7 +1261,7 @@ func gatherNodes(in planInput, v *view, reserved map[string]bool) []*node {
 // Placeholders for missing protected names are made (through mountPoint)
 // here.
 func planMounts(in planInput, fp *fsPlan, list []*node) error {
-	m := &mounter{in: in, fp: fp, states: map[string]state{}, cloneFlags: map[string][2]uint64{}, nodes: list}
+	m := &mounter{in: in, fp: fp, states: map[string]state{}, cloneFlags: map[string][2]uint64{}, cloneMay: map[string]bool{}, nodes: list}
 	for _, n := range list {
 		parent := m.stateAt(n.path)
 		if parent == stDev || parent == stProc {
@@ -1326,8 +1326,11 @@ type mounter struct {
 	// mount attributes; steps run after it; roAtEnd are made read-only last.
 	clones     []string
 	cloneFlags map[string][2]uint64
-	steps      []step
-	roAtEnd    []roEnd
+	// cloneMay are the clones that may find their source gone at the
+	// set-up (bind): the slot is left empty and the mount step skipped.
+	cloneMay map[string]bool
+	steps    []step
+	roAtEnd  []roEnd
 	// watches are the hidden paths whose opens are reported (R_WATCH).
 	watches []watch
 	nodes   []*node // every path the plan considers
@@ -1375,11 +1378,27 @@ func (m *mounter) mountpoint(n *node, parent state) {
 	m.steps = append(m.steps, func(p *nsinit.Plan, _ map[string]uint32) { p.Mkfile(path, 0o644) })
 }
 
-// bind binds the host's n onto itself with the attributes set.
-func (m *mounter) bind(n *node, set uint64) {
+// bind binds the host's n onto itself with the attributes set. Inside a
+// mask (parent stMask: an allowRead or allowWrite below a denyRead, a mount
+// the host has below an autofs mount) the bind shows a path of the host
+// again on a mount point in moat's own tmpfs; one gone between the plan
+// and the set-up (an unmount, an automount that expired, a directory
+// removed) leaves that mount point empty, as if it had not been there at
+// plan time, and the run goes on (a run beside a test's unmount failed
+// "open DIR": CI40). Elsewhere the bind is over the host's own path, and a
+// source gone fails the set-up, as before.
+func (m *mounter) bind(n *node, set uint64, parent state) {
 	m.clones = append(m.clones, n.path)
 	m.cloneFlags[n.path] = [2]uint64{set, 0}
 	path := n.path
+	if parent == stMask {
+		// (Its source removed after the clone, the tree's root is a
+		// deleted directory, which move_mount refuses with ENOENT: Mask
+		// takes that for gone too.)
+		m.cloneMay[n.path] = true
+		m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Mask(slots[path], path) })
+		return
+	}
 	m.steps = append(m.steps, func(p *nsinit.Plan, slots map[string]uint32) { p.Attach(slots[path], path) })
 }
 
@@ -1562,7 +1581,7 @@ func (m *mounter) writable(n *node, parent state) {
 		return
 	}
 	m.mountpoint(n, parent)
-	m.bind(n, nsinit.AttrNosuid|nsinit.AttrNodev)
+	m.bind(n, nsinit.AttrNosuid|nsinit.AttrNodev, parent)
 	m.states[n.path] = stRW
 	if n.kind == 'd' {
 		m.fp.llTrees = append(m.fp.llTrees, n.path)
@@ -1612,7 +1631,7 @@ func (m *mounter) readOnly(n *node, parent state) error {
 		}
 	}
 	m.mountpoint(n, parent)
-	m.bind(n, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev)
+	m.bind(n, nsinit.AttrRdonly|nsinit.AttrNosuid|nsinit.AttrNodev, parent)
 	m.states[n.path] = stRO
 	return nil
 }
@@ -1627,6 +1646,9 @@ func (m *mounter) build(p *nsinit.Plan) {
 		src, flags := c, uint32(nsinit.CloneRecursive)
 		if strings.HasPrefix(c, "/dev/null#") {
 			src, flags = "/dev/null", 0
+		}
+		if m.cloneMay[c] {
+			flags |= nsinit.CloneOptional
 		}
 		f := m.cloneFlags[c]
 		slots[c] = p.Clone(src, flags, f[0], f[1])

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,5 +72,58 @@ func TestStateDirVanishesDuringSetup(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		t.Errorf("%d of %d runs failed while state directories they hid were removed:\n%s", len(failed), runs, strings.Join(failed, "\n"))
+	}
+}
+
+// TestReadAgainVanishesDuringSetup: a path shown again inside a hidden
+// directory (allowRead below a denyRead; a mount the host has below an
+// autofs mount) is bound from the host at the set-up. One removed or
+// unmounted between the plan and the mounts failed the run ("open DIR":
+// CI40, a run beside a test that unmounted its share below an autofs);
+// now its mount point inside the mask stays empty, as if it had not been
+// there at plan time. Each run shows six directories again, removed at
+// random moments of its first 25 ms; what the mask hides stays hidden.
+func TestReadAgainVanishesDuringSetup(t *testing.T) {
+	f := newFixture(t)
+	hidden := filepath.Join(f.outside, "vanishing")
+	must(t, os.MkdirAll(hidden, 0o755))
+	must(t, os.WriteFile(filepath.Join(hidden, "token"), []byte("HIDDEN-TOKEN"), 0o644))
+	const runs, perRun = 30, 6
+	var failed []string
+	for i := 0; i < runs; i++ {
+		var shown, allow []string
+		for k := 0; k < perRun; k++ {
+			d := filepath.Join(hidden, fmt.Sprintf("shown-%d-%d", i, k))
+			must(t, os.MkdirAll(d, 0o755))
+			must(t, os.WriteFile(filepath.Join(d, "file"), []byte("SHOWN"), 0o644))
+			shown, allow = append(shown, d), append(allow, d)
+		}
+		settings := f.writeSettings(map[string]any{"denyRead": []string{hidden}, "allowRead": allow})
+		cmd := exec.Command(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", "cat "+filepath.Join(hidden, "token")+" 2>&1; ls "+hidden+" 2>&1; true")
+		cmd.Dir, cmd.Env = f.work, f.env()
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, d := range shown {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Until(start.Add(rand.N(25 * time.Millisecond))))
+				os.RemoveAll(d)
+			}()
+		}
+		out, err := cmd.CombinedOutput()
+		wg.Wait()
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("run %d: %v: %s", i, err, strings.TrimSpace(string(out))))
+		}
+		if strings.Contains(string(out), "HIDDEN-TOKEN") || slices.Contains(strings.Split(string(out), "\n"), "token") {
+			t.Errorf("ESCAPE under moat: run %d saw the hidden directory's own files:\n%s", i, out)
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d runs failed while paths they showed again were removed:\n%s", len(failed), runs, strings.Join(failed, "\n"))
+	}
+	if out, _ := exec.Command("cat", filepath.Join(hidden, "token")).Output(); string(out) != "HIDDEN-TOKEN" {
+		t.Errorf("without moat the token is readable (or this test cannot fail): %q", out)
 	}
 }

@@ -44,6 +44,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -104,6 +105,7 @@
 #endif
 
 #define X_OPEN_TREE_CLONE 1u
+#define X_AUTOFS_SUPER_MAGIC 0x0187
 #define X_OPEN_TREE_CLOEXEC O_CLOEXEC
 #define X_AT_RECURSIVE 0x8000
 #define X_MOVE_MOUNT_F_EMPTY_PATH 0x04
@@ -426,6 +428,19 @@ static void do_mount_op(struct rd *r)
 				break;
 			}
 			die("open %s", path);
+		}
+		if (fl & MC_OPTIONAL) {
+			/* A path shown again inside a mask (MC_OPTIONAL): one the
+			 * host unmounted since the plan may have left the autofs
+			 * directory it was mounted on (an automount that expired),
+			 * whose bind would let a lookup below it ask the host's
+			 * automounter (attack pass 56): taken as gone. */
+			struct statfs sfs;
+			if (fstatfs(src, &sfs) == 0 && sfs.f_type == X_AUTOFS_SUPER_MAGIC) {
+				close(src);
+				slots[s] = -1;
+				break;
+			}
 		}
 		int fd = (int)syscall(__NR_open_tree, src, "",
 				      AT_EMPTY_PATH | X_OPEN_TREE_CLONE | X_OPEN_TREE_CLOEXEC |

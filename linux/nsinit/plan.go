@@ -283,8 +283,9 @@ func (p *Plan) Attach(slot uint32, target string) {
 	p.add(rMount, "mount over "+target, (&rec{}).u32(mAttach).u32(slot).u32(0).str(target))
 }
 
-// Mask mounts the tree in slot over target, a hidden file: a target that
-// vanished since the plan was made is skipped (MV_OPTIONAL), and every
+// Mask mounts the tree in slot over target, a hidden file or a path shown
+// again inside a mask: a target that vanished since the plan was made (or
+// a source removed since its clone) is skipped (MV_OPTIONAL), and every
 // later mount step at or below it.
 func (p *Plan) Mask(slot uint32, target string) {
 	p.add(rMount, "mask "+target, (&rec{}).u32(mAttach).u32(slot).u32(mvOptional).str(target))
