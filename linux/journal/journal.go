@@ -352,6 +352,15 @@ func (j *Journal) release() {
 		h.f.Close()
 	}
 	j.holds = nil
+	// A child this process forks has a copy of every descriptor until its
+	// exec closes them (close-on-exec), and the pins' locks are its copy's
+	// too meanwhile: a fork of another goroutine just before the closes
+	// kept them a moment longer, and this run's Close found its own
+	// placeholders pinned and left them (TestFailedLaunchLeavesNothing,
+	// CI41). Go forks under ForkLock until the child's exec: taking it
+	// waits for any such child.
+	syscall.ForkLock.Lock()
+	syscall.ForkLock.Unlock()
 }
 
 // openDir opens the directory dir with flags without following a symlink
