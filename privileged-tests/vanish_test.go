@@ -49,18 +49,9 @@ func TestStateDirVanishesDuringSetup(t *testing.T) {
 		}
 		cmd := exec.Command(moatBin, "run", "--", "true")
 		cmd.Dir, cmd.Env = s.repo, env
-		var wg sync.WaitGroup
-		start := time.Now()
-		for _, d := range dirs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(time.Until(start.Add(rand.N(25 * time.Millisecond))))
-				os.RemoveAll(d)
-			}()
-		}
+		removed := removeDuring(dirs, 25*time.Millisecond)
 		out, err := cmd.CombinedOutput()
-		wg.Wait()
+		removed()
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("run %d: %v: %s", i, err, strings.TrimSpace(string(out))))
 		}
@@ -101,18 +92,9 @@ func TestReadAgainVanishesDuringSetup(t *testing.T) {
 		settings := f.writeSettings(map[string]any{"denyRead": []string{hidden}, "allowRead": allow})
 		cmd := exec.Command(moatBin, "run", "--settings", settings, "--", "/bin/sh", "-c", "cat "+filepath.Join(hidden, "token")+" 2>&1; ls "+hidden+" 2>&1; true")
 		cmd.Dir, cmd.Env = f.work, f.env()
-		var wg sync.WaitGroup
-		start := time.Now()
-		for _, d := range shown {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(time.Until(start.Add(rand.N(25 * time.Millisecond))))
-				os.RemoveAll(d)
-			}()
-		}
+		removed := removeDuring(shown, 25*time.Millisecond)
 		out, err := cmd.CombinedOutput()
-		wg.Wait()
+		removed()
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("run %d: %v: %s", i, err, strings.TrimSpace(string(out))))
 		}
@@ -126,4 +108,20 @@ func TestReadAgainVanishesDuringSetup(t *testing.T) {
 	if out, _ := exec.Command("cat", filepath.Join(hidden, "token")).Output(); string(out) != "HIDDEN-TOKEN" {
 		t.Errorf("without moat the token is readable (or this test cannot fail): %q", out)
 	}
+}
+
+// removeDuring removes each path at a random moment of the next d, and
+// returns what waits for the removals.
+func removeDuring(paths []string, d time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(rand.N(d))))
+			os.RemoveAll(p)
+		}()
+	}
+	return wg.Wait
 }
